@@ -1,0 +1,104 @@
+"""Entry point: global options, one-line errors, and subcommand registration."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import click
+
+from ..config import Config, load_config
+from ..errors import MindcapError
+
+#: options that take several values after one flag (``--lang de th sw``)
+MULTI_VALUE_OPTIONS = frozenset({"--lang", "--model", "--only"})
+
+
+def expand_multi_value(argv: Sequence[str]) -> list[str]:
+    """Rewrite ``--lang de th sw`` and ``--lang de,th`` as repeated ``--lang X`` flags.
+
+    click has no argparse-style ``nargs='+'`` for options, so this small rewrite is done by hand.
+    """
+    out: list[str] = []
+    current: str | None = None
+    for arg in argv:
+        if arg == "--":
+            current = None
+            out.append(arg)
+        elif arg.startswith("-"):
+            flag, eq, value = arg.partition("=")
+            current = flag if flag in MULTI_VALUE_OPTIONS and not eq else None
+            if flag in MULTI_VALUE_OPTIONS and eq:
+                out.extend(x for v in value.split(",") if v for x in (flag, v))
+            else:
+                out.append(arg)
+        elif current is not None:
+            if out and out[-1] == current:
+                out.pop()
+            out.extend(x for v in arg.split(",") if v for x in (current, v))
+        else:
+            out.append(arg)
+    return out
+
+
+@dataclass
+class State:
+    """What the group resolves once for every subcommand."""
+
+    config: Config
+    debug: bool
+
+
+class Group(click.Group):
+    """A click group that turns errors into one line (``--debug`` shows the traceback)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:
+            if "--debug" in sys.argv:
+                traceback.print_exc()
+            if isinstance(exc, MindcapError):
+                click.echo(f"error: {exc}", err=True)
+            else:
+                msg = str(exc).splitlines()[0] if str(exc) else ""
+                click.echo(f"error: {type(exc).__name__}: {msg} (rerun with --debug for a traceback)", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--data-dir", type=click.Path(file_okay=False), help="Folder with flores200/ and mgsm/ (overrides config and env)."
+)
+@click.option("--tokenizers-dir", type=click.Path(file_okay=False), help="Folder with one tokenizer folder per model.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.version_option(package_name="mindcap-tok")
+@click.pass_context
+def cli(ctx: click.Context, data_dir: str | None, tokenizers_dir: str | None, debug: bool) -> None:
+    """mindcap-tok: measure how much of a multilingual reasoning gap the output-token cap makes."""
+    try:
+        config = load_config(data_dir=data_dir, tokenizers_dir=tokenizers_dir)
+    except MindcapError as exc:
+        raise click.ClickException(str(exc)) from exc
+    ctx.obj = State(config=config, debug=debug)
+
+
+def _register() -> None:
+    from . import config_cmd, premium_cmd
+
+    for module in (config_cmd, premium_cmd):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    cli.main(args=expand_multi_value(args), prog_name="mindcap-tok")

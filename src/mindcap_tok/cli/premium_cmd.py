@@ -1,0 +1,127 @@
+"""`mindcap-tok premium`: FLORES-200 token premiums per model and language, with bootstrap CIs."""
+
+from __future__ import annotations
+
+import click
+
+from ..data.flores import flores_source
+from ..data.languages import flores_codes, resolve_language
+from ..premium import DEFAULT_LANGS, premium
+from ..tokenizer import load_tokenizer
+from ._output import emit, render, to_json
+from ._progress import progress_bar
+
+
+def parse_budgets(text: str | None) -> list[int] | None:
+    """``"64,128,256"`` -> ``[64, 128, 256]`` (positive integers)."""
+    if not text:
+        return None
+    try:
+        budgets = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError as exc:
+        raise click.BadParameter(f"budgets must be comma-separated integers, got {text!r}") from exc
+    if not budgets or any(b <= 0 for b in budgets):
+        raise click.BadParameter(f"budgets must be positive integers, got {text!r}")
+    return budgets
+
+
+def _table_rows(results: list[dict], budgets: list[int] | None) -> list[dict]:
+    rows = []
+    for r in results:
+        row = {
+            "model": r["model"],
+            "lang": r["lang"],
+            "premium": f"{r['premium']:.3f}",
+            f"{r['ci'] * 100:g}% CI": f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
+            "tokens": r["tokens"],
+            "ref_tokens": r["ref_tokens"],
+        }
+        if budgets:
+            row["floor(r·B)"] = " ".join(f"{b}→{s}" for b, s in r["scaled_budgets"].items())
+        rows.append(row)
+    return rows
+
+
+def _csv_rows(results: list[dict]) -> list[dict]:
+    rows = []
+    for r in results:
+        row = {k: v for k, v in r.items() if k != "scaled_budgets"}
+        for b, s in (r["scaled_budgets"] or {}).items():
+            row[f"scaled_{b}"] = s
+        rows.append(row)
+    return rows
+
+
+@click.command("premium")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    default=["qwen3-8b"],
+    show_default=True,
+    help="Model name(s), tokenizer folder/file, or HF id; several values allowed.",
+)
+@click.option("--lang", "langs", multiple=True, help="Languages (FLORES codes or aliases); default de th sw.")
+@click.option("--all", "all_langs", is_flag=True, help="Every FLORES-200 language.")
+@click.option("--ref", default="eng_Latn", show_default=True, help="Reference language.")
+@click.option("--split", type=click.Choice(["dev", "devtest"]), default="devtest", show_default=True)
+@click.option("--n-boot", type=click.IntRange(min=1), default=10_000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)
+@click.option("--budgets", help="Comma-separated budgets B; adds floor(r·B) for each.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
+@click.option("--plot", type=click.Path(dir_okay=False), help="Also draw premiums with CIs to this PNG.")
+@click.pass_obj
+def premium_command(state, models, langs, all_langs, ref, split, n_boot, seed, ci, budgets, fmt, out, plot) -> None:
+    """Token premium r = tokens(L)/tokens(ref) on FLORES-200, with a paired bootstrap CI."""
+    grid = parse_budgets(budgets)
+    if all_langs and langs:
+        raise click.UsageError("give --lang or --all, not both")
+    languages = [c for c in flores_codes() if c != ref] if all_langs else list(langs or DEFAULT_LANGS)
+    for lang in (*languages, ref):  # cheap checks before the slow tokenizer load
+        resolve_language(lang)
+    source = flores_source(state.config.data_dir.value)
+    results: list[dict] = []
+    for model in models:
+        tok = load_tokenizer(model, state.config.tokenizers_dir.value)
+        with progress_bar(f"tokenizing ({tok.name})", total=len(languages), enabled=len(languages) > 10) as advance:
+            rows = premium(
+                tok,
+                languages,
+                ref=ref,
+                split=split,
+                n_boot=n_boot,
+                seed=seed,
+                ci=ci,
+                budgets=grid,
+                source=source,
+                on_progress=lambda done, total: advance(),
+            )
+        results.extend(r.as_dict() for r in rows)
+    if fmt == "json":
+        text = to_json(
+            [
+                {**r, "scaled_budgets": {str(b): s for b, s in r["scaled_budgets"].items()}}
+                if r["scaled_budgets"]
+                else {k: v for k, v in r.items() if k != "scaled_budgets"}
+                for r in results
+            ]
+        )
+    elif fmt == "csv":
+        text = render(_csv_rows(results), "csv")
+    else:
+        text = render(
+            _table_rows(results, grid),
+            "table",
+            title=f"Token premium vs {results[0]['ref']} (FLORES-200 {split}, {n_boot} resamples, seed {seed})",
+        )
+    emit(text, out)
+    if plot:
+        from ..report.figures import plot_premiums
+
+        plot_premiums(results, plot)
+        click.echo(f"wrote {plot}", err=True)
+
+
+COMMANDS = [premium_command]

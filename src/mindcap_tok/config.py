@@ -1,0 +1,95 @@
+"""Where data and tokenizers live: config file < environment < explicit arguments.
+
+The config file is ``mindcap.toml``: the one named by ``MINDCAP_CONFIG``, else the first found
+walking up from the current folder. Relative paths in it resolve against the file's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import MindcapError
+
+CONFIG_NAME = "mindcap.toml"
+ENV_CONFIG = "MINDCAP_CONFIG"
+#: setting name -> environment variable that overrides it
+ENV_VARS = {"data_dir": "MINDCAP_DATA_DIR", "tokenizers_dir": "MINDCAP_TOKENIZERS_DIR"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One resolved setting and where its value came from."""
+
+    value: Path | None
+    source: str  # "default", "config file <path>", "env MINDCAP_...", "flag"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Resolved paths; ``None`` means unset (data then comes from the Hugging Face hub)."""
+
+    data_dir: Setting = field(default_factory=lambda: Setting(None, "unset"))
+    tokenizers_dir: Setting = field(default_factory=lambda: Setting(None, "unset"))
+    config_file: Path | None = None
+
+    def as_dict(self) -> dict[str, dict[str, str | None]]:
+        """Plain data for `mindcap-tok config`."""
+        out: dict[str, dict[str, str | None]] = {}
+        for name in ENV_VARS:
+            s: Setting = getattr(self, name)
+            out[name] = {"value": str(s.value) if s.value else None, "source": s.source}
+        out["config_file"] = {"value": str(self.config_file) if self.config_file else None, "source": ""}
+        return out
+
+
+def find_config_file(start: Path | None = None) -> Path | None:
+    """The config file in force: ``$MINDCAP_CONFIG``, else ``mindcap.toml`` in ``start`` or a parent."""
+    env = os.environ.get(ENV_CONFIG)
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise MindcapError(f"{ENV_CONFIG} names {path}, which is not a file")
+        return path.resolve()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_config_file(path: Path) -> dict[str, Path]:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise MindcapError(f"cannot read config file {path}: {exc}") from exc
+    paths = raw.get("paths", {})
+    unknown = sorted(set(paths) - set(ENV_VARS))
+    if unknown:
+        raise MindcapError(f"config file {path}: unknown setting(s) {', '.join(unknown)} under [paths]")
+    return {k: (path.parent / v).resolve() for k, v in paths.items()}
+
+
+def load_config(
+    data_dir: str | os.PathLike[str] | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+    start: Path | None = None,
+) -> Config:
+    """Resolve every setting; explicit arguments beat the environment, which beats the file."""
+    cfg_file = find_config_file(start)
+    from_file = _read_config_file(cfg_file) if cfg_file else {}
+    explicit = {"data_dir": data_dir, "tokenizers_dir": tokenizers_dir}
+    resolved: dict[str, Setting] = {}
+    for name, env_var in ENV_VARS.items():
+        if explicit[name] is not None:
+            resolved[name] = Setting(Path(explicit[name]).expanduser().resolve(), "flag")
+        elif os.environ.get(env_var):
+            resolved[name] = Setting(Path(os.environ[env_var]).expanduser().resolve(), f"env {env_var}")
+        elif name in from_file:
+            resolved[name] = Setting(from_file[name], f"config file {cfg_file}")
+        else:
+            resolved[name] = Setting(None, "unset")
+    return Config(config_file=cfg_file, **resolved)

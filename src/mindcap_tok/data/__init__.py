@@ -1,0 +1,1 @@
+"""Data loaders (FLORES-200, MGSM) and language-code tables."""

@@ -1,0 +1,104 @@
+"""FLORES-200 loader: dev/devtest, any of the 204 languages, NFC, line-alignment checked.
+
+Source is a local folder laid out as the original release (``<root>/<split>/<code>.<split>``), found at
+``<data_dir>/flores200`` from the configuration, or a Hugging Face dataset named ``hf:<id>`` (online users).
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+from ..config import load_config
+from ..errors import MindcapError
+from .languages import resolve_language
+
+SPLITS = ("dev", "devtest")
+DEFAULT_HF_DATASET = "hf:openlanguagedata/flores_plus"
+
+
+def flores_source(data_dir: str | os.PathLike[str] | None = None) -> str:
+    """The FLORES source in force: ``<data_dir>/flores200`` (configured) or the Hugging Face default."""
+    root = Path(data_dir) if data_dir is not None else load_config().data_dir.value
+    if root is None:
+        return DEFAULT_HF_DATASET
+    folder = root / "flores200"
+    if not folder.is_dir():
+        raise MindcapError(
+            f"FLORES-200 folder not found: {folder} (set data_dir in mindcap.toml, MINDCAP_DATA_DIR or --data-dir)"
+        )
+    return str(folder)
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise MindcapError(f"unknown FLORES split {split!r}; use one of {', '.join(SPLITS)}")
+
+
+@cache
+def _read_local(folder: str, code: str, split: str) -> tuple[str, ...]:
+    path = Path(folder) / split / f"{code}.{split}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise MindcapError(f"FLORES file missing: {path}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MindcapError(f"cannot read FLORES file {path}: {exc}") from exc
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return tuple(unicodedata.normalize("NFC", ln) for ln in lines)
+
+
+@cache
+def _read_hub(dataset_id: str, code: str, split: str) -> tuple[str, ...]:
+    # Hub path for online users; FLORES+ names its text column "text" (the original release used "sentence").
+    try:
+        import datasets
+    except ImportError as exc:
+        raise MindcapError("the Hugging Face `datasets` package is needed to read FLORES from the hub") from exc
+    try:
+        ds = datasets.load_dataset(dataset_id, code, split=split)
+    except Exception as exc:
+        raise MindcapError(f"cannot load {code}/{split} from hf:{dataset_id}: {str(exc).splitlines()[0]}") from exc
+    column = "text" if "text" in ds.column_names else "sentence"
+    return tuple(unicodedata.normalize("NFC", s) for s in ds[column])
+
+
+def load_flores(lang: str, split: str = "devtest", source: str | None = None) -> list[str]:
+    """Sentences of one language, NFC-normalised; ``lang`` may be a FLORES code or an alias."""
+    _check_split(split)
+    code = resolve_language(lang)
+    src = source or flores_source()
+    if src.startswith("hf:"):
+        return list(_read_hub(src[3:], code, split))
+    return list(_read_local(src, code, split))
+
+
+def load_parallel(
+    langs: Iterable[str], split: str = "devtest", source: str | None = None, ref: str = "eng_Latn"
+) -> dict[str, list[str]]:
+    """Line-aligned sentences for ``ref`` and every language (keys are FLORES codes, ``ref`` first).
+
+    Raises a :class:`MindcapError` naming the file and both line counts when a file is misaligned.
+    """
+    _check_split(split)
+    src = source or flores_source()
+    ref_code = resolve_language(ref)
+    out = {ref_code: load_flores(ref_code, split, src)}
+    n_ref = len(out[ref_code])
+    for lang in langs:
+        code = resolve_language(lang)
+        if code in out:
+            continue
+        lines = load_flores(code, split, src)
+        if len(lines) != n_ref:
+            where = f"{src}/{split}/{code}.{split}" if not src.startswith("hf:") else f"{src} {code}/{split}"
+            raise MindcapError(
+                f"FLORES files are not line-aligned: {where} has {len(lines)} lines, {ref_code}.{split} has {n_ref}"
+            )
+        out[code] = lines
+    return out

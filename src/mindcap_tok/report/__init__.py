@@ -1,0 +1,1 @@
+"""Tables and figures (matplotlib, Agg backend; files written atomically)."""

@@ -1,0 +1,154 @@
+"""The CLI as a user meets it: JSON fields, one-line errors with non-zero exits, multi-value flags."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from mindcap_tok.cli.main import cli, expand_multi_value
+
+
+def run(args, env=None):
+    runner = CliRunner()
+    from mindcap_tok.cli.main import expand_multi_value as expand
+
+    return runner.invoke(cli, expand(args), env=env, catch_exceptions=False)
+
+
+def test_expand_multi_value():
+    assert expand_multi_value(["premium", "--lang", "de", "th", "sw", "--seed", "1"]) == [
+        "premium",
+        "--lang",
+        "de",
+        "--lang",
+        "th",
+        "--lang",
+        "sw",
+        "--seed",
+        "1",
+    ]
+    assert expand_multi_value(["--lang=de,th", "--model", "a", "b"]) == [
+        "--lang",
+        "de",
+        "--lang",
+        "th",
+        "--model",
+        "a",
+        "--model",
+        "b",
+    ]
+
+
+def test_premium_json_fields():
+    res = run(
+        [
+            "premium",
+            "--model",
+            "qwen3-8b",
+            "llama3.1",
+            "--lang",
+            "th",
+            "sw",
+            "--n-boot",
+            "200",
+            "--budgets",
+            "128,256",
+            "--format",
+            "json",
+        ]
+    )
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [(r["model"], r["lang"]) for r in rows] == [
+        ("qwen3-8b", "tha_Thai"),
+        ("qwen3-8b", "swh_Latn"),
+        ("llama-3.1-8b", "tha_Thai"),
+        ("llama-3.1-8b", "swh_Latn"),
+    ]
+    needed = {
+        "model",
+        "lang",
+        "ref",
+        "split",
+        "premium",
+        "ci_low",
+        "ci_high",
+        "tokens",
+        "ref_tokens",
+        "n_pairs",
+        "n_boot",
+        "seed",
+        "scaled_budgets",
+    }
+    assert needed <= set(rows[0])
+    th = rows[0]
+    assert th["scaled_budgets"] == {"128": th["tokens"] * 128 // th["ref_tokens"], "256": 652}
+
+
+def test_premium_out_file_and_csv(tmp_path):
+    out = tmp_path / "p.csv"
+    res = run(["premium", "--lang", "de", "--n-boot", "50", "--budgets", "64", "--format", "csv", "--out", str(out)])
+    assert res.exit_code == 0
+    import pandas as pd
+
+    frame = pd.read_csv(out)
+    assert list(frame["lang"]) == ["deu_Latn"] and "scaled_64" in frame.columns
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["premium", "--model", "gpt-17"], "unknown model 'gpt-17'"),
+        (["premium", "--lang", "xx"], "unknown language 'xx'"),
+        (["--data-dir", "/nonexistent/data", "premium"], "FLORES-200 folder not found"),
+        (["premium", "--budgets", "64,abc"], "budgets must be comma-separated integers"),
+    ],
+)
+def test_bad_input_is_one_line_nonzero(args, needle):
+    proc = subprocess.run(
+        [sys.executable, "-m", "mindcap_tok", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.returncode != 0
+    assert needle in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len([ln for ln in proc.stderr.splitlines() if ln.strip() and "Usage" not in ln and "Try" not in ln]) == 1
+
+
+def test_unreadable_tokenizer_file_and_misaligned(tmp_path):
+    bad = tmp_path / "tokenizer.json"
+    bad.write_text("nope", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mindcap_tok", "premium", "--model", str(bad)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "cannot read tokenizer file" in proc.stderr and "Traceback" not in proc.stderr
+
+    data = tmp_path / "data" / "flores200" / "devtest"
+    data.mkdir(parents=True)
+    (data / "eng_Latn.devtest").write_text("a\nb\n", encoding="utf-8")
+    (data / "tha_Thai.devtest").write_text("a\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mindcap_tok", "--data-dir", str(tmp_path / "data"), "premium", "--lang", "th"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "not line-aligned" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_config_command_reports_sources():
+    res = run(["config", "--format", "json"], env={"MINDCAP_TOKENIZERS_DIR": "/x/tok"})
+    info = json.loads(res.stdout)
+    assert info["tokenizers_dir"] == {"value": "/x/tok", "source": "env MINDCAP_TOKENIZERS_DIR"}
+    assert info["data_dir"]["source"].startswith("config file")
+
+
+def test_plot_writes_png(tmp_path):
+    png = tmp_path / "p.png"
+    res = run(["premium", "--lang", "de", "th", "--n-boot", "20", "--plot", str(png), "--format", "json"])
+    assert res.exit_code == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
