@@ -1,0 +1,124 @@
+"""Retokenizing traces: prefix byte lengths against a slow reference and against hand counts; cross-fitting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from price_fixture import EOS, english_trace, save_tiny, thai_trace
+
+from mindcap_tok.adaptation.retokenize import (
+    FoldTokenizer,
+    check_budgets,
+    decode_traces,
+    fold_of_items,
+    fold_tokenizers,
+    learn_ledger_extensions,
+    ledger_corpus,
+    prefix_byte_lengths,
+    retokenize,
+    retokenize_items,
+)
+from mindcap_tok.errors import MindcapError
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny")
+    return save_tiny(root / "base"), save_tiny(root / "ext", extended=True)
+
+
+def _reference(ids, token_bytes, budget):
+    # slow path: join the bytes of the first B tokens
+    return len(b"".join(token_bytes[i] for i in ids[:budget]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seqs=st.lists(st.lists(st.integers(0, 9), max_size=30), min_size=1, max_size=8),
+    widths=st.lists(st.integers(0, 5), min_size=10, max_size=10),
+    budgets=st.lists(st.integers(1, 40), min_size=1, max_size=5, unique=True),
+)
+def test_prefix_bytes_match_joined_prefixes(seqs, widths, budgets):
+    token_bytes = [b"x" * w for w in widths]
+    prefix, n_tokens, totals = prefix_byte_lengths(seqs, np.array(widths), budgets)
+    for t, ids in enumerate(seqs):
+        assert n_tokens[t] == len(ids)
+        assert totals[t] == _reference(ids, token_bytes, len(ids))
+        for j, b in enumerate(budgets):
+            assert prefix[t, j] == _reference(ids, token_bytes, b)
+
+
+def test_real_tokenizer_prefixes_decode_to_the_prefix_text(qwen):
+    texts = ["ดังนั้นคำตอบคือ 18\n#### 18", "Also ist die Antwort 7.\n#### 7", ""]
+    budgets = [1, 3, 8, 1000]
+    got = retokenize(texts, qwen, budgets)
+    for t, text in enumerate(texts):
+        ids = qwen.tokenizer.encode(text, add_special_tokens=False).ids
+        assert got.n_tokens[t] == len(ids)
+        assert got.total_bytes[t] == len(text.encode("utf-8"))
+        for j, b in enumerate(budgets):
+            assert got.prefix_bytes[t, j] == _reference(ids, qwen.token_bytes, b)
+
+
+def test_hand_counts_of_the_tiny_extension(tiny):
+    base, ext = tiny
+    texts = [thai_trace(10, 4), english_trace(10, 4)]
+    b = retokenize(texts, base, [4, 20, 27, 100])
+    e = retokenize(texts, ext, [4, 20, 27, 100])
+    # base: 2k+7 = 27 tokens each; ext halves only the Thai part: k+7 = 17
+    assert b.n_tokens.tolist() == [27, 27]
+    assert e.n_tokens.tolist() == [17, 27]
+    # Thai: a base token is one 3-byte letter, an extended token two letters (6 bytes); the answer line is 7 bytes
+    assert b.prefix_bytes[0].tolist() == [12, 60, 67, 67]
+    assert e.prefix_bytes[0].tolist() == [24, 67, 67, 67]
+    # English: one byte per token under both
+    assert b.prefix_bytes[1].tolist() == e.prefix_bytes[1].tolist() == [4, 20, 27, 27]
+
+
+def test_decode_keeps_special_tokens_as_text(tiny):
+    base, _ = tiny
+    ids = base.tokenizer.encode("กา" + EOS, add_special_tokens=False).ids
+    assert decode_traces(base, [ids]) == ["กา" + EOS]
+
+
+def test_each_item_uses_the_fold_that_held_it_out(tiny):
+    base, ext = tiny
+    folds = [FoldTokenizer(ext, frozenset({0, 2}), 0), FoldTokenizer(base, frozenset({1}), 1)]
+    items = [0, 1, 2, 1]
+    got = retokenize_items([thai_trace(5, 1)] * 4, items, folds, [100])
+    assert got.fold.tolist() == [0, 1, 0, 1]
+    assert got.n_tokens.tolist() == [12, 17, 12, 17]
+
+
+def test_items_outside_every_fold_or_in_two_are_rejected(tiny):
+    base, ext = tiny
+    with pytest.raises(MindcapError, match="item 3 is held out by no fold"):
+        fold_of_items(np.array([0, 3]), [FoldTokenizer(ext, frozenset({0}), 0)])
+    with pytest.raises(MindcapError, match="item 1 is held out by more than one fold"):
+        fold_of_items(np.array([1]), [FoldTokenizer(ext, frozenset({1}), 0), FoldTokenizer(base, frozenset({1}), 1)])
+
+
+def test_bad_budgets_are_rejected():
+    with pytest.raises(MindcapError, match="positive"):
+        check_budgets([0, 5])
+    with pytest.raises(MindcapError, match="at least one"):
+        check_budgets([])
+
+
+def test_extensions_learned_on_ledger_traces_are_cross_fitted(tiny):
+    base, _ = tiny
+    items = [0, 0, 1, 1, 2, 2, 3, 3]
+    texts = [thai_trace(6 + i, i) for i in items]
+    corpus = ledger_corpus(items, texts, "ledger:test/native/tha_Thai")
+    learned = learn_ledger_extensions(base, corpus, size=1, folds=2, seed=0)
+    held = [set(fx.held_out) for fx in learned]
+    assert held[0].isdisjoint(held[1]) and held[0] | held[1] == {0, 1, 2, 3}
+    for fx in learned:
+        # the most frequent pair in any half of these traces is ก+า: the one merge of the hand-made extension
+        assert fx.extension.merges == (("à¸ģ", "à¸²"),)
+    folds = fold_tokenizers(learned, "tha_Thai")
+    got = retokenize_items(texts, items, folds, [100])
+    assert got.n_tokens.tolist() == [6 + i + 7 for i in items]
+    assert sorted(set(got.fold.tolist())) == [0, 1]
