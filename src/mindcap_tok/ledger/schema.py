@@ -1,0 +1,377 @@
+"""The ledger record: one row per generation, its Arrow schema, and the checks every append runs.
+
+Token ids are the source of truth (decode-then-encode does not round-trip); ``text`` is kept for reading.
+A *cell* is (model, arm, lang); with the generation settings (design, cap, announcement, forcing) it names
+the population a record belongs to, and (cell, settings, item, sample) must be unique.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..data.languages import resolve_language
+from ..errors import MindcapError
+from ..tokenizer import canonical_model_name
+
+ARMS = ("native", "translate-act", "pivot", "code-switched")
+ANNOUNCE_STYLES = ("none", "natural", "tag")
+DESIGNS = ("replay", "independent", "announcement")
+FINISH_REASONS = ("stop", "length")
+
+CELL_COLUMNS = ("model", "arm", "lang")
+#: generation settings that, with the cell, name one population of records
+SETTING_COLUMNS = ("design", "cap", "announced", "announce_style", "forcing")
+#: columns that identify one record; duplicates are rejected
+KEY_COLUMNS = (*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample")
+
+_IDS = pa.list_(pa.int32())
+SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string(), nullable=False),
+        pa.field("arm", pa.string(), nullable=False),
+        pa.field("lang", pa.string(), nullable=False),
+        pa.field("item", pa.int64(), nullable=False),
+        pa.field("sample", pa.int64(), nullable=False),
+        pa.field("seed", pa.int64(), nullable=False),
+        pa.field("cap", pa.int64(), nullable=False),
+        pa.field("announced", pa.int64(), nullable=True),
+        pa.field("announce_style", pa.string(), nullable=False),
+        pa.field("forcing", pa.bool_(), nullable=False),
+        pa.field("design", pa.string(), nullable=False),
+        pa.field("template_id", pa.string(), nullable=False),
+        pa.field("prompt", pa.string(), nullable=False),
+        pa.field("prompt_ids", _IDS, nullable=False),
+        pa.field("output_ids", _IDS, nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("finish_reason", pa.string(), nullable=False),
+        pa.field("gold", pa.int64(), nullable=False),
+        pa.field("generator", pa.string(), nullable=False),
+        pa.field("generator_version", pa.string(), nullable=False),
+        pa.field("tokenizer", pa.string(), nullable=False),
+        pa.field("retokenized", pa.bool_(), nullable=False),
+        # derived on append (len(output_ids)); stored so that summaries need not read the ids
+        pa.field("n_tokens", pa.int64(), nullable=False),
+    ]
+)
+COLUMNS = tuple(SCHEMA.names)
+REQUIRED = (
+    "model",
+    "arm",
+    "lang",
+    "item",
+    "sample",
+    "seed",
+    "cap",
+    "prompt",
+    "prompt_ids",
+    "output_ids",
+    "text",
+    "finish_reason",
+    "gold",
+    "generator",
+)
+#: filled when absent: announce_style is "none" when nothing is announced, tokenizer defaults to the model
+DEFAULTS = {
+    "announced": None,
+    "forcing": False,
+    "design": "replay",
+    "template_id": "",
+    "generator_version": "",
+    "retokenized": False,
+}
+#: how the cell columns are stored inside shards (dictionary-encoded, so pandas/pyarrow merge them with the
+#: hive folder names); :func:`to_canonical` turns them back into plain strings
+_DICT = pa.dictionary(pa.int32(), pa.string())
+STORAGE_SCHEMA = pa.schema([pa.field(f.name, _DICT, nullable=False) if f.name in CELL_COLUMNS else f for f in SCHEMA])
+
+Records = pa.Table | pd.DataFrame | Iterable[Mapping]
+
+
+def describe(table: pa.Table, row: int) -> str:
+    """``record 3 (model=qwen3-8b arm=native lang=tha_Thai item=12 sample=0)``: a record named for messages."""
+    return _describe_values({c: table.column(c)[row].as_py() for c in table.column_names if c in _NAMING}, row)
+
+
+_NAMING = ("model", "arm", "lang", "design", "cap", "announced", "item", "sample")
+
+
+def _describe_values(values: Mapping, row: int) -> str:
+    parts = []
+    for col in _NAMING:
+        if col in values:
+            value = values[col]
+            if col in ("design", "announced") and (value is None or value == DEFAULTS.get(col)):
+                continue
+            parts.append(f"{col}={value}")
+    return f"record {row} ({' '.join(parts)})" if parts else f"record {row}"
+
+
+def _from_dicts(records: Iterable[Mapping]) -> pa.Table:
+    rows = list(records)
+    if not rows:
+        return pa.table({})
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise MindcapError(f"record {i} is a {type(row).__name__}, expected a mapping of column -> value")
+    names = [c for c in COLUMNS if any(c in r for r in rows)]
+    extra = sorted({k for r in rows for k in r} - set(COLUMNS))
+    if extra:
+        raise MindcapError(f"unknown column(s) {', '.join(extra)}; the ledger columns are {', '.join(COLUMNS)}")
+    for i, row in enumerate(rows):
+        missing = [c for c in REQUIRED if c not in row]
+        if missing:
+            raise MindcapError(f"{_describe_values(row, i)} lacks {', '.join(missing)}")
+    columns = {}
+    for name in names:
+        values = [r.get(name, DEFAULTS.get(name)) for r in rows]
+        target = SCHEMA.field(name).type
+        try:
+            columns[name] = pa.array(values, type=target)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            for i, v in enumerate(values):
+                try:
+                    pa.array([v], type=target)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                    raise MindcapError(
+                        f"{_describe_values(rows[i], i)}: {name} = {v!r} is not a valid {target}"
+                    ) from exc
+            raise
+    return pa.table(columns)
+
+
+def _as_table(records: Records) -> pa.Table:
+    if isinstance(records, pa.Table):
+        return records
+    if isinstance(records, pd.DataFrame):
+        try:
+            return pa.Table.from_pandas(records, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise MindcapError(f"cannot convert the records to Arrow: {str(exc).splitlines()[0]}") from exc
+    return _from_dicts(records)
+
+
+def _first(mask: pa.Array | np.ndarray) -> int:
+    arr = mask.to_numpy(zero_copy_only=False) if isinstance(mask, pa.Array | pa.ChunkedArray) else mask
+    return int(np.flatnonzero(arr)[0])
+
+
+def _kind(t: pa.DataType) -> str:
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "str"
+    if pa.types.is_dictionary(t):
+        return _kind(t.value_type)
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "list"
+    if pa.types.is_null(t):
+        return "null"
+    return str(t)
+
+
+def _cast_column(table: pa.Table, name: str, col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    kind, want = _kind(col.type), _kind(target)
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if kind == "null":
+        return pa.chunked_array([pa.nulls(len(col), target)])
+    if want == "int" and kind == "float":
+        vals = col.to_numpy(zero_copy_only=False)
+        bad = ~np.isnan(vals) & (vals != np.round(vals))
+        if bad.any():
+            row = _first(bad)
+            raise MindcapError(f"{describe(table, row)}: {name} = {vals[row]} is not an integer")
+        return pa.chunked_array([pa.array(np.where(np.isnan(vals), 0, vals).astype(np.int64), mask=np.isnan(vals))])
+    if want == "list" and kind == "list":
+        inner = col.type.value_type
+        if not pa.types.is_integer(inner) and not pa.types.is_null(inner):
+            raise MindcapError(f"column {name!r} holds lists of {inner}, expected lists of integer token ids")
+        flat = pc.list_flatten(col)
+        if len(flat) and pa.types.is_integer(inner):
+            bad = pc.or_(pc.less(flat, 0), pc.greater(flat, np.iinfo(np.int32).max))
+            if pc.any(bad).as_py():
+                parents = pc.list_parent_indices(col).to_numpy()
+                row = int(parents[_first(bad)])
+                raise MindcapError(f"{describe(table, row)}: {name} holds an id outside 0..2^31-1")
+        return col.cast(target)
+    if kind != want:
+        raise MindcapError(f"column {name!r} has type {col.type}, expected {target}")
+    try:
+        return col.cast(target)
+    except (pa.ArrowInvalid, OverflowError) as exc:
+        raise MindcapError(f"column {name!r} does not fit {target}: {str(exc).splitlines()[0]}") from exc
+
+
+def _check_choice(table: pa.Table, name: str, allowed: Sequence[str]) -> None:
+    bad = pc.invert(pc.is_in(table.column(name), value_set=pa.array(allowed)))
+    if pc.any(bad).as_py():
+        row = _first(bad.combine_chunks())
+        value = table.column(name)[row].as_py()
+        raise MindcapError(f"{describe(table, row)}: {name} = {value!r}; use one of {', '.join(allowed)}")
+
+
+def _resolve_langs(table: pa.Table) -> pa.Table:
+    col = table.column("lang")
+    uniques = pc.unique(col).to_pylist()
+    mapping = {}
+    for value in uniques:
+        try:
+            mapping[value] = resolve_language(value)
+        except MindcapError as exc:
+            row = _first(pc.equal(col, value).combine_chunks())
+            raise MindcapError(f"{describe(table, row)}: {exc}") from exc
+    if all(k == v for k, v in mapping.items()):
+        return table
+    keys, vals = list(mapping), list(mapping.values())
+    idx = pc.index_in(col, value_set=pa.array(keys))
+    return table.set_column(table.schema.get_field_index("lang"), "lang", pc.take(pa.array(vals), idx))
+
+
+def _check_ids(table: pa.Table, name: str, vocab_sizes: Mapping[str, int]) -> None:
+    tok_col = table.column("tokenizer")
+    for tok_name in pc.unique(tok_col).to_pylist():
+        if tok_name not in vocab_sizes:
+            continue
+        rows = pc.equal(tok_col, tok_name).combine_chunks()
+        col = table.column(name).filter(rows)
+        flat = pc.list_flatten(col)
+        if not len(flat):
+            continue
+        bad = pc.greater_equal(flat, vocab_sizes[tok_name])
+        if pc.any(bad).as_py():
+            parent = int(pc.list_parent_indices(col).to_numpy()[_first(bad.combine_chunks())])
+            row = int(np.flatnonzero(rows.to_numpy(zero_copy_only=False))[parent])
+            bad_id = int(flat[_first(bad.combine_chunks())].as_py())
+            raise MindcapError(
+                f"{describe(table, row)}: {name} holds id {bad_id}, outside the vocabulary of {tok_name} "
+                f"({vocab_sizes[tok_name]} ids)"
+            )
+
+
+def check_token_ids(table: pa.Table, vocab_sizes: Mapping[str, int]) -> None:
+    """Reject prompt or output ids at or above the vocabulary size of the record's tokenizer."""
+    _check_ids(table, "output_ids", vocab_sizes)
+    _check_ids(table, "prompt_ids", vocab_sizes)
+
+
+def duplicate_row(table: pa.Table) -> tuple[int, int] | None:
+    """The first pair of rows (earlier, later) sharing the record key, or ``None``."""
+    if table.num_rows < 2:
+        return None
+    frame = table.select(list(KEY_COLUMNS)).to_pandas()
+    codes = frame.groupby(list(KEY_COLUMNS), dropna=False, sort=False).ngroup().to_numpy()
+    _, first_rows = np.unique(codes, return_index=True)  # codes are 0..groups-1, so first_rows[code]
+    repeated = np.ones(len(codes), dtype=bool)
+    repeated[first_rows] = False
+    if not repeated.any():
+        return None
+    later = int(np.flatnonzero(repeated)[0])
+    earlier = int(first_rows[codes[later]])
+    return earlier, later
+
+
+def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = None) -> pa.Table:
+    """Check records and return them as a table in :data:`SCHEMA` (defaults filled, language aliases resolved).
+
+    ``vocab_sizes`` maps a tokenizer name (the ``tokenizer`` column) to its number of ids; ids at or above it
+    are rejected. Every violation raises :class:`MindcapError` naming the first offending record.
+    """
+    table = _as_table(records)
+    if table.num_rows == 0:
+        raise MindcapError("no records to add")
+    extra = sorted(set(table.column_names) - set(COLUMNS))
+    if extra:
+        raise MindcapError(f"unknown column(s) {', '.join(extra)}; the ledger columns are {', '.join(COLUMNS)}")
+    missing = [c for c in REQUIRED if c not in table.column_names]
+    if missing:
+        raise MindcapError(f"records lack required column(s) {', '.join(missing)} (all records, from record 0 on)")
+    n = table.num_rows
+    for name, value in DEFAULTS.items():
+        if name not in table.column_names:
+            table = table.append_column(
+                name,
+                pa.nulls(n, SCHEMA.field(name).type)
+                if value is None
+                else pa.repeat(pa.scalar(value, SCHEMA.field(name).type), n),
+            )
+    if "tokenizer" not in table.column_names:
+        models = table.column("model").to_pylist()
+        table = table.append_column("tokenizer", pa.array([canonical_model_name(m) or m for m in models], pa.string()))
+    columns = {}
+    for field in SCHEMA:
+        if field.name == "n_tokens" or (field.name == "announce_style" and "announce_style" not in table.column_names):
+            continue
+        columns[field.name] = _cast_column(table, field.name, table.column(field.name), field.type)
+    table = pa.table(columns)
+    announced_null = pc.is_null(table.column("announced"))
+    if "announce_style" not in columns:
+        table = table.append_column("announce_style", pa.nulls(n, pa.string()))
+    # a missing style means "none" when nothing is announced; an announced budget needs an explicit style
+    style = pc.if_else(
+        pc.and_(pc.is_null(table.column("announce_style")), announced_null), "none", table.column("announce_style")
+    )
+    table = table.set_column(table.schema.get_field_index("announce_style"), "announce_style", style)
+    if table.column("announce_style").null_count:
+        row = _first(pc.is_null(table.column("announce_style")).combine_chunks())
+        raise MindcapError(f"{describe(table, row)}: a budget is announced but announce_style is missing")
+    table = table.append_column("n_tokens", pc.list_value_length(table.column("output_ids")).cast(pa.int64()))
+    table = table.select(list(COLUMNS))
+    for field in SCHEMA:
+        if not field.nullable and table.column(field.name).null_count:
+            row = _first(pc.is_null(table.column(field.name)).combine_chunks())
+            raise MindcapError(f"{describe(table, row)}: {field.name} is missing (null)")
+    _check_choice(table, "arm", ARMS)
+    _check_choice(table, "announce_style", ANNOUNCE_STYLES)
+    _check_choice(table, "design", DESIGNS)
+    _check_choice(table, "finish_reason", FINISH_REASONS)
+    none_style = pc.equal(table.column("announce_style"), "none")
+    mismatch = pc.not_equal(none_style, announced_null)
+    if pc.any(mismatch).as_py():
+        row = _first(mismatch.combine_chunks())
+        raise MindcapError(
+            f"{describe(table, row)}: announce_style {table.column('announce_style')[row].as_py()!r} does not fit "
+            f"announced = {table.column('announced')[row].as_py()} (style 'none' iff nothing is announced)"
+        )
+    for name, low in (("item", 0), ("sample", 0), ("cap", 1), ("announced", 1)):
+        bad = pc.less(table.column(name), low).combine_chunks()
+        if pc.any(bad).as_py():
+            row = _first(bad.fill_null(False))
+            raise MindcapError(f"{describe(table, row)}: {name} = {table.column(name)[row].as_py()} is below {low}")
+    over = pc.and_(pc.greater(table.column("n_tokens"), table.column("cap")), pc.invert(table.column("forcing")))
+    if pc.any(over).as_py():
+        row = _first(over.combine_chunks())
+        raise MindcapError(
+            f"{describe(table, row)}: {table.column('n_tokens')[row].as_py()} output tokens exceed the cap "
+            f"{table.column('cap')[row].as_py()}"
+        )
+    table = _resolve_langs(table)
+    if vocab_sizes:
+        check_token_ids(table, vocab_sizes)
+    dup = duplicate_row(table)
+    if dup is not None:
+        first, second = describe(table, dup[0]), describe(table, dup[1])
+        raise MindcapError(f"{second} duplicates {first} (same cell, settings, item and sample)")
+    return table.cast(SCHEMA)
+
+
+def to_storage(table: pa.Table) -> pa.Table:
+    """A validated table as stored in shards (cell columns dictionary-encoded)."""
+    return table.cast(STORAGE_SCHEMA)
+
+
+def to_canonical(table: pa.Table) -> pa.Table:
+    """Shard data (or any projection of it) back to :data:`SCHEMA` types: plain strings for the cell columns."""
+    for name in CELL_COLUMNS:
+        if name in table.column_names and pa.types.is_dictionary(table.schema.field(name).type):
+            i = table.schema.get_field_index(name)
+            table = table.set_column(i, SCHEMA.field(name), table.column(name).cast(pa.string()))
+    return table
