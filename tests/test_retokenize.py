@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from price_fixture import EOS, english_trace, save_tiny, thai_trace
 
 from mindcap_tok.adaptation.retokenize import (
     FoldTokenizer,
@@ -21,6 +20,7 @@ from mindcap_tok.adaptation.retokenize import (
     retokenize_items,
 )
 from mindcap_tok.errors import MindcapError
+from price_fixture import EOS, english_trace, save_tiny, thai_trace
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def _reference(ids, token_bytes, budget):
     return len(b"".join(token_bytes[i] for i in ids[:budget]))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     seqs=st.lists(st.lists(st.integers(0, 9), max_size=30), min_size=1, max_size=8),
     widths=st.lists(st.integers(0, 5), min_size=10, max_size=10),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MindcapError
+from ..ledger.score import byte_table, score_token_ids
 from ..tokenizer import ResolvedTokenizer
 from .corpus import Corpus, as_corpus
 from .crossfit import FoldExtension, cross_fit
@@ -43,10 +44,14 @@ class FoldTokenizer:
 
 @dataclass(frozen=True)
 class Retokenized:
-    """Per trace: the number of tokens and the byte length of each length-B prefix.
+    """Per trace: the number of tokens, the byte length of each length-B prefix and, when scored, its scores.
 
-    ``prefix_bytes[t, j]`` is the UTF-8 byte length of the first ``budgets[j]`` tokens of trace ``t``
-    (the whole trace when it is shorter); ``fold[t]`` is the fold whose tokenizer encoded it (-1: unfolded).
+    ``prefix_bytes[t, j]`` is the byte length of the text of the first ``budgets[j]`` tokens of trace ``t``
+    (the whole trace when it is shorter), counted as the ledger's scorer counts it (special tokens add no
+    text); ``fold[t]`` is the fold whose tokenizer encoded it (-1: unfolded). When golds were given,
+    ``scores[t, j]`` is the parser's 0/1 score of that prefix, ``correct[t]`` the completed trace's score C and
+    ``emission[t]`` the first token position with a parseable answer (NaN: never), all from the ledger's
+    byte-position scorer.
     """
 
     budgets: np.ndarray
@@ -54,6 +59,9 @@ class Retokenized:
     prefix_bytes: np.ndarray
     total_bytes: np.ndarray
     fold: np.ndarray
+    scores: np.ndarray | None = None
+    correct: np.ndarray | None = None
+    emission: np.ndarray | None = None
 
 
 def check_budgets(budgets: Iterable[int]) -> np.ndarray:
@@ -66,31 +74,44 @@ def check_budgets(budgets: Iterable[int]) -> np.ndarray:
     return grid
 
 
+def flatten_ids(ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Ragged id lists as one flat int64 array and ``splits`` (sequence ``t`` is ``flat[splits[t]:splits[t+1]]``)."""
+    lengths = np.fromiter((len(s) for s in ids), dtype=np.int64, count=len(ids))
+    splits = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=splits[1:])
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(splits[-1]))
+    return flat, splits
+
+
+def prefix_bytes_flat(
+    flat: np.ndarray, splits: np.ndarray, byte_lengths: np.ndarray, budgets: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Byte length of the first B ids of every flattened sequence: ``(prefix (n, n_budgets), totals (n,))``.
+
+    One cumulative sum over all ids; each prefix is a difference of two entries of it, so the cost is one
+    pass over the ids whatever the number of budgets.
+    """
+    grid = np.asarray(budgets, dtype=np.int64)
+    if flat.size and (flat.min() < 0 or flat.max() >= len(byte_lengths)):
+        bad = int(flat[(flat < 0) | (flat >= len(byte_lengths))][0])
+        raise MindcapError(f"token id {bad} is outside the tokenizer's {len(byte_lengths)} ids")
+    cum = np.zeros(flat.size + 1, dtype=np.int64)  # cum[k] = bytes of the first k flattened ids
+    np.cumsum(byte_lengths[flat], out=cum[1:])
+    starts, lengths = splits[:-1], np.diff(splits)
+    prefix = cum[starts[:, None] + np.minimum(grid[None, :], lengths[:, None])] - cum[starts][:, None]
+    return prefix, cum[splits[1:]] - cum[starts]
+
+
 def prefix_byte_lengths(
     ids: Sequence[Sequence[int]], byte_lengths: np.ndarray, budgets: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Byte length of the first B ids of every sequence, for every B in ``budgets``.
 
-    Returns ``(prefix_bytes (n, n_budgets) int64, n_tokens (n,) int64, total_bytes (n,) int64)``. All
-    sequences are flattened into one array and summed once (``np.cumsum``); each prefix is a difference of two
-    cumulative sums, so the cost is one pass over the ids whatever the number of budgets.
+    Returns ``(prefix_bytes (n, n_budgets) int64, n_tokens (n,) int64, total_bytes (n,) int64)``.
     """
-    grid = np.asarray(budgets, dtype=np.int64)
-    lengths = np.fromiter((len(s) for s in ids), dtype=np.int64, count=len(ids))
-    total = int(lengths.sum())
-    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=total)
-    if total and (flat.min() < 0 or flat.max() >= len(byte_lengths)):
-        bad = int(flat[(flat < 0) | (flat >= len(byte_lengths))][0])
-        raise MindcapError(f"token id {bad} is outside the tokenizer's {len(byte_lengths)} ids")
-    # cum[k] = bytes of the first k flattened ids (cum[0] = 0)
-    cum = np.zeros(total + 1, dtype=np.int64)
-    np.cumsum(byte_lengths[flat], out=cum[1:])
-    starts = np.zeros(len(ids), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    ends = starts[:, None] + np.minimum(grid[None, :], lengths[:, None])
-    prefix = cum[ends] - cum[starts][:, None]
-    totals = cum[starts + lengths] - cum[starts]
-    return prefix, lengths, totals
+    flat, splits = flatten_ids(ids)
+    prefix, totals = prefix_bytes_flat(flat, splits, byte_lengths, budgets)
+    return prefix, np.diff(splits), totals
 
 
 def encode_ids(tokenizer: ResolvedTokenizer, texts: Sequence[str]) -> list[list[int]]:
@@ -104,25 +125,41 @@ def retokenize(
     texts: Sequence[str],
     tokenizer: ResolvedTokenizer,
     budgets: Iterable[int],
+    golds: Sequence[int] | None = None,
+    complete: Sequence[bool] | np.ndarray | None = None,
+    parser: str = "strict",
     on_progress: Callable[[int], None] | None = None,
 ) -> Retokenized:
-    """Encode ``texts`` with ``tokenizer`` and measure every length-B prefix in bytes (see module doc).
+    """Encode ``texts`` with ``tokenizer``, measure every length-B prefix in bytes and, given golds, score it.
 
-    Works in chunks of :data:`CHUNK` traces; ``on_progress(n_done)`` is called after each.
+    Scoring is the ledger's own :func:`~mindcap_tok.ledger.score.score_token_ids` on the new ids, so prefixes
+    are read exactly as for stored ids; ``complete[t]`` says trace ``t`` stopped by itself (finish reason
+    ``stop``). Works in chunks of :data:`CHUNK` traces; ``on_progress(n_done)`` is called after each.
     """
     grid = check_budgets(budgets)
     n = len(texts)
+    if golds is not None and len(golds) != n:
+        raise MindcapError(f"{len(texts)} texts but {len(golds)} gold answers")
+    done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
+    table = byte_table(tokenizer)
     prefix = np.zeros((n, grid.size), dtype=np.int64)
     n_tokens = np.zeros(n, dtype=np.int64)
     totals = np.zeros(n, dtype=np.int64)
-    lengths = tokenizer.byte_lengths
+    scored = golds is not None
+    scores = np.zeros((n, grid.size), dtype=np.int8) if scored else None
+    correct = np.zeros(n, dtype=np.int8) if scored else None
+    emission = np.full(n, np.nan) if scored else None
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
-        p, k, t = prefix_byte_lengths(encode_ids(tokenizer, texts[lo:hi]), lengths, grid)
-        prefix[lo:hi], n_tokens[lo:hi], totals[lo:hi] = p, k, t
+        flat, splits = flatten_ids(encode_ids(tokenizer, texts[lo:hi]))
+        prefix[lo:hi], totals[lo:hi] = prefix_bytes_flat(flat, splits, table.lengths, grid)
+        n_tokens[lo:hi] = np.diff(splits)
+        if scored:
+            res = score_token_ids(flat, splits, table, list(golds[lo:hi]), grid, parser, done[lo:hi])
+            scores[lo:hi], correct[lo:hi], emission[lo:hi] = res.scores, res.correct, res.emission
         if on_progress is not None:
             on_progress(hi - lo)
-    return Retokenized(grid, n_tokens, prefix, totals, np.full(n, -1, dtype=np.int64))
+    return Retokenized(grid, n_tokens, prefix, totals, np.full(n, -1, dtype=np.int64), scores, correct, emission)
 
 
 def fold_of_items(items: np.ndarray, folds: Sequence[FoldTokenizer]) -> np.ndarray:
@@ -152,34 +189,45 @@ def retokenize_items(
     items: Sequence[int],
     folds: ResolvedTokenizer | Sequence[FoldTokenizer],
     budgets: Iterable[int],
+    golds: Sequence[int] | None = None,
+    complete: Sequence[bool] | np.ndarray | None = None,
+    parser: str = "strict",
     on_progress: Callable[[int], None] | None = None,
 ) -> Retokenized:
     """:func:`retokenize` where trace ``t`` (of item ``items[t]``) uses the fold tokenizer that held it out."""
     if isinstance(folds, ResolvedTokenizer):
         folds = [FoldTokenizer(folds)]
-    if len(texts) != len(items):
-        raise MindcapError(f"{len(texts)} texts but {len(items)} item ids")
+    n = len(texts)
+    if n != len(items):
+        raise MindcapError(f"{n} texts but {len(items)} item ids")
     grid = check_budgets(budgets)
     choice = fold_of_items(np.asarray(items), folds)
-    n = len(texts)
-    prefix = np.zeros((n, grid.size), dtype=np.int64)
-    n_tokens = np.zeros(n, dtype=np.int64)
-    totals = np.zeros(n, dtype=np.int64)
-    fold_ids = np.full(n, -1, dtype=np.int64)
+    done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
+    parts = {}
     for k, fold in enumerate(folds):
         rows = np.flatnonzero(choice == k)
-        if rows.size == 0:
-            continue
-        part = retokenize([texts[r] for r in rows], fold.tokenizer, grid, on_progress)
-        prefix[rows], n_tokens[rows], totals[rows] = part.prefix_bytes, part.n_tokens, part.total_bytes
-        fold_ids[rows] = -1 if fold.fold is None else fold.fold
-    return Retokenized(grid, n_tokens, prefix, totals, fold_ids)
+        if rows.size:
+            sub_golds = None if golds is None else [golds[r] for r in rows]
+            parts[k] = (rows, retokenize([texts[r] for r in rows], fold.tokenizer, grid, sub_golds, done[rows],
+                                         parser, on_progress))  # fmt: skip
+    fold_ids = np.full(n, -1, dtype=np.int64)
+    out = {"prefix_bytes": np.zeros((n, grid.size), dtype=np.int64), "n_tokens": np.zeros(n, dtype=np.int64),
+           "total_bytes": np.zeros(n, dtype=np.int64)}  # fmt: skip
+    if golds is not None:
+        out |= {"scores": np.zeros((n, grid.size), dtype=np.int8), "correct": np.zeros(n, dtype=np.int8),
+                "emission": np.full(n, np.nan)}  # fmt: skip
+    for k, (rows, part) in parts.items():
+        for name, array in out.items():
+            array[rows] = getattr(part, name)
+        fold_ids[rows] = -1 if folds[k].fold is None else folds[k].fold
+    return Retokenized(budgets=grid, fold=fold_ids, **out)
 
 
 def decode_traces(tokenizer: ResolvedTokenizer, output_ids: Sequence[Sequence[int]]) -> list[str]:
-    """The text stored token ids stand for (special tokens kept as their text, as the ledger's byte scorer counts).
+    """The text stored token ids stand for, special tokens kept (re-encoding turns them back into their ids).
 
-    Ids are the ledger's truth; this text is what a different tokenizer re-encodes.
+    Ids are the ledger's truth; this text is what a different tokenizer re-encodes. The scorer gives special
+    tokens no text, as for stored ids, so keeping them changes token counts only, never what is parsed.
     """
     return tokenizer.tokenizer.decode_batch([list(ids) for ids in output_ids], skip_special_tokens=False)
 

@@ -1,0 +1,505 @@
+"""Price the two token-count rungs of the adaptation ladder on a ledger (paper §6, Table 3) and triage a sample.
+
+Both rungs act only through truncation. *Raising the cap* is read off the ledger itself: the NATIVE accuracy
+recovered between the deployed cap B and the largest stored prefix B_max. *Extending the vocabulary* is
+measured, not extrapolated: every trace of both arms is re-encoded with the cross-fitted extended tokenizer,
+its first B extended tokens are scored with the ledger's parser, and the baseline is the identical computation
+with the base tokenizer. With acc_N / acc_T the NATIVE / TRANSLATE-ACT accuracies:
+
+- ``G = acc_T(B) − acc_N(B)`` (the native deficit at the cap), ``G_max`` the same at B_max,
+- ``G3`` the deficit with the extension applied to both arms at B, ``closure = G − G3``,
+- ``nat_gain = acc_N(B_max) − acc_N(B)`` (what a longer cap recovers), ``ext_nat_gain = acc_N^ext(B) − acc_N(B)``,
+- ``nat_trunc`` the share of NATIVE traces longer than B.
+
+Intervals are item-clustered percentile bootstraps (one resampling for every quantity, so differences are
+paired), conditional on the fitted tokenizers. All accuracies and deficits are fractions in [−1, 1].
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data.languages import resolve_language
+from ..errors import MindcapError
+from ..ledger.parse import get_parser
+from ..ledger.store import Ledger
+from ..stats.bootstrap import Boot, item_bootstrap
+from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
+from .crossfit import measure_folds, save_crossfit
+from .retokenize import (
+    FoldTokenizer,
+    check_budgets,
+    decode_traces,
+    fold_tokenizers,
+    learn_ledger_extensions,
+    ledger_corpus,
+    retokenize,
+    retokenize_items,
+)
+from .saved import SUMMARY, CrossFitSet, load_crossfit, load_extension
+
+NATIVE, TRANSLATE = "native", "translate-act"
+_COLUMNS = ["arm", "item", "sample", "cap", "design", "gold", "finish_reason", "n_tokens", "tokenizer", "output_ids"]
+# accuracy columns of the per-item arrays: (arm, tokenizer, budget)
+_N_B, _T_B, _N_MAX, _T_MAX, _N3_B, _T3_B = range(6)
+
+
+@dataclass(frozen=True)
+class Traces:
+    """The replay traces of one (model, language), both arms: one row per record and the text of its ids."""
+
+    model: str
+    lang: str
+    frame: pd.DataFrame
+    texts: list[str]
+    base: ResolvedTokenizer
+
+    @property
+    def items(self) -> np.ndarray:
+        return np.unique(self.frame["item"].to_numpy())
+
+    @property
+    def b_max(self) -> int:
+        """The largest stored prefix (the cap the long generations were stored under)."""
+        return int(self.frame["cap"].max())
+
+    def select(self, items: Sequence[int]) -> Traces:
+        """Every trace of the given items (a cluster sample keeps all samples of a drawn item, in both arms)."""
+        keep = self.frame["item"].isin(list(items)).to_numpy()
+        rows = np.flatnonzero(keep)
+        return Traces(self.model, self.lang, self.frame.iloc[rows].reset_index(drop=True),
+                      [self.texts[r] for r in rows], self.base)
+
+
+def load_traces(
+    ledger: Ledger | str,
+    model: str,
+    lang: str,
+    tokenizer: ResolvedTokenizer | None = None,
+    tokenizers_dir: str | None = None,
+) -> Traces:
+    """Read the NATIVE and TRANSLATE-ACT replay records of ``model``/``lang`` and decode their ids.
+
+    The ids are decoded with the tokenizer they were stored under (``tokenizer``, else the name in the records,
+    checked against the hash in the ledger manifest).
+    """
+    store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    code = resolve_language(lang)
+    name = canonical_model_name(model) or model
+    table = store.read(model=name, arm=[NATIVE, TRANSLATE], lang=code, columns=_COLUMNS)
+    frame = table.drop_columns(["output_ids"]).to_pandas()
+    replay = (frame["design"] == "replay").to_numpy()
+    for arm in (NATIVE, TRANSLATE):
+        if not ((frame["arm"] == arm).to_numpy() & replay).any():
+            raise MindcapError(
+                f"no {arm} replay records for {name} {code} in {store.root}; pricing compares both arms "
+                f"(cells there: {', '.join(sorted(store.manifest().get('cells', {}))) or 'none'})"
+            )
+    rows = np.flatnonzero(replay)
+    frame = frame.iloc[rows].reset_index(drop=True)
+    ids = table.column("output_ids").take(rows).to_pylist()
+    names = sorted(set(frame["tokenizer"]))
+    if len(names) != 1:
+        raise MindcapError(f"{name} {code} records were stored under several tokenizers ({', '.join(names)})")
+    if tokenizer is None:
+        tokenizer = load_tokenizer(names[0], tokenizers_dir)
+    known = store.tokenizers().get(names[0])
+    if known and known.get("sha256") != tokenizer.sha256:
+        raise MindcapError(
+            f"tokenizer {tokenizer.name!r} (sha256 {tokenizer.sha256[:12]}…) is not the one the ledger's ids "
+            f"came from ({known['sha256'][:12]}…)"
+        )
+    return Traces(name, code, frame, decode_traces(tokenizer, ids), tokenizer)
+
+
+def sample_items(items: Sequence[int], n: int | None, seed: int) -> np.ndarray:
+    """A seeded simple random sample of ``n`` distinct items (all of them when ``n`` is None or too large)."""
+    pool = np.unique(np.asarray(items, dtype=np.int64))
+    if n is None or n >= pool.size:
+        return pool
+    if n < 2:
+        raise MindcapError(f"a sample needs at least 2 items, got {n}")
+    return np.sort(np.random.default_rng(seed).choice(pool, size=n, replace=False))
+
+
+@dataclass(frozen=True)
+class FoldCompression:
+    """What one fold's extension does to token counts: on its held-out NATIVE traces, and on FLORES if measured."""
+
+    fold: int | None
+    tokenizer: str
+    n_items: int
+    trace_tokens_base: int
+    trace_tokens_ext: int
+    premium_before: float | None = None
+    premium_after: float | None = None
+
+    @property
+    def trace_ratio(self) -> float:
+        """Extended / base token count of the fold's NATIVE traces (< 1: the extension compresses)."""
+        return self.trace_tokens_ext / self.trace_tokens_base if self.trace_tokens_base else math.nan
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    """Table 3 for one (model, language, cap B): accuracies, deficits, gains and their 95% intervals."""
+
+    model: str
+    lang: str
+    cap: int
+    b_max: int
+    acc_native: float
+    acc_translate: float
+    acc_native_max: float
+    acc_translate_max: float
+    acc_native_ext: float
+    acc_translate_ext: float
+    G: float
+    G_max: float
+    G3: float
+    nat_trunc: float
+    nat_trunc_ext: float
+    nat_trunc_max: float
+    nat_gain: float
+    ext_nat_gain: float
+    closure: float
+    closure_ci_low: float
+    closure_ci_high: float
+    G_ci_low: float
+    G_ci_high: float
+    G3_ci_low: float
+    G3_ci_high: float
+    nat_gain_ci_low: float
+    nat_gain_ci_high: float
+    ext_nat_gain_ci_low: float
+    ext_nat_gain_ci_high: float
+    n_items: int
+    n_native: int
+    n_translate: int
+
+    @property
+    def ext_share(self) -> float:
+        """The extension's NATIVE gain as a share of what the longer cap recovers (NaN when that is 0)."""
+        return self.ext_nat_gain / self.nat_gain if self.nat_gain else math.nan
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The priced ladder for one (model, language): a row per cap, the extension's compression per fold."""
+
+    model: str
+    lang: str
+    rows: list[PriceRow]
+    folds: list[FoldCompression]
+    items: tuple[int, ...]
+    parser: str
+    n_boot: int
+    seed: int
+    ci: float
+    sample: int | None
+    extension: str
+    roundtrip_changed: float
+    notes: list[str] = field(default_factory=list)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per cap (the JSON/Markdown output's rows)."""
+        return pd.DataFrame([self.record(r) for r in self.rows])
+
+    def record(self, row: PriceRow) -> dict:
+        """One JSON-ready object for a (language, cap): Table 3 quantities plus run settings and compression."""
+        out = asdict(row)
+        out |= {
+            "ext_share": row.ext_share,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "ci": self.ci,
+            "sample": self.sample,
+            "parser": self.parser,
+            "extension": self.extension,
+            "roundtrip_changed": self.roundtrip_changed,
+            "b_max_binds": row.nat_trunc_max > 0,
+            "compression": [
+                {**asdict(f), "trace_ratio": f.trace_ratio} for f in self.folds
+            ],
+        }
+        return out
+
+    def triage(self) -> list[str]:
+        """Plain sentences: which rung recovers how much, and whether B_max itself still binds."""
+        return triage_lines(self)
+
+
+def _pts(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def triage_lines(p: Pricing) -> list[str]:
+    """The triage statements of :class:`Pricing` (points = percentage points of accuracy)."""
+    lines = []
+    where = f"{p.model} {p.lang}, {len(p.items)} items" + (f" (a seeded sample, seed {p.seed})" if p.sample else "")
+    lines.append(f"Adaptation triage for {where}; gap G = TRANSLATE-ACT − NATIVE accuracy, in points.")
+    for r in p.rows:
+        lines.append(
+            f"At cap {r.cap}: {100 * r.nat_trunc:.1f}% of NATIVE traces are longer than the cap; G = {_pts(r.G)}."
+        )
+        lines.append(
+            f"  Raise the cap to {r.b_max}: NATIVE recovers {_pts(r.nat_gain)} points "
+            f"({100 * r.acc_native:.1f}% -> {100 * r.acc_native_max:.1f}%); the gap becomes {_pts(r.G_max)}."
+        )
+        share = "" if math.isnan(r.ext_share) else f", {100 * r.ext_share:.0f}% of what the longer cap recovers"
+        lines.append(
+            f"  Extend the vocabulary ({p.extension}): NATIVE gains {_pts(r.ext_nat_gain)} points at {r.cap}{share}; "
+            f"the gap closes by {_pts(r.closure)} points [{_pts(r.closure_ci_low)}, {_pts(r.closure_ci_high)}] "
+            f"(G3 = {_pts(r.G3)})."
+        )
+        if r.nat_gain == 0:
+            lines.append(
+                f"  The longer prefix recovers nothing at {r.cap}: no token-count rung can help here, however many "
+                "traces the cap truncates."
+            )
+        if r.nat_trunc_max > 0:
+            lines.append(
+                f"  warning: B_max = {r.b_max} still binds ({100 * r.nat_trunc_max:.1f}% of NATIVE traces hit it), "
+                "so the recovered gain is what this ledger shows, not a ceiling, and a small gain is not dispositive."
+            )
+    lines.extend(p.notes)
+    return lines
+
+
+def _item_sums(item_index: np.ndarray, n_items: int, values: np.ndarray) -> np.ndarray:
+    """Per-item sums of per-trace values (traces on axis 0, any trailing shape)."""
+    out = np.zeros((n_items, *values.shape[1:]), dtype=np.float64)
+    np.add.at(out, item_index, values)
+    return out
+
+
+def _ci(boot: Boot, level: float) -> tuple[np.ndarray, np.ndarray]:
+    low, high = boot.ci(level)
+    return np.asarray(low), np.asarray(high)
+
+
+def price_traces(
+    traces: Traces,
+    folds: Sequence[FoldTokenizer],
+    caps: Sequence[int],
+    *,
+    parser: str = "strict",
+    n_boot: int = 10_000,
+    seed: int = 0,
+    ci: float = 0.95,
+    sample: int | None = None,
+    extension: str = "extension",
+    premiums: Mapping[int | None, tuple[float, float]] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> Pricing:
+    """Table 3 for ``traces`` at each cap, given the extension's fold tokenizers.
+
+    Both arms are re-encoded with the base tokenizer and with the fold tokenizer that held each item out, and
+    scored with the ledger's prefix scorer under ``parser``; the largest stored prefix is the completed trace.
+    ``premiums`` maps a fold to its FLORES premium (before, after) when it was measured.
+    """
+    grid = check_budgets(caps)
+    b_max = traces.b_max
+    if grid[-1] > b_max:
+        raise MindcapError(f"cap {int(grid[-1])} exceeds the largest stored prefix {b_max}; nothing to score there")
+    frame = traces.frame
+    n = len(frame)
+    golds = frame["gold"].to_numpy()
+    stopped = (frame["finish_reason"] == "stop").to_numpy()
+    base = retokenize(traces.texts, traces.base, grid, golds, stopped, parser, on_progress)
+    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds, grid, golds, stopped, parser, on_progress)
+    stored = frame["n_tokens"].to_numpy()
+    k = grid.size
+    s_base, s_max, s_ext = base.scores.astype(np.float64), base.correct.astype(np.float64), ext.scores
+    native = (frame["arm"] == NATIVE).to_numpy()
+    arm = np.where(native, 0, 1)
+    items, item_index = np.unique(frame["item"].to_numpy(), return_inverse=True)
+    # per trace and cap: the six accuracy columns (only the trace's own arm's columns are filled)
+    values = np.zeros((n, k, 6))
+    counts = np.zeros((n, k, 6))
+    for col_native, col_translate, s in (
+        (_N_B, _T_B, s_base),
+        (_N_MAX, _T_MAX, np.broadcast_to(s_max[:, None], (n, k))),
+        (_N3_B, _T3_B, s_ext),
+    ):
+        for a, col in ((0, col_native), (1, col_translate)):
+            rows = arm == a
+            values[rows, :, col] = s[rows]
+            counts[rows, :, col] = 1.0
+    boot = item_bootstrap(
+        _item_sums(item_index, items.size, values), _item_sums(item_index, items.size, counts), n_boot=n_boot, seed=seed
+    )
+    gap = boot[:, _T_B] - boot[:, _N_B]
+    gap_max = boot[:, _T_MAX] - boot[:, _N_MAX]
+    gap3 = boot[:, _T3_B] - boot[:, _N3_B]
+    nat_gain = boot[:, _N_MAX] - boot[:, _N_B]
+    ext_gain = boot[:, _N3_B] - boot[:, _N_B]
+    closure = gap - gap3
+    intervals = {name: _ci(b, ci) for name, b in (("G", gap), ("G3", gap3), ("nat_gain", nat_gain),
+                                                  ("ext_nat_gain", ext_gain), ("closure", closure))}
+    acc = boot.estimate
+    truncated_max = (frame["finish_reason"] == "length").to_numpy() | (stored >= frame["cap"].to_numpy())
+    rows_out = []
+    for j, cap in enumerate(grid):
+        ci_fields = {f"{name}_ci_{side}": float(v[s][j]) for name, v in intervals.items()
+                     for s, side in ((0, "low"), (1, "high"))}
+        rows_out.append(
+            PriceRow(
+                model=traces.model,
+                lang=traces.lang,
+                cap=int(cap),
+                b_max=b_max,
+                acc_native=float(acc[j, _N_B]),
+                acc_translate=float(acc[j, _T_B]),
+                acc_native_max=float(acc[j, _N_MAX]),
+                acc_translate_max=float(acc[j, _T_MAX]),
+                acc_native_ext=float(acc[j, _N3_B]),
+                acc_translate_ext=float(acc[j, _T3_B]),
+                G=float(gap.estimate[j]),
+                G_max=float(gap_max.estimate[j]),
+                G3=float(gap3.estimate[j]),
+                nat_trunc=float((stored[native] > cap).mean()),
+                nat_trunc_ext=float((ext.n_tokens[native] > cap).mean()),
+                nat_trunc_max=float(truncated_max[native].mean()),
+                nat_gain=float(nat_gain.estimate[j]),
+                ext_nat_gain=float(ext_gain.estimate[j]),
+                closure=float(closure.estimate[j]),
+                n_items=int(items.size),
+                n_native=int(native.sum()),
+                n_translate=int((~native).sum()),
+                **ci_fields,
+            )
+        )
+    compression = []
+    for fold in sorted(set(ext.fold[native].tolist())):
+        rows = native & (ext.fold == fold)
+        fx = next((f for f in folds if (f.fold if f.fold is not None else -1) == fold), None)
+        before_after = (premiums or {}).get(None if fold < 0 else fold, (None, None))
+        compression.append(
+            FoldCompression(
+                fold=None if fold < 0 else fold,
+                tokenizer=fx.tokenizer.name if fx is not None else "",
+                n_items=int(np.unique(frame["item"].to_numpy()[rows]).size),
+                trace_tokens_base=int(base.n_tokens[rows].sum()),
+                trace_tokens_ext=int(ext.n_tokens[rows].sum()),
+                premium_before=before_after[0],
+                premium_after=before_after[1],
+            )
+        )
+    notes = []
+    changed = float((base.n_tokens != stored).mean())
+    if changed > 0:
+        notes.append(
+            f"note: {100 * changed:.2f}% of traces re-encode to a different base token count than stored (the model "
+            "emitted non-canonical tokenizations); the baseline is the re-encoded one, as for the extension."
+        )
+    return Pricing(
+        model=traces.model,
+        lang=traces.lang,
+        rows=rows_out,
+        folds=compression,
+        items=tuple(int(i) for i in items),
+        parser=parser,
+        n_boot=n_boot,
+        seed=seed,
+        ci=ci,
+        sample=sample,
+        extension=extension,
+        roundtrip_changed=changed,
+        notes=notes,
+    )
+
+
+def load_extension_folds(path: str | os.PathLike[str], base: ResolvedTokenizer) -> tuple[list[FoldTokenizer], dict]:
+    """The fold tokenizers of a saved extension (a cross-fit folder or one extension folder) and their premiums.
+
+    Refuses an extension learned on another base tokenizer than the one the ledger's ids came from.
+    """
+    folder = Path(path)
+    source = load_crossfit(folder) if (folder / SUMMARY).is_file() else load_extension(folder)
+    saved = source.folds if isinstance(source, CrossFitSet) else (source,)
+    premiums: dict = {}
+    for ext in saved:
+        sha = ext.manifest.get("base", {}).get("sha256")
+        if sha != base.sha256:
+            raise MindcapError(
+                f"extension {ext.path} extends a base tokenizer with sha256 {str(sha)[:12]}…, but the ledger's ids "
+                f"come from {base.name} ({base.sha256[:12]}…)"
+            )
+        effect = ext.manifest.get("effect")
+        if effect:
+            premiums[ext.manifest.get("fold")] = (effect["before"]["premium"], effect["after"]["premium"])
+    return fold_tokenizers(source), premiums
+
+
+def price_ledger(
+    ledger: Ledger | str | os.PathLike[str],
+    model: str,
+    lang: str,
+    caps: Sequence[int],
+    *,
+    folds: Sequence[FoldTokenizer] | None = None,
+    extension: str | os.PathLike[str] | None = None,
+    learn_size: int | None = None,
+    learn_min_freq: int | None = None,
+    n_folds: int = 2,
+    tokenizer: ResolvedTokenizer | None = None,
+    tokenizers_dir: str | None = None,
+    parser: str = "strict",
+    sample: int | None = None,
+    seed: int = 0,
+    n_boot: int = 10_000,
+    ci: float = 0.95,
+    measure_premium: bool = False,
+    flores_source: str | None = None,
+    save_extension: str | os.PathLike[str] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> Pricing:
+    """Price both token-count rungs for one model and language (what ``mindcap-tok price`` runs).
+
+    The extension is given as fold tokenizers (``folds``), a saved folder (``extension``), or learned here on the
+    NATIVE traces of the priced items, cross-fitted by item (``learn_size`` merges per fold, ``n_folds`` folds,
+    seeded with ``seed``; ``save_extension`` keeps them). ``sample`` prices a seeded random sample of items (every
+    trace of a drawn item, both arms). ``measure_premium`` adds each learned fold's FLORES premium before/after.
+    """
+    get_parser(parser)  # an unknown parser fails before any work
+    given = sum(x is not None for x in (folds, extension, learn_size if learn_size or learn_min_freq else None))
+    if given != 1:
+        raise MindcapError("give exactly one extension: fold tokenizers, a saved extension folder, or a size to learn")
+    store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    traces = load_traces(store, model, lang, tokenizer=tokenizer, tokenizers_dir=tokenizers_dir)
+    if sample is not None:
+        traces = traces.select(sample_items(traces.items, sample, seed))
+    premiums: dict = {}
+    if extension is not None:
+        folds, premiums = load_extension_folds(extension, traces.base)
+        described = f"{Path(extension).name}, {len(folds)} fold(s)"
+    elif folds is None:
+        native = (traces.frame["arm"] == NATIVE).to_numpy()
+        corpus = ledger_corpus(
+            traces.frame["item"].to_numpy()[native],
+            [t for t, keep in zip(traces.texts, native, strict=True) if keep],
+            f"ledger:{traces.model}/native/{traces.lang}",
+        )
+        learned = learn_ledger_extensions(traces.base, corpus, learn_size, learn_min_freq, n_folds, seed)
+        if measure_premium:
+            learned = measure_folds(learned, traces.lang, n_boot=n_boot, source=flores_source)
+            premiums = {fx.fold: (fx.effect.before.premium, fx.effect.after.premium) for fx in learned}
+        if save_extension is not None:
+            save_crossfit(learned, save_extension, {"lang": traces.lang, "ledger": str(store.root)})
+        folds = fold_tokenizers(learned, traces.lang)
+        merges = "/".join(str(fx.extension.n_merges) for fx in learned)
+        described = f"{merges} merges learned on NATIVE traces, {n_folds} cross-fitted folds"
+    else:
+        described = f"{len(folds)} fold tokenizer(s)"
+    return price_traces(
+        traces, folds, caps, parser=parser, n_boot=n_boot, seed=seed, ci=ci, sample=sample,
+        extension=described, premiums=premiums, on_progress=on_progress,
+    )  # fmt: skip

@@ -1,0 +1,142 @@
+"""`mindcap-tok price`: price raising the cap and extending the vocabulary on a ledger (paper §6, Table 3)."""
+
+from __future__ import annotations
+
+import click
+
+from ..adaptation.price import Pricing, price_ledger
+from ..data.flores import flores_source
+from ..data.languages import resolve_language
+from ..errors import MindcapError
+from ..tokenizer import load_tokenizer
+from ._output import emit, render, to_json
+from ._progress import progress_bar
+
+
+def _pts(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def _table_rows(results: list[Pricing]) -> list[dict]:
+    rows = []
+    for p in results:
+        for r in p.rows:
+            rows.append(
+                {
+                    "model": r.model,
+                    "lang": r.lang,
+                    "B": r.cap,
+                    "G": _pts(r.G),
+                    f"G({r.b_max})": _pts(r.G_max),
+                    "G3": _pts(r.G3),
+                    "NAT trunc": f"{100 * r.nat_trunc:.1f}%",
+                    "NAT gain": _pts(r.nat_gain),
+                    "ext NAT gain": _pts(r.ext_nat_gain),
+                    "closure G−G3": _pts(r.closure),
+                    f"{100 * p.ci:g}% CI": f"[{_pts(r.closure_ci_low)}, {_pts(r.closure_ci_high)}]",
+                    "items": r.n_items,
+                }
+            )
+    return rows
+
+
+def _fold_rows(results: list[Pricing]) -> list[dict]:
+    rows = []
+    for p in results:
+        for f in p.folds:
+            premium = (
+                f"{f.premium_before:.3f} -> {f.premium_after:.3f}" if f.premium_before is not None else "not measured"
+            )
+            rows.append(
+                {
+                    "model": p.model,
+                    "lang": p.lang,
+                    "fold": "all" if f.fold is None else f.fold,
+                    "items": f.n_items,
+                    "NATIVE tokens base -> ext": f"{f.trace_tokens_base} -> {f.trace_tokens_ext}",
+                    "ext/base": f"{f.trace_ratio:.3f}",
+                    "FLORES premium": premium,
+                }
+            )
+    return rows
+
+
+@click.command("price")
+@click.option("--ledger", "ledger_dir", required=True, type=click.Path(file_okay=False), help="Ledger folder.")
+@click.option("--model", "models", multiple=True, default=["qwen3-8b"], show_default=True, help="Model(s) priced.")
+@click.option("--lang", "langs", multiple=True, required=True, help="Language(s): FLORES codes or aliases.")
+@click.option("--cap", "caps", multiple=True, required=True, type=click.IntRange(min=1), help="Deployed cap(s) B.")
+@click.option("--extension", type=click.Path(exists=True, file_okay=False), help="Saved extension or cross-fit folder.")
+@click.option("--learn-extension", is_flag=True, help="Learn a cross-fitted extension on the NATIVE traces.")
+@click.option("--size", type=click.IntRange(min=1), help="Merges per fold for --learn-extension.")
+@click.option("--min-freq", type=click.IntRange(min=1), help="Minimum pair frequency for --learn-extension.")
+@click.option("--folds", "n_folds", type=click.IntRange(min=2), default=2, show_default=True, help="Cross-fit folds.")
+@click.option("--save-extension", type=click.Path(), help="Keep the learned folds in this new folder.")
+@click.option("--premium/--no-premium", "measure_premium", default=True, show_default=True,
+              help="Measure each learned fold's FLORES premium before/after.")  # fmt: skip
+@click.option("--tokenizer", help="Tokenizer the ledger's ids belong to (default: the name stored in the records).")
+@click.option("--parser", default="strict", show_default=True, help="Answer parser (strict, last, terminated, ...).")
+@click.option("--sample", type=click.IntRange(min=2), help="Price a seeded random sample of this many items.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for the sample, folds and bootstrap.")
+@click.option("--n-boot", type=click.IntRange(min=2), default=10_000, show_default=True)
+@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "md", "csv"]), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
+@click.pass_obj
+def price_command(
+    state, ledger_dir, models, langs, caps, extension, learn_extension, size, min_freq, n_folds, save_extension,
+    measure_premium, tokenizer, parser, sample, seed, n_boot, ci, fmt, out,
+) -> None:  # fmt: skip
+    """Triage the adaptation ladder: what raising the cap and extending the vocabulary recover, with CIs.
+
+    Accuracies, deficits and gains are fractions in JSON/CSV and percentage points in the table.
+    """
+    if bool(extension) == bool(learn_extension):
+        raise click.UsageError("give either --extension DIR or --learn-extension --size N")
+    if learn_extension and size is None and min_freq is None:
+        raise click.UsageError("--learn-extension needs --size N (merges per fold) or --min-freq")
+    if extension and (size or min_freq or save_extension):
+        raise click.UsageError("--size, --min-freq and --save-extension go with --learn-extension")
+    codes = [resolve_language(lang) for lang in langs]
+    if extension and len(codes) > 1:
+        raise click.UsageError("a saved extension belongs to one language; give one --lang with --extension")
+    if save_extension and len(codes) * len(models) > 1:
+        raise click.UsageError("--save-extension keeps one model's and one language's folds; price them one at a time")
+    source = None
+    if learn_extension and measure_premium:
+        try:
+            source = flores_source(state.config.data_dir.value)
+        except MindcapError as exc:
+            raise MindcapError(f"{exc}; or pass --no-premium to skip the FLORES compression check") from exc
+    ids_tok = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
+    results: list[Pricing] = []
+    with progress_bar("pricing", total=len(models) * len(codes)) as advance:
+        for model in models:
+            for code in codes:
+                priced = price_ledger(
+                    ledger_dir, model, code, list(caps), extension=extension,
+                    learn_size=size if learn_extension else None,
+                    learn_min_freq=min_freq if learn_extension else None, n_folds=n_folds,
+                    tokenizer=ids_tok, tokenizers_dir=state.config.tokenizers_dir.value, parser=parser,
+                    sample=sample, seed=seed, n_boot=n_boot, ci=ci, measure_premium=measure_premium,
+                    flores_source=source, save_extension=save_extension,
+                )  # fmt: skip
+                results.append(priced)
+                advance()
+    triage = "\n".join(line for p in results for line in p.triage())
+    if fmt == "json":
+        emit(to_json([p.record(r) for p in results for r in p.rows]), out)
+        click.echo(triage, err=True)
+        return
+    if fmt == "csv":
+        records = [{k: v for k, v in p.record(r).items() if k != "compression"} for p in results for r in p.rows]
+        emit(render(records, "csv"), out)
+        click.echo(triage, err=True)
+        return
+    title = f"Adaptation triage (points; {n_boot} item resamples, seed {seed}, parser {parser})"
+    body = render(_table_rows(results), fmt, title=title)
+    folds = render(_fold_rows(results), fmt, title="Extension compression per fold")
+    emit(f"{body}\n{folds}\n{triage}\n", out)
+
+
+COMMANDS = [price_command]

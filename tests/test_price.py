@@ -1,0 +1,227 @@
+"""Pricing the ladder on a ledger whose answer positions are known, so every Table 3 number is worked by hand.
+
+World (see ``price_fixture``): a tiny byte-level BPE whose one-merge extension halves Thai text. Stored cap
+(B_max) 64, priced cap B = 30, gold 7 everywhere, 10 items x 2 samples per arm. Trace types and their token
+counts (base / extended):
+
+NATIVE (Thai ``กา`` x k + answer)   k    base  ext  answer
+  A  short, right                   5     17   12    7
+  B  rescued by the extension      15     37   22    7
+  C  rescued by the extension      20     47   27    7
+  D  needs the longer cap          28     63   35    7
+  E  wrong answer                  12     31   19    3
+  F  hits B_max, never answers     40+    64   32    -   (stored ids cut at 64, finish_reason length)
+TRANSLATE-ACT (English ``ab`` x k + answer; P has a Thai preamble ``กา`` x 10 then ``ab`` x 6)
+  S  short, right                   5     17   17    7
+  L  long, right                   20     47   47    7
+  W  short, wrong                   5     17   17    3
+  P  Thai preamble, right           -     39   29    7
+
+Items (sample 0, sample 1): NATIVE 0,1: A A; 2,3: B A; 4: C E; 5,6: D A; 7: E E; 8: F F; 9: A F.
+TRANSLATE 0-4: S S; 5,6: P S; 7: L W; 8,9: S S.
+
+At B = 30: acc_N = 9/20 (the A traces), acc_N(B_max) = 14/20 (+B, C, D), acc_N^ext = 12/20 (+B, C);
+acc_T = 16/20 (S), acc_T(B_max) = 19/20 (+P, L), acc_T^ext = 18/20 (+P). Hence G = 7/20, G_max = 5/20,
+G3 = 6/20, closure = 1/20, NAT gain = 5/20, extension NATIVE gain = 3/20, NAT trunc = 11/20 (B, C, D, E, F
+longer than 30), extended NAT trunc = 5/20 (D, F), B_max binds for 3/20 (F).
+At B = 63 every trace but F fits and F never answers: the longer prefix recovers nothing, so the extension's
+gain and the closure must be exactly zero although 3/20 NATIVE traces are still truncated.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from mindcap_tok.adaptation.price import load_traces, price_ledger, price_traces, sample_items
+from mindcap_tok.adaptation.retokenize import FoldTokenizer
+from mindcap_tok.cli.main import cli
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.ledger import Ledger
+from mindcap_tok.premium import bootstrap_counts
+from price_fixture import english_trace, save_tiny, thai_trace
+
+B_MAX, GOLD, WRONG = 64, 7, 3
+NATIVE_TYPES = {"A": (5, GOLD), "B": (15, GOLD), "C": (20, GOLD), "D": (28, GOLD), "E": (12, WRONG), "F": (40, None)}
+NATIVE_PLAN = ["AA", "AA", "BA", "BA", "CE", "DA", "DA", "EE", "FF", "AF"]
+TRANSLATE_PLAN = ["SS", "SS", "SS", "SS", "SS", "PS", "PS", "LW", "SS", "SS"]
+
+
+def _native_text(kind: str) -> str:
+    k, value = NATIVE_TYPES[kind]
+    return "กา" * k if value is None else thai_trace(k, value)
+
+
+def _translate_text(kind: str) -> str:
+    if kind == "P":
+        return "กา" * 10 + english_trace(6, GOLD)
+    k, value = {"S": (5, GOLD), "L": (20, GOLD), "W": (5, WRONG)}[kind]
+    return english_trace(k, value)
+
+
+ARMS = (("native", NATIVE_PLAN, _native_text), ("translate-act", TRANSLATE_PLAN, _translate_text))
+
+
+def _record(tok, arm: str, item: int, sample: int, text: str) -> dict:
+    ids = tok.tokenizer.encode(text, add_special_tokens=False).ids[:B_MAX]
+    return {
+        "model": "tiny",
+        "arm": arm,
+        "lang": "tha_Thai",
+        "item": item,
+        "sample": sample,
+        "seed": sample,
+        "cap": B_MAX,
+        "prompt": f"question {item}",
+        "prompt_ids": [1, 2],
+        "output_ids": ids,
+        "text": tok.tokenizer.decode(ids),
+        "finish_reason": "length" if len(ids) >= B_MAX else "stop",
+        "gold": GOLD,
+        "generator": "hand",
+        "tokenizer": "tiny",
+    }
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("price")
+    base, ext = save_tiny(root / "base"), save_tiny(root / "ext", extended=True)
+    records = []
+    for arm, plan, text_of in ARMS:
+        for item, kinds in enumerate(plan):
+            records += [_record(base, arm, item, s, text_of(kind)) for s, kind in enumerate(kinds)]
+    ledger = Ledger(root / "ledger")
+    ledger.append(records, tokenizer=base)
+    folds = [FoldTokenizer(ext, frozenset(range(5)), 0), FoldTokenizer(ext, frozenset(range(5, 10)), 1)]
+    return ledger, base, ext, folds
+
+
+@pytest.fixture(scope="module")
+def priced(world):
+    ledger, base, _, folds = world
+    return price_ledger(ledger, "tiny", "th", [30, 63], folds=folds, tokenizer=base, n_boot=400, seed=3)
+
+
+def test_hand_computed_table3_at_the_binding_cap(priced):
+    row = priced.rows[0]
+    assert row.cap == 30 and row.b_max == B_MAX and row.n_items == 10
+    assert (row.n_native, row.n_translate) == (20, 20)
+    f = Fraction
+    expected = {
+        "acc_native": f(9, 20), "acc_native_max": f(14, 20), "acc_native_ext": f(12, 20),
+        "acc_translate": f(16, 20), "acc_translate_max": f(19, 20), "acc_translate_ext": f(18, 20),
+        "G": f(7, 20), "G_max": f(5, 20), "G3": f(6, 20), "closure": f(1, 20),
+        "nat_gain": f(5, 20), "ext_nat_gain": f(3, 20),
+        "nat_trunc": f(11, 20), "nat_trunc_ext": f(5, 20), "nat_trunc_max": f(3, 20),
+    }  # fmt: skip
+    for name, value in expected.items():
+        assert getattr(row, name) == pytest.approx(float(value), abs=1e-12), name
+
+
+def test_no_recovery_means_exactly_zero_extension_gain(priced):
+    row = priced.rows[1]
+    assert row.cap == 63
+    assert row.nat_trunc == pytest.approx(3 / 20)  # F still truncated ...
+    assert row.nat_gain == 0.0  # ... but nothing is left to recover
+    assert row.ext_nat_gain == 0.0 and row.closure == 0.0
+    assert row.closure_ci_low == 0.0 and row.closure_ci_high == 0.0
+
+
+def test_compression_per_fold_by_hand(priced):
+    folds = {f.fold: f for f in priced.folds}
+    # fold 0 = items 0-4: A x6 (17/12), B x2 (37/22), C (47/27), E (31/19)
+    assert (folds[0].trace_tokens_base, folds[0].trace_tokens_ext) == (254, 162)
+    # fold 1 = items 5-9: D x2 (63/35), A x3 (17/12), E x2 (31/19), F x3 (64/32)
+    assert (folds[1].trace_tokens_base, folds[1].trace_tokens_ext) == (431, 240)
+
+
+def test_closure_interval_matches_a_slow_item_bootstrap(world, priced):
+    # reference: per replicate, reweight every item by its multiplicity and recompute the four accuracies
+    weights = bootstrap_counts(10, 400, 3)
+    per_item = {}
+    for arm, plan, text_of in ARMS:
+        for item, kinds in enumerate(plan):
+            at_b = [int(text_of(k) in _RIGHT_AT_30_BASE) for k in kinds]
+            ext = [int(text_of(k) in _RIGHT_AT_30_EXT) for k in kinds]
+            per_item[arm, item] = (sum(at_b), sum(ext), len(kinds))
+    closures = []
+    for w in weights:
+        acc = {}
+        for arm in ("native", "translate-act"):
+            n = sum(w[i] * per_item[arm, i][2] for i in range(10))
+            acc[arm] = [sum(w[i] * per_item[arm, i][j] for i in range(10)) / n for j in (0, 1)]
+        g = acc["translate-act"][0] - acc["native"][0]
+        g3 = acc["translate-act"][1] - acc["native"][1]
+        closures.append(g - g3)
+    low, high = np.quantile(closures, [0.025, 0.975])
+    row = priced.rows[0]
+    assert row.closure_ci_low == pytest.approx(low) and row.closure_ci_high == pytest.approx(high)
+
+
+# texts scoring 1 at B = 30 (from the table in the module docstring)
+_RIGHT_AT_30_BASE = {_native_text("A"), _translate_text("S")}
+_RIGHT_AT_30_EXT = {_native_text(k) for k in "ABC"} | {_translate_text(k) for k in "SP"}
+
+
+def test_triage_states_each_rung_and_warns_that_b_max_binds(priced):
+    text = "\n".join(priced.triage())
+    assert "Raise the cap to 64: NATIVE recovers +25.0 points" in text
+    assert "NATIVE gains +15.0 points at 30, 60% of what the longer cap recovers" in text
+    assert "the gap closes by +5.0 points" in text
+    assert "warning: B_max = 64 still binds (15.0% of NATIVE traces hit it)" in text
+    assert "The longer prefix recovers nothing at 63" in text
+
+
+def test_sample_keeps_whole_items_of_both_arms(world):
+    ledger, base, _, folds = world
+    p = price_ledger(ledger, "tiny", "th", [30], folds=folds, tokenizer=base, sample=4, seed=1, n_boot=50)
+    assert len(p.items) == 4 and p.sample == 4
+    assert p.rows[0].n_items == 4 and p.rows[0].n_native == p.rows[0].n_translate == 8
+    assert list(sample_items(range(10), 4, 1)) == list(p.items)
+    assert list(sample_items(range(10), 4, 1)) != list(sample_items(range(10), 4, 2))
+
+
+def test_items_without_a_held_out_fold_are_refused(world):
+    ledger, base, ext, _ = world
+    with pytest.raises(MindcapError, match="held out by no fold"):
+        price_ledger(ledger, "tiny", "th", [30], folds=[FoldTokenizer(ext, frozenset(range(5)), 0)], tokenizer=base)
+
+
+def test_cap_above_the_stored_prefix_is_refused(world):
+    ledger, base, _, folds = world
+    traces = load_traces(ledger, "tiny", "th", tokenizer=base)
+    with pytest.raises(MindcapError, match="exceeds the largest stored prefix 64"):
+        price_traces(traces, folds, [128])
+
+
+def test_cli_json_learns_a_cross_fitted_extension(world, tmp_path):
+    ledger, base, _, _ = world
+    result = CliRunner().invoke(
+        cli,
+        ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "th", "--cap", "30", "--tokenizer",
+         str(base.path), "--learn-extension", "--size", "1", "--no-premium", "--n-boot", "200", "--format", "json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    for key in ("lang", "cap", "G", "G_max", "G3", "nat_trunc", "nat_gain", "ext_nat_gain", "closure",
+                "closure_ci_low", "closure_ci_high", "n_items"):  # fmt: skip
+        assert key in row
+    # the learned merge is the hand-made one (ก+า is the most frequent pair in either half of the NATIVE traces)
+    assert row["lang"] == "tha_Thai" and row["cap"] == 30 and row["n_items"] == 10
+    assert row["G3"] == pytest.approx(6 / 20) and row["closure"] == pytest.approx(1 / 20)
+    assert all(-1 <= row[k] <= 1 for k in ("G", "G_max", "G3", "closure", "nat_gain", "ext_nat_gain"))
+
+
+def test_cli_rejects_a_missing_language(world):
+    ledger, base, _, _ = world
+    result = CliRunner().invoke(
+        cli, ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "de", "--cap", "30",
+              "--tokenizer", str(base.path), "--learn-extension", "--size", "1", "--no-premium"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "error: no native replay records for tiny deu_Latn" in result.output
