@@ -1,0 +1,47 @@
+"""Budget statistics: accuracy curves, gap(B), Δ_L(B), the correct-emission sub-CDF, item-clustered bootstrap
+inference (pointwise CIs, simultaneous bands, peak stability, lead probabilities), frozen test families with
+Holm control, and answer-emission timing. Inputs are the scoring contract's ``Scores.by_budget`` and
+``Scores.by_record`` DataFrames (see :mod:`mindcap_tok.ledger.score`).
+"""
+
+from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, item_bootstrap
+from .curves import DEFAULT_BUDGETS, Sweep, accuracy_table, delta_table, gap_table, sweep
+from .family import FamilyResult, Hypothesis, run_family
+from .grid import AccuracyGrid, accuracy_grid
+from .hypotheses import bootstrap_test, holm
+from .premiums import premium_table, required_budgets, resolve_premiums
+from .protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
+from .subcdf import compare_prediction, predict_delta, split_items, subcdf
+from .timing import emission_timing
+
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "AccuracyGrid",
+    "Boot",
+    "FamilyResult",
+    "Hypothesis",
+    "Sweep",
+    "accuracy_grid",
+    "accuracy_table",
+    "bootstrap_test",
+    "bootstrap_weights",
+    "compare_prediction",
+    "delta_table",
+    "emission_timing",
+    "freeze_protocol",
+    "gap_table",
+    "grid_bootstrap",
+    "holm",
+    "item_bootstrap",
+    "load_protocol",
+    "predict_delta",
+    "premium_table",
+    "required_budgets",
+    "resolve_premiums",
+    "run_family",
+    "run_protocol",
+    "split_items",
+    "subcdf",
+    "sweep",
+    "verify_protocol",
+]

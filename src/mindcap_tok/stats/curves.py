@@ -1,0 +1,245 @@
+"""Accuracy curves, the gap gap(B) = acc_T(B) − acc_N(B), and the budget artifact Δ_L(B), with bootstrap CIs.
+
+Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) (paper Eq. 1): the translate arm cancels, so the artifact is an
+increment of the NATIVE curve between the matched budget B and the premium-scaled budget floor(r·B).
+All accuracies here are proportions in [0, 1]; the CLI prints points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import MindcapError
+from ..premium import scale_budget
+from .bootstrap import Boot, grid_bootstrap
+from .grid import AccuracyGrid, accuracy_grid
+from .premiums import PremiumTable, lookup_premium, premium_table
+
+#: the paper's retrospective sweep grid (§3)
+DEFAULT_BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024)
+NATIVE = "native"
+TRANSLATE = "translate-act"
+
+
+def as_grid(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay") -> AccuracyGrid:
+    """Accept either ``Scores.by_budget`` or an already built :class:`AccuracyGrid`."""
+    return scores if isinstance(scores, AccuracyGrid) else accuracy_grid(scores, frame)
+
+
+def accuracy_table(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", boot: Boot | None = None,
+                   level: float = 0.95) -> pd.DataFrame:
+    """One row per cell and budget: key columns, ``budget``, ``accuracy``, ``n`` (records), ``n_items``;
+    with ``boot`` (:func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` of the same grid) also the
+    pointwise percentile ``ci_low``/``ci_high``."""
+    grid = as_grid(scores, frame)
+    acc = grid.accuracy()
+    n = grid.count.sum(axis=0)
+    items = (grid.count > 0).sum(axis=0)
+    nc, nb = acc.shape
+    out = grid.cells.loc[np.repeat(np.arange(nc), nb)].reset_index(drop=True)
+    out["budget"] = np.tile(grid.budgets, nc)
+    out["accuracy"] = acc.ravel()
+    out["n"] = n.ravel().astype(np.int64)
+    out["n_items"] = items.ravel().astype(np.int64)
+    if boot is not None:
+        low, high = boot.ci(level)
+        out["ci_low"], out["ci_high"] = low.ravel(), high.ravel()
+    return out[out["n"] > 0].reset_index(drop=True)
+
+
+def _group_keys(grid: AccuracyGrid) -> list[str]:
+    return [k for k in grid.keys if k != "arm"]
+
+
+def arm_pairs(grid: AccuracyGrid, native: str = NATIVE, translate: str = TRANSLATE) -> list[tuple[int, int | None]]:
+    """(native cell, matching translate cell or None) for every native cell; matching = same non-arm keys."""
+    keys = _group_keys(grid)
+    cells = grid.cells
+    nat = cells.index[cells["arm"] == native]
+    if len(nat) == 0:
+        raise MindcapError(f"no {native!r} cells (arms present: {', '.join(sorted(cells['arm'].unique()))})")
+    trans = cells[cells["arm"] == translate]
+    pairs = []
+    for i in nat:
+        match = trans
+        for k in keys:
+            v = cells.at[i, k]
+            match = match[match[k].isna()] if pd.isna(v) else match[match[k] == v]
+        pairs.append((int(i), int(match.index[0]) if len(match) else None))
+    return pairs
+
+
+def _row_keys(grid: AccuracyGrid, cell: int) -> dict:
+    return {k: grid.cells.at[cell, k] for k in _group_keys(grid)}
+
+
+def gap_table(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", native: str = NATIVE,
+              translate: str = TRANSLATE) -> pd.DataFrame:
+    """gap(B) = acc_translate(B) − acc_native(B) for every cell pair and scored budget (point estimates)."""
+    grid = as_grid(scores, frame)
+    acc = grid.accuracy()
+    rows = []
+    for n, t in arm_pairs(grid, native, translate):
+        if t is None:
+            continue
+        for b, budget in enumerate(grid.budgets):
+            rows.append({**_row_keys(grid, n), "budget": int(budget), "acc_native": acc[n, b],
+                         "acc_translate": acc[t, b], "gap": acc[t, b] - acc[n, b]})
+    if not rows:
+        raise MindcapError(f"no {translate!r} cell matches a {native!r} cell")
+    return pd.DataFrame(rows).dropna(subset=["gap"]).reset_index(drop=True)
+
+
+def delta_table(scores: pd.DataFrame | AccuracyGrid, premiums, budgets: Sequence[int] = DEFAULT_BUDGETS,
+                frame: str = "replay", native: str = NATIVE) -> pd.DataFrame:
+    """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) for every native cell (point estimates).
+
+    ``premiums``: anything :func:`~mindcap_tok.stats.premiums.premium_table` reads. Both B and floor(r·B)
+    must have been scored; a one-line error lists the missing budgets.
+    """
+    grid = as_grid(scores, frame)
+    table = premium_table(premiums)
+    acc = grid.accuracy()
+    rows = []
+    for n, _ in arm_pairs(grid, native):
+        r, scaled = _scaled(table, grid, n, budgets)
+        bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
+        for j, budget in enumerate(budgets):
+            rows.append({**_row_keys(grid, n), "budget": int(budget), "premium": float(r),
+                         "scaled_budget": int(scaled[j]), "acc_native": acc[n, bi[j]],
+                         "acc_native_scaled": acc[n, si[j]], "delta": acc[n, si[j]] - acc[n, bi[j]]})
+    return pd.DataFrame(rows)
+
+
+def _scaled(table: PremiumTable, grid: AccuracyGrid, cell: int, budgets: Sequence[int]):
+    r = lookup_premium(table, str(grid.cells.at[cell, "model"]), str(grid.cells.at[cell, "lang"]))
+    return r, [scale_budget(r, int(b)) for b in budgets]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A Δ_L sweep with item-clustered bootstrap inference (proportions; see :func:`sweep`)."""
+
+    rows: pd.DataFrame
+    peaks: pd.DataFrame
+    crossovers: pd.DataFrame
+    n_boot: int
+    seed: int
+    level: float
+    frame: str
+    premiums: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        """Plain data (JSON-ready)."""
+        return {
+            "frame": self.frame, "n_boot": self.n_boot, "seed": self.seed, "level": self.level,
+            "premiums": self.premiums,
+            "rows": self.rows.to_dict(orient="records"),
+            "peaks": self.peaks.to_dict(orient="records"),
+            "crossovers": self.crossovers.to_dict(orient="records"),
+        }
+
+
+def _leader(gap: float) -> str:
+    return "tie" if gap == 0 or np.isnan(gap) else ("translate" if gap > 0 else "native")
+
+
+def crossovers(keys: dict, budgets: Sequence[int], gap: np.ndarray, lead: np.ndarray) -> list[dict]:
+    """Transition intervals [B_a, B_b] where the leading arm changes between consecutive non-tied budgets.
+
+    ``gap`` = acc_T − acc_N per budget, ``lead`` = bootstrap P(native leads) per budget.
+    """
+    out = []
+    prev = None
+    for j, b in enumerate(budgets):
+        who = _leader(float(gap[j]))
+        if who == "tie":
+            continue
+        if prev is not None and who != prev[1]:
+            i = prev[0]
+            out.append({**keys, "from_budget": int(budgets[i]), "to_budget": int(b), "leader_before": prev[1],
+                        "leader_after": who, "native_lead_prob_before": float(lead[i]),
+                        "native_lead_prob_after": float(lead[j])})
+        prev = (j, who)
+    return out
+
+
+def sweep(
+    scores: pd.DataFrame | AccuracyGrid,
+    premiums,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    n_boot: int = 10_000,
+    seed: int = 0,
+    level: float = 0.95,
+    frame: str = "replay",
+    native: str = NATIVE,
+    translate: str = TRANSLATE,
+    boot: Boot | None = None,
+) -> Sweep:
+    """Δ_L(B) per native cell over ``budgets`` with pointwise percentile CIs and a simultaneous max-|t| band,
+    the peak (argmax) with its stability, and, where a translate cell exists, gap(B) with CIs, the bootstrap
+    probability that native leads, and the crossovers.
+
+    One item-clustered resampling (``n_boot``, ``seed``) serves every cell and budget; pass ``boot``
+    (from :func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` on the same grid) to reuse one.
+    """
+    grid = as_grid(scores, frame)
+    budgets = [int(b) for b in budgets]
+    if not budgets or len(set(budgets)) != len(budgets):
+        raise MindcapError(f"budgets must be distinct and non-empty, got {budgets}")
+    budgets = sorted(budgets)
+    table = premium_table(premiums)
+    pairs = arm_pairs(grid, native, translate)
+    needed = set(budgets)
+    for n, _ in pairs:
+        needed.update(_scaled(table, grid, n, budgets)[1])
+    grid.budget_index(sorted(needed))  # one error listing every missing budget
+    if boot is None:
+        boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
+    rows, peaks, cross, used = [], [], [], {}
+    for n, t in pairs:
+        keys = _row_keys(grid, n)
+        r, scaled = _scaled(table, grid, n, budgets)
+        used[f"{keys['model']}:{keys['lang']}"] = float(r)
+        bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
+        delta = boot[n, si] - boot[n, bi]
+        lo, hi = delta.ci(level)
+        blo, bhi, crit = delta.band(level)
+        n_items = (grid.count[:, n, bi] > 0).any(axis=1).sum()
+        cap = keys.get("cap")
+        part = pd.DataFrame({
+            **{k: [v] * len(budgets) for k, v in keys.items()},
+            "budget": budgets, "premium": float(r), "scaled_budget": scaled,
+            "acc_native": boot.estimate[n, bi], "acc_native_scaled": boot.estimate[n, si],
+            "delta": delta.estimate, "ci_low": lo, "ci_high": hi, "band_low": blo, "band_high": bhi,
+        })
+        if cap is not None and not pd.isna(cap):
+            part["beyond_cap"] = np.asarray(scaled) > int(cap)
+        if t is not None:
+            gap = boot[t, bi] - boot[n, bi]
+            glo, ghi = gap.ci(level)
+            lead = (-gap).prob_positive()
+            part["acc_translate"] = gap.estimate + boot.estimate[n, bi]
+            part["gap"] = gap.estimate
+            part["gap_ci_low"], part["gap_ci_high"] = glo, ghi
+            part["native_lead_prob"] = lead
+            cross.extend(crossovers(keys, budgets, gap.estimate, lead))
+        part["n_items"] = int(n_items)
+        rows.append(part)
+        k, stability = delta.argmax()
+        k = int(k)
+        peaks.append({**keys, "peak_budget": budgets[k], "scaled_budget": scaled[k], "delta": delta.estimate[k],
+                      "ci_low": lo[k], "ci_high": hi[k], "band_low": blo[k], "band_high": bhi[k],
+                      "band_crit": float(crit), "stability": float(stability)})
+    cross_cols = [*_group_keys(grid), "from_budget", "to_budget", "leader_before", "leader_after",
+                  "native_lead_prob_before", "native_lead_prob_after"]
+    return Sweep(
+        rows=pd.concat(rows, ignore_index=True),
+        peaks=pd.DataFrame(peaks),
+        crossovers=pd.DataFrame(cross, columns=cross_cols),
+        n_boot=boot.n_boot, seed=boot.seed, level=level, frame=grid.frame, premiums=used,
+    )

@@ -1,0 +1,269 @@
+"""A declared family of hypotheses on accuracy contrasts, evaluated with one item-clustered bootstrap and Holm.
+
+Kinds of estimand (all differences of accuracies, in points in the declaration):
+
+- ``delta``: Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) for one or more languages (H1 existence / SESOI,
+  TOST equivalence);
+- ``delta-difference``: Δ_lang(B) − Δ_other(B') (H2: a larger effect for Thai than German);
+- ``gap``: acc_T(B) − acc_N(B);
+- ``contrast``: acc(a) − acc(b) for two cells/budgets given by selectors (H3 reversals on a matched-cost
+  grid, announcement dose contrasts, ...). A term may say ``scaled = true`` to use floor(r·B).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..data.languages import resolve_language
+from ..errors import MindcapError
+from ..premium import scale_budget
+from .bootstrap import Boot, grid_bootstrap
+from .curves import NATIVE, TRANSLATE
+from .grid import AccuracyGrid
+from .hypotheses import ALTERNATIVES, bootstrap_test, holm, t_ratio
+from .premiums import PremiumTable, lookup_premium
+
+KINDS = ("delta", "delta-difference", "gap", "contrast")
+DEFAULT_OUTCOMES = {"all": "confirmatory_support", "some": "partial_support", "none": "no_confirmatory_support"}
+_TERM_KEYS = ("model", "arm", "lang", "design", "announced", "cap", "budget", "scaled")
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One declared hypothesis. ``margin`` is in accuracy points (5 = five points)."""
+
+    id: str
+    kind: str
+    alternative: str = "greater"
+    margin: float = 0.0
+    budget: int | None = None
+    langs: tuple[str, ...] = ()
+    other: str | None = None
+    other_budget: int | None = None
+    a: Mapping | None = None
+    b: Mapping | None = None
+    model: str | None = None
+    settings: Mapping = field(default_factory=dict)
+    description: str = ""
+
+    @classmethod
+    def from_dict(cls, raw: Mapping, defaults: Mapping | None = None) -> Hypothesis:
+        """Read a declaration (a TOML/YAML table); unknown keys are errors, so typos cannot pass silently."""
+        raw = dict(raw)
+        hid = str(raw.pop("id", "") or "")
+        if not hid:
+            raise MindcapError("every hypothesis needs an id")
+        kind = raw.pop("kind", None)
+        if kind not in KINDS:
+            raise MindcapError(f"hypothesis {hid}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        alternative = raw.pop("alternative", "greater")
+        if alternative not in ALTERNATIVES:
+            raise MindcapError(f"hypothesis {hid}: alternative must be one of {', '.join(ALTERNATIVES)}")
+        langs = raw.pop("langs", None) or ([raw.pop("lang")] if "lang" in raw else [])
+        if isinstance(langs, str):
+            langs = [langs]
+        settings = {k: raw.pop(k) for k in ("design", "announced", "cap") if k in raw}
+        model = raw.pop("model", None) or (defaults or {}).get("model")
+        out = cls(
+            id=hid, kind=kind, alternative=alternative, margin=float(raw.pop("margin", 0.0)),
+            budget=_int_or_none(raw.pop("budget", None), hid, "budget"),
+            langs=tuple(resolve_language(x) for x in langs),
+            other=resolve_language(raw["other"]) if raw.get("other") else None,
+            other_budget=_int_or_none(raw.pop("other_budget", None), hid, "other_budget"),
+            a=_term(raw.pop("a", None), hid, "a"), b=_term(raw.pop("b", None), hid, "b"),
+            model=model, settings=settings, description=str(raw.pop("description", "")),
+        )
+        raw.pop("other", None)
+        if raw:
+            raise MindcapError(f"hypothesis {hid}: unknown key(s) {', '.join(sorted(raw))}")
+        out._validate()
+        return out
+
+    def _validate(self) -> None:
+        need_budget = self.kind in ("delta", "delta-difference", "gap")
+        if need_budget and (self.budget is None or self.budget <= 0):
+            raise MindcapError(f"hypothesis {self.id}: {self.kind} needs a positive budget")
+        if self.kind in ("delta", "gap") and not self.langs:
+            raise MindcapError(f"hypothesis {self.id}: {self.kind} needs lang or langs")
+        if self.kind == "delta-difference" and (len(self.langs) != 1 or not self.other):
+            raise MindcapError(f"hypothesis {self.id}: delta-difference needs one lang and other")
+        if self.kind == "contrast" and (self.a is None or self.b is None):
+            raise MindcapError(f"hypothesis {self.id}: contrast needs terms a and b")
+        if self.alternative == "equivalence" and self.margin <= 0:
+            raise MindcapError(f"hypothesis {self.id}: equivalence needs a positive margin")
+        if self.alternative == "two-sided" and self.margin != 0:
+            raise MindcapError(f"hypothesis {self.id}: two-sided takes no margin")
+
+
+def _int_or_none(value, hid: str, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MindcapError(f"hypothesis {hid}: {name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _term(raw, hid: str, name: str) -> dict | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise MindcapError(f"hypothesis {hid}: term {name} must be a table")
+    unknown = set(raw) - set(_TERM_KEYS)
+    if unknown:
+        raise MindcapError(f"hypothesis {hid}: term {name} has unknown key(s) {', '.join(sorted(unknown))}")
+    if "budget" not in raw:
+        raise MindcapError(f"hypothesis {hid}: term {name} needs a budget")
+    term = dict(raw)
+    if "lang" in term:
+        term["lang"] = resolve_language(term["lang"])
+    elif term.get("scaled"):
+        raise MindcapError(f"hypothesis {hid}: term {name} is scaled, so it needs a lang (for its premium)")
+    return term
+
+
+@dataclass(frozen=True)
+class _Term:
+    cell: dict
+    budget: int
+    scaled: bool
+
+
+class _Estimands:
+    """Builds each hypothesis's estimand as (accuracy cell, budget) terms on one grid."""
+
+    def __init__(self, grid: AccuracyGrid, premiums: PremiumTable | None, native: str, translate: str):
+        self.grid, self.premiums, self.native, self.translate = grid, premiums, native, translate
+
+    def budget(self, cell: dict, budget: int, scaled: bool) -> int:
+        if not scaled:
+            return budget
+        if self.premiums is None:
+            raise MindcapError("this family needs premiums (declare `premiums` in the protocol)")
+        model = cell.get("model") or str(self.grid.cells.at[self.grid.one_cell(**cell), "model"])
+        return scale_budget(lookup_premium(self.premiums, model, cell["lang"]), budget)
+
+    def terms(self, h: Hypothesis) -> list[list[tuple[float, _Term]]]:
+        """For each component: signed terms whose weighted accuracies sum to the estimand."""
+        base = {"model": h.model, **h.settings}
+        if h.kind == "delta":
+            return [self._delta(base, lang, h.budget) for lang in h.langs]
+        if h.kind == "delta-difference":
+            other_budget = h.other_budget or h.budget
+            minus = [(-w, t) for w, t in self._delta(base, h.other, other_budget)]
+            return [self._delta(base, h.langs[0], h.budget) + minus]
+        if h.kind == "gap":
+            return [[(1.0, _Term({**base, "arm": self.translate, "lang": lang}, h.budget, False)),
+                     (-1.0, _Term({**base, "arm": self.native, "lang": lang}, h.budget, False))] for lang in h.langs]
+        return [[(1.0, self._contrast(base, h.a)), (-1.0, self._contrast(base, h.b))]]
+
+    def _delta(self, base: dict, lang: str, budget: int) -> list[tuple[float, _Term]]:
+        cell = {**base, "arm": self.native, "lang": lang}
+        return [(1.0, _Term(cell, budget, True)), (-1.0, _Term(cell, budget, False))]
+
+    @staticmethod
+    def _contrast(base: dict, raw: Mapping) -> _Term:
+        cell = {**base, **{k: v for k, v in raw.items() if k not in ("budget", "scaled")}}
+        return _Term(cell, int(raw["budget"]), bool(raw.get("scaled", False)))
+
+
+def family_budgets(hypotheses: Sequence[Hypothesis], premiums: PremiumTable | None, models: Sequence[str]) -> list[int]:
+    """Every budget the family reads (B and, where scaled, floor(r·B)); to score a ledger before testing."""
+    out: set[int] = set()
+    for h in hypotheses:
+        reads: list[tuple[int, str | None, bool]] = []  # (budget, lang, scaled)
+        if h.kind == "delta":
+            reads += [(h.budget, lang, True) for lang in h.langs]
+        elif h.kind == "delta-difference":
+            reads += [(h.budget, h.langs[0], True), (h.other_budget or h.budget, h.other, True)]
+        elif h.kind == "gap":
+            reads += [(h.budget, lang, False) for lang in h.langs]
+        reads += [(int(t["budget"]), t.get("lang"), bool(t.get("scaled", False))) for t in (h.a, h.b) if t]
+        for budget, lang, scaled in reads:
+            out.add(int(budget))
+            if scaled and premiums is not None:
+                for model in [h.model] if h.model else models:
+                    out.add(scale_budget(lookup_premium(premiums, model, lang), int(budget)))
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class FamilyResult:
+    """Decisions of a family: one row per hypothesis, the formal outcome label, and what was used."""
+
+    table: pd.DataFrame
+    outcome: str
+    alpha: float
+    n_boot: int
+    seed: int
+    tail_factor: float
+
+
+def run_family(
+    grid: AccuracyGrid,
+    hypotheses: Sequence[Hypothesis],
+    premiums: PremiumTable | None = None,
+    alpha: float = 0.05,
+    n_boot: int = 10_000,
+    seed: int = 0,
+    tail_factor: float = 1.0,
+    outcomes: Mapping[str, str] | None = None,
+    native: str = NATIVE,
+    translate: str = TRANSLATE,
+    boot: Boot | None = None,
+) -> FamilyResult:
+    """Evaluate every hypothesis on one shared resampling, then Holm over the family.
+
+    Table columns: ``id``, ``kind``, ``alternative``, ``margin`` (points), ``estimate`` (points; the
+    component with the largest test statistic when several), ``components`` (every component),
+    ``se`` (points), ``p_value``, ``holm_threshold``, ``p_adjusted``, ``decision`` (reject/retain).
+    """
+    if not hypotheses:
+        raise MindcapError("the family declares no hypotheses")
+    ids = [h.id for h in hypotheses]
+    if len(set(ids)) != len(ids):
+        raise MindcapError(f"hypothesis ids must be unique, got {ids}")
+    labels = {**DEFAULT_OUTCOMES, **(outcomes or {})}
+    est = _Estimands(grid, premiums, native, translate)
+    if boot is None:
+        boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
+    rows = []
+    for h in hypotheses:
+        comps, names = [], []
+        for terms in est.terms(h):
+            stat = None
+            for w, term in terms:
+                cell = grid.one_cell(**term.cell)
+                b = grid.budget_index([est.budget(term.cell, term.budget, term.scaled)])[0]
+                piece = boot[cell, b] * w
+                stat = piece if stat is None else stat + piece
+            comps.append(stat)
+            names.append(terms[0][1].cell.get("lang") or "")
+        vec = Boot(np.array([c.estimate for c in comps]), np.stack([c.replicates for c in comps], axis=1), boot.seed)
+        res = bootstrap_test(vec, h.alternative, h.margin / 100.0, tail_factor)
+        t_each = t_ratio(res.estimate - res.null, res.se)
+        if h.alternative == "greater":
+            lead = int(np.argmax(t_each))
+        elif h.alternative == "less":
+            lead = int(np.argmin(t_each))
+        elif h.alternative == "two-sided":
+            lead = int(np.argmax(np.abs(t_each)))
+        else:
+            lead = int(np.argmax(np.abs(res.estimate)))
+        rows.append({
+            "id": h.id, "kind": h.kind, "alternative": h.alternative, "margin": h.margin,
+            "estimate": 100 * float(res.estimate[lead]),
+            "components": "; ".join(f"{n}={100 * e:.2f}" for n, e in zip(names, res.estimate, strict=True)),
+            "se": 100 * float(res.se[lead]), "p_value": res.p_value,
+        })
+    table = pd.DataFrame(rows)
+    hr = holm(table["p_value"].to_numpy(), alpha)
+    table["holm_threshold"] = hr.threshold
+    table["p_adjusted"] = hr.adjusted
+    table["decision"] = np.where(hr.reject, "reject", "retain")
+    n_rej = int(hr.reject.sum())
+    outcome = labels["all"] if n_rej == len(table) else labels["some"] if n_rej else labels["none"]
+    return FamilyResult(table, outcome, alpha, boot.n_boot, boot.seed, float(tail_factor))

@@ -1,0 +1,186 @@
+"""Per-item sums of strict scores on a (cell × budget) grid: the one array every statistic starts from.
+
+A cell is (model, arm, lang) plus the generation settings present in the records (``design``,
+``announced``, and in the replay frame ``cap``). Two frames read the scoring contract's ``by_budget``:
+
+- **replay**: each stored long generation is scored at many prefix lengths; ``budget`` is the prefix length.
+- **independent**: each record is its own hard-capped decode; only rows with ``budget == cap`` count, and
+  the cap *is* the budget (records of different caps are different samples of the same items).
+
+Items are MGSM row indices shared by every language and arm, so one item axis serves every cell: a bootstrap
+that resamples items re-weights all cells together (a paired, item-clustered resample).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import MindcapError
+
+#: columns naming a cell in every frame
+CELL_COLUMNS = ("model", "arm", "lang")
+#: generation settings that split cells when the records carry them
+SETTING_COLUMNS = ("design", "announced", "cap")
+FRAMES = ("replay", "independent")
+_BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")
+
+
+def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    """Raise a one-line error naming the missing columns of ``frame``."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise MindcapError(f"{what} lacks column(s) {', '.join(missing)} (have: {', '.join(map(str, frame.columns))})")
+
+
+def cell_columns(frame: pd.DataFrame, kind: str = "replay") -> list[str]:
+    """The key columns of a cell in ``frame`` under frame ``kind`` (``cap`` is the budget when independent)."""
+    if kind not in FRAMES:
+        raise MindcapError(f"unknown frame {kind!r}; use one of {', '.join(FRAMES)}")
+    settings = [c for c in SETTING_COLUMNS if c in frame.columns and not (kind == "independent" and c == "cap")]
+    return [*CELL_COLUMNS, *settings]
+
+
+def budget_view(by_budget: pd.DataFrame, kind: str = "replay") -> pd.DataFrame:
+    """The rows of ``by_budget`` that define acc(B) in frame ``kind`` (a filtered view, not a copy)."""
+    require_columns(by_budget, _BY_BUDGET_REQUIRED, "by_budget")
+    if kind == "independent":
+        require_columns(by_budget, ["cap"], "by_budget (independent frame)")
+        return by_budget[by_budget["budget"].to_numpy() == by_budget["cap"].to_numpy()]
+    if kind != "replay":
+        raise MindcapError(f"unknown frame {kind!r}; use one of {', '.join(FRAMES)}")
+    return by_budget
+
+
+@dataclass(frozen=True)
+class AccuracyGrid:
+    """Per-item score sums and sample counts for every cell and budget.
+
+    ``correct[i, c, b]`` is the number of item ``items[i]``'s samples scoring 1 in cell ``c`` at budget
+    ``budgets[b]``; ``count`` the number scored (0 where the cell has no record of that item/budget).
+    """
+
+    cells: pd.DataFrame
+    budgets: np.ndarray
+    items: np.ndarray
+    correct: np.ndarray
+    count: np.ndarray
+    frame: str = "replay"
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.cells.columns)
+
+    def accuracy(self) -> np.ndarray:
+        """(n_cells, n_budgets) mean strict score over all item × sample records (NaN where none)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.correct.sum(axis=0) / self.count.sum(axis=0)
+
+    def has_budget(self, budget: int) -> bool:
+        i = np.searchsorted(self.budgets, budget)
+        return bool(i < len(self.budgets) and self.budgets[i] == budget)
+
+    def budget_index(self, budgets: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Positions of ``budgets`` on the grid; a one-line error lists any that were not scored."""
+        wanted = np.asarray(budgets, dtype=np.int64)
+        pos = np.searchsorted(self.budgets, wanted)
+        ok = (pos < len(self.budgets)) & (self.budgets[np.minimum(pos, len(self.budgets) - 1)] == wanted)
+        if not ok.all():
+            missing = sorted({int(b) for b in wanted[~ok]})
+            raise MindcapError(
+                f"no scores at budget(s) {', '.join(map(str, missing))} in the {self.frame} frame "
+                f"(scored: {', '.join(map(str, self.budgets))}); score the ledger at these budgets too"
+            )
+        return pos
+
+    def select(self, **selector) -> np.ndarray:
+        """Indices of the cells whose key columns equal every given value (``None`` values are ignored)."""
+        mask = np.ones(len(self.cells), dtype=bool)
+        for key, value in selector.items():
+            if value is None:
+                continue
+            if key not in self.cells.columns:
+                raise MindcapError(f"cells have no column {key!r} (have: {', '.join(self.cells.columns)})")
+            col = self.cells[key]
+            mask &= (col.isna() if _is_missing(value) else col == value).to_numpy()
+        return np.flatnonzero(mask)
+
+    def one_cell(self, **selector) -> int:
+        """The index of the single cell matching ``selector``; a one-line error if none or several match."""
+        found = self.select(**selector)
+        described = ", ".join(f"{k}={v}" for k, v in selector.items() if v is not None)
+        if len(found) == 0:
+            raise MindcapError(f"no cell with {described}")
+        if len(found) > 1:
+            rows = self.cells.iloc[found].drop(columns=[k for k in selector if k in self.cells]).drop_duplicates()
+            raise MindcapError(f"{len(found)} cells match {described}; also fix {', '.join(rows.columns)}")
+        return int(found[0])
+
+    def subset(self, cells: np.ndarray | None = None, budgets: Sequence[int] | None = None) -> AccuracyGrid:
+        """A smaller grid with the given cell indices and budgets."""
+        ci = np.arange(len(self.cells)) if cells is None else np.asarray(cells)
+        bi = np.arange(len(self.budgets)) if budgets is None else self.budget_index(budgets)
+        return AccuracyGrid(
+            cells=self.cells.iloc[ci].reset_index(drop=True),
+            budgets=self.budgets[bi],
+            items=self.items,
+            correct=self.correct[:, ci][:, :, bi],
+            count=self.count[:, ci][:, :, bi],
+            frame=self.frame,
+        )
+
+
+def _is_missing(value) -> bool:
+    return value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
+def _cell_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Distinct key combinations (sorted, missing values last) and each row's cell index.
+
+    Hash-factorizes each key column and combines the codes; several times faster than a pandas
+    multi-key groupby on a million rows.
+    """
+    codes, sizes = [], []
+    for key in keys:
+        code, uniques = pd.factorize(frame[key], use_na_sentinel=False)
+        codes.append(code)
+        sizes.append(max(len(uniques), 1))
+    combined = np.ravel_multi_index(codes, sizes) if codes else np.zeros(len(frame), dtype=np.int64)
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    cells = frame[keys].iloc[first].reset_index(drop=True)
+    order = cells.sort_values(keys, na_position="last", kind="stable").index.to_numpy()
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return cells.iloc[order].reset_index(drop=True), rank[inverse.ravel()]
+
+
+def accuracy_grid(
+    by_budget: pd.DataFrame, frame: str = "replay", filters: Mapping[str, object] | None = None
+) -> AccuracyGrid:
+    """Build the per-item grid from ``Scores.by_budget`` (one row per record × budget).
+
+    ``filters`` keeps only rows whose columns equal the given values (e.g. ``{"model": "qwen3-8b"}``).
+    """
+    view = budget_view(by_budget, frame)
+    for key, value in (filters or {}).items():
+        require_columns(view, [key], "by_budget")
+        view = view[view[key] == value]
+    if view.empty:
+        after = f" after filters {dict(filters)}" if filters else ""
+        raise MindcapError(f"no scored rows left in the {frame} frame{after}")
+    keys = cell_columns(view, frame)
+    cells, cell_id = _cell_ids(view, keys)
+    items, item_id = np.unique(view["item"].to_numpy(dtype=np.int64), return_inverse=True)
+    budgets, budget_id = np.unique(view["budget"].to_numpy(dtype=np.int64), return_inverse=True)
+    score = view["score"].to_numpy(dtype=np.float64)
+    if np.isnan(score).any() or not np.isin(score, (0.0, 1.0)).all():
+        raise MindcapError("by_budget 'score' must be 0/1 without missing values")
+    shape = (len(items), len(cells), len(budgets))
+    flat = np.ravel_multi_index((item_id, cell_id, budget_id), shape)
+    size = int(np.prod(shape))
+    correct = np.bincount(flat, weights=score, minlength=size).reshape(shape)
+    count = np.bincount(flat, minlength=size).reshape(shape).astype(np.float64)
+    return AccuracyGrid(cells=cells, budgets=budgets, items=items, correct=correct, count=count, frame=frame)
