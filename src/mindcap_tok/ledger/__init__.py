@@ -1,6 +1,24 @@
 """The ledger: stored generations (token ids are the source of truth), prompts, answer parsing, prefix scoring."""
 
+from .parse import Parser, get_parser, parse_answer
 from .schema import ARMS, KEY_COLUMNS, SCHEMA, validate_records
+from .score import DEFAULT_BUDGETS, Scores, accuracy_curves, score_ledger, score_prefixes, score_token_ids
 from .store import Ledger, VerifyReport
 
-__all__ = ["ARMS", "KEY_COLUMNS", "SCHEMA", "Ledger", "VerifyReport", "validate_records"]
+__all__ = [
+    "ARMS",
+    "DEFAULT_BUDGETS",
+    "KEY_COLUMNS",
+    "SCHEMA",
+    "Ledger",
+    "Parser",
+    "Scores",
+    "VerifyReport",
+    "accuracy_curves",
+    "get_parser",
+    "parse_answer",
+    "score_ledger",
+    "score_prefixes",
+    "score_token_ids",
+    "validate_records",
+]

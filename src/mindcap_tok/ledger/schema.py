@@ -267,15 +267,14 @@ def duplicate_row(table: pa.Table) -> tuple[int, int] | None:
     """The first pair of rows (earlier, later) sharing the record key, or ``None``."""
     if table.num_rows < 2:
         return None
-    frame = table.select(list(KEY_COLUMNS)).to_pandas()
-    codes = frame.groupby(list(KEY_COLUMNS), dropna=False, sort=False).ngroup().to_numpy()
-    _, first_rows = np.unique(codes, return_index=True)  # codes are 0..groups-1, so first_rows[code]
-    repeated = np.ones(len(codes), dtype=bool)
-    repeated[first_rows] = False
-    if not repeated.any():
+    first_seen: dict[tuple, int] = {}
+    for row, key in enumerate(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True)):
+        earlier = first_seen.setdefault(key, row)
+        if earlier != row:
+            later = row
+            break
+    else:
         return None
-    later = int(np.flatnonzero(repeated)[0])
-    earlier = int(first_rows[codes[later]])
     return earlier, later
 
 

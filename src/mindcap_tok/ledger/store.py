@@ -104,6 +104,10 @@ def _cells(table: pa.Table) -> set[tuple[str, str, str]]:
     return {(r["model"], r["arm"], r["lang"]) for r in groups.to_pylist()}
 
 
+def _keys(table: pa.Table) -> list[tuple]:
+    return list(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True))
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -213,11 +217,13 @@ class Ledger:
             sizes[name], entries[name] = tok.vocab_size, entry
         return sizes, entries
 
-    def _existing_keys(self, cells: set[tuple[str, str, str]]) -> pd.DataFrame:
-        tables = [pq.read_table(self._file(s), columns=list(KEY_COLUMNS)) for s in self.shards() if s.cell in cells]
-        if not tables:
-            return pd.DataFrame(columns=list(KEY_COLUMNS))
-        return to_canonical(pa.concat_tables(tables)).to_pandas()
+    def _existing_keys(self, cells: set[tuple[str, str, str]]) -> set[tuple]:
+        keys: set[tuple] = set()
+        for s in self.shards():
+            if s.cell in cells:
+                part = to_canonical(pq.read_table(self._file(s), columns=list(KEY_COLUMNS)))
+                keys.update(_keys(part))
+        return keys
 
     def append(
         self,
@@ -240,8 +246,8 @@ class Ledger:
             check_token_ids(table, sizes)
             cells = _cells(table)
             existing = self._existing_keys(cells)
-            if len(existing):
-                mask = self._stored_mask(table, existing)
+            if existing:
+                mask = np.array([key in existing for key in _keys(table)], dtype=bool)
                 if mask.any():
                     if not skip_existing:
                         row = int(np.flatnonzero(mask)[0])
@@ -257,14 +263,6 @@ class Ledger:
                 final = self.root / s.path
                 os.replace(final.with_name("." + final.name + _PENDING), final)
             return written
-
-    @staticmethod
-    def _stored_mask(table: pa.Table, existing: pd.DataFrame) -> np.ndarray:
-        new = table.select(list(KEY_COLUMNS)).to_pandas()
-        keys = list(KEY_COLUMNS)
-        old = existing[keys].astype(new.dtypes.to_dict()).drop_duplicates()
-        merged = new.merge(old.assign(_stored=True), on=keys, how="left")
-        return merged["_stored"].fillna(False).to_numpy(dtype=bool)
 
     def _write_shards(self, table: pa.Table, manifest: dict) -> list[ShardInfo]:
         frame = table.select(list(CELL_COLUMNS)).to_pandas()

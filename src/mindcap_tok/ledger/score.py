@@ -1,0 +1,517 @@
+"""Prefix scoring: the strict score of every record at every budget B, from byte positions.
+
+Budget B means the decoded first B output tokens (the paper's prefix-defined budgets). Decoding and parsing
+every prefix is quadratic, so instead:
+
+1. each trace's text is parsed once into *answer events* at byte offsets: for every line holding ``####``,
+   the byte cuts at which its unfinished prefix reads as an answer (``Parser.line_cuts``) and the cut from
+   which the whole line is visible (its end; for ``terminated``, one past its newline);
+2. each budget B becomes a byte cut: the byte length of the first B tokens, a cumulative sum of the
+   tokenizer's per-id byte lengths (any tokenizer: the same text retokenized with an extended tokenizer
+   just has other cuts);
+3. numpy ``searchsorted`` of the cuts against the event offsets gives every (record, budget) score, the
+   emission position E and the completed-trace correctness C.
+
+What the parser sees is exactly ``tokenizer.decode(ids[:B], skip_special_tokens=True)``: special tokens
+add no text, and a cut inside a multi-byte character leaves U+FFFD (``errors="replace"``), which no answer
+grammar accepts. The end of a trace that stopped by itself (finish reason ``stop``) terminates its last
+line once the prefix holds every token (B >= n_tokens); a trace cut by its cap does not. The test suite
+checks all this against decoding every prefix with the real tokenizers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import MindcapError
+from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from .parse import Parser, get_parser
+from .schema import CELL_COLUMNS, SETTING_COLUMNS
+
+#: the paper's budget grid (the regime sweep plus the 2048/4096 extension)
+DEFAULT_BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
+_HASH, _NEWLINE = ord("#"), ord("\n")
+_CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
+
+
+# -- token byte tables ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class ByteTable:
+    """The bytes each token id adds to decoded text, in flat arrays for vectorised gathers.
+
+    ``blob[offsets[i]:offsets[i + 1]]`` are the bytes of id ``i``; ``has_hash`` / ``has_newline`` flag ids
+    whose bytes hold ``#`` / ``\\n`` (only lines with ``####`` can be answer lines).
+    """
+
+    lengths: np.ndarray
+    offsets: np.ndarray
+    blob: np.ndarray
+    has_hash: np.ndarray
+    has_newline: np.ndarray
+
+    @classmethod
+    def from_token_bytes(cls, token_bytes: Sequence[bytes]) -> ByteTable:
+        """A table from the bytes of every id (index = id)."""
+        lengths = np.fromiter((len(b) for b in token_bytes), dtype=np.int64, count=len(token_bytes))
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        blob = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
+        owner = np.repeat(np.arange(len(lengths)), lengths)
+        has_hash = np.zeros(len(lengths), dtype=bool)
+        has_hash[owner[blob == _HASH]] = True
+        has_newline = np.zeros(len(lengths), dtype=bool)
+        has_newline[owner[blob == _NEWLINE]] = True
+        return cls(lengths, offsets, blob, has_hash, has_newline)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.lengths)
+
+    def decode(self, ids: Sequence[int] | np.ndarray) -> bytes:
+        """The bytes of a sequence of ids (the prefix text before UTF-8 decoding)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        return _gather(self, ids).tobytes()
+
+
+@lru_cache(maxsize=8)
+def byte_table(tokenizer: ResolvedTokenizer) -> ByteTable:
+    """The scoring byte table of a tokenizer: its ``token_bytes``, with special tokens adding no text
+    (as ``decode(..., skip_special_tokens=True)``, the text a serving stack returns)."""
+    token_bytes = list(tokenizer.token_bytes)
+    for i, added in tokenizer.tokenizer.get_added_tokens_decoder().items():
+        if added.special:
+            token_bytes[i] = b""
+    return ByteTable.from_token_bytes(token_bytes)
+
+
+def _gather(table: ByteTable, ids: np.ndarray) -> np.ndarray:
+    # concatenated bytes of ids: one vectorised fancy-index instead of a Python join per token
+    lens = table.lengths[ids]
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.uint8)
+    starts = np.cumsum(lens) - lens
+    idx = np.repeat(table.offsets[ids] - starts, lens) + np.arange(total, dtype=np.int64)
+    return table.blob[idx]
+
+
+# -- answer events --------------------------------------------------------------------------------------------
+@dataclass
+class _EventLists:
+    p_rec: list[int] = field(default_factory=list)
+    p_lo: list[int] = field(default_factory=list)
+    p_hi: list[int] = field(default_factory=list)
+    p_ok: list[bool] = field(default_factory=list)
+    f_rec: list[int] = field(default_factory=list)
+    f_t: list[int] = field(default_factory=list)
+    f_ok: list[bool] = field(default_factory=list)
+
+    def add_line(
+        self, parser: Parser, rec: int, line: bytes, start: int, newline: bool, total: int, complete: bool, gold: int
+    ) -> None:
+        """Events of one line ``[start, start + len(line))`` of record ``rec`` (cut positions in record bytes)."""
+        cuts = parser.line_cuts(line)
+        end = start + len(line)
+        if not parser.terminated:
+            for lo, hi, value in cuts.partial:
+                self.p_rec.append(rec)
+                self.p_lo.append(start + lo)
+                self.p_hi.append(start + hi)
+                self.p_ok.append(value == gold)
+            threshold = end
+        elif newline:
+            threshold = end + 1
+        elif complete:
+            threshold = total + 1  # the virtual end-of-generation position, reached only when B >= n_tokens
+        else:
+            return
+        if cuts.full is not None:
+            self.f_rec.append(rec)
+            self.f_t.append(threshold)
+            self.f_ok.append(cuts.full == gold)
+
+
+def _scan_segment(
+    ev: _EventLists,
+    parser: Parser,
+    rec: int,
+    seg: bytes,
+    seg_start: int,
+    head_complete: bool,
+    tail_complete: bool,
+    total: int,
+    complete: bool,
+    gold: int,
+    seen: set,
+) -> None:
+    """Add events for the complete lines holding ``####`` in ``seg`` (record bytes from ``seg_start``)."""
+    pos = seg.find(b"####")
+    while pos != -1:
+        ls = seg.rfind(b"\n", 0, pos) + 1
+        le = seg.find(b"\n", pos)
+        if ls == 0 and not head_complete:  # the line began before this segment; its own segment covers it
+            pos = seg.find(b"####", pos + 1) if le == -1 else seg.find(b"####", le)
+            continue
+        if le == -1 and not tail_complete:
+            return
+        end = len(seg) if le == -1 else le
+        key = (rec, seg_start + ls)
+        if key not in seen:
+            seen.add(key)
+            ev.add_line(parser, rec, seg[ls:end], seg_start + ls, le != -1, total, complete, gold)
+        if le == -1:
+            return
+        pos = seg.find(b"####", le)
+
+
+def _events_from_ids(
+    ids: np.ndarray,
+    splits: np.ndarray,
+    table: ByteTable,
+    tok_start: np.ndarray,
+    totals: np.ndarray,
+    golds: Sequence[int],
+    complete: np.ndarray,
+    parser: Parser,
+) -> _EventLists:
+    """Answer events of token-id traces, decoding only the lines around tokens that hold ``#``."""
+    ev = _EventLists()
+    hashes = np.flatnonzero(table.has_hash[ids])
+    if not len(hashes):
+        return ev
+    newlines = np.flatnonzero(table.has_newline[ids])
+    rec = np.searchsorted(splits, hashes, side="right") - 1
+    first_tok, last_tok = splits[rec], splits[rec + 1] - 1
+    # window: from the last newline-holding token before the '#' token to the first one after it, so every
+    # line touching the '#' token lies whole inside the window
+    i = np.searchsorted(newlines, hashes, side="left") - 1
+    before = np.where(i >= 0, newlines[np.maximum(i, 0)], -1)
+    ws = np.maximum(before, first_tok)
+    j = np.searchsorted(newlines, hashes, side="right")
+    after = np.where(j < len(newlines), newlines[np.minimum(j, len(newlines) - 1)], np.iinfo(np.int64).max)
+    we = np.minimum(after, last_tok)
+    windows = np.unique(np.stack([ws, we, rec], axis=1), axis=0)
+    ws, we, rec = windows[:, 0], windows[:, 1], windows[:, 2]
+    counts = we - ws + 1
+    tok_idx = np.repeat(ws - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+    data = _gather(table, ids[tok_idx].astype(np.int64)).tobytes()
+    seg_bytes = np.add.reduceat(table.lengths[ids[tok_idx]], np.cumsum(counts) - counts)
+    seg_off = np.concatenate([[0], np.cumsum(seg_bytes)])
+    seen: set = set()
+    for w in range(len(ws)):
+        r = int(rec[w])
+        _scan_segment(
+            ev,
+            parser,
+            r,
+            data[seg_off[w] : seg_off[w + 1]],
+            int(tok_start[ws[w]]),
+            bool(ws[w] == splits[r]),
+            bool(we[w] == splits[r + 1] - 1),
+            int(totals[r]),
+            bool(complete[r]),
+            golds[r],
+            seen,
+        )
+    return ev
+
+
+def _events_from_texts(
+    texts: Sequence[bytes], golds: Sequence[int], complete: np.ndarray, parser: Parser
+) -> _EventLists:
+    ev = _EventLists()
+    for r, data in enumerate(texts):
+        _scan_segment(ev, parser, r, data, 0, True, True, len(data), bool(complete[r]), golds[r], set())
+    return ev
+
+
+# -- scoring --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PrefixScores:
+    """Per record: ``scores[r, b]`` (int8) at ``budgets[b]``, emission position E (float, NaN = never),
+    completed-trace correctness C (int8), and the number of tokens."""
+
+    budgets: np.ndarray
+    scores: np.ndarray
+    emission: np.ndarray
+    correct: np.ndarray
+    n_tokens: np.ndarray
+
+
+def _score_events(
+    ev: _EventLists, splits: np.ndarray, tok_end: np.ndarray, totals: np.ndarray, budgets: np.ndarray, parser: Parser
+) -> PrefixScores:
+    n = len(splits) - 1
+    n_tok = np.diff(splits)
+    # global byte coordinates: record r occupies [base_r, base_r + total_r + 1] (the +1 is its virtual
+    # end-of-generation position), with a gap between records so that no search crosses into the next one
+    base = np.zeros(n, dtype=np.int64)
+    if n > 1:
+        base[1:] = np.cumsum(totals[:-1] + 2)
+    rec_of_tok = np.repeat(np.arange(n), n_tok)
+    cut = base[rec_of_tok] + tok_end
+    has_tok = n_tok > 0
+    last = splits[1:][has_tok] - 1
+    cut[last] = base[has_tok] + totals[has_tok] + 1  # the whole trace, including its end
+
+    p_rec = np.asarray(ev.p_rec, dtype=np.int64)
+    p_lo = base[p_rec] + np.asarray(ev.p_lo, dtype=np.int64)
+    p_hi = base[p_rec] + np.asarray(ev.p_hi, dtype=np.int64)
+    p_ok = np.asarray(ev.p_ok, dtype=bool)
+    order = np.argsort(p_lo, kind="stable")
+    p_rec, p_lo, p_hi, p_ok = p_rec[order], p_lo[order], p_hi[order], p_ok[order]
+    f_rec = np.asarray(ev.f_rec, dtype=np.int64)
+    f_t = base[f_rec] + np.asarray(ev.f_t, dtype=np.int64)
+    f_ok = np.asarray(ev.f_ok, dtype=bool)
+    order = np.argsort(f_t, kind="stable")
+    f_rec, f_t, f_ok = f_rec[order], f_t[order], f_ok[order]
+    first_t = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    first_ok = np.zeros(n, dtype=bool)
+    recs, first_idx = np.unique(f_rec, return_index=True)
+    first_t[recs], first_ok[recs] = f_t[first_idx], f_ok[first_idx]
+
+    def answer_ok(rec: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Whether the answer read at global cut ``g`` of record ``rec`` is correct."""
+        ok = np.zeros(g.shape, dtype=bool)
+        if len(p_lo):
+            k = np.searchsorted(p_lo, g, side="right") - 1
+            kk = np.maximum(k, 0)
+            partial = (k >= 0) & (g < p_hi[kk])
+            partial_ok = partial & p_ok[kk]
+        else:
+            partial = partial_ok = np.zeros(g.shape, dtype=bool)
+        if parser.last:
+            full_ok = np.zeros(g.shape, dtype=bool)
+            if len(f_t):
+                k = np.searchsorted(f_t, g, side="right") - 1
+                kk = np.maximum(k, 0)
+                full_ok = (k >= 0) & (f_t[kk] >= base[rec]) & f_ok[kk]
+            ok = np.where(partial, partial_ok, full_ok)
+        else:
+            reached = g >= first_t[rec]
+            ok = np.where(reached, first_ok[rec], partial_ok)
+        return ok
+
+    rec_idx = np.arange(n)
+    scores = np.zeros((n, len(budgets)), dtype=np.int8)
+    for b, budget in enumerate(budgets):
+        take = np.minimum(n_tok, budget)
+        g = np.where(has_tok, cut[np.maximum(splits[:-1] + take - 1, 0)] if len(cut) else 0, base)
+        scores[:, b] = answer_ok(rec_idx, g) & has_tok
+    g_end = base + totals + 1
+    correct = (answer_ok(rec_idx, g_end) & has_tok).astype(np.int8)
+
+    emission = np.full(n, np.inf)
+    if len(p_lo):
+        k = np.searchsorted(cut, p_lo, side="left")
+        kk = np.minimum(k, len(cut) - 1)
+        hit = (k < len(cut)) & (cut[kk] < p_hi)
+        np.minimum.at(emission, p_rec[hit], (kk - splits[p_rec] + 1)[hit])
+    if len(f_t):
+        k = np.searchsorted(cut, f_t, side="left")
+        hit = k < splits[f_rec + 1]
+        np.minimum.at(emission, f_rec[hit], (k - splits[f_rec] + 1)[hit])
+    emission[np.isinf(emission)] = np.nan
+    return PrefixScores(budgets, scores, emission, correct, n_tok.astype(np.int64))
+
+
+def _budgets(budgets: Sequence[int]) -> np.ndarray:
+    grid = np.asarray(list(budgets), dtype=np.int64)
+    if grid.ndim != 1 or not len(grid) or (grid <= 0).any():
+        raise MindcapError(f"budgets must be positive integers, got {list(budgets)}")
+    return grid
+
+
+def score_token_ids(
+    ids: np.ndarray,
+    splits: np.ndarray,
+    table: ByteTable | ResolvedTokenizer,
+    golds: Sequence[int],
+    budgets: Sequence[int],
+    parser: str | Parser = "strict",
+    complete: np.ndarray | Sequence[bool] | None = None,
+) -> PrefixScores:
+    """Score token-id traces: ``ids[splits[r]:splits[r + 1]]`` are record r's output ids under ``table``.
+
+    ``complete[r]`` says the trace stopped by itself (finish reason ``stop``; default all True). Any
+    tokenizer works, including an extended one retokenizing the same text: only its byte table matters.
+    """
+    table = byte_table(table) if isinstance(table, ResolvedTokenizer) else table
+    parser = get_parser(parser)
+    grid = _budgets(budgets)
+    ids = np.asarray(ids)
+    splits = np.asarray(splits, dtype=np.int64)
+    n = len(splits) - 1
+    if len(golds) != n:
+        raise MindcapError(f"{len(golds)} gold answers for {n} records")
+    done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
+    if len(ids) and (ids.min() < 0 or ids.max() >= table.vocab_size):
+        raise MindcapError(f"token id {int(ids.max())} is outside the tokenizer's {table.vocab_size} ids")
+    lens = table.lengths[ids]
+    cum = np.cumsum(lens)
+    before = np.concatenate([[0], cum])[splits]
+    totals = np.diff(before)
+    n_tok = np.diff(splits)
+    tok_end = cum - np.repeat(before[:-1], n_tok)
+    tok_start = tok_end - lens
+    ev = _events_from_ids(ids, splits, table, tok_start, totals, golds, done, parser)
+    return _score_events(ev, splits, tok_end, totals, grid, parser)
+
+
+def score_prefixes(
+    texts: Sequence[bytes | str],
+    token_ends: Sequence[np.ndarray],
+    golds: Sequence[int],
+    budgets: Sequence[int],
+    parser: str | Parser = "strict",
+    complete: np.ndarray | Sequence[bool] | None = None,
+) -> PrefixScores:
+    """Score texts given the byte offset at which each of their tokens ends.
+
+    ``texts[r]`` is record r's decoded output (bytes, or str encoded as UTF-8) and ``token_ends[r]`` the
+    non-decreasing cumulative byte length after each of its tokens (last entry = len(text)), e.g.
+    ``np.cumsum(table.lengths[new_ids])`` for the same text under another tokenizer.
+    """
+    parser = get_parser(parser)
+    grid = _budgets(budgets)
+    data = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
+    n = len(data)
+    if len(token_ends) != n or len(golds) != n:
+        raise MindcapError(f"{n} texts, {len(token_ends)} token offset arrays and {len(golds)} gold answers")
+    ends = [np.asarray(e, dtype=np.int64) for e in token_ends]
+    for r, (d, e) in enumerate(zip(data, ends, strict=True)):
+        if (len(e) and (e[-1] != len(d) or (np.diff(e) < 0).any() or e[0] < 0)) or (not len(e) and len(d)):
+            raise MindcapError(f"record {r}: token byte offsets must rise to the text's {len(d)} bytes")
+    done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
+    splits = np.concatenate([[0], np.cumsum([len(e) for e in ends])]).astype(np.int64)
+    tok_end = np.concatenate(ends) if n else np.zeros(0, dtype=np.int64)
+    totals = np.array([len(d) for d in data], dtype=np.int64)
+    ev = _events_from_texts(data, golds, done, parser)
+    return _score_events(ev, splits, tok_end, totals, grid, parser)
+
+
+# -- ledger-level API -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scores:
+    """Prefix scores of a set of ledger records.
+
+    ``by_budget``: one row per record x budget: cell and settings columns, ``item, sample, budget``,
+    ``score`` (int8 strict score of the length-B prefix), ``truncated`` (record longer than B) and
+    ``emitted`` (E <= B). ``by_record``: ``n_tokens``, ``emission`` (E, NaN = never), ``correct`` (C),
+    ``finish_reason``, ``cap`` per record.
+    """
+
+    by_budget: pd.DataFrame
+    by_record: pd.DataFrame
+    parser: str
+    budgets: tuple[int, ...]
+    tokenizers: dict[str, str]
+
+
+def _ids_of(column) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if isinstance(column, pa.Array):
+        offsets = column.offsets.to_numpy()
+        values = pc.list_flatten(column).to_numpy(zero_copy_only=False)
+        return values, (offsets - offsets[0]).astype(np.int64)
+    arrays = [np.asarray(x, dtype=np.int64) for x in column]
+    splits = np.concatenate([[0], np.cumsum([len(a) for a in arrays])]).astype(np.int64)
+    return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)), splits
+
+
+def score_ledger(
+    records: pd.DataFrame | pa.Table,
+    tokenizer: ResolvedTokenizer | None,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    parser: str | Parser = "strict",
+    on_progress=None,
+) -> Scores:
+    """Strict (or variant) prefix scores of ledger records at every budget; see :class:`Scores`.
+
+    ``tokenizer`` is the one the output ids belong to; ``None`` resolves each record's ``tokenizer`` column.
+    ``on_progress(done, total)`` is called after each chunk of records.
+    """
+    parser = get_parser(parser)
+    grid = _budgets(budgets)
+    table = records if isinstance(records, pa.Table) else pa.Table.from_pandas(records, preserve_index=False)
+    need = [*CELL_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason"]
+    missing = [c for c in need if c not in table.column_names]
+    if missing:
+        raise MindcapError(f"records lack column(s) {', '.join(missing)} needed for scoring")
+    settings = [c for c in SETTING_COLUMNS if c in table.column_names]
+    keys = table.select([*CELL_COLUMNS, *settings, "item", "sample"]).to_pandas()
+    for col in CELL_COLUMNS:
+        keys[col] = keys[col].astype(object)
+    finish = table.column("finish_reason").to_numpy(zero_copy_only=False)
+    golds = table.column("gold").to_pylist()
+    n = table.num_rows
+    if tokenizer is None:
+        if "tokenizer" not in table.column_names:
+            raise MindcapError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
+        names = table.column("tokenizer").to_numpy(zero_copy_only=False)
+        toks = {name: load_tokenizer(name) for name in dict.fromkeys(names)}
+    else:
+        names = np.full(n, tokenizer.name, dtype=object)
+        toks = {tokenizer.name: tokenizer}
+    scores = np.zeros((n, len(grid)), dtype=np.int8)
+    emission = np.full(n, np.nan)
+    correct = np.zeros(n, dtype=np.int8)
+    n_tokens = np.zeros(n, dtype=np.int64)
+    lengths = pc.list_value_length(table.column("output_ids")).to_numpy(zero_copy_only=False)
+    done = 0
+    for name, tok in toks.items():
+        table_bytes = byte_table(tok)
+        rows = np.flatnonzero(names == name)
+        chunks = np.split(rows, np.flatnonzero(np.diff(np.cumsum(lengths[rows]) // _CHUNK_TOKENS)) + 1)
+        for chunk in chunks:
+            if not len(chunk):
+                continue
+            ids, splits = _ids_of(table.column("output_ids").take(pa.array(chunk)))
+            res = score_token_ids(
+                ids, splits, table_bytes, [golds[i] for i in chunk], grid, parser, finish[chunk] == "stop"
+            )
+            scores[chunk], emission[chunk], correct[chunk], n_tokens[chunk] = (
+                res.scores,
+                res.emission,
+                res.correct,
+                res.n_tokens,
+            )
+            done += len(chunk)
+            if on_progress is not None:
+                on_progress(done, n)
+    nb = len(grid)
+    by_budget = keys.loc[keys.index.repeat(nb)].reset_index(drop=True)
+    by_budget["budget"] = np.tile(grid, n)
+    by_budget["score"] = scores.ravel()
+    by_budget["truncated"] = (n_tokens[:, None] > grid[None, :]).ravel()
+    by_budget["emitted"] = (emission[:, None] <= grid[None, :]).ravel()
+    by_record = keys.copy()
+    by_record["n_tokens"] = n_tokens
+    by_record["emission"] = emission
+    by_record["correct"] = correct
+    by_record["finish_reason"] = finish
+    if "cap" in table.column_names and "cap" not in by_record:
+        by_record["cap"] = table.column("cap").to_numpy()
+    sha = {name: tok.sha256 for name, tok in toks.items()}
+    return Scores(by_budget, by_record, parser.name, tuple(int(b) for b in grid), sha)
+
+
+def accuracy_curves(by_budget: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy per cell (and settings) and budget: the mean strict score over all item x sample records
+    (no best-of-k, no vote), with ``n``, ``truncated_share`` and ``emitted_share``."""
+    keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in by_budget.columns]
+    grouped = by_budget.groupby([*keys, "budget"], dropna=False, sort=True)
+    agg = {"accuracy": ("score", "mean"), "n": ("score", "size"), "truncated_share": ("truncated", "mean")}
+    if "emitted" in by_budget.columns:
+        agg["emitted_share"] = ("emitted", "mean")
+    out = grouped.agg(**agg).reset_index()
+    out["n"] = out["n"].astype(np.int64)
+    return out
