@@ -1,0 +1,272 @@
+"""Learn a vocabulary extension: new byte-level BPE merges appended after a base tokenizer's merges.
+
+The corpus is pre-tokenized exactly as the base tokenizer does it (its added tokens split off, its own
+normalizer and pre-tokenizer), every distinct pre-token is segmented by the base BPE model (so Llama 3's
+``ignore_merges`` and every base merge are honoured), and BPE continues from there on the word-frequency
+dictionary. Base ids, base merges and their order never change; new tokens get ids after every existing id,
+added and special tokens included (paper §6: "base vocabulary and merge list untouched, new byte-level merges
+... appended so that base merges retain priority").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+
+from tokenizers import Tokenizer
+
+from ..errors import MindcapError
+from ..tokenizer import ResolvedTokenizer, is_byte_level
+from ._bpe import PairLearner, Ranks
+from .corpus import Corpus, ItemId, as_corpus
+
+#: pair frequency floor of a fixed-count rule when none is given: a pair seen once saves nothing on new text
+DEFAULT_MIN_FREQ_WITH_SIZE = 2
+
+
+@dataclass(frozen=True)
+class SizeRule:
+    """How many merges to learn, fixed before learning and blind to accuracy.
+
+    ``size`` set: exactly that many merges (an error if the corpus cannot supply them at ``min_freq``);
+    ``size`` unset: every merge whose pair occurs at least ``min_freq`` times.
+    """
+
+    size: int | None
+    min_freq: int
+
+    @classmethod
+    def of(cls, size: int | None = None, min_freq: int | None = None) -> SizeRule:
+        """Check and complete the user's choice."""
+        if size is None and min_freq is None:
+            raise MindcapError("give an extension size (number of merges) or a minimum pair frequency")
+        if size is not None and size < 1:
+            raise MindcapError(f"extension size must be a positive number of merges, got {size}")
+        if min_freq is not None and min_freq < 1:
+            raise MindcapError(f"minimum pair frequency must be at least 1, got {min_freq}")
+        return cls(size, min_freq if min_freq is not None else DEFAULT_MIN_FREQ_WITH_SIZE)
+
+    @property
+    def name(self) -> str:
+        return "fixed-count" if self.size is not None else "min-freq"
+
+    def as_dict(self) -> dict:
+        return {"rule": self.name, "size": self.size, "min_freq": self.min_freq}
+
+
+@dataclass(frozen=True, eq=False)
+class BaseBPE:
+    """What learning and saving need from a base byte-level BPE ``tokenizer.json``."""
+
+    text: str
+    vocab: dict[str, int]
+    merges: list[tuple[str, str]]
+    merges_as_strings: bool
+    ignore_merges: bool
+    added: dict[int, str]
+
+    @property
+    def first_new_id(self) -> int:
+        """One past the largest id in use, model vocabulary and added tokens together."""
+        return max(max(self.vocab.values(), default=-1), max(self.added, default=-1)) + 1
+
+    def strings(self) -> list[str]:
+        """Byte-level string of every id below :attr:`first_new_id` (added tokens as their text)."""
+        out = [""] * self.first_new_id
+        for s, i in self.vocab.items():
+            out[i] = s
+        for i, s in self.added.items():
+            out[i] = s
+        return out
+
+    def ranks(self) -> Ranks:
+        """Base merges as ``(left id, right id) -> (rank, merged id)``."""
+        v = self.vocab
+        return {(v[a], v[b]): (r, v[a + b]) for r, (a, b) in enumerate(self.merges)}
+
+
+def _walk_types(node) -> Iterator[str]:
+    if isinstance(node, dict):
+        if "type" in node:
+            yield node["type"]
+        for value in node.values():
+            yield from _walk_types(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk_types(value)
+
+
+@lru_cache(maxsize=4)
+def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
+    """Parse and check the base tokenizer: byte-level BPE, no dropout, no word prefixes or suffixes."""
+    text = base.path.read_text(encoding="utf-8") if base.path is not None else base.tokenizer.to_str()
+    data = json.loads(text)
+    model = data.get("model") or {}
+    kind = model.get("type")
+    if kind != "BPE":
+        raise MindcapError(f"{base.name}: only byte-level BPE tokenizers can be extended; its model is {kind}")
+    if "ByteLevel" not in set(_walk_types(data.get("pre_tokenizer"))) or not is_byte_level(base.tokenizer):
+        raise MindcapError(
+            f"{base.name}: a BPE model without a byte-level pre-tokenizer and decoder (e.g. SentencePiece BPE) "
+            "cannot be extended: only byte-level BPE (GPT-2 style) is supported"
+        )
+    if model.get("dropout"):
+        raise MindcapError(f"{base.name}: BPE dropout is on (segmentation is random); cannot extend it")
+    if model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
+        raise MindcapError(f"{base.name}: BPE with subword prefixes/suffixes is not byte-level; cannot extend it")
+    raw = model.get("merges") or []
+    as_strings = bool(raw) and isinstance(raw[0], str)
+    merges = [tuple(m.split(" ", 1)) if as_strings else tuple(m) for m in raw]
+    return BaseBPE(
+        text=text,
+        vocab=dict(model["vocab"]),
+        merges=merges,
+        merges_as_strings=as_strings,
+        ignore_merges=bool(model.get("ignore_merges")),
+        added={t["id"]: t["content"] for t in data.get("added_tokens", [])},
+    )
+
+
+def _added_pattern(tokens) -> re.Pattern[str] | None:
+    # tokenizers matches added tokens leftmost-longest before pre-tokenization; longest-first alternation does it
+    parts = []
+    for tok in sorted(tokens, key=lambda t: len(t.content), reverse=True):
+        body = re.escape(tok.content)
+        if tok.single_word:
+            body = rf"(?<!\w){body}(?!\w)"
+        parts.append((r"\s*" if tok.lstrip else "") + body + (r"\s*" if tok.rstrip else ""))
+    return re.compile("|".join(parts)) if parts else None
+
+
+class PreTokenizer:
+    """The base tokenizer's own split of text into pre-tokens (byte-level strings), added tokens removed."""
+
+    def __init__(self, tok: Tokenizer) -> None:
+        added = list(tok.get_added_tokens_decoder().values())
+        self._raw = _added_pattern([t for t in added if not t.normalized])
+        self._normalized = _added_pattern([t for t in added if t.normalized])
+        self._normalizer = tok.normalizer
+        self._pre = tok.pre_tokenizer
+
+    def pieces(self, text: str) -> list[str]:
+        """Pre-tokens of ``text`` in order."""
+        out: list[str] = []
+        for raw in self._raw.split(text) if self._raw is not None else (text,):
+            if not raw:
+                continue
+            norm = self._normalizer.normalize_str(raw) if self._normalizer is not None else raw
+            for part in self._normalized.split(norm) if self._normalized is not None else (norm,):
+                if part:
+                    out.extend(p for p, _ in self._pre.pre_tokenize_str(part))
+        return out
+
+
+def pre_token_counts(tok: Tokenizer, texts: Iterable[str]) -> Counter[str]:
+    """How often each distinct pre-token occurs in ``texts`` (the word-frequency dictionary)."""
+    pre = PreTokenizer(tok)
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(pre.pieces(text))
+    return counts
+
+
+def base_words(tok: Tokenizer, texts: Iterable[str]) -> tuple[list[str], list[list[int]], list[int]]:
+    """Distinct pre-tokens of ``texts``, each segmented once by the base BPE model, and their frequencies."""
+    counts = pre_token_counts(tok, texts)
+    strings = list(counts)
+    model = tok.model
+    return strings, [[t.id for t in model.tokenize(w)] for w in strings], [counts[w] for w in strings]
+
+
+@dataclass(frozen=True, eq=False)
+class Extension:
+    """Merges learned on a corpus, to append after a base tokenizer's merges.
+
+    ``merges[k]`` joins two byte-level strings; ``new_tokens`` are the strings that were not in the base
+    vocabulary, with ids ``first_new_id, first_new_id + 1, ...`` in order of creation. ``segmentation`` is the
+    learner's final segmentation of every distinct training pre-token (what the saved tokenizer must produce);
+    ``tokens_before``/``tokens_after`` count the training text's tokens (added tokens excluded) under the base
+    and the extended segmentation.
+    """
+
+    base: ResolvedTokenizer
+    corpus: dict
+    size_rule: SizeRule
+    merges: tuple[tuple[str, str], ...]
+    merge_counts: tuple[int, ...]
+    new_tokens: tuple[str, ...]
+    first_new_id: int
+    segmentation: dict[str, tuple[int, ...]] = field(repr=False)
+    word_counts: dict[str, int] = field(repr=False)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    seconds: float = 0.0
+
+    @property
+    def n_merges(self) -> int:
+        return len(self.merges)
+
+    @property
+    def n_new_tokens(self) -> int:
+        return len(self.new_tokens)
+
+    @cached_property
+    def tokenizer(self) -> Tokenizer:
+        """The extended tokenizer, built in memory (see :func:`.saved.tokenizer_json`)."""
+        from .saved import tokenizer_json
+
+        return Tokenizer.from_str(tokenizer_json(self))
+
+
+def learn_extension(
+    base: ResolvedTokenizer,
+    corpus_items: Corpus | Iterable[tuple[ItemId, str]],
+    size: int | None = None,
+    min_freq: int | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> Extension:
+    """Learn new merges on ``corpus_items`` (``(item_id, text)`` pairs), continuing ``base``'s BPE.
+
+    ``size`` fixes the number of merges (an error if the corpus cannot supply that many pairs occurring at least
+    ``min_freq`` times, default 2); ``min_freq`` alone learns every merge down to that pair frequency.
+    ``on_progress(n_merges)`` is called every 100 merges.
+    """
+    rule = SizeRule.of(size, min_freq)
+    corpus = as_corpus(corpus_items)
+    if not corpus.items:
+        raise MindcapError(f"corpus {corpus.name!r} is empty")
+    start = time.perf_counter()
+    info = base_bpe(base)
+    word_strings, words, freqs = base_words(base.tokenizer, corpus.texts())
+    if not words:
+        raise MindcapError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")
+    tokens_before = sum(len(seg) * f for seg, f in zip(words, freqs, strict=True))
+    strings = info.strings()
+    first_new = len(strings)
+    learner = PairLearner(words, freqs, strings, dict(info.vocab), first_new, len(info.merges), info.ranks)
+    learned = learner.run(rule.size, rule.min_freq, on_progress)
+    if rule.size is not None and len(learned) < rule.size:
+        raise MindcapError(
+            f"corpus {corpus.name!r} supports only {len(learned)} merges of pairs seen at least {rule.min_freq} "
+            f"times; asked for {rule.size} (use a smaller size, a lower minimum frequency or more text)"
+        )
+    seconds = time.perf_counter() - start
+    return Extension(
+        base=base,
+        corpus=corpus.identity(),
+        size_rule=rule,
+        merges=tuple((strings[m.left], strings[m.right]) for m in learned),
+        merge_counts=tuple(m.count for m in learned),
+        new_tokens=tuple(strings[first_new:]),
+        first_new_id=first_new,
+        segmentation={w: tuple(seg) for w, seg in zip(word_strings, learner.words, strict=True)},
+        word_counts=dict(zip(word_strings, freqs, strict=True)),
+        tokens_before=tokens_before,
+        tokens_after=sum(len(seg) * f for seg, f in zip(learner.words, freqs, strict=True)),
+        seconds=seconds,
+    )
