@@ -1,0 +1,205 @@
+"""Cross-fitted extensions: split items into k seeded folds; fold f's extension learns only from other folds.
+
+Paper §6: "Extensions are cross-fitted over two disjoint halves of the item set, so no evaluated item
+contributed a merge, and the extension size is fixed in advance by a rule that never consults accuracy."
+Item ids (not texts) are split, so all traces of one MGSM item land in the same fold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..data.languages import resolve_language
+from ..errors import MindcapError
+from ..tokenizer import ResolvedTokenizer
+from .corpus import Corpus, ItemId, as_corpus
+from .effect import Effect, measure_effect
+from .extend import Extension, learn_extension
+from .saved import SUMMARY, extension_record, resolved, staged_folder, write_extension
+
+
+def _sort_key(item: ItemId) -> tuple[int, int | str]:
+    return (0, item) if isinstance(item, int) else (1, item)
+
+
+def assign_folds(item_ids: Iterable[ItemId], folds: int = 2, seed: int = 0) -> dict[ItemId, int]:
+    """Seeded assignment of distinct items to ``folds`` folds whose sizes differ by at most one.
+
+    Items are sorted first, so the assignment depends on the set of ids and the seed, not on corpus order.
+    """
+    ids = sorted(set(item_ids), key=_sort_key)
+    if folds < 2:
+        raise MindcapError(f"cross-fitting needs at least 2 folds, got {folds}")
+    if len(ids) < folds:
+        raise MindcapError(f"cannot split {len(ids)} items into {folds} folds")
+    order = np.random.default_rng(seed).permutation(len(ids))
+    return {ids[j]: k % folds for k, j in enumerate(order)}
+
+
+@dataclass(frozen=True, eq=False)
+class FoldExtension:
+    """One fold: the items it holds out, the items it learned from, its extension and (once measured) effect."""
+
+    fold: int
+    folds: int
+    seed: int
+    held_out: tuple[ItemId, ...]
+    training: tuple[ItemId, ...]
+    corpus: dict
+    extension: Extension
+    effect: Effect | None = None
+
+    def manifest(self) -> dict:
+        """Manifest of this fold: the extension record, fold membership, seed and the measured effect.
+
+        ``corpus`` identifies the whole corpus the folds were cut from; ``training_corpus`` the part learned on.
+        """
+        record = extension_record(self.extension)
+        record["training_corpus"] = record.pop("corpus")
+        out = {
+            **record,
+            "corpus": self.corpus,
+            "fold": self.fold,
+            "folds": self.folds,
+            "seed": self.seed,
+            "held_out_items": list(self.held_out),
+            "training_items": list(self.training),
+        }
+        if self.effect is not None:
+            out["effect"] = self.effect.as_dict()
+        return out
+
+    def summary(self) -> dict:
+        """One summary row (what ``mindcap-tok extend --format json`` prints per fold)."""
+        row = {
+            "fold": self.fold,
+            "merges": self.extension.n_merges,
+            "new_tokens": self.extension.n_new_tokens,
+            "held_out_items": len(self.held_out),
+            "training_items": len(self.training),
+        }
+        if self.effect is not None:
+            e = self.effect
+            row |= {
+                "lang": e.lang,
+                "premium_before": e.before.premium,
+                "premium_before_ci": [e.before.ci_low, e.before.ci_high],
+                "premium_after": e.after.premium,
+                "premium_after_ci": [e.after.ci_low, e.after.ci_high],
+                "premium_change": e.change,
+                "premium_change_ci": [e.change_ci_low, e.change_ci_high],
+                "english_token_change": e.english_token_change,
+            }
+        row["seconds"] = round(self.extension.seconds, 3)
+        return row
+
+
+def cross_fit(
+    base: ResolvedTokenizer,
+    corpus: Corpus | Iterable[tuple[ItemId, str]],
+    folds: int = 2,
+    seed: int = 0,
+    size: int | None = None,
+    min_freq: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[FoldExtension]:
+    """Learn one extension per fold on the text of every item outside that fold.
+
+    ``on_progress(fold, n_merges)`` reports learning progress.
+    """
+    corpus = as_corpus(corpus)
+    if not corpus.items:
+        raise MindcapError(f"corpus {corpus.name!r} is empty")
+    assignment = assign_folds(corpus.item_ids(), folds, seed)
+    ordered = sorted(assignment, key=_sort_key)
+    out = []
+    for f in range(folds):
+        held_out = tuple(i for i in ordered if assignment[i] == f)
+        training = tuple(i for i in ordered if assignment[i] != f)
+        sub = corpus.select(training, name=f"{corpus.name} without fold {f} of {folds} (seed {seed})")
+        report = (lambda n, f=f: on_progress(f, n)) if on_progress else None
+        ext = learn_extension(base, sub, size=size, min_freq=min_freq, on_progress=report)
+        out.append(FoldExtension(f, folds, seed, held_out, training, corpus.identity(), ext))
+    return out
+
+
+def measure_folds(
+    folds: Sequence[FoldExtension],
+    lang: str,
+    split: str = "devtest",
+    n_boot: int = 10_000,
+    source: str | None = None,
+) -> list[FoldExtension]:
+    """Each fold with its FLORES effect measured (premium before/after with CIs, English change)."""
+    code = resolve_language(lang)
+    out = []
+    for fx in folds:
+        ext = fx.extension
+        tok = resolved(ext, f"{ext.base.name}+{code}-fold{fx.fold}")
+        effect = measure_effect(ext.base, tok, code, split=split, n_boot=n_boot, seed=fx.seed, source=source)
+        out.append(dataclasses.replace(fx, effect=effect))
+    return out
+
+
+def summarize(folds: Sequence[FoldExtension]) -> list[dict]:
+    """Summary rows, one per fold plus their mean (``fold`` = ``"mean"``; intervals are not averaged)."""
+    rows = [fx.summary() for fx in folds]
+    mean: dict = {"fold": "mean"}
+    for key, value in rows[0].items():
+        if key == "fold":
+            continue
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            mean[key] = float(np.mean([r[key] for r in rows]))
+        elif isinstance(value, str):
+            mean[key] = value
+    return [*rows, mean]
+
+
+def save_crossfit(folds: Sequence[FoldExtension], out: str | os.PathLike[str], extra: dict | None = None) -> list[dict]:
+    """Write ``out/fold-<k>/`` (tokenizer files + manifest) and ``out/summary.json`` atomically; return the rows.
+
+    ``extra`` (e.g. the corpus identity and the command line) goes into every manifest and the summary.
+    """
+    rows = summarize(folds)
+    with staged_folder(out) as tmp:
+        for fx in folds:
+            sub = tmp / f"fold-{fx.fold}"
+            sub.mkdir()
+            write_extension(fx.extension, sub, {**fx.manifest(), **(extra or {})})
+        summary = {"folds": len(folds), "seed": folds[0].seed, "corpus": folds[0].corpus, **(extra or {}), "rows": rows}
+        (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return rows
+
+
+def extend_crossfit(
+    base: ResolvedTokenizer,
+    corpus: Corpus,
+    lang: str,
+    out: str | os.PathLike[str] | None = None,
+    folds: int = 2,
+    seed: int = 0,
+    size: int | None = None,
+    min_freq: int | None = None,
+    n_boot: int = 10_000,
+    flores_source: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[FoldExtension]:
+    """Learn, measure and (with ``out``) save cross-fitted extensions: what ``mindcap-tok extend`` runs.
+
+    ``out`` is checked before learning starts, and nothing is written unless every fold succeeds.
+    """
+    code = resolve_language(lang)
+    if out is not None and Path(out).exists():
+        raise MindcapError(f"output folder {out} already exists; choose a new one")
+    learned = cross_fit(base, corpus, folds, seed, size, min_freq, on_progress)
+    measured = measure_folds(learned, code, n_boot=n_boot, source=flores_source)
+    if out is not None:
+        save_crossfit(measured, out, {"lang": code})
+    return measured

@@ -1,0 +1,238 @@
+"""Saved extensions: build the extended ``tokenizer.json``, write fold folders atomically, load and apply them.
+
+A saved extension is a folder with ``tokenizer.json`` (loads with ``tokenizers.Tokenizer.from_file`` and
+``transformers.AutoTokenizer.from_pretrained``), the base folder's ``tokenizer_config.json`` /
+``special_tokens_map.json`` when it had them, and ``manifest.json`` (base and corpus identity, fold membership,
+seed, size rule, measured effect). A cross-fit output folder holds one ``fold-<k>`` folder per fold and
+``summary.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from ..errors import MindcapError
+from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from .corpus import ItemId
+from .extend import Extension, base_bpe
+
+MANIFEST = "manifest.json"
+SUMMARY = "summary.json"
+FORMAT = "mindcap-tok/extension/1"
+#: files copied from the base tokenizer's folder so transformers sees the same special tokens and templates
+COPIED_FILES = ("tokenizer_config.json", "special_tokens_map.json")
+
+
+def tokenizer_json(ext: Extension) -> str:
+    """The extended ``tokenizer.json`` text: base vocabulary and merges untouched, new ones appended.
+
+    Added tokens are also written into the model vocabulary at their own ids. Without that the vocabulary would
+    have a gap below the new ids, and ``tokenizers`` re-numbers added tokens that are missing from the model
+    vocabulary from ``len(vocab)`` on load, which would silently move every special token (ENVIRONMENT.md).
+    """
+    info = base_bpe(ext.base)
+    data = json.loads(info.text)
+    model = data["model"]
+    vocab = model["vocab"]
+    for i, content in sorted(info.added.items()):
+        vocab.setdefault(content, i)
+    for k, s in enumerate(ext.new_tokens):
+        vocab[s] = ext.first_new_id + k
+    model["merges"].extend(f"{a} {b}" if info.merges_as_strings else [a, b] for a, b in ext.merges)
+    return json.dumps(data, ensure_ascii=False)
+
+
+def check_extended(tok: Tokenizer, ext: Extension) -> None:
+    """Raise unless every base token (added and special included) keeps its id and new tokens sit where planned."""
+    base_vocab = ext.base.tokenizer.get_vocab(with_added_tokens=True)
+    got = tok.get_vocab(with_added_tokens=True)
+    moved = [(s, i, got.get(s)) for s, i in base_vocab.items() if got.get(s) != i]
+    if moved:
+        s, i, j = moved[0]
+        raise MindcapError(f"extended tokenizer moved {len(moved)} base tokens (e.g. {s!r}: {i} -> {j})")
+    for i, added in ext.base.tokenizer.get_added_tokens_decoder().items():
+        if tok.token_to_id(added.content) != i or tok.id_to_token(i) != added.content:
+            raise MindcapError(f"extended tokenizer lost added token {added.content!r} (id {i})")
+    for k, s in enumerate(ext.new_tokens):
+        if got.get(s) != ext.first_new_id + k:
+            raise MindcapError(f"new token {s!r} has id {got.get(s)}, expected {ext.first_new_id + k}")
+    expected = ext.first_new_id + ext.n_new_tokens
+    size = tok.get_vocab_size(with_added_tokens=True)
+    if size != expected:
+        raise MindcapError(f"extended tokenizer has {size} ids, expected {expected}")
+
+
+def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
+    """The extended tokenizer as a :class:`ResolvedTokenizer` (checked; its ``sha256`` is that of the saved file)."""
+    check_extended(ext.tokenizer, ext)
+    return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
+
+
+@contextmanager
+def staged_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary folder beside ``out`` and rename it to ``out`` when the block succeeds.
+
+    ``out`` must not exist; on any error the temporary folder is removed, so no half-written output remains.
+    """
+    target = Path(out)
+    if target.exists():
+        raise MindcapError(f"output folder {target} already exists; choose a new one")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            raise MindcapError(f"output folder {target} appeared while writing; left it alone")
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
+    """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest."""
+    tok = ext.tokenizer
+    check_extended(tok, ext)
+    text = tok.to_str()  # tokenizers' own serialisation, so the file hash equals ResolvedTokenizer.sha256
+    (folder / "tokenizer.json").write_text(text, encoding="utf-8")
+    base_dir = ext.base.path.parent if ext.base.path is not None else None
+    copied = []
+    for name in COPIED_FILES:
+        if base_dir is not None and (base_dir / name).is_file():
+            shutil.copyfile(base_dir / name, folder / name)
+            copied.append(name)
+    if "tokenizer_config.json" not in copied:
+        # a bare tokenizer.json base: the generic fast class reads everything from tokenizer.json
+        config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
+        (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    reloaded = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    check_extended(reloaded, ext)
+    full = {**manifest, "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    (folder / MANIFEST).write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return full
+
+
+def save_extension(ext: Extension, out: str | os.PathLike[str], manifest: dict | None = None) -> Path:
+    """Save one extension to a new folder ``out`` (atomically), with ``manifest`` plus the learning record."""
+    with staged_folder(out) as tmp:
+        write_extension(ext, tmp, {**extension_record(ext), **(manifest or {})})
+    return Path(out)
+
+
+def extension_record(ext: Extension) -> dict:
+    """The manifest fields an extension knows by itself (base, corpus, rule, sizes, learning time)."""
+    info = base_bpe(ext.base)
+    return {
+        "format": FORMAT,
+        "base": {
+            "name": ext.base.name,
+            "sha256": ext.base.sha256,
+            "source": ext.base.source,
+            "vocab_size": ext.first_new_id,
+            "merges": len(info.merges),
+            "ignore_merges": info.ignore_merges,
+        },
+        "corpus": ext.corpus,
+        "size_rule": ext.size_rule.as_dict(),
+        "merges": ext.n_merges,
+        "new_tokens": ext.n_new_tokens,
+        "reused_tokens": ext.n_merges - ext.n_new_tokens,
+        "first_new_id": ext.first_new_id,
+        "vocab_size": ext.first_new_id + ext.n_new_tokens,
+        "last_merge_count": ext.merge_counts[-1] if ext.merge_counts else None,
+        "training_tokens_before": ext.tokens_before,
+        "training_tokens_after": ext.tokens_after,
+        "seconds": round(ext.seconds, 3),
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class SavedExtension:
+    """A saved extension folder: its tokenizer, manifest and fold membership."""
+
+    path: Path
+    manifest: dict
+    tokenizer: ResolvedTokenizer
+
+    @property
+    def held_out(self) -> tuple[ItemId, ...]:
+        """Items this extension never saw (evaluate these with it)."""
+        return tuple(self.manifest.get("held_out_items", ()))
+
+    @property
+    def training(self) -> tuple[ItemId, ...]:
+        """Items whose text the merges were learned on."""
+        return tuple(self.manifest.get("training_items", ()))
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` under the extended tokenizer (no special tokens added)."""
+        return self.tokenizer.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def retokenize(self, base_ids: Sequence[int]) -> list[int]:
+        """Re-encode the text that base token ids decode to (special tokens kept as text) with the extension.
+
+        Every base id decodes to the same bytes under the extended tokenizer, so no base tokenizer is needed.
+        """
+        return self.encode(self.tokenizer.tokenizer.decode(list(base_ids), skip_special_tokens=False))
+
+
+def load_extension(folder: str | os.PathLike[str]) -> SavedExtension:
+    """Load a saved extension folder and check its ``tokenizer.json`` against the manifest's hash."""
+    path = Path(folder)
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise MindcapError(f"{path} is not a saved extension (no {MANIFEST})") from exc
+    except ValueError as exc:
+        raise MindcapError(f"{path / MANIFEST} is not valid JSON: {exc}") from exc
+    if manifest.get("format") != FORMAT:
+        raise MindcapError(f"{path / MANIFEST}: unknown format {manifest.get('format')!r} (expected {FORMAT})")
+    name = manifest.get("name") or path.name
+    tok = load_tokenizer(str(path))
+    tok = ResolvedTokenizer(name=name, tokenizer=tok.tokenizer, source=tok.source, path=tok.path)
+    if tok.sha256 != manifest.get("tokenizer_sha256"):
+        raise MindcapError(f"{path / 'tokenizer.json'} does not match its manifest (sha256 differs): edited?")
+    return SavedExtension(path, manifest, tok)
+
+
+@dataclass(frozen=True, eq=False)
+class CrossFitSet:
+    """The folds of a saved cross-fit: pick, for any item, the extension that never learned from it."""
+
+    path: Path
+    summary: dict
+    folds: tuple[SavedExtension, ...]
+
+    def for_item(self, item: ItemId) -> SavedExtension:
+        """The fold extension whose held-out items include ``item``."""
+        for fold in self.folds:
+            if item in fold.held_out:
+                return fold
+        raise MindcapError(f"item {item!r} is in no fold's held-out set of {self.path}")
+
+
+def load_crossfit(folder: str | os.PathLike[str]) -> CrossFitSet:
+    """Load a cross-fit output folder written by ``mindcap-tok extend`` (``fold-<k>`` folders + summary)."""
+    path = Path(folder)
+    try:
+        summary = json.loads((path / SUMMARY).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise MindcapError(f"{path} is not a cross-fit output folder (no {SUMMARY})") from exc
+    folds = tuple(load_extension(path / f"fold-{k}") for k in range(int(summary["folds"])))
+    return CrossFitSet(path, summary, folds)
+
+
+def apply_extension(extension: SavedExtension | str | os.PathLike[str], text_or_ids: str | Sequence[int]) -> list[int]:
+    """Extended token ids of a text, or of a list of base token ids (decoded, then re-encoded)."""
+    ext = extension if isinstance(extension, SavedExtension) else load_extension(extension)
+    return ext.encode(text_or_ids) if isinstance(text_or_ids, str) else ext.retokenize(text_or_ids)
