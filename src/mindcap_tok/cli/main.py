@@ -13,7 +13,7 @@ from ..config import Config, load_config
 from ..errors import MindcapError
 
 #: options that take several values after one flag (``--lang de th sw``)
-MULTI_VALUE_OPTIONS = frozenset({"--lang", "--model", "--only", "--cap"})
+MULTI_VALUE_OPTIONS = frozenset({"--lang", "--model", "--only", "--cap", "--arm", "--premiums"})
 
 
 def expand_multi_value(argv: Sequence[str]) -> list[str]:
@@ -88,9 +88,9 @@ def cli(ctx: click.Context, data_dir: str | None, tokenizers_dir: str | None, de
 
 
 def _register() -> None:
-    from . import config_cmd, premium_cmd, price_cmd
+    from . import audit_cmd, config_cmd, extend_cmd, ledger_cmd, premium_cmd, price_cmd, score_cmd, stats_cmd
 
-    for module in (config_cmd, premium_cmd, price_cmd):
+    for module in (config_cmd, premium_cmd, extend_cmd, price_cmd, ledger_cmd, score_cmd, stats_cmd, audit_cmd):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -1,0 +1,220 @@
+"""`mindcap-tok sweep`, `mindcap-tok report` and `mindcap-tok protocol freeze|test`: budget statistics on a ledger."""
+
+from __future__ import annotations
+
+import click
+import pandas as pd
+
+from ..data.languages import resolve_language
+from ..errors import MindcapError
+from ..stats.curves import DEFAULT_BUDGETS, sweep
+from ..stats.grid import FRAMES
+from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
+from ._output import FORMATS, emit, render, to_json
+from ._progress import progress_bar
+from .premium_cmd import parse_budgets
+
+#: sweep columns holding proportions; printed as points
+_POINTS = ("acc_native", "acc_native_scaled", "delta", "ci_low", "ci_high", "band_low", "band_high",
+           "acc_translate", "gap", "gap_ci_low", "gap_ci_high")
+
+
+def load_scores(state, ledger: str, budgets_for, models=(), langs=(), parser: str = "strict",
+                premium_specs=()):
+    """Read a ledger, resolve premiums for its models/languages, score it at ``budgets_for(table, models, langs)``.
+
+    Returns (scores, premium table). Each record's ids are scored with its own tokenizer (the ``tokenizer``
+    column), resolved through the configured tokenizers folder.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..ledger.score import Scores, score_ledger
+    from ..ledger.store import Ledger
+    from ..tokenizer import load_tokenizer
+
+    codes = [resolve_language(x) for x in langs]
+    table = Ledger(ledger).read(model=list(models) or None, lang=codes or None)
+    if table.num_rows == 0:
+        raise MindcapError(f"no records in {ledger}" + (" after --model/--lang filters" if models or langs else ""))
+    ledger_models = sorted(pc.unique(table.column("model")).to_pylist())
+    ledger_langs = sorted(pc.unique(table.column("lang")).to_pylist())
+    premiums = resolve_premiums(premium_specs, ledger_models, ledger_langs, state.config.tokenizers_dir.value,
+                                state.config.data_dir.value)
+    budgets = budgets_for(premiums, ledger_models, ledger_langs)
+    if "tokenizer" not in table.column_names:
+        raise MindcapError(f"{ledger}: records have no 'tokenizer' column naming the tokenizer of their ids")
+    names = pc.unique(table.column("tokenizer")).to_pylist()
+    parts = []
+    with progress_bar("scoring prefixes", total=table.num_rows, enabled=table.num_rows > 5000) as advance:
+        for name in names:
+            sub = table.filter(pc.equal(table.column("tokenizer"), pa.scalar(name)))
+            tok = load_tokenizer(name, state.config.tokenizers_dir.value)
+            last = [0]
+
+            def step(done, total, last=last):
+                advance(done - last[0])
+                last[0] = done
+
+            parts.append(score_ledger(sub, tok, budgets, parser=parser, on_progress=step))
+    if len(parts) == 1:
+        return parts[0], premiums
+    merged = Scores(
+        pd.concat([p.by_budget for p in parts], ignore_index=True),
+        pd.concat([p.by_record for p in parts], ignore_index=True),
+        parts[0].parser, parts[0].budgets, {k: v for p in parts for k, v in p.tokenizers.items()},
+    )
+    return merged, premiums
+
+
+def _sweep_budgets(grid: list[int]):
+    def budgets_for(table, models, langs):
+        ratios = [lookup_premium(table, m, lang) for m in models for lang in langs if lang != "eng_Latn"]
+        return required_budgets(grid, ratios)
+
+    return budgets_for
+
+
+def _points(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    for col in _POINTS:
+        if col in out.columns:
+            out[col] = 100 * out[col]
+    return out
+
+
+_common = [
+    click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder."),
+    click.option("--premiums", "premium_specs", multiple=True,
+                 help="Tokenizer name (qwen3-8b), a `mindcap-tok premium --format json` file, or lang=r; repeatable. "
+                      "Default: each model's own tokenizer."),
+    click.option("--budgets", help=f"Comma-separated budgets B (default {','.join(map(str, DEFAULT_BUDGETS))})."),
+    click.option("--model", "models", multiple=True, help="Only these models."),
+    click.option("--lang", "langs", multiple=True, help="Only these languages."),
+    click.option("--frame", type=click.Choice(FRAMES), default="replay", show_default=True,
+                 help="replay: prefixes of one long ledger; independent: each record's own cap is its budget."),
+    click.option("--n-boot", type=click.IntRange(min=2), default=10_000, show_default=True),
+    click.option("--seed", type=int, default=0, show_default=True),
+    click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+                 show_default=True, help="Confidence level of CIs and bands."),
+    click.option("--parser", default="strict", show_default=True, help="Answer parser variant."),
+]
+
+
+def _apply(options):
+    def deco(f):
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+
+    return deco
+
+
+@click.command("sweep")
+@_apply(_common)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
+@click.pass_obj
+def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser, fmt,
+                  out) -> None:
+    """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
+    simultaneous bands, the peak and its stability, and the native-vs-translate gap. Accuracy in points."""
+    grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
+    scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs)
+    result = sweep(scores.by_budget, table, grid, n_boot=n_boot, seed=seed, level=level, frame=frame)
+    rows, peaks, cross = _points(result.rows), _points(result.peaks), result.crossovers
+    if fmt == "json":
+        text = to_json({**result.as_dict(), "rows": rows.to_dict(orient="records"),
+                        "peaks": peaks.to_dict(orient="records"), "units": "points"})
+    elif fmt == "csv":
+        text = render(rows.to_dict(orient="records"), "csv")
+    else:
+        head = (f"Δ_L sweep ({result.frame} frame, {result.n_boot} item resamples, seed {result.seed}, "
+                f"{result.level:.0%} CIs; points)")
+        text = render(rows.to_dict(orient="records"), fmt, title=head, floatfmt=".2f")
+        text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")
+        if len(cross):
+            text += "\n" + render(cross.to_dict(orient="records"), fmt, title="Crossovers", floatfmt=".3f")
+    emit(text, out)
+
+
+@click.command("report")
+@_apply(_common)
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Report folder (replaced atomically).")
+@click.pass_obj
+def report_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
+                   out) -> None:
+    """Markdown tables, CSVs and figures (NATIVE curves with peak intervals; gap curves) for a ledger."""
+    from ..report.budget_report import write_budget_report
+
+    grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
+    scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs)
+    rep = write_budget_report(scores.by_budget, table, out, by_record=scores.by_record, budgets=grid,
+                              n_boot=n_boot, seed=seed, level=level, frame=frame)
+    click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
+
+
+@click.group("protocol")
+def protocol_group() -> None:
+    """Pre-specified test families: freeze a protocol file before the data exist, test it afterwards."""
+
+
+@protocol_group.command("freeze")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--tag/--no-tag", default=None,
+              help="Record a git tag (default: when FILE is inside a git repository).")
+def protocol_freeze(file, tag) -> None:
+    """Record FILE's SHA-256 in FILE.freeze.json (and an annotated git tag carrying it)."""
+    from ..stats.protocol import freeze_protocol
+
+    rec = freeze_protocol(file, tag=tag)
+    click.echo(f"frozen {rec.protocol}: sha256 {rec.sha256}")
+    if rec.tag:
+        click.echo(f"git tag {rec.tag} at {rec.commit[:12]}")
+        if not rec.file_committed:
+            click.echo("warning: the protocol file is not committed at the tagged commit; commit it so the tag "
+                       "proves its content", err=True)
+
+
+@protocol_group.command("test")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
+@click.pass_obj
+def protocol_test(state, file, ledger, fmt, out) -> None:
+    """Refuse FILE if it changed since its freeze; else run its family and print decisions and the outcome."""
+    from ..stats.family import family_budgets
+    from ..stats.protocol import load_protocol, run_protocol, verify_protocol
+
+    record = verify_protocol(file)
+    proto = load_protocol(file)
+    specs = _protocol_premium_specs(proto.premiums)
+    scores, table = load_scores(state, ledger, lambda t, m, _: family_budgets(proto.hypotheses, t, m),
+                                [proto.model] if proto.model else [], (), proto.parser, specs)
+    result = run_protocol(proto, scores.by_budget, table)
+    if fmt == "json":
+        text = to_json({"protocol": proto.name, "sha256": record.sha256, "frozen_at": record.frozen_at,
+                        "tag": record.tag, "outcome": result.outcome, "alpha": result.alpha,
+                        "n_boot": result.n_boot, "seed": result.seed, "tail_factor": result.tail_factor,
+                        "decisions": result.table.to_dict(orient="records")})
+    else:
+        title = (f"Protocol {proto.name} (sha256 {record.sha256[:12]}…, frozen {record.frozen_at}); Holm at "
+                 f"α={result.alpha}, {result.n_boot} item resamples, seed {result.seed}, tail factor "
+                 f"{result.tail_factor:g}; estimates in points")
+        text = render(result.table.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
+        text += f"\noutcome: {result.outcome}\n"
+    emit(text, out)
+
+
+def _protocol_premium_specs(premiums) -> list[str]:
+    if premiums is None:
+        return []
+    if isinstance(premiums, str):
+        return [premiums]
+    if isinstance(premiums, dict):
+        return [f"{k}={v}" for k, v in premiums.items()]
+    return [str(p) for p in premiums]
+
+
+COMMANDS = [sweep_command, report_command, protocol_group]
