@@ -225,3 +225,14 @@ def test_cli_rejects_a_missing_language(world):
     )  # fmt: skip
     assert result.exit_code == 2
     assert "error: no native replay records for tiny deu_Latn" in result.output
+
+
+def test_saved_extension_prices_like_the_learned_one(world, tmp_path):
+    ledger, base, _, _ = world
+    out = tmp_path / "th-ext"
+    learned = price_ledger(ledger, "tiny", "th", [30], learn_size=1, tokenizer=base, n_boot=50, save_extension=out)
+    again = price_ledger(ledger, "tiny", "th", [30], extension=out, tokenizer=base, n_boot=50)
+    for p in (learned, again):
+        row = p.rows[0]
+        assert (row.G3, row.ext_nat_gain) == pytest.approx((6 / 20, 3 / 20))
+    assert {f.fold for f in again.folds} == {0, 1}

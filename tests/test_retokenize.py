@@ -122,3 +122,29 @@ def test_extensions_learned_on_ledger_traces_are_cross_fitted(tiny):
     got = retokenize_items(texts, items, folds, [100])
     assert got.n_tokens.tolist() == [6 + i + 7 for i in items]
     assert sorted(set(got.fold.tolist())) == [0, 1]
+
+
+def test_scores_equal_decoding_every_prefix(tiny):
+    # slow reference: the paper's description, decode the first B extended ids and parse that text
+    from mindcap_tok.ledger.parse import get_parser
+
+    base, ext = tiny
+    texts = [
+        thai_trace(9, 7),
+        "กา" * 4 + "\n#### 7\n" + "กา" * 30,  # answer early, then more text
+        "กา" * 6 + "\n#### 77",  # '#### 7' is readable before the second 7 arrives
+        "ab\n#### 5\n#### 7" + EOS,
+        "กา" * 50,
+    ]
+    golds, complete = [7, 7, 7, 7, 7], [True, True, True, False, False]
+    budgets = list(range(1, 60, 3))
+    rule = get_parser("strict")
+    for tok in (base, ext):
+        got = retokenize(texts, tok, budgets, golds, complete)
+        for t, text in enumerate(texts):
+            ids = tok.tokenizer.encode(text, add_special_tokens=False).ids
+            for j, b in enumerate(budgets):
+                prefix = tok.tokenizer.decode(ids[:b], skip_special_tokens=True)
+                want = rule.score(prefix, golds[t], complete=complete[t] and b >= len(ids))
+                assert got.scores[t, j] == want, (tok.name, t, b)
+            assert got.correct[t] == rule.score(text.replace(EOS, ""), golds[t], complete=complete[t])
