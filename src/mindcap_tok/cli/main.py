@@ -88,9 +88,9 @@ def cli(ctx: click.Context, data_dir: str | None, tokenizers_dir: str | None, de
 
 
 def _register() -> None:
-    from . import audit_cmd, config_cmd, extend_cmd, ledger_cmd, premium_cmd, price_cmd, score_cmd, stats_cmd
+    from . import config_cmd, extend_cmd, premium_cmd, price_cmd, score_cmd, stats_cmd
 
-    for module in (config_cmd, premium_cmd, extend_cmd, price_cmd, ledger_cmd, score_cmd, stats_cmd, audit_cmd):
+    for module in (config_cmd, premium_cmd, extend_cmd, price_cmd, score_cmd, stats_cmd):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -1,0 +1,129 @@
+"""`mindcap-tok extend`: cross-fitted vocabulary extensions with their measured FLORES effect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..adaptation.corpus import load_corpus
+from ..adaptation.crossfit import extend_crossfit, summarize
+from ..data.flores import flores_source
+from ..data.languages import resolve_language
+from ..errors import MindcapError
+from ..tokenizer import load_tokenizer
+from ._output import emit, render, to_json
+from ._progress import progress_bar
+
+
+def _ci(pair: list[float]) -> str:
+    return f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def _table_rows(rows: list[dict]) -> list[dict]:
+    out = []
+    for r in rows:
+        per_fold = r["fold"] != "mean"
+        before = f"{r['premium_before']:.3f}" + (f" {_ci(r['premium_before_ci'])}" if per_fold else "")
+        after = f"{r['premium_after']:.3f}" + (f" {_ci(r['premium_after_ci'])}" if per_fold else "")
+        out.append(
+            {
+                "fold": r["fold"],
+                "merges": f"{r['merges']:.0f}",
+                "new tokens": f"{r['new_tokens']:.0f}",
+                "premium before": before,
+                "premium after": after,
+                "English tokens": f"{r['english_token_change']:+.4%}",
+                "seconds": f"{r['seconds']:.1f}",
+            }
+        )
+    return out
+
+
+@click.command("extend")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    default=["qwen3-8b"],
+    show_default=True,
+    help="Base tokenizer: registry name, folder, tokenizer.json path or HF id (byte-level BPE).",
+)
+@click.option("--lang", "langs", multiple=True, required=True, help="Target language (FLORES code or alias).")
+@click.option(
+    "--corpus",
+    default="flores-dev",
+    show_default=True,
+    help="flores-dev (FLORES-200 dev of --lang), mgsm (MGSM questions of --lang) or a UTF-8 text file.",
+)
+@click.option("--size", type=click.IntRange(min=1), help="Learn exactly this many merges per fold.")
+@click.option(
+    "--min-freq",
+    type=click.IntRange(min=1),
+    help="Minimum pair frequency (alone: learn every merge down to it; with --size: default 2).",
+)
+@click.option("--folds", type=click.IntRange(min=2), default=2, show_default=True, help="Cross-fitting folds.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fold split and the bootstrap.")
+@click.option(
+    "--n-boot",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Bootstrap resamples for the premium CIs.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    required=True,
+    help="New folder for fold-<k>/ extensions and summary.json (must not exist).",
+)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.pass_obj
+def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_boot, out, fmt) -> None:
+    """Learn cross-fitted byte-level BPE extensions (merges appended after the base merges) and measure them.
+
+    Fold k's extension learns only from items outside fold k; its manifest lists both item sets, and the
+    FLORES devtest premium of the language before and after (bootstrap CIs) and the English token change.
+    """
+    if len(models) != 1 or len(langs) != 1:
+        raise click.UsageError("extend takes one --model and one --lang")
+    if size is None and min_freq is None:
+        raise click.UsageError("give --size N (merges per fold) or --min-freq F (minimum pair frequency)")
+    if Path(out).exists():
+        raise MindcapError(f"output folder {out} already exists; choose a new one")
+    code = resolve_language(langs[0])
+    source = flores_source(state.config.data_dir.value)
+    data = load_corpus(corpus, code, data_dir=state.config.data_dir.value, flores_source=source)
+    base = load_tokenizer(models[0], state.config.tokenizers_dir.value)
+    seen: dict[int, int] = {}
+    # with --min-freq the number of merges is not known in advance: total None makes rich's bar only count
+    with progress_bar(f"learning merges ({base.name}, {code})", total=folds * size if size else None) as advance:
+
+        def report(fold: int, n: int) -> None:
+            advance(n - seen.get(fold, 0))
+            seen[fold] = n
+
+        results = extend_crossfit(
+            base,
+            data,
+            code,
+            out=out,
+            folds=folds,
+            seed=seed,
+            size=size,
+            min_freq=min_freq,
+            n_boot=n_boot,
+            flores_source=source,
+            on_progress=report,
+        )
+    rows = summarize(results)
+    if fmt == "json":
+        text = to_json(rows)
+    else:
+        title = f"{base.name} + {code} extension from {data.name} ({folds} folds, seed {seed}); premium on devtest"
+        text = render(_table_rows(rows), "table", title=title)
+    emit(text, None)
+    click.echo(f"wrote {out}", err=True)
+
+
+COMMANDS = [extend_command]

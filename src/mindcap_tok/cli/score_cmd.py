@@ -1,0 +1,96 @@
+"""`mindcap-tok score`: strict prefix accuracy of every ledger cell at every budget."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from ..errors import MindcapError
+from ..ledger.parse import VARIANTS
+from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
+from ..ledger.score import DEFAULT_BUDGETS, Scores, accuracy_curves, score_ledger
+from ..ledger.store import Ledger
+from ..tokenizer import load_tokenizer
+from ._output import emit, render
+from ._progress import progress_bar
+from .premium_cmd import parse_budgets
+
+_COLUMNS = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason", "tokenizer"]
+
+
+def _save(scores: Scores, folder: str) -> None:
+    """Write by_budget.parquet and by_record.parquet into ``folder`` at once (temp folder, then rename)."""
+    target = Path(folder)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    scores.by_budget.to_parquet(tmp / "by_budget.parquet", index=False)
+    scores.by_record.to_parquet(tmp / "by_record.parquet", index=False)
+    if target.exists():
+        old = target.with_name(f".{target.name}.old")
+        os.replace(target, old)
+        os.replace(tmp, target)
+        for f in old.iterdir():
+            f.unlink()
+        old.rmdir()
+    else:
+        os.replace(tmp, target)
+
+
+@click.command("score")
+@click.option("--ledger", "ledger_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)), show_default=True, help="Comma-separated B.")
+@click.option("--tokenizer", help="Tokenizer the ids belong to (default: the one each record names).")
+@click.option("--parser", default="strict", show_default=True, help=f"One of {', '.join(VARIANTS)}, or joined by '+'.")
+@click.option("--model", "models", multiple=True, help="Only these models.")
+@click.option("--arm", "arms", multiple=True, help="Only these arms.")
+@click.option("--lang", "langs", multiple=True, help="Only these languages.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "md"]), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the curves here (atomically) instead of stdout.")
+@click.option("--save", type=click.Path(file_okay=False), help="Also write by_budget/by_record Parquet to this folder.")
+@click.pass_obj
+def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, langs, fmt, out, save) -> None:
+    """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
+    grid = parse_budgets(budgets)
+    led = Ledger(ledger_dir)
+    records = led.read(model=models or None, arm=arms or None, lang=langs or None, columns=_COLUMNS)
+    if records.num_rows == 0:
+        raise MindcapError(f"no records in {ledger_dir} match the selection")
+    tok_dir = state.config.tokenizers_dir.value
+    stored = led.tokenizers()
+    if tokenizer:
+        toks = load_tokenizer(tokenizer, tok_dir)
+        names = [toks.name]
+    else:
+        names = sorted(set(records.column("tokenizer").to_pylist()))
+        toks = {name: load_tokenizer(name, tok_dir) for name in names}
+    for name in names:
+        tok = toks if tokenizer else toks[name]
+        recorded = [entry["sha256"] for key, entry in stored.items() if key == name or tokenizer]
+        if recorded and tok.sha256 not in recorded:
+            click.echo(f"warning: tokenizer {tok.name} ({tok.sha256[:12]}…) differs from the one the ledger "
+                       f"recorded ({recorded[0][:12]}…); scores assume the ids belong to it", err=True)
+    with progress_bar("scoring", total=records.num_rows, enabled=records.num_rows > 20_000) as advance:
+        done = [0]
+
+        def step(finished: int, total: int) -> None:
+            advance(finished - done[0])
+            done[0] = finished
+
+        scores = score_ledger(records, toks, grid, parser, on_progress=step)
+    curves = accuracy_curves(scores.by_budget)
+    if save:
+        _save(scores, save)
+        click.echo(f"wrote {save}/by_budget.parquet and by_record.parquet", err=True)
+    if fmt == "table":
+        constant = [c for c in SETTING_COLUMNS if c in curves and curves[c].nunique(dropna=False) <= 1]
+        curves = curves.drop(columns=constant)
+        title = f"strict prefix accuracy ({scores.parser} parser, {records.num_rows} records)"
+        emit(render(curves.to_dict("records"), "table", title=title), out)
+    else:
+        emit(render(curves.to_dict("records"), fmt), out)
+
+
+COMMANDS = [score_command]
