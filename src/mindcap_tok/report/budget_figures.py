@@ -1,0 +1,118 @@
+"""Budget-sweep figures: NATIVE accuracy curves with each peak's [B, floor(r·B)] interval (paper Figure 1)
+and the native-vs-translate gap curves (Figure 2). Titles, axes and notes say what is drawn, so a figure
+reads without the paper.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from ..data.languages import short_name
+from .figures import save_figure
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _budget_axis(ax, budgets: np.ndarray) -> None:
+    ax.set_xscale("log", base=2)
+    ticks = sorted({int(b) for b in budgets})
+    if len(ticks) > 12:
+        ticks = [b for b in ticks if (b & (b - 1)) == 0] or ticks[:: max(1, len(ticks) // 10)]
+    ax.set_xticks(ticks, [str(t) for t in ticks], rotation=45, fontsize=8)
+    ax.minorticks_off()
+
+
+def plot_native_curves(curves: pd.DataFrame, peaks: pd.DataFrame, path: str | os.PathLike[str],
+                       level: float = 0.95) -> None:
+    """Figure 1: NATIVE accuracy against the output-token budget, one panel per model, one line per language.
+
+    ``curves``: :func:`mindcap_tok.stats.accuracy_table` rows of the native cells with ``ci_low``/``ci_high``
+    (proportions); ``peaks``: :attr:`mindcap_tok.stats.Sweep.peaks`. Each language's peak interval from B to
+    floor(r·B) is shaded, and its two accuracy endpoints are marked and labelled with Δ_L.
+    """
+    plt = _plt()
+    models = list(dict.fromkeys(curves["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(6.2 * len(models), 4.6), squeeze=False, sharey=True)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, model in zip(axes[0], models, strict=True):
+        part = curves[curves["model"] == model]
+        for i, lang in enumerate(dict.fromkeys(part["lang"])):
+            colour = colours[i % len(colours)]
+            cur = part[part["lang"] == lang].sort_values("budget")
+            x = cur["budget"].to_numpy()
+            ax.plot(x, 100 * cur["accuracy"], "-o", ms=3, color=colour, label=short_name(lang))
+            if "ci_low" in cur:
+                ax.fill_between(x, 100 * cur["ci_low"], 100 * cur["ci_high"], color=colour, alpha=0.15, lw=0)
+            peak = peaks[(peaks["model"] == model) & (peaks["lang"] == lang)]
+            if peak.empty:
+                continue
+            pk = peak.iloc[0]
+            b, s = int(pk["peak_budget"]), int(pk["scaled_budget"])
+            acc_b = float(cur.loc[cur["budget"] == b, "accuracy"].iloc[0])
+            acc_s = float(cur.loc[cur["budget"] == s, "accuracy"].iloc[0])
+            ax.axvspan(b, s, color=colour, alpha=0.08, lw=0)
+            ax.plot([b, s], [100 * acc_b, 100 * acc_s], "s", ms=7, mfc="white", mec=colour, mew=1.8)
+            ax.annotate("", xy=(s, 100 * acc_s), xytext=(s, 100 * acc_b),
+                        arrowprops={"arrowstyle": "->", "color": colour, "lw": 1.2})
+            ax.plot([b, s], [100 * acc_b, 100 * acc_b], ":", color=colour, lw=1)
+            ax.text(s * 1.04, 100 * (acc_b + acc_s) / 2,
+                    f"Δ={100 * pk['delta']:+.1f} pts\nB={b}→{s}", color=colour, fontsize=8, va="center")
+        _budget_axis(ax, part["budget"].to_numpy())
+        ax.set_xlabel("output-token budget B (prefix length, log scale)")
+        ax.set_title(f"{model}: NATIVE accuracy vs budget")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", fontsize=8, title="language", title_fontsize=8)
+    axes[0][0].set_ylabel("NATIVE strict accuracy (%)")
+    fig.text(0.01, -0.04,
+             f"Shaded bands: pointwise {level:.0%} item-clustered bootstrap CIs. Squares: each language's peak "
+             "length-normalisation effect, from the matched budget B to the premium-scaled budget floor(r·B); "
+             "the arrow is Δ_L(B) = acc(floor(r·B)) − acc(B).", fontsize=8, ha="left", wrap=True)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], level: float = 0.95) -> None:
+    """Figure 2: gap(B) = acc_TRANSLATE-ACT(B) − acc_NATIVE(B) in points, one panel per model.
+
+    ``gaps``: rows with ``model``, ``lang``, ``budget``, ``gap`` and optionally ``gap_ci_low``/``gap_ci_high``
+    (proportions), e.g. :attr:`mindcap_tok.stats.Sweep.rows`.
+    """
+    plt = _plt()
+    models = list(dict.fromkeys(gaps["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(6.2 * len(models), 4.4), squeeze=False, sharey=True)
+    for ax, model in zip(axes[0], models, strict=True):
+        part = gaps[gaps["model"] == model]
+        for lang in dict.fromkeys(part["lang"]):
+            cur = part[part["lang"] == lang].sort_values("budget")
+            x = cur["budget"].to_numpy()
+            (line,) = ax.plot(x, 100 * cur["gap"], "-o", ms=3, label=short_name(lang))
+            if "gap_ci_low" in cur:
+                ax.fill_between(x, 100 * cur["gap_ci_low"], 100 * cur["gap_ci_high"], color=line.get_color(),
+                                alpha=0.15, lw=0)
+        ax.axhline(0, color="black", lw=0.8)
+        lim = ax.get_ylim()
+        ax.text(0.99, 0.98, "TRANSLATE-ACT leads ↑", transform=ax.transAxes, ha="right", va="top", fontsize=8)
+        if lim[0] < 0:
+            ax.text(0.99, 0.02, "NATIVE leads ↓", transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
+        _budget_axis(ax, part["budget"].to_numpy())
+        ax.set_xlabel("output-token budget B (same cap for both arms, log scale)")
+        ax.set_title(f"{model}: gap(B) = TRANSLATE-ACT − NATIVE")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="center right", fontsize=8, title="language", title_fontsize=8)
+    axes[0][0].set_ylabel("accuracy gap (points)")
+    fig.text(0.01, -0.04,
+             f"Unnormalised gap at equal output caps; shaded: pointwise {level:.0%} item-clustered bootstrap CIs. "
+             "Negative where NATIVE leads under tight caps; flat once accuracy saturates.",
+             fontsize=8, ha="left", wrap=True)
+    fig.tight_layout()
+    save_figure(fig, path)
