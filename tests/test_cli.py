@@ -98,6 +98,14 @@ def test_premium_out_file_and_csv(tmp_path):
     assert list(frame["lang"]) == ["deu_Latn"] and "scaled_64" in frame.columns
 
 
+def one_line_error(res, needle):
+    """A user error: non-zero exit, one stderr line naming the problem, no traceback."""
+    assert res.exit_code != 0
+    assert needle in res.stderr
+    assert "Traceback" not in res.stderr
+    assert len([ln for ln in res.stderr.splitlines() if ln.strip() and "Usage" not in ln and "Try" not in ln]) == 1
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -108,47 +116,32 @@ def test_premium_out_file_and_csv(tmp_path):
     ],
 )
 def test_bad_input_is_one_line_nonzero(args, needle):
+    one_line_error(run(args), needle)
+
+
+def test_console_entry_point_reports_one_line():
+    # the real entry point in a fresh interpreter (the in-process tests share pytest's)
     proc = subprocess.run(
-        [sys.executable, "-m", "mindcap_tok", *args],
+        [sys.executable, "-m", "mindcap_tok", "premium", "--model", "gpt-17"],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
     )
-    assert proc.returncode != 0
-    assert needle in proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert len([ln for ln in proc.stderr.splitlines() if ln.strip() and "Usage" not in ln and "Try" not in ln]) == 1
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "unknown model 'gpt-17'" in proc.stderr
 
 
 def test_unreadable_tokenizer_file_and_misaligned(tmp_path):
     bad = tmp_path / "tokenizer.json"
     bad.write_text("nope", encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "-m", "mindcap_tok", "premium", "--model", str(bad)], capture_output=True, text=True
-    )
-    assert proc.returncode == 2 and "cannot read tokenizer file" in proc.stderr and "Traceback" not in proc.stderr
+    res = run(["premium", "--model", str(bad)])
+    assert res.exit_code == 2
+    one_line_error(res, "cannot read tokenizer file")
 
     data = tmp_path / "data" / "flores200" / "devtest"
     data.mkdir(parents=True)
     (data / "eng_Latn.devtest").write_text("a\nb\n", encoding="utf-8")
     (data / "tha_Thai.devtest").write_text("a\n", encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "-m", "mindcap_tok", "--data-dir", str(tmp_path / "data"), "premium", "--lang", "th"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2 and "not line-aligned" in proc.stderr and "Traceback" not in proc.stderr
-
-
-def test_config_command_reports_sources():
-    res = run(["config", "--format", "json"], env={"MINDCAP_TOKENIZERS_DIR": "/x/tok"})
-    info = json.loads(res.stdout)
-    assert info["tokenizers_dir"] == {"value": "/x/tok", "source": "env MINDCAP_TOKENIZERS_DIR"}
-    assert info["data_dir"]["source"].startswith("config file")
-
-
-def test_plot_writes_png(tmp_path):
-    png = tmp_path / "p.png"
-    res = run(["premium", "--lang", "de", "th", "--n-boot", "20", "--plot", str(png), "--format", "json"])
-    assert res.exit_code == 0
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    res = run(["--data-dir", str(tmp_path / "data"), "premium", "--lang", "th"])
+    assert res.exit_code == 2
+    one_line_error(res, "not line-aligned")

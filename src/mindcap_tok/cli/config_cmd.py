@@ -32,6 +32,3 @@ def languages_command(fmt: str) -> None:
         by_code.setdefault(code, []).append(alias)
     rows = [{"code": c, "aliases": ",".join(by_code.get(c, []))} for c in flores_codes()]
     emit(render(rows, fmt), None)
-
-
-COMMANDS = [config_command, languages_command]

@@ -124,6 +124,3 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
         text = render(_table_rows(rows), "table", title=title)
     emit(text, None)
     click.echo(f"wrote {out}", err=True)
-
-
-COMMANDS = [extend_command]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
 from collections.abc import Sequence
@@ -51,8 +52,35 @@ class State:
     debug: bool
 
 
+#: subcommand name -> (module in this package, attribute); modules are imported only when their command runs,
+#: so ``mindcap-tok config`` does not pay for pandas, tokenizers or torch
+COMMANDS = {
+    "config": ("config_cmd", "config_command"),
+    "languages": ("config_cmd", "languages_command"),
+    "premium": ("premium_cmd", "premium_command"),
+    "extend": ("extend_cmd", "extend_command"),
+    "ledger": ("ledger_cmd", "ledger_group"),
+    "score": ("score_cmd", "score_command"),
+    "generate": ("generate_cmd", "generate_command"),
+    "sweep": ("stats_cmd", "sweep_command"),
+    "report": ("stats_cmd", "report_command"),
+    "protocol": ("stats_cmd", "protocol_group"),
+    "price": ("price_cmd", "price_command"),
+    "audit": ("audit_cmd", "audit_command"),
+}
+
+
 class Group(click.Group):
-    """A click group that turns errors into one line (``--debug`` shows the traceback)."""
+    """A click group that loads subcommands lazily and turns errors into one line (``--debug``: traceback)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[cmd_name]
+        return getattr(importlib.import_module(f"{__package__}.{module}"), attr)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -86,16 +114,6 @@ def cli(ctx: click.Context, data_dir: str | None, tokenizers_dir: str | None, de
         raise click.ClickException(str(exc)) from exc
     ctx.obj = State(config=config, debug=debug)
 
-
-def _register() -> None:
-    from . import config_cmd, extend_cmd, premium_cmd, price_cmd, score_cmd, stats_cmd
-
-    for module in (config_cmd, premium_cmd, extend_cmd, price_cmd, score_cmd, stats_cmd):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

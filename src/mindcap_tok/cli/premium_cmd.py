@@ -122,6 +122,3 @@ def premium_command(state, models, langs, all_langs, ref, split, n_boot, seed, c
 
         plot_premiums(results, plot)
         click.echo(f"wrote {plot}", err=True)
-
-
-COMMANDS = [premium_command]

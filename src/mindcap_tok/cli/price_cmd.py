@@ -137,6 +137,3 @@ def price_command(
     body = render(_table_rows(results), fmt, title=title)
     folds = render(_fold_rows(results), fmt, title="Extension compression per fold")
     emit(f"{body}\n{folds}\n{triage}\n", out)
-
-
-COMMANDS = [price_command]

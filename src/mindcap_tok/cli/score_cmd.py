@@ -91,6 +91,3 @@ def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, l
         emit(render(curves.to_dict("records"), "table", title=title), out)
     else:
         emit(render(curves.to_dict("records"), fmt), out)
-
-
-COMMANDS = [score_command]

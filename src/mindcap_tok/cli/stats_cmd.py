@@ -215,6 +215,3 @@ def _protocol_premium_specs(premiums) -> list[str]:
     if isinstance(premiums, dict):
         return [f"{k}={v}" for k, v in premiums.items()]
     return [str(p) for p in premiums]
-
-
-COMMANDS = [sweep_command, report_command, protocol_group]
