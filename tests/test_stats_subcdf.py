@@ -84,3 +84,14 @@ def test_split_items_is_a_seeded_partition():
     assert len(a) == 125 and len(b) == 125 and not set(a) & set(b) and set(a) | set(b) == set(range(250))
     a2, _ = split_items(np.arange(250), seed=4)
     np.testing.assert_array_equal(a, a2)
+
+
+def test_closed_form_bivariate_normal_matches_scipy():
+    # the simulator's truth rests on P(X <= x, Y <= y); scipy's Genz integration is an independent reference
+    from scipy.stats import multivariate_normal
+
+    from mindcap_tok.stats.simulate import _bvn_cdf
+
+    for x, y, sx, sy, cov in [(0.3, -0.5, 1.2, 0.8, 0.4), (-1.0, 2.0, 1.0, 1.5, -0.9), (1.5, 0.2, 1.1, 0.7, 0.0)]:
+        ref = multivariate_normal(mean=[0, 0], cov=[[sx * sx, cov], [cov, sy * sy]]).cdf([x, y])
+        assert _bvn_cdf(x, y, sx, sy, cov) == pytest.approx(ref, abs=1e-6)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import integrate, stats
+from scipy import integrate, special
 
 from ..errors import MindcapError
 from ..premium import scale_budget
@@ -93,15 +93,19 @@ def validation_design(n_items: int = 250, k: int = 8) -> SimDesign:
     return SimDesign(cells, n_items=n_items, k=k, item_sd_emission=0.4, premiums=prem)
 
 
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
 def _bvn_cdf(x: float, y: float, sx: float, sy: float, cov: float) -> float:
     """P(X ≤ x, Y ≤ y) for a centred bivariate normal, by one-dimensional quadrature (to ~1e-12)."""
     rho = cov / (sx * sy)
     a, b = x / sx, y / sy
     if abs(rho) < 1e-15:
-        return float(stats.norm.cdf(a) * stats.norm.cdf(b))
+        return float(special.ndtr(a) * special.ndtr(b))
     s = math.sqrt(1 - rho * rho)
-    val, _ = integrate.quad(lambda z: stats.norm.pdf(z) * stats.norm.cdf((b - rho * z) / s), -np.inf, a,
-                            epsabs=1e-13, epsrel=1e-12, limit=200)
+    # scalar ufuncs in the integrand: scipy.stats' frozen-distribution calls cost ~50x more per evaluation
+    val, _ = integrate.quad(lambda z: math.exp(-0.5 * z * z) * _INV_SQRT_2PI * special.ndtr((b - rho * z) / s),
+                            -np.inf, a, epsabs=1e-13, epsrel=1e-12, limit=200)
     return float(val)
 
 
