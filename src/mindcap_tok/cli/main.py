@@ -61,12 +61,10 @@ COMMANDS = {
     "extend": ("extend_cmd", "extend_command"),
     "ledger": ("ledger_cmd", "ledger_group"),
     "score": ("score_cmd", "score_command"),
-    "generate": ("generate_cmd", "generate_command"),
     "sweep": ("stats_cmd", "sweep_command"),
     "report": ("stats_cmd", "report_command"),
     "protocol": ("stats_cmd", "protocol_group"),
     "price": ("price_cmd", "price_command"),
-    "audit": ("audit_cmd", "audit_command"),
 }
 
 

@@ -21,7 +21,7 @@ checks all this against decoding every prefix with the real tokenizers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -38,6 +38,7 @@ from .schema import CELL_COLUMNS, SETTING_COLUMNS
 #: the paper's budget grid (the regime sweep plus the 2048/4096 extension)
 DEFAULT_BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
 _HASH, _NEWLINE = ord("#"), ord("\n")
+_HAS_HASH, _HAS_NEWLINE = 1, 2
 _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
 
 
@@ -46,15 +47,14 @@ _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many token
 class ByteTable:
     """The bytes each token id adds to decoded text, in flat arrays for vectorised gathers.
 
-    ``blob[offsets[i]:offsets[i + 1]]`` are the bytes of id ``i``; ``has_hash`` / ``has_newline`` flag ids
-    whose bytes hold ``#`` / ``\\n`` (only lines with ``####`` can be answer lines).
+    ``blob[offsets[i]:offsets[i + 1]]`` are the bytes of id ``i``; ``flags[i]`` has bit 1 set when they
+    hold ``#`` and bit 2 when they hold ``\\n`` (only lines with ``####`` can be answer lines).
     """
 
     lengths: np.ndarray
     offsets: np.ndarray
     blob: np.ndarray
-    has_hash: np.ndarray
-    has_newline: np.ndarray
+    flags: np.ndarray
 
     @classmethod
     def from_token_bytes(cls, token_bytes: Sequence[bytes]) -> ByteTable:
@@ -64,11 +64,18 @@ class ByteTable:
         np.cumsum(lengths, out=offsets[1:])
         blob = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
         owner = np.repeat(np.arange(len(lengths)), lengths)
-        has_hash = np.zeros(len(lengths), dtype=bool)
-        has_hash[owner[blob == _HASH]] = True
-        has_newline = np.zeros(len(lengths), dtype=bool)
-        has_newline[owner[blob == _NEWLINE]] = True
-        return cls(lengths, offsets, blob, has_hash, has_newline)
+        flags = np.zeros(len(lengths), dtype=np.uint8)
+        flags[owner[blob == _HASH]] |= _HAS_HASH
+        flags[owner[blob == _NEWLINE]] |= _HAS_NEWLINE
+        return cls(lengths, offsets, blob, flags)
+
+    @property
+    def has_hash(self) -> np.ndarray:
+        return (self.flags & _HAS_HASH) > 0
+
+    @property
+    def has_newline(self) -> np.ndarray:
+        return (self.flags & _HAS_NEWLINE) > 0
 
     @property
     def vocab_size(self) -> int:
@@ -175,7 +182,8 @@ def _events_from_ids(
     ids: np.ndarray,
     splits: np.ndarray,
     table: ByteTable,
-    tok_start: np.ndarray,
+    cut: np.ndarray,
+    base: np.ndarray,
     totals: np.ndarray,
     golds: Sequence[int],
     complete: np.ndarray,
@@ -183,10 +191,12 @@ def _events_from_ids(
 ) -> _EventLists:
     """Answer events of token-id traces, decoding only the lines around tokens that hold ``#``."""
     ev = _EventLists()
-    hashes = np.flatnonzero(table.has_hash[ids])
+    flagged = np.flatnonzero(table.flags[ids])
+    kinds = table.flags[ids[flagged]]
+    hashes = flagged[(kinds & _HAS_HASH) > 0]
     if not len(hashes):
         return ev
-    newlines = np.flatnonzero(table.has_newline[ids])
+    newlines = flagged[(kinds & _HAS_NEWLINE) > 0]
     rec = np.searchsorted(splits, hashes, side="right") - 1
     first_tok, last_tok = splits[rec], splits[rec + 1] - 1
     # window: from the last newline-holding token before the '#' token to the first one after it, so every
@@ -201,9 +211,11 @@ def _events_from_ids(
     ws, we, rec = windows[:, 0], windows[:, 1], windows[:, 2]
     counts = we - ws + 1
     tok_idx = np.repeat(ws - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
-    data = _gather(table, ids[tok_idx].astype(np.int64)).tobytes()
-    seg_bytes = np.add.reduceat(table.lengths[ids[tok_idx]], np.cumsum(counts) - counts)
-    seg_off = np.concatenate([[0], np.cumsum(seg_bytes)])
+    window_ids = ids[tok_idx].astype(np.int64)
+    data = _gather(table, window_ids).tobytes()
+    seg_off = np.concatenate([[0], np.cumsum(table.lengths[window_ids])])[np.cumsum(np.concatenate([[0], counts]))]
+    # byte offset (within its record) at which each window's first token starts
+    seg_start = cut[ws] - table.lengths[ids[ws]] - base[rec]
     seen: set = set()
     for w in range(len(ws)):
         r = int(rec[w])
@@ -212,7 +224,7 @@ def _events_from_ids(
             parser,
             r,
             data[seg_off[w] : seg_off[w + 1]],
-            int(tok_start[ws[w]]),
+            int(seg_start[w]),
             bool(ws[w] == splits[r]),
             bool(we[w] == splits[r + 1] - 1),
             int(totals[r]),
@@ -246,21 +258,24 @@ class PrefixScores:
 
 
 def _score_events(
-    ev: _EventLists, splits: np.ndarray, tok_end: np.ndarray, totals: np.ndarray, budgets: np.ndarray, parser: Parser
+    ev: _EventLists,
+    splits: np.ndarray,
+    cut: np.ndarray,
+    base: np.ndarray,
+    totals: np.ndarray,
+    budgets: np.ndarray,
+    parser: Parser,
 ) -> PrefixScores:
+    """Scores from answer events and token cut positions.
+
+    Global byte coordinates: record r occupies ``[base[r], base[r] + totals[r] + 1]``, the ``+ 1`` being its
+    virtual end-of-generation position, with a gap before the next record so that no search crosses into it.
+    ``cut[k]`` is the coordinate after token k; the last token of each record ends at the virtual position
+    (the prefix then holds the whole generation, its end included).
+    """
     n = len(splits) - 1
     n_tok = np.diff(splits)
-    # global byte coordinates: record r occupies [base_r, base_r + total_r + 1] (the +1 is its virtual
-    # end-of-generation position), with a gap between records so that no search crosses into the next one
-    base = np.zeros(n, dtype=np.int64)
-    if n > 1:
-        base[1:] = np.cumsum(totals[:-1] + 2)
-    rec_of_tok = np.repeat(np.arange(n), n_tok)
-    cut = base[rec_of_tok] + tok_end
     has_tok = n_tok > 0
-    last = splits[1:][has_tok] - 1
-    cut[last] = base[has_tok] + totals[has_tok] + 1  # the whole trace, including its end
-
     p_rec = np.asarray(ev.p_rec, dtype=np.int64)
     p_lo = base[p_rec] + np.asarray(ev.p_lo, dtype=np.int64)
     p_hi = base[p_rec] + np.asarray(ev.p_hi, dtype=np.int64)
@@ -352,17 +367,27 @@ def score_token_ids(
     if len(golds) != n:
         raise MindcapError(f"{len(golds)} gold answers for {n} records")
     done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
-    if len(ids) and (ids.min() < 0 or ids.max() >= table.vocab_size):
-        raise MindcapError(f"token id {int(ids.max())} is outside the tokenizer's {table.vocab_size} ids")
-    lens = table.lengths[ids]
-    cum = np.cumsum(lens)
-    before = np.concatenate([[0], cum])[splits]
-    totals = np.diff(before)
+    if len(ids) and ids.min() < 0:
+        raise MindcapError(f"token id {int(ids.min())} is negative")
+    try:
+        cut = table.lengths[ids]  # becomes the cut coordinates in place (the array is ~8 bytes per token)
+    except IndexError as exc:
+        raise MindcapError(f"a token id is outside the tokenizer's {table.vocab_size} ids") from exc
     n_tok = np.diff(splits)
-    tok_end = cum - np.repeat(before[:-1], n_tok)
-    tok_start = tok_end - lens
-    ev = _events_from_ids(ids, splits, table, tok_start, totals, golds, done, parser)
-    return _score_events(ev, splits, tok_end, totals, grid, parser)
+    has_tok = n_tok > 0
+    starts = splits[:-1][has_tok]
+    first_len = cut[starts]
+    # 2 extra bytes per record boundary crossed, then one cumulative sum: cut[k] = bytes up to token k + 2 r
+    np.add.at(cut, splits[1:-1][splits[1:-1] < len(cut)], 2)
+    np.cumsum(cut, out=cut)
+    base = np.zeros(n, dtype=np.int64)
+    base[has_tok] = cut[starts] - first_len
+    totals = np.zeros(n, dtype=np.int64)
+    ends = splits[1:][has_tok] - 1
+    totals[has_tok] = cut[ends] - base[has_tok]
+    ev = _events_from_ids(ids, splits, table, cut, base, totals, golds, done, parser)
+    cut[ends] += 1  # the last token reaches the virtual end-of-generation position
+    return _score_events(ev, splits, cut, base, totals, grid, parser)
 
 
 def score_prefixes(
@@ -391,10 +416,13 @@ def score_prefixes(
             raise MindcapError(f"record {r}: token byte offsets must rise to the text's {len(d)} bytes")
     done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
     splits = np.concatenate([[0], np.cumsum([len(e) for e in ends])]).astype(np.int64)
-    tok_end = np.concatenate(ends) if n else np.zeros(0, dtype=np.int64)
     totals = np.array([len(d) for d in data], dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum(totals + 2)[:-1]]).astype(np.int64) if n else np.zeros(0, np.int64)
+    cut = np.concatenate([e + b for e, b in zip(ends, base, strict=True)]) if n else np.zeros(0, np.int64)
+    has_tok = np.diff(splits) > 0
+    cut[splits[1:][has_tok] - 1] += 1
     ev = _events_from_texts(data, golds, done, parser)
-    return _score_events(ev, splits, tok_end, totals, grid, parser)
+    return _score_events(ev, splits, cut, base, totals, grid, parser)
 
 
 # -- ledger-level API -----------------------------------------------------------------------------------------
@@ -429,14 +457,15 @@ def _ids_of(column) -> tuple[np.ndarray, np.ndarray]:
 
 def score_ledger(
     records: pd.DataFrame | pa.Table,
-    tokenizer: ResolvedTokenizer | None,
+    tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     parser: str | Parser = "strict",
     on_progress=None,
 ) -> Scores:
     """Strict (or variant) prefix scores of ledger records at every budget; see :class:`Scores`.
 
-    ``tokenizer`` is the one the output ids belong to; ``None`` resolves each record's ``tokenizer`` column.
+    ``tokenizer`` is the one the output ids belong to, or a mapping from the records' ``tokenizer`` column to
+    tokenizers; ``None`` resolves each name in that column with :func:`load_tokenizer`.
     ``on_progress(done, total)`` is called after each chunk of records.
     """
     parser = get_parser(parser)
@@ -453,14 +482,15 @@ def score_ledger(
     finish = table.column("finish_reason").to_numpy(zero_copy_only=False)
     golds = table.column("gold").to_pylist()
     n = table.num_rows
-    if tokenizer is None:
+    if isinstance(tokenizer, ResolvedTokenizer):
+        names = np.full(n, tokenizer.name, dtype=object)
+        toks = {tokenizer.name: tokenizer}
+    else:
         if "tokenizer" not in table.column_names:
             raise MindcapError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
         names = table.column("tokenizer").to_numpy(zero_copy_only=False)
-        toks = {name: load_tokenizer(name) for name in dict.fromkeys(names)}
-    else:
-        names = np.full(n, tokenizer.name, dtype=object)
-        toks = {tokenizer.name: tokenizer}
+        given = dict(tokenizer or {})
+        toks = {name: given[name] if name in given else load_tokenizer(name) for name in dict.fromkeys(names)}
     scores = np.zeros((n, len(grid)), dtype=np.int8)
     emission = np.full(n, np.nan)
     correct = np.zeros(n, dtype=np.int8)
@@ -474,7 +504,9 @@ def score_ledger(
         for chunk in chunks:
             if not len(chunk):
                 continue
-            ids, splits = _ids_of(table.column("output_ids").take(pa.array(chunk)))
+            column = table.column("output_ids")
+            contiguous = chunk[-1] - chunk[0] + 1 == len(chunk)
+            ids, splits = _ids_of(column.slice(chunk[0], len(chunk)) if contiguous else column.take(pa.array(chunk)))
             res = score_token_ids(
                 ids, splits, table_bytes, [golds[i] for i in chunk], grid, parser, finish[chunk] == "stop"
             )

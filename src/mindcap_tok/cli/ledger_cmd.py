@@ -1,0 +1,84 @@
+"""`mindcap-tok ledger import|info|verify`: build, summarise and check a ledger of stored generations."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..ledger.importer import import_jsonl
+from ..ledger.store import Ledger
+from ._output import emit, render
+from ._progress import progress_bar
+
+
+@click.group("ledger")
+def ledger_group() -> None:
+    """Store generations (token ids are the source of truth) as partitioned Parquet with a manifest."""
+
+
+def _count_lines(path: str) -> int:
+    # a fast newline count for the progress bar total (reads bytes in 1 MiB blocks)
+    with open(path, "rb") as fh:
+        return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+
+
+@ledger_group.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Ledger folder (created if absent).")
+@click.option("--tokenizer", help="Tokenizer the ids belong to (default: resolved from each record's model).")
+@click.option("--batch", type=click.IntRange(min=1), default=2000, show_default=True, help="Records per commit.")
+@click.pass_obj
+def import_command(state, file: str, out: str, tokenizer: str | None, batch: int) -> None:
+    """Import FILE (JSON lines) into the ledger at --out; rerunning skips records already stored."""
+    total = _count_lines(file)
+    with progress_bar("importing", total=total, enabled=total > 5000) as advance:
+        seen = [0]
+
+        def step(done: int) -> None:
+            advance(done - seen[0])
+            seen[0] = done
+
+        result = import_jsonl(
+            file,
+            out,
+            tokenizer,
+            tokenizers_dir=state.config.tokenizers_dir.value,
+            batch_records=batch,
+            on_progress=step,
+        )
+    click.echo(
+        f"imported {result.added} of {result.read} records into {result.ledger} ({len(result.shards)} new shards; "
+        f"{result.skipped} already stored, {result.retokenized} retokenized from text)"
+    )
+
+
+@ledger_group.command("info")
+@click.argument("ledger", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "md"]), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
+def info_command(ledger: str, fmt: str, out: str | None) -> None:
+    """Cells, record counts, cap-hit rates and output-length quantiles of LEDGER."""
+    led = Ledger(ledger)
+    frame = led.info()
+    if fmt == "table":
+        frame = frame.drop(columns=[c for c in ("announce_style", "forcing") if frame[c].nunique(dropna=False) <= 1])
+        frame = frame.assign(cap_hit=frame["cap_hit"].map("{:.1%}".format))
+    title = f"{led.root}: {len(led)} records in {len(led.shards())} shards"
+    emit(render(frame.to_dict("records"), fmt, title=title, floatfmt=".1f"), out)
+
+
+@ledger_group.command("verify")
+@click.argument("ledger", type=click.Path(exists=True, file_okay=False))
+def verify_command(ledger: str) -> None:
+    """Check every shard of LEDGER against the manifest (size, SHA-256, rows, schema); exit 1 on a problem."""
+    report = Ledger(ledger).verify()
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
+    if report.ok:
+        click.echo(f"ok: {report.shards} shards, {report.rows} records, all hashes match")
+        return
+    for problem in report.problems:
+        click.echo(f"problem: {problem}", err=True)
+    click.echo(f"{len(report.problems)} problem(s) in {report.root}", err=True)
+    sys.exit(1)
