@@ -236,3 +236,11 @@ def test_saved_extension_prices_like_the_learned_one(world, tmp_path):
         row = p.rows[0]
         assert (row.G3, row.ext_nat_gain) == pytest.approx((6 / 20, 3 / 20))
     assert {f.fold for f in again.folds} == {0, 1}
+
+
+def test_exactly_one_extension_source(world):
+    ledger, base, _, folds = world
+    with pytest.raises(MindcapError, match="exactly one extension"):
+        price_ledger(ledger, "tiny", "th", [30], tokenizer=base)
+    with pytest.raises(MindcapError, match="exactly one extension"):
+        price_ledger(ledger, "tiny", "th", [30], folds=folds, learn_min_freq=2, tokenizer=base)

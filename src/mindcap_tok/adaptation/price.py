@@ -74,8 +74,13 @@ class Traces:
         """Every trace of the given items (a cluster sample keeps all samples of a drawn item, in both arms)."""
         keep = self.frame["item"].isin(list(items)).to_numpy()
         rows = np.flatnonzero(keep)
-        return Traces(self.model, self.lang, self.frame.iloc[rows].reset_index(drop=True),
-                      [self.texts[r] for r in rows], self.base)
+        return Traces(
+            self.model,
+            self.lang,
+            self.frame.iloc[rows].reset_index(drop=True),
+            [self.texts[r] for r in rows],
+            self.base,
+        )
 
 
 def load_traces(
@@ -225,9 +230,7 @@ class Pricing:
             "extension": self.extension,
             "roundtrip_changed": self.roundtrip_changed,
             "b_max_binds": row.nat_trunc_max > 0,
-            "compression": [
-                {**asdict(f), "trace_ratio": f.trace_ratio} for f in self.folds
-            ],
+            "compression": [{**asdict(f), "trace_ratio": f.trace_ratio} for f in self.folds],
         }
         return out
 
@@ -342,14 +345,25 @@ def price_traces(
     nat_gain = boot[:, _N_MAX] - boot[:, _N_B]
     ext_gain = boot[:, _N3_B] - boot[:, _N_B]
     closure = gap - gap3
-    intervals = {name: _ci(b, ci) for name, b in (("G", gap), ("G3", gap3), ("nat_gain", nat_gain),
-                                                  ("ext_nat_gain", ext_gain), ("closure", closure))}
+    intervals = {
+        name: _ci(b, ci)
+        for name, b in (
+            ("G", gap),
+            ("G3", gap3),
+            ("nat_gain", nat_gain),
+            ("ext_nat_gain", ext_gain),
+            ("closure", closure),
+        )
+    }
     acc = boot.estimate
     truncated_max = (frame["finish_reason"] == "length").to_numpy() | (stored >= frame["cap"].to_numpy())
     rows_out = []
     for j, cap in enumerate(grid):
-        ci_fields = {f"{name}_ci_{side}": float(v[s][j]) for name, v in intervals.items()
-                     for s, side in ((0, "low"), (1, "high"))}
+        ci_fields = {
+            f"{name}_ci_{side}": float(v[s][j])
+            for name, v in intervals.items()
+            for s, side in ((0, "low"), (1, "high"))
+        }
         rows_out.append(
             PriceRow(
                 model=traces.model,
@@ -470,7 +484,8 @@ def price_ledger(
     trace of a drawn item, both arms). ``measure_premium`` adds each learned fold's FLORES premium before/after.
     """
     get_parser(parser)  # an unknown parser fails before any work
-    given = sum(x is not None for x in (folds, extension, learn_size if learn_size or learn_min_freq else None))
+    learn = learn_size is not None or learn_min_freq is not None
+    given = (folds is not None) + (extension is not None) + learn
     if given != 1:
         raise MindcapError("give exactly one extension: fold tokenizers, a saved extension folder, or a size to learn")
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)

@@ -101,9 +101,7 @@ def staged_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
 
 def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
     """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest."""
-    tok = ext.tokenizer
-    check_extended(tok, ext)
-    text = tok.to_str()  # tokenizers' own serialisation, so the file hash equals ResolvedTokenizer.sha256
+    text = ext.tokenizer.to_str()  # tokenizers' own serialisation, so the file hash equals ResolvedTokenizer.sha256
     (folder / "tokenizer.json").write_text(text, encoding="utf-8")
     base_dir = ext.base.path.parent if ext.base.path is not None else None
     copied = []
