@@ -1,0 +1,103 @@
+"""`mindcap-tok sweep`, `report` and `protocol freeze|test` on a small real ledger (Qwen3 token ids) whose
+answer positions are known: early traces answer within 30 tokens, late ones between 30 and 76 tokens."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from ledger_factory import make_record
+from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.ledger import Ledger
+
+FILLER = "We add the two numbers and then check the sum once more. "
+
+
+def _text(late: bool, value: int) -> str:
+    return (FILLER * 4 if late else "") + f"Answer line:\n#### {value}\n"
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory, qwen):
+    """Native Thai: items 0,1 early-correct, items 2,3 late-correct except (3, 1) which is wrong.
+    Translate-act: every trace early-correct. Hence acc_N(30) = 4/8, acc_N(76 or 90) = 7/8, acc_T(30) = 1."""
+    records = []
+    for item in range(4):
+        for sample in range(2):
+            gold = 10 + item
+            wrong = item == 3 and sample == 1
+            records.append(make_record(qwen, _text(item >= 2, gold + wrong), item=item, sample=sample, gold=gold))
+            records.append(make_record(qwen, _text(False, gold), arm="translate-act", item=item, sample=sample,
+                                       gold=gold))
+    for rec in records:  # the construction the expected values rely on
+        n = len(rec["output_ids"])
+        assert (n < 30) if rec["arm"] != "native" or rec["item"] < 2 else (30 < n - 3 < 76)
+    root = tmp_path_factory.mktemp("ledger")
+    Ledger(root).append(records, qwen)
+    return root
+
+
+def run(args):
+    return CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+
+
+def test_sweep_json_with_hand_premium(ledger):
+    res = run(["sweep", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "30", "--n-boot", "200",
+               "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    row = out["rows"][0]
+    assert (row["lang"], row["budget"], row["scaled_budget"]) == ("tha_Thai", 30, 90)
+    assert row["acc_native"] == pytest.approx(50.0) and row["acc_native_scaled"] == pytest.approx(87.5)
+    assert row["delta"] == pytest.approx(37.5) and row["gap"] == pytest.approx(50.0)
+    assert row["ci_low"] <= 37.5 <= row["ci_high"] and out["n_boot"] == 200 and out["seed"] == 0
+    assert out["units"] == "points" and out["peaks"][0]["peak_budget"] == 30
+
+
+def test_sweep_with_qwen_premiums_and_csv(ledger):
+    res = run(["sweep", "--ledger", str(ledger), "--premiums", "qwen3-8b", "--budgets", "30,200", "--n-boot", "100",
+               "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    header = lines[0].split(",")
+    row = dict(zip(header, lines[1].split(","), strict=True))
+    assert row["scaled_budget"] == "76"  # floor(2.5508 · 30), Qwen3's FLORES-200 Thai premium
+    assert float(row["delta"]) == pytest.approx(37.5)
+    assert float(row["premium"]) == pytest.approx(2.5508, abs=1e-4)
+
+
+def test_report_writes_tables_and_figures(ledger, tmp_path):
+    import matplotlib.image as mpimg
+
+    out = tmp_path / "rep"
+    res = run(["report", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "20,30", "--n-boot", "100",
+               "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    names = {p.name for p in out.iterdir()}
+    assert {"report.md", "native_curves.png", "gap_curves.png", "sweep.csv", "timing.csv"} <= names
+    text = (out / "report.md").read_text()
+    assert "37.50" in text and "tha_Thai" in text
+    assert mpimg.imread(out / "native_curves.png").shape[0] > 200
+    again = run(["report", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "30", "--n-boot", "50",
+                 "--out", str(out)])
+    assert again.exit_code == 0 and not [p for p in tmp_path.iterdir() if p.name.startswith(".rep")]
+
+
+def test_protocol_freeze_test_and_refusal(ledger, tmp_path):
+    proto = tmp_path / "p.toml"
+    proto.write_text('name = "cli"\nn_boot = 300\nseed = 1\n[premiums]\nth = 3\n'
+                     '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 30\nmargin = 5\n', "utf-8")
+    res = run(["protocol", "test", str(proto), "--ledger", str(ledger)])
+    assert res.exit_code == 2 and "has not been frozen" in res.output
+    res = run(["protocol", "freeze", str(proto)])
+    assert res.exit_code == 0 and "sha256" in res.output
+    res = run(["protocol", "test", str(proto), "--ledger", str(ledger), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["decisions"][0]["estimate"] == pytest.approx(37.5)
+    assert out["outcome"] in ("confirmatory_support", "no_confirmatory_support") and out["seed"] == 1
+    proto.write_text(proto.read_text().replace("margin = 5", "margin = 1"), "utf-8")
+    res = run(["protocol", "test", str(proto), "--ledger", str(ledger)])
+    assert res.exit_code == 2 and "changed after its freeze" in res.output
