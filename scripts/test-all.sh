@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The project's whole test run, as CI runs it (see README "Set up"):
-#   1. .venv        the package with the dev and torch extras: ruff, then pytest (slow tests included)
+#   1. .venv        the package with the dev extra: ruff, then pytest (slow tests included; no test needs torch)
 # Each environment is created on first use and reused afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,torch]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
 .venv/bin/ruff check src tests benchmarks
-.venv/bin/python -m pytest -q
+.venv/bin/python -m pytest -q --durations=25
