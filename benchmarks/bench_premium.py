@@ -39,12 +39,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen3-8b")
     ap.add_argument("--n-boot", type=int, default=10_000)
+    ap.add_argument("--langs", type=int, default=0,
+                    help="time every path on the first K languages only (0: all 204; for slow machines)")
     ap.add_argument("--naive-langs", type=int, default=0,
                     help="run the naive path on this many languages only (0: all) and scale its time up")
     args = ap.parse_args()
 
     tok = load_tokenizer(args.model)
     langs = [c for c in flores_codes() if c != "eng_Latn"]
+    langs = langs[: args.langs] if args.langs else langs
     src = flores.flores_source()
 
     flores._read_local.cache_clear()
