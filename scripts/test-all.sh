@@ -9,4 +9,4 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
 .venv/bin/ruff check src tests benchmarks
-.venv/bin/python -m pytest -q --durations=25
+.venv/bin/python -m pytest -q -n 2 --durations=25   # two workers: single-threaded tests leave a core idle
