@@ -113,7 +113,6 @@ def cli(ctx: click.Context, data_dir: str | None, tokenizers_dir: str | None, de
     ctx.obj = State(config=config, debug=debug)
 
 
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point."""
     args = list(sys.argv[1:] if argv is None else argv)
