@@ -12,10 +12,7 @@ from mindcap_tok.cli.main import cli, expand_multi_value
 
 
 def run(args, env=None):
-    runner = CliRunner()
-    from mindcap_tok.cli.main import expand_multi_value as expand
-
-    return runner.invoke(cli, expand(args), env=env, catch_exceptions=False)
+    return CliRunner().invoke(cli, expand_multi_value(args), env=env, catch_exceptions=False)
 
 
 def test_expand_multi_value():
