@@ -7,8 +7,10 @@ statistic in an analysis, which makes differences between cells, budgets, langua
 
 :class:`Boot` carries a statistic's point estimate with its replicates and supports the arithmetic
 (differences of accuracies) and the summaries the analysis needs: percentile CIs, studentized max-|t|
-simultaneous bands, argmax stability and lead probabilities. This is the reusable entry point for
-other stages (ladder pricing, audits): build per-item sums, call :func:`item_bootstrap`, combine.
+simultaneous bands, argmax stability and lead probabilities. :func:`ratio_difference` builds the one kind of
+``Boot`` whose band is a true bootstrap-t (each replicate studentized by its own clustered standard error).
+This module is the reusable entry point for other stages (ladder pricing, audits): build per-item sums, call
+:func:`item_bootstrap`, combine.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ class Boot:
     estimate: np.ndarray
     replicates: np.ndarray
     seed: int
+    #: clustered (linearization) standard errors of ``estimate`` and of every replicate, when known
+    se_estimate: np.ndarray | None = None
+    se_replicates: np.ndarray | None = None
 
     @property
     def n_boot(self) -> int:
@@ -49,7 +54,13 @@ class Boot:
 
     def __getitem__(self, index) -> Boot:
         index = index if isinstance(index, tuple) else (index,)
-        return Boot(np.asarray(self.estimate[index]), self.replicates[(slice(None), *index)], self.seed)
+        rep_index = (slice(None), *index)
+        studentized = self.se_estimate is not None and self.se_replicates is not None
+        return Boot(
+            np.asarray(self.estimate[index]), self.replicates[rep_index], self.seed,
+            np.asarray(self.se_estimate[index]) if studentized else None,
+            self.se_replicates[rep_index] if studentized else None,
+        )
 
     def _check(self, other: Boot) -> None:
         if other.seed != self.seed or other.n_boot != self.n_boot:
@@ -81,21 +92,34 @@ class Boot:
         low, high = np.quantile(self.replicates, [(1 - level) / 2, (1 + level) / 2], axis=0)
         return low, high
 
+    @property
+    def studentized(self) -> bool:
+        """Whether every replicate carries its own standard error (the band is then a bootstrap-t)."""
+        return self.se_estimate is not None and self.se_replicates is not None
+
     def band(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Simultaneous studentized max-|t| band over the last axis (e.g. a budget sweep).
 
-        With ``t_b = max_j |θ*_bj − θ̂_j| / se_j``, the critical value ``c`` is the ``level`` quantile of
-        ``t_b`` and the band is ``θ̂_j ± c·se_j``; it covers the whole curve with probability ≈ ``level``.
-        Points with zero bootstrap variance get a zero-width band. Returns (low, high, c) where ``c`` has
-        the statistic's shape without its last axis.
+        With ``t_b = max_j |θ*_bj − θ̂_j| / s*_bj``, the critical value ``c`` is the ``level`` quantile of
+        ``t_b`` and the band is ``θ̂_j ± c·s_j``; it covers the whole curve with probability ≈ ``level``.
+        When the Boot is :attr:`studentized` (from :func:`ratio_difference`), ``s*_bj`` is replicate b's
+        own clustered standard error and ``s_j`` the estimate's (bootstrap-t); otherwise both are the
+        bootstrap standard error, which undercovers when precision moves with the estimate (accuracy
+        differences resting on a few dozen traces: 0.92 instead of 0.95 in the README's simulation).
+        Points with zero variance get a zero-width band. Returns (low, high, c) where ``c`` has the
+        statistic's shape without its last axis.
         """
         _check_level(level)
-        se = self.se()
+        if self.studentized:
+            s_hat, s_rep = self.se_estimate, self.se_replicates
+        else:
+            s_hat = s_rep = self.se()
         dev = np.abs(self.replicates - self.estimate)
         with np.errstate(invalid="ignore", divide="ignore"):
-            t = np.where(se > 0, dev / np.where(se > 0, se, 1.0), 0.0)
+            t = np.where(dev > 0, dev / s_rep, 0.0)  # a replicate with zero spread but a shift: t = inf
         crit = np.quantile(t.max(axis=-1), level, axis=0)
-        half = crit[..., None] * se
+        with np.errstate(invalid="ignore"):
+            half = np.where(s_hat > 0, crit[..., None] * s_hat, 0.0)
         return self.estimate - half, self.estimate + half, crit
 
     def argmax(self) -> tuple[np.ndarray, np.ndarray]:
@@ -155,6 +179,48 @@ def item_bootstrap(
         reps = weights @ flat_c
         reps /= _weighted_sums(weights, flat_n)
     return Boot(estimate.reshape(shape), reps.reshape(weights.shape[0], *shape), seed)
+
+
+def ratio_difference(
+    num_a: np.ndarray,
+    den_a: np.ndarray,
+    num_b: np.ndarray,
+    den_b: np.ndarray,
+    weights: np.ndarray,
+    seed: int,
+) -> Boot:
+    """θ_a − θ_b for two item-level ratio statistics ``θ = Σ_i num[i] / Σ_i den[i]`` (items on axis 0,
+    any trailing shape), with item-clustered replicates and clustered standard errors for the estimate
+    and for every replicate, so that :meth:`Boot.band` is a bootstrap-t.
+
+    The standard error is the linearization (sandwich) one, ``sqrt(Σ_i w_i u_i²)`` with influence
+    ``u_i = (num_a,i − θ_a·den_a,i)/N_a − (num_b,i − θ_b·den_b,i)/N_b`` under the replicate's weights w
+    (all ones for the estimate), floored at ``1/max(N_a, N_b)`` (one trace). The replicates equal
+    ``item_bootstrap(num_a, den_a) − item_bootstrap(num_b, den_b)`` drawn with the same ``weights``.
+    """
+    cols = [np.asarray(x, dtype=np.float64) for x in (num_a, den_a, num_b, den_b)]
+    shape = np.broadcast_shapes(*(c.shape for c in cols))
+    n_items = shape[0]
+    if weights.shape[1] != n_items:
+        raise MindcapError(f"weights cover {weights.shape[1]} items but the sums have {n_items}")
+    z = tuple(np.broadcast_to(c, shape).reshape(n_items, -1) for c in cols)  # num_a, den_a, num_b, den_b
+    pairs = [(i, j) for i in range(4) for j in range(i, 4)]
+
+    def estimate_and_se(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sx, sa, sy, sb = (w @ v for v in z)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # u_i = Σ_p coef_p·z_p,i, so Σ_i w_i u_i² = Σ_{p≤q} (2 − [p=q])·coef_p·coef_q·(w @ z_p·z_q)
+            coef = (1 / sa, -sx / sa**2, -1 / sb, sy / sb**2)
+            var = sum((1 if i == j else 2) * coef[i] * coef[j] * (w @ (z[i] * z[j])) for i, j in pairs)
+            # floor: one trace's worth of accuracy, so a replicate whose drawn items happen to agree (zero
+            # spread) does not get an infinite t, and a point without variance keeps a band of ±c traces
+            floor = 1 / np.maximum(sa, sb)
+            return sx / sa - sy / sb, np.maximum(np.sqrt(np.maximum(var, 0.0)), floor)
+
+    est, se_est = estimate_and_se(np.ones((1, n_items)))
+    reps, se_reps = estimate_and_se(np.asarray(weights, dtype=np.float64))
+    return Boot(est.reshape(shape[1:]), reps.reshape(weights.shape[0], *shape[1:]), seed,
+                se_est.reshape(shape[1:]), se_reps.reshape(weights.shape[0], *shape[1:]))
 
 
 def grid_bootstrap(grid: AccuracyGrid, n_boot: int = 10_000, seed: int = 0) -> Boot:

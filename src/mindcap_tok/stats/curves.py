@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import MindcapError
 from ..premium import scale_budget
-from .bootstrap import Boot, grid_bootstrap
+from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, premium_table
 
@@ -200,13 +200,16 @@ def sweep(
     grid.budget_index(sorted(needed))  # one error listing every missing budget
     if boot is None:
         boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
+    weights = bootstrap_weights(len(grid.items), boot.n_boot, boot.seed)  # the resampling behind ``boot``
     rows, peaks, cross, used = [], [], [], {}
     for n, t in pairs:
         keys = _row_keys(grid, n)
         r, scaled = _scaled(table, grid, n, budgets)
         used[f"{keys['model']}:{keys['lang']}"] = float(r)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
-        delta = boot[n, si] - boot[n, bi]
+        # = boot[n, si] − boot[n, bi], with per-replicate standard errors for a bootstrap-t band
+        delta = ratio_difference(grid.correct[:, n, si], grid.count[:, n, si], grid.correct[:, n, bi],
+                                 grid.count[:, n, bi], weights, boot.seed)
         lo, hi = delta.ci(level)
         blo, bhi, crit = delta.band(level)
         n_items = (grid.count[:, n, bi] > 0).any(axis=1).sum()
