@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -171,18 +172,19 @@ def label_traces(
     records: pa.Table | pd.DataFrame, model: LidModel, settings: LidSettings = LidSettings()
 ) -> pd.DataFrame:
     """One row per record: population keys, ``item``, ``sample``, ``expected``, ``segment`` (the text analysed),
-    ``predicted``, ``confidence``, ``letters``, ``status`` (determinate / no-delimiter / short / low-confidence)."""
+    ``predicted``, ``confidence``, ``status`` (determinate / no-delimiter / short / low-confidence)."""
     frame = records.to_pandas() if isinstance(records, pa.Table) else records
     keys = population_keys(frame)
     out = frame[[*keys, "item", "sample"]].copy()
     out["expected"] = [EXPECTED.get(a) or lang for a, lang in zip(frame["arm"], frame["lang"], strict=True)]
     segments = [_analysed_text(t, a, settings.delimiter) for t, a in zip(frame["text"], frame["arm"], strict=True)]
-    letters = np.array([sum(ch.isalpha() for ch in s) if s else 0 for s in segments], dtype=np.int64)
+    enough = settings.min_letters
+    # letters counted up to the minimum only (a determinate trace needs no more)
+    letters = np.array([sum(1 for _ in islice(filter(str.isalpha, s), enough)) if s else 0 for s in segments])
     predicted, confidence = model.predict([s or "" for s in segments])
     out["segment"] = segments
     out["predicted"] = predicted
     out["confidence"] = confidence
-    out["letters"] = letters
     status = np.where(confidence >= settings.threshold, "determinate", "low-confidence")
     status = np.where(letters < settings.min_letters, "short", status)
     status = np.where([s is None for s in segments], "no-delimiter", status)

@@ -199,15 +199,19 @@ def normalizer_audit(
         normalizers[key] = norms
     r_top = max([float(r) for n in normalizers.values() for r in n.values()] or [1.0])
     r_max = max(search_factor * r_top, 1.0)
-    t0, t1 = min(grid), int(np.floor(r_max * max(grid)))
+    lengths = nat.column("n_tokens").to_numpy()
+    # beyond the longest trace every prefix is the whole trace: acc_N is flat there, so scoring stops at it
+    t0 = min(grid)
+    t1 = max(min(int(np.floor(r_max * max(grid))), int(lengths.max(initial=0))), max(grid))
     span = np.arange(t0, t1 + 1)
-    scores = score_matrix(nat, tokenizers, span)
     items_all = frame["item"].to_numpy()
     delta_rows, thresh_rows = [], []
     for key, rows in pops.items():
         vals = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
         universe = np.unique(items_all[rows])
-        sums, counts = _item_sums(items_all[rows], scores[rows], universe)
+        scores = score_matrix(nat.take(pa.array(rows)), tokenizers, span)
+        sums, counts = _item_sums(items_all[rows], scores, universe)
+        del scores
         acc = sums.sum(axis=0) / counts.sum()
         norms = normalizers[key]
         cap_r = search_factor * max([float(r) for r in norms.values()] or [r_top])
@@ -219,14 +223,14 @@ def normalizer_audit(
         if not norms:
             continue
         scaled_by = {name: [scale_budget(rv, b) for b in grid] for name, rv in norms.items()}
-        needed = sorted({*grid, *(s for sc in scaled_by.values() for s in sc)})
+        needed = sorted({*grid, *(min(s, t1) for sc in scaled_by.values() for s in sc)})
         col = {t: j for j, t in enumerate(needed)}
         w = bootstrap_weights(len(universe), n_boot, seed)
         boot = item_bootstrap(sums[:, [t - t0 for t in needed]], counts[:, None], weights=w, seed=seed)
         gi = [col[b] for b in grid]
         for name, rv in norms.items():
             scaled = scaled_by[name]
-            delta = boot[[col[s] for s in scaled]] - boot[gi]
+            delta = boot[[col[min(s, t1)] for s in scaled]] - boot[gi]
             lo, hi = delta.ci(level)
             k = int(np.argmax(delta.estimate))
             for j, b in enumerate(grid):
