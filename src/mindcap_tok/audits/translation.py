@@ -91,7 +91,11 @@ def translation_audit(
     if comet_checkpoint is not None:
         if sources is None:
             raise MindcapError("COMET needs the MGSM questions in each language (sources)")
-        srcs = [sources[(lang, i)] for lang, i in zip(scored["lang"], scored["item"], strict=True)]
+        pairs = list(zip(scored["lang"], scored["item"], strict=True))
+        missing = [p for p in pairs if p not in sources]
+        if missing:
+            raise MindcapError(f"COMET needs the MGSM question of every segment; none for {missing[0]}")
+        srcs = [sources[p] for p in pairs]
         metrics["comet"] = comet_scores(srcs, scored["segment"].tolist(), refs, comet_checkpoint)
     for name, values in metrics.items():
         scored[name] = values
