@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -124,3 +125,32 @@ def test_validation_agreement_ignores_unlabelled_rows():
                           "human_label": ["th", "tha_Thai", ""]})
     table, summary = validation_agreement(frame, criterion=0.5)
     assert summary["labelled"] == 2 and summary["agreement"] == 0.5 and table["meets_criterion"].tolist() == [True]
+
+
+def test_cli_exports_the_sample_and_scores_returned_labels(config, qwen, tmp_path):
+    from click.testing import CliRunner
+
+    from mindcap_tok.cli.main import cli
+    from mindcap_tok.ledger import Ledger
+
+    de, th = _flores(config, "deu_Latn", 4), _flores(config, "tha_Thai", 4)
+    recs = [make_record(qwen, t, lang="deu_Latn", item=i) for i, t in enumerate(de)]
+    recs += [make_record(qwen, t, lang="tha_Thai", item=i) for i, t in enumerate(th)]
+    Ledger(tmp_path / "L").append(recs, qwen)
+    base = ["audit", "--ledger", str(tmp_path / "L"), "--only", "langid", "--no-hub", "--validation-per-cell", "3",
+            "--seed", "11"]
+    res = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "a")], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    sample = pd.read_csv(tmp_path / "a" / "langid_validation.csv", keep_default_na=False)
+    assert len(sample) == 6 and set(sample["seed"]) == {11}
+    # a human agrees on every trace but one German one, which they call English: 5/6 overall, 2/3 in German
+    sample["human_label"] = sample["lang"].map({"deu_Latn": "de", "tha_Thai": "th"})
+    sample.loc[sample.index[sample["lang"] == "deu_Latn"][0], "human_label"] = "en"
+    sample.to_csv(tmp_path / "labels.csv", index=False)
+    res = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "b"), "--validation-labels",
+                                   str(tmp_path / "labels.csv"), "--criterion", "80"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    langid = json.loads((tmp_path / "b" / "audit.json").read_text("utf-8"))["audits"][0]
+    assert langid["summary"]["validation"]["agreement"] == pytest.approx(5 / 6)
+    assert langid["summary"]["validation"]["criterion"] == 0.8
+    assert [row["meets_criterion"] for row in langid["tables"]["validation"]] == [False, True]

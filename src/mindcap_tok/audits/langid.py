@@ -197,7 +197,7 @@ def compliance_table(labels: pd.DataFrame, mapping: Mapping[str, frozenset[str]]
     language (``in_expected``), the same under the macrolanguage mapping (``in_expected_macro``), the
     English share and the most frequent other label."""
     mapping = macrolanguages() if mapping is None else mapping
-    keys = [c for c in population_keys(labels)]
+    keys = population_keys(labels)
     rows = []
     for key, group in labels.groupby(keys, dropna=False, sort=True):
         det = group[group["status"] == "determinate"]
@@ -272,10 +272,13 @@ def langid_audit(
     settings: LidSettings = LidSettings(),
     validation_per_cell: int = 20,
     seed: int = 0,
+    returned: pd.DataFrame | None = None,
+    criterion: float = 0.9,
 ) -> tuple[AuditResult, pd.DataFrame]:
-    """Compliance per population and a stratified validation sample (returned beside the result)."""
+    """Compliance per population and a stratified validation sample (returned beside the result); with
+    ``returned`` (an earlier sample with ``human_label`` filled in) also its agreement against ``criterion``."""
     labels = label_traces(records, model, settings)
-    table = compliance_table(labels)
+    tables = {"compliance": compliance_table(labels)}
     sample = validation_sample(labels, validation_per_cell, seed)
     summary = {
         "model": model.name, "model_sha256": model.sha256, "threshold": settings.threshold,
@@ -283,4 +286,6 @@ def langid_audit(
         "macrolanguages": {k: sorted(v) for k, v in macrolanguages().items()},
         "validation_per_cell": validation_per_cell, "validation_sampled": len(sample), "seed": seed,
     }
-    return AuditResult("langid", tables={"compliance": table}, summary=summary), sample
+    if returned is not None:
+        tables["validation"], summary["validation"] = validation_agreement(returned, criterion)
+    return AuditResult("langid", tables=tables, summary=summary), sample

@@ -139,11 +139,9 @@ def parser_audit(
     arms = frame["arm"].to_numpy()
     scaled_of = {}
     if premiums is not None:
-        for i in np.flatnonzero(arms == native):
-            m, lang = frame.at[i, "model"], frame.at[i, "lang"]
-            if (m, lang) not in scaled_of:
-                r = lookup_premium(premiums, m, lang)
-                scaled_of[(m, lang)] = (float(r), [scale_budget(r, b) for b in grid])
+        for m, lang in frame.loc[arms == native, ["model", "lang"]].drop_duplicates().itertuples(index=False):
+            r = lookup_premium(premiums, m, lang)
+            scaled_of[(m, lang)] = (float(r), [scale_budget(r, b) for b in grid])
     every = sorted(set(grid) | {s for _, sc in scaled_of.values() for s in sc})
     col = {b: j for j, b in enumerate(every)}
     gi = [col[b] for b in grid]

@@ -55,6 +55,8 @@ class AuditConfig:
     lid_hub: bool = True
     lid: LidSettings = field(default_factory=LidSettings)
     validation_per_cell: int = 20
+    validation_labels: pd.DataFrame | None = None
+    criterion: float = 0.9
     parity_per_stratum: int = 20
     sesoi: float = 0.05
     search_factor: float = 1.5
@@ -103,7 +105,8 @@ def run_audits(source: str | os.PathLike[str] | Ledger | pa.Table, only: Sequenc
         try:
             if name == "langid":
                 result, sample = langid_audit(records, load_lid_model(config.lid_model, config.lid_hub), config.lid,
-                                              config.validation_per_cell, config.seed)
+                                              config.validation_per_cell, config.seed, config.validation_labels,
+                                              config.criterion)
             elif name == "comet":
                 if config.references is None:
                     raise MindcapError("no English references: give the MGSM data folder (--data-dir) or references")

@@ -28,6 +28,10 @@ from .premium_cmd import parse_budgets
 @click.option("--delimiter", help="Translation delimiter (regular expression; default: the first blank line).")
 @click.option("--comet-checkpoint", type=click.Path(exists=True, dir_okay=False), help="COMET .ckpt (extra comet).")
 @click.option("--validation-per-cell", type=int, default=20, show_default=True, help="LID validation sample size.")
+@click.option("--validation-labels", type=click.Path(exists=True, dir_okay=False),
+              help="A returned langid_validation.csv with human_label filled in: report its agreement.")
+@click.option("--criterion", type=float, default=90.0, show_default=True,
+              help="Frozen agreement criterion (percent) for --validation-labels.")
 @click.option("--parity-per-stratum", type=int, default=20, show_default=True, help="Parity sample per stratum.")
 @click.option("--sesoi", type=float, default=5.0, show_default=True, help="SESOI in accuracy points.")
 @click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
@@ -35,8 +39,9 @@ from .premium_cmd import parse_budgets
 @click.pass_obj
 def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderings, budgets, translation_budgets,
                   lid_model, no_hub, lid_threshold, min_letters, delimiter, comet_checkpoint, validation_per_cell,
-                  parity_per_stratum, sesoi, n_boot, seed) -> None:
+                  validation_labels, criterion, parity_per_stratum, sesoi, n_boot, seed) -> None:
     """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
+    import pandas as pd
     import pyarrow.compute as pc
 
     from ..audits import AuditConfig, LidSettings, run_audits, write_report
@@ -70,7 +75,9 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
         comet_checkpoint=comet_checkpoint, translation_budgets=parse_budgets(translation_budgets),
         lid_model=lid_model, lid_hub=not no_hub,
         lid=LidSettings(threshold=lid_threshold, min_letters=min_letters, delimiter=delimiter or DEFAULT_DELIMITER),
-        validation_per_cell=validation_per_cell, parity_per_stratum=parity_per_stratum, sesoi=sesoi / 100,
+        validation_per_cell=validation_per_cell, criterion=criterion / 100,
+        validation_labels=pd.read_csv(validation_labels, keep_default_na=False) if validation_labels else None,
+        parity_per_stratum=parity_per_stratum, sesoi=sesoi / 100,
         n_boot=n_boot, seed=seed, tokenizers_dir=toks_dir,
     )
     suite = run_audits(led, [o for part in only for o in part.split(",") if o], config)
