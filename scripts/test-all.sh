@@ -2,6 +2,8 @@
 # The project's whole test run, as CI runs it (see README "Set up"):
 #   1. .venv        the package with the dev, lid and chrf extras: ruff, then pytest (slow tests included; no
 #                   test needs torch)
+#   2. .venv-comet  the package with the comet and chrf extras (COMET's pins conflict with vLLM's and numpy 2):
+#                   pytest -m comet, a real COMET checkpoint built by the test
 # Each environment is created on first use and reused afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,4 +16,8 @@ PY=${PYTHON:-python3}
 .venv/bin/python -c 'import fasttext; fasttext.train_supervised' 2>/dev/null \
   || .venv/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall fasttext-numpy2==0.10.4
 .venv/bin/ruff check src tests benchmarks
-.venv/bin/python -m pytest -q -n 2 --durations=25   # two workers: single-threaded tests leave a core idle
+.venv/bin/python -m pytest -q -n 2 --durations=25 -m 'not comet'   # two workers: single-threaded tests leave a core idle
+
+[ -x .venv-comet/bin/python ] || "$PY" -m venv .venv-comet
+.venv-comet/bin/pip install -q --disable-pip-version-check -e '.[comet,chrf]' pytest
+.venv-comet/bin/python -m pytest -q -m comet -p no:cacheprovider tests/test_audit_comet.py   # no dev extra here

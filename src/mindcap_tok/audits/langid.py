@@ -173,8 +173,8 @@ def label_traces(
 ) -> pd.DataFrame:
     """One row per record: population keys, ``item``, ``sample``, ``expected``, ``segment`` (the text analysed),
     ``predicted``, ``confidence``, ``status`` (determinate / no-delimiter / short / low-confidence)."""
-    frame = records.to_pandas() if isinstance(records, pa.Table) else records
-    keys = population_keys(frame)
+    keys = population_keys(records)
+    frame = records.select([*keys, "item", "sample", "text"]).to_pandas() if isinstance(records, pa.Table) else records
     out = frame[[*keys, "item", "sample"]].copy()
     out["expected"] = [EXPECTED.get(a) or lang for a, lang in zip(frame["arm"], frame["lang"], strict=True)]
     segments = [_analysed_text(t, a, settings.delimiter) for t, a in zip(frame["text"], frame["arm"], strict=True)]
