@@ -64,3 +64,25 @@ def test_stratified_sample_is_seeded_and_balanced():
     picks = stratified_sample(frame, ["cell"], 4, seed=1)
     assert (frame.iloc[picks]["cell"].value_counts().to_dict()) == {"a": 4, "b": 3}
     assert picks.tolist() == stratified_sample(frame, ["cell"], 4, seed=1).tolist()
+
+
+def test_prefix_units(qwen):
+    enc = qwen.tokenizer.encode
+    for ch in ("𓀀", "𝔸", "🦩", "ꙮ"):
+        ids = enc(f"ok {ch} fine", add_special_tokens=False).ids
+        cut = next((k for k in range(1, len(ids)) if qwen.tokenizer.decode(ids[:k]).endswith("\ufffd")), None)
+        if cut is not None:
+            break
+    text = "abcdefgh ijkl mnop qrst uvw\n#### 18\n"
+    recs = [
+        make_record(qwen, text, item=0),  # agrees whole and at every prefix
+        make_record(qwen, f"ok {ch} fine", item=1),  # the prefix at `cut` ends inside the character
+        dict(make_record(qwen, text, item=2), text=text.replace("18", "81")),  # differs only near its end
+    ]
+    assert all(len(r["output_ids"]) > cut + 2 for r in recs if r["item"] != 1)
+    res = parity_audit(validate_records(recs), {"qwen3-8b": qwen}, budgets=[cut], per_stratum=10, seed=0)
+    by = res.tables["by_prefix"].set_index("prefix")
+    assert by.loc[str(cut), "sampled"] == 3 and by.loc[str(cut), "raw_agreement"] == pytest.approx(2 / 3)
+    assert by.loc[str(cut), "partial UTF-8"] == 1 and by.loc[str(cut), "other"] == 0
+    assert by.loc["whole", "sampled"] == 3 and by.loc["whole", "other"] == 1 and by.loc["whole", "partial UTF-8"] == 0
+    assert res.summary["budgets"] == [cut]

@@ -115,7 +115,7 @@ def run_audits(source: str | os.PathLike[str] | Ledger | pa.Table, only: Sequenc
             elif name == "parser":
                 result = parser_audit(records, toks, config.budgets, config.premiums)
             elif name == "parity":
-                result = parity_audit(records, toks, config.parity_per_stratum, config.seed)
+                result = parity_audit(records, toks, config.budgets, config.parity_per_stratum, config.seed)
             else:
                 result = normalizer_audit(records, toks, config.budgets, config.premiums, config.alternatives,
                                           config.renderings, config.sesoi, config.search_factor, config.n_boot,
