@@ -154,3 +154,15 @@ def test_cli_exports_the_sample_and_scores_returned_labels(config, qwen, tmp_pat
     assert langid["summary"]["validation"]["agreement"] == pytest.approx(5 / 6)
     assert langid["summary"]["validation"]["criterion"] == 0.8
     assert [row["meets_criterion"] for row in langid["tables"]["validation"]] == [False, True]
+
+
+def test_offline_default_falls_back_to_lid176(monkeypatch, tmp_path):
+    from mindcap_tok.errors import MindcapError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # GlotLID lives on the hub: offline, the shipped model serves
+    assert load_lid_model().name == "lid.176"
+    with pytest.raises(MindcapError, match="does not exist"):
+        load_lid_model(tmp_path / "model.bin")
+    (tmp_path / "bad.bin").write_bytes(b"not a model")
+    with pytest.raises(MindcapError, match="not a fastText model"):
+        load_lid_model(tmp_path / "bad.bin")
