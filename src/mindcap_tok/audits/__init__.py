@@ -1,0 +1,51 @@
+"""The five ledger audits of "Mind the Cap" §5 and §4.2, and the suite that runs them into one report.
+
+Each audit is a function returning an :class:`AuditResult` (per-cell tables plus settings); the suite
+(:func:`run_audits`, :func:`write_report`) is what ``mindcap-tok audit`` calls.
+"""
+
+from ._common import AuditResult
+from .langid import (
+    LidSettings,
+    label_traces,
+    langid_audit,
+    load_lid_model,
+    normalize_label,
+    validation_agreement,
+    validation_sample,
+)
+from .normalizer import behavioral_ratios, normalizer_audit, threshold_premium, trace_premiums
+from .parity import classify, parity_audit
+from .parser_audit import parser_audit, read_records
+from .segments import split_translate_act
+from .suite import AUDITS, AuditConfig, SuiteResult, render_markdown, run_audits, write_report
+from .translation import chrf_scores, comet_scores, translation_audit
+
+__all__ = [
+    "AUDITS",
+    "AuditConfig",
+    "AuditResult",
+    "LidSettings",
+    "SuiteResult",
+    "behavioral_ratios",
+    "chrf_scores",
+    "classify",
+    "comet_scores",
+    "label_traces",
+    "langid_audit",
+    "load_lid_model",
+    "normalize_label",
+    "normalizer_audit",
+    "parity_audit",
+    "parser_audit",
+    "read_records",
+    "render_markdown",
+    "run_audits",
+    "split_translate_act",
+    "threshold_premium",
+    "trace_premiums",
+    "translation_audit",
+    "validation_agreement",
+    "validation_sample",
+    "write_report",
+]

@@ -1,0 +1,130 @@
+"""What every audit shares: the result type, record token arrays, scoring at arbitrary budgets, seeded sampling."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import MindcapError
+from ..ledger.parse import Parser
+from ..ledger.schema import CELL_COLUMNS
+from ..ledger.score import byte_table, score_token_ids
+from ..tokenizer import ResolvedTokenizer, load_tokenizer
+
+#: settings that split a cell's records into populations, when present
+POPULATION_COLUMNS = (*CELL_COLUMNS, "design", "cap", "announced")
+
+
+@dataclass
+class AuditResult:
+    """One audit's outcome: ``status`` is ``ok`` or ``skipped`` (then ``reason`` says why and how to fix it).
+
+    ``tables`` hold the per-cell figures; ``summary`` the settings (thresholds, seeds) and headline numbers.
+    """
+
+    name: str
+    status: str = "ok"
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+    reason: str = ""
+
+    def as_dict(self) -> dict:
+        """Plain, JSON-ready data."""
+        return {
+            "name": self.name,
+            "status": self.status,
+            "reason": self.reason,
+            "summary": self.summary,
+            "tables": {k: _records(v) for k, v in self.tables.items()},
+        }
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    clean = frame.astype(object).where(frame.notna(), None)
+    return [{k: _plain(v) for k, v in row.items()} for row in clean.to_dict(orient="records")]
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def skipped(name: str, reason: str) -> AuditResult:
+    """A skipped audit with its reason (e.g. the install command of a missing extra)."""
+    return AuditResult(name=name, status="skipped", reason=reason)
+
+
+def population_keys(table: pa.Table | pd.DataFrame) -> list[str]:
+    """The cell and settings columns present in ``table`` that split it into populations."""
+    names = table.column_names if isinstance(table, pa.Table) else list(table.columns)
+    return [c for c in POPULATION_COLUMNS if c in names]
+
+
+def flat_ids(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(flat ids, splits) of a list<int> column: record r's ids are ``ids[splits[r]:splits[r + 1]]``."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    offsets = column.offsets.to_numpy()
+    values = pc.list_flatten(column).to_numpy(zero_copy_only=False)
+    return values, (offsets - offsets[0]).astype(np.int64)
+
+
+def resolve_tokenizers(
+    names: Sequence[str],
+    tokenizers: Mapping[str, ResolvedTokenizer] | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, ResolvedTokenizer]:
+    """Tokenizer per name in ``names``: the given ones first, else :func:`load_tokenizer`."""
+    given = dict(tokenizers or {})
+    return {n: given[n] if n in given else load_tokenizer(n, tokenizers_dir) for n in dict.fromkeys(names)}
+
+
+def score_matrix(
+    table: pa.Table,
+    tokenizers: Mapping[str, ResolvedTokenizer],
+    budgets: Sequence[int],
+    parser: str | Parser = "strict",
+) -> np.ndarray:
+    """(records, budgets) int8 prefix scores at any budgets, no per-row DataFrame (see ``score_token_ids``)."""
+    n = table.num_rows
+    out = np.zeros((n, len(budgets)), dtype=np.int8)
+    if n == 0:
+        return out
+    names = table.column("tokenizer").to_numpy(zero_copy_only=False)
+    golds = table.column("gold").to_numpy()
+    complete = table.column("finish_reason").to_numpy(zero_copy_only=False) == "stop"
+    for name in dict.fromkeys(names):
+        if name not in tokenizers:
+            raise MindcapError(f"no tokenizer given for {name!r}")
+        rows = np.flatnonzero(names == name)
+        ids, splits = flat_ids(table.column("output_ids").take(pa.array(rows)))
+        res = score_token_ids(ids, splits, byte_table(tokenizers[name]), golds[rows].tolist(), budgets, parser,
+                              complete[rows])
+        out[rows] = res.scores
+    return out
+
+
+def stratified_sample(frame: pd.DataFrame, strata: Sequence[str], per_stratum: int, seed: int) -> np.ndarray:
+    """Positions of up to ``per_stratum`` rows drawn without replacement from every stratum (seeded; strata
+    visited in sorted order, so the same seed and data give the same sample)."""
+    if per_stratum < 1:
+        raise MindcapError(f"the sample size per stratum must be at least 1, got {per_stratum}")
+    rng = np.random.default_rng(seed)
+    picks = []
+    if frame.empty:
+        return np.zeros(0, dtype=np.int64)
+    groups = frame.reset_index(drop=True).groupby(list(strata), dropna=False, sort=True).indices
+    for key in sorted(groups, key=str):
+        rows = np.asarray(groups[key])
+        take = rows if len(rows) <= per_stratum else np.sort(rng.choice(rows, size=per_stratum, replace=False))
+        picks.append(take)
+    return np.concatenate(picks).astype(np.int64)

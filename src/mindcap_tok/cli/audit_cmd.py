@@ -1,0 +1,88 @@
+"""`mindcap-tok audit`: the five ledger audits into one Markdown report and JSON."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import MindcapError
+from .premium_cmd import parse_budgets
+
+
+@click.command("audit")
+@click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for audit.md, audit.json.")
+@click.option("--only", multiple=True, help="Audits to run (default all): langid comet parser parity normalizer.")
+@click.option("--premiums", "premium_specs", multiple=True,
+              help="FLORES premiums: tokenizer name, `premium --format json` file or lang=r (default: each model's).")
+@click.option("--alt-premiums", multiple=True, help="An alternative normalizer (same forms as --premiums); repeatable.")
+@click.option("--renderings", type=click.Path(exists=True, dir_okay=False),
+              help="English renderings of native traces (JSONL/CSV: lang,item,sample,english) for r_trace.")
+@click.option("--budgets", help="Budget grid for parser and normalizer audits (default 64,...,1024).")
+@click.option("--translation-budgets", default="128,192,256", show_default=True,
+              help="Budgets for the quality-gain correlation.")
+@click.option("--lid-model", type=click.Path(exists=True, dir_okay=False),
+              help="fastText LID model (GlotLID model.bin); default: GlotLID from the hub, else lid.176.")
+@click.option("--no-hub", is_flag=True, help="Do not try the Hugging Face hub for GlotLID.")
+@click.option("--lid-threshold", type=float, default=0.5, show_default=True, help="Determinate: top probability.")
+@click.option("--min-letters", type=int, default=20, show_default=True, help="Determinate: minimum letters.")
+@click.option("--delimiter", help="Translation delimiter (regular expression; default: the first blank line).")
+@click.option("--comet-checkpoint", type=click.Path(exists=True, dir_okay=False), help="COMET .ckpt (extra comet).")
+@click.option("--validation-per-cell", type=int, default=20, show_default=True, help="LID validation sample size.")
+@click.option("--validation-labels", type=click.Path(exists=True, dir_okay=False),
+              help="A returned langid_validation.csv with human_label filled in: report its agreement.")
+@click.option("--criterion", type=float, default=90.0, show_default=True,
+              help="Frozen agreement criterion (percent) for --validation-labels.")
+@click.option("--parity-per-stratum", type=int, default=20, show_default=True, help="Parity sample per stratum.")
+@click.option("--sesoi", type=float, default=5.0, show_default=True, help="SESOI in accuracy points.")
+@click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every sample and bootstrap.")
+@click.pass_obj
+def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderings, budgets, translation_budgets,
+                  lid_model, no_hub, lid_threshold, min_letters, delimiter, comet_checkpoint, validation_per_cell,
+                  validation_labels, criterion, parity_per_stratum, sesoi, n_boot, seed) -> None:
+    """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    from ..audits import AuditConfig, LidSettings, run_audits, write_report
+    from ..audits.normalizer import load_renderings
+    from ..audits.segments import DEFAULT_DELIMITER
+    from ..data.mgsm import load_mgsm
+    from ..ledger.store import Ledger
+    from ..stats.premiums import resolve_premiums
+
+    data_dir, toks_dir = state.config.data_dir.value, state.config.tokenizers_dir.value
+    led = Ledger(ledger)
+    cells = led.read(columns=["model", "lang"])
+    models = sorted(pc.unique(cells.column("model")).to_pylist())
+    langs = sorted(pc.unique(cells.column("lang")).to_pylist())
+    try:
+        premiums = resolve_premiums(premium_specs, models, langs, toks_dir, data_dir)
+    except MindcapError as exc:
+        click.echo(f"note: no FLORES premiums ({exc}); premium-based parts are left out", err=True)
+        premiums = None
+    alternatives = {spec: resolve_premiums([spec], models, langs, toks_dir, data_dir) for spec in alt_premiums}
+    references, sources = None, {}
+    try:
+        references = {it.item: it.question for it in load_mgsm("eng_Latn", data_dir)}
+        for lang in langs:
+            sources.update({(lang, it.item): it.question for it in load_mgsm(lang, data_dir)})
+    except MindcapError as exc:
+        click.echo(f"note: MGSM questions incomplete ({exc})", err=True)
+    config = AuditConfig(
+        budgets=parse_budgets(budgets) or AuditConfig.budgets, premiums=premiums, alternatives=alternatives,
+        renderings=load_renderings(renderings) if renderings else None, references=references, sources=sources,
+        comet_checkpoint=comet_checkpoint, translation_budgets=parse_budgets(translation_budgets),
+        lid_model=lid_model, lid_hub=not no_hub,
+        lid=LidSettings(threshold=lid_threshold, min_letters=min_letters, delimiter=delimiter or DEFAULT_DELIMITER),
+        validation_per_cell=validation_per_cell, criterion=criterion / 100,
+        validation_labels=pd.read_csv(validation_labels, keep_default_na=False) if validation_labels else None,
+        parity_per_stratum=parity_per_stratum, sesoi=sesoi / 100,
+        n_boot=n_boot, seed=seed, tokenizers_dir=toks_dir,
+    )
+    suite = run_audits(led, [o for part in only for o in part.split(",") if o], config)
+    paths = write_report(suite, out)
+    for res in suite.results:
+        note = "ok" if res.status == "ok" else f"skipped: {res.reason}"
+        click.echo(f"{res.name}: {note} ({res.summary.get('seconds', 0):.1f} s)")
+    click.echo("wrote " + ", ".join(str(p) for p in paths.values()))

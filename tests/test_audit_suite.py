@@ -1,0 +1,106 @@
+"""Translation quality on known segments, the suite and `mindcap-tok audit` end to end, missing extras skipped."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from ledger_factory import make_record
+from mindcap_tok.audits import AuditConfig, chrf_scores, run_audits, translation_audit, write_report
+from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.ledger import Ledger
+from mindcap_tok.ledger.schema import validate_records
+from mindcap_tok.stats.premiums import premium_table
+
+REFS = {0: "Janet has three ducks and sells the eggs.", 1: "A robe takes two bolts of blue fiber.",
+        2: "Josh buys a house for eighty thousand dollars."}
+
+
+def _records(tok):
+    """Translate-act: item 0 translated verbatim and always right, item 1 half translated and right once,
+    item 2 translated into unrelated characters and never right; native: always wrong."""
+    segments = {0: REFS[0], 1: REFS[1][:18], 2: "ฉัน ๑๒๓"}
+    recs = []
+    for item in range(3):
+        for s in range(2):
+            right = item == 0 or (item == 1 and s == 0)
+            answer = item + 10 if right else item + 11
+            recs.append(make_record(tok, f"Translation: {segments[item]}\n\nSo we add.\n#### {answer}\n",
+                                    arm="translate-act", item=item, sample=s, gold=item + 10))
+            recs.append(make_record(tok, f"คิด ๆ ๆ ๆ ๆ\n#### {item + 99}\n", item=item, sample=s, gold=item + 10))
+    return recs
+
+
+def test_chrf_known_values():
+    pytest.importorskip("sacrebleu")
+    assert chrf_scores(["same text here"], ["same text here"]).tolist() == [100.0]
+    assert chrf_scores(["ฉัน ๑๒๓"], ["abc def"]).tolist() == [0.0]
+
+
+def test_translation_quality_and_gain_correlation(qwen):
+    pytest.importorskip("sacrebleu")
+    res = translation_audit(validate_records(_records(qwen)), REFS, {"qwen3-8b": qwen}, budgets=[4096])
+    q = res.tables["quality"].iloc[0]
+    partial = chrf_scores([REFS[1][:18]], [REFS[1]])[0]
+    assert 0 < partial < 100
+    assert q["scored"] == 6 and q["chrf_mean"] == pytest.approx((100 + partial + 0) / 3)
+    assert q["chrf_p10"] == pytest.approx(0.0)  # the 10% quantile of (0, 0, p, p, 100, 100)
+    corr = res.tables["correlation"].iloc[0]
+    # item gains (translate − native) 1, 0.5, 0 follow the quality order 100 > partial > 0: rho = 1
+    assert corr["items"] == 3 and corr["spearman"] == pytest.approx(1.0) and corr["gain"] == "translate - native"
+
+
+@pytest.fixture(scope="module")
+def ledger_dir(qwen, tmp_path_factory):
+    path = tmp_path_factory.mktemp("audit") / "L"
+    Ledger(path).append(_records(qwen), qwen)
+    return path
+
+
+def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
+    pytest.importorskip("fasttext")
+    pytest.importorskip("sacrebleu")
+    config = AuditConfig(budgets=(8, 16), premiums=premium_table({"tha_Thai": 1.5}), references=REFS,
+                         translation_budgets=(16,), lid_hub=False, n_boot=100, seed=4, tokenizers={"qwen3-8b": qwen})
+    suite = run_audits(ledger_dir, None, config)
+    assert [r.name for r in suite.results] == ["langid", "comet", "parser", "parity", "normalizer"]
+    assert [r.status for r in suite.results] == ["ok"] * 5, [r.reason for r in suite.results]
+    paths = write_report(suite, tmp_path / "out")
+    md = paths["markdown"].read_text("utf-8")
+    for title in ("Trace-language ID", "Translation quality", "Parser robustness", "Decoder parity",
+                  "Normalizer sensitivity"):
+        assert f"## {title}" in md
+    data = json.loads(paths["json"].read_text("utf-8"))
+    assert data["records"] == 12 and data["audits"][4]["summary"]["seed"] == 4
+    assert paths["validation"].read_text("utf-8").startswith("model,arm,lang")
+
+
+def test_missing_extras_are_skipped_with_the_install_command(qwen, ledger_dir, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "fasttext", None)
+    monkeypatch.setitem(sys.modules, "sacrebleu", None)
+    monkeypatch.setitem(sys.modules, "sacrebleu.metrics", None)
+    config = AuditConfig(budgets=(8,), references=REFS, n_boot=50, tokenizers={"qwen3-8b": qwen})
+    suite = run_audits(ledger_dir, ["langid", "comet", "parity"], config)
+    status = {r.name: (r.status, r.reason) for r in suite.results}
+    assert status["parity"][0] == "ok"
+    assert status["langid"][0] == "skipped" and "pip install 'mindcap-tok[lid]'" in status["langid"][1]
+    assert status["comet"][0] == "skipped" and "pip install 'mindcap-tok[chrf]'" in status["comet"][1]
+    md = write_report(suite, tmp_path)["markdown"].read_text("utf-8")
+    assert "**Skipped:** fasttext-numpy2 is not installed: pip install 'mindcap-tok[lid]'" in md
+
+
+def test_cli_audit(ledger_dir, tmp_path):
+    out = tmp_path / "report"
+    args = ["audit", "--ledger", str(ledger_dir), "--out", str(out), "--only", "parser,parity,normalizer",
+            "--premiums", "th=1.5", "--budgets", "8,16", "--n-boot", "50", "--seed", "9"]
+    res = CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "parser: ok" in res.output and "normalizer: ok" in res.output
+    data = json.loads((out / "audit.json").read_text("utf-8"))
+    assert [a["name"] for a in data["audits"]] == ["parser", "parity", "normalizer"]
+    assert data["audits"][0]["summary"]["premiums"] == {"qwen3-8b:tha_Thai": 1.5}
+    bad = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out", str(out), "--only", "nope"])
+    assert bad.exit_code == 2 and "unknown audit(s) nope" in bad.output
