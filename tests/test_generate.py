@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from conftest import REPO
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.generate import dry_run, run_job
@@ -92,6 +93,13 @@ def test_independent_plan_counts_by_hand(tmp_path):
     # seeds vary by cap (and by item), never repeat
     seeds = [r.seed for s in plan.shards for r in s.requests]
     assert len(set(seeds)) == len(seeds)
+
+
+def test_example_independent_job_matches_the_paper_shard_count():
+    # paper §3: 540,000 decodes in 270 cap-partitioned shards for two models, i.e. 270,000 and 135 shards per model:
+    # 4 arms x 3 langs x 9 caps + 3 premium-scaled NATIVE grids of 9 = 135 populations x 250 items x k=8
+    plan = plan_job(load_spec(REPO / "examples" / "jobs" / "independent.toml"))
+    assert (len(plan.shards), plan.records) == (135, 270_000)
 
 
 def test_spec_errors():
