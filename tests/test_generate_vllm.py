@@ -28,7 +28,7 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(tiny):
-    return load_backend("vllm", str(tiny), "tiny-qwen3", {"max_model_len": 512}, seed=0)
+    return load_backend("vllm", str(tiny), "tiny-qwen3", {"max_model_len": 1024}, seed=0)
 
 
 def test_vllm_records_reproduce_and_score(tmp_path, tiny, engine, config):
