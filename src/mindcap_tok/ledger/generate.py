@@ -159,6 +159,7 @@ class _Runner:
         if spec.forcing.enabled:
             done = self.force([p[1] for p in prompts], done)
         records = []
+        texts = iter(self.backend.tok.decode_batch([c.ids for comps in done for c in comps]))
         for r, (text, ids, template), comps in zip(shard.requests, prompts, done, strict=True):
             for sample, c in enumerate(comps):
                 records.append(
@@ -178,7 +179,7 @@ class _Runner:
                         "prompt": text,
                         "prompt_ids": ids,
                         "output_ids": list(c.ids),
-                        "text": self.backend.tok.decode(c.ids),
+                        "text": next(texts),
                         "finish_reason": c.finish_reason,
                         "gold": self.item(r.lang, r.item).answer,
                         "generator": self.backend.name,

@@ -69,9 +69,9 @@ class ChatTokenizer:
         """Ids of plain text (no special tokens)."""
         return list(self.hf(text, add_special_tokens=False)["input_ids"])
 
-    def decode(self, ids) -> str:
-        """Text of output ids, special tokens skipped."""
-        return self.hf.decode(list(ids), skip_special_tokens=True)
+    def decode_batch(self, ids: list) -> list[str]:
+        """Texts of several id sequences, special tokens skipped (the fast tokenizer, in one call)."""
+        return self.resolved.tokenizer.decode_batch([list(x) for x in ids], skip_special_tokens=True)
 
     def newline_ids(self) -> tuple[int, ...]:
         """Ids whose text contains a newline: the ends of an answer line."""
