@@ -106,7 +106,7 @@ def main() -> None:
                 "shard_size": args.shard_size,
             }
         )
-        engine = {"max_model_len": 1024, "enable_chunked_prefill": False} if args.backend == "vllm" else {}
+        engine = {"max_model_len": 1024} if args.backend == "vllm" else {}
         backend = load_backend(args.backend, str(model), "tiny-qwen3", engine, spec.seed)
         requests = bare_requests(spec, backend, data_dir)
         engine_calls = backend.generate

@@ -110,6 +110,8 @@ def test_spec_errors():
         parse_spec({**base, "caps": [1, 2]})
     with pytest.raises(MindcapError, match="announcement design needs"):
         parse_spec({**base, "design": "announcement"})
+    with pytest.raises(MindcapError, match="has no kor_Hang"):
+        parse_spec({**base, "langs": ["kor_Hang"]})
     with pytest.raises(MindcapError, match="independent design only"):
         parse_spec({**base, "premiums": {"de": 1.5}})
     sample = parse_spec({**base, "items": {"sample": 5, "seed": 3}})

@@ -38,6 +38,7 @@ from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..premium import scale_budget
 from ..tokenizer import canonical_model_name
+from .prompts import prompt_languages
 from .schema import ANNOUNCE_STYLES, ARMS, DESIGNS
 
 N_MGSM_ITEMS = 250
@@ -219,6 +220,11 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
         if arm not in ARMS:
             raise MindcapError(f"job spec: unknown arm {arm!r}; use one of {', '.join(ARMS)}")
     langs = tuple(resolve_language(x) for x in (data["langs"] if isinstance(data["langs"], list) else [data["langs"]]))
+    version = str(data.get("prompt_version", "mgsm-v1"))
+    covered = prompt_languages(version)
+    for lang in langs:
+        if lang not in covered:
+            raise MindcapError(f"job spec: prompt version {version} has no {lang}; it covers {', '.join(covered)}")
     default_caps = {"replay": 4096, "announcement": 2048}
     caps = _int_list(data.get("caps", default_caps.get(design)), "caps")
     if design != "independent" and len(caps) != 1:
@@ -252,6 +258,9 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
         raise MindcapError(f"job spec: announce.style must be 'natural' or 'tag', got {style!r}")
     if (design == "announcement") != bool(budgets):
         raise MindcapError("job spec: the announcement design needs [announce] budgets, and only it takes them")
+    scaled_arms = tuple(data.get("scaled_arms", ["native"]))
+    if set(scaled_arms) - set(ARMS):
+        raise MindcapError(f"job spec: scaled_arms {list(scaled_arms)}; arms are {', '.join(ARMS)}")
     model_name = data.get("model_name") or _default_model_name(model)
     return JobSpec(
         name=str(data.get("name", model_name + "-" + design)),
@@ -266,10 +275,10 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
         caps=caps,
         seed=seed,
         shard_size=shard_size,
-        prompt_version=str(data.get("prompt_version", "mgsm-v1")),
+        prompt_version=version,
         sampling=sampling,
         premiums=premiums,
-        scaled_arms=tuple(data.get("scaled_arms", ["native"])),
+        scaled_arms=scaled_arms,
         announce_budgets=budgets,
         announce_style=style,
         forcing=forcing,

