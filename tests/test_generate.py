@@ -300,3 +300,14 @@ def test_missing_vllm_names_the_extra(tmp_path, tiny, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
     with pytest.raises(MindcapError, match=r"mindcap-tok\[gen\]"):
         load_backend("vllm", str(tiny), "t")
+
+
+def test_transformers_backend_ignores_vllm_engine_options(tiny):
+    from mindcap_tok.ledger.backends import load_backend
+
+    b = load_backend(
+        "transformers", str(tiny), "t", {"max_model_len": 4096, "tensor_parallel_size": 1, "dtype": "bfloat16"}
+    )
+    assert b.model.dtype == torch.bfloat16
+    newlines = b.tok.newline_ids()
+    assert newlines and all("\n" in b.tok.hf.decode([i]) for i in newlines)

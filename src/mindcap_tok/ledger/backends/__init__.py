@@ -75,8 +75,7 @@ class ChatTokenizer:
 
     def newline_ids(self) -> tuple[int, ...]:
         """Ids whose text contains a newline: the ends of an answer line."""
-        vocab = self.hf.get_vocab()
-        return tuple(sorted(i for tok, i in vocab.items() if "\n" in self.hf.convert_tokens_to_string([tok])))
+        return tuple(i for i, b in enumerate(self.resolved.token_bytes) if b"\n" in b)
 
 
 def require(module: str, extra: str) -> None:

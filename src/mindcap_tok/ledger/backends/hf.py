@@ -18,7 +18,7 @@ def trim(ids: list[int], stops: set[int], max_tokens: int) -> Completion:
 
 
 class TransformersBackend:
-    """Decode with a transformers causal LM on CPU (``engine``: ``dtype``, passed to ``from_pretrained``)."""
+    """Decode with a transformers causal LM on CPU; of the engine options only ``dtype`` applies (others: vLLM)."""
 
     name = "transformers"
 
@@ -29,10 +29,8 @@ class TransformersBackend:
 
         self.version = transformers.__version__
         self.tok = ChatTokenizer(model, tokenizer_name)
-        opts = dict(engine)
-        if isinstance(opts.get("dtype"), str):
-            opts["dtype"] = getattr(torch, opts["dtype"])
-        self.model = AutoModelForCausalLM.from_pretrained(model, **opts).eval()
+        dtype = engine.get("dtype", "float32")
+        self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype, dtype)).eval()
         eos = self.model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         if self.tok.hf.eos_token_id is not None:
