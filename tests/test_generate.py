@@ -311,3 +311,32 @@ def test_transformers_backend_ignores_vllm_engine_options(tiny):
     assert b.model.dtype == torch.bfloat16
     newlines = b.tok.newline_ids()
     assert newlines and all("\n" in b.tok.hf.decode([i]) for i in newlines)
+
+
+@pytest.mark.slow
+def test_sigkill_midway_then_rerun_equals_uninterrupted(tmp_path, tiny, backend, config):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = spec_data(tiny, langs=["deu_Latn"], items=list(range(12)), shard_size=1, caps=[24])
+    job = tmp_path / "job.toml"
+    lines = [f"{k} = {json.dumps(v)}" for k, v in spec.items() if not isinstance(v, dict)]
+    job.write_text("\n".join([*lines, "[sampling]", "temperature = 0.8", "top_p = 0.95", "top_k = 20", ""]), "utf-8")
+    cmd = [sys.executable, "-m", "mindcap_tok", "generate", str(job), "--out", str(tmp_path / "k"), "--backend"]
+    proc = subprocess.Popen([*cmd, "transformers"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while (not Ledger(tmp_path / "k").exists() or len(Ledger(tmp_path / "k")) < 6) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = len(Ledger(tmp_path / "k"))
+    assert 6 <= killed_at < 24, "the kill must land midway (12 shards of 2 records)"
+    rerun = subprocess.run([*cmd, "transformers"], cwd=REPO, capture_output=True, text=True, check=True)
+    assert f"{killed_at // 2} of 12 shards were already done" in rerun.stdout
+    run_job(parse_spec(spec), tmp_path / "whole", backend, data_dir=config.data_dir.value)
+    assert frame(tmp_path / "k") == frame(tmp_path / "whole")
+    assert Ledger(tmp_path / "k").verify().ok
