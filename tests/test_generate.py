@@ -340,3 +340,37 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(tmp_path, tiny, backend,
     run_job(parse_spec(spec), tmp_path / "whole", backend, data_dir=config.data_dir.value)
     assert frame(tmp_path / "k") == frame(tmp_path / "whole")
     assert Ledger(tmp_path / "k").verify().ok
+
+
+def test_forcing_unanswered_completed_traces(tiny, backend, config):
+    from mindcap_tok.ledger.backends import Completion
+    from mindcap_tok.ledger.generate import _Runner
+
+    tok = backend.tok
+    im_end = tok.hf.eos_token_id
+    prompt = tok.chat("Question: 2 + 2?")[1]
+    unanswered = Completion((*tok.encode("Step 1: 4"), im_end), "stop")
+    answered = Completion((*tok.encode("Step 1: 4\n#### 4"), im_end), "stop")
+
+    def greedy(prefix: list[int]) -> list[int]:
+        seq, out = list(prefix), []
+        for _ in range(3):
+            with torch.no_grad():
+                nxt = int(backend.model(torch.tensor([seq])).logits[0, -1].argmax())
+            out.append(nxt)
+            seq.append(nxt)
+            if nxt in set(tok.newline_ids()) or nxt in backend.eos:
+                break
+        return out
+
+    for flag in (False, True):
+        spec = parse_spec(spec_data(tiny, forcing={"enabled": True, "max_tokens": 3, "unanswered": flag}))
+        out = _Runner(spec, backend, config.data_dir.value).force([prompt], [[unanswered, answered]])
+        assert out[0][1] == answered  # has a strict answer line: never forced
+        if not flag:
+            assert out[0][0] == unanswered
+            continue
+        forced = tok.encode("\n####")
+        body = list(unanswered.ids[:-1])  # end-of-turn token dropped
+        assert out[0][0].finish_reason == "stop"
+        assert list(out[0][0].ids) == body + forced + greedy(prompt + body + forced)

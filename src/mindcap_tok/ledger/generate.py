@@ -7,7 +7,9 @@ and resumed run stores the same records as an uninterrupted one (seeds depend on
 
 Forcing: a decode that hits its cap gets the forcing text (``\\n####``) appended and is continued greedily
 until its answer line ends (a token holding a newline) or ``forcing.max_tokens``; its output ids are the
-capped ids + forcing ids + continuation, ``forcing`` is true and the finish reason stays ``length``.
+capped ids + forcing ids + continuation, ``forcing`` is true and the finish reason stays ``length``. With
+``forcing.unanswered``, a decode that stopped by itself without a strict answer line is forced the same way
+(its end-of-turn token dropped) and keeps finish reason ``stop``: the two populations stay apart.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
 from .backends import Completion, GenRequest, load_backend
 from .jobs import JobSpec, Plan, Shard, load_spec, plan_job
+from .parse import parse_answer
 from .prompts import build_prompt
 from .schema import KEY_COLUMNS
 from .store import Ledger
@@ -111,6 +114,7 @@ class _Runner:
         self.prompts: dict[tuple, tuple[str, list[int], str]] = {}
         self.forcing_ids = tuple(backend.tok.encode(spec.forcing.text)) if spec.forcing.enabled else ()
         self.newlines = backend.tok.newline_ids() if spec.forcing.enabled else ()
+        self.specials = set(backend.tok.hf.all_special_ids)
 
     def item(self, lang: str, item: int) -> MgsmItem:
         if lang not in self.items:
@@ -126,26 +130,44 @@ class _Runner:
             self.prompts[key] = (text, ids, p.template_id)
         return self.prompts[key]
 
+    def _forced_body(self, c: Completion) -> tuple[int, ...] | None:
+        """The ids to continue after the forcing text, or ``None`` when ``c`` is not forced."""
+        if c.finish_reason == "length":
+            return c.ids
+        if not self.spec.forcing.unanswered:
+            return None
+        if parse_answer(self.backend.tok.decode_batch([c.ids])[0], complete=True) is not None:
+            return None
+        body = c.ids
+        while body and body[-1] in self.specials:
+            body = body[:-1]
+        return body
+
     def force(self, prompts: list[list[int]], done: list[list[Completion]]) -> list[list[Completion]]:
-        """Continue every capped decode after the forcing text, greedily, to the end of its answer line."""
-        where = [(i, j) for i, comps in enumerate(done) for j, c in enumerate(comps) if c.finish_reason == "length"]
+        """Continue every forced decode after the forcing text, greedily, to the end of its answer line."""
+        where = []
+        for i, comps in enumerate(done):
+            for j, c in enumerate(comps):
+                body = self._forced_body(c)
+                if body is not None:
+                    where.append((i, j, body))
         if not where:
             return done
         reqs = [
             GenRequest(
-                tuple(prompts[i]) + done[i][j].ids + self.forcing_ids,
+                tuple(prompts[i]) + body + self.forcing_ids,
                 1,
                 self.spec.forcing.max_tokens,
                 0,
                 0.0,
                 stop_ids=self.newlines,
             )
-            for i, j in where
+            for i, _, body in where
         ]
         tails = self.backend.generate(reqs)
         out = [list(c) for c in done]
-        for (i, j), tail in zip(where, tails, strict=True):
-            out[i][j] = Completion(done[i][j].ids + self.forcing_ids + tail[0].ids, "length")
+        for (i, j, body), tail in zip(where, tails, strict=True):
+            out[i][j] = Completion(body + self.forcing_ids + tail[0].ids, done[i][j].finish_reason)
         return out
 
     def shard(self, shard: Shard) -> list[dict]:

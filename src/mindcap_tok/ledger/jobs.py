@@ -17,7 +17,7 @@ A spec (see ``examples/jobs/``)::
     [sampling]                        # temperature, top_p, top_k
     [premiums]                        # independent design: lang = r; adds the caps floor(r·B) for `scaled_arms`
     [announce]                        # announcement design: budgets = [...], style = "natural" | "tag"
-    [forcing]                         # enabled, text = "\\n####", max_tokens = 16
+    [forcing]                         # enabled, text = "\\n####", max_tokens = 16, unanswered = false
     [engine]                          # passed through to the backend (vLLM: tensor_parallel_size, dtype, ...)
 
 Seeds: each request (one prompt, ``k`` samples) gets ``seed = H(spec seed, model, arm, lang, design, cap,
@@ -76,11 +76,16 @@ class Sampling:
 
 @dataclass(frozen=True)
 class Forcing:
-    """Budget forcing: when a decode hits its cap, append ``text`` and decode greedily to the end of the line."""
+    """Budget forcing: when a decode hits its cap, append ``text`` and decode greedily to the end of the line.
+
+    ``unanswered`` also forces decodes that stopped by themselves without a strict answer line (the paper's
+    second forced population); their end-of-turn token is dropped before the forcing text.
+    """
 
     enabled: bool = False
     text: str = "\n####"
     max_tokens: int = 16
+    unanswered: bool = False
 
 
 @dataclass(frozen=True)
