@@ -65,6 +65,7 @@ COMMANDS = {
     "report": ("stats_cmd", "report_command"),
     "protocol": ("stats_cmd", "protocol_group"),
     "price": ("price_cmd", "price_command"),
+    "generate": ("generate_cmd", "generate_command"),
     "audit": ("audit_cmd", "audit_command"),
 }
 

@@ -1,0 +1,61 @@
+"""`mindcap-tok generate JOB.toml --out LEDGER`: run a generation job (resumable, sharded) into a ledger."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..ledger.backends import BACKENDS
+from ..ledger.generate import dry_run, run_job
+
+
+@click.command("generate")
+@click.argument("job", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Ledger folder (created if absent).")
+@click.option("--backend", type=click.Choice(BACKENDS), default="vllm", show_default=True, help="Generation engine.")
+@click.option("--dry-run", "dry", is_flag=True, help="Print requests, shards and worst-case tokens; generate nothing.")
+@click.pass_obj
+def generate_command(state, job: str, out: str, backend: str, dry: bool) -> None:
+    """Generate the records of JOB (a TOML spec) into --out; rerunning skips the shards already stored."""
+    if dry:
+        plan = dry_run(job, out)
+        click.echo(
+            f"job {plan['job']} ({plan['design']}): {plan['requests']} requests, {plan['records']} records, "
+            f"{plan['shards']} shards ({plan['shards_done']} already done), "
+            f"worst case {plan['worst_case_tokens']} output tokens"
+        )
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn("shards"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[records]} records, {task.fields[rate]:.0f} tok/s"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not sys.stderr.isatty(),
+        transient=True,
+    )
+    totals = {"records": 0, "tokens": 0, "seconds": 0.0}
+    with progress:
+        task = progress.add_task("generate", total=None, records=0, rate=0.0)
+
+        def start(plan, left: int) -> None:
+            progress.update(task, total=left)
+
+        def step(done) -> None:
+            totals["records"] += done.records
+            totals["tokens"] += done.tokens
+            totals["seconds"] += done.seconds
+            rate = totals["tokens"] / totals["seconds"] if totals["seconds"] else 0.0
+            progress.update(task, advance=1, records=totals["records"], rate=rate)
+
+        result = run_job(job, out, backend, data_dir=state.config.data_dir.value, on_shard=step, on_start=start)
+    rate = result.tokens / result.seconds if result.seconds else 0.0
+    click.echo(
+        f"job {result.job}: wrote {result.written} shards ({result.records} records, {result.tokens} output tokens, "
+        f"{rate:.0f} tok/s) into {result.ledger}; {result.skipped} of {result.shards} shards were already done"
+    )

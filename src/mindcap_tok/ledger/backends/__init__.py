@@ -1,0 +1,103 @@
+"""Generation backends: vLLM (GPU runs, extra ``gen``) and transformers (small CPU runs and tests).
+
+Both take the same :class:`GenRequest` (prompt token ids, ``n`` samples, cap, seed, sampling parameters) and
+return, per request, ``n`` :class:`Completion` (output token ids and finish reason). Prompts are built with the
+model's own chat template (Qwen3: ``enable_thinking=False``, so the reasoning is in the visible, budgeted
+channel) by :class:`ChatTokenizer`, which both backends share, so the prompt ids of a job do not depend on the
+backend.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import MindcapError
+from ...tokenizer import ResolvedTokenizer
+
+BACKENDS = ("vllm", "transformers")
+
+
+@dataclass(frozen=True)
+class GenRequest:
+    """One prompt to decode ``n`` times under ``max_tokens``; ``stop_ids`` end a decode besides the model's EOS."""
+
+    prompt_ids: tuple[int, ...]
+    n: int
+    max_tokens: int
+    seed: int
+    temperature: float
+    top_p: float = 1.0
+    top_k: int = 0
+    stop_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One decode: the generated ids (a final stop/EOS token included) and ``stop`` or ``length``."""
+
+    ids: tuple[int, ...]
+    finish_reason: str
+
+
+class ChatTokenizer:
+    """The model's Hugging Face tokenizer: chat-templated prompt ids, decoding, and the ledger's tokenizer."""
+
+    def __init__(self, model: str, name: str) -> None:
+        from transformers import AutoTokenizer
+
+        try:
+            self.hf = AutoTokenizer.from_pretrained(model)
+        except Exception as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise MindcapError(f"cannot load the tokenizer of {model!r}: {first}") from exc
+        backend = getattr(self.hf, "backend_tokenizer", None)
+        if backend is None:
+            raise MindcapError(f"{model!r} has no fast tokenizer")
+        file = Path(model) / "tokenizer.json"
+        self.resolved = ResolvedTokenizer(name, backend, model, file if file.is_file() else None)
+
+    def chat(self, user: str) -> tuple[str, list[int]]:
+        """The templated prompt (text and ids) for one user message, generation prompt added, thinking off."""
+        text = self.hf.apply_chat_template(
+            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True, enable_thinking=False
+        )
+        return text, list(self.hf(text, add_special_tokens=False)["input_ids"])
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of plain text (no special tokens)."""
+        return list(self.hf(text, add_special_tokens=False)["input_ids"])
+
+    def decode_batch(self, ids: list) -> list[str]:
+        """Texts of several id sequences, special tokens skipped (the fast tokenizer, in one call)."""
+        return self.resolved.tokenizer.decode_batch([list(x) for x in ids], skip_special_tokens=True)
+
+    def newline_ids(self) -> tuple[int, ...]:
+        """Ids whose text contains a newline: the ends of an answer line."""
+        return tuple(i for i, b in enumerate(self.resolved.token_bytes) if b"\n" in b)
+
+
+def require(module: str, extra: str) -> None:
+    """Raise :class:`MindcapError` naming the extra to install when ``module`` is not importable."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MindcapError(f"the {module} backend needs {module}: pip install 'mindcap-tok[{extra}]'")
+
+
+def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None = None, seed: int = 0):
+    """Start the backend ``name`` (``vllm`` or ``transformers``) on ``model`` with ``engine`` options."""
+    if name not in BACKENDS:
+        raise MindcapError(f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}")
+    if not (Path(model).is_dir() or (model.count("/") == 1 and not model.startswith((".", os.sep)))):
+        raise MindcapError(f"model {model!r} is neither a local folder nor a Hugging Face id")
+    if name == "vllm":
+        require("vllm", "gen")
+        from .vllm import VllmBackend
+
+        return VllmBackend(model, tokenizer_name, engine or {}, seed)
+    require("torch", "torch")
+    from .hf import TransformersBackend
+
+    return TransformersBackend(model, tokenizer_name, engine or {})

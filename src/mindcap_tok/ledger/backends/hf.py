@@ -1,0 +1,68 @@
+"""The transformers backend: ``model.generate`` one request at a time, seeded per request (small CPU runs, tests).
+
+A request is decoded as ``torch.manual_seed(seed)`` then ``generate(prompt, num_return_sequences=n,
+max_new_tokens=cap)``, so a request's samples depend on its seed only, never on batching or order.
+"""
+
+from __future__ import annotations
+
+from . import ChatTokenizer, Completion, GenRequest
+
+
+def trim(ids: list[int], stops: set[int], max_tokens: int) -> Completion:
+    """Cut a padded generated row after its first stop id; ``length`` when it has none."""
+    for i, t in enumerate(ids[:max_tokens]):
+        if t in stops:
+            return Completion(tuple(ids[: i + 1]), "stop")
+    return Completion(tuple(ids[:max_tokens]), "length")
+
+
+class TransformersBackend:
+    """Decode with a transformers causal LM on CPU; of the engine options only ``dtype`` applies (others: vLLM)."""
+
+    name = "transformers"
+
+    def __init__(self, model: str, tokenizer_name: str, engine: dict) -> None:
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM
+
+        self.version = transformers.__version__
+        self.tok = ChatTokenizer(model, tokenizer_name)
+        dtype = engine.get("dtype", "float32")
+        self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype, dtype)).eval()
+        eos = self.model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        if self.tok.hf.eos_token_id is not None:
+            eos.append(self.tok.hf.eos_token_id)
+        self.eos = tuple(dict.fromkeys(eos))
+        pad = self.tok.hf.pad_token_id
+        self.pad = pad if pad is not None else self.eos[0]
+
+    def generate(self, requests: list[GenRequest]) -> list[list[Completion]]:
+        """Decode every request (one ``generate`` call each, seeded by its own seed)."""
+        import torch
+
+        out = []
+        for req in requests:
+            stops = (*self.eos, *req.stop_ids)
+            sampling = (
+                {"do_sample": True, "temperature": req.temperature, "top_p": req.top_p, "top_k": req.top_k}
+                if req.temperature > 0
+                else {"do_sample": False}
+            )
+            ids = torch.tensor([req.prompt_ids])
+            torch.manual_seed(req.seed)
+            with torch.no_grad():
+                gen = self.model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=req.max_tokens,
+                    num_return_sequences=req.n,
+                    eos_token_id=list(stops),
+                    pad_token_id=self.pad,
+                    **sampling,
+                )
+            rows = gen[:, ids.shape[1] :].tolist()
+            out.append([trim(row, set(stops), req.max_tokens) for row in rows])
+        return out

