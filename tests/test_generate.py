@@ -4,16 +4,19 @@ random Qwen3, seeded reproducibility, kill-and-resume, forcing, announcement and
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 
 from conftest import REPO
 from mindcap_tok.cli.main import main
+from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.generate import dry_run, run_job
-from mindcap_tok.ledger.jobs import load_spec, parse_spec, plan_job
+from mindcap_tok.ledger.jobs import caps_for, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.tokenizer import load_tokenizer
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
 from tiny_model import build_tiny_model  # noqa: E402
@@ -58,6 +61,26 @@ def frame(ledger) -> list[dict]:
 
 
 # -- the spec ---------------------------------------------------------------------------------------------------
+
+
+def test_flores_premiums_are_measured_with_the_jobs_tokenizer():
+    spec = parse_spec({"model": "org/model", "tokenizer": "qwen3-8b", "arms": ["native"], "langs": ["de", "th"],
+                       "items": [0], "k": 1, "design": "independent", "caps": [64, 1000], "premiums": "flores"})
+    tok = load_tokenizer("qwen3-8b").tokenizer
+
+    def total(lang):  # counted here line by line, apart from the premium code
+        return sum(len(tok.encode(line, add_special_tokens=False).ids) for line in load_flores(lang, "devtest"))
+
+    eng = total("eng_Latn")
+    for lang in ("deu_Latn", "tha_Thai"):
+        tokens = total(lang)
+        scaled = {c for c in caps_for(spec, "native", lang) if c not in (64, 1000)}
+        assert scaled == {tokens * 64 // eng, tokens * 1000 // eng}
+    stored = json.loads(json.dumps(spec.as_dict()))["premiums"]
+    assert Fraction(stored["tha_Thai"]) == Fraction(total("tha_Thai"), eng)
+    with pytest.raises(MindcapError, match='"flores"'):
+        parse_spec({"model": "m", "arms": ["native"], "langs": ["de"], "design": "independent", "caps": [64],
+                    "premiums": "wiki"})
 
 
 def test_independent_plan_counts_by_hand(tmp_path):

@@ -16,6 +16,7 @@ A spec (see ``examples/jobs/``)::
 
     [sampling]                        # temperature, top_p, top_k
     [premiums]                        # independent design: lang = r; adds the caps floor(r·B) for `scaled_arms`
+    # or, instead of the table, premiums = "flores": measured with the spec's tokenizer on FLORES-200 devtest
     [announce]                        # announcement design: budgets = [...], style = "natural" | "tag"
     [forcing]                         # enabled, text = "\\n####", max_tokens = 16, unanswered = false
     [engine]                          # passed through to the backend (vLLM: tensor_parallel_size, dtype, ...)
@@ -32,6 +33,7 @@ import os
 import random
 import tomllib
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from ..data.languages import resolve_language
@@ -106,7 +108,7 @@ class JobSpec:
     shard_size: int = 250
     prompt_version: str = "mgsm-v1"
     sampling: Sampling = field(default_factory=Sampling)
-    premiums: dict[str, float] = field(default_factory=dict)
+    premiums: dict[str, float | Fraction] = field(default_factory=dict)
     scaled_arms: tuple[str, ...] = ("native",)
     announce_budgets: tuple[int, ...] = ()
     announce_style: str = "natural"
@@ -114,8 +116,10 @@ class JobSpec:
     engine: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        """Plain data (JSON-ready), stored with the output."""
-        return asdict(self)
+        """Plain data (JSON-ready), stored with the output; a measured premium is kept exact as ``"tokens/ref"``."""
+        out = asdict(self)
+        out["premiums"] = {lang: str(r) if isinstance(r, Fraction) else r for lang, r in self.premiums.items()}
+        return out
 
 
 @dataclass(frozen=True)
@@ -249,9 +253,11 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
         raise MindcapError(f"job spec: {exc}") from exc
     if sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
         raise MindcapError("job spec: temperature must be >= 0 and top_p in (0, 1]")
-    premiums = {resolve_language(lang): float(r) for lang, r in data.get("premiums", {}).items()}
-    if premiums and design != "independent":
+    model_name = data.get("model_name") or _default_model_name(model)
+    tokenizer = str(data.get("tokenizer", model_name))
+    if data.get("premiums") and design != "independent":
         raise MindcapError("job spec: premiums (scaled caps) apply to the independent design only")
+    premiums = _premiums(data.get("premiums", {}), tokenizer, langs)
     if any(r <= 0 for r in premiums.values()):
         raise MindcapError("job spec: premiums must be positive")
     announce = dict(data.get("announce", {}))
@@ -266,12 +272,11 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
     scaled_arms = tuple(data.get("scaled_arms", ["native"]))
     if set(scaled_arms) - set(ARMS):
         raise MindcapError(f"job spec: scaled_arms {list(scaled_arms)}; arms are {', '.join(ARMS)}")
-    model_name = data.get("model_name") or _default_model_name(model)
     return JobSpec(
         name=str(data.get("name", model_name + "-" + design)),
         model=model,
         model_name=model_name,
-        tokenizer=str(data.get("tokenizer", model_name)),
+        tokenizer=tokenizer,
         arms=arms,
         langs=langs,
         items=_items(data.get("items", "all")),
@@ -289,6 +294,20 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
         forcing=forcing,
         engine=dict(data.get("engine", {})),
     )
+
+
+def _premiums(value, tokenizer: str, langs: tuple[str, ...]) -> dict[str, float | Fraction]:
+    """``{lang: r}`` typed in the spec, or ``"flores"``: each language's premium measured with the job's own
+    tokenizer on FLORES-200 devtest by :func:`mindcap_tok.premium.premium`, kept as the exact token ratio so
+    that floor(r·B) matches what the statistics later compute from the same tokenizer."""
+    if value == "flores":
+        from ..premium import premium
+        from ..tokenizer import load_tokenizer
+
+        return {p.lang: p.ratio for p in premium(load_tokenizer(tokenizer), langs, n_boot=1)}
+    if not isinstance(value, dict):
+        raise MindcapError(f'job spec: premiums must be a table (lang = r) or "flores", got {value!r}')
+    return {resolve_language(lang): float(r) for lang, r in value.items()}
 
 
 def load_spec(path: str | os.PathLike[str]) -> JobSpec:
