@@ -18,8 +18,8 @@ from tokenizers import Tokenizer
 
 from mindcap_tok.adaptation import learn_extension, load_extension, save_extension
 from mindcap_tok.adaptation.corpus import as_corpus, flores_corpus
-from mindcap_tok.adaptation.extend import PreTokenizer, base_bpe, base_words
-from mindcap_tok.adaptation.reference import naive_merges
+from mindcap_tok.adaptation.extend import PreTokenizer, base_bpe
+from mindcap_tok.adaptation.reference import reference_merges
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.tokenizer import BYTE_TO_CHAR, load_tokenizer
@@ -61,20 +61,6 @@ def tiny_tokenizer(folder, merges, orphans=(), ignore_merges=False):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
     return load_tokenizer(str(folder))
-
-
-def reference_merges(base, texts, size, min_freq):
-    """The slow learner's merges as (left string, right string, count), from the same base segmentation."""
-    info = base_bpe(base)
-    _, words, freqs = base_words(base.tokenizer, texts)
-    names = info.strings()
-    out = []
-    for a, b, new, count in naive_merges(words, freqs, names, info.vocab, info.ranks(), info.ignore_merges,
-                                         size, min_freq):
-        if new == len(names):
-            names.append(names[a] + names[b])
-        out.append((names[a], names[b], count))
-    return out
 
 
 def fast_merges(ext):

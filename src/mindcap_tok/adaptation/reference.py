@@ -10,8 +10,11 @@ itself a vocabulary entry becomes that one token).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import pairwise
+
+from ..tokenizer import ResolvedTokenizer
+from .extend import base_bpe, base_words
 
 
 def _bpe(symbols: list[int], ranks: dict[tuple[int, int], tuple[int, int]]) -> list[int]:
@@ -65,3 +68,20 @@ def naive_merges(
         if ignore_merges:
             words = [[vocab[s]] if (s := "".join(strings[i] for i in sym)) in vocab else sym for sym in words]
     return merges
+
+
+def reference_merges(base: ResolvedTokenizer, texts: Iterable[str], size: int | None, min_freq: int = 2
+                     ) -> list[tuple[str, str, int]]:
+    """The slow learner's merges on ``texts`` as ``(left string, right string, count)``, starting from the same
+    base segmentation as :func:`~mindcap_tok.adaptation.extend.learn_extension` (comparable with its
+    ``merges`` and ``merge_counts``)."""
+    info = base_bpe(base)
+    _, words, freqs = base_words(base.tokenizer, texts)
+    names = info.strings()
+    out = []
+    for a, b, new, count in naive_merges(words, freqs, names, info.vocab, info.ranks(), info.ignore_merges,
+                                         size, min_freq):
+        if new == len(names):
+            names.append(names[a] + names[b])
+        out.append((names[a], names[b], count))
+    return out
