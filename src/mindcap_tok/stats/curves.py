@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import MindcapError
 from ..premium import scale_budget
-from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, ratio_difference
+from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, premium_table
 
@@ -199,8 +199,10 @@ def sweep(
         needed.update(_scaled(table, grid, n, budgets)[1])
     grid.budget_index(sorted(needed))  # one error listing every missing budget
     if boot is None:
-        boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
-    weights = bootstrap_weights(len(grid.items), boot.n_boot, boot.seed)  # the resampling behind ``boot``
+        weights = bootstrap_weights(len(grid.items), n_boot, seed)
+        boot = item_bootstrap(grid.correct, grid.count, seed=seed, weights=weights)
+    else:
+        weights = bootstrap_weights(len(grid.items), boot.n_boot, boot.seed)  # the resampling behind ``boot``
     rows, peaks, cross, used = [], [], [], {}
     for n, t in pairs:
         keys = _row_keys(grid, n)
