@@ -4,6 +4,7 @@ random Qwen3, seeded reproducibility, kill-and-resume, forcing, announcement and
 from __future__ import annotations
 
 import json
+import random
 from fractions import Fraction
 
 import pytest
@@ -138,7 +139,18 @@ def test_spec_errors():
     with pytest.raises(MindcapError, match="independent design only"):
         parse_spec({**base, "premiums": {"de": 1.5}})
     sample = parse_spec({**base, "items": {"sample": 5, "seed": 3}})
-    assert len(sample.items) == 5 and sample.items == parse_spec({**base, "items": {"sample": 5, "seed": 3}}).items
+    assert sample.items == tuple(sorted(random.Random(3).sample(range(250), 5)))
+    with pytest.raises(MindcapError, match=r"forcing\.enabled must be of type bool"):
+        parse_spec({**base, "forcing": {"enabled": "false"}})  # a truthy string would switch forcing on
+    with pytest.raises(MindcapError, match=r"sampling\.top_k must be of type int"):
+        parse_spec({**base, "sampling": {"top_k": 20.5}})
+    assert parse_spec({**base, "sampling": {"temperature": 1}}).sampling.temperature == 1  # an int is a float
+    with pytest.raises(MindcapError, match="names a file"):
+        parse_spec({**base, "name": "../elsewhere"})
+    with pytest.raises(MindcapError, match=r"\[announce\] must be a table"):
+        parse_spec({**base, "announce": [128]})
+    with pytest.raises(MindcapError, match="premiums must be numbers"):
+        parse_spec({**base, "design": "independent", "caps": [64], "premiums": {"de": "1.5"}})
 
 
 # -- the transformers backend, end to end -----------------------------------------------------------------------
@@ -193,11 +205,17 @@ def test_replay_end_to_end_matches_direct_generate(tmp_path, tiny, backend, conf
     assert len(job["requests"]) == 6 and {r["seed"] for r in job["requests"]} == {r["seed"] for r in rows}
 
 
-def test_seeded_rerun_reproduces_and_skips(tmp_path, tiny, backend, config):
+def test_seeded_rerun_reproduces_and_skips(tmp_path, tiny, backend, config, monkeypatch):
     spec = parse_spec(spec_data(tiny, langs=["swh_Latn"]))
     run_job(spec, tmp_path / "a", backend, data_dir=config.data_dir.value)
-    again = run_job(spec, tmp_path / "a", "transformers", data_dir=config.data_dir.value)  # nothing left: no model load
+    with monkeypatch.context() as m:  # nothing left to do: the engine must not even start
+        m.setattr("mindcap_tok.ledger.generate.load_backend", lambda *a, **k: pytest.fail("engine started"))
+        again = run_job(spec, tmp_path / "a", "transformers", data_dir=config.data_dir.value)
     assert (again.written, again.skipped, len(Ledger(tmp_path / "a"))) == (0, 2, 6)
+    job_file = tmp_path / "a" / "jobs" / f"{spec.name}.json"
+    job_file.write_text("{trunc", encoding="utf-8")
+    with pytest.raises(MindcapError, match="is unreadable"):
+        run_job(spec, tmp_path / "a", backend, data_dir=config.data_dir.value)
     run_job(spec, tmp_path / "b", backend, data_dir=config.data_dir.value)
     assert frame(tmp_path / "a") == frame(tmp_path / "b")
     other = run_job(

@@ -60,12 +60,16 @@ class GenerateResult:
 
 
 def _record_keys(spec: JobSpec, shard: Shard) -> list[tuple]:
+    """The ledger keys (in ``KEY_COLUMNS`` order) of the records ``shard`` produces."""
     style = spec.announce_style if spec.announce_budgets else "none"
-    return [
-        (spec.model_name, r.arm, r.lang, spec.design, r.cap, r.announced, style, spec.forcing.enabled, r.item, s)
-        for r in shard.requests
-        for s in range(spec.k)
-    ]
+    keys = []
+    for r in shard.requests:
+        for s in range(spec.k):
+            key = {"model": spec.model_name, "arm": r.arm, "lang": r.lang, "design": spec.design, "cap": r.cap,
+                   "announced": r.announced, "announce_style": style, "forcing": spec.forcing.enabled,
+                   "item": r.item, "sample": s}
+            keys.append(tuple(key[c] for c in KEY_COLUMNS))
+    return keys
 
 
 def _stored_keys(ledger: Ledger, spec: JobSpec) -> set[tuple]:
@@ -100,7 +104,10 @@ def _write_job(ledger: Ledger, plan: Plan) -> None:
     path = ledger.root / "jobs" / f"{plan.spec.name}.json"
     record = job_record(plan)
     if path.exists():
-        old = json.loads(path.read_text("utf-8"))
+        try:
+            old = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise MindcapError(f"{path} is unreadable ({exc}); restore it or rename the job") from exc
         if old.get("spec") != json.loads(json.dumps(record["spec"])):
             raise MindcapError(f"{path} holds a different spec under the job name {plan.spec.name!r}; rename the job")
         return

@@ -31,19 +31,20 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
 
 from ..data.languages import resolve_language
+from ..data.mgsm import N_ITEMS
 from ..errors import MindcapError
 from ..premium import scale_budget
 from ..tokenizer import canonical_model_name
 from .prompts import prompt_languages
 from .schema import ANNOUNCE_STYLES, ARMS, DESIGNS
 
-N_MGSM_ITEMS = 250
 _KEYS = {
     "name",
     "model",
@@ -187,19 +188,19 @@ def _int_list(value, what: str) -> tuple[int, ...]:
 
 def _items(value) -> tuple[int, ...]:
     if value == "all":
-        return tuple(range(N_MGSM_ITEMS))
+        return tuple(range(N_ITEMS))
     if isinstance(value, dict):
         if set(value) - {"sample", "seed"} or not isinstance(value.get("sample"), int):
             raise MindcapError(f"items = {value!r}: a sample is {{sample = N, seed = S}}")
         n, seed = value["sample"], value.get("seed", 0)
-        if not 0 < n <= N_MGSM_ITEMS:
-            raise MindcapError(f"items sample must be 1..{N_MGSM_ITEMS}, got {n}")
-        return tuple(sorted(random.Random(seed).sample(range(N_MGSM_ITEMS), n)))
-    if isinstance(value, list) and value and all(isinstance(v, int) and 0 <= v < N_MGSM_ITEMS for v in value):
+        if not 0 < n <= N_ITEMS:
+            raise MindcapError(f"items sample must be 1..{N_ITEMS}, got {n}")
+        return tuple(sorted(random.Random(seed).sample(range(N_ITEMS), n)))
+    if isinstance(value, list) and value and all(isinstance(v, int) and 0 <= v < N_ITEMS for v in value):
         if len(set(value)) != len(value):
             raise MindcapError("items lists an item twice")
         return tuple(value)
-    raise MindcapError(f"items must be 'all', a list of item indices 0..{N_MGSM_ITEMS - 1} or {{sample, seed}}")
+    raise MindcapError(f"items must be 'all', a list of item indices 0..{N_ITEMS - 1} or {{sample, seed}}")
 
 
 def _default_model_name(model: str) -> str:
@@ -251,6 +252,8 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
         forcing = Forcing(**data.get("forcing", {}))
     except TypeError as exc:
         raise MindcapError(f"job spec: {exc}") from exc
+    _check_types(sampling, "sampling")
+    _check_types(forcing, "forcing")
     if sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
         raise MindcapError("job spec: temperature must be >= 0 and top_p in (0, 1]")
     model_name = data.get("model_name") or _default_model_name(model)
@@ -260,7 +263,9 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
     premiums = _premiums(data.get("premiums", {}), tokenizer, langs)
     if any(r <= 0 for r in premiums.values()):
         raise MindcapError("job spec: premiums must be positive")
-    announce = dict(data.get("announce", {}))
+    announce = data.get("announce", {})
+    if not isinstance(announce, dict):
+        raise MindcapError(f"job spec: [announce] must be a table, got {announce!r}")
     if set(announce) - {"budgets", "style"}:
         raise MindcapError(f"job spec: [announce] takes budgets and style, got {', '.join(sorted(announce))}")
     budgets = _int_list(announce["budgets"], "announce.budgets") if "budgets" in announce else ()
@@ -272,8 +277,11 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
     scaled_arms = tuple(data.get("scaled_arms", ["native"]))
     if set(scaled_arms) - set(ARMS):
         raise MindcapError(f"job spec: scaled_arms {list(scaled_arms)}; arms are {', '.join(ARMS)}")
+    name = str(data.get("name", model_name + "-" + design))
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise MindcapError(f"job spec: name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
     return JobSpec(
-        name=str(data.get("name", model_name + "-" + design)),
+        name=name,
         model=model,
         model_name=model_name,
         tokenizer=tokenizer,
@@ -307,7 +315,20 @@ def _premiums(value, tokenizer: str, langs: tuple[str, ...]) -> dict[str, float 
         return {p.lang: p.ratio for p in premium(load_tokenizer(tokenizer), langs, n_boot=1)}
     if not isinstance(value, dict):
         raise MindcapError(f'job spec: premiums must be a table (lang = r) or "flores", got {value!r}')
+    bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}
+    if bad:
+        raise MindcapError(f"job spec: premiums must be numbers, got {bad}")
     return {resolve_language(lang): float(r) for lang, r in value.items()}
+
+
+def _check_types(table, what: str) -> None:
+    """Each field of a spec table (``Sampling``, ``Forcing``) must have its default's type (an int passes for a
+    float): TOML's ``enabled = "false"`` is a string, and a truthy one."""
+    for f in fields(table):
+        value, want = getattr(table, f.name), type(f.default)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (number if want is float else type(value) is want):
+            raise MindcapError(f"job spec: {what}.{f.name} must be of type {want.__name__}, got {value!r}")
 
 
 def load_spec(path: str | os.PathLike[str]) -> JobSpec:

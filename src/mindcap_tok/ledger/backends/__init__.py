@@ -50,8 +50,7 @@ class ChatTokenizer:
         try:
             self.hf = AutoTokenizer.from_pretrained(model)
         except Exception as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise MindcapError(f"cannot load the tokenizer of {model!r}: {first}") from exc
+            raise MindcapError(f"cannot load the tokenizer of {model!r}: {first_line(exc)}") from exc
         backend = getattr(self.hf, "backend_tokenizer", None)
         if backend is None:
             raise MindcapError(f"{model!r} has no fast tokenizer")
@@ -78,12 +77,17 @@ class ChatTokenizer:
         return tuple(i for i, b in enumerate(self.resolved.token_bytes) if b"\n" in b)
 
 
-def require(module: str, extra: str) -> None:
+def first_line(exc: BaseException) -> str:
+    """The first line of an engine's error message (its type when the message is empty)."""
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def require(module: str, extra: str, backend: str) -> None:
     """Raise :class:`MindcapError` naming the extra to install when ``module`` is not importable."""
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        raise MindcapError(f"the {module} backend needs {module}: pip install 'mindcap-tok[{extra}]'")
+        raise MindcapError(f"the {backend} backend needs {module}: pip install 'mindcap-tok[{extra}]'")
 
 
 def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None = None, seed: int = 0):
@@ -93,11 +97,11 @@ def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None
     if not (Path(model).is_dir() or (model.count("/") == 1 and not model.startswith((".", os.sep)))):
         raise MindcapError(f"model {model!r} is neither a local folder nor a Hugging Face id")
     if name == "vllm":
-        require("vllm", "gen")
+        require("vllm", "gen", "vllm")
         from .vllm import VllmBackend
 
         return VllmBackend(model, tokenizer_name, engine or {}, seed)
-    require("torch", "torch")
+    require("torch", "torch", "transformers")
     from .hf import TransformersBackend
 
     return TransformersBackend(model, tokenizer_name, engine or {})

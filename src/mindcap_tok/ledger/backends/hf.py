@@ -6,7 +6,8 @@ max_new_tokens=cap)``, so a request's samples depend on its seed only, never on 
 
 from __future__ import annotations
 
-from . import ChatTokenizer, Completion, GenRequest
+from ...errors import MindcapError
+from . import ChatTokenizer, Completion, GenRequest, first_line
 
 
 def trim(ids: list[int], stops: set[int], max_tokens: int) -> Completion:
@@ -30,7 +31,12 @@ class TransformersBackend:
         self.version = transformers.__version__
         self.tok = ChatTokenizer(model, tokenizer_name)
         dtype = engine.get("dtype", "float32")
-        self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype, dtype)).eval()
+        if not isinstance(getattr(torch, str(dtype), None), torch.dtype):
+            raise MindcapError(f"engine dtype {dtype!r} is not a torch dtype (e.g. float32, bfloat16)")
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype)).eval()
+        except Exception as exc:
+            raise MindcapError(f"cannot load the model {model!r}: {first_line(exc)}") from exc
         eos = self.model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         if self.tok.hf.eos_token_id is not None:

