@@ -28,7 +28,7 @@ from .jobs import JobSpec, Plan, Shard, load_spec, plan_job
 from .parse import parse_answer
 from .prompts import build_prompt
 from .schema import KEY_COLUMNS
-from .store import Ledger
+from .store import Ledger, key_tuples
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def _stored_keys(ledger: Ledger, spec: JobSpec) -> set[tuple]:
     if not ledger.exists():
         return set()
     table = ledger.read(spec.model_name, list(spec.arms), list(spec.langs), columns=list(KEY_COLUMNS))
-    return set(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True))
+    return set(key_tuples(table))
 
 
 def job_record(plan: Plan) -> dict:

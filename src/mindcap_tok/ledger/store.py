@@ -104,7 +104,8 @@ def _cells(table: pa.Table) -> set[tuple[str, str, str]]:
     return {(r["model"], r["arm"], r["lang"]) for r in groups.to_pylist()}
 
 
-def _keys(table: pa.Table) -> list[tuple]:
+def key_tuples(table: pa.Table) -> list[tuple]:
+    """Each row's ledger key, the values of ``KEY_COLUMNS`` in order."""
     return list(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True))
 
 
@@ -222,7 +223,7 @@ class Ledger:
         for s in self.shards():
             if s.cell in cells:
                 part = to_canonical(pq.read_table(self._file(s), columns=list(KEY_COLUMNS)))
-                keys.update(_keys(part))
+                keys.update(key_tuples(part))
         return keys
 
     def append(
@@ -247,7 +248,7 @@ class Ledger:
             cells = _cells(table)
             existing = self._existing_keys(cells)
             if existing:
-                mask = np.array([key in existing for key in _keys(table)], dtype=bool)
+                mask = np.array([key in existing for key in key_tuples(table)], dtype=bool)
                 if mask.any():
                     if not skip_existing:
                         row = int(np.flatnonzero(mask)[0])
