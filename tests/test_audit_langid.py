@@ -157,10 +157,15 @@ def test_cli_exports_the_sample_and_scores_returned_labels(config, qwen, tmp_pat
 
 
 def test_offline_default_falls_back_to_lid176(monkeypatch, tmp_path):
+    import hashlib
+
+    from mindcap_tok.audits.langid import shipped_lid176
     from mindcap_tok.errors import MindcapError
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # GlotLID lives on the hub: offline, the shipped model serves
-    assert load_lid_model().name == "lid.176"
+    model = load_lid_model()
+    assert model.name == "lid.176"
+    assert model.sha256 == hashlib.sha256(shipped_lid176().read_bytes()).hexdigest()  # streamed hash, same digest
     with pytest.raises(MindcapError, match="does not exist"):
         load_lid_model(tmp_path / "model.bin")
     (tmp_path / "bad.bin").write_bytes(b"not a model")

@@ -106,3 +106,27 @@ def test_trace_premium_from_english_renderings(qwen, ledger):
     assert row["ci_low"] <= expected <= row["ci_high"]
     res = normalizer_audit(ledger, {"qwen3-8b": qwen}, [8, 16], renderings=rend, n_boot=100)
     assert "trace" in set(res.tables["delta"]["normalizer"]) and "trace_premium" in res.tables
+
+
+def test_malformed_renderings_are_one_line_errors(qwen, ledger, tmp_path):
+    from mindcap_tok.audits.normalizer import load_renderings
+    from mindcap_tok.errors import MindcapError
+
+    good = pd.DataFrame({"lang": ["th", "th"], "item": [0, 0], "sample": [0, 1], "english": ["One step.", "Two."]})
+    path = tmp_path / "r.csv"
+    good.to_csv(path, index=False)
+    loaded = load_renderings(path)
+    assert loaded["lang"].tolist() == ["tha_Thai"] * 2 and loaded["item"].dtype == np.int64
+    bad = [(good.assign(english=["One step.", None]), r"1 row\(s\) with no english \(first: row 2\)"),
+           (good.assign(english=["  ", "Two."]), r"with no english \(first: row 1\)"),
+           (good.assign(item=[0, 1.5]), r"whole numbers >= 0 in item; row 2 has 1.5"),
+           (good.assign(sample=["a", 1]), r"whole numbers >= 0 in sample; row 1 has 'a'")]
+    for frame, message in bad:
+        with pytest.raises(MindcapError, match=message):
+            trace_premiums(ledger, frame, {"qwen3-8b": qwen}, n_boot=10)
+        frame.to_csv(path, index=False)
+        with pytest.raises(MindcapError, match=f"renderings {path}"):
+            load_renderings(path)
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(MindcapError, match="cannot read renderings"):
+        load_renderings(path)

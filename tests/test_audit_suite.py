@@ -104,3 +104,60 @@ def test_cli_audit(ledger_dir, tmp_path):
     assert data["audits"][0]["summary"]["premiums"] == {"qwen3-8b:tha_Thai": 1.5}
     bad = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out", str(out), "--only", "nope"])
     assert bad.exit_code == 2 and "unknown audit(s) nope" in bad.output
+
+
+def test_populations_differing_only_in_forcing_stay_apart(qwen, tmp_path):
+    """Two populations of one cell, the same but for ``forcing``: every trace of the unforced one reads 4 on
+    the way to 45 (value-unstable), none of the forced one does (``#### 7``). Pooled, they would be one row at
+    0.5; kept apart, two rows at 1 and 0."""
+    recs = [make_record(qwen, text, item=i, sample=0, gold=7, forcing=forcing)
+            for forcing, text in ((False, "คิด\n#### 45\n"), (True, "คิด\n#### 7\n")) for i in range(2)]
+    path = tmp_path / "L"
+    Ledger(path).append(recs, qwen)
+    budgets = tuple(range(1, max(len(r["output_ids"]) for r in recs) + 1))
+    suite = run_audits(path, ["parser"], AuditConfig(budgets=budgets, tokenizers={"qwen3-8b": qwen}))
+    res = suite.results[0]
+    assert res.status == "ok", res.reason
+    table = res.tables["robustness"]
+    assert table["forcing"].tolist() == [False, True]
+    assert table["n"].tolist() == [2, 2]
+    assert table["value_unstable"].tolist() == [1.0, 0.0]
+
+
+def test_bad_user_inputs_are_one_line_errors(ledger_dir, tmp_path):
+    from mindcap_tok.audits.segments import split_translate_act
+    from mindcap_tok.errors import MindcapError
+
+    with pytest.raises(MindcapError, match=r"invalid --delimiter '\(unclosed': missing \)"):
+        split_translate_act("a\n\nb", "(unclosed")
+    empty, no_labels = tmp_path / "empty.csv", tmp_path / "no_labels.csv"
+    empty.write_text("", "utf-8")
+    no_labels.write_text("model,arm,lang,item,sample,predicted\nqwen3-8b,native,tha_Thai,0,0,tha_Thai\n", "utf-8")
+    base = ["audit", "--ledger", str(ledger_dir), "--out", str(tmp_path / "out"), "--only", "parity"]
+    cases = [(["--delimiter", "(unclosed"], "error: invalid --delimiter '(unclosed': missing ), unterminated"),
+             (["--validation-labels", str(empty)], f"error: cannot read validation labels {empty}: No columns"),
+             (["--validation-labels", str(no_labels)], "lack column(s) human_label (have model, arm, lang, item")]
+    for extra, message in cases:
+        res = CliRunner().invoke(cli, [*base, *extra])
+        assert res.exit_code == 2 and message in res.output, res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert not (tmp_path / "out").exists()  # nothing ran, nothing was written
+
+
+def test_report_is_rendered_before_anything_is_written(tmp_path, monkeypatch):
+    from mindcap_tok.audits import suite as suite_mod
+    from mindcap_tok.audits._common import skipped
+
+    old = suite_mod.SuiteResult("L", 1, [skipped("parity", "old reason")])
+    paths = write_report(old, tmp_path)
+    before = {k: p.read_text("utf-8") for k, p in paths.items()}
+    new = suite_mod.SuiteResult("L", 2, [skipped("parity", "new reason")])
+
+    def broken(self):
+        raise RuntimeError("cannot render")
+
+    monkeypatch.setattr(suite_mod.SuiteResult, "as_dict", broken)  # the JSON fails after the Markdown rendered
+    with pytest.raises(RuntimeError, match="cannot render"):
+        write_report(new, tmp_path)
+    assert {k: p.read_text("utf-8") for k, p in paths.items()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.json", "audit.md"]

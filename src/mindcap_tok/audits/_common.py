@@ -13,12 +13,12 @@ import pyarrow.compute as pc
 
 from ..errors import MindcapError
 from ..ledger.parse import Parser
-from ..ledger.schema import CELL_COLUMNS
+from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from ..ledger.score import byte_table, score_token_ids
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
 
-#: settings that split a cell's records into populations, when present
-POPULATION_COLUMNS = (*CELL_COLUMNS, "design", "cap", "announced")
+#: the cell and the settings that split its records into populations (as the scorer and stats do), when present
+POPULATION_COLUMNS = (*CELL_COLUMNS, *SETTING_COLUMNS)
 
 
 @dataclass

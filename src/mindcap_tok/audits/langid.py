@@ -142,12 +142,16 @@ def load_lid_model(path: str | os.PathLike[str] | None = None, hub: bool = True)
         file = _glotlid_from_hub() if hub else None
         name = "glotlid" if file is not None else "lid.176"
         file = file or shipped_lid176()
-    data = file.read_bytes()
+    try:
+        with open(file, "rb") as fh:  # streamed: GlotLID's model.bin is over 1 GB
+            sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError as exc:
+        raise MindcapError(f"cannot read language-ID model {file}: {exc}") from exc
     try:
         model = fasttext.load_model(str(file))
     except ValueError as exc:
         raise MindcapError(f"{file} is not a fastText model: {exc}") from exc
-    return LidModel(name=name, path=str(file), sha256=hashlib.sha256(data).hexdigest(), model=model)
+    return LidModel(name=name, path=str(file), sha256=sha256, model=model)
 
 
 @dataclass(frozen=True)
@@ -231,9 +235,38 @@ def validation_sample(labels: pd.DataFrame, per_cell: int = 20, seed: int = 0) -
     return sample
 
 
+def validation_csv(sample: pd.DataFrame) -> str:
+    """The sample as the CSV text :func:`export_validation_sample` writes."""
+    return sample.to_csv(index=False)
+
+
 def export_validation_sample(sample: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     """Write the sample as CSV (atomically)."""
-    return atomic_write_text(path, sample.to_csv(index=False))
+    return atomic_write_text(path, validation_csv(sample))
+
+
+#: what a returned validation sample must hold to be scored
+_LABEL_COLUMNS = ("model", "arm", "lang", "predicted", "human_label")
+
+
+def load_validation_labels(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A returned ``langid_validation.csv`` (empty cells kept as empty strings, not NaN)."""
+    file = Path(path)
+    try:
+        frame = pd.read_csv(file, keep_default_na=False)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' parser and empty-data errors are ValueErrors
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MindcapError(f"cannot read validation labels {file}: {msg}") from exc
+    _require_label_columns(frame, str(file))
+    return frame
+
+
+def _require_label_columns(frame: pd.DataFrame, what: str) -> None:
+    missing = [c for c in _LABEL_COLUMNS if c not in frame.columns]
+    if missing:
+        have = ", ".join(map(str, frame.columns)) or "none"
+        raise MindcapError(f"the validation labels ({what}) lack column(s) {', '.join(missing)} (have {have}); "
+                           "return the langid_validation.csv the audit wrote, with human_label filled in")
 
 
 def validation_agreement(
@@ -246,6 +279,7 @@ def validation_agreement(
     """
     if not 0 < criterion <= 1:
         raise MindcapError(f"the agreement criterion must be in (0, 1], got {criterion}")
+    _require_label_columns(labelled, "returned sample")
     done = labelled[labelled["human_label"].fillna("").astype(str).str.strip() != ""].copy()
     if done.empty:
         raise MindcapError("no human labels in the validation sample (fill the human_label column)")

@@ -33,13 +33,12 @@ import pyarrow.compute as pc
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..premium import scale_budget
+from ..premium import count_tokens, scale_budget
 from ..stats.bootstrap import Boot, bootstrap_weights, item_bootstrap
+from ..stats.curves import NATIVE, TRANSLATE
 from ..stats.premiums import PremiumTable, lookup_premium
 from ..tokenizer import ResolvedTokenizer
 from ._common import AuditResult, population_keys, score_matrix
-
-NATIVE, TRANSLATE = "native", "translate-act"
 
 
 def _item_sums(items: np.ndarray, values: np.ndarray, universe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -88,12 +87,46 @@ def behavioral_ratios(records: pa.Table, n_boot: int = 2000, seed: int = 0, leve
 
 
 def load_renderings(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """English renderings of native traces from JSON lines or CSV: ``lang, item, sample, english`` [``model``]."""
+    """English renderings of native traces from JSON lines or CSV: ``lang, item, sample, english`` [``model``],
+    checked as :func:`check_renderings` does."""
     file = Path(path)
     try:
         frame = pd.read_json(file, lines=True) if file.suffix in (".jsonl", ".json") else pd.read_csv(file)
-    except (OSError, ValueError) as exc:
-        raise MindcapError(f"cannot read renderings {file}: {exc}") from exc
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MindcapError(f"cannot read renderings {file}: {msg}") from exc
+    return check_renderings(frame, f"renderings {file}")
+
+
+def check_renderings(renderings: pd.DataFrame, where: str = "renderings") -> pd.DataFrame:
+    """The renderings with ``item``/``sample`` as integers and ``lang`` as a FLORES code.
+
+    A row with a missing or blank ``english`` (or ``lang``/``model``), or an ``item``/``sample`` that is not a
+    whole number >= 0, is an error (:class:`MindcapError` naming the first such row, 1-based): it is never
+    dropped silently, since a same-content premium over a silently smaller set of traces would mislead. Leave
+    out the rows of traces with no rendering instead.
+    """
+    need = {"lang", "item", "sample", "english"}
+    if not need <= set(renderings.columns):
+        have = ", ".join(map(str, renderings.columns))
+        raise MindcapError(f"the {where} need columns {', '.join(sorted(need))} (have {have})")
+    frame = renderings.reset_index(drop=True).copy()
+    for col in ("english", "lang", *(["model"] if "model" in frame.columns else [])):
+        blank = frame[col].isna() | frame[col].astype(str).str.strip().eq("")
+        if blank.any():
+            row = int(np.flatnonzero(blank)[0])
+            raise MindcapError(f"the {where} have {int(blank.sum())} row(s) with no {col} (first: row {row + 1}); "
+                               "fill them in or leave those traces out")
+    for col in ("item", "sample"):
+        values = pd.to_numeric(frame[col], errors="coerce").astype(np.float64)
+        bad = ~np.isfinite(values) | (values != np.floor(values)) | (values < 0)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise MindcapError(f"the {where} need whole numbers >= 0 in {col}; row {row + 1} has "
+                               f"{frame[col].tolist()[row]!r}")
+        frame[col] = values.astype(np.int64)
+    frame["english"] = frame["english"].astype(str)
+    frame["lang"] = frame["lang"].astype(str).map(resolve_language)
     return frame
 
 
@@ -104,14 +137,10 @@ def trace_premiums(
     """Same-content trace premium per (model, lang): native trace tokens / English rendering tokens.
 
     ``renderings`` has ``lang``, ``item``, ``sample``, ``english`` (and optionally ``model``), one row per
-    native trace rendered in English; rows without a native record are ignored.
+    native trace rendered in English; rows without a native record are ignored, malformed rows are an error
+    (see :func:`check_renderings`).
     """
-    need = {"lang", "item", "sample", "english"}
-    if not need <= set(renderings.columns):
-        have = ", ".join(map(str, renderings.columns))
-        raise MindcapError(f"the renderings need columns {', '.join(sorted(need))} (have {have})")
-    rend = renderings.copy()
-    rend["lang"] = rend["lang"].map(resolve_language)
+    rend = check_renderings(renderings)
     nat = records.filter(pc.equal(records.column("arm"), NATIVE))
     frame = nat.select(["model", "lang", "item", "sample", "text", "tokenizer"]).to_pandas()
     on = ["model", "lang", "item", "sample"] if "model" in rend.columns else ["lang", "item", "sample"]
@@ -119,12 +148,10 @@ def trace_premiums(
     rows = []
     for (model, lang), group in joined.groupby(["model", "lang"], sort=True):
         tok = tokenizers[group["tokenizer"].iloc[0]].tokenizer
-
-        def count(texts: list[str], tok=tok) -> np.ndarray:
-            enc = tok.encode_batch([unicodedata.normalize("NFC", t) for t in texts], add_special_tokens=False)
-            return np.array([len(e.ids) for e in enc], dtype=np.float64)
-
-        native_tokens, english_tokens = count(group["text"].tolist()), count(group["english"].tolist())
+        native_tokens, english_tokens = (
+            count_tokens(tok, [unicodedata.normalize("NFC", t) for t in group[col]]).astype(np.float64)
+            for col in ("text", "english")
+        )
         items = group["item"].to_numpy()
         universe = np.unique(items)
         num, _ = _item_sums(items, native_tokens[:, None], universe)

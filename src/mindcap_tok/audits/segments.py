@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from ..errors import MindcapError
+
 DEFAULT_DELIMITER = r"\n[ \t]*\n"
 _LABEL = re.compile(
     r"^\s*(?:\*\*|#+\s*)?(?:english\s+)?translation(?:\s+(?:into|to)\s+english)?\s*(?:\*\*)?\s*:?\s*(?:\*\*)?\s*",
@@ -22,7 +24,16 @@ _ANSWER_LINE = re.compile(r"^[ \t]*####.*$", re.MULTILINE)
 
 @cache
 def _compiled(delimiter: str) -> re.Pattern[str]:
-    return re.compile(delimiter)
+    try:
+        return re.compile(delimiter)
+    except re.error as exc:
+        raise MindcapError(f"invalid --delimiter {delimiter!r}: {exc}") from exc
+
+
+def check_delimiter(delimiter: str) -> str:
+    """``delimiter`` itself when it is a valid regular expression, else a :class:`MindcapError` saying why."""
+    _compiled(delimiter)
+    return delimiter
 
 
 def split_translate_act(text: str, delimiter: str = DEFAULT_DELIMITER) -> tuple[str | None, str | None]:

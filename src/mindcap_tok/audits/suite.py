@@ -23,8 +23,8 @@ from ..errors import MindcapError, MissingExtraError
 from ..ledger.store import Ledger
 from ..stats.premiums import PremiumTable
 from ..tokenizer import ResolvedTokenizer
-from ._common import AuditResult, resolve_tokenizers, skipped
-from .langid import LidSettings, export_validation_sample, langid_audit, load_lid_model
+from ._common import POPULATION_COLUMNS, AuditResult, resolve_tokenizers, skipped
+from .langid import LidSettings, langid_audit, load_lid_model, validation_csv
 from .normalizer import normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
@@ -35,8 +35,8 @@ INSTALL = {
     "langid": "pip install 'mindcap-tok[lid]'",
     "comet": "pip install 'mindcap-tok[chrf]' (COMET: pip install 'mindcap-tok[comet]' in its own environment)",
 }
-_COLUMNS = ("model", "arm", "lang", "design", "cap", "announced", "item", "sample", "output_ids", "text",
-            "finish_reason", "gold", "tokenizer", "n_tokens")
+_COLUMNS = (*POPULATION_COLUMNS, "item", "sample", "output_ids", "text", "finish_reason", "gold", "tokenizer",
+            "n_tokens")
 
 
 @dataclass
@@ -152,11 +152,14 @@ def render_markdown(suite: SuiteResult) -> str:
 
 
 def write_report(suite: SuiteResult, out: str | os.PathLike[str]) -> dict[str, Path]:
-    """Write ``audit.md``, ``audit.json`` and (after langid) ``langid_validation.csv`` into ``out``, atomically."""
+    """Write ``audit.md``, ``audit.json`` and (after langid) ``langid_validation.csv`` into ``out``, atomically.
+
+    Every file is rendered before the first is written, so a rendering failure leaves the folder as it was
+    (never a new report beside an old JSON).
+    """
     folder = Path(out)
-    paths = {"markdown": atomic_write_text(folder / "audit.md", render_markdown(suite)),
-             "json": atomic_write_text(folder / "audit.json",
-                                       json.dumps(suite.as_dict(), indent=1, ensure_ascii=False, default=str))}
+    texts = {"markdown": ("audit.md", render_markdown(suite)),
+             "json": ("audit.json", json.dumps(suite.as_dict(), indent=1, ensure_ascii=False, default=str))}
     if suite.validation_sample is not None:
-        paths["validation"] = export_validation_sample(suite.validation_sample, folder / "langid_validation.csv")
-    return paths
+        texts["validation"] = ("langid_validation.csv", validation_csv(suite.validation_sample))
+    return {key: atomic_write_text(folder / name, text) for key, (name, text) in texts.items()}

@@ -19,11 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MindcapError, MissingExtraError
+from ..stats.curves import NATIVE, TRANSLATE
 from ..tokenizer import ResolvedTokenizer
-from ._common import AuditResult, population_keys, score_matrix
+from ._common import AuditResult, population_keys, score_matrix, skipped
 from .segments import DEFAULT_DELIMITER, split_translate_act
-
-TRANSLATE, NATIVE = "translate-act", "native"
 
 
 def chrf_scores(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
@@ -40,7 +39,11 @@ def comet_scores(
     sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str],
     checkpoint: str | os.PathLike[str], batch_size: int = 16,
 ) -> np.ndarray:
-    """Segment-level COMET scores from a local checkpoint (``.ckpt`` beside its ``hparams.yaml``), on CPU."""
+    """Segment-level COMET scores from a local checkpoint, on CPU.
+
+    ``checkpoint`` is the ``.ckpt`` in COMET's layout, ``<dir>/checkpoints/model.ckpt``, with its ``hparams.yaml``
+    in ``<dir>`` (the parent of ``checkpoints/``), not beside the ``.ckpt``.
+    """
     try:
         from comet import load_from_checkpoint
     except ImportError as exc:
@@ -83,7 +86,7 @@ def translation_audit(
 
     seg = translation_segments(records, delimiter)
     if seg.empty:
-        return AuditResult("translation", status="skipped", reason="no translate-act records in the ledger")
+        return skipped("translation", "no translate-act records in the ledger")
     has = seg["segment"].notna() & seg["item"].isin(list(references))
     scored = seg[has].reset_index(drop=True)
     refs = [references[i] for i in scored["item"]]

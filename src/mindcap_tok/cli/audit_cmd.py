@@ -41,17 +41,20 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
                   lid_model, no_hub, lid_threshold, min_letters, delimiter, comet_checkpoint, validation_per_cell,
                   validation_labels, criterion, parity_per_stratum, sesoi, n_boot, seed) -> None:
     """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
-    import pandas as pd
     import pyarrow.compute as pc
 
     from ..audits import AuditConfig, LidSettings, run_audits, write_report
+    from ..audits.langid import load_validation_labels
     from ..audits.normalizer import load_renderings
-    from ..audits.segments import DEFAULT_DELIMITER
+    from ..audits.segments import DEFAULT_DELIMITER, check_delimiter
     from ..data.mgsm import load_mgsm
     from ..ledger.store import Ledger
     from ..stats.premiums import resolve_premiums
 
     data_dir, toks_dir = state.config.data_dir.value, state.config.tokenizers_dir.value
+    # user inputs first: a bad delimiter or labels file fails the command before any audit runs
+    delimiter = check_delimiter(delimiter or DEFAULT_DELIMITER)
+    labels = load_validation_labels(validation_labels) if validation_labels else None
     led = Ledger(ledger)
     cells = led.read(columns=["model", "lang"])
     models = sorted(pc.unique(cells.column("model")).to_pylist())
@@ -74,9 +77,9 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
         renderings=load_renderings(renderings) if renderings else None, references=references, sources=sources,
         comet_checkpoint=comet_checkpoint, translation_budgets=parse_budgets(translation_budgets),
         lid_model=lid_model, lid_hub=not no_hub,
-        lid=LidSettings(threshold=lid_threshold, min_letters=min_letters, delimiter=delimiter or DEFAULT_DELIMITER),
+        lid=LidSettings(threshold=lid_threshold, min_letters=min_letters, delimiter=delimiter),
         validation_per_cell=validation_per_cell, criterion=criterion / 100,
-        validation_labels=pd.read_csv(validation_labels, keep_default_na=False) if validation_labels else None,
+        validation_labels=labels,
         parity_per_stratum=parity_per_stratum, sesoi=sesoi / 100,
         n_boot=n_boot, seed=seed, tokenizers_dir=toks_dir,
     )
