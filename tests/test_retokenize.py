@@ -19,7 +19,9 @@ from mindcap_tok.adaptation.retokenize import (
     retokenize,
     retokenize_items,
 )
+from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
+from mindcap_tok.pretoken_cache import PretokenEncoder
 from price_fixture import EOS, english_trace, save_tiny, thai_trace
 
 
@@ -62,11 +64,12 @@ def test_real_tokenizer_prefixes_decode_to_the_prefix_text(qwen):
             assert got.prefix_bytes[t, j] == _reference(ids, qwen.token_bytes, b)
 
 
-def test_hand_counts_of_the_tiny_extension(tiny):
+@pytest.mark.parametrize("memo", [True, False], ids=["memoised", "hf-encode"])
+def test_hand_counts_of_the_tiny_extension(tiny, memo):
     base, ext = tiny
     texts = [thai_trace(10, 4), english_trace(10, 4)]
-    b = retokenize(texts, base, [4, 20, 27, 100])
-    e = retokenize(texts, ext, [4, 20, 27, 100])
+    b = retokenize(texts, base, [4, 20, 27, 100], memo=memo)
+    e = retokenize(texts, ext, [4, 20, 27, 100], memo=memo)
     # base: 2k+7 = 27 tokens each; ext halves only the Thai part: k+7 = 17
     assert b.n_tokens.tolist() == [27, 27]
     assert e.n_tokens.tolist() == [17, 27]
@@ -148,3 +151,36 @@ def test_scores_equal_decoding_every_prefix(tiny):
                 want = rule.score(prefix, golds[t], complete=complete[t] and b >= len(ids))
                 assert got.scores[t, j] == want, (tok.name, t, b)
             assert got.correct[t] == rule.score(text.replace(EOS, ""), golds[t], complete=complete[t])
+
+
+def _thai_traces(flores_dir: str, n: int) -> tuple[list[str], list[int]]:
+    lines = load_flores("tha_Thai", "dev", flores_dir)
+    texts = ["\n".join(lines[t % 97 : t % 97 + 1 + t % 5]) + f"\n#### {t % 10}" * (t % 3 > 0) for t in range(n)]
+    return texts, [t % 10 for t in range(n)]
+
+
+def test_worker_processes_and_hf_encode_agree(qwen, flores_dir):
+    # 300 traces: five chunks of 64, so two spawned workers share them; HF's own encode is the reference
+    texts, golds = _thai_traces(flores_dir, 300)
+    items = [t % 7 for t in range(300)]
+    folds = [FoldTokenizer(qwen, frozenset({0, 1, 2}), 0), FoldTokenizer(qwen, frozenset({3, 4, 5, 6}), 1)]
+    budgets = [16, 64, 256, 1024]
+    runs = [retokenize_items(texts, items, folds, budgets, golds, workers=w, memo=m) for w, m in
+            ((2, True), (1, True), (1, False))]  # fmt: skip
+    ids = [e.ids for e in qwen.tokenizer.encode_batch(texts, add_special_tokens=False)]
+    assert runs[2].n_tokens.tolist() == [len(i) for i in ids]
+    for run in runs[:2]:
+        for name in ("n_tokens", "prefix_bytes", "total_bytes", "fold", "scores", "correct"):
+            assert np.array_equal(getattr(run, name), getattr(runs[2], name)), name
+        assert np.array_equal(run.emission, runs[2].emission, equal_nan=True)
+
+
+def test_an_encoder_that_disagrees_with_hf_is_dropped(qwen, llama, flores_dir, monkeypatch):
+    # an encoder of another tokenizer stands in for one a changed tokenizers release broke: caught on the
+    # first traces, warned about, and HF's encode used instead
+    wrong = PretokenEncoder.from_tokenizer(llama.tokenizer)
+    monkeypatch.setattr(PretokenEncoder, "from_tokenizer", staticmethod(lambda tok: wrong))
+    texts, golds = _thai_traces(flores_dir, 10)
+    with pytest.warns(UserWarning, match="differs from HF"):
+        got = retokenize(texts, qwen, [1024], golds)
+    assert got.n_tokens.tolist() == [len(e.ids) for e in qwen.tokenizer.encode_batch(texts, add_special_tokens=False)]

@@ -12,20 +12,26 @@ Cross-fitting: a trace of item ``i`` is retokenized only with an extension whose
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+import multiprocessing as mp
+import os
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from ..errors import MindcapError
-from ..ledger.score import byte_table, score_token_ids
+from ..ledger.score import ByteTable, byte_table, score_token_ids
+from ..pretoken_cache import PretokenEncoder
 from ..tokenizer import ResolvedTokenizer
 from .corpus import Corpus, as_corpus
 from .crossfit import FoldExtension, cross_fit
 from .saved import CrossFitSet, SavedExtension, resolved
 
-#: traces encoded per call of ``encode_batch_fast``: bounds memory (Python id lists) at a few hundred MB
+#: most traces encoded and scored at once: bounds memory (Python id lists) at a few hundred MB
 CHUNK = 1024
 
 
@@ -121,6 +127,112 @@ def encode_ids(tokenizer: ResolvedTokenizer, texts: Sequence[str]) -> list[list[
     return [e.ids for e in encode(list(texts), add_special_tokens=False)]
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def memo_encoder(tokenizer: ResolvedTokenizer, check: Sequence[str] = ()) -> PretokenEncoder | None:
+    """The memoised encoder of ``tokenizer`` when it covers the pipeline and agrees with HF on ``check``.
+
+    ``check`` is a few of the texts about to be encoded: a disagreement (a tokenizers release that changed
+    its regex engine, say) warns and returns None, so HF's own encode is used.
+    """
+    enc = PretokenEncoder.from_tokenizer(tokenizer.tokenizer)
+    if enc is not None and check:
+        flat, splits = enc.encode_flat(check)
+        ref, ref_splits = flatten_ids(encode_ids(tokenizer, check))
+        if not (np.array_equal(flat, ref) and np.array_equal(splits, ref_splits)):
+            warnings.warn(f"{tokenizer.name}: memoised encoding differs from HF tokenizers; using HF", stacklevel=2)
+            return None
+    return enc
+
+
+class _ChunkScorer:
+    """Encode and score one chunk of traces with one of several tokenizers: the work a worker process does."""
+
+    def __init__(self, encoders: Sequence[PretokenEncoder | Tokenizer], tables: Sequence[ByteTable],
+                 grid: np.ndarray, parser: str) -> None:  # fmt: skip
+        self.encoders, self.tables, self.grid, self.parser = encoders, tables, grid, parser
+
+    def __call__(self, task: tuple[int, list[str], list[int] | None, np.ndarray]) -> tuple[np.ndarray, ...]:
+        k, texts, golds, done = task
+        encoder = self.encoders[k]
+        if isinstance(encoder, PretokenEncoder):
+            flat, splits = encoder.encode_flat(texts)
+        else:
+            flat, splits = flatten_ids([e.ids for e in encoder.encode_batch_fast(texts, add_special_tokens=False)])
+        prefix, totals = prefix_bytes_flat(flat, splits, self.tables[k].lengths, self.grid)
+        if golds is None:
+            return prefix, totals, np.diff(splits)
+        res = score_token_ids(flat, splits, self.tables[k], golds, self.grid, self.parser, done)
+        return prefix, totals, np.diff(splits), res.scores, res.correct, res.emission
+
+
+_WORKER: _ChunkScorer | None = None
+
+
+def _init_worker(*args) -> None:
+    global _WORKER
+    _WORKER = _ChunkScorer(*args)
+
+
+def _work(task: tuple) -> tuple[np.ndarray, ...]:
+    return _WORKER(task)
+
+
+def _retokenize_folds(
+    texts: Sequence[str],
+    choice: np.ndarray,
+    tokenizers: Sequence[ResolvedTokenizer],
+    grid: np.ndarray,
+    golds: Sequence[int] | None,
+    done: np.ndarray,
+    parser: str,
+    on_progress: Callable[[int], None] | None,
+    workers: int | None,
+    memo: bool,
+) -> dict[str, np.ndarray]:
+    """Encode trace ``t`` with ``tokenizers[choice[t]]``, measure and score its prefixes, in chunks.
+
+    With the memoised encoder (pure Python, one core) the chunks go to ``workers`` processes; HF's own
+    encode already uses every core, so it runs here.
+    """
+    n = len(texts)
+    rows_of = [np.flatnonzero(choice == k) for k in range(len(tokenizers))]
+    encoders = [memo_encoder(tok, [texts[r] for r in rows[:4]]) if memo and rows.size else None
+                for tok, rows in zip(tokenizers, rows_of, strict=True)]  # fmt: skip
+    workers = usable_cpus() if workers is None else max(1, int(workers))
+    size = max(64, min(CHUNK, -(-n // (4 * workers))))
+    tasks = [(k, rows[lo : lo + size]) for k, rows in enumerate(rows_of) for lo in range(0, rows.size, size)]
+    args = ([t.tokenizer if e is None else e for t, e in zip(tokenizers, encoders, strict=True)],
+            [byte_table(t) for t in tokenizers], grid, parser)  # fmt: skip
+
+    def payloads() -> Iterator[tuple]:
+        for k, rows in tasks:
+            sub_golds = None if golds is None else [golds[r] for r in rows]
+            yield k, [texts[r] for r in rows], sub_golds, done[rows]
+
+    out = {"prefix_bytes": np.zeros((n, grid.size), dtype=np.int64), "total_bytes": np.zeros(n, dtype=np.int64),
+           "n_tokens": np.zeros(n, dtype=np.int64)}  # fmt: skip
+    if golds is not None:
+        out |= {"scores": np.zeros((n, grid.size), dtype=np.int8), "correct": np.zeros(n, dtype=np.int8),
+                "emission": np.full(n, np.nan)}  # fmt: skip
+    parallel = workers > 1 and len(tasks) > 1 and any(e is not None for e in encoders)
+    with contextlib.ExitStack() as stack:
+        if parallel:  # spawn: a clean interpreter, no fork of HF's thread pool
+            pool = stack.enter_context(mp.get_context("spawn").Pool(min(workers, len(tasks)), _init_worker, args))
+            results = pool.imap(_work, payloads())
+        else:
+            results = map(_ChunkScorer(*args), payloads())
+        for (_, rows), result in zip(tasks, results, strict=True):
+            for array, part in zip(out.values(), result, strict=True):
+                array[rows] = part
+            if on_progress is not None:
+                on_progress(rows.size)
+    return out
+
+
 def retokenize(
     texts: Sequence[str],
     tokenizer: ResolvedTokenizer,
@@ -129,37 +241,19 @@ def retokenize(
     complete: Sequence[bool] | np.ndarray | None = None,
     parser: str = "strict",
     on_progress: Callable[[int], None] | None = None,
+    workers: int | None = None,
+    memo: bool = True,
 ) -> Retokenized:
     """Encode ``texts`` with ``tokenizer``, measure every length-B prefix in bytes and, given golds, score it.
 
     Scoring is the ledger's own :func:`~mindcap_tok.ledger.score.score_token_ids` on the new ids, so prefixes
     are read exactly as for stored ids; ``complete[t]`` says trace ``t`` stopped by itself (finish reason
-    ``stop``). Works in chunks of :data:`CHUNK` traces; ``on_progress(n_done)`` is called after each.
+    ``stop``). Encoding gives HF's ids: memoised per pre-token (:mod:`mindcap_tok.pretoken_cache`) on
+    ``workers`` processes (default: every usable CPU), or with HF's own encode when ``memo`` is False or the
+    tokenizer's pipeline is not covered. ``on_progress(n_done)`` is called after each chunk of traces.
     """
-    grid = check_budgets(budgets)
-    n = len(texts)
-    if golds is not None and len(golds) != n:
-        raise MindcapError(f"{len(texts)} texts but {len(golds)} gold answers")
-    done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
-    table = byte_table(tokenizer)
-    prefix = np.zeros((n, grid.size), dtype=np.int64)
-    n_tokens = np.zeros(n, dtype=np.int64)
-    totals = np.zeros(n, dtype=np.int64)
-    scored = golds is not None
-    scores = np.zeros((n, grid.size), dtype=np.int8) if scored else None
-    correct = np.zeros(n, dtype=np.int8) if scored else None
-    emission = np.full(n, np.nan) if scored else None
-    for lo in range(0, n, CHUNK):
-        hi = min(n, lo + CHUNK)
-        flat, splits = flatten_ids(encode_ids(tokenizer, texts[lo:hi]))
-        prefix[lo:hi], totals[lo:hi] = prefix_bytes_flat(flat, splits, table.lengths, grid)
-        n_tokens[lo:hi] = np.diff(splits)
-        if scored:
-            res = score_token_ids(flat, splits, table, list(golds[lo:hi]), grid, parser, done[lo:hi])
-            scores[lo:hi], correct[lo:hi], emission[lo:hi] = res.scores, res.correct, res.emission
-        if on_progress is not None:
-            on_progress(hi - lo)
-    return Retokenized(grid, n_tokens, prefix, totals, np.full(n, -1, dtype=np.int64), scores, correct, emission)
+    return retokenize_items(texts, [0] * len(texts), [FoldTokenizer(tokenizer)], budgets, golds, complete, parser,
+                            on_progress, workers, memo)  # fmt: skip
 
 
 def fold_of_items(items: np.ndarray, folds: Sequence[FoldTokenizer]) -> np.ndarray:
@@ -193,6 +287,8 @@ def retokenize_items(
     complete: Sequence[bool] | np.ndarray | None = None,
     parser: str = "strict",
     on_progress: Callable[[int], None] | None = None,
+    workers: int | None = None,
+    memo: bool = True,
 ) -> Retokenized:
     """:func:`retokenize` where trace ``t`` (of item ``items[t]``) uses the fold tokenizer that held it out."""
     if isinstance(folds, ResolvedTokenizer):
@@ -201,25 +297,13 @@ def retokenize_items(
     if n != len(items):
         raise MindcapError(f"{n} texts but {len(items)} item ids")
     grid = check_budgets(budgets)
+    if golds is not None and len(golds) != n:
+        raise MindcapError(f"{n} texts but {len(golds)} gold answers")
     choice = fold_of_items(np.asarray(items), folds)
     done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
-    parts = {}
-    for k, fold in enumerate(folds):
-        rows = np.flatnonzero(choice == k)
-        if rows.size:
-            sub_golds = None if golds is None else [golds[r] for r in rows]
-            parts[k] = (rows, retokenize([texts[r] for r in rows], fold.tokenizer, grid, sub_golds, done[rows],
-                                         parser, on_progress))  # fmt: skip
-    fold_ids = np.full(n, -1, dtype=np.int64)
-    out = {"prefix_bytes": np.zeros((n, grid.size), dtype=np.int64), "n_tokens": np.zeros(n, dtype=np.int64),
-           "total_bytes": np.zeros(n, dtype=np.int64)}  # fmt: skip
-    if golds is not None:
-        out |= {"scores": np.zeros((n, grid.size), dtype=np.int8), "correct": np.zeros(n, dtype=np.int8),
-                "emission": np.full(n, np.nan)}  # fmt: skip
-    for k, (rows, part) in parts.items():
-        for name, array in out.items():
-            array[rows] = getattr(part, name)
-        fold_ids[rows] = -1 if folds[k].fold is None else folds[k].fold
+    out = _retokenize_folds(texts, choice, [f.tokenizer for f in folds], grid, golds, done, parser, on_progress,
+                            workers, memo)  # fmt: skip
+    fold_ids = np.array([-1 if f.fold is None else f.fold for f in folds], dtype=np.int64)[choice]
     return Retokenized(budgets=grid, fold=fold_ids, **out)
 
 

@@ -1,0 +1,141 @@
+"""The memoised encoder gives HF tokenizers' ids exactly: every FLORES language, every assigned code point in
+several contexts, random mixed text with added tokens, non-NFC and unassigned characters; and it declines
+pipelines it does not reproduce."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer
+
+from mindcap_tok import pretoken_cache
+from mindcap_tok.data.flores import load_flores
+from mindcap_tok.data.languages import flores_codes
+from mindcap_tok.pretoken_cache import PretokenEncoder
+from mindcap_tok.tokenizer import load_tokenizer
+from price_fixture import save_tiny
+
+REGISTRY = ["qwen3-8b", "llama-3.1-8b", "mistral-nemo", "whisper"]
+
+
+def hf_ids(tok: Tokenizer, texts: list[str]) -> list[list[int]]:
+    return [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+
+
+def memo_ids(enc: PretokenEncoder, texts: list[str]) -> list[list[int]]:
+    flat, splits = enc.encode_flat(texts)
+    return [flat[a:b].tolist() for a, b in itertools.pairwise(splits)]
+
+
+@pytest.fixture(scope="module", params=REGISTRY)
+def pair(request, config):
+    tok = load_tokenizer(request.param, config.tokenizers_dir.value).tokenizer
+    enc = PretokenEncoder.from_tokenizer(tok)
+    assert enc is not None, f"{request.param}'s pipeline should be covered"
+    return tok, enc
+
+
+def test_every_flores_language(pair, flores_dir):
+    tok, enc = pair
+    texts = ["\n".join(load_flores(code, "dev", flores_dir)[:3]) for code in flores_codes()]
+    assert len(texts) == 204  # FLORES-200 has 204 language varieties
+    assert memo_ids(enc, texts) == hf_ids(tok, texts)
+    # a second pass reads everything from the memo
+    assert memo_ids(enc, texts) == hf_ids(tok, texts)
+
+
+# contexts that exercise each alternative of the split patterns: letters/digits around, a leading space or
+# apostrophe (case-insensitive contractions, e.g. U+017F LONG S), whitespace runs before newlines and text
+CONTEXTS = ["{c}", "a{c}b", " {c}", "{c}{c} ", "x {c}\n", "1{c}2", "'{c}", "'{c}{c}", "\n\n{c}  {c}\r\n", "{c}\t "]
+
+
+@pytest.mark.slow
+def test_every_assigned_code_point_in_context(pair):
+    tok, enc = pair
+    assigned = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) not in ("Cn", "Cs")]
+    for context in CONTEXTS:
+        texts = ["".join(context.format(c=c) for c in assigned[lo : lo + 4000]) for lo in range(0, len(assigned), 4000)]
+        assert memo_ids(enc, texts) == hf_ids(tok, texts), context
+
+
+UNITS = [
+    "a", "Z", "ſ", "'s", "'LL", "'re", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2028", "\u3000", "\x1c", "\x85",
+    "7", "123", "٣", "½", ".", "!?", "#### ", "ก", "\u0e34", "น", "\u0e49", "ा", "ह", "e\u0301", "\u1100\u1161",
+    "Å", "Å", "😀", "\u0378", "\U000e0080", "<think>", "</think>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>",
+    "<|begin_of_text|>", "<s>",
+]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(st.sampled_from(UNITS), max_size=40), other=st.text(max_size=20))
+def test_random_mixed_text(pair, parts, other):
+    tok, enc = pair
+    texts = ["".join(parts), other + "".join(reversed(parts)) + other]
+    assert memo_ids(enc, texts) == hf_ids(tok, texts)
+
+
+def test_non_nfc_and_unassigned_text_follow_hf(qwen):
+    enc = PretokenEncoder.from_tokenizer(qwen.tokenizer)
+    # decomposed é and Hangul jamo are composed by Qwen3's NFC; U+0378 is unassigned (the text goes to HF whole)
+    texts = ["cafe\u0301 \u1100\u1161", "x\u0378y ดี", "ok"]
+    assert unicodedata.normalize("NFC", texts[0]) != texts[0]
+    assert memo_ids(enc, texts) == hf_ids(qwen.tokenizer, texts)
+    assert enc.encode("cafe\u0301") == enc.encode("café")  # the composed and decomposed forms: the same ids
+
+
+def test_memo_emptied_when_full(qwen, flores_dir, monkeypatch):
+    texts = load_flores("tha_Thai", "dev", flores_dir)[:20]
+    unbounded = PretokenEncoder.from_tokenizer(qwen.tokenizer)
+    memo_ids(unbounded, texts)
+    monkeypatch.setattr(pretoken_cache, "MAX_CACHED", 50)
+    enc = PretokenEncoder.from_tokenizer(qwen.tokenizer)
+    for lo in range(0, 20, 5):
+        assert memo_ids(enc, texts[lo : lo + 5]) == hf_ids(qwen.tokenizer, texts[lo : lo + 5])
+    assert len(enc._row) < len(unbounded._row)  # emptied on the way, so it no longer holds every pre-token
+
+
+def test_tiny_byte_level_tokenizer_is_covered(tmp_path):
+    tok = save_tiny(tmp_path / "ext", extended=True).tokenizer
+    enc = PretokenEncoder.from_tokenizer(tok)
+    assert enc is not None
+    texts = ["กากากา\n#### 7", "ab ab<|endoftext|>กา", "'s 12 ?!"]
+    assert memo_ids(enc, texts) == hf_ids(tok, texts)
+    assert enc.encode("กากากา") == [260, 260, 260]  # the appended merge: one token per กา
+
+
+def _variant(tok: Tokenizer, **changes) -> Tokenizer:
+    spec = json.loads(tok.to_str())
+    for path, value in changes.items():
+        node = spec
+        *head, last = path.split("__")
+        for key in head:
+            node = node[int(key) if key.isdigit() else key]
+        node[last] = value
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"normalizer": {"type": "Lowercase"}},
+        {"pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}},
+        {"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}},
+        {"pre_tokenizer__pretokenizers__0__behavior": "Removed"},
+        {"model__dropout": 0.1},
+    ],
+    ids=["lowercase", "metaspace", "prefix-space", "split-removed", "dropout"],
+)
+def test_uncovered_pipelines_are_declined(qwen, change):
+    assert PretokenEncoder.from_tokenizer(_variant(qwen.tokenizer, **change)) is None
+
+
+def test_added_tokens_that_strip_are_declined(qwen):
+    spec = json.loads(qwen.tokenizer.to_str())
+    spec["added_tokens"][0]["lstrip"] = True
+    assert PretokenEncoder.from_tokenizer(Tokenizer.from_str(json.dumps(spec))) is None
