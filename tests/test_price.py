@@ -30,6 +30,7 @@ gain and the closure must be exactly zero although 3/20 NATIVE traces are still 
 
 from __future__ import annotations
 
+import importlib
 import json
 from fractions import Fraction
 
@@ -215,6 +216,22 @@ def test_cli_json_learns_a_cross_fitted_extension(world, tmp_path):
     assert row["lang"] == "tha_Thai" and row["cap"] == 30 and row["n_items"] == 10
     assert row["G3"] == pytest.approx(6 / 20) and row["closure"] == pytest.approx(1 / 20)
     assert all(-1 <= row[k] <= 1 for k in ("G", "G_max", "G3", "closure", "nat_gain", "ext_nat_gain"))
+
+
+def test_worker_processes_price_the_hand_computed_table(world, monkeypatch):
+    # each fold's traces go to spawned workers (the size threshold lifted): the same hand-computed figures
+    monkeypatch.setattr(importlib.import_module("mindcap_tok.adaptation.retokenize"), "PARALLEL_MIN_CHARS", 0)
+    ledger, base, _, _ = world
+    result = CliRunner().invoke(
+        cli,
+        ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "th", "--cap", "30", "--tokenizer",
+         str(base.path), "--learn-extension", "--size", "1", "--no-premium", "--n-boot", "200", "--format", "json",
+         "--workers", "2"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    assert row["G"] == pytest.approx(7 / 20) and row["G3"] == pytest.approx(6 / 20)
+    assert row["ext_nat_gain"] == pytest.approx(3 / 20) and row["closure"] == pytest.approx(1 / 20)
 
 
 def test_cli_rejects_a_missing_language(world):

@@ -301,12 +301,14 @@ def price_traces(
     extension: str = "extension",
     premiums: Mapping[int | None, tuple[float, float]] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    workers: int | None = None,
 ) -> Pricing:
     """Table 3 for ``traces`` at each cap, given the extension's fold tokenizers.
 
     Both arms are re-encoded with the base tokenizer and with the fold tokenizer that held each item out, and
     scored with the ledger's prefix scorer under ``parser``; the largest stored prefix is the completed trace.
-    ``premiums`` maps a fold to its FLORES premium (before, after) when it was measured.
+    ``premiums`` maps a fold to its FLORES premium (before, after) when it was measured; ``workers`` is the
+    number of processes retokenizing (default: every usable CPU).
     """
     grid = check_budgets(caps)
     b_max = traces.b_max
@@ -316,8 +318,9 @@ def price_traces(
     n = len(frame)
     golds = frame["gold"].to_numpy()
     stopped = (frame["finish_reason"] == "stop").to_numpy()
-    base = retokenize(traces.texts, traces.base, grid, golds, stopped, parser, on_progress)
-    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds, grid, golds, stopped, parser, on_progress)
+    base = retokenize(traces.texts, traces.base, grid, golds, stopped, parser, on_progress, workers)
+    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds, grid, golds, stopped, parser, on_progress,
+                           workers)  # fmt: skip
     stored = frame["n_tokens"].to_numpy()
     k = grid.size
     s_base, s_max, s_ext = base.scores.astype(np.float64), base.correct.astype(np.float64), ext.scores
@@ -475,6 +478,7 @@ def price_ledger(
     flores_source: str | None = None,
     save_extension: str | os.PathLike[str] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    workers: int | None = None,
 ) -> Pricing:
     """Price both token-count rungs for one model and language (what ``mindcap-tok price`` runs).
 
@@ -516,5 +520,5 @@ def price_ledger(
         described = f"{len(folds)} fold tokenizer(s)"
     return price_traces(
         traces, folds, caps, parser=parser, n_boot=n_boot, seed=seed, ci=ci, sample=sample,
-        extension=described, premiums=premiums, on_progress=on_progress,
+        extension=described, premiums=premiums, on_progress=on_progress, workers=workers,
     )  # fmt: skip

@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import multiprocessing as mp
 import os
+import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from .saved import CrossFitSet, SavedExtension, resolved
 
 #: most traces encoded and scored at once: bounds memory (Python id lists) at a few hundred MB
 CHUNK = 1024
+#: characters below which worker processes are not worth starting (~4 s to start two, ~4 s of encoding)
+PARALLEL_MIN_CHARS = 30_000_000
 
 
 @dataclass(frozen=True)
@@ -172,9 +175,9 @@ class _ChunkScorer:
 _WORKER: _ChunkScorer | None = None
 
 
-def _init_worker(*args) -> None:
+def _init_worker(state: bytes) -> None:
     global _WORKER
-    _WORKER = _ChunkScorer(*args)
+    _WORKER = _ChunkScorer(*pickle.loads(state))
 
 
 def _work(task: tuple) -> tuple[np.ndarray, ...]:
@@ -195,8 +198,8 @@ def _retokenize_folds(
 ) -> dict[str, np.ndarray]:
     """Encode trace ``t`` with ``tokenizers[choice[t]]``, measure and score its prefixes, in chunks.
 
-    With the memoised encoder (pure Python, one core) the chunks go to ``workers`` processes; HF's own
-    encode already uses every core, so it runs here.
+    With the memoised encoder (pure Python, one core) the chunks of a large job (:data:`PARALLEL_MIN_CHARS`)
+    go to ``workers`` processes; HF's own encode already uses every core, so it runs here.
     """
     n = len(texts)
     rows_of = [np.flatnonzero(choice == k) for k in range(len(tokenizers))]
@@ -218,10 +221,12 @@ def _retokenize_folds(
     if golds is not None:
         out |= {"scores": np.zeros((n, grid.size), dtype=np.int8), "correct": np.zeros(n, dtype=np.int8),
                 "emission": np.full(n, np.nan)}  # fmt: skip
-    parallel = workers > 1 and len(tasks) > 1 and any(e is not None for e in encoders)
+    parallel = (workers > 1 and len(tasks) > 1 and any(e is not None for e in encoders)
+                and sum(map(len, texts)) >= PARALLEL_MIN_CHARS)  # fmt: skip
     with contextlib.ExitStack() as stack:
         if parallel:  # spawn: a clean interpreter, no fork of HF's thread pool
-            pool = stack.enter_context(mp.get_context("spawn").Pool(min(workers, len(tasks)), _init_worker, args))
+            state = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)  # once, not once per worker
+            pool = stack.enter_context(mp.get_context("spawn").Pool(min(workers, len(tasks)), _init_worker, (state,)))
             results = pool.imap(_work, payloads())
         else:
             results = map(_ChunkScorer(*args), payloads())

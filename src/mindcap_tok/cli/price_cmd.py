@@ -82,10 +82,11 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "md", "csv"]), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
+@click.option("--workers", type=click.IntRange(min=1), help="Processes retokenizing traces (default: every CPU).")
 @click.pass_obj
 def price_command(
     state, ledger_dir, models, langs, caps, extension, learn_extension, size, min_freq, n_folds, save_extension,
-    measure_premium, tokenizer, parser, sample, seed, n_boot, ci, fmt, out,
+    measure_premium, tokenizer, parser, sample, seed, n_boot, ci, fmt, out, workers,
 ) -> None:  # fmt: skip
     """Triage the adaptation ladder: what raising the cap and extending the vocabulary recover, with CIs.
 
@@ -119,7 +120,7 @@ def price_command(
                     learn_min_freq=min_freq if learn_extension else None, n_folds=n_folds,
                     tokenizer=ids_tok, tokenizers_dir=state.config.tokenizers_dir.value, parser=parser,
                     sample=sample, seed=seed, n_boot=n_boot, ci=ci, measure_premium=measure_premium,
-                    flores_source=source, save_extension=save_extension,
+                    flores_source=source, save_extension=save_extension, workers=workers,
                 )  # fmt: skip
                 results.append(priced)
                 advance()
