@@ -12,7 +12,7 @@ import unicodedata
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tokenizers import Tokenizer
+from tokenizers import AddedToken, Tokenizer, normalizers
 
 from mindcap_tok import pretoken_cache
 from mindcap_tok.data.flores import load_flores
@@ -107,6 +107,19 @@ def test_tiny_byte_level_tokenizer_is_covered(tmp_path):
     texts = ["กากากา\n#### 7", "ab ab<|endoftext|>กา", "'s 12 ?!"]
     assert memo_ids(enc, texts) == hf_ids(tok, texts)
     assert enc.encode("กากากา") == [260, 260, 260]  # the appended merge: one token per กา
+
+
+def test_an_added_token_is_not_a_pre_token_that_normalizes_to_it(tmp_path):
+    # "é" as an added token matched on raw text: a decomposed e + U+0301 becomes "é" only after NFC, so HF
+    # encodes it with BPE (two byte tokens), not as the added token
+    tok = save_tiny(tmp_path / "base").tokenizer
+    tok.normalizer = normalizers.NFC()
+    tok.add_tokens([AddedToken("é", normalized=False)])
+    enc = PretokenEncoder.from_tokenizer(tok)
+    texts = ["e\u0301", "é", "e\u0301é"]
+    assert memo_ids(enc, texts) == hf_ids(tok, texts)
+    added = tok.token_to_id("é")
+    assert enc.encode("é") == [added] and added not in enc.encode("e\u0301") and len(enc.encode("e\u0301")) == 2
 
 
 def _variant(tok: Tokenizer, **changes) -> Tokenizer:

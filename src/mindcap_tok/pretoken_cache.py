@@ -29,7 +29,7 @@ from tokenizers import Tokenizer
 
 from .tokenizer import BYTE_TO_CHAR
 
-#: distinct pre-tokens memoised before the memo is emptied (a few hundred MB at most)
+#: rows (distinct pre-tokens) memoised before the memo is emptied (a few hundred MB at most)
 MAX_CACHED = 2_000_000
 
 
@@ -99,8 +99,8 @@ class PretokenEncoder:
     """Encode texts exactly as ``Tokenizer.encode(text, add_special_tokens=False).ids``, memoised per pre-token.
 
     The memo maps a pre-token to a row of a flat id store, so a chunk of texts becomes one array of row numbers
-    and its ids one vectorised gather. Added tokens are rows too: no pre-token can equal one, because added
-    tokens are cut out of the text before pre-tokenization.
+    and its ids one vectorised gather. Added tokens are rows too, keyed by a 1-tuple of their text so that no
+    pre-token (a str) can collide with one.
     """
 
     def __init__(self, tokenizer: Tokenizer, spec: dict) -> None:
@@ -114,12 +114,12 @@ class PretokenEncoder:
         self._reset()
 
     def _reset(self) -> None:
-        self._row: dict[str, int] = {}  # pre-token (or added token) -> row of the store
+        self._row: dict[str | tuple[str], int] = {}  # pre-token, or (added token,) -> row of the store
         self._ids = _Column()  # every row's ids, concatenated
         self._starts = _Column()  # row r is ids[starts[r]:starts[r] + lengths[r]]
         self._lengths = _Column()
         for content, i in self._added_ids.items():
-            self._row[content] = self._store((i,))
+            self._row[(content,)] = self._store((i,))
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Tokenizer) -> PretokenEncoder | None:
@@ -150,20 +150,20 @@ class PretokenEncoder:
             out.append(segment[at:])
         return out
 
-    def _text_pieces(self, text: str) -> list[str]:
-        """Added tokens and pre-tokens of ``text``, in order."""
+    def _text_pieces(self, text: str) -> list[str | tuple[str]]:
+        """Added tokens (as 1-tuples) and pre-tokens of ``text``, in order."""
         segments = self._added.split(text) if self._added is not None else [text]
-        pieces: list[str] = []
+        pieces: list[str | tuple[str]] = []
         for k, segment in enumerate(segments):
             if k % 2:  # re.split puts the captured added tokens at odd positions
-                pieces.append(segment)
+                pieces.append((segment,))
             elif segment:
                 if self._nfc and not unicodedata.is_normalized("NFC", segment):
                     segment = self._tokenizer.normalizer.normalize_str(segment)
                 pieces.extend(self._pieces(segment))
         return pieces
 
-    def _fill(self, pieces: list[str]) -> None:
+    def _fill(self, pieces: list[str | tuple[str]]) -> None:
         """Encode the pieces not yet memoised with the tokenizer's own BPE model."""
         model = self._tokenizer.model
         for piece in pieces:
@@ -191,7 +191,7 @@ class PretokenEncoder:
 
     def encode_flat(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """All texts' ids as one int64 array and ``splits`` (text ``t`` is ``flat[splits[t]:splits[t+1]]``)."""
-        if len(self._row) > MAX_CACHED:
+        if self._starts.size > MAX_CACHED:  # rows, including texts HF encoded whole
             self._reset()
         rows = [self._rows(t) for t in texts]
         piece_splits = np.zeros(len(texts) + 1, dtype=np.int64)

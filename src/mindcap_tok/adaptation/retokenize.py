@@ -34,7 +34,8 @@ from .saved import CrossFitSet, SavedExtension, resolved
 
 #: most traces encoded and scored at once: bounds memory (Python id lists) at a few hundred MB
 CHUNK = 1024
-#: characters below which worker processes are not worth starting (~4 s to start two, ~4 s of encoding)
+#: characters below which worker processes are not worth starting (two start in ~2 s; one process encodes
+#: 30 M characters of Thai in ~6 s)
 PARALLEL_MIN_CHARS = 30_000_000
 
 
@@ -158,21 +159,23 @@ class _ChunkScorer:
                  grid: np.ndarray, parser: str) -> None:  # fmt: skip
         self.encoders, self.tables, self.grid, self.parser = encoders, tables, grid, parser
 
-    def __call__(self, task: tuple[int, list[str], list[int] | None, np.ndarray]) -> tuple[np.ndarray, ...]:
+    def __call__(self, task: tuple[int, list[str], list[int] | None, np.ndarray]) -> dict[str, np.ndarray]:
         k, texts, golds, done = task
         encoder = self.encoders[k]
         if isinstance(encoder, PretokenEncoder):
             flat, splits = encoder.encode_flat(texts)
         else:
-            flat, splits = flatten_ids([e.ids for e in encoder.encode_batch_fast(texts, add_special_tokens=False)])
+            encode = getattr(encoder, "encode_batch_fast", encoder.encode_batch)
+            flat, splits = flatten_ids([e.ids for e in encode(texts, add_special_tokens=False)])
         prefix, totals = prefix_bytes_flat(flat, splits, self.tables[k].lengths, self.grid)
-        if golds is None:
-            return prefix, totals, np.diff(splits)
-        res = score_token_ids(flat, splits, self.tables[k], golds, self.grid, self.parser, done)
-        return prefix, totals, np.diff(splits), res.scores, res.correct, res.emission
+        out = {"prefix_bytes": prefix, "total_bytes": totals, "n_tokens": np.diff(splits)}
+        if golds is not None:
+            res = score_token_ids(flat, splits, self.tables[k], golds, self.grid, self.parser, done)
+            out |= {"scores": res.scores, "correct": res.correct, "emission": res.emission}
+        return out
 
 
-_WORKER: _ChunkScorer | None = None
+_WORKER: _ChunkScorer | None = None  # a worker process's scorer, set by _init_worker
 
 
 def _init_worker(state: bytes) -> None:
@@ -231,8 +234,8 @@ def _retokenize_folds(
         else:
             results = map(_ChunkScorer(*args), payloads())
         for (_, rows), result in zip(tasks, results, strict=True):
-            for array, part in zip(out.values(), result, strict=True):
-                array[rows] = part
+            for name, part in result.items():
+                out[name][rows] = part
             if on_progress is not None:
                 on_progress(rows.size)
     return out
