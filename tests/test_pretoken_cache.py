@@ -52,7 +52,8 @@ def test_every_flores_language(pair, flores_dir):
 
 # contexts that exercise each alternative of the split patterns: letters/digits around, a leading space or
 # apostrophe (case-insensitive contractions, e.g. U+017F LONG S), whitespace runs before newlines and text
-CONTEXTS = ["{c}", "a{c}b", " {c}", "{c}{c} ", "x {c}\n", "1{c}2", "'{c}", "'{c}{c}", "\n\n{c}  {c}\r\n", "{c}\t "]
+CONTEXTS = ["{c}", "a{c}b", " {c}", "{c}{c} ", "x {c}\n", "1{c}2", "'{c}", "'{c}{c}", "\n\n{c}  {c}\r\n", "{c}\t ",
+            "{c}Ab"]  # fmt: skip
 
 
 @pytest.mark.slow
@@ -87,6 +88,16 @@ def test_non_nfc_and_unassigned_text_follow_hf(qwen):
     assert unicodedata.normalize("NFC", texts[0]) != texts[0]
     assert memo_ids(enc, texts) == hf_ids(qwen.tokenizer, texts)
     assert enc.encode("cafe\u0301") == enc.encode("café")  # the composed and decomposed forms: the same ids
+
+
+def test_code_points_the_regex_engines_may_classify_differently_go_to_hf(config):
+    # U+0295 is Ll in older Unicode tables and Lo in newer ones; Mistral-Nemo's pattern splits on Ll vs Lo
+    tok = load_tokenizer("mistral-nemo", config.tokenizers_dir.value).tokenizer
+    enc = PretokenEncoder.from_tokenizer(tok)
+    texts = ["ʕAb ʕab", "xʕ", "plain text"]
+    assert memo_ids(enc, texts) == hf_ids(tok, texts)
+    assert not any("ʕ" in key for key in enc._row if isinstance(key, str))  # never memoised: HF encoded them
+    assert any("plain" in key for key in enc._row if isinstance(key, str))
 
 
 def test_memo_emptied_when_full(qwen, flores_dir, monkeypatch):
@@ -148,7 +159,20 @@ def test_uncovered_pipelines_are_declined(qwen, change):
     assert PretokenEncoder.from_tokenizer(_variant(qwen.tokenizer, **change)) is None
 
 
-def test_added_tokens_that_strip_are_declined(qwen):
+@pytest.mark.parametrize("flag", ["lstrip", "single_word", "normalized"])
+def test_added_tokens_that_strip_or_match_normalized_text_are_declined(qwen, flag):
     spec = json.loads(qwen.tokenizer.to_str())
-    spec["added_tokens"][0]["lstrip"] = True
+    spec["added_tokens"][0][flag] = True
     assert PretokenEncoder.from_tokenizer(Tokenizer.from_str(json.dumps(spec))) is None
+
+
+def test_truncation_padding_and_encoded_special_tokens_are_declined(tmp_path):
+    for change in ("truncation", "padding", "encode_special_tokens"):
+        tok = save_tiny(tmp_path / change).tokenizer
+        if change == "truncation":
+            tok.enable_truncation(3)
+        elif change == "padding":
+            tok.enable_padding(length=64)
+        else:
+            tok.encode_special_tokens = True
+        assert PretokenEncoder.from_tokenizer(tok) is None, change

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import multiprocessing as mp
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -162,15 +166,19 @@ def _thai_traces(flores_dir: str, n: int) -> tuple[list[str], list[int]]:
 
 
 def test_worker_processes_and_hf_encode_agree(qwen, flores_dir, monkeypatch):
-    # 300 traces: five chunks of 64, so two spawned workers share them (however few characters they hold);
+    # 300 traces in chunks of 64, so two spawned workers share them (however few characters they hold);
     # HF's own encode is the reference
     monkeypatch.setattr(importlib.import_module("mindcap_tok.adaptation.retokenize"), "PARALLEL_MIN_CHARS", 0)
     texts, golds = _thai_traces(flores_dir, 300)
     items = [t % 7 for t in range(300)]
     folds = [FoldTokenizer(qwen, frozenset({0, 1, 2}), 0), FoldTokenizer(qwen, frozenset({3, 4, 5, 6}), 1)]
     budgets = [16, 64, 256, 1024]
-    runs = [retokenize_items(texts, items, folds, budgets, golds, workers=w, memo=m) for w, m in
-            ((2, True), (1, True), (1, False))]  # fmt: skip
+    alive: list[int] = []  # worker processes alive as each chunk comes back
+    runs = [retokenize_items(texts, items, folds, budgets, golds, workers=w, memo=m,
+                             on_progress=lambda _: alive.append(len(mp.active_children())))
+            for w, m in ((2, True), (1, True), (1, False))]  # fmt: skip
+    # 129 and 171 traces per fold: chunks of 64 with two workers (3 + 3), of 75 with one (2 + 3, twice)
+    assert alive == [2] * 6 + [0] * 10
     ids = [e.ids for e in qwen.tokenizer.encode_batch(texts, add_special_tokens=False)]
     assert runs[2].n_tokens.tolist() == [len(i) for i in ids]
     for run in runs[:2]:
@@ -188,3 +196,21 @@ def test_an_encoder_that_disagrees_with_hf_is_dropped(qwen, llama, flores_dir, m
     with pytest.warns(UserWarning, match="differs from HF"):
         got = retokenize(texts, qwen, [1024], golds)
     assert got.n_tokens.tolist() == [len(e.ids) for e in qwen.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+
+def test_a_worker_that_dies_is_a_one_line_error(tmp_path):
+    # a script without a __main__ guard: each spawned worker re-runs it, tries to spawn in turn and dies; the
+    # parent must stop with the error, not wait forever
+    save_tiny(tmp_path / "tiny")
+    script = tmp_path / "unguarded.py"
+    script.write_text(textwrap.dedent(f"""
+        import importlib
+        from mindcap_tok.tokenizer import load_tokenizer
+        from mindcap_tok.adaptation.retokenize import retokenize
+        importlib.import_module("mindcap_tok.adaptation.retokenize").PARALLEL_MIN_CHARS = 0
+        tok = load_tokenizer({str(tmp_path / "tiny")!r})
+        retokenize(["กากา\\n#### 7"] * 300, tok, [8], workers=2)
+    """))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "a retokenizing worker process died" in run.stderr

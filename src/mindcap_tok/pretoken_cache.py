@@ -9,19 +9,23 @@ still encoded by the tokenizer's own BPE model.
 
 Only the pipelines of byte-level BPE tokenizers like the registry's are covered: normalizer none or NFC;
 pre-tokenizer ``Split(regex, isolated)`` then ``ByteLevel`` without its own regex or prefix space, or
-``ByteLevel`` alone with its regex; a plain BPE model; added tokens matched as whole strings.
-:meth:`PretokenEncoder.from_tokenizer` returns ``None`` for anything else, so callers keep HF's encode. A text
-holding a code point this Python's Unicode database does not assign goes to HF whole, so Python's regex engine
-and NFC only ever decide on characters whose properties Unicode's stability policy keeps fixed (the tests
-compare every assigned code point, in several contexts, with HF).
+``ByteLevel`` alone with its regex; a plain BPE model; added tokens matched as whole strings in the raw text;
+no truncation, padding or ``encode_special_tokens``. :meth:`PretokenEncoder.from_tokenizer` returns ``None`` for
+anything else, so callers keep HF's encode. A text goes to HF whole when it holds a code point that this Python's
+Unicode database leaves unassigned, or whose general category the ``regex`` module's (newer) tables give
+differently (U+0295 ʕ: Ll → Lo): HF's regex engine could side with either. On every other code point the two
+engines agree (the tests compare every assigned code point, in several contexts, with HF).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import sys
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import regex
@@ -33,8 +37,27 @@ from .tokenizer import BYTE_TO_CHAR
 MAX_CACHED = 2_000_000
 
 
-class _Unassigned(Exception):
-    """A pre-token holds a code point this Python's Unicode database does not assign: encode the text with HF."""
+#: ids memoised before the memo is emptied
+MAX_IDS = 16_000_000
+
+#: general categories a code point can move between across Unicode versions (Cn, Cs and Co never change)
+_CATEGORIES = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf",
+               "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf")  # fmt: skip
+
+
+class _Unsure(Exception):
+    """A pre-token holds a code point the regex engines or NFC might treat differently: encode the text with HF."""
+
+
+@lru_cache(maxsize=1)
+def _reclassified() -> frozenset[str]:
+    """Code points assigned in this Python's ``unicodedata`` that the ``regex`` module puts in another category."""
+    every = "".join(map(chr, itertools.chain(range(0xD800), range(0xE000, sys.maxunicode + 1))))
+    moved: set[str] = set()
+    for category in _CATEGORIES:
+        found = regex.findall(rf"\p{{{category}}}", every)
+        moved.update(c for c in found if unicodedata.category(c) not in (category, "Cn"))
+    return frozenset(moved)
 
 
 #: the regex HF's ``ByteLevel(use_regex=True)`` pre-tokenizer splits with (GPT-2's)
@@ -90,8 +113,10 @@ def _unsupported(spec: dict) -> str | None:
     for added in spec.get("added_tokens", []):
         if added.get("lstrip") or added.get("rstrip") or added.get("single_word"):
             return f"added token {added.get('content')!r} strips or matches single words"
-        if added.get("normalized") and norm is not None:
+        if added.get("normalized"):  # HF matches these in a second pass, on the normalized text
             return f"added token {added.get('content')!r} is matched after normalization"
+    if spec.get("truncation") or spec.get("padding"):
+        return "truncation or padding is set"
     return None
 
 
@@ -107,6 +132,7 @@ class PretokenEncoder:
         self._tokenizer = tokenizer
         self._nfc = spec.get("normalizer") is not None
         self._split = regex.compile(_split_pattern(spec))
+        self._reclassified = _reclassified()
         added = sorted({a["content"]: a["id"] for a in spec.get("added_tokens", [])}, key=len, reverse=True)
         # longest first: Python's leftmost-first alternation then picks HF's leftmost-longest added token
         self._added = re.compile("(" + "|".join(map(re.escape, added)) + ")") if added else None
@@ -125,7 +151,12 @@ class PretokenEncoder:
     def from_tokenizer(cls, tokenizer: Tokenizer) -> PretokenEncoder | None:
         """An encoder for ``tokenizer``, or None when its pipeline is not one this module reproduces."""
         spec = json.loads(tokenizer.to_str())
-        return None if _unsupported(spec) else cls(tokenizer, spec)
+        if _unsupported(spec) or getattr(tokenizer, "encode_special_tokens", False):
+            return None
+        try:
+            return cls(tokenizer, spec)
+        except regex.error:  # Oniguruma syntax the regex module does not read
+            return None
 
     def _store(self, ids: Sequence[int]) -> int:
         self._starts.extend([self._ids.size])
@@ -165,11 +196,11 @@ class PretokenEncoder:
 
     def _fill(self, pieces: list[str | tuple[str]]) -> None:
         """Encode the pieces not yet memoised with the tokenizer's own BPE model."""
-        model = self._tokenizer.model
+        model, moved = self._tokenizer.model, self._reclassified
         for piece in pieces:
             if piece not in self._row:
-                if any(unicodedata.category(c) in ("Cn", "Cs") for c in piece):
-                    raise _Unassigned(piece)  # never memoised, so every text holding it comes back here
+                if any(unicodedata.category(c) in ("Cn", "Cs") or c in moved for c in piece):
+                    raise _Unsure(piece)  # never memoised, so every text holding it comes back here
                 chars = "".join(BYTE_TO_CHAR[b] for b in piece.encode("utf-8"))
                 self._row[piece] = self._store([t.id for t in model.tokenize(chars)])
 
@@ -181,7 +212,7 @@ class PretokenEncoder:
         except KeyError:
             try:
                 self._fill(pieces)
-            except _Unassigned:  # HF encodes this text, into a row of its own that no pre-token points to
+            except _Unsure:  # HF encodes this text, into a row of its own that no pre-token points to
                 return np.array([self._store(self._tokenizer.encode(text, add_special_tokens=False).ids)])
             return np.fromiter(map(self._row.__getitem__, pieces), dtype=np.int64, count=len(pieces))
 
@@ -191,7 +222,7 @@ class PretokenEncoder:
 
     def encode_flat(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """All texts' ids as one int64 array and ``splits`` (text ``t`` is ``flat[splits[t]:splits[t+1]]``)."""
-        if self._starts.size > MAX_CACHED:  # rows, including texts HF encoded whole
+        if self._starts.size > MAX_CACHED or self._ids.size > MAX_IDS:
             self._reset()
         rows = [self._rows(t) for t in texts]
         piece_splits = np.zeros(len(texts) + 1, dtype=np.int64)

@@ -12,13 +12,15 @@ Cross-fitting: a trace of item ``i`` is retokenized only with an extension whose
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import multiprocessing as mp
 import os
 import pickle
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,8 +185,33 @@ def _init_worker(state: bytes) -> None:
     _WORKER = _ChunkScorer(*pickle.loads(state))
 
 
-def _work(task: tuple) -> tuple[np.ndarray, ...]:
+def _work(task: tuple) -> dict[str, np.ndarray]:
     return _WORKER(task)
+
+
+def _in_workers(workers: int, state: bytes, payloads: Iterator[tuple]) -> Iterator[dict[str, np.ndarray]]:
+    """Results of ``_work`` on each payload, in order, from spawned worker processes.
+
+    At most two tasks per worker are in flight, so only those chunks' texts are copied at a time. A worker that
+    dies (out of memory; a script without an ``if __name__ == "__main__":`` guard) is a one-line error.
+    """
+    with ProcessPoolExecutor(workers, mp.get_context("spawn"), _init_worker, (state,)) as pool:
+        pending: deque[Future] = deque()
+        try:
+            for payload in payloads:
+                pending.append(pool.submit(_work, payload))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        except BrokenProcessPool as exc:
+            raise MindcapError(
+                "a retokenizing worker process died (out of memory, or a script without an "
+                "`if __name__ == \"__main__\":` guard); rerun with workers=1 (--workers 1)"
+            ) from exc
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def _retokenize_folds(
@@ -226,18 +253,16 @@ def _retokenize_folds(
                 "emission": np.full(n, np.nan)}  # fmt: skip
     parallel = (workers > 1 and len(tasks) > 1 and any(e is not None for e in encoders)
                 and sum(map(len, texts)) >= PARALLEL_MIN_CHARS)  # fmt: skip
-    with contextlib.ExitStack() as stack:
-        if parallel:  # spawn: a clean interpreter, no fork of HF's thread pool
-            state = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)  # once, not once per worker
-            pool = stack.enter_context(mp.get_context("spawn").Pool(min(workers, len(tasks)), _init_worker, (state,)))
-            results = pool.imap(_work, payloads())
-        else:
-            results = map(_ChunkScorer(*args), payloads())
-        for (_, rows), result in zip(tasks, results, strict=True):
-            for name, part in result.items():
-                out[name][rows] = part
-            if on_progress is not None:
-                on_progress(rows.size)
+    if parallel:  # spawn: a clean interpreter, no fork of HF's thread pool; state pickled once, not per worker
+        state = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+        results = _in_workers(min(workers, len(tasks)), state, payloads())
+    else:
+        results = map(_ChunkScorer(*args), payloads())
+    for (_, rows), result in zip(tasks, results, strict=True):
+        for name, part in result.items():
+            out[name][rows] = part
+        if on_progress is not None:
+            on_progress(rows.size)
     return out
 
 
