@@ -198,7 +198,7 @@ def test_an_encoder_that_disagrees_with_hf_is_dropped(qwen, llama, flores_dir, m
     assert got.n_tokens.tolist() == [len(e.ids) for e in qwen.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
 
-def test_a_worker_that_dies_is_a_one_line_error(tmp_path):
+def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path):
     # a script without a __main__ guard: each spawned worker re-runs it, tries to spawn in turn and dies; the
     # parent must stop with the error, not wait forever
     save_tiny(tmp_path / "tiny")

@@ -486,6 +486,7 @@ def price_ledger(
     NATIVE traces of the priced items, cross-fitted by item (``learn_size`` merges per fold, ``n_folds`` folds,
     seeded with ``seed``; ``save_extension`` keeps them). ``sample`` prices a seeded random sample of items (every
     trace of a drawn item, both arms). ``measure_premium`` adds each learned fold's FLORES premium before/after.
+    ``workers``: processes retokenizing the traces (default: every usable CPU).
     """
     get_parser(parser)  # an unknown parser fails before any work
     learn = learn_size is not None or learn_min_freq is not None
