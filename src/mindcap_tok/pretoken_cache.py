@@ -35,8 +35,6 @@ from .tokenizer import BYTE_TO_CHAR
 
 #: rows (distinct pre-tokens) memoised before the memo is emptied (a few hundred MB at most)
 MAX_CACHED = 2_000_000
-
-
 #: ids memoised before the memo is emptied
 MAX_IDS = 16_000_000
 
