@@ -18,13 +18,18 @@ from mindcap_tok.ledger.jobs import caps_for, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.ledger.store import Ledger
 from mindcap_tok.tokenizer import load_tokenizer
+from tiny_model import build_tiny_model
 
-torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
-from tiny_model import build_tiny_model  # noqa: E402
+try:
+    import torch
+except ImportError:  # the spec tests need no torch; every test of the tiny model does
+    torch = None
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
+    if torch is None:
+        pytest.skip("the transformers backend needs the torch extra")
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
 
 
@@ -82,6 +87,14 @@ def test_flores_premiums_are_measured_with_the_jobs_tokenizer():
     with pytest.raises(MindcapError, match='"flores"'):
         parse_spec({"model": "m", "arms": ["native"], "langs": ["de"], "design": "independent", "caps": [64],
                     "premiums": "wiki"})
+
+
+def test_flores_premiums_read_the_given_data_dir(tmp_path):
+    # --data-dir must reach the premium measurement: an empty folder has no FLORES, and the error says where it looked
+    data = {"model": "org/model", "tokenizer": "qwen3-8b", "arms": ["native"], "langs": ["de"], "items": [0],
+            "k": 1, "design": "independent", "caps": [64], "premiums": "flores"}  # fmt: skip
+    with pytest.raises(MindcapError, match=f"FLORES-200 folder not found: {tmp_path}"):
+        parse_spec(data, data_dir=tmp_path)
 
 
 def test_independent_plan_counts_by_hand(tmp_path):
@@ -330,6 +343,19 @@ def test_cli_dry_run_and_generate(tmp_path, tiny, capsys):
     assert exc.value.code == 0
     assert "wrote 12 shards (36 records" in capsys.readouterr().out
     assert dry_run(job, tmp_path / "led")["shards_done"] == 12
+
+
+def test_a_failed_start_does_not_lock_the_job_spec(tmp_path, tiny, backend, config):
+    # vLLM is not installed here, so the first run fails to start; the job file it left must not refuse a changed
+    # spec while no record is stored, and must once records are
+    out = tmp_path / "ledger"
+    with pytest.raises(MindcapError):
+        run_job(parse_spec(spec_data(tiny, engine={"max_model_len": 512})), out, "vllm", data_dir=config.data_dir.value)
+    assert (out / "jobs" / "t.json").exists()
+    spec = parse_spec(spec_data(tiny, items=[0], langs=["deu_Latn"]))
+    assert run_job(spec, out, backend, data_dir=config.data_dir.value).records == 2
+    with pytest.raises(MindcapError, match="holds a different spec"):
+        run_job(parse_spec(spec_data(tiny, items=[0], langs=["deu_Latn"], seed=9)), out, backend)
 
 
 def test_missing_vllm_names_the_extra(tmp_path, tiny, monkeypatch):

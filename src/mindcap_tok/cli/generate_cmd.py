@@ -18,8 +18,9 @@ from ..ledger.generate import dry_run, run_job
 @click.pass_obj
 def generate_command(state, job: str, out: str, backend: str, dry: bool) -> None:
     """Generate the records of JOB (a TOML spec) into --out; rerunning skips the shards already stored."""
+    dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value}
     if dry:
-        plan = dry_run(job, out)
+        plan = dry_run(job, out, **dirs)
         click.echo(
             f"job {plan['job']} ({plan['design']}): {plan['requests']} requests, {plan['records']} records, "
             f"{plan['shards']} shards ({plan['shards_done']} already done), "
@@ -53,7 +54,7 @@ def generate_command(state, job: str, out: str, backend: str, dry: bool) -> None
             rate = totals["tokens"] / totals["seconds"] if totals["seconds"] else 0.0
             progress.update(task, advance=1, records=totals["records"], rate=rate)
 
-        result = run_job(job, out, backend, data_dir=state.config.data_dir.value, on_shard=step, on_start=start)
+        result = run_job(job, out, backend, on_shard=step, on_start=start, **dirs)
     rate = result.tokens / result.seconds if result.seconds else 0.0
     click.echo(
         f"job {result.job}: wrote {result.written} shards ({result.records} records, {result.tokens} output tokens, "

@@ -101,16 +101,20 @@ def job_record(plan: Plan) -> dict:
 
 
 def _write_job(ledger: Ledger, plan: Plan) -> None:
+    """Keep the spec and seeds under ``jobs/``. A different spec under the same name is refused while the old
+    spec's cells hold records; while they hold none (e.g. after a failed engine start) the new spec replaces it."""
     path = ledger.root / "jobs" / f"{plan.spec.name}.json"
     record = job_record(plan)
     if path.exists():
         try:
-            old = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError) as exc:
+            old = json.loads(path.read_text("utf-8")).get("spec") or {}
+        except (OSError, ValueError, AttributeError) as exc:
             raise MindcapError(f"{path} is unreadable ({exc}); restore it or rename the job") from exc
-        if old.get("spec") != json.loads(json.dumps(record["spec"])):
+        if old == json.loads(json.dumps(record["spec"])):
+            return
+        cells = (old.get("model_name"), old.get("arms"), old.get("langs"))
+        if ledger.exists() and ledger.read(*cells, columns=["item"]).num_rows:
             raise MindcapError(f"{path} holds a different spec under the job name {plan.spec.name!r}; rename the job")
-        return
     atomic_write_text(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -219,9 +223,15 @@ class _Runner:
         return records
 
 
-def dry_run(job: JobSpec | str | os.PathLike[str], ledger: str | os.PathLike[str] | Ledger | None = None) -> dict:
+def dry_run(
+    job: JobSpec | str | os.PathLike[str],
+    ledger: str | os.PathLike[str] | Ledger | None = None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+) -> dict:
     """A job's counts (requests, records, shards, worst-case output tokens) and, given a ledger, shards done."""
-    spec = job if isinstance(job, JobSpec) else load_spec(job)
+    spec = job if isinstance(job, JobSpec) else load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
     plan = plan_job(spec)
     out = plan.summary()
     if ledger is not None:
@@ -238,13 +248,14 @@ def run_job(
     data_dir: str | os.PathLike[str] | None = None,
     on_shard: Callable[[ShardDone], None] | None = None,
     on_start: Callable[[Plan, int], None] | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
 ) -> GenerateResult:
     """Generate the records of ``job`` (a spec or a TOML path) into ``ledger``; see the module docs.
 
     ``backend`` is ``vllm``, ``transformers`` or a started backend object (reused across calls).
     ``on_start(plan, shards_left)`` is called once the done shards are known; ``on_shard`` after each shard.
     """
-    spec = job if isinstance(job, JobSpec) else load_spec(job)
+    spec = job if isinstance(job, JobSpec) else load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
     plan = plan_job(spec)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     _write_job(led, plan)

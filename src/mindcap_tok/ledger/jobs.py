@@ -208,10 +208,18 @@ def _default_model_name(model: str) -> str:
     return canonical or Path(model.rstrip("/")).name
 
 
-def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
+def parse_spec(
+    data: dict,
+    base: Path | None = None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+) -> JobSpec:
     """Check a spec's plain data (as read from TOML) and return a :class:`JobSpec`.
 
     A relative local model folder is resolved against ``base`` (the spec file's folder) when it exists there.
+    ``premiums = "flores"`` reads FLORES under ``data_dir`` and the tokenizer from ``tokenizers_dir`` (default:
+    the configured ones).
     """
     unknown = sorted(set(data) - _KEYS)
     if unknown:
@@ -260,7 +268,7 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
     tokenizer = str(data.get("tokenizer", model_name))
     if data.get("premiums") and design != "independent":
         raise MindcapError("job spec: premiums (scaled caps) apply to the independent design only")
-    premiums = _premiums(data.get("premiums", {}), tokenizer, langs)
+    premiums = _premiums(data.get("premiums", {}), tokenizer, langs, data_dir, tokenizers_dir)
     if any(r <= 0 for r in premiums.values()):
         raise MindcapError("job spec: premiums must be positive")
     announce = data.get("announce", {})
@@ -304,15 +312,17 @@ def parse_spec(data: dict, base: Path | None = None) -> JobSpec:
     )
 
 
-def _premiums(value, tokenizer: str, langs: tuple[str, ...]) -> dict[str, float | Fraction]:
+def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizers_dir) -> dict[str, float | Fraction]:
     """``{lang: r}`` typed in the spec, or ``"flores"``: each language's premium measured with the job's own
     tokenizer on FLORES-200 devtest by :func:`mindcap_tok.premium.premium`, kept as the exact token ratio so
     that floor(r·B) matches what the statistics later compute from the same tokenizer."""
     if value == "flores":
+        from ..data.flores import flores_source
         from ..premium import premium
         from ..tokenizer import load_tokenizer
 
-        return {p.lang: p.ratio for p in premium(load_tokenizer(tokenizer), langs, n_boot=1)}
+        tok = load_tokenizer(tokenizer, tokenizers_dir)
+        return {p.lang: p.ratio for p in premium(tok, langs, n_boot=1, source=flores_source(data_dir))}
     if not isinstance(value, dict):
         raise MindcapError(f'job spec: premiums must be a table (lang = r) or "flores", got {value!r}')
     bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}
@@ -331,8 +341,13 @@ def _check_types(table, what: str) -> None:
             raise MindcapError(f"job spec: {what}.{f.name} must be of type {want.__name__}, got {value!r}")
 
 
-def load_spec(path: str | os.PathLike[str]) -> JobSpec:
-    """Read and check a TOML job spec."""
+def load_spec(
+    path: str | os.PathLike[str],
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+) -> JobSpec:
+    """Read and check a TOML job spec (``data_dir``, ``tokenizers_dir``: as for :func:`parse_spec`)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text("utf-8"))
@@ -340,7 +355,7 @@ def load_spec(path: str | os.PathLike[str]) -> JobSpec:
         raise MindcapError(f"cannot read job spec {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise MindcapError(f"job spec {path} is not valid TOML: {exc}") from exc
-    return parse_spec(data, path.resolve().parent)
+    return parse_spec(data, path.resolve().parent, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
 
 
 def request_seed(spec: JobSpec, arm: str, lang: str, cap: int, announced: int | None, item: int) -> int:
