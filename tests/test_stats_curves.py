@@ -136,3 +136,16 @@ def test_sweep_point_estimates_crossovers_and_peaks(sim):
         n_changes = int((signs[1:] != signs[:-1]).sum())
         assert (res.crossovers["lang"] == lang).sum() == n_changes
     assert res.as_dict()["seed"] == 1 and res.n_boot == 300
+
+
+def test_forced_and_unforced_records_are_separate_cells():
+    # the same (model, arm, lang, cap) generated with and without forcing: two populations, never pooled
+    rows = [{"model": "m", "arm": "native", "lang": "tha_Thai", "design": "replay", "cap": 64, "forcing": forced,
+             "item": item, "budget": 64, "score": int(forced or item == 0)}
+            for forced in (False, True) for item in (0, 1)]  # fmt: skip
+    grid = accuracy_grid(pd.DataFrame(rows))
+    assert len(grid.cells) == 2
+    by_forcing = {bool(f): grid.correct[:, i, 0].sum() for i, f in enumerate(grid.cells["forcing"])}
+    assert by_forcing == {False: 1, True: 2}  # pooled, the cell would read 3 of 4
+    with pytest.raises(MindcapError, match="2 cells match .*also fix .*forcing"):
+        grid.one_cell(model="m", arm="native", lang="tha_Thai")

@@ -23,13 +23,13 @@ from ..errors import MindcapError
 from ..premium import scale_budget
 from .bootstrap import Boot, grid_bootstrap
 from .curves import NATIVE, TRANSLATE
-from .grid import AccuracyGrid
+from .grid import SETTING_COLUMNS, AccuracyGrid
 from .hypotheses import ALTERNATIVES, bootstrap_test, holm, t_ratio
 from .premiums import PremiumTable, lookup_premium
 
 KINDS = ("delta", "delta-difference", "gap", "contrast")
 DEFAULT_OUTCOMES = {"all": "confirmatory_support", "some": "partial_support", "none": "no_confirmatory_support"}
-_TERM_KEYS = ("model", "arm", "lang", "design", "announced", "cap", "budget", "scaled")
+_TERM_KEYS = ("model", "arm", "lang", *SETTING_COLUMNS, "budget", "scaled")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Hypothesis:
         langs = raw.pop("langs", None) or ([raw.pop("lang")] if "lang" in raw else [])
         if isinstance(langs, str):
             langs = [langs]
-        settings = {k: raw.pop(k) for k in ("design", "announced", "cap") if k in raw}
+        settings = {k: raw.pop(k) for k in SETTING_COLUMNS if k in raw}
         model = raw.pop("model", None) or (defaults or {}).get("model")
         out = cls(
             id=hid, kind=kind, alternative=alternative, margin=float(raw.pop("margin", 0.0)),

@@ -1,7 +1,9 @@
 """Per-item sums of strict scores on a (cell × budget) grid: the one array every statistic starts from.
 
-A cell is (model, arm, lang) plus the generation settings present in the records (``design``,
-``announced``, and in the replay frame ``cap``). Two frames read the scoring contract's ``by_budget``:
+A cell is (model, arm, lang) plus the generation settings present in the records (``design``, ``announced``,
+``announce_style``, ``forcing``, and in the replay frame ``cap``): the ledger's own setting columns, so forced
+and unforced records, or two announcement styles, are never pooled. Two frames read the scoring contract's
+``by_budget``:
 
 - **replay**: each stored long generation is scored at many prefix lengths; ``budget`` is the prefix length.
 - **independent**: each record is its own hard-capped decode; only rows with ``budget == cap`` count, and
@@ -20,11 +22,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MindcapError
+from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS  # cells and the generation settings that split them
 
-#: columns naming a cell in every frame
-CELL_COLUMNS = ("model", "arm", "lang")
-#: generation settings that split cells when the records carry them
-SETTING_COLUMNS = ("design", "announced", "cap")
 FRAMES = ("replay", "independent")
 _BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")
 

@@ -18,7 +18,7 @@ import pandas as pd
 from ..errors import MindcapError
 from ..premium import scale_budget
 from .curves import DEFAULT_BUDGETS, NATIVE, _row_keys, arm_pairs, delta_table
-from .grid import CELL_COLUMNS, AccuracyGrid, _cell_ids, require_columns
+from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import lookup_premium, premium_table
 
 _BY_RECORD_REQUIRED = (*CELL_COLUMNS, "item", "emission", "correct")
@@ -54,7 +54,7 @@ def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
                 f"G(t) is not identified for t > {lowest}: {int(beyond.sum())} traces were cut by that cap "
                 f"(largest point asked: {pts[-1]}); use budgets whose floor(r·B) stays within the cap"
             )
-    keys = [*CELL_COLUMNS] + [c for c in ("design", "announced", "cap") if c in by_record.columns]
+    keys = [*CELL_COLUMNS] + [c for c in SETTING_COLUMNS if c in by_record.columns]
     cells, cell_id = _cell_ids(by_record, keys)
     items, item_id = np.unique(by_record["item"].to_numpy(dtype=np.int64), return_inverse=True)
     emission = by_record["emission"].to_numpy(dtype=np.float64)

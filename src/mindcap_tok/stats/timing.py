@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MindcapError
-from .grid import CELL_COLUMNS, require_columns
+from .grid import CELL_COLUMNS, SETTING_COLUMNS, require_columns
 
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 
@@ -30,7 +30,7 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
     qs = [float(q) for q in quantiles]
     if any(not 0 <= q <= 1 for q in qs):
         raise MindcapError(f"quantiles must lie in [0, 1], got {qs}")
-    keys = [*CELL_COLUMNS] + [c for c in ("design", "announced", "cap") if c in by_record.columns]
+    keys = [*CELL_COLUMNS] + [c for c in SETTING_COLUMNS if c in by_record.columns]
     rows = []
     for key, part in by_record.groupby(keys, dropna=False, sort=True):
         em = part["emission"].to_numpy(dtype=np.float64)
@@ -60,7 +60,7 @@ def timing_contrast(timing: pd.DataFrame, native: str = "native", translate: str
                     column: str = "emission_p10") -> pd.DataFrame:
     """Native minus translate ``column`` per (model, lang, ...): negative = native emits earlier (Table 2)."""
     require_columns(timing, [*CELL_COLUMNS, column], "timing")
-    keys = [k for k in timing.columns if k in ("model", "lang", "design", "announced")]
+    keys = [k for k in timing.columns if k in ("model", "lang", *SETTING_COLUMNS) and k != "cap"]
     nat = timing[timing["arm"] == native][[*keys, column]]
     tr = timing[timing["arm"] == translate][[*keys, column]]
     both = nat.merge(tr, on=keys, suffixes=("_native", "_translate"))
