@@ -136,7 +136,9 @@ def test_bad_user_inputs_are_one_line_errors(ledger_dir, tmp_path):
     base = ["audit", "--ledger", str(ledger_dir), "--out", str(tmp_path / "out"), "--only", "parity"]
     cases = [(["--delimiter", "(unclosed"], "error: invalid --delimiter '(unclosed': missing ), unterminated"),
              (["--validation-labels", str(empty)], f"error: cannot read validation labels {empty}: No columns"),
-             (["--validation-labels", str(no_labels)], "lack column(s) human_label (have model, arm, lang, item")]
+             (["--validation-labels", str(no_labels)], "lack column(s) human_label (have model, arm, lang, item"),
+             (["--only", "parser", "--premiums", "th=abc"], "error: premium must be a number, got 'abc'"),
+             (["--only", "normalizer", "--premiums", "nosuch.json"], "error: cannot read premiums from nosuch.json")]
     for extra, message in cases:
         res = CliRunner().invoke(cli, [*base, *extra])
         assert res.exit_code == 2 and message in res.output, res.output

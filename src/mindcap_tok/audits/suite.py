@@ -80,7 +80,8 @@ class SuiteResult:
         return {"ledger": self.ledger, "records": self.records, "audits": [r.as_dict() for r in self.results]}
 
 
-def _selected(only: Sequence[str] | None) -> list[str]:
+def select_audits(only: Sequence[str] | None) -> list[str]:
+    """The audits named in ``only`` (all when empty), in suite order; a one-line error for an unknown name."""
     names = list(AUDITS) if not only else [o.strip().lower() for o in only]
     unknown = [n for n in names if n not in AUDITS]
     if unknown:
@@ -92,7 +93,7 @@ def run_audits(source: str | os.PathLike[str] | Ledger | pa.Table, only: Sequenc
                config: AuditConfig | None = None) -> SuiteResult:
     """Run the audits named in ``only`` (all by default) on a ledger folder, a :class:`Ledger` or records."""
     config = config or AuditConfig()
-    names = _selected(only)
+    names = select_audits(only)
     if isinstance(source, pa.Table):
         records, where = source, "records"
     else:

@@ -47,31 +47,39 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
     from ..audits.langid import load_validation_labels
     from ..audits.normalizer import load_renderings
     from ..audits.segments import DEFAULT_DELIMITER, check_delimiter
+    from ..audits.suite import select_audits
     from ..data.mgsm import load_mgsm
     from ..ledger.store import Ledger
     from ..stats.premiums import resolve_premiums
 
     data_dir, toks_dir = state.config.data_dir.value, state.config.tokenizers_dir.value
-    # user inputs first: a bad delimiter or labels file fails the command before any audit runs
+    # user inputs first: a bad --only, delimiter, labels file or --premiums fails the command before any audit runs
+    names = select_audits([o for part in only for o in part.split(",") if o])
     delimiter = check_delimiter(delimiter or DEFAULT_DELIMITER)
     labels = load_validation_labels(validation_labels) if validation_labels else None
     led = Ledger(ledger)
     cells = led.read(columns=["model", "lang"])
     models = sorted(pc.unique(cells.column("model")).to_pylist())
     langs = sorted(pc.unique(cells.column("lang")).to_pylist())
-    try:
-        premiums = resolve_premiums(premium_specs, models, langs, toks_dir, data_dir)
-    except MindcapError as exc:
-        click.echo(f"note: no FLORES premiums ({exc}); premium-based parts are left out", err=True)
-        premiums = None
-    alternatives = {spec: resolve_premiums([spec], models, langs, toks_dir, data_dir) for spec in alt_premiums}
+    premiums, alternatives = None, {}
+    if {"parser", "normalizer"} & set(names):
+        if premium_specs:  # the user's: a bad one is an error
+            premiums = resolve_premiums(premium_specs, models, langs, toks_dir, data_dir)
+        else:
+            try:
+                premiums = resolve_premiums((), models, langs, toks_dir, data_dir)
+            except MindcapError as exc:
+                click.echo(f"note: no FLORES premiums ({exc}); premium-based parts are left out", err=True)
+    if "normalizer" in names:
+        alternatives = {spec: resolve_premiums([spec], models, langs, toks_dir, data_dir) for spec in alt_premiums}
     references, sources = None, {}
-    try:
-        references = {it.item: it.question for it in load_mgsm("eng_Latn", data_dir)}
-        for lang in langs:
-            sources.update({(lang, it.item): it.question for it in load_mgsm(lang, data_dir)})
-    except MindcapError as exc:
-        click.echo(f"note: MGSM questions incomplete ({exc})", err=True)
+    if "comet" in names:
+        try:
+            references = {it.item: it.question for it in load_mgsm("eng_Latn", data_dir)}
+            for lang in langs:
+                sources.update({(lang, it.item): it.question for it in load_mgsm(lang, data_dir)})
+        except MindcapError as exc:
+            click.echo(f"note: MGSM questions incomplete ({exc})", err=True)
     config = AuditConfig(
         budgets=parse_budgets(budgets) or AuditConfig.budgets, premiums=premiums, alternatives=alternatives,
         renderings=load_renderings(renderings) if renderings else None, references=references, sources=sources,
@@ -83,7 +91,7 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
         parity_per_stratum=parity_per_stratum, sesoi=sesoi / 100,
         n_boot=n_boot, seed=seed, tokenizers_dir=toks_dir,
     )
-    suite = run_audits(led, [o for part in only for o in part.split(",") if o], config)
+    suite = run_audits(led, names, config)
     paths = write_report(suite, out)
     for res in suite.results:
         note = "ok" if res.status == "ok" else f"skipped: {res.reason}"
