@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from rich.progress import track
 
+from mindcap_tok._io import atomic_write_text
 from mindcap_tok.stats.curves import DEFAULT_BUDGETS, sweep
 from mindcap_tok.stats.premiums import required_budgets
 from mindcap_tok.stats.simulate import simulate, true_delta, validation_design
@@ -63,9 +62,7 @@ def main() -> None:
     print(f"pointwise coverage (all budgets): {res['pointwise']:.4f}")
     print(f"simultaneous band, whole curve:   {res['band_whole_curve']:.4f} ± {res['band_mc_se']:.4f} (MC se)")
     if args.out:
-        with tempfile.NamedTemporaryFile("w", dir=args.out.parent or ".", delete=False, suffix=".tmp") as fh:
-            json.dump(res, fh, indent=2)
-        os.replace(fh.name, args.out)
+        atomic_write_text(args.out, json.dumps(res, indent=2))
 
 
 if __name__ == "__main__":

@@ -147,5 +147,5 @@ def test_forced_and_unforced_records_are_separate_cells():
     assert len(grid.cells) == 2
     by_forcing = {bool(f): grid.correct[:, i, 0].sum() for i, f in enumerate(grid.cells["forcing"])}
     assert by_forcing == {False: 1, True: 2}  # pooled, the cell would read 3 of 4
-    with pytest.raises(MindcapError, match="2 cells match .*also fix .*forcing"):
+    with pytest.raises(MindcapError, match=r"2 cells match .*also fix .*forcing"):
         grid.one_cell(model="m", arm="native", lang="tha_Thai")

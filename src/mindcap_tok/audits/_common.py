@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import MindcapError
 from ..ledger.parse import Parser
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
-from ..ledger.score import byte_table, score_token_ids
+from ..ledger.score import byte_table, flat_ids, score_token_ids
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
 
 #: the cell and the settings that split its records into populations (as the scorer and stats do), when present
@@ -67,15 +66,6 @@ def population_keys(table: pa.Table | pd.DataFrame) -> list[str]:
     """The cell and settings columns present in ``table`` that split it into populations."""
     names = table.column_names if isinstance(table, pa.Table) else list(table.columns)
     return [c for c in POPULATION_COLUMNS if c in names]
-
-
-def flat_ids(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(flat ids, splits) of a list<int> column: record r's ids are ``ids[splits[r]:splits[r + 1]]``."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    offsets = column.offsets.to_numpy()
-    values = pc.list_flatten(column).to_numpy(zero_copy_only=False)
-    return values, (offsets - offsets[0]).astype(np.int64)
 
 
 def resolve_tokenizers(

@@ -29,7 +29,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .._io import atomic_write_text
 from ..data.languages import aliases, resolve_language
 from ..errors import MindcapError, MissingExtraError
 from ._common import AuditResult, population_keys, stratified_sample
@@ -236,13 +235,8 @@ def validation_sample(labels: pd.DataFrame, per_cell: int = 20, seed: int = 0) -
 
 
 def validation_csv(sample: pd.DataFrame) -> str:
-    """The sample as the CSV text :func:`export_validation_sample` writes."""
+    """The sample as CSV text (``langid_validation.csv`` of the report, for human labels)."""
     return sample.to_csv(index=False)
-
-
-def export_validation_sample(sample: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write the sample as CSV (atomically)."""
-    return atomic_write_text(path, validation_csv(sample))
 
 
 #: what a returned validation sample must hold to be scored

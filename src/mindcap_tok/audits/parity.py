@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..ledger.score import flat_ids
 from ..tokenizer import ResolvedTokenizer
-from ._common import AuditResult, flat_ids, population_keys, stratified_sample
+from ._common import AuditResult, population_keys, stratified_sample
 
 CLASSES = ("agree", "special-token markup", "whitespace clean-up", "partial UTF-8", "other")
 

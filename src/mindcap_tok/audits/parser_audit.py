@@ -22,11 +22,11 @@ import pandas as pd
 import pyarrow as pa
 
 from ..ledger.parse import Parser, get_parser
-from ..ledger.score import ByteTable, byte_table
+from ..ledger.score import ByteTable, byte_table, flat_ids
 from ..premium import scale_budget
 from ..stats.premiums import PremiumTable, lookup_premium
 from ..tokenizer import ResolvedTokenizer
-from ._common import AuditResult, flat_ids, population_keys
+from ._common import AuditResult, population_keys
 
 #: variants whose peak movement is reported against strict
 VARIANTS = ("terminated", "native-digits")

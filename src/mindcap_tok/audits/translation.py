@@ -86,7 +86,7 @@ def translation_audit(
 
     seg = translation_segments(records, delimiter)
     if seg.empty:
-        return skipped("translation", "no translate-act records in the ledger")
+        return skipped("comet", "no translate-act records in the ledger")
     has = seg["segment"].notna() & seg["item"].isin(list(references))
     scored = seg[has].reset_index(drop=True)
     refs = [references[i] for i in scored["item"]]
@@ -142,5 +142,5 @@ def translation_audit(
     summary = {"metrics": list(metrics), "budgets": budgets, "delimiter": delimiter,
                "comet_checkpoint": None if comet_checkpoint is None else os.path.basename(str(comet_checkpoint)),
                "segments_scored": len(scored), "segments_missing": int((~has).sum())}
-    return AuditResult("translation", tables={"quality": pd.DataFrame(dist), "correlation": pd.DataFrame(corr)},
+    return AuditResult("comet", tables={"quality": pd.DataFrame(dist), "correlation": pd.DataFrame(corr)},
                        summary=summary)

@@ -443,7 +443,8 @@ class Scores:
     tokenizers: dict[str, str]
 
 
-def _ids_of(column) -> tuple[np.ndarray, np.ndarray]:
+def flat_ids(column) -> tuple[np.ndarray, np.ndarray]:
+    """(flat ids, splits) of a list<int> column (or sequences): record r's ids are ``ids[splits[r]:splits[r + 1]]``."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     if isinstance(column, pa.Array):
@@ -506,7 +507,7 @@ def score_ledger(
                 continue
             column = table.column("output_ids")
             contiguous = chunk[-1] - chunk[0] + 1 == len(chunk)
-            ids, splits = _ids_of(column.slice(chunk[0], len(chunk)) if contiguous else column.take(pa.array(chunk)))
+            ids, splits = flat_ids(column.slice(chunk[0], len(chunk)) if contiguous else column.take(pa.array(chunk)))
             res = score_token_ids(
                 ids, splits, table_bytes, [golds[i] for i in chunk], grid, parser, finish[chunk] == "stop"
             )

@@ -55,7 +55,7 @@ class Boot:
     def __getitem__(self, index) -> Boot:
         index = index if isinstance(index, tuple) else (index,)
         rep_index = (slice(None), *index)
-        studentized = self.se_estimate is not None and self.se_replicates is not None
+        studentized = self.studentized
         return Boot(
             np.asarray(self.estimate[index]), self.replicates[rep_index], self.seed,
             np.asarray(self.se_estimate[index]) if studentized else None,
