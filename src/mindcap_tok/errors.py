@@ -12,3 +12,9 @@ class MissingExtraError(MindcapError):
         super().__init__(f"{package} is not installed; install the '{extra}' extra: pip install 'mindcap-tok[{extra}]'")
         self.package = package
         self.extra = extra
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message (its type when the message is empty)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

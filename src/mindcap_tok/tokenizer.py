@@ -19,7 +19,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from .config import load_config
-from .errors import MindcapError
+from .errors import MindcapError, first_line
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,7 @@ def _from_file(path: Path, name: str) -> ResolvedTokenizer:
     try:
         tok = _read_tokenizer_file(path, path.stat().st_mtime_ns)
     except Exception as exc:  # tokenizers raises bare Exception subclasses for bad files
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise MindcapError(f"cannot read tokenizer file {path}: {first}") from exc
+        raise MindcapError(f"cannot read tokenizer file {path}: {first_line(exc)}") from exc
     return ResolvedTokenizer(name=name, tokenizer=tok, source=str(path), path=path)
 
 
@@ -148,8 +147,7 @@ def _from_hub(hf_id: str, name: str) -> ResolvedTokenizer:
 
         hf_tok = AutoTokenizer.from_pretrained(hf_id)
     except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise MindcapError(f"cannot load tokenizer {hf_id!r} from the Hugging Face hub: {first}") from exc
+        raise MindcapError(f"cannot load tokenizer {hf_id!r} from the Hugging Face hub: {first_line(exc)}") from exc
     backend = getattr(hf_tok, "backend_tokenizer", None)
     if backend is None:
         raise MindcapError(f"{hf_id!r} has no fast tokenizer")

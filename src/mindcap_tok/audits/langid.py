@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..data.languages import aliases, resolve_language
-from ..errors import MindcapError, MissingExtraError
+from ..errors import MindcapError, MissingExtraError, first_line
 from ._common import AuditResult, population_keys, stratified_sample
 from .segments import DEFAULT_DELIMITER, split_translate_act, strip_answer_lines
 
@@ -249,7 +249,7 @@ def load_validation_labels(path: str | os.PathLike[str]) -> pd.DataFrame:
     try:
         frame = pd.read_csv(file, keep_default_na=False)
     except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' parser and empty-data errors are ValueErrors
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = first_line(exc)
         raise MindcapError(f"cannot read validation labels {file}: {msg}") from exc
     _require_label_columns(frame, str(file))
     return frame

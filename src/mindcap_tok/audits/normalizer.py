@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import MindcapError, first_line
 from ..premium import count_tokens, scale_budget
 from ..stats.bootstrap import Boot, bootstrap_weights, item_bootstrap
 from ..stats.curves import NATIVE, TRANSLATE
@@ -93,7 +93,7 @@ def load_renderings(path: str | os.PathLike[str]) -> pd.DataFrame:
     try:
         frame = pd.read_json(file, lines=True) if file.suffix in (".jsonl", ".json") else pd.read_csv(file)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = first_line(exc)
         raise MindcapError(f"cannot read renderings {file}: {msg}") from exc
     return check_renderings(frame, f"renderings {file}")
 

@@ -13,8 +13,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import MindcapError
+import numpy as np
+
+from ...errors import MindcapError, first_line
 from ...tokenizer import ResolvedTokenizer
+from ..score import byte_table
 
 BACKENDS = ("vllm", "transformers")
 
@@ -74,12 +77,7 @@ class ChatTokenizer:
 
     def newline_ids(self) -> tuple[int, ...]:
         """Ids whose text contains a newline: the ends of an answer line."""
-        return tuple(i for i, b in enumerate(self.resolved.token_bytes) if b"\n" in b)
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an engine's error message (its type when the message is empty)."""
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return tuple(np.flatnonzero(byte_table(self.resolved).has_newline).tolist())
 
 
 def require(module: str, extra: str, backend: str) -> None:

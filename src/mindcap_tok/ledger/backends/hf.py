@@ -6,8 +6,8 @@ max_new_tokens=cap)``, so a request's samples depend on its seed only, never on 
 
 from __future__ import annotations
 
-from ...errors import MindcapError
-from . import ChatTokenizer, Completion, GenRequest, first_line
+from ...errors import MindcapError, first_line
+from . import ChatTokenizer, Completion, GenRequest
 
 
 def trim(ids: list[int], stops: set[int], max_tokens: int) -> Completion:

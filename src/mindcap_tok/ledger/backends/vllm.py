@@ -7,8 +7,8 @@
 
 from __future__ import annotations
 
-from ...errors import MindcapError
-from . import ChatTokenizer, Completion, GenRequest, first_line
+from ...errors import MindcapError, first_line
+from . import ChatTokenizer, Completion, GenRequest
 
 
 class VllmBackend:
