@@ -3,36 +3,21 @@
 from __future__ import annotations
 
 import io
-import json
-import math
 from collections.abc import Sequence
 
 import click
 import pandas as pd
 
-from .._io import atomic_write_text
+from .._io import atomic_write_text, check_output_file
+from .._json import dumps_strict
 from ..errors import MindcapError
 
 FORMATS = ("table", "json", "csv", "md", "latex")
 
 
-def _json_default(obj):
-    if hasattr(obj, "item"):  # numpy scalars
-        return obj.item()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _clean(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def to_json(data) -> str:
-    """JSON text (NaN becomes null) with a trailing newline."""
-    if isinstance(data, list):
-        data = [{k: _clean(v) for k, v in row.items()} if isinstance(row, dict) else row for row in data]
-    return json.dumps(data, ensure_ascii=False, indent=2, default=_json_default) + "\n"
+    """Strict JSON text (missing values as null, at any depth) with a trailing newline."""
+    return dumps_strict(data) + "\n"
 
 
 def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: str = ".4f") -> str:
@@ -62,9 +47,9 @@ def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: s
 
 
 def emit(text: str, out: str | None) -> None:
-    """Print ``text``, or write it atomically to ``out`` and say where."""
+    """Print ``text``, or write it atomically to ``out`` (never a folder, never inside a ledger) and say where."""
     if out:
-        atomic_write_text(out, text)
+        atomic_write_text(check_output_file(out), text)
         click.echo(f"wrote {out}", err=True)
     else:
         click.echo(text, nl=False)

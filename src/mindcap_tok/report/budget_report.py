@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from .._io import check_output_folder, output_folder
 from ..errors import MindcapError
 from ..stats.bootstrap import grid_bootstrap
 from ..stats.curves import DEFAULT_BUDGETS, NATIVE, Sweep, accuracy_table, sweep
@@ -20,6 +19,8 @@ from ..stats.subcdf import compare_prediction, predict_delta
 from ..stats.timing import emission_timing, timing_contrast
 from .budget_figures import plot_gap_curves, plot_native_curves
 
+#: the command named in the report folder's marker; only it may replace the folder's files
+PRODUCER = "mindcap-tok report"
 #: columns holding proportions, shown as points in the Markdown tables
 POINT_COLUMNS = ("acc_native", "acc_native_scaled", "delta", "ci_low", "ci_high", "band_low", "band_high",
                  "acc_translate", "gap", "gap_ci_low", "gap_ci_high", "accuracy", "mae", "max_abs_error",
@@ -63,8 +64,11 @@ def write_budget_report(
     """Write ``report.md``, CSV tables and ``native_curves.png`` / ``gap_curves.png`` into ``out_dir``.
 
     The folder is built beside ``out_dir`` and moved into place in one step, so readers never see a
-    half-written report. ``by_record`` adds answer-emission timing and the sub-CDF consistency check.
+    half-written report. ``out_dir`` must be absent, empty or an earlier report (see
+    :func:`~mindcap_tok._io.check_output_folder`). ``by_record`` adds answer-emission timing and the sub-CDF
+    consistency check.
     """
+    check_output_folder(out_dir, PRODUCER)
     table = premium_table(premiums)
     grid = accuracy_grid(by_budget, frame)
     boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
@@ -90,10 +94,8 @@ def write_budget_report(
         except MindcapError as exc:
             notes.append(f"Sub-CDF check skipped: {exc}")
     target = Path(out_dir)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        files = []
+    files = []
+    with output_folder(target, PRODUCER) as tmp:
         for name, frame_ in tables.items():
             frame_.to_csv(tmp / f"{name}.csv", index=False)
             files.append(f"{name}.csv")
@@ -104,22 +106,7 @@ def write_budget_report(
             files.append("gap_curves.png")
         (tmp / "report.md").write_text(_markdown(result, tables, files, notes), "utf-8")
         files.append("report.md")
-        _replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return BudgetReport(target, tuple(sorted(files)), result)
-
-
-def _replace_dir(new: Path, target: Path) -> None:
-    """Move ``new`` to ``target``; an existing ``target`` is swapped out first and removed afterwards."""
-    if target.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-        os.replace(target, old / target.name)
-        os.replace(new, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(new, target)
 
 
 def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], notes: list[str]) -> str:

@@ -1,0 +1,178 @@
+"""Outputs never cost the user data: output folders hold only the command's own files, nothing is written into
+a ledger, files get the user's umask, and empty option values are errors rather than silent defaults."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from click.testing import CliRunner
+
+from ledger_factory import make_record
+from mindcap_tok._io import OUTPUT_MARKER, atomic_write_text, check_output_folder, output_folder
+from mindcap_tok.cli.main import cli, expand_multi_value, main
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.ledger import Ledger
+
+REPORT = ["--premiums", "th=3", "--budgets", "20,30", "--n-boot", "50"]
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory, qwen):
+    records = [
+        make_record(qwen, f"Thinking.\n#### {10 + item + (sample == 1)}\n", arm=arm, item=item, sample=sample,
+                    gold=10 + item)
+        for arm in ("native", "translate-act") for item in range(3) for sample in range(2)
+    ]
+    root = tmp_path_factory.mktemp("ledger")
+    Ledger(root).append(records, qwen)
+    return root
+
+
+def run(args):
+    return CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_report_refuses_a_folder_with_other_files(ledger, tmp_path):
+    out = tmp_path / "thesis"
+    out.mkdir()
+    (out / "thesis.txt").write_text("three years of work")
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])
+    assert res.exit_code != 0
+    assert "thesis.txt" in res.output and "did not write" in res.output
+    assert _snapshot(out) == {"thesis.txt": b"three years of work"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["thesis"]  # no staging folder left beside it
+
+
+def test_report_never_writes_over_or_into_a_ledger(ledger, tmp_path):
+    before = _snapshot(ledger)
+    for target in (ledger, ledger / "reports", ledger / "model=qwen3-8b"):
+        res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(target)])
+        assert res.exit_code != 0 and "ledger" in res.output, res.output
+    assert _snapshot(ledger) == before
+
+
+def test_report_rerun_replaces_only_its_own_files(ledger, tmp_path):
+    out = tmp_path / "rep"
+    assert run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)]).exit_code == 0
+    marker = json.loads((out / OUTPUT_MARKER).read_text())
+    assert marker["producer"] == "mindcap-tok report" and "report.md" in marker["files"]
+    first = set(_snapshot(out))
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])  # its own output: replaced
+    assert res.exit_code == 0, res.output
+    assert set(_snapshot(out)) == first
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]  # the swapped-out copy is gone
+
+    (out / "notes.md").write_text("mine")
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])
+    assert res.exit_code != 0 and "notes.md" in res.output
+    (out / "notes.md").unlink()
+
+    (out / "report.md").write_text("edited by hand")
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])
+    assert res.exit_code != 0 and "changed" in res.output
+    assert (out / "report.md").read_text() == "edited by hand"
+
+
+def test_other_commands_output_is_not_replaced(ledger, tmp_path):
+    out = tmp_path / "scores"
+    res = run(["score", "--ledger", str(ledger), "--budgets", "20", "--save", str(out), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])
+    assert res.exit_code != 0 and "mindcap-tok score --save" in res.output
+    assert {"by_budget.parquet", "by_record.parquet"} <= set(_snapshot(out))
+
+
+def test_score_save_and_audit_refuse_foreign_folders(ledger, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "by_record.parquet").write_bytes(b"not yours")
+    res = run(["score", "--ledger", str(ledger), "--budgets", "20", "--save", str(out)])
+    assert res.exit_code != 0 and "did not write" in res.output
+    res = run(["audit", "--ledger", str(ledger), "--only", "parity", "--out", str(out)])
+    assert res.exit_code != 0 and "did not write" in res.output
+    assert _snapshot(out) == {"by_record.parquet": b"not yours"}
+
+
+def test_out_file_never_over_the_manifest(ledger, tmp_path):
+    manifest = (ledger / "_manifest.json").read_bytes()
+    res = run(["ledger", "info", str(ledger), "--format", "json", "--out", str(ledger / "_manifest.json")])
+    assert res.exit_code != 0 and "inside the ledger" in res.output
+    assert (ledger / "_manifest.json").read_bytes() == manifest
+    res = run(["ledger", "info", str(ledger), "--format", "json", "--out", str(tmp_path)])
+    assert res.exit_code != 0 and "is a directory" in res.output  # click's own check of dir_okay=False
+    with pytest.raises(MindcapError, match="is a folder"):  # the library's, for callers outside the CLI
+        atomic_write_text(tmp_path, "{}")
+
+
+def test_empty_folder_and_nested_output(tmp_path):
+    out = tmp_path / "empty"
+    out.mkdir()
+    with output_folder(out, "test") as tmp:
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "a.txt").write_text("a")
+    assert _snapshot(out).keys() == {"sub/a.txt", OUTPUT_MARKER}
+    with output_folder(out, "test") as tmp:  # rerun: the old sub/a.txt goes, b.txt comes
+        (tmp / "b.txt").write_text("b")
+    assert _snapshot(out).keys() == {"b.txt", OUTPUT_MARKER}
+    with pytest.raises(MindcapError, match="`test`"):
+        check_output_folder(out, "other")
+    with pytest.raises(RuntimeError), output_folder(out, "test") as tmp:  # a failure leaves the old output
+        (tmp / "c.txt").write_text("c")
+        raise RuntimeError("boom")
+    assert _snapshot(out).keys() == {"b.txt", OUTPUT_MARKER}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
+
+
+def test_marker_cannot_name_files_outside_the_folder(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / OUTPUT_MARKER).write_text(json.dumps({"producer": "test", "files": {"../victim.txt": "x"}}))
+    with pytest.raises(MindcapError, match="did not write"):
+        check_output_folder(out, "test")
+    assert victim.read_text() == "keep"
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027, 0o002])
+def test_files_get_the_users_umask(tmp_path, mask):
+    old = os.umask(mask)
+    try:
+        f = atomic_write_text(tmp_path / "a.json", "{}")
+        with output_folder(tmp_path / "out", "test") as tmp:
+            (tmp / "x.csv").write_text("x")
+        plain = tmp_path / "plain"
+        plain.write_text("")  # what open() gives under this umask
+        plain_dir = tmp_path / "plain_dir"
+        plain_dir.mkdir()
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE
+    assert mode(f.stat().st_mode) == mode(plain.stat().st_mode) == 0o666 & ~mask
+    assert mode((tmp_path / "out" / "x.csv").stat().st_mode) == 0o666 & ~mask
+    assert mode((tmp_path / "out").stat().st_mode) == mode(plain_dir.stat().st_mode) == 0o777 & ~mask
+
+
+def test_ledger_manifest_gets_the_users_umask(tmp_path, qwen):
+    old = os.umask(0o022)
+    try:
+        Ledger(tmp_path / "led").append([make_record(qwen, "#### 18\n")], qwen)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "led" / "_manifest.json").stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("args", [["--lang", ""], ["--lang="], ["--lang", "de,,th"], ["--model", ""]])
+def test_empty_values_are_errors_not_defaults(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["premium", *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "empty value" in err[-1] and "Traceback" not in "\n".join(err)
