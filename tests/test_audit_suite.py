@@ -151,7 +151,8 @@ def test_report_is_rendered_before_anything_is_written(tmp_path, monkeypatch):
     from mindcap_tok.audits._common import skipped
 
     old = suite_mod.SuiteResult("L", 1, [skipped("parity", "old reason")])
-    paths = write_report(old, tmp_path)
+    out = tmp_path / "audit"
+    paths = write_report(old, out)
     before = {k: p.read_text("utf-8") for k, p in paths.items()}
     new = suite_mod.SuiteResult("L", 2, [skipped("parity", "new reason")])
 
@@ -160,6 +161,7 @@ def test_report_is_rendered_before_anything_is_written(tmp_path, monkeypatch):
 
     monkeypatch.setattr(suite_mod.SuiteResult, "as_dict", broken)  # the JSON fails after the Markdown rendered
     with pytest.raises(RuntimeError, match="cannot render"):
-        write_report(new, tmp_path)
+        write_report(new, out)
     assert {k: p.read_text("utf-8") for k, p in paths.items()} == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.json", "audit.md"]
+    assert sorted(p.name for p in out.iterdir()) == [".mindcap-tok-output.json", "audit.json", "audit.md"]
+    assert [p.name for p in tmp_path.iterdir()] == ["audit"]  # no staging folder left beside it

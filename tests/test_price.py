@@ -261,3 +261,93 @@ def test_exactly_one_extension_source(world):
         price_ledger(ledger, "tiny", "th", [30], tokenizer=base)
     with pytest.raises(MindcapError, match="exactly one extension"):
         price_ledger(ledger, "tiny", "th", [30], folds=folds, learn_min_freq=2, tokenizer=base)
+
+
+@pytest.fixture(scope="module")
+def thai_extension(world, tmp_path_factory):
+    """A cross-fitted extension learned on the Thai traces and saved by `price --save-extension`."""
+    ledger, base, _, _ = world
+    out = tmp_path_factory.mktemp("th") / "th-ext"
+    price_ledger(ledger, "tiny", "th", [30], learn_size=1, tokenizer=base, n_boot=20, save_extension=out)
+    assert json.loads((out / "fold-0" / "manifest.json").read_text("utf-8"))["lang"] == "tha_Thai"
+    return out
+
+
+def _relabelled_ledger(world, folder, lang: str = "tha_Thai", tok=None):
+    """The world's records again, stored with another language or under another tokenizer."""
+    _, base, _, _ = world
+    tok = tok or base
+    records = []
+    for arm, plan, text_of in ARMS:
+        for item, kinds in enumerate(plan):
+            records += [{**_record(tok, arm, item, s, text_of(kind)), "lang": lang} for s, kind in enumerate(kinds)]
+    ledger = Ledger(folder)
+    ledger.append(records, tokenizer=tok)
+    return ledger
+
+
+def test_an_extension_for_another_language_is_refused(world, thai_extension, tmp_path):
+    _, base, _, _ = world
+    swahili = _relabelled_ledger(world, tmp_path / "sw", "swh_Latn")
+    with pytest.raises(MindcapError, match=r"learned for tha_Thai, but the priced language is swh_Latn"):
+        price_ledger(swahili, "tiny", "sw", [30], extension=thai_extension, tokenizer=base, n_boot=20)
+    result = CliRunner().invoke(
+        cli, ["price", "--ledger", str(swahili.root), "--model", "tiny", "--lang", "sw", "--cap", "30",
+              "--tokenizer", str(base.path), "--extension", str(thai_extension)],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: extension {thai_extension / 'fold-0'} was learned for tha_Thai, but the priced language is swh_Latn"
+    ]
+
+
+def test_an_extension_that_records_no_language_is_refused(world, thai_extension, tmp_path):
+    import shutil
+
+    ledger, base, _, _ = world
+    bare = tmp_path / "bare"
+    shutil.copytree(thai_extension / "fold-0", bare)
+    manifest = json.loads((bare / "manifest.json").read_text("utf-8"))
+    del manifest["lang"]
+    (bare / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    with pytest.raises(MindcapError, match="records no language, so it cannot be checked against tha_Thai"):
+        price_ledger(ledger, "tiny", "th", [30], extension=bare, tokenizer=base)
+
+
+def test_an_extension_of_another_base_tokenizer_is_refused(world, thai_extension, tmp_path):
+    _, _, ext, _ = world  # the hand-extended tokenizer as the ids' tokenizer: not the extension's base
+    other = _relabelled_ledger(world, tmp_path / "other", tok=ext)
+    with pytest.raises(MindcapError, match=r"extends a base tokenizer with sha256 .*but the ledger's ids come from"):
+        price_ledger(other, "tiny", "th", [30], extension=thai_extension, tokenizer=ext)
+
+
+def test_a_sample_larger_than_the_items_reports_the_items_used(world):
+    ledger, base, _, folds = world
+    p = price_ledger(ledger, "tiny", "th", [30], folds=folds, tokenizer=base, sample=5000, n_boot=50)
+    assert (p.sample, p.population, len(p.items)) == (10, 10, 10)
+    assert p.record(p.rows[0])["sample"] == 10
+    assert "note: a sample of 5000 items was asked for, but tiny tha_Thai has 10; all 10 are priced" in p.triage()
+    assert "seeded sample" not in p.triage()[0]
+    result = CliRunner().invoke(
+        cli, ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "th", "--cap", "30", "--tokenizer",
+              str(base.path), "--learn-extension", "--size", "1", "--no-premium", "--n-boot", "50", "--sample",
+              "5000", "--format", "json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert (row["sample"], row["population"], row["n_items"]) == (10, 10, 10)
+    assert "a sample of 5000 items was asked for" in result.stderr
+
+
+def test_price_json_is_strict_where_the_share_is_undefined(world):
+    ledger, base, _, _ = world
+    result = CliRunner().invoke(
+        cli, ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "th", "--cap", "63", "--tokenizer",
+              str(base.path), "--learn-extension", "--size", "1", "--n-boot", "50", "--no-premium", "--format",
+              "json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    # at 63 the longer prefix recovers nothing, so the extension's share of it is undefined: null, not NaN
+    assert row["nat_gain"] == 0 and row["ext_share"] is None
+    assert [f["premium_before"] for f in row["compression"]] == [None, None]

@@ -179,3 +179,31 @@ def test_the_example_protocol_parses_and_lists_its_budgets():
     assert [h.id for h in proto.hypotheses] == ["H1-existence", "H1-SESOI", "H2", "H3-de", "H3-th", "H3-sw"]
     table = premium_table({"de": 1.56, "th": 2.55, "sw": 1.94})
     assert family_budgets(proto.hypotheses, table, ["qwen3-8b"]) == [1024, 1597, 1986, 2611]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_the_git_tag_carries_the_hash_of_the_premiums_file(tmp_path):
+    import hashlib
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "Test")
+    prem = repo / "prem.json"
+    prem.write_text(json.dumps([{"lang": "th", "premium": 2.55}, {"lang": "de", "premium": 1.56}]), "utf-8")
+    path = _write(repo, YAML.replace("premiums: {de: 1.56, th: 2.55}", "premiums: prem.json"), "proto.yaml")
+    git("add", ".")
+    git("commit", "-q", "-m", "protocol")
+    rec = freeze_protocol(path)
+    sha = hashlib.sha256(prem.read_bytes()).hexdigest()
+    assert rec.inputs == {"prem.json": sha}
+    assert f"input prem.json: sha256 {sha}" in git("cat-file", "-p", f"refs/tags/{rec.tag}")
+    assert verify_protocol(path) == rec
+    prem.write_text(prem.read_text("utf-8").replace("2.55", "1.2"), "utf-8")
+    with pytest.raises(MindcapError, match=r"refusing .*proto\.yaml: prem\.json changed after the freeze"):
+        verify_protocol(path)

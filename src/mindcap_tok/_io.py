@@ -88,13 +88,13 @@ def enclosing_ledger(path: str | os.PathLike[str]) -> Path | None:
 
 
 def check_output_file(path: str | os.PathLike[str]) -> Path:
-    """Refuse an ``--out`` file that is a folder or lies inside a ledger; return it as a Path."""
+    """Refuse an output file (``--out``, ``--plot``) that is a folder or lies inside a ledger; return its Path."""
     target = Path(path)
     if target.is_dir():
-        raise MindcapError(f"--out {target} is a folder; give a file path (folders are for --out-dir)")
+        raise MindcapError(f"output file {target} is a folder; give a file path")
     ledger = enclosing_ledger(target.parent)
     if ledger is not None:
-        raise MindcapError(f"--out {target} is inside the ledger {ledger}; write outputs outside it")
+        raise MindcapError(f"output file {target} is inside the ledger {ledger}; write outputs outside it")
     return target
 
 

@@ -8,21 +8,20 @@ Item ids (not texts) are split, so all traces of one MGSM item land in the same 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..tokenizer import ResolvedTokenizer
 from .corpus import Corpus, ItemId, as_corpus
 from .effect import Effect, measure_effect
 from .extend import Extension, learn_extension
-from .saved import SUMMARY, extension_record, resolved, staged_folder, write_extension
+from .saved import SUMMARY, check_new_folder, extension_record, resolved, staged_folder, write_extension
 
 
 def _sort_key(item: ItemId) -> tuple[int, int | str]:
@@ -174,7 +173,7 @@ def save_crossfit(folds: Sequence[FoldExtension], out: str | os.PathLike[str], e
             sub.mkdir()
             write_extension(fx.extension, sub, {**fx.manifest(), **(extra or {})})
         summary = {"folds": len(folds), "seed": folds[0].seed, "corpus": folds[0].corpus, **(extra or {}), "rows": rows}
-        (tmp / SUMMARY).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / SUMMARY).write_text(dumps_strict(summary) + "\n", encoding="utf-8")
     return rows
 
 
@@ -196,8 +195,8 @@ def extend_crossfit(
     ``out`` is checked before learning starts, and nothing is written unless every fold succeeds.
     """
     code = resolve_language(lang)
-    if out is not None and Path(out).exists():
-        raise MindcapError(f"output folder {out} already exists; choose a new one")
+    if out is not None:
+        check_new_folder(out)
     learned = cross_fit(base, corpus, folds, seed, size, min_freq, on_progress)
     measured = measure_folds(learned, code, n_boot=n_boot, source=flores_source)
     if out is not None:

@@ -17,6 +17,7 @@ paired), conditional on the fitted tokenizers. All accuracies and deficits are f
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -43,7 +44,7 @@ from .retokenize import (
     retokenize,
     retokenize_items,
 )
-from .saved import SUMMARY, CrossFitSet, load_crossfit, load_extension
+from .saved import SUMMARY, CrossFitSet, SavedExtension, extension_language, load_crossfit, load_extension
 
 NATIVE, TRANSLATE = "native", "translate-act"
 _COLUMNS = ["arm", "item", "sample", "cap", "design", "gold", "finish_reason", "n_tokens", "tokenizer", "output_ids"]
@@ -212,6 +213,7 @@ class Pricing:
     extension: str
     roundtrip_changed: float
     notes: list[str] = field(default_factory=list)
+    population: int | None = None  # items there were to sample from (None: not known here)
 
     def frame(self) -> pd.DataFrame:
         """One row per cap (the JSON/Markdown output's rows)."""
@@ -226,6 +228,7 @@ class Pricing:
             "seed": self.seed,
             "ci": self.ci,
             "sample": self.sample,
+            "population": self.population,
             "parser": self.parser,
             "extension": self.extension,
             "roundtrip_changed": self.roundtrip_changed,
@@ -246,7 +249,8 @@ def _pts(x: float) -> str:
 def triage_lines(p: Pricing) -> list[str]:
     """The triage statements of :class:`Pricing` (points = percentage points of accuracy)."""
     lines = []
-    where = f"{p.model} {p.lang}, {len(p.items)} items" + (f" (a seeded sample, seed {p.seed})" if p.sample else "")
+    sampled = p.sample and (p.population is None or p.sample < p.population)
+    where = f"{p.model} {p.lang}, {len(p.items)} items" + (f" (a seeded sample, seed {p.seed})" if sampled else "")
     lines.append(f"Adaptation triage for {where}; gap G = TRANSLATE-ACT − NATIVE accuracy, in points.")
     for r in p.rows:
         lines.append(
@@ -434,16 +438,21 @@ def price_traces(
     )
 
 
-def load_extension_folds(path: str | os.PathLike[str], base: ResolvedTokenizer) -> tuple[list[FoldTokenizer], dict]:
+def load_extension_folds(
+    path: str | os.PathLike[str], base: ResolvedTokenizer, lang: str | None = None
+) -> tuple[list[FoldTokenizer], dict]:
     """The fold tokenizers of a saved extension (a cross-fit folder or one extension folder) and their premiums.
 
-    Refuses an extension learned on another base tokenizer than the one the ledger's ids came from.
+    Refuses an extension learned on another base tokenizer than the one the ledger's ids came from and, with
+    ``lang``, one whose manifest records another language (or none).
     """
     folder = Path(path)
     source = load_crossfit(folder) if (folder / SUMMARY).is_file() else load_extension(folder)
     saved = source.folds if isinstance(source, CrossFitSet) else (source,)
     premiums: dict = {}
     for ext in saved:
+        if lang is not None:
+            check_extension_language(ext, lang)
         sha = ext.manifest.get("base", {}).get("sha256")
         if sha != base.sha256:
             raise MindcapError(
@@ -454,6 +463,19 @@ def load_extension_folds(path: str | os.PathLike[str], base: ResolvedTokenizer) 
         if effect:
             premiums[ext.manifest.get("fold")] = (effect["before"]["premium"], effect["after"]["premium"])
     return fold_tokenizers(source), premiums
+
+
+def check_extension_language(ext: SavedExtension, lang: str) -> None:
+    """Refuse an extension whose manifest records a language other than ``lang`` (or records none)."""
+    code = resolve_language(lang)
+    recorded = extension_language(ext.manifest)
+    if recorded is None:
+        raise MindcapError(
+            f"extension {ext.path} records no language, so it cannot be checked against {code}; "
+            "save it with its language (`mindcap-tok extend --lang`, or save_extension(..., lang=...))"
+        )
+    if recorded != code:
+        raise MindcapError(f"extension {ext.path} was learned for {recorded}, but the priced language is {code}")
 
 
 def price_ledger(
@@ -485,7 +507,9 @@ def price_ledger(
     The extension is given as fold tokenizers (``folds``), a saved folder (``extension``), or learned here on the
     NATIVE traces of the priced items, cross-fitted by item (``learn_size`` merges per fold, ``n_folds`` folds,
     seeded with ``seed``; ``save_extension`` keeps them). ``sample`` prices a seeded random sample of items (every
-    trace of a drawn item, both arms). ``measure_premium`` adds each learned fold's FLORES premium before/after.
+    trace of a drawn item, both arms); asked for more items than there are, it prices them all, and ``Pricing.sample``
+    is the number used (with a note). A saved extension must record the priced language and the ids' base.
+    ``measure_premium`` adds each learned fold's FLORES premium before/after.
     ``workers``: processes retokenizing the traces (default: every usable CPU).
     """
     get_parser(parser)  # an unknown parser fails before any work
@@ -495,11 +519,17 @@ def price_ledger(
         raise MindcapError("give exactly one extension: fold tokenizers, a saved extension folder, or a size to learn")
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     traces = load_traces(store, model, lang, tokenizer=tokenizer, tokenizers_dir=tokenizers_dir)
+    population = int(traces.items.size)
+    sample_note = []
     if sample is not None:
         traces = traces.select(sample_items(traces.items, sample, seed))
+        if sample > population:  # everything is priced: report the items actually used, not the request
+            sample_note.append(f"note: a sample of {sample} items was asked for, but {traces.model} {traces.lang} "
+                               f"has {population}; all {population} are priced")
+            sample = population
     premiums: dict = {}
     if extension is not None:
-        folds, premiums = load_extension_folds(extension, traces.base)
+        folds, premiums = load_extension_folds(extension, traces.base, traces.lang)
         described = f"{Path(extension).name}, {len(folds)} fold(s)"
     elif folds is None:
         native = (traces.frame["arm"] == NATIVE).to_numpy()
@@ -519,7 +549,8 @@ def price_ledger(
         described = f"{merges} merges learned on NATIVE traces, {n_folds} cross-fitted folds"
     else:
         described = f"{len(folds)} fold tokenizer(s)"
-    return price_traces(
+    priced = price_traces(
         traces, folds, caps, parser=parser, n_boot=n_boot, seed=seed, ci=ci, sample=sample,
         extension=described, premiums=premiums, on_progress=on_progress, workers=workers,
     )  # fmt: skip
+    return dataclasses.replace(priced, population=population, notes=[*sample_note, *priced.notes])

@@ -21,6 +21,9 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from .._io import chmod_default, enclosing_ledger
+from .._json import dumps_strict
+from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
 from .corpus import ItemId
@@ -78,21 +81,32 @@ def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
     return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
 
 
+def check_new_folder(out: str | os.PathLike[str]) -> Path:
+    """Refuse an extension folder that exists already or would lie inside a ledger; return it as a Path."""
+    target = Path(out)
+    if target.exists():
+        raise MindcapError(f"output folder {target} already exists; choose a new one")
+    ledger = enclosing_ledger(target)
+    if ledger is not None:
+        raise MindcapError(f"output folder {target} is inside the ledger {ledger}; choose a folder outside it")
+    return target
+
+
 @contextmanager
 def staged_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary folder beside ``out`` and rename it to ``out`` when the block succeeds.
 
     ``out`` must not exist; on any error the temporary folder is removed, so no half-written output remains.
     """
-    target = Path(out)
-    if target.exists():
-        raise MindcapError(f"output folder {target} already exists; choose a new one")
+    target = check_new_folder(out)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         yield tmp
         if target.exists():
             raise MindcapError(f"output folder {target} appeared while writing; left it alone")
+        for p in (tmp, *tmp.rglob("*")):
+            chmod_default(p)
         os.replace(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -116,15 +130,27 @@ def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
     reloaded = Tokenizer.from_file(str(folder / "tokenizer.json"))
     check_extended(reloaded, ext)
     full = {**manifest, "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
-    (folder / MANIFEST).write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
     return full
 
 
-def save_extension(ext: Extension, out: str | os.PathLike[str], manifest: dict | None = None) -> Path:
-    """Save one extension to a new folder ``out`` (atomically), with ``manifest`` plus the learning record."""
+def save_extension(
+    ext: Extension, out: str | os.PathLike[str], manifest: dict | None = None, lang: str | None = None
+) -> Path:
+    """Save one extension to a new folder ``out`` (atomically), with ``manifest`` plus the learning record.
+
+    ``lang`` (the language the merges were learned for) is recorded so that pricing can refuse another one.
+    """
+    extra = {"lang": resolve_language(lang)} if lang is not None else {}
     with staged_folder(out) as tmp:
-        write_extension(ext, tmp, {**extension_record(ext), **(manifest or {})})
+        write_extension(ext, tmp, {**extension_record(ext), **extra, **(manifest or {})})
     return Path(out)
+
+
+def extension_language(manifest: dict) -> str | None:
+    """The FLORES code an extension was learned for: the manifest's ``lang``, else its measured effect's."""
+    lang = manifest.get("lang") or (manifest.get("effect") or {}).get("lang")
+    return resolve_language(lang) if lang else None
 
 
 def extension_record(ext: Extension) -> dict:

@@ -18,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from .._io import atomic_write_text
+from .._io import output_folder
+from .._json import dumps_strict, strict_json_value
 from ..errors import MindcapError, MissingExtraError
 from ..ledger.store import Ledger
 from ..stats.premiums import PremiumTable
@@ -77,7 +78,9 @@ class SuiteResult:
     validation_sample: pd.DataFrame | None = None
 
     def as_dict(self) -> dict:
-        return {"ledger": self.ledger, "records": self.records, "audits": [r.as_dict() for r in self.results]}
+        """Strict JSON-ready data (missing values as ``None``, never NaN)."""
+        data = {"ledger": self.ledger, "records": self.records, "audits": [r.as_dict() for r in self.results]}
+        return strict_json_value(data)
 
 
 def select_audits(only: Sequence[str] | None) -> list[str]:
@@ -99,6 +102,8 @@ def run_audits(source: str | os.PathLike[str] | Ledger | pa.Table, only: Sequenc
     else:
         ledger = source if isinstance(source, Ledger) else Ledger(source)
         records, where = ledger.read(columns=list(_COLUMNS)), str(ledger.root)
+    if records.num_rows == 0:  # an audit with no data is an error, never "ok"
+        raise MindcapError(f"no records in {where}: nothing to audit")
     toks = resolve_tokenizers(records.column("tokenizer").to_pylist(), config.tokenizers, config.tokenizers_dir)
     results, sample = [], None
     for name in names:
@@ -152,15 +157,21 @@ def render_markdown(suite: SuiteResult) -> str:
     return "\n".join(lines)
 
 
-def write_report(suite: SuiteResult, out: str | os.PathLike[str]) -> dict[str, Path]:
-    """Write ``audit.md``, ``audit.json`` and (after langid) ``langid_validation.csv`` into ``out``, atomically.
+#: the command named in the audit folder's marker; only it may replace the folder's files
+PRODUCER = "mindcap-tok audit"
 
-    Every file is rendered before the first is written, so a rendering failure leaves the folder as it was
-    (never a new report beside an old JSON).
+
+def write_report(suite: SuiteResult, out: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write ``audit.md``, ``audit.json`` and (after langid) ``langid_validation.csv`` as the folder ``out``.
+
+    Every file is rendered before anything is written, and the folder is staged and moved into place in one
+    step. ``out`` must be absent, empty or an earlier audit report (:func:`~mindcap_tok._io.output_folder`).
     """
-    folder = Path(out)
     texts = {"markdown": ("audit.md", render_markdown(suite)),
-             "json": ("audit.json", json.dumps(suite.as_dict(), indent=1, ensure_ascii=False, default=str))}
+             "json": ("audit.json", dumps_strict(suite.as_dict(), indent=1) + "\n")}
     if suite.validation_sample is not None:
         texts["validation"] = ("langid_validation.csv", validation_csv(suite.validation_sample))
-    return {key: atomic_write_text(folder / name, text) for key, (name, text) in texts.items()}
+    with output_folder(out, PRODUCER) as tmp:
+        for name, text in texts.values():
+            (tmp / name).write_text(text, encoding="utf-8")
+    return {key: Path(out) / name for key, (name, _) in texts.items()}

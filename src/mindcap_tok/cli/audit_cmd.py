@@ -10,7 +10,8 @@ from .premium_cmd import parse_budgets
 
 @click.command("audit")
 @click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for audit.md, audit.json.")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder for audit.md, audit.json: absent, empty, or an earlier audit.")
 @click.option("--only", multiple=True, help="Audits to run (default all): langid comet parser parity normalizer.")
 @click.option("--premiums", "premium_specs", multiple=True,
               help="FLORES premiums: tokenizer name, `premium --format json` file or lang=r (default: each model's).")
@@ -43,11 +44,12 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
     """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
     import pyarrow.compute as pc
 
+    from .._io import check_output_folder
     from ..audits import AuditConfig, LidSettings, run_audits, write_report
     from ..audits.langid import load_validation_labels
     from ..audits.normalizer import load_renderings
     from ..audits.segments import DEFAULT_DELIMITER, check_delimiter
-    from ..audits.suite import select_audits
+    from ..audits.suite import PRODUCER, select_audits
     from ..data.mgsm import load_mgsm
     from ..ledger.store import Ledger
     from ..stats.premiums import resolve_premiums
@@ -57,8 +59,13 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
     names = select_audits([o for part in only for o in part.split(",") if o])
     delimiter = check_delimiter(delimiter or DEFAULT_DELIMITER)
     labels = load_validation_labels(validation_labels) if validation_labels else None
+    grid = parse_budgets(budgets)
+    translation_grid = parse_budgets(translation_budgets, "--translation-budgets")
+    check_output_folder(out, PRODUCER)
     led = Ledger(ledger)
     cells = led.read(columns=["model", "lang"])
+    if cells.num_rows == 0:  # an audit of nothing must never read "ok"
+        raise MindcapError(f"no records in {ledger}: nothing to audit")
     models = sorted(pc.unique(cells.column("model")).to_pylist())
     langs = sorted(pc.unique(cells.column("lang")).to_pylist())
     premiums, alternatives = None, {}
@@ -81,9 +88,9 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
         except MindcapError as exc:
             click.echo(f"note: MGSM questions incomplete ({exc})", err=True)
     config = AuditConfig(
-        budgets=parse_budgets(budgets) or AuditConfig.budgets, premiums=premiums, alternatives=alternatives,
+        budgets=grid or AuditConfig.budgets, premiums=premiums, alternatives=alternatives,
         renderings=load_renderings(renderings) if renderings else None, references=references, sources=sources,
-        comet_checkpoint=comet_checkpoint, translation_budgets=parse_budgets(translation_budgets),
+        comet_checkpoint=comet_checkpoint, translation_budgets=translation_grid,
         lid_model=lid_model, lid_hub=not no_hub,
         lid=LidSettings(threshold=lid_threshold, min_letters=min_letters, delimiter=delimiter),
         validation_per_cell=validation_per_cell, criterion=criterion / 100,

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..adaptation.corpus import load_corpus
 from ..adaptation.crossfit import extend_crossfit, summarize
+from ..adaptation.saved import check_new_folder
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
-from ..errors import MindcapError
 from ..tokenizer import load_tokenizer
 from ._output import emit, render, to_json
 from ._progress import progress_bar
@@ -89,8 +87,7 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
         raise click.UsageError("extend takes one --model and one --lang")
     if size is None and min_freq is None:
         raise click.UsageError("give --size N (merges per fold) or --min-freq F (minimum pair frequency)")
-    if Path(out).exists():
-        raise MindcapError(f"output folder {out} already exists; choose a new one")
+    check_new_folder(out)
     code = resolve_language(langs[0])
     source = flores_source(state.config.data_dir.value)
     data = load_corpus(corpus, code, data_dir=state.config.data_dir.value, flores_source=source)

@@ -6,22 +6,38 @@ import click
 
 from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
+from ..errors import MindcapError
 from ..premium import DEFAULT_LANGS, premium
 from ..tokenizer import load_tokenizer
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
 
-def parse_budgets(text: str | None) -> list[int] | None:
-    """``"64,128,256"`` -> ``[64, 128, 256]`` (positive integers)."""
-    if not text:
+def parse_budgets(text: str | None, option: str = "--budgets") -> list[int] | None:
+    """``"64,128,256"`` -> ``[64, 128, 256]``; ``None`` when the option was not given.
+
+    Budgets are token counts from 1 to ``ledger.score.MAX_BUDGET`` (2**31 − 1); anything else (an empty item,
+    zero, a negative, a non-integer, a huge number) is a one-line error naming the bad item and the range.
+    """
+    from ..ledger.score import MAX_BUDGET  # here, so `premium` alone does not import pandas
+
+    if text is None:
         return None
-    try:
-        budgets = [int(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError as exc:
-        raise click.BadParameter(f"budgets must be comma-separated integers, got {text!r}") from exc
-    if not budgets or any(b <= 0 for b in budgets):
-        raise click.BadParameter(f"budgets must be positive integers, got {text!r}")
+    allowed = f"budgets must be comma-separated integers (token counts) from 1 to {MAX_BUDGET}"
+    if not text.strip():
+        raise MindcapError(f"{option} is empty; {allowed}")
+    budgets = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise MindcapError(f"{option}: {text!r} has an empty item; {allowed}")
+        try:
+            value = int(item)
+        except ValueError:
+            value = None
+        if value is None or not 1 <= value <= MAX_BUDGET:
+            raise MindcapError(f"{option}: {item!r} is not a valid budget; {allowed}")
+        budgets.append(value)
     return budgets
 
 

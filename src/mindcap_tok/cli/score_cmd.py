@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
 import click
 
+from .._io import check_output_folder, output_folder
 from ..errors import MindcapError
 from ..ledger.parse import VARIANTS
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
@@ -21,22 +18,15 @@ from .premium_cmd import parse_budgets
 _COLUMNS = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason", "tokenizer"]
 
 
+#: the command named in a --save folder's marker; only it may replace the folder's files
+PRODUCER = "mindcap-tok score --save"
+
+
 def _save(scores: Scores, folder: str) -> None:
-    """Write by_budget.parquet and by_record.parquet into ``folder`` at once (temp folder, then rename)."""
-    target = Path(folder)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    scores.by_budget.to_parquet(tmp / "by_budget.parquet", index=False)
-    scores.by_record.to_parquet(tmp / "by_record.parquet", index=False)
-    if target.exists():
-        old = target.with_name(f".{target.name}.old")
-        os.replace(target, old)
-        os.replace(tmp, target)
-        for f in old.iterdir():
-            f.unlink()
-        old.rmdir()
-    else:
-        os.replace(tmp, target)
+    """Write by_budget.parquet and by_record.parquet as the folder ``folder`` in one step."""
+    with output_folder(folder, PRODUCER) as tmp:
+        scores.by_budget.to_parquet(tmp / "by_budget.parquet", index=False)
+        scores.by_record.to_parquet(tmp / "by_record.parquet", index=False)
 
 
 @click.command("score")
@@ -53,6 +43,8 @@ def _save(scores: Scores, folder: str) -> None:
 @click.pass_obj
 def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, langs, fmt, out, save) -> None:
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
+    if save:
+        check_output_folder(save, PRODUCER)  # before the scoring, not after it
     grid = parse_budgets(budgets)
     led = Ledger(ledger_dir)
     records = led.read(model=models or None, arm=arms or None, lang=langs or None, columns=_COLUMNS)

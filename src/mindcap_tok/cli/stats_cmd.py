@@ -140,13 +140,16 @@ def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n
 
 @click.command("report")
 @_apply(_common)
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Report folder (replaced atomically).")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Report folder: absent, empty, or an earlier report (replaced atomically).")
 @click.pass_obj
 def report_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
                    out) -> None:
     """Markdown tables, CSVs and figures (NATIVE curves with peak intervals; gap curves) for a ledger."""
-    from ..report.budget_report import write_budget_report
+    from .._io import check_output_folder
+    from ..report.budget_report import PRODUCER, write_budget_report
 
+    check_output_folder(out, PRODUCER)  # before the scoring, not after it
     grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
     scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs)
     rep = write_budget_report(scores.by_budget, table, out, by_record=scores.by_record, budgets=grid,
@@ -163,12 +166,16 @@ def protocol_group() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--tag/--no-tag", default=None,
               help="Record a git tag (default: when FILE is inside a git repository).")
-def protocol_freeze(file, tag) -> None:
-    """Record FILE's SHA-256 in FILE.freeze.json (and an annotated git tag carrying it)."""
+@click.pass_obj
+def protocol_freeze(state, file, tag) -> None:
+    """Record FILE's SHA-256, and those of the files it names (premiums), in FILE.freeze.json (and an
+    annotated git tag carrying them)."""
     from ..stats.protocol import freeze_protocol
 
-    rec = freeze_protocol(file, tag=tag)
+    rec = freeze_protocol(file, tag=tag, tokenizers_dir=state.config.tokenizers_dir.value)
     click.echo(f"frozen {rec.protocol}: sha256 {rec.sha256}")
+    for name, sha in (rec.inputs or {}).items():
+        click.echo(f"  with {name}: sha256 {sha}")
     if rec.tag:
         click.echo(f"git tag {rec.tag} at {rec.commit[:12]}")
         if not rec.file_committed:
@@ -183,19 +190,22 @@ def protocol_freeze(file, tag) -> None:
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
 @click.pass_obj
 def protocol_test(state, file, ledger, fmt, out) -> None:
-    """Refuse FILE if it changed since its freeze; else run its family and print decisions and the outcome."""
-    from ..stats.family import family_budgets
-    from ..stats.protocol import load_protocol, run_protocol, verify_protocol
+    """Refuse FILE if it, or a file it names, changed since its freeze; else run its family and print
+    decisions and the outcome."""
+    from pathlib import Path
 
-    record = verify_protocol(file)
+    from ..stats.family import family_budgets
+    from ..stats.protocol import load_protocol, protocol_premium_specs, run_protocol, verify_protocol
+
+    record = verify_protocol(file, tokenizers_dir=state.config.tokenizers_dir.value)
     proto = load_protocol(file)
-    specs = _protocol_premium_specs(proto.premiums)
+    specs = protocol_premium_specs(proto, Path(file).parent)
     scores, table = load_scores(state, ledger, lambda t, m, _: family_budgets(proto.hypotheses, t, m),
                                 [proto.model] if proto.model else [], (), proto.parser, specs)
     result = run_protocol(proto, scores.by_budget, table)
     if fmt == "json":
         text = to_json({"protocol": proto.name, "sha256": record.sha256, "frozen_at": record.frozen_at,
-                        "tag": record.tag, "outcome": result.outcome, "alpha": result.alpha,
+                        "tag": record.tag, "inputs": record.inputs, "outcome": result.outcome, "alpha": result.alpha,
                         "n_boot": result.n_boot, "seed": result.seed, "tail_factor": result.tail_factor,
                         "decisions": result.table.to_dict(orient="records")})
     else:
@@ -206,12 +216,3 @@ def protocol_test(state, file, ledger, fmt, out) -> None:
         text += f"\noutcome: {result.outcome}\n"
     emit(text, out)
 
-
-def _protocol_premium_specs(premiums) -> list[str]:
-    if premiums is None:
-        return []
-    if isinstance(premiums, str):
-        return [premiums]
-    if isinstance(premiums, dict):
-        return [f"{k}={v}" for k, v in premiums.items()]
-    return [str(p) for p in premiums]

@@ -37,6 +37,8 @@ from .schema import CELL_COLUMNS, SETTING_COLUMNS
 
 #: the paper's budget grid (the regime sweep plus the 2048/4096 extension)
 DEFAULT_BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
+#: the largest budget accepted (a token count; 2**31 - 1)
+MAX_BUDGET = 2**31 - 1
 _HASH, _NEWLINE = ord("#"), ord("\n")
 _HAS_HASH, _HAS_NEWLINE = 1, 2
 _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
@@ -338,10 +340,11 @@ def _score_events(
 
 
 def _budgets(budgets: Sequence[int]) -> np.ndarray:
-    grid = np.asarray(list(budgets), dtype=np.int64)
-    if grid.ndim != 1 or not len(grid) or (grid <= 0).any():
-        raise MindcapError(f"budgets must be positive integers, got {list(budgets)}")
-    return grid
+    values = list(budgets)
+    bad = [b for b in values if isinstance(b, bool) or not isinstance(b, int | np.integer) or not 0 < b <= MAX_BUDGET]
+    if bad or not values:
+        raise MindcapError(f"budgets must be positive integers up to {MAX_BUDGET}, got {values}")
+    return np.asarray(values, dtype=np.int64)
 
 
 def score_token_ids(

@@ -6,13 +6,14 @@ import io
 import os
 from collections.abc import Sequence
 
-from .._io import atomic_write_bytes
+from .._io import atomic_write_bytes, check_output_file
 
 
 def save_figure(fig, path: str | os.PathLike[str], dpi: int = 150) -> None:
-    """Save a matplotlib figure atomically (PNG/SVG/PDF by suffix) and close it."""
+    """Save a matplotlib figure atomically (PNG/SVG/PDF by suffix) and close it; never inside a ledger."""
     import matplotlib.pyplot as plt
 
+    check_output_file(path)
     buf = io.BytesIO()
     suffix = str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else "png"
     fig.savefig(buf, format=suffix, dpi=dpi, bbox_inches="tight")

@@ -1,10 +1,12 @@
 """Protocol files: a test family declared (and frozen) before the data it governs exist.
 
 A protocol is a TOML or YAML file naming the hypotheses, budgets, margins, α, resamples, seed and
-premiums. :func:`freeze_protocol` records the SHA-256 of its bytes in a sidecar ``<file>.freeze.json``
-and, when the file lies in a git repository, an annotated tag whose message carries the same hash
-(the paper's "internal freeze recorded as a git tag"). :func:`verify_protocol` refuses a file whose
-bytes no longer match, and :func:`run_protocol` evaluates the family (see :mod:`.family`).
+premiums. :func:`freeze_protocol` records the SHA-256 of its bytes, and of every file it names (premium
+JSON files; the ``tokenizer.json`` of a tokenizer named as premiums, see :func:`protocol_inputs`), in a
+sidecar ``<file>.freeze.json`` and, when the file lies in a git repository, an annotated tag whose message
+carries the same hashes (the paper's "internal freeze recorded as a git tag"). :func:`verify_protocol`
+refuses a file whose bytes, or one of whose named files, no longer match, and :func:`run_protocol`
+evaluates the family (see :mod:`.family`). Relative paths in a protocol are relative to its folder.
 
 Example (TOML)::
 
@@ -37,6 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._io import atomic_write_text
+from .._json import dumps_strict
 from ..errors import MindcapError
 from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, family_budgets, run_family
 from .grid import FRAMES, accuracy_grid
@@ -143,6 +146,59 @@ def protocol_hash(path: str | Path) -> str:
         raise MindcapError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
 
 
+def _premium_entries(proto: Protocol, folder: str | Path) -> list[tuple[str, str]]:
+    """(spec as written, spec with relative paths resolved against ``folder``) for each declared premium."""
+    raw = proto.premiums
+    if raw is None:
+        return []
+    if isinstance(raw, Mapping):
+        return [(f"{k}={v}",) * 2 for k, v in raw.items()]
+    out = []
+    for spec in [raw] if isinstance(raw, str) else [str(p) for p in raw]:
+        local = Path(folder) / spec  # an absolute spec stays as it is
+        resolved = str(local) if "=" not in spec and (spec.lower().endswith(".json") or local.exists()) else spec
+        out.append((spec, resolved))
+    return out
+
+
+def protocol_premium_specs(proto: Protocol, folder: str | Path) -> list[str]:
+    """The protocol's premiums as ``--premiums`` specs, relative paths resolved against ``folder`` (its folder).
+
+    A spec is ``lang=r``, a premium JSON file (``*.json``) or a tokenizer (a name, a folder or a file).
+    """
+    return [resolved for _, resolved in _premium_entries(proto, folder)]
+
+
+def protocol_inputs(path: str | Path, proto: Protocol | None = None,
+                    tokenizers_dir: str | Path | None = None) -> dict[str, str]:
+    """SHA-256 of every file the protocol reads besides itself, keyed by the name the protocol gives it.
+
+    Premium JSON files are hashed as bytes; a tokenizer named as premiums (``premiums = "qwen3-8b"``) by its
+    ``tokenizer.json`` (resolved with ``tokenizers_dir``), since its premiums are computed from it. Without
+    declared premiums each ledger model's own tokenizer is used, which the ledger itself records by hash.
+    """
+    path = Path(path)
+    proto = proto or load_protocol(path)
+    out: dict[str, str] = {}
+    for name, spec in _premium_entries(proto, path.parent):
+        if "=" in spec:
+            continue
+        if spec.lower().endswith(".json"):
+            try:
+                out[name] = hashlib.sha256(Path(spec).read_bytes()).hexdigest()
+            except OSError as exc:
+                raise MindcapError(f"{path}: cannot read its premiums file {name}: {exc.strerror or exc}") from exc
+        else:
+            from ..tokenizer import load_tokenizer
+
+            try:
+                tok = load_tokenizer(spec, tokenizers_dir)
+            except MindcapError as exc:
+                raise MindcapError(f"{path}: cannot load its premiums tokenizer {name}: {exc}") from exc
+            out[f"tokenizer {name}"] = tok.sha256
+    return out
+
+
 def freeze_path(path: str | Path) -> Path:
     """Where the freeze record of ``path`` lives: ``<file>.freeze.json`` beside it."""
     path = Path(path)
@@ -160,6 +216,7 @@ class FreezeRecord:
     tag: str | None = None
     commit: str | None = None
     file_committed: bool | None = None
+    inputs: dict[str, str] | None = None  # name -> sha256 of each file the protocol names (None: older records)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -182,17 +239,43 @@ def _tag_name(name: str, sha: str) -> str:
     return f"protocol/{safe}-{sha[:12]}"
 
 
-def freeze_protocol(path: str | Path, tag: bool | None = None) -> FreezeRecord:
-    """Record the protocol's hash (sidecar JSON) and, in a git repository, an annotated tag at HEAD.
+def _input_lines(inputs: Mapping[str, str]) -> list[str]:
+    return [f"input {name}: sha256 {sha}" for name, sha in sorted(inputs.items())]
+
+
+def _check_inputs(path: Path, record: FreezeRecord, current: Mapping[str, str]) -> None:
+    """Refuse when a file the protocol names differs from its frozen hash (one line naming the file)."""
+    if record.inputs is None:
+        if current:
+            raise MindcapError(
+                f"refusing {path}: its freeze ({record.frozen_at}) predates input hashing and does not cover "
+                f"{next(iter(current))}; save the protocol under a new file name and freeze that"
+            )
+        return
+    for name, sha in current.items():
+        frozen = record.inputs.get(name)
+        if frozen != sha:
+            raise MindcapError(
+                f"refusing {path}: {name} changed after the freeze (sha256 {sha[:12]}…, frozen "
+                f"{str(frozen)[:12]}…); the protocol's inputs must not change after its freeze"
+            )
+
+
+def freeze_protocol(path: str | Path, tag: bool | None = None,
+                    tokenizers_dir: str | Path | None = None) -> FreezeRecord:
+    """Record the protocol's hash and those of the files it names (sidecar JSON) and, in a git repository,
+    an annotated tag at HEAD.
 
     ``tag``: ``None`` tags when the file is inside a git repository, ``True`` requires one, ``False``
     never tags. Freezing again with the same bytes returns the existing record; a file whose bytes
-    changed after a freeze is refused (a changed protocol is a new protocol: save it under a new name).
-    Existing tags are never moved or overwritten.
+    changed after a freeze is refused (a changed protocol is a new protocol: save it under a new name), and
+    so is one whose named files changed. Existing tags are never moved or overwritten. ``tokenizers_dir``
+    resolves tokenizers named as premiums (see :func:`protocol_inputs`).
     """
     path = Path(path)
     proto = load_protocol(path)  # only valid protocols can be frozen
     sha = protocol_hash(path)
+    inputs = protocol_inputs(path, proto, tokenizers_dir)
     sidecar = freeze_path(path)
     if sidecar.exists():
         old = _read_record(sidecar)
@@ -201,6 +284,7 @@ def freeze_protocol(path: str | Path, tag: bool | None = None) -> FreezeRecord:
                 f"{path} was frozen with sha256 {old.sha256[:12]}… and has changed since; "
                 "a changed protocol is a new protocol: save it under a new file name and freeze that"
             )
+        _check_inputs(path, old, inputs)
         return old
     root = _repo_root(path.resolve().parent) if tag is not False else None
     if tag is True and root is None:
@@ -217,17 +301,18 @@ def freeze_protocol(path: str | Path, tag: bool | None = None) -> FreezeRecord:
         committed = tracked and status.stdout.strip() == ""
         tag_name = _tag_name(proto.name, sha)
         message = f"mindcap-tok protocol freeze\n\nprotocol: {rel}\nname: {proto.name}\nsha256: {sha}\n"
+        message += "".join(line + "\n" for line in _input_lines(inputs))
         res = _git(root, "tag", "-a", tag_name, "-m", message, commit)
         if res.returncode != 0:
             existing = _git(root, "cat-file", "-p", f"refs/tags/{tag_name}")
-            if f"sha256: {sha}" not in existing.stdout:
+            if not all(line in existing.stdout for line in [f"sha256: {sha}", *_input_lines(inputs)]):
                 raise MindcapError(f"git tag {tag_name} failed: {res.stderr.strip().splitlines()[0]}")
     record = FreezeRecord(
         protocol=path.name, name=proto.name, sha256=sha,
         frozen_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
-        tag=tag_name, commit=commit, file_committed=committed,
+        tag=tag_name, commit=commit, file_committed=committed, inputs=inputs,
     )
-    atomic_write_text(sidecar, json.dumps(record.as_dict(), indent=2) + "\n")
+    atomic_write_text(sidecar, dumps_strict(record.as_dict()) + "\n")
     return record
 
 
@@ -239,11 +324,12 @@ def _read_record(sidecar: Path) -> FreezeRecord:
         raise MindcapError(f"cannot read freeze record {sidecar}: {exc}") from exc
 
 
-def verify_protocol(path: str | Path) -> FreezeRecord:
-    """The freeze record of ``path`` if its bytes still match; a one-line error otherwise.
+def verify_protocol(path: str | Path, tokenizers_dir: str | Path | None = None) -> FreezeRecord:
+    """The freeze record of ``path`` if its bytes, and every file it names, still match; a one-line error
+    (naming the changed file) otherwise.
 
     When the record names a git tag and the file is still in that repository, the tag must exist and
-    carry the same hash.
+    carry the same hashes.
     """
     path = Path(path)
     sidecar = freeze_path(path)
@@ -256,11 +342,14 @@ def verify_protocol(path: str | Path) -> FreezeRecord:
             f"refusing {path}: its sha256 {sha[:12]}… differs from the frozen {record.sha256[:12]}… "
             f"(frozen {record.frozen_at}); the protocol changed after its freeze"
         )
+    inputs = protocol_inputs(path, load_protocol(path), tokenizers_dir)
+    _check_inputs(path, record, inputs)
     if record.tag:
         root = _repo_root(path.resolve().parent)
         if root is not None:
             shown = _git(root, "cat-file", "-p", f"refs/tags/{record.tag}")
-            if shown.returncode != 0 or f"sha256: {sha}" not in shown.stdout:
+            lines = [f"sha256: {sha}", *_input_lines(inputs)]  # inputs is empty for records without them
+            if shown.returncode != 0 or not all(line in shown.stdout for line in lines):
                 raise MindcapError(f"refusing {path}: git tag {record.tag} is missing or records another hash")
     return record
 
