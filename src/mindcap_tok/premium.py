@@ -16,8 +16,9 @@ from fractions import Fraction
 import numpy as np
 from tokenizers import Tokenizer
 
-from .data.flores import load_parallel
+from .data.flores import flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
+from .errors import MindcapError
 from .tokenizer import ResolvedTokenizer
 
 DEFAULT_LANGS = ("de", "th", "sw")
@@ -120,8 +121,11 @@ def premium(
         raise ValueError(f"n_boot must be positive, got {n_boot}")
     codes = list(dict.fromkeys(resolve_language(lang) for lang in languages))
     ref_code = resolve_language(ref)
+    source = source or flores_source()
     texts = load_parallel(codes, split=split, source=source, ref=ref_code)
     ref_counts = count_tokens(tokenizer.tokenizer, texts[ref_code])
+    if not ref_counts.sum():  # the premium divides by it
+        raise MindcapError(f"{flores_file(source, ref_code, split)} has no tokens with {tokenizer.name}'s tokenizer")
     columns = []
     for i, code in enumerate(codes):
         columns.append(count_tokens(tokenizer.tokenizer, texts[code]))

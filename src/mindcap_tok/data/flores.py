@@ -33,6 +33,11 @@ def flores_source(data_dir: str | os.PathLike[str] | None = None) -> str:
     return str(folder)
 
 
+def flores_file(source: str, code: str, split: str) -> str:
+    """Where one language's sentences come from, for messages: the local file path or the hub dataset and config."""
+    return f"{source} {code}/{split}" if source.startswith("hf:") else str(Path(source) / split / f"{code}.{split}")
+
+
 def _check_split(split: str) -> None:
     if split not in SPLITS:
         raise MindcapError(f"unknown FLORES split {split!r}; use one of {', '.join(SPLITS)}")
@@ -50,6 +55,8 @@ def _read_local(folder: str, code: str, split: str) -> tuple[str, ...]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if not lines:
+        raise MindcapError(f"FLORES file is empty: {path}")
     return tuple(unicodedata.normalize("NFC", ln) for ln in lines)
 
 
@@ -65,6 +72,8 @@ def _read_hub(dataset_id: str, code: str, split: str) -> tuple[str, ...]:
     except Exception as exc:
         raise MindcapError(f"cannot load {code}/{split} from hf:{dataset_id}: {str(exc).splitlines()[0]}") from exc
     column = "text" if "text" in ds.column_names else "sentence"
+    if not len(ds):
+        raise MindcapError(f"FLORES data is empty: hf:{dataset_id} {code}/{split}")
     return tuple(unicodedata.normalize("NFC", s) for s in ds[column])
 
 
@@ -96,9 +105,9 @@ def load_parallel(
             continue
         lines = load_flores(code, split, src)
         if len(lines) != n_ref:
-            where = f"{src}/{split}/{code}.{split}" if not src.startswith("hf:") else f"{src} {code}/{split}"
             raise MindcapError(
-                f"FLORES files are not line-aligned: {where} has {len(lines)} lines, {ref_code}.{split} has {n_ref}"
+                f"FLORES files are not line-aligned: {flores_file(src, code, split)} has {len(lines)} lines, "
+                f"{ref_code}.{split} has {n_ref}"
             )
         out[code] = lines
     return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -24,7 +25,7 @@ from .._io import atomic_write_text
 from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
 from .backends import Completion, GenRequest, load_backend
-from .jobs import JobSpec, Plan, Shard, load_spec, plan_job
+from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job
 from .parse import parse_answer
 from .prompts import build_prompt
 from .schema import KEY_COLUMNS
@@ -59,24 +60,26 @@ class GenerateResult:
     shard_ids: list[str] = field(default_factory=list)
 
 
-def _record_keys(spec: JobSpec, shard: Shard) -> list[tuple]:
-    """The ledger keys (in ``KEY_COLUMNS`` order) of the records ``shard`` produces."""
+def _request_key(spec: JobSpec, r: Request) -> tuple:
+    """The ledger key (``KEY_COLUMNS`` order) that the records of request ``r`` share: all but the sample."""
     style = spec.announce_style if spec.announce_budgets else "none"
-    keys = []
-    for r in shard.requests:
-        for s in range(spec.k):
-            key = {"model": spec.model_name, "arm": r.arm, "lang": r.lang, "design": spec.design, "cap": r.cap,
-                   "announced": r.announced, "announce_style": style, "forcing": spec.forcing.enabled,
-                   "item": r.item, "sample": s}
-            keys.append(tuple(key[c] for c in KEY_COLUMNS))
-    return keys
+    key = {"model": spec.model_name, "arm": r.arm, "lang": r.lang, "design": spec.design, "cap": r.cap,
+           "announced": r.announced, "announce_style": style, "forcing": spec.forcing.enabled, "item": r.item}
+    return tuple(key[c] for c in KEY_COLUMNS[:-1])
 
 
-def _stored_keys(ledger: Ledger, spec: JobSpec) -> set[tuple]:
+def _stored_samples(ledger: Ledger, spec: JobSpec) -> Counter[tuple]:
+    """Per request key, how many of the samples 0..k-1 the ledger holds (memory follows the ledger, not k)."""
+    assert KEY_COLUMNS[-1] == "sample"
     if not ledger.exists():
-        return set()
+        return Counter()
     table = ledger.read(spec.model_name, list(spec.arms), list(spec.langs), columns=list(KEY_COLUMNS))
-    return set(key_tuples(table))
+    return Counter(key[:-1] for key in set(key_tuples(table)) if 0 <= key[-1] < spec.k)
+
+
+def _shard_done(spec: JobSpec, shard: Shard, stored: Counter[tuple]) -> bool:
+    """Whether the ledger holds all ``k`` samples of every request of ``shard``."""
+    return all(stored[_request_key(spec, r)] >= spec.k for r in shard.requests)
 
 
 def job_record(plan: Plan) -> dict:
@@ -230,13 +233,16 @@ def dry_run(
     data_dir: str | os.PathLike[str] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
 ) -> dict:
-    """A job's counts (requests, records, shards, worst-case output tokens) and, given a ledger, shards done."""
+    """A job's counts (requests, records, shards, worst-case output tokens) and, given a ledger, shards done.
+
+    The counts are worked out arithmetically (:func:`~mindcap_tok.ledger.jobs.job_counts`); shards are only
+    listed, one at a time, when the ledger already holds records of the job.
+    """
     spec = job if isinstance(job, JobSpec) else load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
-    plan = plan_job(spec)
-    out = plan.summary()
+    out = job_counts(spec)
     if ledger is not None:
-        stored = _stored_keys(ledger if isinstance(ledger, Ledger) else Ledger(ledger), spec)
-        out["shards_done"] = sum(set(_record_keys(spec, s)) <= stored for s in plan.shards)
+        stored = _stored_samples(ledger if isinstance(ledger, Ledger) else Ledger(ledger), spec)
+        out["shards_done"] = sum(_shard_done(spec, s, stored) for s in iter_shards(spec)) if stored else 0
     return out
 
 
@@ -259,8 +265,8 @@ def run_job(
     plan = plan_job(spec)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     _write_job(led, plan)
-    stored = _stored_keys(led, spec)
-    todo = [s for s in plan.shards if not set(_record_keys(spec, s)) <= stored]
+    stored = _stored_samples(led, spec)
+    todo = [s for s in plan.shards if not _shard_done(spec, s, stored)]
     name = backend if isinstance(backend, str) else backend.name
     result = GenerateResult(spec.name, str(led.root), name, len(plan.shards), skipped=len(plan.shards) - len(todo))
     if on_start is not None:

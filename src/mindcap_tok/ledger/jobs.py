@@ -8,9 +8,10 @@ A spec (see ``examples/jobs/``)::
     arms = ["native", "translate-act"]
     langs = ["deu_Latn", "tha_Thai"]
     items = "all"                     # or a list of item indices, or {sample = 50, seed = 1}
-    k = 8
+    k = 8                             # samples per item, at most MAX_K = 10,000
     design = "replay"                 # replay | independent | announcement
     caps = [4096]                     # replay: one cap; independent: the budget grid; announcement: the enforced cap
+                                      # (every cap and budget at most MAX_CAP = 2**20 tokens)
     seed = 0
     shard_size = 250                  # requests (prompts) per shard; a shard never mixes cells or caps
 
@@ -21,6 +22,9 @@ A spec (see ``examples/jobs/``)::
     [forcing]                         # enabled, text = "\\n####", max_tokens = 16, unanswered = false
     [engine]                          # passed through to the backend (vLLM: tensor_parallel_size, dtype, ...)
 
+Integers must be TOML integers (``true`` is no 1, ``8.0`` no 8), booleans TOML booleans; every error is one
+line naming the key and the file.
+
 Seeds: each request (one prompt, ``k`` samples) gets ``seed = H(spec seed, model, arm, lang, design, cap,
 announced, item)`` (SHA-256, 31 bits), so seeds vary by cap and no two budgets replay one trajectory; they do
 not depend on shard size or order, so a resumed run reproduces an uninterrupted one.
@@ -29,10 +33,12 @@ not depend on shard size or order, so a resumed run reproduces an uninterrupted 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import random
 import re
 import tomllib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
@@ -66,6 +72,15 @@ _KEYS = {
     "forcing",
     "engine",
 }
+
+#: The most samples per item (``k``) a spec may ask for. The paper draws k = 8 and a variance study needs a few
+#: hundred; far above that a value is a typo (k = 10**12 would plan 10**12 records per prompt and ask the engine
+#: for as many samples), so it is refused before anything is planned.
+MAX_K = 10_000
+#: The largest output-token cap, announced budget or premium-scaled cap floor(r·B). The paper's budgets stop at
+#: 4,096 and no model decodes a million tokens in one request; a larger value is a typo, refused before it reaches
+#: the engine, the worst-case token count or the ledger's int64 ``cap`` column.
+MAX_CAP = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -163,8 +178,7 @@ class Plan:
     @property
     def worst_case_tokens(self) -> int:
         """Output tokens if every decode runs to its cap, plus the forcing text (<= 1 token a byte) and continuation."""
-        forcing = self.spec.forcing
-        extra = len(forcing.text.encode("utf-8")) + forcing.max_tokens if forcing.enabled else 0
+        extra = _forcing_tokens(self.spec)
         return sum((r.cap + extra) * self.spec.k for s in self.shards for r in s.requests)
 
     def summary(self) -> dict:
@@ -179,27 +193,97 @@ class Plan:
         }
 
 
-def _int_list(value, what: str) -> tuple[int, ...]:
-    values = [value] if isinstance(value, int) else value
-    if not isinstance(values, list) or not values or not all(isinstance(v, int) and v > 0 for v in values):
-        raise MindcapError(f"{what} must be a positive integer or a non-empty list of them, got {value!r}")
-    return tuple(values)
+_TYPE_NAMES = {str: "string", int: "int", float: "float", bool: "bool", list: "list", dict: "table"}
 
 
-def _items(value) -> tuple[int, ...]:
+def _show(value: object) -> str:
+    """A short one-line repr of ``value`` for an error message (booleans as TOML writes them)."""
+    text = str(value).lower() if isinstance(value, bool) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is(value: object, want: type) -> bool:
+    """Whether ``value`` has the TOML type ``want``: a bool is no int (``True == 1`` in Python), an int passes
+    for a float, and a float must be finite."""
+    if want is float:
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return number and (isinstance(value, int) or math.isfinite(value))
+    return isinstance(value, want) and (want is bool or not isinstance(value, bool))
+
+
+def _typed(value: object, want: type, key: str):
+    """``value`` when it has the TOML type ``want`` (see :func:`_is`), else a :class:`MindcapError` naming ``key``."""
+    if _is(value, want):
+        return value
+    if want is dict:
+        raise MindcapError(f"[{key}] must be a table, got {_show(value)}")
+    finite = " (finite)" if want is float else ""
+    raise MindcapError(f"{key} must be of type {_TYPE_NAMES[want]}{finite}, got {_show(value)}")
+
+
+def _str(value: object, key: str) -> str:
+    """A non-empty string setting."""
+    if not _typed(value, str, key).strip():
+        raise MindcapError(f"{key} must not be empty")
+    return value
+
+
+def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
+    """An integer setting in ``low..high`` (bools and floats are refused)."""
+    _typed(value, int, key)
+    if value < low or (high is not None and value > high):
+        bound = f"in {low}..{high}" if high is not None else f">= {low}"
+        raise MindcapError(f"{key} must be an integer {bound}, got {value}")
+    return value
+
+
+def _list(value: object, want: type, key: str, *, empty: bool = False) -> list:
+    """A list of ``want`` values (a single value stands for a list of one); empty only when ``empty``."""
+    if not isinstance(value, list):
+        if _is(value, want):
+            return [value]
+        raise MindcapError(f"{key} must be of type {_TYPE_NAMES[want]} or a list of them, got {_show(value)}")
+    if not value and not empty:
+        raise MindcapError(f"{key} must not be an empty list")
+    return [_typed(v, want, f"{key}[{i}]") for i, v in enumerate(value)]
+
+
+def _ints(value: object, key: str, low: int = 1, high: int | None = None) -> tuple[int, ...]:
+    """One integer or a non-empty list of them, each in ``low..high``."""
+    if not isinstance(value, list):
+        if not _is(value, int):
+            raise MindcapError(f"{key} must be of type int or a list of them, got {_show(value)}")
+        return (_int(value, key, low, high),)
+    if not value:
+        raise MindcapError(f"{key} must not be an empty list")
+    return tuple(_int(v, f"{key}[{i}]", low, high) for i, v in enumerate(value))
+
+
+def _table(cls: type, value: object, key: str):
+    """A ``Sampling``/``Forcing`` table: only its known keys, each of its default's type (an int passes for a
+    float): TOML's ``enabled = "false"`` is a string, and a truthy one; ``top_k = true`` is no 1."""
+    table = _typed(value, dict, key)
+    defaults = {f.name: f.default for f in fields(cls)}
+    unknown = sorted(set(table) - set(defaults))
+    if unknown:
+        raise MindcapError(f"[{key}] takes {', '.join(defaults)}, got unknown {', '.join(unknown)}")
+    return cls(**{name: _typed(v, type(defaults[name]), f"{key}.{name}") for name, v in table.items()})
+
+
+def _items(value: object) -> tuple[int, ...]:
     if value == "all":
         return tuple(range(N_ITEMS))
     if isinstance(value, dict):
-        if set(value) - {"sample", "seed"} or not isinstance(value.get("sample"), int):
-            raise MindcapError(f"items = {value!r}: a sample is {{sample = N, seed = S}}")
-        n, seed = value["sample"], value.get("seed", 0)
-        if not 0 < n <= N_ITEMS:
-            raise MindcapError(f"items sample must be 1..{N_ITEMS}, got {n}")
+        if set(value) - {"sample", "seed"} or "sample" not in value:
+            raise MindcapError(f"items = {_show(value)}: a sample is {{sample = N, seed = S}}")
+        n = _int(value["sample"], "items.sample", 1, N_ITEMS)
+        seed = _int(value.get("seed", 0), "items.seed", 0)
         return tuple(sorted(random.Random(seed).sample(range(N_ITEMS), n)))
-    if isinstance(value, list) and value and all(isinstance(v, int) and 0 <= v < N_ITEMS for v in value):
-        if len(set(value)) != len(value):
+    if isinstance(value, list) and value:
+        items = [_int(v, f"items[{i}]", 0, N_ITEMS - 1) for i, v in enumerate(value)]
+        if len(set(items)) != len(items):
             raise MindcapError("items lists an item twice")
-        return tuple(value)
+        return tuple(items)
     raise MindcapError(f"items must be 'all', a list of item indices 0..{N_ITEMS - 1} or {{sample, seed}}")
 
 
@@ -214,80 +298,87 @@ def parse_spec(
     *,
     data_dir: str | os.PathLike[str] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
+    source: str | os.PathLike[str] | None = None,
 ) -> JobSpec:
     """Check a spec's plain data (as read from TOML) and return a :class:`JobSpec`.
 
     A relative local model folder is resolved against ``base`` (the spec file's folder) when it exists there.
     ``premiums = "flores"`` reads FLORES under ``data_dir`` and the tokenizer from ``tokenizers_dir`` (default:
-    the configured ones).
+    the configured ones). Every error is one line naming the key, and ``source`` (the spec file) when given.
     """
+    try:
+        return _parse(data, base, data_dir, tokenizers_dir)
+    except MindcapError as exc:
+        if type(exc) is not MindcapError:  # e.g. a missing extra: its message stands alone
+            raise
+        raise MindcapError(f"job spec{f' {source}' if source is not None else ''}: {exc}") from exc
+
+
+def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
+    """:func:`parse_spec` without the file named in its errors."""
+    if not isinstance(data, dict):
+        raise MindcapError(f"must be a TOML table, got {_show(data)}")
     unknown = sorted(set(data) - _KEYS)
     if unknown:
-        raise MindcapError(f"job spec: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}")
+        raise MindcapError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}")
     for key in ("model", "arms", "langs", "design"):
         if key not in data:
-            raise MindcapError(f"job spec lacks {key!r}")
-    model = str(data["model"])
+            raise MindcapError(f"lacks {key!r}")
+    model = _str(data["model"], "model")
     if base is not None and not Path(model).is_absolute() and (base / model).is_dir():
         model = str((base / model).resolve())
-    design = data["design"]
+    design = _str(data["design"], "design")
     if design not in DESIGNS:
-        raise MindcapError(f"job spec: design {design!r}; use one of {', '.join(DESIGNS)}")
-    arms = tuple(data["arms"]) if isinstance(data["arms"], list) else (data["arms"],)
+        raise MindcapError(f"design {design!r}; use one of {', '.join(DESIGNS)}")
+    arms = tuple(_list(data["arms"], str, "arms"))
     for arm in arms:
         if arm not in ARMS:
-            raise MindcapError(f"job spec: unknown arm {arm!r}; use one of {', '.join(ARMS)}")
-    langs = tuple(resolve_language(x) for x in (data["langs"] if isinstance(data["langs"], list) else [data["langs"]]))
-    version = str(data.get("prompt_version", "mgsm-v1"))
+            raise MindcapError(f"unknown arm {arm!r}; use one of {', '.join(ARMS)}")
+    langs = tuple(resolve_language(x) for x in _list(data["langs"], str, "langs"))
+    version = _str(data.get("prompt_version", "mgsm-v1"), "prompt_version")
     covered = prompt_languages(version)
     for lang in langs:
         if lang not in covered:
-            raise MindcapError(f"job spec: prompt version {version} has no {lang}; it covers {', '.join(covered)}")
+            raise MindcapError(f"prompt version {version} has no {lang}; it covers {', '.join(covered)}")
     default_caps = {"replay": 4096, "announcement": 2048}
-    caps = _int_list(data.get("caps", default_caps.get(design)), "caps")
+    if "caps" not in data and design not in default_caps:
+        raise MindcapError(f"the {design} design needs caps (its budget grid)")
+    caps = _ints(data.get("caps", default_caps.get(design)), "caps", 1, MAX_CAP)
     if design != "independent" and len(caps) != 1:
-        raise MindcapError(f"job spec: the {design} design takes one cap, got {list(caps)}")
-    k = data.get("k", 8)
-    shard_size = data.get("shard_size", 250)
-    for key, value in (("k", k), ("shard_size", shard_size)):
-        if not isinstance(value, int) or value < 1:
-            raise MindcapError(f"job spec: {key} must be a positive integer, got {value!r}")
-    seed = data.get("seed", 0)
-    if not isinstance(seed, int) or seed < 0:
-        raise MindcapError(f"job spec: seed must be a non-negative integer, got {seed!r}")
-    try:
-        sampling = Sampling(**data.get("sampling", {}))
-        forcing = Forcing(**data.get("forcing", {}))
-    except TypeError as exc:
-        raise MindcapError(f"job spec: {exc}") from exc
-    _check_types(sampling, "sampling")
-    _check_types(forcing, "forcing")
+        raise MindcapError(f"the {design} design takes one cap, got {list(caps)}")
+    k = _int(data.get("k", 8), "k", 1, MAX_K)
+    shard_size = _int(data.get("shard_size", 250), "shard_size", 1)
+    seed = _int(data.get("seed", 0), "seed", 0)
+    sampling = _table(Sampling, data.get("sampling", {}), "sampling")
+    forcing = _table(Forcing, data.get("forcing", {}), "forcing")
     if sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
-        raise MindcapError("job spec: temperature must be >= 0 and top_p in (0, 1]")
-    model_name = data.get("model_name") or _default_model_name(model)
-    tokenizer = str(data.get("tokenizer", model_name))
+        raise MindcapError("temperature must be >= 0 and top_p in (0, 1]")
+    _int(forcing.max_tokens, "forcing.max_tokens", 1, MAX_CAP)
+    model_name = _str(data["model_name"], "model_name") if data.get("model_name") else _default_model_name(model)
+    tokenizer = _str(data.get("tokenizer", model_name), "tokenizer")
     if data.get("premiums") and design != "independent":
-        raise MindcapError("job spec: premiums (scaled caps) apply to the independent design only")
+        raise MindcapError("premiums (scaled caps) apply to the independent design only")
     premiums = _premiums(data.get("premiums", {}), tokenizer, langs, data_dir, tokenizers_dir)
-    if any(r <= 0 for r in premiums.values()):
-        raise MindcapError("job spec: premiums must be positive")
-    announce = data.get("announce", {})
-    if not isinstance(announce, dict):
-        raise MindcapError(f"job spec: [announce] must be a table, got {announce!r}")
+    for lang, r in premiums.items():
+        if not r > 0:
+            raise MindcapError(f"premiums must be positive, got {lang} = {r}")
+        if scale_budget(r, max(caps)) > MAX_CAP:
+            raise MindcapError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
+    announce = _typed(data.get("announce", {}), dict, "announce")
     if set(announce) - {"budgets", "style"}:
-        raise MindcapError(f"job spec: [announce] takes budgets and style, got {', '.join(sorted(announce))}")
-    budgets = _int_list(announce["budgets"], "announce.budgets") if "budgets" in announce else ()
-    style = announce.get("style", "natural")
+        raise MindcapError(f"[announce] takes budgets and style, got {', '.join(sorted(announce))}")
+    budgets = _ints(announce["budgets"], "announce.budgets", 1, MAX_CAP) if "budgets" in announce else ()
+    style = _typed(announce.get("style", "natural"), str, "announce.style")
     if style not in ANNOUNCE_STYLES or style == "none":
-        raise MindcapError(f"job spec: announce.style must be 'natural' or 'tag', got {style!r}")
+        raise MindcapError(f"announce.style must be 'natural' or 'tag', got {style!r}")
     if (design == "announcement") != bool(budgets):
-        raise MindcapError("job spec: the announcement design needs [announce] budgets, and only it takes them")
-    scaled_arms = tuple(data.get("scaled_arms", ["native"]))
+        raise MindcapError("the announcement design needs [announce] budgets, and only it takes them")
+    scaled_arms = tuple(_list(data.get("scaled_arms", ["native"]), str, "scaled_arms", empty=True))
     if set(scaled_arms) - set(ARMS):
-        raise MindcapError(f"job spec: scaled_arms {list(scaled_arms)}; arms are {', '.join(ARMS)}")
-    name = str(data.get("name", model_name + "-" + design))
+        raise MindcapError(f"scaled_arms {list(scaled_arms)}; arms are {', '.join(ARMS)}")
+    name = _str(data.get("name", model_name + "-" + design), "name")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise MindcapError(f"job spec: name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
+        raise MindcapError(f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
     return JobSpec(
         name=name,
         model=model,
@@ -308,7 +399,7 @@ def parse_spec(
         announce_budgets=budgets,
         announce_style=style,
         forcing=forcing,
-        engine=dict(data.get("engine", {})),
+        engine=dict(_typed(data.get("engine", {}), dict, "engine")),
     )
 
 
@@ -324,21 +415,14 @@ def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizer
         tok = load_tokenizer(tokenizer, tokenizers_dir)
         return {p.lang: p.ratio for p in premium(tok, langs, n_boot=1, source=flores_source(data_dir))}
     if not isinstance(value, dict):
-        raise MindcapError(f'job spec: premiums must be a table (lang = r) or "flores", got {value!r}')
+        raise MindcapError(f'premiums must be a table (lang = r) or "flores", got {_show(value)}')
     bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}
     if bad:
-        raise MindcapError(f"job spec: premiums must be numbers, got {bad}")
+        raise MindcapError(f"premiums must be numbers, got {_show(bad)}")
+    for lang, r in value.items():
+        if not (math.isfinite(r) and r > 0):
+            raise MindcapError(f"premiums must be finite and positive, got {lang} = {r}")
     return {resolve_language(lang): float(r) for lang, r in value.items()}
-
-
-def _check_types(table, what: str) -> None:
-    """Each field of a spec table (``Sampling``, ``Forcing``) must have its default's type (an int passes for a
-    float): TOML's ``enabled = "false"`` is a string, and a truthy one."""
-    for f in fields(table):
-        value, want = getattr(table, f.name), type(f.default)
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not (number if want is float else type(value) is want):
-            raise MindcapError(f"job spec: {what}.{f.name} must be of type {want.__name__}, got {value!r}")
 
 
 def load_spec(
@@ -353,9 +437,11 @@ def load_spec(
         data = tomllib.loads(path.read_text("utf-8"))
     except OSError as exc:
         raise MindcapError(f"cannot read job spec {path}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise MindcapError(f"job spec {path} is not UTF-8 text: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise MindcapError(f"job spec {path} is not valid TOML: {exc}") from exc
-    return parse_spec(data, path.resolve().parent, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
+    return parse_spec(data, path.resolve().parent, data_dir=data_dir, tokenizers_dir=tokenizers_dir, source=path)
 
 
 def request_seed(spec: JobSpec, arm: str, lang: str, cap: int, announced: int | None, item: int) -> int:
@@ -372,20 +458,54 @@ def caps_for(spec: JobSpec, arm: str, lang: str) -> list[int]:
     return sorted(c for c in caps if c > 0)
 
 
-def plan_job(spec: JobSpec) -> Plan:
-    """Expand a spec into shards: per (arm, lang, cap, announced) the items in chunks of ``shard_size``."""
-    shards = []
+def _forcing_tokens(spec: JobSpec) -> int:
+    """Worst-case tokens forcing adds to a decode: its text (<= 1 token a byte) and the continuation."""
+    forcing = spec.forcing
+    return len(forcing.text.encode("utf-8")) + forcing.max_tokens if forcing.enabled else 0
+
+
+def populations(spec: JobSpec) -> Iterator[tuple[str, str, int, int | None]]:
+    """Each (arm, lang, cap, announced) of a job, in plan order; each asks for every item of the spec."""
     announced_values: tuple[int | None, ...] = spec.announce_budgets or (None,)
     for arm in spec.arms:
         for lang in spec.langs:
             for cap in caps_for(spec, arm, lang):
                 for announced in announced_values:
-                    reqs = [
-                        Request(arm, lang, item, cap, announced, request_seed(spec, arm, lang, cap, announced, item))
-                        for item in spec.items
-                    ]
-                    tag = f"cap{cap}" + (f"-ann{announced}" if announced is not None else "")
-                    for start in range(0, len(reqs), spec.shard_size):
-                        sid = f"{arm}/{lang}/{spec.design}-{tag}/{start // spec.shard_size:05d}"
-                        shards.append(Shard(sid, tuple(reqs[start : start + spec.shard_size])))
-    return Plan(spec, tuple(shards))
+                    yield arm, lang, cap, announced
+
+
+def iter_shards(spec: JobSpec) -> Iterator[Shard]:
+    """The shards of :func:`plan_job`, one at a time: per population the items in chunks of ``shard_size``."""
+    for arm, lang, cap, announced in populations(spec):
+        reqs = [
+            Request(arm, lang, item, cap, announced, request_seed(spec, arm, lang, cap, announced, item))
+            for item in spec.items
+        ]
+        tag = f"cap{cap}" + (f"-ann{announced}" if announced is not None else "")
+        for start in range(0, len(reqs), spec.shard_size):
+            sid = f"{arm}/{lang}/{spec.design}-{tag}/{start // spec.shard_size:05d}"
+            yield Shard(sid, tuple(reqs[start : start + spec.shard_size]))
+
+
+def plan_job(spec: JobSpec) -> Plan:
+    """Expand a spec into shards: per (arm, lang, cap, announced) the items in chunks of ``shard_size``."""
+    return Plan(spec, tuple(iter_shards(spec)))
+
+
+def job_counts(spec: JobSpec) -> dict:
+    """The counts of :meth:`Plan.summary`, worked out per population: no request or record is listed, so a dry
+    run costs the same for k = 1 and k = 10,000."""
+    n_items, n_shards = len(spec.items), -(-len(spec.items) // spec.shard_size)
+    extra = _forcing_tokens(spec)
+    pops = caps = 0
+    for _, _, cap, _ in populations(spec):
+        pops += 1
+        caps += cap + extra
+    return {
+        "job": spec.name,
+        "design": spec.design,
+        "requests": pops * n_items,
+        "records": pops * n_items * spec.k,
+        "shards": pops * n_shards,
+        "worst_case_tokens": caps * n_items * spec.k,
+    }
