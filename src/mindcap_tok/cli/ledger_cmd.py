@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from ..ledger.importer import import_jsonl
 from ..ledger.store import Ledger
+from ._options import no_verify_option
 from ._output import emit, render
 from ._progress import progress_bar
 
@@ -24,14 +26,19 @@ def _count_lines(path: str) -> int:
 
 
 @ledger_group.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Ledger folder (created if absent).")
 @click.option("--tokenizer", help="Tokenizer the ids belong to (default: resolved from each record's model).")
 @click.option("--batch", type=click.IntRange(min=1), default=2000, show_default=True, help="Records per commit.")
 @click.pass_obj
 def import_command(state, file: str, out: str, tokenizer: str | None, batch: int) -> None:
-    """Import FILE (JSON lines) into the ledger at --out; rerunning skips records already stored."""
-    total = _count_lines(file)
+    """Import FILE (JSON lines; `-` reads standard input) into the ledger at --out.
+
+    Rerunning skips records already stored identically; a stored record with the same key but other
+    content is an error.
+    """
+    # a pipe can be read only once: count lines (for the progress bar) only in regular files
+    total = _count_lines(file) if file != "-" and Path(file).is_file() else 0
     with progress_bar("importing", total=total, enabled=total > 5000) as advance:
         seen = [0]
 
@@ -57,9 +64,10 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
 @click.argument("ledger", type=click.Path(exists=True, file_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "md"]), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
-def info_command(ledger: str, fmt: str, out: str | None) -> None:
+@no_verify_option
+def info_command(ledger: str, fmt: str, out: str | None, no_verify: bool) -> None:
     """Cells, record counts, cap-hit rates and output-length quantiles of LEDGER."""
-    led = Ledger(ledger)
+    led = Ledger(ledger, verify=not no_verify)
     frame = led.info()
     if fmt == "table":
         frame = frame.drop(columns=[c for c in ("announce_style", "forcing") if frame[c].nunique(dropna=False) <= 1])
@@ -71,7 +79,10 @@ def info_command(ledger: str, fmt: str, out: str | None) -> None:
 @ledger_group.command("verify")
 @click.argument("ledger", type=click.Path(exists=True, file_okay=False))
 def verify_command(ledger: str) -> None:
-    """Check every shard of LEDGER against the manifest (size, SHA-256, rows, schema); exit 1 on a problem."""
+    """Check every shard of LEDGER against the manifest (size, SHA-256, rows, schema); exit 1 on a problem.
+
+    Safe to run while an import appends: it waits for a commit in progress and checks one consistent state.
+    """
     report = Ledger(ledger).verify()
     for note in report.notes:
         click.echo(f"note: {note}", err=True)

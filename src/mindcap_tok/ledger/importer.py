@@ -7,23 +7,27 @@ ledger tokenizer and the record is marked ``retokenized`` (decode-then-encode do
 token counts are approximations of what the model generated).
 
 The file is imported in batches, each committed atomically: an interrupted import leaves a valid ledger
-holding the batches committed so far, and rerunning the same command skips the records already stored.
+holding the batches committed so far, and rerunning the same command skips the records already stored
+(identical ones; a stored record with the same key but other content is an error, as are two records with
+one key in the file). ``-`` (or any pipe) is read in one pass.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import BinaryIO
 
 from ..data.mgsm import parse_gold
 from ..errors import MindcapError
 from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
-from .schema import COLUMNS
-from .store import Ledger, ShardInfo
+from .schema import CELL_COLUMNS, COLUMNS, SETTING_COLUMNS, RecordError, describe, validate_records
+from .store import Ledger, ShardInfo, key_tuples
 
 BATCH_RECORDS = 2000
 
@@ -41,22 +45,43 @@ class ImportResult:
     shards: list[ShardInfo] = field(default_factory=list)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict]]:
+#: a ``\uD800``-``\uDFFF`` escape: JSON can spell a lone surrogate, which is not text (and not UTF-8)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` for each non-blank line; any unreadable line is a one-line error at ``name:line``."""
+    for number, raw in enumerate(stream, start=1):
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise MindcapError(f"{name}:{number}: not valid UTF-8 ({exc.reason} at byte {exc.start + 1})") from exc
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except RecursionError as exc:
+            raise MindcapError(f"{name}:{number}: JSON nested too deeply") from exc
+        except ValueError as exc:
+            raise MindcapError(f"{name}:{number}: not valid JSON ({getattr(exc, 'msg', exc)})") from exc
+        if not isinstance(obj, dict):
+            raise MindcapError(f"{name}:{number}: expected a JSON object, got {type(obj).__name__}")
+        if _SURROGATE_ESCAPE.search(raw):
+            for key, value in obj.items():
+                for text in (key, value):
+                    if isinstance(text, str) and not _is_text(text):
+                        raise MindcapError(
+                            f"{name}:{number}: {key!a} holds a lone surrogate escape (\\ud800-\\udfff), not text"
+                        )
+        yield number, obj
+
+
+def _is_text(value: str) -> bool:
     try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise MindcapError(f"cannot read {path}: {exc}") from exc
-    with fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise MindcapError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(obj, dict):
-                raise MindcapError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
-            yield number, obj
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _Tokenizers:
@@ -82,7 +107,9 @@ def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, 
     rec = dict(obj)
     if isinstance(rec.get("gold"), str):
         rec["gold"] = parse_gold(rec["gold"], where)
-    retokenized = bool(rec.get("retokenized", False))
+    retokenized = rec.get("retokenized", False)
+    if not isinstance(retokenized, bool):
+        raise MindcapError(f"{where}: retokenized = {retokenized!r} is not a valid bool (true or false is required)")
     for ids_key, text_key in (("output_ids", "text"), ("prompt_ids", "prompt")):
         if rec.get(ids_key) is None:
             if not isinstance(rec.get(text_key), str):
@@ -103,33 +130,39 @@ def import_jsonl(
     batch_records: int = BATCH_RECORDS,
     on_progress: Callable[[int], None] | None = None,
 ) -> ImportResult:
-    """Add the records of a JSONL file to ``ledger`` (created if absent); see the module docs.
+    """Add the records of a JSONL file (``-``: standard input) to ``ledger`` (created if absent); see the module docs.
 
     ``tokenizer`` names the tokenizer the ids belong to (default: each record's model). Records already
-    stored are skipped, so rerunning an interrupted import completes it. ``on_progress(records)`` is
-    called after each committed batch.
+    stored identically are skipped, so rerunning an interrupted import completes it. ``on_progress(records)``
+    is called after each committed batch. Errors name the file line; one after a committed batch says how many
+    records before it were committed.
     """
-    source = Path(path)
+    name = "<stdin>" if str(path) == "-" else str(path)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     fixed = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
     resolve = _Tokenizers(fixed, tokenizers_dir)
-    result = ImportResult(str(source), str(led.root))
+    result = ImportResult(name, str(led.root))
     batch: list[dict] = []
-    first_line: list[int] = []
+    lines: list[int] = []  # the file line of each record in the batch
+    seen = _SeenKeys()
+
+    def at_line(exc: RecordError) -> MindcapError:
+        msg = f"{name}:{lines[exc.index]}: {exc}"
+        return MindcapError(msg if exc.other is None else f"{msg} (line {lines[exc.other]})")
 
     def flush() -> None:
         if not batch:
             return
-        toks = {rec["tokenizer"]: resolve(rec["model"]) for rec in batch}
         try:
-            written = led.append(batch, toks, skip_existing=True)
-        except MindcapError as exc:
-            # name the file line of the record the store complains about ("record i (...)")
-            msg = str(exc)
-            named = re.match(r"record (\d+) ", msg)
-            if named:
-                msg = f"{source}:{first_line[int(named.group(1))]}: {msg}"
-            raise MindcapError(msg) from exc
+            table = validate_records(batch)
+            for i, key in enumerate(key_tuples(table)):
+                earlier = seen.add(key, lines[i])
+                if earlier is not None:
+                    raise RecordError(f"{describe(table, i)} has the same key as the record at line {earlier}", i)
+            toks = {rec["tokenizer"]: resolve(rec["model"]) for rec in batch}
+            written = led.append(table, toks, skip_existing=True)
+        except RecordError as exc:
+            raise at_line(exc) from exc
         added = sum(s.rows for s in written)
         result.added += added
         result.skipped += len(batch) - added
@@ -137,20 +170,59 @@ def import_jsonl(
         if on_progress is not None:
             on_progress(result.read)
         batch.clear()
-        first_line.clear()
+        lines.clear()
 
-    for number, obj in _lines(source):
-        where = f"{source}:{number}"
-        if not isinstance(obj.get("model"), str):
-            raise MindcapError(f"{where}: 'model' must be a string")
-        rec, retok = _record(obj, where, resolve(obj["model"]))
-        result.read += 1
-        result.retokenized += retok
-        batch.append(rec)
-        first_line.append(number)
-        if len(batch) >= batch_records:
+    try:
+        with _open(path, name) as stream:
+            for number, obj in _lines(stream, name):
+                where = f"{name}:{number}"
+                if not isinstance(obj.get("model"), str):
+                    raise MindcapError(f"{where}: 'model' must be a string")
+                rec, retok = _record(obj, where, resolve(obj["model"]))
+                result.read += 1
+                result.retokenized += retok
+                batch.append(rec)
+                lines.append(number)
+                if len(batch) >= batch_records:
+                    flush()
             flush()
-    flush()
+    except MindcapError as exc:
+        done = result.added + result.skipped
+        if not done:
+            raise
+        raise MindcapError(
+            f"{exc}; {done:,} records before it were committed to {led.root} (rerun after fixing the line to continue)"
+        ) from exc
     if result.read == 0:
-        raise MindcapError(f"{source} holds no records")
+        raise MindcapError(f"{name} holds no records")
     return result
+
+
+class _SeenKeys:
+    """The file line of each record key met so far in one import (compact: keys grouped by cell and settings)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple, dict[tuple[int, int], int]] = {}
+
+    def add(self, key: tuple, line: int) -> int | None:
+        """Remember ``key`` at ``line``; return the earlier line of the same key, if any."""
+        group = self.groups.setdefault(key[:_N_SETTINGS], {})
+        earlier = group.setdefault(key[_N_SETTINGS:], line)
+        return None if earlier == line else earlier
+
+
+_N_SETTINGS = len(CELL_COLUMNS) + len(SETTING_COLUMNS)
+
+
+@contextlib.contextmanager
+def _open(path: str | os.PathLike[str], name: str) -> Iterator[BinaryIO]:
+    """The input as bytes, opened once: standard input for ``-`` (a pipe or ``/dev/stdin`` works as a path)."""
+    if str(path) == "-":
+        yield sys.stdin.buffer
+        return
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below; a pipe must be opened exactly once
+    except OSError as exc:
+        raise MindcapError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    with fh:
+        yield fh

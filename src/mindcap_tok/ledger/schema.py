@@ -7,6 +7,7 @@ the population a record belongs to, and (cell, settings, item, sample) must be u
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -92,6 +93,32 @@ STORAGE_SCHEMA = pa.schema([pa.field(f.name, _DICT, nullable=False) if f.name in
 Records = pa.Table | pd.DataFrame | Iterable[Mapping]
 
 
+class RecordError(MindcapError):
+    """A problem with one record: ``index`` is its position among the records given (0-based).
+
+    ``other`` is the position of a second record involved (the earlier one of a duplicate pair), if any.
+    Callers that know where records came from (the JSONL importer) map the positions to file lines.
+    """
+
+    def __init__(self, message: str, index: int, other: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+        self.other = other
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxstring, _SHORT.maxother = 2, 8, 60, 60
+
+
+def _show(value: object) -> str:
+    """``repr(value)``, abbreviated so that a message about a huge or deeply nested value stays short."""
+    return _SHORT.repr(value)
+
+
+def _record_error(table: pa.Table, row: int, message: str) -> RecordError:
+    return RecordError(f"{describe(table, row)}: {message}", row)
+
+
 def describe(table: pa.Table, row: int) -> str:
     """``record 3 (model=qwen3-8b arm=native lang=tha_Thai item=12 sample=0)``: a record named for messages."""
     return _describe_values({c: table.column(c)[row].as_py() for c in table.column_names if c in _NAMING}, row)
@@ -117,7 +144,7 @@ def _from_dicts(records: Iterable[Mapping]) -> pa.Table:
         return pa.table({})
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
-            raise MindcapError(f"record {i} is a {type(row).__name__}, expected a mapping of column -> value")
+            raise RecordError(f"record {i} is a {type(row).__name__}, expected a mapping of column -> value", i)
     names = [c for c in COLUMNS if any(c in r for r in rows)]
     extra = sorted({k for r in rows for k in r} - set(COLUMNS))
     if extra:
@@ -125,11 +152,14 @@ def _from_dicts(records: Iterable[Mapping]) -> pa.Table:
     for i, row in enumerate(rows):
         missing = [c for c in REQUIRED if c not in row]
         if missing:
-            raise MindcapError(f"{_describe_values(row, i)} lacks {', '.join(missing)}")
+            raise RecordError(f"{_describe_values(row, i)} lacks {', '.join(missing)}", i)
     columns = {}
     for name in names:
         values = [r.get(name, DEFAULTS.get(name)) for r in rows]
         target = SCHEMA.field(name).type
+        if name in _STRICT:
+            columns[name] = _strict_array(name, values, rows)
+            continue
         try:
             columns[name] = pa.array(values, type=target)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
@@ -137,11 +167,80 @@ def _from_dicts(records: Iterable[Mapping]) -> pa.Table:
                 try:
                     pa.array([v], type=target)
                 except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-                    raise MindcapError(
-                        f"{_describe_values(rows[i], i)}: {name} = {v!r} is not a valid {target}"
+                    raise RecordError(
+                        f"{_describe_values(rows[i], i)}: {name} = {_show(v)} is not a valid {target}", i
                     ) from exc
             raise
     return pa.table(columns)
+
+
+#: columns whose Python values must have exactly the right kind: ``pa.array(values, type=int64)`` would
+#: truncate 1.5 to 1 and accept True as 1, so these are inferred first and checked
+_STRICT = {
+    f.name: "ids" if pa.types.is_list(f.type) else "bool" if pa.types.is_boolean(f.type) else "int"
+    for f in SCHEMA
+    if pa.types.is_list(f.type) or pa.types.is_boolean(f.type) or pa.types.is_integer(f.type)
+}
+
+
+def _fits(arr: pa.Array, kind: str) -> bool:
+    t = arr.type
+    if pa.types.is_null(t):
+        return True  # all values missing: reported later as "missing (null)" where a value is required
+    if kind == "int":
+        return pa.types.is_integer(t)
+    if kind == "bool":
+        return pa.types.is_boolean(t)
+    inner = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else None
+    if inner is None or not (pa.types.is_integer(inner) or pa.types.is_null(inner)):
+        return False
+    return pc.list_flatten(arr).null_count == 0
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
+def _value_problem(name: str, v: object, kind: str) -> str | None:
+    """Why ``v`` cannot be stored in column ``name`` (``None`` when it can, or when it is a plain null)."""
+    if v is None:
+        return None
+    if kind == "int":
+        if not _is_int(v):
+            return f"{name} = {_show(v)} is not a valid int64 (an integer is required, not a {type(v).__name__})"
+        if not -(2**63) <= int(v) < 2**63:
+            return f"{name} = {v} does not fit int64"
+        return None
+    if kind == "bool":
+        if isinstance(v, bool | np.bool_):
+            return None
+        return f"{name} = {_show(v)} is not a valid bool (true or false is required, not a {type(v).__name__})"
+    if not isinstance(v, list | tuple | np.ndarray):
+        return f"{name} is a {type(v).__name__}, expected a list of integer token ids"
+    for j, x in enumerate(v):
+        if x is None:
+            return f"{name}[{j}] is null, expected an integer token id"
+        if not _is_int(x):
+            return f"{name}[{j}] = {_show(x)} is not an integer token id (a {type(x).__name__})"
+        if not -(2**63) <= int(x) < 2**63:
+            return f"{name}[{j}] = {x} is not a token id"
+    return None
+
+
+def _strict_array(name: str, values: list, rows: list[Mapping]) -> pa.Array:
+    """``values`` as Arrow, inferred (not converted) so that floats, booleans and null ids are refused."""
+    kind = _STRICT[name]
+    try:
+        arr = pa.array(values, from_pandas=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        arr = None
+    if arr is not None and _fits(arr, kind):
+        return arr
+    for i, v in enumerate(values):
+        problem = _value_problem(name, v, kind)
+        if problem is not None:
+            raise RecordError(f"{_describe_values(rows[i], i)}: {problem}", i)
+    raise MindcapError(f"column {name!r}: the values do not convert to {SCHEMA.field(name).type}")
 
 
 def _as_table(records: Records) -> pa.Table:
@@ -189,19 +288,22 @@ def _cast_column(table: pa.Table, name: str, col: pa.ChunkedArray, target: pa.Da
         bad = ~np.isnan(vals) & (vals != np.round(vals))
         if bad.any():
             row = _first(bad)
-            raise MindcapError(f"{describe(table, row)}: {name} = {vals[row]} is not an integer")
+            raise _record_error(table, row, f"{name} = {vals[row]} is not an integer")
         return pa.chunked_array([pa.array(np.where(np.isnan(vals), 0, vals).astype(np.int64), mask=np.isnan(vals))])
     if want == "list" and kind == "list":
         inner = col.type.value_type
         if not pa.types.is_integer(inner) and not pa.types.is_null(inner):
             raise MindcapError(f"column {name!r} holds lists of {inner}, expected lists of integer token ids")
         flat = pc.list_flatten(col)
+        if flat.null_count:
+            row = int(pc.list_parent_indices(col).to_numpy()[_first(pc.is_null(flat))])
+            raise _record_error(table, row, f"{name} holds a null where a token id belongs")
         if len(flat) and pa.types.is_integer(inner):
             bad = pc.or_(pc.less(flat, 0), pc.greater(flat, np.iinfo(np.int32).max))
             if pc.any(bad).as_py():
                 parents = pc.list_parent_indices(col).to_numpy()
                 row = int(parents[_first(bad)])
-                raise MindcapError(f"{describe(table, row)}: {name} holds an id outside 0..2^31-1")
+                raise _record_error(table, row, f"{name} holds an id outside 0..2^31-1")
         return col.cast(target)
     if kind != want:
         raise MindcapError(f"column {name!r} has type {col.type}, expected {target}")
@@ -216,7 +318,7 @@ def _check_choice(table: pa.Table, name: str, allowed: Sequence[str]) -> None:
     if pc.any(bad).as_py():
         row = _first(bad.combine_chunks())
         value = table.column(name)[row].as_py()
-        raise MindcapError(f"{describe(table, row)}: {name} = {value!r}; use one of {', '.join(allowed)}")
+        raise _record_error(table, row, f"{name} = {value!r}; use one of {', '.join(allowed)}")
 
 
 def _resolve_langs(table: pa.Table) -> pa.Table:
@@ -228,7 +330,7 @@ def _resolve_langs(table: pa.Table) -> pa.Table:
             mapping[value] = resolve_language(value)
         except MindcapError as exc:
             row = _first(pc.equal(col, value).combine_chunks())
-            raise MindcapError(f"{describe(table, row)}: {exc}") from exc
+            raise _record_error(table, row, str(exc)) from exc
     if all(k == v for k, v in mapping.items()):
         return table
     keys, vals = list(mapping), list(mapping.values())
@@ -251,9 +353,10 @@ def _check_ids(table: pa.Table, name: str, vocab_sizes: Mapping[str, int]) -> No
             parent = int(pc.list_parent_indices(col).to_numpy()[_first(bad.combine_chunks())])
             row = int(np.flatnonzero(rows.to_numpy(zero_copy_only=False))[parent])
             bad_id = int(flat[_first(bad.combine_chunks())].as_py())
-            raise MindcapError(
-                f"{describe(table, row)}: {name} holds id {bad_id}, outside the vocabulary of {tok_name} "
-                f"({vocab_sizes[tok_name]} ids)"
+            raise _record_error(
+                table,
+                row,
+                f"{name} holds id {bad_id}, outside the vocabulary of {tok_name} ({vocab_sizes[tok_name]} ids)",
             )
 
 
@@ -321,13 +424,13 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
     table = table.set_column(table.schema.get_field_index("announce_style"), "announce_style", style)
     if table.column("announce_style").null_count:
         row = _first(pc.is_null(table.column("announce_style")).combine_chunks())
-        raise MindcapError(f"{describe(table, row)}: a budget is announced but announce_style is missing")
+        raise _record_error(table, row, "a budget is announced but announce_style is missing")
     table = table.append_column("n_tokens", pc.list_value_length(table.column("output_ids")).cast(pa.int64()))
     table = table.select(list(COLUMNS))
     for field in SCHEMA:
         if not field.nullable and table.column(field.name).null_count:
             row = _first(pc.is_null(table.column(field.name)).combine_chunks())
-            raise MindcapError(f"{describe(table, row)}: {field.name} is missing (null)")
+            raise _record_error(table, row, f"{field.name} is missing (null)")
     _check_choice(table, "arm", ARMS)
     _check_choice(table, "announce_style", ANNOUNCE_STYLES)
     _check_choice(table, "design", DESIGNS)
@@ -336,21 +439,24 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
     mismatch = pc.not_equal(none_style, announced_null)
     if pc.any(mismatch).as_py():
         row = _first(mismatch.combine_chunks())
-        raise MindcapError(
-            f"{describe(table, row)}: announce_style {table.column('announce_style')[row].as_py()!r} does not fit "
-            f"announced = {table.column('announced')[row].as_py()} (style 'none' iff nothing is announced)"
+        raise _record_error(
+            table,
+            row,
+            f"announce_style {table.column('announce_style')[row].as_py()!r} does not fit "
+            f"announced = {table.column('announced')[row].as_py()} (style 'none' iff nothing is announced)",
         )
     for name, low in (("item", 0), ("sample", 0), ("cap", 1), ("announced", 1)):
         bad = pc.less(table.column(name), low).combine_chunks()
         if pc.any(bad).as_py():
             row = _first(bad.fill_null(False))
-            raise MindcapError(f"{describe(table, row)}: {name} = {table.column(name)[row].as_py()} is below {low}")
+            raise _record_error(table, row, f"{name} = {table.column(name)[row].as_py()} is below {low}")
     over = pc.and_(pc.greater(table.column("n_tokens"), table.column("cap")), pc.invert(table.column("forcing")))
     if pc.any(over).as_py():
         row = _first(over.combine_chunks())
-        raise MindcapError(
-            f"{describe(table, row)}: {table.column('n_tokens')[row].as_py()} output tokens exceed the cap "
-            f"{table.column('cap')[row].as_py()}"
+        raise _record_error(
+            table,
+            row,
+            f"{table.column('n_tokens')[row].as_py()} output tokens exceed the cap {table.column('cap')[row].as_py()}",
         )
     table = _resolve_langs(table)
     if vocab_sizes:
@@ -358,7 +464,7 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
     dup = duplicate_row(table)
     if dup is not None:
         first, second = describe(table, dup[0]), describe(table, dup[1])
-        raise MindcapError(f"{second} duplicates {first} (same cell, settings, item and sample)")
+        raise RecordError(f"{second} duplicates {first} (same cell, settings, item and sample)", dup[1], dup[0])
     return table.cast(SCHEMA)
 
 

@@ -11,6 +11,11 @@ then renames the shards into place; a crash before the manifest leaves only hidd
 reader, deleted by the next append), a crash after it is rolled forward. ``verify`` checks every listed shard
 against its size, SHA-256, row count and schema, and reports shards that nobody listed.
 
+Appends hold an exclusive ``flock`` on ``DIR/.lock``; ``read`` and ``verify`` hold a shared one, so they see
+either the ledger before an append or after it, never half of it (where the lock file cannot be opened, e.g.
+a read-only copy without one, they read without a lock). Every read checks each shard it opens against the
+manifest's size and SHA-256 (``Ledger(path, verify=False)`` skips that).
+
 Readers: ``pandas.read_parquet(DIR)`` and ``pyarrow.parquet.read_table(DIR)`` (hive partitions merged with
 the dictionary-encoded cell columns stored inside each shard), ``pyarrow.dataset.dataset(DIR)`` and
 ``datasets.load_dataset("parquet", data_files="DIR/**/*.parquet")`` (cell columns read from the files).
@@ -23,11 +28,13 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 import numpy as np
@@ -38,7 +45,7 @@ import pyarrow.parquet as pq
 
 from .._io import atomic_write_text
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import MindcapError, first_line
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
 from .schema import (
     CELL_COLUMNS,
@@ -46,6 +53,7 @@ from .schema import (
     SCHEMA,
     SETTING_COLUMNS,
     STORAGE_SCHEMA,
+    RecordError,
     Records,
     check_token_ids,
     describe,
@@ -79,6 +87,48 @@ class ShardInfo:
         return (self.model, self.arm, self.lang)
 
 
+#: the keys of a manifest shard entry and their JSON types
+_SHARD_FIELDS = {f: int if f in ("rows", "bytes") else str for f in ShardInfo.__dataclass_fields__}
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+#: columns compared when a record's key is already stored: all but the derived ``n_tokens``
+CONTENT_COLUMNS = tuple(c for c in SCHEMA.names if c != "n_tokens")
+
+
+def _shard_info(entry: object, index: int, manifest: Path) -> ShardInfo:
+    """A manifest shard entry as :class:`ShardInfo`; a malformed entry is a one-line error naming the manifest."""
+    where = f"ledger manifest {manifest}: shard entry {index}"
+    if not isinstance(entry, dict):
+        raise MindcapError(f"{where} is a {type(entry).__name__}, expected an object")
+    missing = [k for k in _SHARD_FIELDS if k not in entry]
+    extra = sorted(str(k) for k in entry if k not in _SHARD_FIELDS)
+    if missing or extra:
+        parts = [f"lacks {', '.join(missing)}"] if missing else []
+        parts += [f"has unknown key(s) {', '.join(extra)}"] if extra else []
+        raise MindcapError(f"{where} {' and '.join(parts)}")
+    for key, kind in _SHARD_FIELDS.items():
+        value = entry[key]
+        if type(value) is not kind or (kind is int and value < 0):
+            what = "a non-negative integer" if kind is int else "a string"
+            raise MindcapError(f"{where}: {key} = {value!r} is not {what}")
+    if not _HEX64.fullmatch(entry["sha256"]):
+        raise MindcapError(f"{where}: sha256 is not 64 lowercase hex digits")
+    return ShardInfo(**entry)
+
+
+def shard_path_problem(path: str) -> str | None:
+    """Why a manifest shard path is unsafe to open (``None`` if it is a normalised relative ``*.parquet`` path)."""
+    pure = PurePosixPath(path)
+    if not path or "\\" in path or "\0" in path:
+        return "is not a plain relative path"
+    if pure.is_absolute():
+        return "is absolute"
+    if any(part in ("..", ".") for part in pure.parts) or str(pure) != path:
+        return "is not a normalised path inside the ledger"
+    if not pure.name.endswith(".parquet") or pure.name.startswith("."):
+        return "is not named like a shard (*.parquet)"
+    return None
+
+
 @dataclass
 class VerifyReport:
     """What ``verify`` found: ``ok`` is False when any committed data is missing, truncated or altered."""
@@ -109,6 +159,11 @@ def key_tuples(table: pa.Table) -> list[tuple]:
     return list(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True))
 
 
+def _why(exc: BaseException) -> str:
+    """An exception's first line with control characters escaped (Arrow's messages may quote raw bytes)."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in first_line(exc))
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -120,8 +175,10 @@ def _now() -> str:
 class Ledger:
     """A ledger folder. Reading an absent folder gives an error; the first append creates it."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
+        """``verify=False``: reads skip checking each shard against the manifest's size and SHA-256."""
         self.root = Path(path)
+        self.verify_reads = verify
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.root)!r})"
@@ -144,10 +201,17 @@ class Ledger:
             raise MindcapError(f"ledger manifest {self.manifest_path} is unreadable: {exc}") from exc
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise MindcapError(f"{self.manifest_path} is not a mindcap-tok ledger manifest")
+        if not isinstance(data.get("version", 0), int):
+            raise MindcapError(f"ledger manifest {self.manifest_path}: version {data['version']!r} is not an integer")
         if data.get("version", 0) > VERSION:
             raise MindcapError(
                 f"{self.manifest_path} has format version {data['version']}; this mindcap-tok reads {VERSION}"
             )
+        for key, kind in (("shards", list), ("rows", int), ("tokenizers", dict), ("cells", dict)):
+            if key in data and (not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool))):
+                raise MindcapError(f"ledger manifest {self.manifest_path}: {key} is not a {kind.__name__}")
+        if "shards" not in data:
+            raise MindcapError(f"ledger manifest {self.manifest_path} lacks shards")
         return data
 
     def _require(self) -> dict:
@@ -157,7 +221,22 @@ class Ledger:
 
     def shards(self) -> list[ShardInfo]:
         """Committed shards, in the order they were written."""
-        return [ShardInfo(**s) for s in self.manifest()["shards"]]
+        return self._shards(self.manifest())
+
+    def _entries(self, manifest: dict) -> list[tuple[ShardInfo, str | None]]:
+        """Each listed shard with the reason its path is unsafe to open (``None`` when it is safe)."""
+        return [
+            (info, shard_path_problem(info.path))
+            for info in (_shard_info(e, i, self.manifest_path) for i, e in enumerate(manifest["shards"]))
+        ]
+
+    def _shards(self, manifest: dict) -> list[ShardInfo]:
+        out = []
+        for info, problem in self._entries(manifest):
+            if problem is not None:
+                raise MindcapError(f"ledger manifest {self.manifest_path}: shard path {info.path!r} {problem}")
+            out.append(info)
+        return out
 
     def tokenizers(self) -> dict[str, dict]:
         """Tokenizer name -> {sha256, vocab_size} of the ids stored under that name."""
@@ -170,9 +249,61 @@ class Ledger:
         pending = final.with_name("." + final.name + _PENDING)
         return pending if pending.exists() else final
 
+    def _outside(self, path: Path) -> bool:
+        """True when ``path`` (a listed shard) resolves outside the ledger folder (through a symlink)."""
+        return not path.resolve().is_relative_to(self.root.resolve())
+
+    def _shard_bytes(self, shard: ShardInfo) -> pa.Buffer:
+        """The shard's bytes, read once into Arrow memory and checked against the manifest's size and SHA-256.
+
+        Arrow memory (not a Python ``bytes``) because Arrow's reader threads may drop the last reference to
+        the buffer: a Python object would need the GIL then, which aborts the process (SIGABRT, "terminate
+        called without an active exception") when that happens while the interpreter exits.
+        """
+        path = self._file(shard)
+        hint = f"(run `mindcap-tok ledger verify {self.root}`)"
+        if self._outside(path):
+            raise MindcapError(f"cannot read ledger shard {path}: it resolves outside the ledger {hint}")
+        try:
+            with pa.OSFile(str(path)) as fh:
+                data = fh.read_buffer()
+        except (OSError, pa.ArrowException) as exc:
+            raise MindcapError(f"cannot read ledger shard {path}: {_why(exc)} {hint}") from exc
+        if data.size != shard.bytes:
+            msg = f"{data.size} bytes, the manifest says {shard.bytes} (truncated or altered)"
+            raise MindcapError(f"cannot read ledger shard {path}: {msg} {hint}")
+        if _sha256(data) != shard.sha256:
+            raise MindcapError(f"cannot read ledger shard {path}: content differs from the manifest's SHA-256 {hint}")
+        return data
+
+    def _source(self, shard: ShardInfo) -> pa.Buffer | Path:
+        """What :meth:`_read_shard` parses: the checked bytes, or (``verify=False``) the file."""
+        if self.verify_reads:
+            return self._shard_bytes(shard)
+        path = self._file(shard)
+        if self._outside(path):
+            raise MindcapError(f"cannot read ledger shard {path}: it resolves outside the ledger {self.root}")
+        return path
+
+    def _read_shard(
+        self, shard: ShardInfo, columns: Sequence[str] | None = None, source: pa.Buffer | Path | None = None
+    ) -> pa.Table:
+        """One shard (checked unless ``verify=False``), as stored (cell columns dictionary-encoded)."""
+        source = self._source(shard) if source is None else source
+        cols = list(columns) if columns is not None else None
+        try:
+            if isinstance(source, pa.Buffer):  # in memory: nothing to pre-buffer
+                return pq.read_table(pa.BufferReader(source), columns=cols, pre_buffer=False)
+            return pq.read_table(source, columns=cols)
+        except (OSError, pa.ArrowException) as exc:
+            path = self._file(shard)
+            msg = f"cannot read ledger shard {path}: {_why(exc)} (run `mindcap-tok ledger verify {self.root}`)"
+            raise MindcapError(msg) from exc
+
     # -- writing ----------------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
+        """Exclusive: held by an append from reading the manifest to renaming its shards into place."""
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / ".lock", "a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
@@ -181,11 +312,26 @@ class Ledger:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
+    @contextlib.contextmanager
+    def _shared_lock(self) -> Iterator[None]:
+        """Shared: readers see no append half-done. Opened read-only; none where that fails (no lock file)."""
+        try:
+            fd = os.open(self.root / ".lock", os.O_RDONLY)
+        except OSError:
+            yield  # no lock file (nothing ever appended here with a lock) or not readable
+            return
+        try:
+            with contextlib.suppress(OSError):  # a file system without flock: read without it
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
     def _recover(self, manifest: dict) -> None:
         """Finish renames of committed shards; delete hidden shards that no manifest committed."""
         listed = set()
-        for s in manifest["shards"]:
-            final = self.root / s["path"]
+        for s in self._shards(manifest):
+            final = self.root / s.path
             pending = final.with_name("." + final.name + _PENDING)
             listed.add(pending)
             if not final.exists() and pending.exists():
@@ -218,13 +364,44 @@ class Ledger:
             sizes[name], entries[name] = tok.vocab_size, entry
         return sizes, entries
 
-    def _existing_keys(self, cells: set[tuple[str, str, str]]) -> set[tuple]:
-        keys: set[tuple] = set()
-        for s in self.shards():
-            if s.cell in cells:
-                part = to_canonical(pq.read_table(self._file(s), columns=list(KEY_COLUMNS)))
-                keys.update(key_tuples(part))
-        return keys
+    def _stored(self, table: pa.Table, manifest: dict, skip_existing: bool) -> np.ndarray:
+        """Which rows of ``table`` are already stored, identical; a stored key with other content is an error.
+
+        Without ``skip_existing`` any stored key is an error. Errors are :class:`RecordError` naming the row
+        and the shard that holds the stored record.
+        """
+        keys = key_tuples(table)
+        rows = {key: i for i, key in enumerate(keys)}
+        stored = np.zeros(table.num_rows, dtype=bool)
+        cells = _cells(table)
+        conflicts: list[tuple[int, ShardInfo, list[str]]] = []
+        for s in self._shards(manifest):
+            if s.cell not in cells:
+                continue
+            source = self._source(s)
+            shard_keys = key_tuples(to_canonical(self._read_shard(s, KEY_COLUMNS, source)))
+            pairs = [(j, rows[k]) for j, k in enumerate(shard_keys) if k in rows]
+            if not pairs:
+                continue
+            if not skip_existing:
+                i = min(i for _, i in pairs)
+                raise RecordError(f"{describe(table, i)} is already in the ledger at {self.root} ({s.path})", i)
+            shard = to_canonical(self._read_shard(s, CONTENT_COLUMNS, source))
+            old = shard.take(pa.array([j for j, _ in pairs])).select(list(CONTENT_COLUMNS))
+            new = table.take(pa.array([i for _, i in pairs])).select(list(CONTENT_COLUMNS))
+            if not old.equals(new):
+                for k, (a, b) in enumerate(zip(old.to_pylist(), new.to_pylist(), strict=True)):
+                    if a != b:
+                        conflicts.append((pairs[k][1], s, [c for c in CONTENT_COLUMNS if a[c] != b[c]]))
+            stored[[i for _, i in pairs]] = True
+        if conflicts:
+            i, s, cols = min(conflicts, key=lambda c: c[0])
+            raise RecordError(
+                f"{describe(table, i)} is already stored in {self.root / s.path} with different content "
+                f"({', '.join(cols)} differ); an identical record would be skipped",
+                i,
+            )
+        return stored
 
     def append(
         self,
@@ -237,7 +414,8 @@ class Ledger:
 
         ``tokenizer`` (one, or a mapping from the ``tokenizer`` column's names) checks the ids; by default
         each name is resolved with :func:`load_tokenizer`. A record whose key is already stored is an error,
-        unless ``skip_existing`` (used to resume an interrupted import), which drops it instead.
+        unless ``skip_existing`` (used to resume an interrupted import) and the stored record is identical
+        (every column but the derived ``n_tokens``): then it is dropped. Record errors are :class:`RecordError`.
         """
         with self._lock():
             manifest = self.manifest()
@@ -245,15 +423,9 @@ class Ledger:
             table = validate_records(records)
             sizes, tok_entries = self._vocab_sizes(table, tokenizer, manifest.get("tokenizers", {}))
             check_token_ids(table, sizes)
-            cells = _cells(table)
-            existing = self._existing_keys(cells)
-            if existing:
-                mask = np.array([key in existing for key in key_tuples(table)], dtype=bool)
-                if mask.any():
-                    if not skip_existing:
-                        row = int(np.flatnonzero(mask)[0])
-                        raise MindcapError(f"{describe(table, row)} is already in the ledger at {self.root}")
-                    table = table.filter(pa.array(~mask))
+            stored = self._stored(table, manifest, skip_existing)
+            if stored.any():
+                table = table.filter(pa.array(~stored))
             if table.num_rows == 0:
                 return []
             written = self._write_shards(table, manifest)
@@ -315,8 +487,9 @@ class Ledger:
         """Records of the matching cells (each filter: one value, several, or ``None`` for all) as a table.
 
         Only the shards of the selected cells are opened, so reading one cell of a large ledger is cheap.
+        Each is checked against the manifest's size and SHA-256 first (unless ``Ledger(..., verify=False)``);
+        a damaged shard is a :class:`MindcapError` naming it.
         """
-        self._require()
         if columns is not None:
             unknown = [c for c in columns if c not in SCHEMA.names]
             if unknown:
@@ -325,15 +498,15 @@ class Ledger:
                 )
         langs = None if lang is None else [resolve_language(x) for x in ([lang] if isinstance(lang, str) else lang)]
         wanted = [None if v is None else ({v} if isinstance(v, str) else set(v)) for v in (model, arm, langs)]
-        tables = []
-        for s in self.shards():
-            if all(w is None or v in w for w, v in zip(wanted, s.cell, strict=True)):
-                path = self._file(s)
-                try:
-                    tables.append(pq.read_table(path, columns=list(columns) if columns is not None else None))
-                except (OSError, pa.ArrowException) as exc:
-                    msg = f"cannot read ledger shard {path}: {exc} (run `mindcap-tok ledger verify`)"
-                    raise MindcapError(msg) from exc
+        with self._shared_lock():
+            chosen = [
+                s
+                for s in self._shards(self._require())
+                if all(w is None or v in w for w, v in zip(wanted, s.cell, strict=True))
+            ]
+            # reading and hashing release the GIL: check shards on a few threads (in order, first error wins)
+            with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1, max(len(chosen), 1))) as pool:
+                tables = list(pool.map(lambda s: self._read_shard(s, columns), chosen))
         schema = STORAGE_SCHEMA if columns is None else pa.schema([STORAGE_SCHEMA.field(c) for c in columns])
         if not tables:
             return to_canonical(schema.empty_table())
@@ -387,34 +560,53 @@ class Ledger:
 
     # -- checking ---------------------------------------------------------------------------------------------
     def verify(self, check_keys: bool = True) -> VerifyReport:
-        """Check every committed shard's presence, size, SHA-256, row count, schema and cell; report strays."""
+        """Check every committed shard's presence, size, SHA-256, row count, schema and cell; report strays.
+
+        Runs under the shared lock, so an append running at the same time is seen whole or not at all.
+        A malformed manifest raises :class:`MindcapError`; an unsafe shard path is a reported problem.
+        """
+        with self._shared_lock():
+            return self._verify(check_keys)
+
+    def _verify(self, check_keys: bool) -> VerifyReport:
         manifest = self._require()
-        shards = self.shards()
-        report = VerifyReport(str(self.root), len(shards), int(manifest.get("rows", 0)))
-        if sum(s.rows for s in shards) != report.rows:
-            listed_rows = sum(s.rows for s in shards)
+        entries = self._entries(manifest)
+        report = VerifyReport(str(self.root), len(entries), int(manifest.get("rows", 0)))
+        listed_rows = sum(s.rows for s, _ in entries)
+        if listed_rows != report.rows:
             report.problems.append(f"manifest says {report.rows} rows but its shards list {listed_rows}")
         listed = set()
         keys = []
-        for s in shards:
+        for s, unsafe in entries:
+            if unsafe is not None:
+                report.problems.append(f"{s.path!r}: shard path {unsafe} (not opened)")
+                continue
             path = self._file(s)
             listed.add((self.root / s.path).resolve())
             if not path.exists():
                 report.problems.append(f"{s.path}: missing")
                 continue
+            if self._outside(path):
+                report.problems.append(f"{s.path}: resolves outside the ledger (not opened)")
+                continue
             if path.name.endswith(_PENDING):
                 report.notes.append(f"{s.path}: committed but not yet renamed (the next append finishes it)")
-            data = path.read_bytes()
-            if len(data) != s.bytes:
-                report.problems.append(f"{s.path}: {len(data)} bytes, manifest says {s.bytes} (truncated or altered)")
+            try:
+                with pa.OSFile(str(path)) as fh:  # Arrow memory: see _shard_bytes
+                    data = fh.read_buffer()
+            except (OSError, pa.ArrowException) as exc:
+                report.problems.append(f"{s.path}: cannot read: {_why(exc)}")
+                continue
+            if data.size != s.bytes:
+                report.problems.append(f"{s.path}: {data.size} bytes, manifest says {s.bytes} (truncated or altered)")
                 continue
             if _sha256(data) != s.sha256:
                 report.problems.append(f"{s.path}: content hash differs from the manifest (altered)")
                 continue
             try:
-                table = pq.read_table(pa.BufferReader(data))
+                table = pq.read_table(pa.BufferReader(data), pre_buffer=False)
             except (OSError, pa.ArrowException) as exc:
-                report.problems.append(f"{s.path}: not readable as Parquet: {exc}")
+                report.problems.append(f"{s.path}: not readable as Parquet: {_why(exc)}")
                 continue
             if table.num_rows != s.rows:
                 report.problems.append(f"{s.path}: {table.num_rows} rows, manifest says {s.rows}")
