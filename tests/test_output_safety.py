@@ -176,3 +176,58 @@ def test_empty_values_are_errors_not_defaults(args, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "empty value" in err[-1] and "Traceback" not in "\n".join(err)
+
+
+def _alter_one_token_id(ledger_root):
+    """Rewrite the first native shard as valid Parquet with one token id changed: only the hash can tell."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    manifest = json.loads((ledger_root / "_manifest.json").read_text())
+    shard = ledger_root / next(s["path"] for s in manifest["shards"] if s["arm"] == "native")
+    table = pq.read_table(shard)
+    ids = table.column("output_ids").to_pylist()
+    ids[0][0] = 124488
+    col = table.schema.get_field_index("output_ids")
+    table = table.set_column(col, table.schema.field(col), pa.array(ids, table.schema.field(col).type))
+    pq.write_table(table, shard, compression="zstd")
+    return shard
+
+
+@pytest.fixture
+def damaged(tmp_path, qwen):
+    root = tmp_path / "damaged"
+    records = [make_record(qwen, f"#### {10 + item}\n", arm=arm, item=item, gold=10 + item)
+               for arm in ("native", "translate-act") for item in range(3)]
+    Ledger(root).append(records, qwen)
+    return root, _alter_one_token_id(root)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ledger", "info", "{ledger}"],
+        ["score", "--ledger", "{ledger}", "--budgets", "20"],
+        ["sweep", "--ledger", "{ledger}", "--premiums", "th=3", "--budgets", "20", "--n-boot", "20"],
+        ["report", "--ledger", "{ledger}", "--premiums", "th=3", "--budgets", "20", "--n-boot", "20",
+         "--out", "{tmp}/rep"],
+        ["audit", "--ledger", "{ledger}", "--only", "parity", "--out", "{tmp}/aud"],
+        ["price", "--ledger", "{ledger}", "--lang", "th", "--cap", "20", "--learn-extension", "--size", "1",
+         "--no-premium"],
+    ],
+    ids=lambda a: a[0] if a[0] != "ledger" else "ledger info",
+)
+def test_every_reader_notices_an_altered_shard(damaged, tmp_path, args):
+    root, shard = damaged
+    res = run([a.format(ledger=root, tmp=tmp_path) for a in args])
+    assert res.exit_code != 0
+    assert shard.name in res.output and "ledger verify" in res.output, res.output
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "aud").exists()
+
+
+def test_no_verify_skips_the_check(damaged):
+    root, shard = damaged
+    checked = run(["score", "--ledger", str(root), "--budgets", "20"])
+    unchecked = run(["score", "--ledger", str(root), "--budgets", "20", "--no-verify"])
+    assert shard.name in checked.output and checked.exit_code != 0
+    assert unchecked.exit_code == 0 and "tha_Thai" in unchecked.output  # read as it is now, unchecked

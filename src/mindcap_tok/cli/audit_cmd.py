@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import MindcapError
+from ._options import no_verify_option
 from .premium_cmd import parse_budgets
 
 
@@ -37,10 +38,11 @@ from .premium_cmd import parse_budgets
 @click.option("--sesoi", type=float, default=5.0, show_default=True, help="SESOI in accuracy points.")
 @click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every sample and bootstrap.")
+@no_verify_option
 @click.pass_obj
 def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderings, budgets, translation_budgets,
                   lid_model, no_hub, lid_threshold, min_letters, delimiter, comet_checkpoint, validation_per_cell,
-                  validation_labels, criterion, parity_per_stratum, sesoi, n_boot, seed) -> None:
+                  validation_labels, criterion, parity_per_stratum, sesoi, n_boot, seed, no_verify) -> None:
     """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
     import pyarrow.compute as pc
 
@@ -62,7 +64,7 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
     grid = parse_budgets(budgets)
     translation_grid = parse_budgets(translation_budgets, "--translation-budgets")
     check_output_folder(out, PRODUCER)
-    led = Ledger(ledger)
+    led = Ledger(ledger, verify=not no_verify)
     cells = led.read(columns=["model", "lang"])
     if cells.num_rows == 0:  # an audit of nothing must never read "ok"
         raise MindcapError(f"no records in {ledger}: nothing to audit")

@@ -9,7 +9,9 @@ from ..data.flores import flores_source
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..ledger.score import MAX_BUDGET
+from ..ledger.store import Ledger
 from ..tokenizer import load_tokenizer
+from ._options import no_verify_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -85,10 +87,11 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "md", "csv"]), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
 @click.option("--workers", type=click.IntRange(min=1), help="Processes retokenizing traces (default: every CPU).")
+@no_verify_option
 @click.pass_obj
 def price_command(
     state, ledger_dir, models, langs, caps, extension, learn_extension, size, min_freq, n_folds, save_extension,
-    measure_premium, tokenizer, parser, sample, seed, n_boot, ci, fmt, out, workers,
+    measure_premium, tokenizer, parser, sample, seed, n_boot, ci, fmt, out, workers, no_verify,
 ) -> None:  # fmt: skip
     """Triage the adaptation ladder: what raising the cap and extending the vocabulary recover, with CIs.
 
@@ -117,7 +120,7 @@ def price_command(
         for model in models:
             for code in codes:
                 priced = price_ledger(
-                    ledger_dir, model, code, list(caps), extension=extension,
+                    Ledger(ledger_dir, verify=not no_verify), model, code, list(caps), extension=extension,
                     learn_size=size if learn_extension else None,
                     learn_min_freq=min_freq if learn_extension else None, n_folds=n_folds,
                     tokenizer=ids_tok, tokenizers_dir=state.config.tokenizers_dir.value, parser=parser,

@@ -11,6 +11,7 @@ from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from ..ledger.score import DEFAULT_BUDGETS, Scores, accuracy_curves, score_ledger
 from ..ledger.store import Ledger
 from ..tokenizer import load_tokenizer
+from ._options import no_verify_option
 from ._output import emit, render
 from ._progress import progress_bar
 from .premium_cmd import parse_budgets
@@ -40,13 +41,15 @@ def _save(scores: Scores, folder: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "md"]), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the curves here (atomically) instead of stdout.")
 @click.option("--save", type=click.Path(file_okay=False), help="Also write by_budget/by_record Parquet to this folder.")
+@no_verify_option
 @click.pass_obj
-def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, langs, fmt, out, save) -> None:
+def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, langs, fmt, out, save,
+                  no_verify) -> None:
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
     if save:
         check_output_folder(save, PRODUCER)  # before the scoring, not after it
     grid = parse_budgets(budgets)
-    led = Ledger(ledger_dir)
+    led = Ledger(ledger_dir, verify=not no_verify)
     records = led.read(model=models or None, arm=arms or None, lang=langs or None, columns=_COLUMNS)
     if records.num_rows == 0:
         raise MindcapError(f"no records in {ledger_dir} match the selection")

@@ -10,6 +10,7 @@ from ..errors import MindcapError
 from ..stats.curves import DEFAULT_BUDGETS, sweep
 from ..stats.grid import FRAMES
 from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
+from ._options import no_verify_option
 from ._output import FORMATS, emit, render, to_json
 from ._progress import progress_bar
 from .premium_cmd import parse_budgets
@@ -20,11 +21,11 @@ _POINTS = ("acc_native", "acc_native_scaled", "delta", "ci_low", "ci_high", "ban
 
 
 def load_scores(state, ledger: str, budgets_for, models=(), langs=(), parser: str = "strict",
-                premium_specs=()):
+                premium_specs=(), verify: bool = True):
     """Read a ledger, resolve premiums for its models/languages, score it at ``budgets_for(table, models, langs)``.
 
     Returns (scores, premium table). Each record's ids are scored with its own tokenizer (the ``tokenizer``
-    column), resolved through the configured tokenizers folder.
+    column), resolved through the configured tokenizers folder. ``verify``: check each shard's hash on read.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -34,7 +35,7 @@ def load_scores(state, ledger: str, budgets_for, models=(), langs=(), parser: st
     from ..tokenizer import load_tokenizer
 
     codes = [resolve_language(x) for x in langs]
-    table = Ledger(ledger).read(model=list(models) or None, lang=codes or None)
+    table = Ledger(ledger, verify=verify).read(model=list(models) or None, lang=codes or None)
     if table.num_rows == 0:
         raise MindcapError(f"no records in {ledger}" + (" after --model/--lang filters" if models or langs else ""))
     ledger_models = sorted(pc.unique(table.column("model")).to_pylist())
@@ -98,6 +99,7 @@ _common = [
     click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
                  show_default=True, help="Confidence level of CIs and bands."),
     click.option("--parser", default="strict", show_default=True, help="Answer parser variant."),
+    no_verify_option,
 ]
 
 
@@ -115,12 +117,13 @@ def _apply(options):
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
 @click.pass_obj
-def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser, fmt,
-                  out) -> None:
+def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
+                  no_verify, fmt, out) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. Accuracy in points."""
     grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
-    scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs)
+    scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs,
+                                verify=not no_verify)
     result = sweep(scores.by_budget, table, grid, n_boot=n_boot, seed=seed, level=level, frame=frame)
     rows, peaks, cross = _points(result.rows), _points(result.peaks), result.crossovers
     if fmt == "json":
@@ -144,14 +147,15 @@ def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n
               help="Report folder: absent, empty, or an earlier report (replaced atomically).")
 @click.pass_obj
 def report_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
-                   out) -> None:
+                   no_verify, out) -> None:
     """Markdown tables, CSVs and figures (NATIVE curves with peak intervals; gap curves) for a ledger."""
     from .._io import check_output_folder
     from ..report.budget_report import PRODUCER, write_budget_report
 
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
     grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
-    scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs)
+    scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs,
+                                verify=not no_verify)
     rep = write_budget_report(scores.by_budget, table, out, by_record=scores.by_record, budgets=grid,
                               n_boot=n_boot, seed=seed, level=level, frame=frame)
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
@@ -186,10 +190,11 @@ def protocol_freeze(state, file, tag) -> None:
 @protocol_group.command("test")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
+@no_verify_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
 @click.pass_obj
-def protocol_test(state, file, ledger, fmt, out) -> None:
+def protocol_test(state, file, ledger, no_verify, fmt, out) -> None:
     """Refuse FILE if it, or a file it names, changed since its freeze; else run its family and print
     decisions and the outcome."""
     from pathlib import Path
@@ -201,7 +206,7 @@ def protocol_test(state, file, ledger, fmt, out) -> None:
     proto = load_protocol(file)
     specs = protocol_premium_specs(proto, Path(file).parent)
     scores, table = load_scores(state, ledger, lambda t, m, _: family_budgets(proto.hypotheses, t, m),
-                                [proto.model] if proto.model else [], (), proto.parser, specs)
+                                [proto.model] if proto.model else [], (), proto.parser, specs, verify=not no_verify)
     result = run_protocol(proto, scores.by_budget, table)
     if fmt == "json":
         text = to_json({"protocol": proto.name, "sha256": record.sha256, "frozen_at": record.frozen_at,
