@@ -231,3 +231,21 @@ def test_no_verify_skips_the_check(damaged):
     unchecked = run(["score", "--ledger", str(root), "--budgets", "20", "--no-verify"])
     assert shard.name in checked.output and checked.exit_code != 0
     assert unchecked.exit_code == 0 and "tha_Thai" in unchecked.output  # read as it is now, unchecked
+
+
+def test_a_ledger_is_never_started_among_other_files(tmp_path, qwen):
+    folder = tmp_path / "thesis"
+    folder.mkdir()
+    (folder / "thesis.txt").write_text("mine")
+    lines = tmp_path / "gen.jsonl"
+    lines.write_text(json.dumps(make_record(qwen, "#### 18\n")) + "\n")
+    res = run(["ledger", "import", str(lines), "--out", str(folder)])
+    assert res.exit_code != 0 and "thesis.txt" in res.output and "not a ledger" in res.output
+    assert sorted(p.name for p in folder.iterdir()) == ["thesis.txt"]
+    with pytest.raises(MindcapError, match="not a ledger"):
+        Ledger(folder).append([make_record(qwen, "#### 18\n")], qwen)
+    assert sorted(p.name for p in folder.iterdir()) == ["thesis.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run(["ledger", "import", str(lines), "--out", str(empty)]).exit_code == 0
+    assert len(Ledger(empty)) == 1

@@ -264,6 +264,7 @@ def run_job(
     spec = job if isinstance(job, JobSpec) else load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
     plan = plan_job(spec)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    led.check_new_location()
     _write_job(led, plan)
     stored = _stored_samples(led, spec)
     todo = [s for s in plan.shards if not _shard_done(spec, s, stored)]

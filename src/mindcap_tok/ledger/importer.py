@@ -139,6 +139,7 @@ def import_jsonl(
     """
     name = "<stdin>" if str(path) == "-" else str(path)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    led.check_new_location()  # before reading anything: a folder of other files is never made a ledger
     fixed = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
     resolve = _Tokenizers(fixed, tokenizers_dir)
     result = ImportResult(name, str(led.root))

@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._io import atomic_write_text
+from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text
 from ..data.languages import resolve_language
 from ..errors import MindcapError, first_line
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
@@ -63,8 +63,8 @@ from .schema import (
     validate_records,
 )
 
-MANIFEST = "_manifest.json"
-FORMAT = "mindcap-tok ledger"
+MANIFEST = LEDGER_MANIFEST
+FORMAT = LEDGER_FORMAT
 VERSION = 1
 _PENDING = ".pending"
 
@@ -213,6 +213,24 @@ class Ledger:
         if "shards" not in data:
             raise MindcapError(f"ledger manifest {self.manifest_path} lacks shards")
         return data
+
+    def check_new_location(self) -> None:
+        """Refuse to start a ledger in a folder that holds anything else (a ledger never mixes with other files).
+
+        Before the first commit a ledger folder may hold only its lock, hidden shards of an interrupted first
+        append (under ``model=…/``) and ``jobs/`` (generation job records written before the first shard).
+        """
+        if self.exists() or not self.root.exists():
+            return
+        if not self.root.is_dir():
+            raise MindcapError(f"ledger folder {self.root} is a file")
+        other = sorted(p.name for p in self.root.iterdir()
+                       if p.name not in (".lock", "jobs") and not p.name.startswith(f"{CELL_COLUMNS[0]}="))
+        if other:
+            shown = ", ".join(other[:3]) + (", …" if len(other) > 3 else "")
+            raise MindcapError(
+                f"{self.root} is not a ledger and already holds other files ({shown}); give a new or empty folder"
+            )
 
     def _require(self) -> dict:
         if not self.exists():
@@ -417,6 +435,7 @@ class Ledger:
         unless ``skip_existing`` (used to resume an interrupted import) and the stored record is identical
         (every column but the derived ``n_tokens``): then it is dropped. Record errors are :class:`RecordError`.
         """
+        self.check_new_location()
         with self._lock():
             manifest = self.manifest()
             self._recover(manifest)
