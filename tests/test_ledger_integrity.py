@@ -164,7 +164,7 @@ def test_reimport_of_changed_records_is_an_error_and_identical_ones_are_skipped(
     assert res.exit_code == 2, res.output
     line = res.output.strip().splitlines()[-1]
     assert "new.jsonl:5: record 4 (" in line and "item=2 sample=0" in line
-    assert f"already stored in {root / shard.path} with different content (text differ)" in line
+    assert f"already stored in {root / shard.path} with different content (text differs)" in line
     assert len(Ledger(root)) == 6 and Ledger(root).verify().ok
 
 

@@ -416,7 +416,7 @@ class Ledger:
             i, s, cols = min(conflicts, key=lambda c: c[0])
             raise RecordError(
                 f"{describe(table, i)} is already stored in {self.root / s.path} with different content "
-                f"({', '.join(cols)} differ); an identical record would be skipped",
+                f"({', '.join(cols)} {'differs' if len(cols) == 1 else 'differ'}); an identical record would be skipped",
                 i,
             )
         return stored
