@@ -54,3 +54,32 @@ def test_bad_config_file_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("MINDCAP_CONFIG", str(tmp_path / "missing.toml"))
     with pytest.raises(MindcapError, match="not a file"):
         load_config()
+
+
+def test_the_users_config_file_is_found_from_any_folder(tmp_path, monkeypatch):
+    for var in ("MINDCAP_CONFIG", "MINDCAP_DATA_DIR", "MINDCAP_TOKENIZERS_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # platformdirs' Linux config folder
+    user = tmp_path / "xdg" / "mindcap-tok" / "mindcap.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[paths]\ndata_dir = "data"\n', encoding="utf-8")
+    elsewhere = tmp_path / "work" / "project"
+    elsewhere.mkdir(parents=True)
+    cfg = load_config(start=elsewhere)
+    assert cfg.config_file == user and cfg.data_dir.value == (user.parent / "data").resolve()
+    nearer = _write_cfg(tmp_path / "work", '[paths]\ndata_dir = "mine"\n')  # a project's file comes first
+    assert load_config(start=elsewhere).config_file == nearer
+
+
+def test_debug_flag_shows_the_traceback_when_main_is_called_with_argv(tmp_path, capsys):
+    from mindcap_tok.cli.main import main
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("[1]\n")
+    for argv, traceback in ((["ledger", "import", str(bad), "--out", str(tmp_path / "l")], False),
+                            (["--debug", "ledger", "import", str(bad), "--out", str(tmp_path / "l")], True)):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "expected a JSON object" in err
+        assert ("Traceback" in err) is traceback

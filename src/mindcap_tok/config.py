@@ -1,7 +1,8 @@
 """Where data and tokenizers live: config file < environment < explicit arguments.
 
-The config file is ``mindcap.toml``: the one named by ``MINDCAP_CONFIG``, else the first found
-walking up from the current folder. Relative paths in it resolve against the file's folder.
+The config file is ``mindcap.toml``: the one named by ``MINDCAP_CONFIG``, else the first found walking up
+from the current folder, else the user's (``~/.config/mindcap-tok/mindcap.toml`` on Linux: see
+:func:`user_config_file`). Relative paths in it resolve against the file's folder.
 """
 
 from __future__ import annotations
@@ -45,8 +46,16 @@ class Config:
         return out
 
 
+def user_config_file() -> Path:
+    """Where the user's own ``mindcap.toml`` lives (the platform's config folder, via ``platformdirs``)."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("mindcap-tok")) / CONFIG_NAME
+
+
 def find_config_file(start: Path | None = None) -> Path | None:
-    """The config file in force: ``$MINDCAP_CONFIG``, else ``mindcap.toml`` in ``start`` or a parent."""
+    """The config file in force: ``$MINDCAP_CONFIG``, else ``mindcap.toml`` in ``start`` or a parent, else the
+    user's (:func:`user_config_file`)."""
     env = os.environ.get(ENV_CONFIG)
     if env:
         path = Path(env).expanduser()
@@ -58,7 +67,8 @@ def find_config_file(start: Path | None = None) -> Path | None:
         candidate = folder / CONFIG_NAME
         if candidate.is_file():
             return candidate
-    return None
+    user = user_config_file()
+    return user if user.is_file() else None
 
 
 def _read_config_file(path: Path) -> dict[str, Path]:

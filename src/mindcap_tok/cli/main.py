@@ -96,7 +96,7 @@ class Group(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except Exception as exc:
-            if "--debug" in sys.argv:
+            if getattr(ctx.obj, "debug", False):
                 traceback.print_exc()
             if isinstance(exc, MindcapError):
                 click.echo(f"error: {exc}", err=True)
