@@ -1,9 +1,24 @@
 """Token premiums r(m, L) on FLORES-200 with paired percentile bootstrap CIs.
 
 r(m, L) = total tokens of L / total tokens of the parallel reference (English), with model m's own
-tokenizer, over every sentence pair of a split, after NFC, without special tokens (paper §3).
-Per-sentence counts are kept apart from the ratio so the bootstrap only re-weights sums (as sacrebleu
-keeps per-segment statistics): one resampling matrix serves every language.
+tokenizer (any family: ``tokenizers``, ``tiktoken``, ``sentencepiece``), over every sentence pair of a split,
+after NFC, without special tokens (paper §3). Per-sentence counts are kept apart from the ratio so the
+bootstrap only re-weights sums (as sacrebleu keeps per-segment statistics): one resampling matrix serves
+every language. ``split="dev+devtest"`` pools both splits (997 + 1012 = 2009 pairs).
+
+``protocol="petrov2023"`` reproduces Petrov et al. (NeurIPS 2023, "Language Model Tokenizers Introduce
+Unfairness Between Languages"): per language ONE string is encoded, the lines of each split file joined
+with single spaces, premium = tokens(L) / tokens(ref). Their code reads each file with
+``read().split("\n")``, which keeps one empty string after each file's final newline; joining
+``dev + devtest`` then gives a double space between the two files and a trailing space. Those two
+spaces are the "extra one or two tokens" in their totals (1 or 2 depending on the tokenizer and on the
+text next to them, so not a constant per tokenizer). Their text is also NOT NFC-normalised: this protocol
+reads the files as they are (tokenizers that normalise, like Qwen's NFC, still do so themselves). Both
+together reproduce their ``Qwen``, ``cl100k_base`` and ``LLAMA`` token counts exactly, for all 204
+languages (``scripts/compare_petrov2023.py``); with NFC applied first, cl100k_base and LLAMA differ on
+about 34 languages, by up to 3.4% (kas_Deva).
+One string has no resampling units, so that protocol reports ``ci_low = ci_high = None`` (JSON ``null``)
+and ``n_boot = 0``; ``n_pairs`` is the number of sentence pairs joined.
 """
 
 from __future__ import annotations
@@ -16,12 +31,14 @@ from fractions import Fraction
 import numpy as np
 from tokenizers import Tokenizer
 
-from .data.flores import flores_file, flores_source, load_parallel
+from .data.flores import SPLITS, flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
 from .errors import MindcapError
 from .tokenizer import ResolvedTokenizer
 
 DEFAULT_LANGS = ("de", "th", "sw")
+PREMIUM_SPLITS = (*SPLITS, "dev+devtest")
+PROTOCOLS = ("per-sentence", "petrov2023")
 
 
 @dataclass(frozen=True)
@@ -33,8 +50,8 @@ class Premium:
     ref: str
     split: str
     premium: float
-    ci_low: float
-    ci_high: float
+    ci_low: float | None
+    ci_high: float | None
     ci: float
     tokens: int
     ref_tokens: int
@@ -43,6 +60,7 @@ class Premium:
     seed: int
     tokenizer_sha256: str
     scaled_budgets: dict[int, int] | None = field(default=None)
+    protocol: str = "per-sentence"
 
     @property
     def ratio(self) -> Fraction:
@@ -50,8 +68,15 @@ class Premium:
         return Fraction(self.tokens, self.ref_tokens)
 
     def as_dict(self) -> dict:
-        """Plain data (JSON-ready; budgets become string keys in JSON)."""
-        return asdict(self)
+        """Plain data (JSON-ready; budgets become string keys in JSON).
+
+        ``protocol`` is included only when it is not the default ``per-sentence``, so per-sentence
+        outputs keep their former fields.
+        """
+        out = asdict(self)
+        if out["protocol"] == "per-sentence":
+            del out["protocol"]
+        return out
 
 
 def scale_budget(r: float | Fraction, budget: int) -> int:
@@ -64,8 +89,10 @@ def scale_budget(r: float | Fraction, budget: int) -> int:
     return math.floor(exact * budget)
 
 
-def count_tokens(tokenizer: Tokenizer, lines: Sequence[str]) -> np.ndarray:
-    """Token count of each line, no special tokens (one batched call)."""
+def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str]) -> np.ndarray:
+    """Token count of each line, no special tokens (one batched call); any tokenizer family."""
+    if isinstance(tokenizer, ResolvedTokenizer):
+        return tokenizer.count_tokens(lines)
     encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
     return np.fromiter(
         (len(e.ids) for e in encode(list(lines), add_special_tokens=False)), dtype=np.int64, count=len(lines)
@@ -99,6 +126,24 @@ def ratio_bootstrap(
     return low, high
 
 
+def load_split(
+    codes: Sequence[str], split: str, source: str, ref: str, nfc: bool = True
+) -> dict[str, list[list[str]]]:
+    """Line-aligned sentences per language, one list per split file (``dev+devtest``: two lists)."""
+    if split not in PREMIUM_SPLITS:
+        raise MindcapError(f"unknown split {split!r}; use one of {', '.join(PREMIUM_SPLITS)}")
+    parts = [load_parallel(codes, split=part, source=source, ref=ref, nfc=nfc) for part in split.split("+")]
+    return {code: [part[code] for part in parts] for code in parts[0]}
+
+
+def petrov2023_string(files: Sequence[Sequence[str]]) -> str:
+    """Petrov et al.'s one string: ``" ".join`` of every file's ``read().split("\n")``.
+
+    Each FLORES file ends with a newline, so each contributes its lines plus one empty string.
+    """
+    return " ".join(item for lines in files for item in (*lines, ""))
+
+
 def premium(
     tokenizer: ResolvedTokenizer,
     languages: Iterable[str] = DEFAULT_LANGS,
@@ -110,29 +155,46 @@ def premium(
     budgets: Sequence[int] | None = None,
     source: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    protocol: str = "per-sentence",
+    nfc: bool | None = None,
 ) -> list[Premium]:
     """Premium of each language against ``ref`` over a FLORES split, with paired bootstrap CIs.
 
-    ``budgets`` adds floor(r·B) for each B. ``on_progress(done, total)`` is called per language.
+    ``split`` is ``dev``, ``devtest`` or ``dev+devtest`` (pooled). ``budgets`` adds floor(r·B) for each B.
+    ``protocol="petrov2023"`` encodes one joined string per language (see the module docstring; no CI).
+    ``nfc`` NFC-normalises the text first; by default on, except for ``petrov2023`` (they used raw text).
+    ``on_progress(done, total)`` is called per language.
     """
     if not 0 < ci < 1:
         raise ValueError(f"ci must be in (0, 1), got {ci}")
     if n_boot < 1:
         raise ValueError(f"n_boot must be positive, got {n_boot}")
+    if protocol not in PROTOCOLS:
+        raise MindcapError(f"unknown premium protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
     codes = list(dict.fromkeys(resolve_language(lang) for lang in languages))
     ref_code = resolve_language(ref)
     source = source or flores_source()
-    texts = load_parallel(codes, split=split, source=source, ref=ref_code)
-    ref_counts = count_tokens(tokenizer.tokenizer, texts[ref_code])
+    files = load_split(codes, split, source, ref_code, nfc=protocol != "petrov2023" if nfc is None else nfc)
+    if protocol == "petrov2023":
+        texts = {code: [petrov2023_string(parts)] for code, parts in files.items()}
+    else:
+        texts = {code: [s for part in parts for s in part] for code, parts in files.items()}
+    n_pairs = sum(len(part) for part in files[ref_code])
+    ref_counts = tokenizer.count_tokens(texts[ref_code])
     if not ref_counts.sum():  # the premium divides by it
-        raise MindcapError(f"{flores_file(source, ref_code, split)} has no tokens with {tokenizer.name}'s tokenizer")
+        where = " + ".join(flores_file(source, ref_code, part) for part in split.split("+"))
+        raise MindcapError(f"{where} has no tokens with {tokenizer.name}'s tokenizer")
     columns = []
     for i, code in enumerate(codes):
-        columns.append(count_tokens(tokenizer.tokenizer, texts[code]))
+        columns.append(tokenizer.count_tokens(texts[code]))
         if on_progress:
             on_progress(i + 1, len(codes))
     counts = np.column_stack(columns)
-    low, high = ratio_bootstrap(counts, ref_counts, n_boot, seed, ci)
+    if protocol == "petrov2023":
+        low = high = [None] * len(codes)
+        n_boot = 0
+    else:
+        low, high = ratio_bootstrap(counts, ref_counts, n_boot, seed, ci)
     ref_total = int(ref_counts.sum())
     results = []
     for j, code in enumerate(codes):
@@ -145,16 +207,17 @@ def premium(
                 ref=ref_code,
                 split=split,
                 premium=total / ref_total,
-                ci_low=float(low[j]),
-                ci_high=float(high[j]),
+                ci_low=None if low[j] is None else float(low[j]),
+                ci_high=None if high[j] is None else float(high[j]),
                 ci=ci,
                 tokens=total,
                 ref_tokens=ref_total,
-                n_pairs=len(ref_counts),
+                n_pairs=n_pairs,
                 n_boot=n_boot,
                 seed=seed,
                 tokenizer_sha256=tokenizer.sha256,
                 scaled_budgets={b: scale_budget(ratio, b) for b in budgets} if budgets else None,
+                protocol=protocol,
             )
         )
     return results

@@ -1,7 +1,9 @@
-"""Resolve a model name to a fast tokenizer, and the UTF-8 bytes of every token id.
+"""Resolve a model name to a tokenizer of any family, and the UTF-8 bytes of every token id.
 
-A name is a registry entry (``qwen3-8b``, ``llama-3.1-8b``, ... see ``resources/tokenizers.toml``),
-a folder holding ``tokenizer.json``, a ``tokenizer.json`` path, or a Hugging Face id (``org/name``).
+A name is a registry entry (``qwen3-8b``, ``gpt-4o``, ``gemma-3``, ... see ``resources/tokenizers.toml``), a
+folder, a tokenizer file, or a Hugging Face id (``org/name``). Files pick the library: ``tokenizer.json`` (or
+any ``.json``) -> ``tokenizers``; ``*.tiktoken`` plus the ``encoding.json`` beside it -> ``tiktoken``;
+``*.model`` -> ``sentencepiece``. A folder is searched in that order (``tokenizer.json`` first).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import hashlib
 import json
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -20,6 +23,7 @@ from tokenizers import Tokenizer
 
 from .config import load_config
 from .errors import MindcapError, first_line
+from .tokenizer_backends import Backend, HFBackend, load_sentencepiece, load_tiktoken
 
 
 @dataclass(frozen=True)
@@ -27,13 +31,15 @@ class RegistryEntry:
     name: str
     aliases: tuple[str, ...]
     folder: str
-    hf_id: str
+    hf_id: str | None
 
 
 def registry() -> dict[str, RegistryEntry]:
-    """Known model names, from the packaged registry file."""
+    """Known model names, from the packaged registry file (``hf_id`` is ``None`` where none exists)."""
     raw = tomllib.loads(resources.files("mindcap_tok.resources").joinpath("tokenizers.toml").read_text("utf-8"))
-    return {name: RegistryEntry(name, tuple(v.get("aliases", ())), v["folder"], v["hf_id"]) for name, v in raw.items()}
+    return {
+        name: RegistryEntry(name, tuple(v.get("aliases", ())), v["folder"], v.get("hf_id")) for name, v in raw.items()
+    }
 
 
 def canonical_model_name(name: str) -> str | None:
@@ -45,25 +51,98 @@ def canonical_model_name(name: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, eq=False)
 class ResolvedTokenizer:
-    """A fast tokenizer plus where it came from and a content hash for manifests."""
+    """A tokenizer of any family plus where it came from and a content hash for manifests.
 
-    name: str
-    tokenizer: Tokenizer
-    source: str
-    path: Path | None = None
+    One interface over three libraries (see :mod:`mindcap_tok.tokenizer_backends`): :meth:`encode`,
+    :meth:`encode_batch` and :meth:`count_tokens` (never special tokens), :meth:`decode`, :attr:`token_bytes`,
+    :attr:`byte_lengths`, :attr:`vocab_size`, :attr:`special_ids`, :attr:`sha256` and :attr:`family`
+    (``tokenizers``, ``tiktoken`` or ``sentencepiece``). :attr:`tokenizer` is the Hugging Face
+    ``tokenizers.Tokenizer`` for code that still needs one; other families raise a one-line MindcapError.
+
+    Built from a Hugging Face tokenizer as ``ResolvedTokenizer(name, tokenizer, source, path)``, or from any
+    back end with ``backend=`` (and ``sha256=``, the hash of its files).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        tokenizer: Tokenizer | None = None,
+        source: str = "",
+        path: Path | None = None,
+        *,
+        backend: Backend | None = None,
+        sha256: str | None = None,
+    ) -> None:
+        if backend is None:
+            if tokenizer is None:
+                raise TypeError("ResolvedTokenizer needs a tokenizer or a backend")
+            backend = HFBackend(tokenizer)
+        self.name = name
+        self.source = source
+        self.path = path
+        self.backend = backend
+        if sha256 is not None:
+            self.__dict__["sha256"] = sha256
+
+    def __repr__(self) -> str:
+        return f"ResolvedTokenizer(name={self.name!r}, family={self.family!r}, source={self.source!r})"
+
+    @property
+    def family(self) -> str:
+        """Which library runs it: ``tokenizers``, ``tiktoken`` or ``sentencepiece``."""
+        return self.backend.family
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The Hugging Face tokenizer (``tokenizers`` family only)."""
+        if isinstance(self.backend, HFBackend):
+            return self.backend.hf
+        raise MindcapError(
+            f"{self.name} is a {self.family} tokenizer; this command needs a Hugging Face tokenizer.json "
+            f"and does not support the {self.family} family yet"
+        )
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text``, without special tokens."""
+        return self.backend.encode(text)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids of every text, without special tokens (one batched call)."""
+        return self.backend.encode_batch(texts)
+
+    def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
+        """int64 token count of every text, without special tokens (one batched call)."""
+        return self.backend.count_tokens(texts)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (special tokens kept as text)."""
+        return self.backend.decode(ids)
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        """Ids of special/control tokens."""
+        return self.backend.special_ids
+
+    @property
+    def dummy_prefix(self) -> bool:
+        """True when the tokenizer prepends a space to its input (SentencePiece ``add_dummy_prefix``, Llama 2).
+
+        The concatenated :attr:`token_bytes` of ``encode(text)`` are then ``" " + text``.
+        """
+        return bool(getattr(self.backend, "dummy_prefix", False))
 
     @cached_property
     def sha256(self) -> str:
-        """SHA-256 of the ``tokenizer.json`` bytes (its serialisation when not loaded from a file)."""
-        data = self.path.read_bytes() if self.path is not None else self.tokenizer.to_str().encode("utf-8")
-        return hashlib.sha256(data).hexdigest()
+        """SHA-256 of the tokenizer file(s) (for ``tokenizer.json``: its bytes, or its serialisation)."""
+        if self.path is not None:
+            return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        return hashlib.sha256(self.tokenizer.to_str().encode("utf-8")).hexdigest()
 
     @cached_property
     def token_bytes(self) -> list[bytes]:
         """The UTF-8 bytes each token id decodes to (index = id)."""
-        return token_bytes(self.tokenizer)
+        return self.backend.token_bytes()
 
     @cached_property
     def byte_lengths(self) -> np.ndarray:
@@ -73,7 +152,7 @@ class ResolvedTokenizer:
     @property
     def vocab_size(self) -> int:
         """Number of ids, added and special tokens included."""
-        return self.tokenizer.get_vocab_size(with_added_tokens=True)
+        return self.backend.vocab_size
 
 
 def _bytes_to_unicode() -> dict[int, str]:
@@ -115,13 +194,16 @@ def token_bytes(tok: Tokenizer) -> list[bytes]:
     """
     n = tok.get_vocab_size(with_added_tokens=True)
     out: list[bytes] = [b""] * n
+    added_tokens = tok.get_added_tokens_decoder()
     if is_byte_level(tok):
         for piece, i in tok.get_vocab(with_added_tokens=False).items():
+            if i in added_tokens:  # also in the model vocab (DeepSeek-V3's specials): set below, as text
+                continue
             out[i] = piece.translate(_TO_LATIN1).encode("latin-1")
     else:
         for i in range(n):
             out[i] = tok.decode([i], skip_special_tokens=False).encode("utf-8")
-    for i, added in tok.get_added_tokens_decoder().items():
+    for i, added in added_tokens.items():
         out[i] = added.content.encode("utf-8")
     return out
 
@@ -134,11 +216,30 @@ def _read_tokenizer_file(path: Path, mtime_ns: int) -> Tokenizer:
 
 def _from_file(path: Path, name: str) -> ResolvedTokenizer:
     path = path.resolve()
+    if path.suffix == ".tiktoken":
+        backend, digest = load_tiktoken(path)
+        return ResolvedTokenizer(name, source=str(path), path=path, backend=backend, sha256=digest)
+    if path.suffix == ".model":
+        sp_backend, digest = load_sentencepiece(path)
+        return ResolvedTokenizer(name, source=str(path), path=path, backend=sp_backend, sha256=digest)
     try:
         tok = _read_tokenizer_file(path, path.stat().st_mtime_ns)
     except Exception as exc:  # tokenizers raises bare Exception subclasses for bad files
         raise MindcapError(f"cannot read tokenizer file {path}: {first_line(exc)}") from exc
     return ResolvedTokenizer(name=name, tokenizer=tok, source=str(path), path=path)
+
+
+def tokenizer_file(folder: Path) -> Path | None:
+    """The tokenizer file in ``folder``: ``tokenizer.json``, else the one ``*.tiktoken``, else ``*.model``."""
+    if (folder / "tokenizer.json").is_file():
+        return folder / "tokenizer.json"
+    for pattern in ("*.tiktoken", "*.model"):
+        found = sorted(folder.glob(pattern))
+        if len(found) > 1:
+            raise MindcapError(f"folder {folder} has several {pattern} files; give the file itself")
+        if found:
+            return found[0]
+    return None
 
 
 def _from_hub(hf_id: str, name: str) -> ResolvedTokenizer:
@@ -155,27 +256,35 @@ def _from_hub(hf_id: str, name: str) -> ResolvedTokenizer:
 
 
 def load_tokenizer(name: str, tokenizers_dir: str | os.PathLike[str] | None = None) -> ResolvedTokenizer:
-    """Turn a model name, a folder, a ``tokenizer.json`` path or a Hugging Face id into a tokenizer.
+    """Turn a model name, a folder, a tokenizer file or a Hugging Face id into a tokenizer of the right family.
 
     ``tokenizers_dir`` overrides the configured folder of local tokenizers.
     """
     path = Path(name).expanduser()
     if path.is_dir():
-        if not (path / "tokenizer.json").is_file():
-            raise MindcapError(f"folder {path} has no tokenizer.json")
-        return _from_file(path / "tokenizer.json", name)
+        found = tokenizer_file(path)
+        if found is None:
+            raise MindcapError(f"folder {path} has no tokenizer.json, *.tiktoken or *.model file")
+        return _from_file(found, name)
     if path.is_file():
         return _from_file(path, name)
     canonical = canonical_model_name(name)
     if canonical is not None:
         entry = registry()[canonical]
         root = Path(tokenizers_dir) if tokenizers_dir is not None else load_config().tokenizers_dir.value
-        if root is not None and (root / entry.folder / "tokenizer.json").is_file():
-            return _from_file(root / entry.folder / "tokenizer.json", canonical)
+        found = tokenizer_file(root / entry.folder) if root is not None and (root / entry.folder).is_dir() else None
+        if found is not None:
+            return _from_file(found, canonical)
+        if entry.hf_id is None:
+            raise MindcapError(
+                f"{canonical}: no tokenizer in {root / entry.folder if root is not None else entry.folder!r} "
+                "and no Hugging Face id to fall back on; set tokenizers_dir"
+            )
         return _from_hub(entry.hf_id, canonical)
     if "/" in name and not name.startswith((".", "/")) and name.count("/") == 1:
         return _from_hub(name, name)
     known = ", ".join(f"{e.name} ({', '.join(e.aliases)})" for e in registry().values())
     raise MindcapError(
-        f"unknown model {name!r}; known: {known}; or give a tokenizer.json path, a folder or a Hugging Face id"
+        f"unknown model {name!r}; known: {known}; "
+        "or give a tokenizer file (tokenizer.json, .tiktoken, .model), a folder or a Hugging Face id"
     )

@@ -7,7 +7,7 @@ import click
 from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
 from ..errors import MindcapError
-from ..premium import DEFAULT_LANGS, premium
+from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, premium
 from ..tokenizer import load_tokenizer
 from ._output import emit, render, to_json
 from ._progress import progress_bar
@@ -48,7 +48,7 @@ def _table_rows(results: list[dict], budgets: list[int] | None) -> list[dict]:
             "model": r["model"],
             "lang": r["lang"],
             "premium": f"{r['premium']:.3f}",
-            f"{r['ci'] * 100:g}% CI": f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
+            f"{r['ci'] * 100:g}% CI": "—" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
             "tokens": r["tokens"],
             "ref_tokens": r["ref_tokens"],
         }
@@ -80,7 +80,21 @@ def _csv_rows(results: list[dict]) -> list[dict]:
 @click.option("--lang", "langs", multiple=True, help="Languages (FLORES codes or aliases); default de th sw.")
 @click.option("--all", "all_langs", is_flag=True, help="Every FLORES-200 language.")
 @click.option("--ref", default="eng_Latn", show_default=True, help="Reference language.")
-@click.option("--split", type=click.Choice(["dev", "devtest"]), default="devtest", show_default=True)
+@click.option(
+    "--split",
+    type=click.Choice(PREMIUM_SPLITS),
+    default="devtest",
+    show_default=True,
+    help="FLORES split; dev+devtest pools both (2009 pairs).",
+)
+@click.option(
+    "--protocol",
+    type=click.Choice(PROTOCOLS),
+    default="per-sentence",
+    show_default=True,
+    help="per-sentence: sum of per-line counts, bootstrap CI. petrov2023: Petrov et al. (2023), one string per "
+    "language (the split's lines joined with spaces), no CI (null); use with --split dev+devtest.",
+)
 @click.option("--n-boot", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)
@@ -89,9 +103,13 @@ def _csv_rows(results: list[dict]) -> list[dict]:
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw premiums with CIs to this PNG.")
 @click.pass_obj
-def premium_command(state, models, langs, all_langs, ref, split, n_boot, seed, ci, budgets, fmt, out, plot) -> None:
+def premium_command(
+    state, models, langs, all_langs, ref, split, protocol, n_boot, seed, ci, budgets, fmt, out, plot
+) -> None:
     """Token premium r = tokens(L)/tokens(ref) on FLORES-200, with a paired bootstrap CI."""
     grid = parse_budgets(budgets)
+    if plot and protocol == "petrov2023":
+        raise click.UsageError("--plot draws CIs; --protocol petrov2023 has none")
     if all_langs and langs:
         raise click.UsageError("give --lang or --all, not both")
     languages = [c for c in flores_codes() if c != ref] if all_langs else list(langs or DEFAULT_LANGS)
@@ -113,6 +131,7 @@ def premium_command(state, models, langs, all_langs, ref, split, n_boot, seed, c
                 budgets=grid,
                 source=source,
                 on_progress=lambda done, total: advance(),
+                protocol=protocol,
             )
         results.extend(r.as_dict() for r in rows)
     if fmt == "json":
@@ -130,7 +149,9 @@ def premium_command(state, models, langs, all_langs, ref, split, n_boot, seed, c
         text = render(
             _table_rows(results, grid),
             "table",
-            title=f"Token premium vs {results[0]['ref']} (FLORES-200 {split}, {n_boot} resamples, seed {seed})",
+            title=f"Token premium vs {results[0]['ref']} (FLORES-200 {split}, {n_boot} resamples, seed {seed})"
+            if protocol == "per-sentence"
+            else f"Token premium vs {results[0]['ref']} (FLORES-200 {split}, Petrov et al. 2023: one string, no CI)",
         )
     emit(text, out)
     if plot:

@@ -1,4 +1,4 @@
-"""FLORES-200 loader: dev/devtest, any of the 204 languages, NFC, line-alignment checked.
+"""FLORES-200 loader: dev/devtest, any of the 204 languages, NFC (or raw, on request), line-alignment checked.
 
 Source is a local folder laid out as the original release (``<root>/<split>/<code>.<split>``), found at
 ``<data_dir>/flores200`` from the configuration, or a Hugging Face dataset named ``hf:<id>`` (online users).
@@ -44,7 +44,7 @@ def _check_split(split: str) -> None:
 
 
 @cache
-def _read_local(folder: str, code: str, split: str) -> tuple[str, ...]:
+def _read_local(folder: str, code: str, split: str, nfc: bool = True) -> tuple[str, ...]:
     path = Path(folder) / split / f"{code}.{split}"
     try:
         text = path.read_text(encoding="utf-8")
@@ -57,11 +57,11 @@ def _read_local(folder: str, code: str, split: str) -> tuple[str, ...]:
         lines.pop()
     if not lines:
         raise MindcapError(f"FLORES file is empty: {path}")
-    return tuple(unicodedata.normalize("NFC", ln) for ln in lines)
+    return tuple(unicodedata.normalize("NFC", ln) for ln in lines) if nfc else tuple(lines)
 
 
 @cache
-def _read_hub(dataset_id: str, code: str, split: str) -> tuple[str, ...]:
+def _read_hub(dataset_id: str, code: str, split: str, nfc: bool = True) -> tuple[str, ...]:
     # Hub path for online users; FLORES+ names its text column "text" (the original release used "sentence").
     try:
         import datasets
@@ -74,36 +74,41 @@ def _read_hub(dataset_id: str, code: str, split: str) -> tuple[str, ...]:
     column = "text" if "text" in ds.column_names else "sentence"
     if not len(ds):
         raise MindcapError(f"FLORES data is empty: hf:{dataset_id} {code}/{split}")
-    return tuple(unicodedata.normalize("NFC", s) for s in ds[column])
+    return tuple(unicodedata.normalize("NFC", s) for s in ds[column]) if nfc else tuple(ds[column])
 
 
-def load_flores(lang: str, split: str = "devtest", source: str | None = None) -> list[str]:
-    """Sentences of one language, NFC-normalised; ``lang`` may be a FLORES code or an alias."""
+def load_flores(lang: str, split: str = "devtest", source: str | None = None, nfc: bool = True) -> list[str]:
+    """Sentences of one language, NFC-normalised (as in the file with ``nfc=False``); ``lang`` may be an alias."""
     _check_split(split)
     code = resolve_language(lang)
     src = source or flores_source()
     if src.startswith("hf:"):
-        return list(_read_hub(src[3:], code, split))
-    return list(_read_local(src, code, split))
+        return list(_read_hub(src[3:], code, split, nfc))
+    return list(_read_local(src, code, split, nfc))
 
 
 def load_parallel(
-    langs: Iterable[str], split: str = "devtest", source: str | None = None, ref: str = "eng_Latn"
+    langs: Iterable[str],
+    split: str = "devtest",
+    source: str | None = None,
+    ref: str = "eng_Latn",
+    nfc: bool = True,
 ) -> dict[str, list[str]]:
     """Line-aligned sentences for ``ref`` and every language (keys are FLORES codes, ``ref`` first).
 
-    Raises a :class:`MindcapError` naming the file and both line counts when a file is misaligned.
+    ``nfc=False`` keeps the text as in the files. Raises a :class:`MindcapError` naming the file and both
+    line counts when a file is misaligned.
     """
     _check_split(split)
     src = source or flores_source()
     ref_code = resolve_language(ref)
-    out = {ref_code: load_flores(ref_code, split, src)}
+    out = {ref_code: load_flores(ref_code, split, src, nfc)}
     n_ref = len(out[ref_code])
     for lang in langs:
         code = resolve_language(lang)
         if code in out:
             continue
-        lines = load_flores(code, split, src)
+        lines = load_flores(code, split, src, nfc)
         if len(lines) != n_ref:
             raise MindcapError(
                 f"FLORES files are not line-aligned: {flores_file(src, code, split)} has {len(lines)} lines, "
