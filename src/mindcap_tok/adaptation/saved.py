@@ -231,18 +231,11 @@ def load_extension(folder: str | os.PathLike[str]) -> SavedExtension:
 
 @dataclass(frozen=True, eq=False)
 class CrossFitSet:
-    """The folds of a saved cross-fit: pick, for any item, the extension that never learned from it."""
+    """The folds of a saved cross-fit (each fold's extension never learned from its held-out items)."""
 
     path: Path
     summary: dict
     folds: tuple[SavedExtension, ...]
-
-    def for_item(self, item: ItemId) -> SavedExtension:
-        """The fold extension whose held-out items include ``item``."""
-        for fold in self.folds:
-            if item in fold.held_out:
-                return fold
-        raise MindcapError(f"item {item!r} is in no fold's held-out set of {self.path}")
 
 
 def load_crossfit(folder: str | os.PathLike[str]) -> CrossFitSet:

@@ -414,9 +414,10 @@ class Ledger:
             stored[[i for _, i in pairs]] = True
         if conflicts:
             i, s, cols = min(conflicts, key=lambda c: c[0])
+            verb = "differs" if len(cols) == 1 else "differ"
             raise RecordError(
                 f"{describe(table, i)} is already stored in {self.root / s.path} with different content "
-                f"({', '.join(cols)} {'differs' if len(cols) == 1 else 'differ'}); an identical record would be skipped",
+                f"({', '.join(cols)} {verb}); an identical record would be skipped",
                 i,
             )
         return stored

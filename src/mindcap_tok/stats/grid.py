@@ -78,10 +78,6 @@ class AccuracyGrid:
         with np.errstate(invalid="ignore", divide="ignore"):
             return self.correct.sum(axis=0) / self.count.sum(axis=0)
 
-    def has_budget(self, budget: int) -> bool:
-        i = np.searchsorted(self.budgets, budget)
-        return bool(i < len(self.budgets) and self.budgets[i] == budget)
-
     def budget_index(self, budgets: Sequence[int] | np.ndarray) -> np.ndarray:
         """Positions of ``budgets`` on the grid; a one-line error lists any that were not scored."""
         wanted = np.asarray(budgets, dtype=np.int64)

@@ -41,7 +41,7 @@ import pandas as pd
 from .._io import atomic_write_text
 from .._json import dumps_strict
 from ..errors import MindcapError
-from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, family_budgets, run_family
+from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable
 
@@ -352,11 +352,6 @@ def verify_protocol(path: str | Path, tokenizers_dir: str | Path | None = None) 
             if shown.returncode != 0 or not all(line in shown.stdout for line in lines):
                 raise MindcapError(f"refusing {path}: git tag {record.tag} is missing or records another hash")
     return record
-
-
-def protocol_budgets(proto: Protocol, premiums: PremiumTable | None, models: list[str]) -> list[int]:
-    """Budgets to score the ledger at before :func:`run_protocol`."""
-    return family_budgets(proto.hypotheses, premiums, models)
 
 
 def run_protocol(proto: Protocol, by_budget: pd.DataFrame, premiums: PremiumTable | None) -> FamilyResult:
