@@ -1,6 +1,6 @@
 """Benchmark: the all-204-language premium table with 10,000-resample CIs, fast path vs naive path.
 
-Prints, from one run: the fast path (`mindcap_tok.premium.premium`: batched encode, one resampling
+Prints, from one run: the fast path (`mindcap_tok.premium.token_premium`: batched encode, one resampling
 matrix and a matrix product); the floor (a bare batch encode of the same text with the tokenizer's own
 library: `encode_batch` / `encode_batch_fast` for tokenizer.json, `encode_ordinary_batch` for tiktoken,
 `SentencePieceProcessor.encode` on the list for sentencepiece); and the naive path (one `encode` call
@@ -18,7 +18,7 @@ import numpy as np
 
 from mindcap_tok.data import flores
 from mindcap_tok.data.languages import flores_codes
-from mindcap_tok.premium import premium
+from mindcap_tok.premium import token_premium
 from mindcap_tok.tokenizer import load_tokenizer
 
 
@@ -63,7 +63,7 @@ def bench(model: str, args: argparse.Namespace) -> None:
 
     flores._read_local.cache_clear()
     t0 = time.perf_counter()
-    rows = premium(tok, langs, n_boot=args.n_boot, seed=0, source=src)
+    rows = token_premium(tok, langs, n_boot=args.n_boot, seed=0, source=src)
     fast = time.perf_counter() - t0
 
     texts = flores.load_parallel(langs, "devtest", src)

@@ -13,7 +13,7 @@ from ledger_factory import make_record
 from mindcap_tok.audits import behavioral_ratios, normalizer_audit, threshold_premium, trace_premiums
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.ledger.score import score_ledger
-from mindcap_tok.premium import bootstrap_counts
+from mindcap_tok.resample import bootstrap_counts
 from mindcap_tok.stats.curves import delta_table
 from mindcap_tok.stats.premiums import premium_table
 

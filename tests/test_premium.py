@@ -7,7 +7,8 @@ import pytest
 from scipy import stats
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from mindcap_tok.premium import bootstrap_counts, count_tokens, premium, ratio_bootstrap, scale_budget
+from mindcap_tok.premium import count_tokens, token_premium, ratio_bootstrap
+from mindcap_tok.resample import bootstrap_counts, scale_budget
 from mindcap_tok.tokenizer import ResolvedTokenizer
 
 
@@ -35,7 +36,7 @@ def test_hand_worked_premium(tmp_path):
             "deu_Latn": ["y y", "y y y", "y"],
         },
     )
-    res = premium(_whitespace_tokenizer(), ["th", "de"], source=src, n_boot=200, seed=1, budgets=[64, 100, 256])
+    res = token_premium(_whitespace_tokenizer(), ["th", "de"], source=src, n_boot=200, seed=1, budgets=[64, 100, 256])
     th, de = res
     assert (th.lang, th.tokens, th.ref_tokens, th.n_pairs) == ("tha_Thai", 15, 6, 3)
     assert th.premium == 2.5 and th.ratio == Fraction(5, 2)
@@ -84,9 +85,9 @@ def test_ratio_ci_agrees_with_scipy_percentile_bootstrap():
 
 
 def test_reproducible_for_a_seed(qwen, flores_dir):
-    a = premium(qwen, ["th"], source=flores_dir, n_boot=500, seed=11)
-    b = premium(qwen, ["th"], source=flores_dir, n_boot=500, seed=11)
-    c = premium(qwen, ["th"], source=flores_dir, n_boot=500, seed=12)
+    a = token_premium(qwen, ["th"], source=flores_dir, n_boot=500, seed=11)
+    b = token_premium(qwen, ["th"], source=flores_dir, n_boot=500, seed=11)
+    c = token_premium(qwen, ["th"], source=flores_dir, n_boot=500, seed=12)
     assert a == b
     assert (a[0].ci_low, a[0].ci_high) != (c[0].ci_low, c[0].ci_high)
     assert a[0].seed == 11 and a[0].n_boot == 500
@@ -104,7 +105,7 @@ def test_reproduces_paper_premiums(model, expected, config, flores_dir):
     from mindcap_tok.tokenizer import load_tokenizer
 
     tok = load_tokenizer(model, config.tokenizers_dir.value)
-    res = {r.lang: r for r in premium(tok, ["de", "th", "sw"], source=flores_dir, n_boot=1000, seed=0)}
+    res = {r.lang: r for r in token_premium(tok, ["de", "th", "sw"], source=flores_dir, n_boot=1000, seed=0)}
     for code, value in expected.items():
         assert round(res[code].premium, 2) == value, (code, res[code].premium)
         assert res[code].ci_low < res[code].premium < res[code].ci_high
@@ -113,7 +114,7 @@ def test_reproduces_paper_premiums(model, expected, config, flores_dir):
 
 def test_qwen_thai_premium_matches_paper_precision(qwen, flores_dir):
     # paper §4.2 prints r = 2.550777 for Qwen Thai, and §6 prints 1.559 / 2.551 / 1.936
-    res = {r.lang: r for r in premium(qwen, ["de", "th", "sw"], source=flores_dir, n_boot=10, seed=0, budgets=[256])}
+    res = {r.lang: r for r in token_premium(qwen, ["de", "th", "sw"], source=flores_dir, n_boot=10, seed=0, budgets=[256])}
     assert round(res["tha_Thai"].premium, 6) == 2.550777
     assert res["tha_Thai"].scaled_budgets == {256: 652}
     assert round(res["deu_Latn"].premium, 3) == 1.559
@@ -123,3 +124,19 @@ def test_qwen_thai_premium_matches_paper_precision(qwen, flores_dir):
 def test_count_tokens_excludes_special_tokens(llama):
     # Llama's post-processor adds <|begin_of_text|> by default; premiums must not count it
     assert count_tokens(llama.tokenizer, ["Hello world"]).tolist() == [2]
+
+
+def test_public_api_names_the_function_after_any_import_order():
+    # importing stages that import the premium module must not turn the package's public names into modules
+    import subprocess
+    import sys
+
+    code = (
+        "import mindcap_tok.stats, mindcap_tok.ledger.jobs, mindcap_tok.audits\n"
+        "from mindcap_tok import token_premium, scale_budget, Premium\n"
+        "import inspect; assert inspect.isfunction(token_premium) and inspect.isfunction(scale_budget), 'module'\n"
+        "assert token_premium.__module__ == 'mindcap_tok.premium' and scale_budget(2.55, 100) == 255\n"
+        "assert inspect.isclass(Premium)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr

@@ -43,7 +43,7 @@ from mindcap_tok.adaptation.retokenize import FoldTokenizer
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
-from mindcap_tok.premium import bootstrap_counts
+from mindcap_tok.resample import bootstrap_counts
 from price_fixture import english_trace, save_tiny, thai_trace
 
 B_MAX, GOLD, WRONG = 64, 7, 3

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.premium import bootstrap_counts
+from mindcap_tok.resample import bootstrap_counts
 from mindcap_tok.stats.bootstrap import Boot, item_bootstrap, ratio_difference
 from mindcap_tok.stats.curves import DEFAULT_BUDGETS, sweep
 from mindcap_tok.stats.premiums import required_budgets

@@ -12,18 +12,19 @@ from typing import TYPE_CHECKING, Any
 from .errors import MindcapError
 
 if TYPE_CHECKING:
-    from .premium import Premium, premium, scale_budget
+    from .premium import Premium, token_premium
+    from .resample import scale_budget
     from .tokenizer import ResolvedTokenizer, load_tokenizer
 
 _LAZY = {
     "Premium": "premium",
-    "premium": "premium",
-    "scale_budget": "premium",
+    "token_premium": "premium",
+    "scale_budget": "resample",
     "ResolvedTokenizer": "tokenizer",
     "load_tokenizer": "tokenizer",
 }
 
-__all__ = ["MindcapError", "Premium", "ResolvedTokenizer", "load_tokenizer", "premium", "scale_budget"]
+__all__ = ["MindcapError", "Premium", "ResolvedTokenizer", "load_tokenizer", "scale_budget", "token_premium"]
 __version__ = "0.1.0"
 
 

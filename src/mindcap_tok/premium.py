@@ -23,7 +23,6 @@ and ``n_boot = 0``; ``n_pairs`` is the number of sentence pairs joined.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
@@ -34,6 +33,7 @@ from tokenizers import Tokenizer
 from .data.flores import SPLITS, flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
 from .errors import MindcapError
+from .resample import bootstrap_counts, scale_budget
 from .tokenizer import ResolvedTokenizer
 
 DEFAULT_LANGS = ("de", "th", "sw")
@@ -79,16 +79,6 @@ class Premium:
         return out
 
 
-def scale_budget(r: float | Fraction, budget: int) -> int:
-    """floor(r·B), exactly.
-
-    A float ``r`` is read as the decimal it prints as (``2.55`` means 255/100), so a premium typed by
-    hand scales the way the reader expects; a :class:`Fraction` (``Premium.ratio``) is used as is.
-    """
-    exact = r if isinstance(r, Fraction) else Fraction(repr(float(r)))
-    return math.floor(exact * budget)
-
-
 def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str]) -> np.ndarray:
     """Token count of each line, no special tokens (one batched call); any tokenizer family."""
     if isinstance(tokenizer, ResolvedTokenizer):
@@ -97,18 +87,6 @@ def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str])
     return np.fromiter(
         (len(e.ids) for e in encode(list(lines), add_special_tokens=False)), dtype=np.int64, count=len(lines)
     )
-
-
-def bootstrap_counts(n: int, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, n) matrix: how often each of n units is drawn in each resample (float64, exact ints).
-
-    Row b is the multiplicity vector of resample b drawn with replacement; the same seed always
-    gives the same matrix, so every statistic computed from it is reproducible.
-    """
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    flat = (idx + (np.arange(n_boot, dtype=np.int64) * n)[:, None]).ravel()
-    return np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n).astype(np.float64)
 
 
 def ratio_bootstrap(
@@ -144,7 +122,7 @@ def petrov2023_string(files: Sequence[Sequence[str]]) -> str:
     return " ".join(item for lines in files for item in (*lines, ""))
 
 
-def premium(
+def token_premium(
     tokenizer: ResolvedTokenizer,
     languages: Iterable[str] = DEFAULT_LANGS,
     ref: str = "eng_Latn",

@@ -1,6 +1,6 @@
 """What an extension buys on held-out parallel text: the FLORES premium before and after, and English drift.
 
-Both premiums come from :func:`mindcap_tok.premium.premium` with the same seed, so they use the same resampling
+Both premiums come from :func:`mindcap_tok.premium.token_premium` with the same seed, so they use the same resampling
 matrix; the change of the premium gets its own paired percentile interval from that matrix.
 """
 
@@ -12,7 +12,8 @@ import numpy as np
 
 from ..data.flores import load_parallel
 from ..data.languages import resolve_language
-from ..premium import Premium, bootstrap_counts, count_tokens, premium
+from ..premium import Premium, count_tokens, token_premium
+from ..resample import bootstrap_counts
 from ..tokenizer import ResolvedTokenizer
 
 
@@ -57,7 +58,8 @@ def measure_effect(
     """Premium of ``lang`` on a FLORES split under both tokenizers, the paired CI of its change, English drift."""
     code = resolve_language(lang)
     before, after = (
-        premium(t, [code], split=split, n_boot=n_boot, seed=seed, ci=ci, source=source)[0] for t in (base, extended)
+        token_premium(t, [code], split=split, n_boot=n_boot, seed=seed, ci=ci, source=source)[0]
+        for t in (base, extended)
     )
     texts = load_parallel([code], split=split, source=source)
     columns = [count_tokens(t.tokenizer, texts[c]) for t in (base, extended) for c in ("eng_Latn", code)]

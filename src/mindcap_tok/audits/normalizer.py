@@ -33,7 +33,8 @@ import pyarrow.compute as pc
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError, first_line
-from ..premium import count_tokens, scale_budget
+from ..premium import count_tokens
+from ..resample import scale_budget
 from ..stats.bootstrap import Boot, bootstrap_weights, item_bootstrap
 from ..stats.curves import NATIVE, TRANSLATE
 from ..stats.premiums import PremiumTable, lookup_premium

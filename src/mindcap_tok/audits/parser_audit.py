@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ..ledger.parse import Parser, get_parser
 from ..ledger.score import ByteTable, byte_table, flat_ids
-from ..premium import scale_budget
+from ..resample import scale_budget
 from ..stats.premiums import PremiumTable, lookup_premium
 from ..tokenizer import ResolvedTokenizer
 from ._common import AuditResult, population_keys

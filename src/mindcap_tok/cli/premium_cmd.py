@@ -7,7 +7,7 @@ import click
 from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
 from ..errors import MindcapError
-from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, premium
+from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
 from ..tokenizer import load_tokenizer
 from ._output import emit, render, to_json
 from ._progress import progress_bar
@@ -120,7 +120,7 @@ def premium_command(
     for model in models:
         tok = load_tokenizer(model, state.config.tokenizers_dir.value)
         with progress_bar(f"tokenizing ({tok.name})", total=len(languages), enabled=len(languages) > 10) as advance:
-            rows = premium(
+            rows = token_premium(
                 tok,
                 languages,
                 ref=ref,

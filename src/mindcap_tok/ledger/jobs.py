@@ -46,7 +46,7 @@ from pathlib import Path
 from ..data.languages import resolve_language
 from ..data.mgsm import N_ITEMS
 from ..errors import MindcapError
-from ..premium import scale_budget
+from ..resample import scale_budget
 from ..tokenizer import canonical_model_name
 from .prompts import prompt_languages
 from .schema import ANNOUNCE_STYLES, ARMS, DESIGNS
@@ -405,15 +405,15 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
 
 def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizers_dir) -> dict[str, float | Fraction]:
     """``{lang: r}`` typed in the spec, or ``"flores"``: each language's premium measured with the job's own
-    tokenizer on FLORES-200 devtest by :func:`mindcap_tok.premium.premium`, kept as the exact token ratio so
+    tokenizer on FLORES-200 devtest by :func:`mindcap_tok.premium.token_premium`, kept as the exact token ratio so
     that floor(r·B) matches what the statistics later compute from the same tokenizer."""
     if value == "flores":
         from ..data.flores import flores_source
-        from ..premium import premium
+        from ..premium import token_premium
         from ..tokenizer import load_tokenizer
 
         tok = load_tokenizer(tokenizer, tokenizers_dir)
-        return {p.lang: p.ratio for p in premium(tok, langs, n_boot=1, source=flores_source(data_dir))}
+        return {p.lang: p.ratio for p in token_premium(tok, langs, n_boot=1, source=flores_source(data_dir))}
     if not isinstance(value, dict):
         raise MindcapError(f'premiums must be a table (lang = r) or "flores", got {_show(value)}')
     bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}

@@ -1,7 +1,7 @@
 """Item-clustered bootstrap: resample benchmark items, keep all k samples of each drawn item.
 
 One weight matrix ``W`` (n_boot × n_items, how often each item is drawn; see
-:func:`mindcap_tok.premium.bootstrap_counts`) is applied to per-item sums, so a resampled accuracy is
+:func:`mindcap_tok.resample.bootstrap_counts`) is applied to per-item sums, so a resampled accuracy is
 ``(W @ correct) / (W @ count)`` for every cell and budget at once. The same ``W`` (same seed) serves every
 statistic in an analysis, which makes differences between cells, budgets, languages and arms paired.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MindcapError
-from ..premium import bootstrap_counts
+from ..resample import bootstrap_counts
 from .grid import AccuracyGrid
 
 

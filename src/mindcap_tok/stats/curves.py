@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MindcapError
-from ..premium import scale_budget
+from ..resample import scale_budget
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, premium_table

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..premium import scale_budget
+from ..resample import scale_budget
 from .bootstrap import Boot, grid_bootstrap
 from .curves import NATIVE, TRANSLATE
 from .grid import SETTING_COLUMNS, AccuracyGrid

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..premium import Premium, scale_budget
+from ..premium import Premium
+from ..resample import scale_budget
 from ..tokenizer import canonical_model_name
 
 #: (model or None for "any model", FLORES code) -> r
@@ -123,11 +124,11 @@ def resolve_premiums(
 
     Each spec is ``lang=r`` (or ``model:lang=r``), a JSON file from ``mindcap-tok premium --format json``,
     or a tokenizer name (``qwen3-8b``): FLORES-200 devtest premiums computed with
-    :func:`mindcap_tok.premium.premium` for ``languages``. With a single tokenizer spec its premiums
+    :func:`mindcap_tok.premium.token_premium` for ``languages``. With a single tokenizer spec its premiums
     apply to every model in the ledger. No spec: each model's own tokenizer (paper §3).
     """
     from ..data.flores import flores_source
-    from ..premium import premium
+    from ..premium import token_premium
     from ..tokenizer import load_tokenizer
 
     specs = list(specs or [])
@@ -146,7 +147,7 @@ def resolve_premiums(
             hint = "; pass --premiums (a tokenizer name, a premium JSON file, or lang=r)" if auto else ""
             raise MindcapError(f"cannot compute premiums for {name!r}: {exc}{hint}") from exc
         # only the ratios are used here, so the premium CI bootstrap is kept minimal
-        rows = premium(tok, langs, ref=ref, n_boot=1, seed=0, source=flores_source(data_dir))
+        rows = token_premium(tok, langs, ref=ref, n_boot=1, seed=0, source=flores_source(data_dir))
         for row in rows:
             r = row.ratio
             table[(name if auto else row.model, row.lang)] = r

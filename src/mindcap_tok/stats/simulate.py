@@ -29,7 +29,7 @@ import pandas as pd
 from scipy import integrate, special
 
 from ..errors import MindcapError
-from ..premium import scale_budget
+from ..resample import scale_budget
 from .grid import AccuracyGrid
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MindcapError
-from ..premium import scale_budget
+from ..resample import scale_budget
 from .curves import DEFAULT_BUDGETS, NATIVE, _row_keys, arm_pairs, delta_table
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import lookup_premium, premium_table
