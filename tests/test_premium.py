@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from mindcap_tok.premium import count_tokens, token_premium, ratio_bootstrap
+from mindcap_tok.premium import count_tokens, ratio_bootstrap, token_premium
 from mindcap_tok.resample import bootstrap_counts, scale_budget
 from mindcap_tok.tokenizer import ResolvedTokenizer
 
@@ -114,7 +114,8 @@ def test_reproduces_paper_premiums(model, expected, config, flores_dir):
 
 def test_qwen_thai_premium_matches_paper_precision(qwen, flores_dir):
     # paper §4.2 prints r = 2.550777 for Qwen Thai, and §6 prints 1.559 / 2.551 / 1.936
-    res = {r.lang: r for r in token_premium(qwen, ["de", "th", "sw"], source=flores_dir, n_boot=10, seed=0, budgets=[256])}
+    rows = token_premium(qwen, ["de", "th", "sw"], source=flores_dir, n_boot=10, seed=0, budgets=[256])
+    res = {r.lang: r for r in rows}
     assert round(res["tha_Thai"].premium, 6) == 2.550777
     assert res["tha_Thai"].scaled_budgets == {256: 652}
     assert round(res["deu_Latn"].premium, 3) == 1.559
