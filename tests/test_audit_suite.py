@@ -165,3 +165,131 @@ def test_report_is_rendered_before_anything_is_written(tmp_path, monkeypatch):
     assert {k: p.read_text("utf-8") for k, p in paths.items()} == before
     assert sorted(p.name for p in out.iterdir()) == [".mindcap-tok-output.json", "audit.json", "audit.md"]
     assert [p.name for p in tmp_path.iterdir()] == ["audit"]  # no staging folder left beside it
+
+
+# -- the registry: honest skips, real failures --------------------------------------------------------------------
+
+def _replace_runner(monkeypatch, name, runner):
+    import dataclasses
+
+    from mindcap_tok.audits import suite as suite_mod
+
+    monkeypatch.setitem(suite_mod.REGISTRY, name, dataclasses.replace(suite_mod.REGISTRY[name], run=runner))
+
+
+def test_an_unexpected_audit_error_fails_the_command(qwen, ledger_dir, tmp_path, monkeypatch):
+    from mindcap_tok.audits.suite import AuditFailed
+
+    def broken(records, tokenizers, config):
+        raise RuntimeError("index out of range\nsecond line")
+
+    _replace_runner(monkeypatch, "parity", broken)
+    with pytest.raises(AuditFailed) as info:
+        run_audits(ledger_dir, ["parser", "parity"], AuditConfig(budgets=(8,), tokenizers={"qwen3-8b": qwen}))
+    assert info.value.audit == "parity" and isinstance(info.value.cause, RuntimeError)
+    out = tmp_path / "report"
+    res = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out", str(out), "--only",
+                                   "parser,parity", "--budgets", "8"])
+    assert res.exit_code == 2, res.output
+    assert res.output.strip().splitlines() == ["error: audit parity failed: RuntimeError: index out of range"]
+    assert not out.exists()  # nothing written
+
+
+def test_an_input_error_inside_an_audit_is_no_longer_a_skip(qwen, ledger_dir):
+    from mindcap_tok.audits.suite import AuditFailed
+
+    # premiums that lack the ledger's language: the parser audit cannot price its gains, which is an error
+    config = AuditConfig(budgets=(8,), premiums=premium_table({"deu_Latn": 1.5}), tokenizers={"qwen3-8b": qwen})
+    with pytest.raises(AuditFailed, match=r"^audit parser failed: no premium for model 'qwen3-8b', language tha_Thai"):
+        run_audits(ledger_dir, ["parser"], config)
+
+
+def test_a_missing_extra_is_a_skip_with_the_install_hint(qwen, ledger_dir, tmp_path, monkeypatch):
+    from mindcap_tok.errors import MissingExtraError
+
+    def needs_extra(records, tokenizers, config):
+        raise MissingExtraError("somepkg", "someextra")
+
+    _replace_runner(monkeypatch, "parity", needs_extra)
+    out = tmp_path / "report"
+    res = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out", str(out), "--only",
+                                   "parser,parity", "--budgets", "8"])
+    assert res.exit_code == 0, res.output
+    assert "parity: skipped: somepkg is not installed: pip install 'mindcap-tok[someextra]'" in res.output
+    data = json.loads((out / "audit.json").read_text("utf-8"))
+    assert [(a["name"], a["status"]) for a in data["audits"]] == [("parser", "ok"), ("parity", "skipped")]
+
+
+def test_an_audit_states_its_own_skip_reason(qwen, ledger_dir):
+    suite = run_audits(ledger_dir, ["comet"], AuditConfig(tokenizers={"qwen3-8b": qwen}))  # no references
+    (res,) = suite.results
+    assert res.status == "skipped" and res.reason.startswith("no English references")
+
+
+# -- audit.md reads well --------------------------------------------------------------------------------------------
+
+def _table_after(md: str, heading: str) -> list[list[str]]:
+    """The cells of the first pipe table after ``heading`` (header row included, separator left out)."""
+    lines = md.splitlines()
+    start = lines.index(heading)
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if not all(set(c) <= set(":-") for c in cells):
+            rows.append(cells)
+    return rows
+
+
+def test_headline_summary_and_missing_values(tmp_path):
+    import math
+
+    import pandas as pd
+
+    from mindcap_tok.audits import AuditResult, SuiteResult, render_markdown
+    from mindcap_tok.audits._common import skipped
+
+    langid = AuditResult("langid", tables={"compliance": pd.DataFrame(
+        {"lang": ["deu_Latn", "tha_Thai"], "determinate": [4, 6], "in_expected": [0.5, 1.0]})})
+    comet = AuditResult("comet", summary={"metrics": ["chrf"]}, tables={"quality": pd.DataFrame(
+        {"lang": ["deu_Latn", "tha_Thai"], "scored": [2, 0], "chrf_mean": [50.0, math.nan]})})
+    parser = AuditResult("parser", tables={"robustness": pd.DataFrame(
+        {"n": [4, 6], "rescued_traces": [1, 0], "unstable_traces": [2, 1]})})
+    parity = AuditResult("parity", summary={"raw_agreement": 0.75, "normalized_agreement": None, "sampled": 8,
+                                            "seed": None})
+    normalizer = AuditResult("normalizer", tables={"delta": pd.DataFrame(
+        {"normalizer": ["flores", "flores", "behavioral"], "delta": [0.031, 0.2, 0.02], "peak": [True, False, True],
+         "ci_low": [math.nan, 0.1, 0.0]})})
+    suite = SuiteResult("L", 10, [langid, comet, parser, parity, normalizer, skipped("langid", "no model")])
+    md = render_markdown(suite)
+    assert _table_after(md, "## Summary") == [
+        ["audit", "status", "key figure"],
+        ["Trace-language ID (`langid`)", "ok", "80.0% of 10 determinate traces in the expected language"],
+        ["Translation quality (chrF / COMET) (`comet`)", "ok", "mean chrF 50 over 2 translation segments"],
+        ["Parser robustness (`parser`)", "ok", "rescued-correct 1 of 10 traces (10.0%), value-unstable 3 (30.0%)"],
+        ["Decoder parity (`parity`)", "ok",
+         "raw agreement 75.0%, after special-token normalisation — (8 prefixes sampled)"],
+        ["Normalizer sensitivity (`normalizer`)", "ok", "largest peak Δ_L (points): flores +3.1, behavioral +2.0"],
+        ["Trace-language ID (`langid`)", "skipped", "no model"],
+    ]
+    assert "nan" not in md
+    assert _table_after(md, "### quality")[1:] == [["deu_Latn", "2", "50"], ["tha_Thai", "0", "—"]]
+    assert _table_after(md, "### delta")[1] == ["flores", "0.031", "True", "—"]
+    assert "seed=—" in md and "normalized_agreement=—" in md
+
+
+def test_parity_prefixes_sort_as_numbers_whole_last(qwen):
+    from mindcap_tok.audits import parity_audit
+
+    long_text = "We add the two numbers and then check the sum once more. " * 120 + "#### 18\n"
+    recs = [make_record(qwen, long_text, item=0), make_record(qwen, "คิด\n#### 18\n", item=1)]
+    assert len(recs[0]["output_ids"]) > 768 and len(recs[1]["output_ids"]) < 64
+    table = validate_records(recs)
+    res = parity_audit(table, {"qwen3-8b": qwen}, budgets=(768, 64, 512, 128), per_stratum=20)
+    by = res.tables["by_prefix"]
+    # the long record gives a unit per budget and its whole, the short one only its whole: every unit sampled
+    assert by["prefix"].tolist() == ["64", "128", "512", "768", "whole"]
+    assert by["sampled"].tolist() == [1, 1, 1, 1, 2]

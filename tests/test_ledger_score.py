@@ -13,6 +13,7 @@ from mindcap_tok.ledger.parse import get_parser
 from mindcap_tok.ledger.score import (
     accuracy_curves,
     byte_table,
+    score_by_tokenizer,
     score_ledger,
     score_prefixes,
     score_token_ids,
@@ -194,3 +195,23 @@ def test_bad_scoring_inputs(qwen):
         score_prefixes(["abc"], [np.array([1, 2])], [1], [1])
     with pytest.raises(MindcapError, match="lack column"):
         score_ledger(pd.DataFrame({"model": ["m"]}), qwen, [1])
+
+
+def test_records_are_grouped_by_their_own_tokenizer(qwen, llama):
+    """Rows of two tokenizers interleaved: each record's ids are read with its own tokenizer, in row order (Llama
+    ids read with Qwen's byte table would be other text). The reference is decoding each record's prefixes
+    with its own tokenizer until the answer line appears."""
+    text = "a b c d e f g h\n#### 5\n"
+    toks = [qwen, llama, llama, qwen]
+    ids = [t.tokenizer.encode(text, add_special_tokens=False).ids for t in toks]
+    table = pa.table({"tokenizer": [t.name for t in toks], "output_ids": ids, "gold": [5, 5, 6, 5],
+                      "finish_reason": ["stop"] * 4})
+    res = score_by_tokenizer(table, {"qwen3-8b": qwen, "llama-3.1-8b": llama}, [1, 100])
+    assert res.n_tokens.tolist() == [len(i) for i in ids]
+    assert res.scores.tolist() == [[0, 1], [0, 1], [0, 0], [0, 1]]  # record 2's gold is 6
+    first = [next(b for b in range(1, len(i) + 1) if "#### 5" in t.tokenizer.decode(i[:b]))
+             for t, i in zip(toks, ids, strict=True)]
+    assert res.emission.tolist() == first  # E: the first parseable answer line, right or wrong
+    assert res.correct.tolist() == [1, 1, 0, 1]
+    one = score_by_tokenizer(table.slice(0, 1), qwen, [100])  # one tokenizer for every record: no column needed
+    assert one.scores.tolist() == [[1]]

@@ -31,8 +31,9 @@ from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..ledger.parse import get_parser
 from ..ledger.store import Ledger
+from ..ledger.tokenizers import resolve_tokenizers
 from ..stats.bootstrap import Boot, item_bootstrap
-from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
+from ..tokenizer import ResolvedTokenizer, canonical_model_name
 from .crossfit import measure_folds, save_crossfit
 from .retokenize import (
     FoldTokenizer,
@@ -90,11 +91,13 @@ def load_traces(
     lang: str,
     tokenizer: ResolvedTokenizer | None = None,
     tokenizers_dir: str | None = None,
+    allow_tokenizer_mismatch: bool = False,
 ) -> Traces:
     """Read the NATIVE and TRANSLATE-ACT replay records of ``model``/``lang`` and decode their ids.
 
-    The ids are decoded with the tokenizer they were stored under (``tokenizer``, else the name in the records,
-    checked against the hash in the ledger manifest).
+    The ids are decoded with the tokenizer they were stored under (``tokenizer``, else the name in the records),
+    checked against the hash in the ledger manifest by
+    :func:`~mindcap_tok.ledger.tokenizers.resolve_tokenizers` (``allow_tokenizer_mismatch`` accepts a mismatch).
     """
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     code = resolve_language(lang)
@@ -114,14 +117,8 @@ def load_traces(
     names = sorted(set(frame["tokenizer"]))
     if len(names) != 1:
         raise MindcapError(f"{name} {code} records were stored under several tokenizers ({', '.join(names)})")
-    if tokenizer is None:
-        tokenizer = load_tokenizer(names[0], tokenizers_dir)
-    known = store.tokenizers().get(names[0])
-    if known and known.get("sha256") != tokenizer.sha256:
-        raise MindcapError(
-            f"tokenizer {tokenizer.name!r} (sha256 {tokenizer.sha256[:12]}…) is not the one the ledger's ids "
-            f"came from ({known['sha256'][:12]}…)"
-        )
+    tokenizer = resolve_tokenizers(names, store, override=tokenizer, tokenizers_dir=tokenizers_dir,
+                                   allow_mismatch=allow_tokenizer_mismatch)[names[0]]
     return Traces(name, code, frame, decode_traces(tokenizer, ids), tokenizer)
 
 
@@ -501,6 +498,7 @@ def price_ledger(
     save_extension: str | os.PathLike[str] | None = None,
     on_progress: Callable[[int], None] | None = None,
     workers: int | None = None,
+    allow_tokenizer_mismatch: bool = False,
 ) -> Pricing:
     """Price both token-count rungs for one model and language (what ``mindcap-tok price`` runs).
 
@@ -510,7 +508,8 @@ def price_ledger(
     trace of a drawn item, both arms); asked for more items than there are, it prices them all, and ``Pricing.sample``
     is the number used (with a note). A saved extension must record the priced language and the ids' base.
     ``measure_premium`` adds each learned fold's FLORES premium before/after.
-    ``workers``: processes retokenizing the traces (default: every usable CPU).
+    ``workers``: processes retokenizing the traces (default: every usable CPU). The ids' tokenizer must be the one
+    the ledger recorded, unless ``allow_tokenizer_mismatch`` (see :func:`load_traces`).
     """
     get_parser(parser)  # an unknown parser fails before any work
     learn = learn_size is not None or learn_min_freq is not None
@@ -518,7 +517,8 @@ def price_ledger(
     if given != 1:
         raise MindcapError("give exactly one extension: fold tokenizers, a saved extension folder, or a size to learn")
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    traces = load_traces(store, model, lang, tokenizer=tokenizer, tokenizers_dir=tokenizers_dir)
+    traces = load_traces(store, model, lang, tokenizer=tokenizer, tokenizers_dir=tokenizers_dir,
+                         allow_tokenizer_mismatch=allow_tokenizer_mismatch)
     population = int(traces.items.size)
     sample_note = []
     if sample is not None:

@@ -1,7 +1,8 @@
 """The five ledger audits of "Mind the Cap" §5 and §4.2, and the suite that runs them into one report.
 
-Each audit is a function returning an :class:`AuditResult` (per-cell tables plus settings); the suite
-(:func:`run_audits`, :func:`write_report`) is what ``mindcap-tok audit`` calls.
+Each audit is a function returning an :class:`AuditResult` (per-cell tables plus settings), registered in
+:data:`REGISTRY` as an :class:`AuditSpec`; the suite (:func:`run_audits`, :func:`write_report`) is what
+``mindcap-tok audit`` calls.
 """
 
 from ._common import AuditResult
@@ -18,13 +19,26 @@ from .normalizer import behavioral_ratios, normalizer_audit, threshold_premium, 
 from .parity import classify, parity_audit
 from .parser_audit import parser_audit, read_records
 from .segments import split_translate_act
-from .suite import AUDITS, AuditConfig, SuiteResult, render_markdown, run_audits, write_report
+from .suite import (
+    AUDITS,
+    REGISTRY,
+    AuditConfig,
+    AuditFailed,
+    AuditSpec,
+    SuiteResult,
+    render_markdown,
+    run_audits,
+    write_report,
+)
 from .translation import chrf_scores, comet_scores, translation_audit
 
 __all__ = [
     "AUDITS",
+    "REGISTRY",
     "AuditConfig",
+    "AuditFailed",
     "AuditResult",
+    "AuditSpec",
     "LidSettings",
     "SuiteResult",
     "behavioral_ratios",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -13,8 +12,8 @@ import pyarrow as pa
 from ..errors import MindcapError
 from ..ledger.parse import Parser
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
-from ..ledger.score import byte_table, flat_ids, score_token_ids
-from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from ..ledger.score import score_by_tokenizer
+from ..tokenizer import ResolvedTokenizer
 
 #: the cell and the settings that split its records into populations (as the scorer and stats do), when present
 POPULATION_COLUMNS = (*CELL_COLUMNS, *SETTING_COLUMNS)
@@ -68,39 +67,16 @@ def population_keys(table: pa.Table | pd.DataFrame) -> list[str]:
     return [c for c in POPULATION_COLUMNS if c in names]
 
 
-def resolve_tokenizers(
-    names: Sequence[str],
-    tokenizers: Mapping[str, ResolvedTokenizer] | None = None,
-    tokenizers_dir: str | os.PathLike[str] | None = None,
-) -> dict[str, ResolvedTokenizer]:
-    """Tokenizer per name in ``names``: the given ones first, else :func:`load_tokenizer`."""
-    given = dict(tokenizers or {})
-    return {n: given[n] if n in given else load_tokenizer(n, tokenizers_dir) for n in dict.fromkeys(names)}
-
-
 def score_matrix(
     table: pa.Table,
     tokenizers: Mapping[str, ResolvedTokenizer],
     budgets: Sequence[int],
     parser: str | Parser = "strict",
 ) -> np.ndarray:
-    """(records, budgets) int8 prefix scores at any budgets, no per-row DataFrame (see ``score_token_ids``)."""
-    n = table.num_rows
-    out = np.zeros((n, len(budgets)), dtype=np.int8)
-    if n == 0:
-        return out
-    names = table.column("tokenizer").to_numpy(zero_copy_only=False)
-    golds = table.column("gold").to_numpy()
-    complete = table.column("finish_reason").to_numpy(zero_copy_only=False) == "stop"
-    for name in dict.fromkeys(names):
-        if name not in tokenizers:
-            raise MindcapError(f"no tokenizer given for {name!r}")
-        rows = np.flatnonzero(names == name)
-        ids, splits = flat_ids(table.column("output_ids").take(pa.array(rows)))
-        res = score_token_ids(ids, splits, byte_table(tokenizers[name]), golds[rows].tolist(), budgets, parser,
-                              complete[rows])
-        out[rows] = res.scores
-    return out
+    """(records, budgets) int8 prefix scores at any budgets, no per-row DataFrame (see ``score_by_tokenizer``)."""
+    if table.num_rows == 0:
+        return np.zeros((0, len(budgets)), dtype=np.int8)
+    return score_by_tokenizer(table, tokenizers, budgets, parser).scores
 
 
 def stratified_sample(frame: pd.DataFrame, strata: Sequence[str], per_stratum: int, seed: int) -> np.ndarray:

@@ -19,6 +19,7 @@ reason and prefix budget is compared:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -72,6 +73,11 @@ def _first_difference(a: str, b: str) -> int:
     return int(diff[0]) if len(diff) else n
 
 
+def prefix_order(label: str) -> float:
+    """Sort key of a prefix label: its budget as a number, ``whole`` after every budget."""
+    return math.inf if label == "whole" else float(label)
+
+
 def prefix_units(n_tokens: np.ndarray, budgets: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(record, prefix length) of every unit: each record whole, and its first B ids for each B < n."""
     rows, lengths = [np.arange(len(n_tokens))], [n_tokens]
@@ -119,7 +125,10 @@ def parity_audit(
                         "sampled": len(group), "raw_agreement": counts.get("agree", 0) / len(group),
                         "normalized_agreement": (counts.get("agree", 0) + counts.get("special-token markup", 0))
                         / len(group), **{c: int(counts.get(c, 0)) for c in CLASSES[1:]}})
-        return pd.DataFrame(out)
+        table = pd.DataFrame(out)
+        if "prefix" in by and len(table):  # budgets as numbers (64 before 128), the whole generation last
+            table = table.sort_values("prefix", key=lambda col: col.map(prefix_order), kind="stable")
+        return table.reset_index(drop=True)
 
     div = []
     for cls in CLASSES[1:]:

@@ -1,48 +1,56 @@
 """The audit suite: run the selected audits over one ledger and write one Markdown report plus JSON.
 
-Audits (``--only`` names): ``langid`` (trace language), ``comet`` (translation quality: chrF always, COMET
-with a checkpoint), ``parser`` (parser robustness), ``parity`` (decoder parity), ``normalizer`` (normalizer
-sensitivity). An audit whose optional dependency is missing, or whose inputs are absent (no premiums, no
-English references), is *skipped* with the reason and the fix in the report; the others still run.
+Audits (``--only`` names) live in :data:`REGISTRY`, one :class:`AuditSpec` each: ``langid`` (trace language),
+``comet`` (translation quality: chrF always, COMET with a checkpoint), ``parser`` (parser robustness),
+``parity`` (decoder parity), ``normalizer`` (normalizer sensitivity). An audit is *skipped* only when its
+optional dependency is missing (:class:`~mindcap_tok.errors.MissingExtraError`; the report names the install
+command) or for a reason the audit states itself (e.g. no English references, no translate-act records); the
+others still run. Any other error fails the whole run (:class:`AuditFailed`), so no report is written.
+Tokenizers are resolved once, by the ledger's policy (:func:`~mindcap_tok.ledger.tokenizers.resolve_tokenizers`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from .._io import output_folder
 from .._json import dumps_strict, strict_json_value
-from ..errors import MindcapError, MissingExtraError
+from ..errors import MindcapError, MissingExtraError, first_line
 from ..ledger.store import Ledger
+from ..ledger.tokenizers import resolve_tokenizers
 from ..stats.premiums import PremiumTable
 from ..tokenizer import ResolvedTokenizer
-from ._common import POPULATION_COLUMNS, AuditResult, resolve_tokenizers, skipped
+from ._common import POPULATION_COLUMNS, AuditResult, skipped
 from .langid import LidSettings, langid_audit, load_lid_model, validation_csv
 from .normalizer import normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
 from .translation import translation_audit
 
-AUDITS = ("langid", "comet", "parser", "parity", "normalizer")
-INSTALL = {
-    "langid": "pip install 'mindcap-tok[lid]'",
-    "comet": "pip install 'mindcap-tok[chrf]' (COMET: pip install 'mindcap-tok[comet]' in its own environment)",
-}
 _COLUMNS = (*POPULATION_COLUMNS, "item", "sample", "output_ids", "text", "finish_reason", "gold", "tokenizer",
             "n_tokens")
+#: what a missing value looks like in the Markdown report
+MISSING = "—"
 
 
 @dataclass
 class AuditConfig:
-    """Inputs and settings of the suite; every random procedure uses ``seed`` (recorded in the output)."""
+    """Inputs and settings of the suite; every random procedure uses ``seed`` (recorded in the output).
+
+    ``tokenizers`` (by name) are used before loading from ``tokenizers_dir``; either way a tokenizer whose hash
+    differs from the one the ledger recorded is an error unless ``allow_tokenizer_mismatch``.
+    """
 
     budgets: Sequence[int] = (64, 128, 192, 256, 384, 512, 768, 1024)
     premiums: PremiumTable | None = None
@@ -66,6 +74,170 @@ class AuditConfig:
     level: float = 0.95
     tokenizers: Mapping[str, ResolvedTokenizer] | None = None
     tokenizers_dir: str | None = None
+    allow_tokenizer_mismatch: bool = False
+
+
+class AuditRun(NamedTuple):
+    """What an audit's runner returns: its result and, for langid, the validation sample to write."""
+
+    result: AuditResult
+    validation_sample: pd.DataFrame | None = None
+
+
+#: runner(records, tokenizers by name, config)
+Runner = Callable[[pa.Table, Mapping[str, ResolvedTokenizer], AuditConfig], AuditRun]
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """One audit of the suite.
+
+    ``run`` calls the audit with keyword arguments from the config; ``needs`` names the inputs it reads
+    (``tokenizers`` means the records' tokenizers are resolved for it); ``required`` maps a config field to the
+    reason the audit is skipped when that field is ``None``; ``extras`` maps each optional extra it may need to
+    the install hint shown when it is missing; ``headline`` is the report's one-line key figure.
+    """
+
+    name: str
+    title: str
+    run: Runner
+    headline: Callable[[AuditResult], str]
+    needs: tuple[str, ...] = ()
+    required: Mapping[str, str] = field(default_factory=dict)
+    extras: Mapping[str, str] = field(default_factory=dict)
+
+    def install_hint(self, exc: MissingExtraError) -> str:
+        """The skip reason for a missing extra: the package and how to install it."""
+        hint = self.extras.get(exc.extra, f"pip install 'mindcap-tok[{exc.extra}]'")
+        return f"{exc.package} is not installed: {hint}"
+
+
+class AuditFailed(MindcapError):
+    """An audit raised an error that is neither a missing extra nor a reason to skip it.
+
+    Attributes: ``audit`` (its name) and ``cause`` (the exception).
+    """
+
+    def __init__(self, audit: str, cause: BaseException) -> None:
+        self.audit, self.cause = audit, cause
+        kind = "" if isinstance(cause, MindcapError) else f"{type(cause).__name__}: "
+        super().__init__(f"audit {audit} failed: {kind}{first_line(cause)}")
+
+
+# -- runners: the audits called with keyword arguments ---------------------------------------------------------
+def _run_langid(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
+    result, sample = langid_audit(records, model=load_lid_model(c.lid_model, hub=c.lid_hub), settings=c.lid,
+                                  validation_per_cell=c.validation_per_cell, seed=c.seed,
+                                  returned=c.validation_labels, criterion=c.criterion)
+    return AuditRun(result, sample)
+
+
+def _run_comet(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
+    return AuditRun(translation_audit(records, references=c.references, tokenizers=toks,
+                                      budgets=c.translation_budgets, sources=c.sources,
+                                      comet_checkpoint=c.comet_checkpoint, delimiter=c.lid.delimiter))
+
+
+def _run_parser(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
+    return AuditRun(parser_audit(records, tokenizers=toks, budgets=c.budgets, premiums=c.premiums))
+
+
+def _run_parity(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
+    return AuditRun(parity_audit(records, tokenizers=toks, budgets=c.budgets, per_stratum=c.parity_per_stratum,
+                                 seed=c.seed))
+
+
+def _run_normalizer(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
+    return AuditRun(normalizer_audit(records, tokenizers=toks, budgets=c.budgets, premiums=c.premiums,
+                                     alternatives=c.alternatives, renderings=c.renderings, sesoi=c.sesoi,
+                                     search_factor=c.search_factor, n_boot=c.n_boot, seed=c.seed, level=c.level))
+
+
+# -- headlines: one key figure per audit -----------------------------------------------------------------------
+def _missing(x) -> bool:
+    """None, NaN, ±inf, pd.NA or NaT."""
+    if isinstance(x, float):
+        return not math.isfinite(x)
+    return x is None or (pd.api.types.is_scalar(x) and bool(pd.isna(x)))
+
+
+def _pct(x) -> str:
+    return MISSING if _missing(x) else f"{100 * float(x):.1f}%"
+
+
+def _pooled(table: pd.DataFrame, value: str, weight: str) -> float | None:
+    """The ``weight``-weighted mean of ``value`` over the rows with a positive weight (None when there are none)."""
+    if table.empty or value not in table or weight not in table:
+        return None
+    rows = table[(table[weight] > 0) & table[value].notna()]
+    total = float(rows[weight].sum())
+    return float((rows[value] * rows[weight]).sum() / total) if total else None
+
+
+def _headline_langid(res: AuditResult) -> str:
+    table = res.tables.get("compliance", pd.DataFrame())
+    det = int(table["determinate"].sum()) if "determinate" in table else 0
+    return f"{_pct(_pooled(table, 'in_expected', 'determinate'))} of {det} determinate traces in the expected language"
+
+
+def _headline_comet(res: AuditResult) -> str:
+    table = res.tables.get("quality", pd.DataFrame())
+    n = int(table["scored"].sum()) if "scored" in table else 0
+    parts = []
+    for metric in res.summary.get("metrics", ["chrf"]):
+        mean = _pooled(table, f"{metric}_mean", "scored")
+        label = "chrF" if metric == "chrf" else metric.upper()
+        parts.append(f"mean {label} {MISSING if mean is None else f'{mean:.4g}'}")
+    return f"{', '.join(parts)} over {n} translation segments"
+
+
+def _headline_parser(res: AuditResult) -> str:
+    table = res.tables.get("robustness", pd.DataFrame())
+    n = int(table["n"].sum()) if "n" in table else 0
+    rescued = int(table["rescued_traces"].sum()) if n else 0
+    unstable = int(table["unstable_traces"].sum()) if n else 0
+    return (f"rescued-correct {rescued} of {n} traces ({_pct(rescued / n if n else None)}), "
+            f"value-unstable {unstable} ({_pct(unstable / n if n else None)})")
+
+
+def _headline_parity(res: AuditResult) -> str:
+    s = res.summary
+    return (f"raw agreement {_pct(s.get('raw_agreement'))}, after special-token normalisation "
+            f"{_pct(s.get('normalized_agreement'))} ({s.get('sampled', 0)} prefixes sampled)")
+
+
+def _headline_normalizer(res: AuditResult) -> str:
+    delta = res.tables.get("delta", pd.DataFrame())
+    if delta.empty:
+        return f"peak Δ_L: {MISSING} (no normalizer)"
+    peaks = delta[delta["peak"]].groupby("normalizer", sort=False)["delta"].max()
+    shown = ", ".join(f"{name} {MISSING if _missing(v) else f'{100 * v:+.1f}'}" for name, v in peaks.items())
+    return f"largest peak Δ_L (points): {shown}"
+
+
+#: the suite's audits, in report order
+REGISTRY: dict[str, AuditSpec] = {
+    spec.name: spec
+    for spec in (
+        AuditSpec("langid", "Trace-language ID", _run_langid, _headline_langid,
+                  needs=("lid_model", "lid", "validation_labels"), extras={"lid": "pip install 'mindcap-tok[lid]'"}),
+        AuditSpec("comet", "Translation quality (chrF / COMET)", _run_comet, _headline_comet,
+                  needs=("tokenizers", "references", "sources", "comet_checkpoint", "translation_budgets"),
+                  required={"references": "no English references: give the MGSM data folder (--data-dir) or "
+                                          "references"},
+                  extras={"chrf": "pip install 'mindcap-tok[chrf]' (COMET: pip install 'mindcap-tok[comet]' in its "
+                                  "own environment)",
+                          "comet": "pip install 'mindcap-tok[comet]' in its own environment (its pins conflict "
+                                   "with vLLM's)"}),
+        AuditSpec("parser", "Parser robustness", _run_parser, _headline_parser,
+                  needs=("tokenizers", "budgets", "premiums")),
+        AuditSpec("parity", "Decoder parity", _run_parity, _headline_parity,
+                  needs=("tokenizers", "budgets", "parity_per_stratum")),
+        AuditSpec("normalizer", "Normalizer sensitivity", _run_normalizer, _headline_normalizer,
+                  needs=("tokenizers", "budgets", "premiums", "alternatives", "renderings")),
+    )
+}
+AUDITS = tuple(REGISTRY)
 
 
 @dataclass
@@ -86,17 +258,39 @@ class SuiteResult:
 def select_audits(only: Sequence[str] | None) -> list[str]:
     """The audits named in ``only`` (all when empty), in suite order; a one-line error for an unknown name."""
     names = list(AUDITS) if not only else [o.strip().lower() for o in only]
-    unknown = [n for n in names if n not in AUDITS]
+    unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise MindcapError(f"unknown audit(s) {', '.join(unknown)}; use {', '.join(AUDITS)}")
     return [a for a in AUDITS if a in names]
 
 
+def run_one(spec: AuditSpec, records: pa.Table, toks: Mapping[str, ResolvedTokenizer],
+            config: AuditConfig) -> AuditRun:
+    """Run one audit: a missing required input or extra is a skip, any other error :class:`AuditFailed`."""
+    for attr, reason in spec.required.items():
+        if getattr(config, attr) is None:
+            return AuditRun(skipped(spec.name, reason))
+    try:
+        run = spec.run(records, toks, config)
+    except MissingExtraError as exc:
+        return AuditRun(skipped(spec.name, spec.install_hint(exc)))
+    except Exception as exc:
+        raise AuditFailed(spec.name, exc) from exc
+    run.result.name = spec.name
+    return run
+
+
 def run_audits(source: str | os.PathLike[str] | Ledger | pa.Table, only: Sequence[str] | None = None,
                config: AuditConfig | None = None) -> SuiteResult:
-    """Run the audits named in ``only`` (all by default) on a ledger folder, a :class:`Ledger` or records."""
+    """Run the audits named in ``only`` (all by default) on a ledger folder, a :class:`Ledger` or records.
+
+    Raises :class:`AuditFailed` when an audit fails for any reason but a missing extra or its own skip reason,
+    and :class:`~mindcap_tok.ledger.tokenizers.TokenizerMismatchError` when a tokenizer is not the one the
+    ledger recorded (unless ``config.allow_tokenizer_mismatch``).
+    """
     config = config or AuditConfig()
-    names = select_audits(only)
+    specs = [REGISTRY[name] for name in select_audits(only)]
+    ledger = None
     if isinstance(source, pa.Table):
         records, where = source, "records"
     else:
@@ -104,56 +298,74 @@ def run_audits(source: str | os.PathLike[str] | Ledger | pa.Table, only: Sequenc
         records, where = ledger.read(columns=list(_COLUMNS)), str(ledger.root)
     if records.num_rows == 0:  # an audit with no data is an error, never "ok"
         raise MindcapError(f"no records in {where}: nothing to audit")
-    toks = resolve_tokenizers(records.column("tokenizer").to_pylist(), config.tokenizers, config.tokenizers_dir)
+    toks: dict[str, ResolvedTokenizer] = {}
+    if any("tokenizers" in spec.needs for spec in specs):
+        toks = resolve_tokenizers(records.column("tokenizer").to_pylist(), ledger, given=config.tokenizers,
+                                  tokenizers_dir=config.tokenizers_dir,
+                                  allow_mismatch=config.allow_tokenizer_mismatch)
     results, sample = [], None
-    for name in names:
+    for spec in specs:
         start = time.perf_counter()
-        try:
-            if name == "langid":
-                result, sample = langid_audit(records, load_lid_model(config.lid_model, config.lid_hub), config.lid,
-                                              config.validation_per_cell, config.seed, config.validation_labels,
-                                              config.criterion)
-            elif name == "comet":
-                if config.references is None:
-                    raise MindcapError("no English references: give the MGSM data folder (--data-dir) or references")
-                result = translation_audit(records, config.references, toks, config.translation_budgets,
-                                           config.sources, config.comet_checkpoint, config.lid.delimiter)
-            elif name == "parser":
-                result = parser_audit(records, toks, config.budgets, config.premiums)
-            elif name == "parity":
-                result = parity_audit(records, toks, config.budgets, config.parity_per_stratum, config.seed)
-            else:
-                result = normalizer_audit(records, toks, config.budgets, config.premiums, config.alternatives,
-                                          config.renderings, config.sesoi, config.search_factor, config.n_boot,
-                                          config.seed, config.level)
-        except MissingExtraError as exc:
-            result = skipped(name, f"{exc.package} is not installed: {INSTALL.get(name, exc)}")
-        except MindcapError as exc:
-            result = skipped(name, str(exc))
-        result.name = name
-        result.summary["seconds"] = round(time.perf_counter() - start, 3)
-        results.append(result)
+        run = run_one(spec, records, toks, config)
+        if run.validation_sample is not None:
+            sample = run.validation_sample
+        run.result.summary["seconds"] = round(time.perf_counter() - start, 3)
+        results.append(run.result)
     return SuiteResult(where, records.num_rows, results, sample)
 
 
-_TITLES = {"langid": "Trace-language ID", "comet": "Translation quality (chrF / COMET)",
-           "parser": "Parser robustness", "parity": "Decoder parity", "normalizer": "Normalizer sensitivity"}
+# -- the Markdown report ---------------------------------------------------------------------------------------
+def format_cell(value) -> str:
+    """A table cell: missing values as "—" (never ``nan``), floats to 4 significant digits."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if _missing(value):
+        return MISSING
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A pipe table of ``frame``: cells by :func:`format_cell`, numeric columns right-aligned."""
+    if frame.empty:
+        return "(empty)"
+    cells = frame.astype(object).map(format_cell)
+    align = tuple("right" if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+                  else "left" for c in frame.columns)
+    return cells.to_markdown(index=False, disable_numparse=True, colalign=align)
+
+
+def headline_rows(suite: SuiteResult) -> list[dict[str, str]]:
+    """One row per audit: its title, status, and key figure (the skip reason when skipped)."""
+    rows = []
+    for res in suite.results:
+        spec = REGISTRY[res.name]
+        figure = spec.headline(res) if res.status == "ok" else res.reason
+        rows.append({"audit": f"{spec.title} (`{res.name}`)", "status": res.status, "key figure": figure})
+    return rows
+
+
+def _setting(value) -> str:
+    value = strict_json_value(value)
+    return MISSING if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def render_markdown(suite: SuiteResult) -> str:
-    """The report: one section per audit, its settings, and a table per result table."""
-    lines = ["# mindcap-tok audit report", "", f"Ledger: `{suite.ledger}` ({suite.records} records)", ""]
+    """The report: a headline summary (one line per audit), then one section per audit with its settings and a
+    table per result table."""
+    lines = ["# mindcap-tok audit report", "", f"Ledger: `{suite.ledger}` ({suite.records} records)", "",
+             "## Summary", "", markdown_table(pd.DataFrame(headline_rows(suite))), ""]
     for res in suite.results:
-        lines += [f"## {_TITLES[res.name]} (`{res.name}`)", ""]
+        lines += [f"## {REGISTRY[res.name].title} (`{res.name}`)", ""]
         if res.status != "ok":
             lines += [f"**Skipped:** {res.reason}", ""]
             continue
-        settings = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in res.summary.items()
+        settings = ", ".join(f"{k}={_setting(v)}" for k, v in res.summary.items()
                              if not isinstance(v, dict) or len(json.dumps(v, default=str)) < 200)
         lines += [f"Settings: {settings}", ""]
         for tname, table in res.tables.items():
-            lines += [f"### {tname}", ""]
-            lines += [table.to_markdown(index=False, floatfmt=".4g") if len(table) else "(empty)", ""]
+            lines += [f"### {tname}", "", markdown_table(table), ""]
     return "\n".join(lines)
 
 

@@ -11,3 +11,12 @@ no_verify_option = click.option(
     help="Skip checking each ledger shard read against the manifest's size and SHA-256 (on by default: a "
     "damaged or altered shard is an error). For ledgers you trust, when reading speed matters.",
 )
+
+#: every command that scores a ledger checks each tokenizer's file hash against the one the manifest recorded for
+#: its name (mindcap_tok.ledger.tokenizers.resolve_tokenizers); this accepts a mismatch
+allow_tokenizer_mismatch_option = click.option(
+    "--allow-tokenizer-mismatch",
+    is_flag=True,
+    help="Score with a tokenizer whose file hash differs from the one the ledger's manifest recorded for that "
+    "tokenizer name (by default an error: the stored ids may not belong to it).",
+)

@@ -11,7 +11,7 @@ from ..errors import MindcapError
 from ..ledger.score import MAX_BUDGET
 from ..ledger.store import Ledger
 from ..tokenizer import load_tokenizer
-from ._options import no_verify_option
+from ._options import allow_tokenizer_mismatch_option, no_verify_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -88,10 +88,12 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
 @click.option("--workers", type=click.IntRange(min=1), help="Processes retokenizing traces (default: every CPU).")
 @no_verify_option
+@allow_tokenizer_mismatch_option
 @click.pass_obj
 def price_command(
     state, ledger_dir, models, langs, caps, extension, learn_extension, size, min_freq, n_folds, save_extension,
     measure_premium, tokenizer, parser, sample, seed, n_boot, ci, fmt, out, workers, no_verify,
+    allow_tokenizer_mismatch,
 ) -> None:  # fmt: skip
     """Triage the adaptation ladder: what raising the cap and extending the vocabulary recover, with CIs.
 
@@ -126,6 +128,7 @@ def price_command(
                     tokenizer=ids_tok, tokenizers_dir=state.config.tokenizers_dir.value, parser=parser,
                     sample=sample, seed=seed, n_boot=n_boot, ci=ci, measure_premium=measure_premium,
                     flores_source=source, save_extension=save_extension, workers=workers,
+                    allow_tokenizer_mismatch=allow_tokenizer_mismatch,
                 )  # fmt: skip
                 results.append(priced)
                 advance()

@@ -10,8 +10,9 @@ from ..ledger.parse import VARIANTS
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from ..ledger.score import DEFAULT_BUDGETS, Scores, accuracy_curves, score_ledger
 from ..ledger.store import Ledger
+from ..ledger.tokenizers import resolve_tokenizers
 from ..tokenizer import load_tokenizer
-from ._options import no_verify_option
+from ._options import allow_tokenizer_mismatch_option, no_verify_option
 from ._output import emit, render
 from ._progress import progress_bar
 from .premium_cmd import parse_budgets
@@ -42,9 +43,10 @@ def _save(scores: Scores, folder: str) -> None:
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the curves here (atomically) instead of stdout.")
 @click.option("--save", type=click.Path(file_okay=False), help="Also write by_budget/by_record Parquet to this folder.")
 @no_verify_option
+@allow_tokenizer_mismatch_option
 @click.pass_obj
 def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, langs, fmt, out, save,
-                  no_verify) -> None:
+                  no_verify, allow_tokenizer_mismatch) -> None:
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
     if save:
         check_output_folder(save, PRODUCER)  # before the scoring, not after it
@@ -53,20 +55,10 @@ def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, l
     records = led.read(model=models or None, arm=arms or None, lang=langs or None, columns=_COLUMNS)
     if records.num_rows == 0:
         raise MindcapError(f"no records in {ledger_dir} match the selection")
-    tok_dir = state.config.tokenizers_dir.value
-    stored = led.tokenizers()
-    if tokenizer:
-        toks = load_tokenizer(tokenizer, tok_dir)
-        names = [toks.name]
-    else:
-        names = sorted(set(records.column("tokenizer").to_pylist()))
-        toks = {name: load_tokenizer(name, tok_dir) for name in names}
-    for name in names:
-        tok = toks if tokenizer else toks[name]
-        recorded = [entry["sha256"] for key, entry in stored.items() if key == name or tokenizer]
-        if recorded and tok.sha256 not in recorded:
-            click.echo(f"warning: tokenizer {tok.name} ({tok.sha256[:12]}…) differs from the one the ledger "
-                       f"recorded ({recorded[0][:12]}…); scores assume the ids belong to it", err=True)
+    override = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
+    toks = resolve_tokenizers(records.column("tokenizer").to_pylist(), led, override=override,
+                              tokenizers_dir=state.config.tokenizers_dir.value,
+                              allow_mismatch=allow_tokenizer_mismatch)
     with progress_bar("scoring", total=records.num_rows, enabled=records.num_rows > 20_000) as advance:
         done = [0]
 
@@ -74,7 +66,7 @@ def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, l
             advance(finished - done[0])
             done[0] = finished
 
-        scores = score_ledger(records, toks, grid, parser, on_progress=step)
+        scores = score_ledger(records, toks if override is None else override, grid, parser, on_progress=step)
     curves = accuracy_curves(scores.by_budget)
     if save:
         _save(scores, save)

@@ -31,9 +31,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MindcapError
-from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from ..tokenizer import ResolvedTokenizer
 from .parse import Parser, get_parser
 from .schema import CELL_COLUMNS, SETTING_COLUMNS
+from .tokenizers import resolve_tokenizers
 
 #: the paper's budget grid (the regime sweep plus the 2048/4096 extension)
 DEFAULT_BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
@@ -459,56 +460,50 @@ def flat_ids(column) -> tuple[np.ndarray, np.ndarray]:
     return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)), splits
 
 
-def score_ledger(
-    records: pd.DataFrame | pa.Table,
-    tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None,
-    budgets: Sequence[int] = DEFAULT_BUDGETS,
+def score_by_tokenizer(
+    table: pa.Table,
+    tokenizers: ResolvedTokenizer | Mapping[str, ResolvedTokenizer],
+    budgets: Sequence[int],
     parser: str | Parser = "strict",
     on_progress=None,
-) -> Scores:
-    """Strict (or variant) prefix scores of ledger records at every budget; see :class:`Scores`.
+) -> PrefixScores:
+    """Prefix scores of every record of ``table`` (its row order), each record's ids scored with its own tokenizer.
 
-    ``tokenizer`` is the one the output ids belong to, or a mapping from the records' ``tokenizer`` column to
-    tokenizers; ``None`` resolves each name in that column with :func:`load_tokenizer`.
-    ``on_progress(done, total)`` is called after each chunk of records.
+    ``tokenizers`` maps the ``tokenizer`` column's names to tokenizers (resolve them with
+    :func:`mindcap_tok.ledger.tokenizers.resolve_tokenizers`); one tokenizer scores every record. Needs the
+    ``output_ids``, ``gold`` and ``finish_reason`` columns; records are scored in chunks of about 8M tokens and
+    ``on_progress(done, total)`` is called after each chunk.
     """
     parser = get_parser(parser)
     grid = _budgets(budgets)
-    table = records if isinstance(records, pa.Table) else pa.Table.from_pandas(records, preserve_index=False)
-    need = [*CELL_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason"]
-    missing = [c for c in need if c not in table.column_names]
-    if missing:
-        raise MindcapError(f"records lack column(s) {', '.join(missing)} needed for scoring")
-    settings = [c for c in SETTING_COLUMNS if c in table.column_names]
-    keys = table.select([*CELL_COLUMNS, *settings, "item", "sample"]).to_pandas()
-    for col in CELL_COLUMNS:
-        keys[col] = keys[col].astype(object)
-    finish = table.column("finish_reason").to_numpy(zero_copy_only=False)
-    golds = table.column("gold").to_pylist()
     n = table.num_rows
-    if isinstance(tokenizer, ResolvedTokenizer):
-        names = np.full(n, tokenizer.name, dtype=object)
-        toks = {tokenizer.name: tokenizer}
+    if isinstance(tokenizers, ResolvedTokenizer):
+        names = np.full(n, tokenizers.name, dtype=object)
+        toks = {tokenizers.name: tokenizers}
     else:
         if "tokenizer" not in table.column_names:
             raise MindcapError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
         names = table.column("tokenizer").to_numpy(zero_copy_only=False)
-        given = dict(tokenizer or {})
-        toks = {name: given[name] if name in given else load_tokenizer(name) for name in dict.fromkeys(names)}
+        toks = dict(tokenizers)
+        missing = [name for name in dict.fromkeys(names) if name not in toks]
+        if missing:
+            raise MindcapError(f"no tokenizer given for {missing[0]!r}")
+    finish = table.column("finish_reason").to_numpy(zero_copy_only=False)
+    golds = table.column("gold").to_pylist()
     scores = np.zeros((n, len(grid)), dtype=np.int8)
     emission = np.full(n, np.nan)
     correct = np.zeros(n, dtype=np.int8)
     n_tokens = np.zeros(n, dtype=np.int64)
-    lengths = pc.list_value_length(table.column("output_ids")).to_numpy(zero_copy_only=False)
+    column = table.column("output_ids")
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False) if n else np.zeros(0, np.int64)
     done = 0
-    for name, tok in toks.items():
-        table_bytes = byte_table(tok)
+    for name in dict.fromkeys(names):
+        table_bytes = byte_table(toks[name])
         rows = np.flatnonzero(names == name)
         chunks = np.split(rows, np.flatnonzero(np.diff(np.cumsum(lengths[rows]) // _CHUNK_TOKENS)) + 1)
         for chunk in chunks:
             if not len(chunk):
                 continue
-            column = table.column("output_ids")
             contiguous = chunk[-1] - chunk[0] + 1 == len(chunk)
             ids, splits = flat_ids(column.slice(chunk[0], len(chunk)) if contiguous else column.take(pa.array(chunk)))
             res = score_token_ids(
@@ -523,6 +518,46 @@ def score_ledger(
             done += len(chunk)
             if on_progress is not None:
                 on_progress(done, n)
+    return PrefixScores(grid, scores, emission, correct, n_tokens)
+
+
+def score_ledger(
+    records: pd.DataFrame | pa.Table,
+    tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    parser: str | Parser = "strict",
+    on_progress=None,
+) -> Scores:
+    """Strict (or variant) prefix scores of ledger records at every budget; see :class:`Scores`.
+
+    ``tokenizer`` is the one the output ids belong to, or a mapping from the records' ``tokenizer`` column to
+    tokenizers; a name it lacks (every name for ``None``) is loaded by name. Checking them against a ledger's
+    recorded hashes is :func:`mindcap_tok.ledger.tokenizers.resolve_tokenizers`'s job (every command does it).
+    ``on_progress(done, total)`` is called after each chunk of records.
+    """
+    parser = get_parser(parser)
+    grid = _budgets(budgets)
+    table = records if isinstance(records, pa.Table) else pa.Table.from_pandas(records, preserve_index=False)
+    need = [*CELL_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason"]
+    missing = [c for c in need if c not in table.column_names]
+    if missing:
+        raise MindcapError(f"records lack column(s) {', '.join(missing)} needed for scoring")
+    settings = [c for c in SETTING_COLUMNS if c in table.column_names]
+    keys = table.select([*CELL_COLUMNS, *settings, "item", "sample"]).to_pandas()
+    for col in CELL_COLUMNS:
+        keys[col] = keys[col].astype(object)
+    finish = table.column("finish_reason").to_numpy(zero_copy_only=False)
+    n = table.num_rows
+    if isinstance(tokenizer, ResolvedTokenizer):
+        toks: ResolvedTokenizer | dict[str, ResolvedTokenizer] = tokenizer
+        sha = {tokenizer.name: tokenizer.sha256}
+    else:
+        if "tokenizer" not in table.column_names:
+            raise MindcapError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
+        toks = resolve_tokenizers(table.column("tokenizer").to_numpy(zero_copy_only=False), given=tokenizer)
+        sha = {name: tok.sha256 for name, tok in toks.items()}
+    res = score_by_tokenizer(table, toks, grid, parser, on_progress)
+    scores, emission, correct, n_tokens = res.scores, res.emission, res.correct, res.n_tokens
     nb = len(grid)
     by_budget = keys.loc[keys.index.repeat(nb)].reset_index(drop=True)
     by_budget["budget"] = np.tile(grid, n)
@@ -536,7 +571,6 @@ def score_ledger(
     by_record["finish_reason"] = finish
     if "cap" in table.column_names and "cap" not in by_record:
         by_record["cap"] = table.column("cap").to_numpy()
-    sha = {name: tok.sha256 for name, tok in toks.items()}
     return Scores(by_budget, by_record, parser.name, tuple(int(b) for b in grid), sha)
 
 
