@@ -50,10 +50,10 @@ def test_sweep_json_with_hand_premium(ledger):
     out = json.loads(res.output)
     row = out["rows"][0]
     assert (row["lang"], row["budget"], row["scaled_budget"]) == ("tha_Thai", 30, 90)
-    assert row["acc_native"] == pytest.approx(50.0) and row["acc_native_scaled"] == pytest.approx(87.5)
-    assert row["delta"] == pytest.approx(37.5) and row["gap"] == pytest.approx(50.0)
-    assert row["ci_low"] <= 37.5 <= row["ci_high"] and out["n_boot"] == 200 and out["seed"] == 0
-    assert out["units"] == "points" and out["peaks"][0]["peak_budget"] == 30
+    assert row["acc_native"] == pytest.approx(4 / 8) and row["acc_native_scaled"] == pytest.approx(7 / 8)
+    assert row["delta"] == pytest.approx(3 / 8) and row["gap"] == pytest.approx(4 / 8)  # fractions in JSON
+    assert row["ci_low"] <= 3 / 8 <= row["ci_high"] and out["n_boot"] == 200 and out["seed"] == 0
+    assert out["units"] == "fractions" and out["peaks"][0]["peak_budget"] == 30
 
 
 def test_sweep_with_qwen_premiums_and_csv(ledger):
@@ -64,7 +64,7 @@ def test_sweep_with_qwen_premiums_and_csv(ledger):
     header = lines[0].split(",")
     row = dict(zip(header, lines[1].split(","), strict=True))
     assert row["scaled_budget"] == "76"  # floor(2.5508 · 30), Qwen3's FLORES-200 Thai premium
-    assert float(row["delta"]) == pytest.approx(37.5)
+    assert float(row["delta"]) == pytest.approx(3 / 8)  # CSV, like JSON, holds fractions
     assert float(row["premium"]) == pytest.approx(2.5508, abs=1e-4)
 
 
@@ -96,7 +96,7 @@ def test_protocol_freeze_test_and_refusal(ledger, tmp_path):
     res = run(["protocol", "test", str(proto), "--ledger", str(ledger), "--format", "json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert out["decisions"][0]["estimate"] == pytest.approx(37.5)
+    assert out["decisions"][0]["estimate"] == pytest.approx(3 / 8) and out["units"] == "fractions"
     assert out["outcome"] in ("confirmatory_support", "no_confirmatory_support") and out["seed"] == 1
     proto.write_text(proto.read_text().replace("margin = 5", "margin = 1"), "utf-8")
     res = run(["protocol", "test", str(proto), "--ledger", str(ledger)])

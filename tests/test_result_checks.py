@@ -82,7 +82,7 @@ def test_protocol_test_refuses_an_edited_premiums_file(ledger, tmp_path):
     res = run(["protocol", "test", proto, "--ledger", ledger, "--format", "json"])  # run from another folder
     assert res.exit_code == 0, res.output
     out = strict(res.stdout)
-    assert out["decisions"][0]["estimate"] == pytest.approx(37.5)  # floor(3 · 30) = 90: 7/8 − 4/8
+    assert out["decisions"][0]["estimate"] == pytest.approx(3 / 8)  # floor(3 · 30) = 90: 7/8 − 4/8, a fraction
     assert set(out["inputs"]) == {"prem.json"}
     _premiums(folder, 1)  # with r = 1 the estimate would be 0 and the outcome would flip
     line = one_line_error(run(["protocol", "test", proto, "--ledger", ledger]), "prem.json", "changed after the freeze")
@@ -143,7 +143,7 @@ def test_sweep_json_is_strict_with_missing_announced_budgets(ledger):
                "--format", "json"])
     assert res.exit_code == 0, res.output
     row = strict(res.stdout)["rows"][0]
-    assert row["announced"] is None and row["delta"] == pytest.approx(37.5)
+    assert row["announced"] is None and row["delta"] == pytest.approx(3 / 8)
 
 
 def test_protocol_outputs_are_strict(ledger, tmp_path):
@@ -154,7 +154,7 @@ def test_protocol_outputs_are_strict(ledger, tmp_path):
     assert record["inputs"] == {} and len(record["sha256"]) == 64
     res = run(["protocol", "test", proto, "--ledger", ledger, "--format", "json"])
     assert res.exit_code == 0, res.output
-    assert strict(res.stdout)["decisions"][0]["estimate"] == pytest.approx(37.5)
+    assert strict(res.stdout)["decisions"][0]["estimate"] == pytest.approx(3 / 8)
 
 
 def test_audit_json_is_strict(qwen, tmp_path):

@@ -115,7 +115,7 @@ def test_sweep_errors_then_sweeps_with_the_flag(ledger, qwen):
     res = run([*args, FLAG])
     assert res.exit_code == 0, res.output
     row = json.loads(res.output)["rows"][0]
-    assert row["acc_native"] == pytest.approx(50.0) and row["delta"] == pytest.approx(37.5)
+    assert row["acc_native"] == pytest.approx(4 / 8) and row["delta"] == pytest.approx(3 / 8)
 
 
 def test_report_errors_then_reports_with_the_flag(ledger, qwen, tmp_path):
@@ -137,7 +137,7 @@ def test_protocol_test_errors_then_tests_with_the_flag(ledger, qwen, tmp_path):
     one_line_mismatch(run(args), qwen.sha256)
     res = run([*args, FLAG])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.output)["decisions"][0]["estimate"] == pytest.approx(37.5)
+    assert json.loads(res.output)["decisions"][0]["estimate"] == pytest.approx(3 / 8)
 
 
 def test_audit_errors_then_audits_with_the_flag(ledger, qwen, tmp_path):

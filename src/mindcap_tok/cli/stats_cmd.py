@@ -114,18 +114,19 @@ def _apply(options):
 def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
                   no_verify, allow_tokenizer_mismatch, fmt, out) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
-    simultaneous bands, the peak and its stability, and the native-vs-translate gap. Accuracy in points."""
+    simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
+    fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
     grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
     scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs,
                                 verify=not no_verify, allow_tokenizer_mismatch=allow_tokenizer_mismatch)
     result = sweep(scores.by_budget, table, grid, n_boot=n_boot, seed=seed, level=level, frame=frame)
-    rows, peaks, cross = _points(result.rows), _points(result.peaks), result.crossovers
     if fmt == "json":
-        text = to_json({**result.as_dict(), "rows": rows.to_dict(orient="records"),
-                        "peaks": peaks.to_dict(orient="records"), "units": "points"})
+        text = to_json({**result.as_dict(), "rows": result.rows.to_dict(orient="records"),
+                        "peaks": result.peaks.to_dict(orient="records"), "units": "fractions"})
     elif fmt == "csv":
-        text = render(rows.to_dict(orient="records"), "csv")
+        text = render(result.rows.to_dict(orient="records"), "csv")
     else:
+        rows, peaks, cross = _points(result.rows), _points(result.peaks), result.crossovers
         head = (f"Δ_L sweep ({result.frame} frame, {result.n_boot} item resamples, seed {result.seed}, "
                 f"{result.level:.0%} CIs; points)")
         text = render(rows.to_dict(orient="records"), fmt, title=head, floatfmt=".2f")
@@ -204,11 +205,12 @@ def protocol_test(state, file, ledger, no_verify, allow_tokenizer_mismatch, fmt,
                                 [proto.model] if proto.model else [], (), proto.parser, specs, verify=not no_verify,
                                 allow_tokenizer_mismatch=allow_tokenizer_mismatch)
     result = run_protocol(proto, scores.by_budget, table)
-    if fmt == "json":
+    if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
+        decisions = result.table.assign(**{c: result.table[c] / 100 for c in ("margin", "estimate", "se")})
         text = to_json({"protocol": proto.name, "sha256": record.sha256, "frozen_at": record.frozen_at,
                         "tag": record.tag, "inputs": record.inputs, "outcome": result.outcome, "alpha": result.alpha,
                         "n_boot": result.n_boot, "seed": result.seed, "tail_factor": result.tail_factor,
-                        "decisions": result.table.to_dict(orient="records")})
+                        "units": "fractions", "decisions": decisions.to_dict(orient="records")})
     else:
         title = (f"Protocol {proto.name} (sha256 {record.sha256[:12]}…, frozen {record.frozen_at}); Holm at "
                  f"α={result.alpha}, {result.n_boot} item resamples, seed {result.seed}, tail factor "
