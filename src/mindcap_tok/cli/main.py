@@ -75,6 +75,7 @@ COMMANDS = {
     "price": ("price_cmd", "price_command"),
     "generate": ("generate_cmd", "generate_command"),
     "audit": ("audit_cmd", "audit_command"),
+    "roundtrip": ("roundtrip_cmd", "roundtrip_command"),
 }
 
 

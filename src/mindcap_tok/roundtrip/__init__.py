@@ -1,0 +1,37 @@
+"""Round-trip translation benchmark (LiT): texts translated serially through language sequences and back, judged
+for MQM issues by an LLM; pass share (MQM ≥ 80) with a bootstrap SE over texts.
+
+Modules: ``sequences`` (presets and chains), ``prompts`` (versioned templates), ``texts`` (FLORES paragraphs,
+user files), ``spec`` (job specs and :func:`plan_roundtrip`), ``store`` (the run folder), ``run``
+(:func:`run_roundtrip`: hop waves and judge rounds), ``mqm`` (judge replies and MQM), ``metrics``.
+"""
+
+from __future__ import annotations
+
+from .metrics import roundtrip_metrics, text_bootstrap
+from .mqm import Judgement, mqm_score, parse_judge, passes
+from .run import RoundtripResult, open_backends, run_roundtrip
+from .sequences import Chain, presets, resolve_sequences
+from .spec import RoundtripSpec, load_spec, parse_spec, plan_roundtrip
+from .texts import Text, load_texts
+
+__all__ = [
+    "Chain",
+    "Judgement",
+    "RoundtripResult",
+    "RoundtripSpec",
+    "Text",
+    "load_spec",
+    "load_texts",
+    "mqm_score",
+    "open_backends",
+    "parse_judge",
+    "parse_spec",
+    "passes",
+    "plan_roundtrip",
+    "presets",
+    "resolve_sequences",
+    "roundtrip_metrics",
+    "run_roundtrip",
+    "text_bootstrap",
+]

@@ -1,0 +1,157 @@
+"""MQM from a judge's issue list, and reading a judge reply: strict JSON first, then tolerant fallbacks.
+
+MQM = max(0, 100 − (1·minor + 5·major + 25·critical)); a sample passes at MQM ≥ 80 (LiT §4.1). The score is
+recomputed from the issues, never taken from the judge; the judge's own 0–100 score and classification are
+kept beside it. Readers, in order: the whole reply as JSON (``strict``), a fenced ```json block
+(``fenced``), the first JSON object embedded in prose (``embedded``), and ``json-repair`` when installed
+(``repaired``, imported lazily). A severity outside minor/major/critical is recorded as an error and counted;
+it adds no penalty.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+WEIGHTS = {"minor": 1, "major": 5, "critical": 25}
+PASS_THRESHOLD = 80.0
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+
+
+def mqm_score(minor: int, major: int, critical: int) -> float:
+    """100 − (minor + 5·major + 25·critical), floored at 0."""
+    return float(max(0, 100 - (WEIGHTS["minor"] * minor + WEIGHTS["major"] * major + WEIGHTS["critical"] * critical)))
+
+
+def passes(mqm: float | None) -> bool:
+    """MQM ≥ 80 (``None``: no)."""
+    return mqm is not None and mqm >= PASS_THRESHOLD
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A parsed judge reply. ``how`` is the reader that succeeded (``None``: unparseable, ``error`` says why)."""
+
+    how: str | None
+    mqm: float | None = None
+    judge_score: float | None = None
+    classification: str | None = None
+    minor: int = 0
+    major: int = 0
+    critical: int = 0
+    bad_severities: tuple[str, ...] = ()
+    issues: list = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def parsed(self) -> bool:
+        return self.how is not None
+
+
+def _objects(text: str) -> list[tuple[str, object]]:
+    """Candidate JSON values, tolerant readers after the strict one."""
+    out: list[tuple[str, object]] = []
+    try:
+        out.append(("strict", json.loads(text)))
+        return out
+    except ValueError:
+        pass
+    for block in _FENCE.findall(text):
+        try:
+            out.append(("fenced", json.loads(block)))
+        except ValueError:
+            continue
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        out.append(("embedded", value))
+        break
+    return out
+
+
+def _repaired(text: str) -> object | None:
+    try:
+        import json_repair
+    except ImportError:
+        return None
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        value = json_repair.loads(text[start:])
+    except Exception:
+        return None
+    return value
+
+
+def _issue_severity(issue: object) -> tuple[str | None, object]:
+    """(severity, issue) of one issue: an object with ``severity`` or a ``[severity, description]`` pair."""
+    if isinstance(issue, dict):
+        sev = issue.get("severity")
+    elif isinstance(issue, list | tuple) and issue:
+        sev = issue[0]
+    else:
+        return None, issue
+    return (sev.strip().lower() if isinstance(sev, str) else None), issue
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def judgement_from(value: object, how: str) -> Judgement | None:
+    """A :class:`Judgement` from a decoded JSON value, or ``None`` when it is no judge object (no ``issues`` list)."""
+    if not isinstance(value, dict) or not isinstance(value.get("issues"), list):
+        return None
+    counts = dict.fromkeys(WEIGHTS, 0)
+    bad: list[str] = []
+    for issue in value["issues"]:
+        sev, _ = _issue_severity(issue)
+        if sev in counts:
+            counts[sev] += 1
+        else:
+            bad.append(str(sev))
+    cls = value.get("classification")
+    error = f"unknown severit{'y' if len(bad) == 1 else 'ies'} {', '.join(repr(b) for b in bad)}" if bad else None
+    return Judgement(
+        how=how,
+        mqm=mqm_score(counts["minor"], counts["major"], counts["critical"]),
+        judge_score=_number(value.get("score")),
+        classification=cls if isinstance(cls, str) else None,
+        minor=counts["minor"],
+        major=counts["major"],
+        critical=counts["critical"],
+        bad_severities=tuple(bad),
+        issues=list(value["issues"]),
+        error=error,
+    )
+
+
+def parse_judge(text: str) -> Judgement:
+    """Read one judge reply (see the module docs); an unparseable reply gives ``how=None`` and an error."""
+    body = text.strip()
+    if not body:
+        return Judgement(how=None, error="empty reply")
+    for how, value in _objects(body):
+        found = judgement_from(value, how)
+        if found is not None:
+            return found
+    value = _repaired(body)
+    if value is not None:
+        found = judgement_from(value, "repaired")
+        if found is not None:
+            return found
+    return Judgement(how=None, error="no JSON object with an issues list")

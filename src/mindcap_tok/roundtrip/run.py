@@ -1,0 +1,280 @@
+"""Running a round trip: hops in waves through a backend, then the judge in rounds, stored in a run folder.
+
+Wave ``h`` sends hop ``h`` of every live (model, text, sequence) chain in one ``generate`` call per model (so an
+in-process engine batches them); hop ``h+1`` reads hop ``h``'s output. A hop that hits its cap is kept and
+flagged (``capped``) and the chain goes on; a hop with an empty output ends its chain, which is counted as a
+failed sample. Judge round 0 sends every finished chain; round ``r`` re-asks, with a new seed, the ones whose
+reply did not parse, up to ``judge.retries`` times; what is still unparsed is ``unjudged``. Every wave and
+round is committed on its own, so a rerun resumes at the first one missing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import MindcapError
+from ..ledger.backends import GenRequest, load_backend
+from ..ledger.jobs import ServerSpec
+from .mqm import parse_judge, passes
+from .prompts import judge_prompt, template_id, translation_prompt
+from .spec import RoundtripSpec, hop_seed, judge_seed, plan_roundtrip
+from .store import HOP_SCHEMA, JUDGE_SCHEMA, RunStore, hop_file, judge_file
+
+#: sample statuses
+JUDGED, FAILED, UNJUDGED = "judged", "failed", "unjudged"
+
+
+@dataclass
+class _Chain:
+    model: str
+    text_id: str
+    sequence: str
+    langs: tuple[str, ...]
+    resource: str
+    category: str
+    source: str
+    current: str
+    done_hops: int = 0
+    failed_hop: int | None = None
+    capped_hops: int = 0
+    judgement: dict | None = None
+    attempts: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.model, self.text_id, self.sequence)
+
+    @property
+    def finished(self) -> bool:
+        return self.failed_hop is None and self.done_hops == len(self.langs) - 1
+
+
+@dataclass
+class RoundtripResult:
+    """What a run did and found: plan counts, waves/rounds written and skipped, and one row per sample."""
+
+    out_dir: str
+    plan: dict
+    written: list[str]
+    skipped: list[str]
+    samples: pd.DataFrame
+
+    def counts(self) -> dict:
+        """Samples by status, capped hops and unknown severities."""
+        s = self.samples
+        return {
+            "samples": len(s),
+            "judged": int((s["status"] == JUDGED).sum()),
+            "failed_empty_hop": int((s["status"] == FAILED).sum()),
+            "unjudged": int((s["status"] == UNJUDGED).sum()),
+            "capped_hops": int(s["capped_hops"].sum()),
+            "bad_severity_records": int((s["n_bad_severity"] > 0).sum()),
+        }
+
+
+def _generator(backend) -> str:
+    return f"{getattr(backend, 'name', type(backend).__name__)} {getattr(backend, 'version', '')}".strip()
+
+
+def _backend_for(backends, model: str):
+    if isinstance(backends, Mapping):
+        if model not in backends:
+            raise MindcapError(f"no backend given for model {model!r}")
+        return backends[model]
+    return backends
+
+
+def _request(backend, user: str, cap: int, seed: int, sampling, name: str) -> GenRequest:
+    text, ids = backend.tok.chat(user)
+    return GenRequest(
+        prompt_ids=tuple(ids), n=1, max_tokens=cap, seed=seed, temperature=sampling.temperature,
+        top_p=sampling.top_p, top_k=sampling.top_k, text=text, user=user, name=name,
+    )  # fmt: skip
+
+
+def _decode(backend, requests: list[GenRequest]) -> list[tuple[tuple[int, ...], tuple[int, ...], str, str]]:
+    """(prompt ids, output ids, text, finish reason) per request, one decode each."""
+    if not requests:
+        return []
+    done = backend.generate(requests)
+    if len(done) != len(requests) or any(len(c) != 1 for c in done):
+        raise MindcapError("the backend returned a different number of completions than requested")
+    comps = [c[0] for c in done]
+    texts = backend.tok.decode_batch([c.ids for c in comps])
+    return [
+        (c.prompt_ids or r.prompt_ids, c.ids, t, c.finish_reason)
+        for r, c, t in zip(requests, comps, texts, strict=True)
+    ]
+
+
+def _hop_wave(spec: RoundtripSpec, chains: list[_Chain], hop: int, backends) -> list[dict]:
+    rows: list[dict] = []
+    for model in spec.models:
+        live = [c for c in chains if c.model == model.name and c.failed_hop is None and len(c.langs) > hop]
+        if not live:
+            continue
+        backend = _backend_for(backends, model.name)
+        reqs = [
+            _request(
+                backend,
+                translation_prompt(c.current, c.langs[hop - 1], c.langs[hop], spec.prompt_version),
+                spec.max_tokens,
+                hop_seed(spec, c.model, c.text_id, c.sequence, hop),
+                spec.sampling,
+                f"{c.model}/{c.text_id}/{c.sequence}/hop {hop}",
+            )
+            for c in live
+        ]
+        for c, r, (pids, oids, text, finish) in zip(live, reqs, _decode(backend, reqs), strict=True):
+            rows.append({
+                "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "hop": hop,
+                "src_lang": c.langs[hop - 1], "tgt_lang": c.langs[hop], "seed": r.seed, "cap": r.max_tokens,
+                "template_id": template_id("translate", spec.prompt_version), "prompt_ids": list(pids),
+                "output_ids": list(oids), "text": text, "finish_reason": finish, "capped": finish == "length",
+                "empty": not text.strip(), "generator": _generator(backend),
+            })  # fmt: skip
+    return rows
+
+
+def _apply_hop(index: dict, row: dict) -> None:
+    c = index[(row["model"], row["text_id"], row["sequence"])]
+    c.done_hops = row["hop"]
+    c.capped_hops += bool(row["capped"])
+    if row["empty"]:
+        c.failed_hop = row["hop"]
+    else:
+        c.current = row["text"].strip()
+
+
+def _judge_round(spec: RoundtripSpec, pending: list[_Chain], attempt: int, judge) -> list[dict]:
+    reqs = [
+        _request(
+            judge,
+            judge_prompt(c.source, c.current, spec.prompt_version),
+            spec.judge.max_tokens,
+            judge_seed(spec, c.model, c.text_id, c.sequence, attempt),
+            spec.judge.sampling,
+            f"judge {c.model}/{c.text_id}/{c.sequence} attempt {attempt}",
+        )
+        for c in pending
+    ]
+    rows = []
+    for c, r, (pids, oids, raw, finish) in zip(pending, reqs, _decode(judge, reqs), strict=True):
+        j = parse_judge(raw)
+        rows.append({
+            "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "attempt": attempt,
+            "judge_model": spec.judge.model.name, "seed": r.seed, "cap": r.max_tokens,
+            "template_id": template_id("judge", spec.prompt_version), "prompt_ids": list(pids),
+            "output_ids": list(oids), "raw": raw, "finish_reason": finish, "parse": j.how, "mqm": j.mqm,
+            "judge_score": j.judge_score, "classification": j.classification, "n_minor": j.minor,
+            "n_major": j.major, "n_critical": j.critical, "n_bad_severity": len(j.bad_severities),
+            "issues": json.dumps(j.issues, ensure_ascii=False) if j.parsed else None, "error": j.error,
+            "generator": _generator(judge),
+        })  # fmt: skip
+    return rows
+
+
+def _apply_judge(index: dict, row: dict) -> None:
+    c = index[(row["model"], row["text_id"], row["sequence"])]
+    c.attempts = row["attempt"] + 1
+    if row["parse"] is not None:
+        c.judgement = row
+
+
+def _sample_row(spec: RoundtripSpec, c: _Chain) -> dict:
+    j = c.judgement
+    if c.failed_hop is not None:
+        status, mqm, score = FAILED, 0.0, None
+    elif j is None:
+        status, mqm, score = UNJUDGED, None, None
+    else:
+        status, mqm, score = JUDGED, j["mqm"], j["judge_score"]
+    return {
+        "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "resource": c.resource,
+        "category": c.category, "status": status, "failed_hop": c.failed_hop, "capped_hops": c.capped_hops,
+        "judge_attempts": c.attempts, "parse": j["parse"] if j else None, "mqm": mqm,
+        "passed": None if status == UNJUDGED else passes(mqm), "judge_score": score,
+        "classification": j["classification"] if j else None, "n_bad_severity": j["n_bad_severity"] if j else 0,
+        "back_translation": c.current if c.finished else None, "seed": spec.seed,
+    }  # fmt: skip
+
+
+def run_roundtrip(
+    spec: RoundtripSpec,
+    out_dir: str | Path,
+    backend,
+    judge_backend=None,
+    *,
+    on_wave: Callable[[str, int], None] | None = None,
+) -> RoundtripResult:
+    """Run (or resume) ``spec`` into the run folder ``out_dir``.
+
+    ``backend``: one backend (one model) or ``{model name: backend}``; ``judge_backend``: the judge's
+    (default: the backend of the model the judge names, when it is one of the tested models). ``on_wave(name,
+    rows)`` is called after each wave or round, stored or read back."""
+    store = RunStore(out_dir, spec.identity(), spec.as_dict())
+    if judge_backend is None:
+        names = [m.name for m in spec.models]
+        if spec.judge.model.name not in names:
+            raise MindcapError(f"give a judge backend: the judge {spec.judge.model.name!r} is none of the models")
+        judge_backend = _backend_for(backend, spec.judge.model.name)
+    chains = [
+        _Chain(m.name, t.id, c.name, c.langs, c.resource, t.category, t.text, t.text)
+        for m in spec.models
+        for t in spec.texts
+        for c in spec.sequences
+    ]
+    index = {c.key: c for c in chains}
+    written: list[str] = []
+    skipped: list[str] = []
+    for hop in range(1, max(c.hops for c in spec.sequences) + 1):
+        name = hop_file(hop)
+        if store.has(name):
+            rows = store.read(name)
+            skipped.append(name)
+        else:
+            rows = _hop_wave(spec, chains, hop, backend)
+            store.write(name, rows, HOP_SCHEMA)
+            written.append(name)
+        for row in rows:
+            _apply_hop(index, row)
+        if on_wave:
+            on_wave(name, len(rows))
+    for attempt in range(spec.judge.retries + 1):
+        pending = [c for c in chains if c.finished and c.judgement is None]
+        if not pending:
+            break
+        name = judge_file(attempt)
+        if store.has(name):
+            rows = store.read(name)
+            skipped.append(name)
+        else:
+            rows = _judge_round(spec, pending, attempt, judge_backend)
+            store.write(name, rows, JUDGE_SCHEMA)
+            written.append(name)
+        for row in rows:
+            _apply_judge(index, row)
+        if on_wave:
+            on_wave(name, len(rows))
+    samples = pd.DataFrame([_sample_row(spec, c) for c in chains])
+    return RoundtripResult(str(out_dir), plan_roundtrip(spec), written, skipped, samples)
+
+
+def open_backends(spec: RoundtripSpec, backend: str | None = None) -> tuple[dict, object]:
+    """Start one backend per model and the judge's (shared when the judge is a tested model on the same
+    backend): ``({model name: backend}, judge backend)``. ``backend`` overrides the spec's (default vllm)."""
+    name = backend or spec.backend or ("server" if spec.server else "vllm")
+    backends = {m.name: load_backend(name, m.path, m.name, spec.engine, spec.seed, spec.server) for m in spec.models}
+    jname = spec.judge.backend or ("server" if spec.judge.base_url else name)
+    judge = spec.judge.model
+    if judge.name in backends and jname == name and not spec.judge.base_url:
+        return backends, backends[judge.name]
+    server = ServerSpec(base_url=spec.judge.base_url) if spec.judge.base_url else spec.server
+    return backends, load_backend(
+        jname, judge.path, judge.name, spec.engine if jname == name else {}, spec.seed, server
+    )

@@ -1,0 +1,317 @@
+"""Round-trip job specs: a TOML file (or the same keys from the command line) and the plan it expands to.
+
+A spec::
+
+    name = "lit-qwen3"
+    model = "Qwen/Qwen3-8B"            # or a list of models; local folders or HF ids
+    model_name = "qwen3-8b"             # optional (a list, with several models)
+    backend = "vllm"                    # vllm | transformers | server (the CLI's --backend wins)
+    texts = "flores:devtest"            # flores:dev, flores:devtest or a .jsonl/.csv file (id, text, category)
+    sample = 200                        # optional: N texts drawn with `seed`
+    sentences_per_text = 3              # FLORES only: k consecutive sentences per text
+    sequences = ["lit:all"]             # presets (lit:e-asia ... lit:all) and chains such as "en>de>th>en"
+    max_tokens = 1024                   # cap of every hop
+    seed = 0
+    prompt_version = "roundtrip-v1"
+    [sampling]                          # temperature, top_p, top_k of the translations
+    [engine]                            # passed to the backend (vLLM options)
+    [server]                            # the server backend (as `generate`'s [server] table)
+    [judge]                             # model, model_name, backend, base_url, max_tokens, retries,
+                                        # temperature, top_p, top_k (default: the first model, 1024, 2, 0.6, 0.95, 20)
+
+Seeds: hop ``h`` of (model, text, sequence) gets ``H(seed, model, text, sequence, h)``, judge attempt ``a``
+``H(seed, "judge", model, text, sequence, a)`` (SHA-256, 31 bits): independent of batching and order, so a
+resumed run reproduces an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import MindcapError
+from ..ledger.backends import BACKENDS
+from ..ledger.jobs import Sampling, ServerSpec, base_urls, server_options
+from ..tokenizer import canonical_model_name
+from .prompts import DEFAULT_VERSION, load_templates
+from .sequences import Chain, resolve_sequences
+from .texts import Text, load_texts
+
+_KEYS = {
+    "name", "model", "model_name", "backend", "texts", "sample", "sentences_per_text", "sequences", "max_tokens",
+    "seed", "prompt_version", "sampling", "engine", "server", "judge",
+}  # fmt: skip
+_JUDGE_KEYS = {"model", "model_name", "backend", "base_url", "max_tokens", "retries", "temperature", "top_p", "top_k"}
+MAX_CAP = 1 << 20
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model to test: where it loads from and the name its records carry."""
+
+    path: str
+    name: str
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """The judge: its model, backend (``None``: the run's), server URLs, cap, retries and sampling."""
+
+    model: Model
+    backend: str | None = None
+    base_url: tuple[str, ...] = ()
+    max_tokens: int = 1024
+    retries: int = 2
+    sampling: Sampling = field(default_factory=lambda: Sampling(0.6, 0.95, 20))
+
+
+@dataclass(frozen=True)
+class RoundtripSpec:
+    """A parsed, checked round-trip job (see the module docs)."""
+
+    name: str
+    models: tuple[Model, ...]
+    texts_source: str
+    texts: tuple[Text, ...]
+    sequences: tuple[Chain, ...]
+    judge: JudgeSpec
+    max_tokens: int = 1024
+    seed: int = 0
+    sample: int | None = None
+    sentences_per_text: int = 1
+    backend: str | None = None
+    prompt_version: str = DEFAULT_VERSION
+    sampling: Sampling = field(default_factory=Sampling)
+    engine: dict = field(default_factory=dict)
+    server: ServerSpec | None = None
+
+    def identity(self) -> dict:
+        """What fixes the records: a folder holding another identity is another run."""
+        return {
+            "models": [m.name for m in self.models],
+            "texts": hashlib.sha256("\n".join(f"{t.id}\t{t.text}" for t in self.texts).encode()).hexdigest(),
+            "sequences": [list(c.langs) for c in self.sequences],
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "prompt_version": self.prompt_version,
+            "sampling": asdict(self.sampling),
+            "judge": {"model": self.judge.model.name, "max_tokens": self.judge.max_tokens,
+                      "sampling": asdict(self.judge.sampling)},
+        }  # fmt: skip
+
+    def as_dict(self) -> dict:
+        """Plain data for the run's manifest (texts by count, not content)."""
+        return {
+            "name": self.name,
+            "models": [asdict(m) for m in self.models],
+            "texts": self.texts_source,
+            "n_texts": len(self.texts),
+            "sample": self.sample,
+            "sentences_per_text": self.sentences_per_text,
+            "sequences": {c.name: {"langs": list(c.langs), "resource": c.resource} for c in self.sequences},
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "prompt_version": self.prompt_version,
+            "sampling": asdict(self.sampling),
+            "judge": {
+                "model": asdict(self.judge.model), "backend": self.judge.backend, "max_tokens": self.judge.max_tokens,
+                "retries": self.judge.retries, "sampling": asdict(self.judge.sampling),
+            },
+        }  # fmt: skip
+
+
+def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
+        bound = f"in {low}..{high}" if high is not None else f">= {low}"
+        raise MindcapError(f"{key} must be an integer {bound}, got {value!r}")
+    return value
+
+
+def _float(value: object, key: str) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        raise MindcapError(f"{key} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _strs(value: object, key: str) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, str) and v.strip() for v in items):
+        raise MindcapError(f"{key} must be a non-empty string or a list of them, got {value!r}")
+    return [v.strip() for v in items]
+
+
+def _sampling(table: dict, key: str, default: Sampling) -> Sampling:
+    out = asdict(default)
+    for name in ("temperature", "top_p", "top_k"):
+        if name in table:
+            out[name] = (
+                _int(table[name], f"{key}.{name}", 0) if name == "top_k" else _float(table[name], f"{key}.{name}")
+            )
+    return Sampling(**out)
+
+
+def _backend(value: object, key: str) -> str:
+    if value not in BACKENDS:
+        raise MindcapError(f"{key} must be one of {', '.join(BACKENDS)}, got {value!r}")
+    return value
+
+
+def model_name(path: str) -> str:
+    """The records' name of a model: its registry name, else its folder or HF id's last part."""
+    return canonical_model_name(path) or canonical_model_name(path.rsplit("/", 1)[-1]) or Path(path.rstrip("/")).name
+
+
+def _models(data: dict, base: Path | None) -> tuple[Model, ...]:
+    paths = _strs(data["model"], "model")
+    paths = [
+        str((base / p).resolve()) if base and not Path(p).is_absolute() and (base / p).is_dir() else p for p in paths
+    ]
+    names = _strs(data["model_name"], "model_name") if "model_name" in data else [model_name(p) for p in paths]
+    if len(names) != len(paths):
+        raise MindcapError(f"model_name lists {len(names)} names for {len(paths)} models")
+    if len(set(names)) != len(names):
+        raise MindcapError(f"two models share a name ({', '.join(names)}); give model_name")
+    return tuple(Model(p, n) for p, n in zip(paths, names, strict=True))
+
+
+def _judge(value: object, models: tuple[Model, ...], base: Path | None) -> JudgeSpec:
+    if not isinstance(value, dict):
+        raise MindcapError(f"[judge] must be a table, got {value!r}")
+    unknown = sorted(set(value) - _JUDGE_KEYS)
+    if unknown:
+        raise MindcapError(f"[judge] takes {', '.join(sorted(_JUDGE_KEYS))}, got unknown {', '.join(unknown)}")
+    if "model" in value:
+        (model,) = _models({k: value[k] for k in ("model", "model_name") if k in value}, base)
+    else:
+        model = models[0]
+    return JudgeSpec(
+        model=model,
+        backend=_backend(value["backend"], "judge.backend") if "backend" in value else None,
+        base_url=base_urls(value["base_url"], "judge.base_url") if "base_url" in value else (),
+        max_tokens=_int(value.get("max_tokens", 1024), "judge.max_tokens", 1, MAX_CAP),
+        retries=_int(value.get("retries", 2), "judge.retries", 0, 100),
+        sampling=_sampling(value, "judge", JudgeSpec.__dataclass_fields__["sampling"].default_factory()),
+    )
+
+
+def parse_spec(
+    data: dict,
+    base: Path | None = None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    source: str | os.PathLike[str] | None = None,
+) -> RoundtripSpec:
+    """Check a spec's plain data (as read from TOML) and load its texts; errors are one line naming ``source``."""
+    try:
+        return _parse(data, base, data_dir)
+    except MindcapError as exc:
+        if type(exc) is not MindcapError:
+            raise
+        raise MindcapError(f"round-trip spec{f' {source}' if source is not None else ''}: {exc}") from exc
+
+
+def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise MindcapError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}")
+    for key in ("model", "sequences"):
+        if key not in data:
+            raise MindcapError(f"lacks {key!r}")
+    models = _models(data, base)
+    chains = resolve_sequences(_strs(data["sequences"], "sequences"))
+    sources = {c.source for c in chains}
+    if len(sources) != 1:
+        raise MindcapError(f"all sequences must start from one source language, got {', '.join(sorted(sources))}")
+    seed = _int(data.get("seed", 0), "seed", 0)
+    sample = _int(data["sample"], "sample") if "sample" in data else None
+    k = _int(data.get("sentences_per_text", 1), "sentences_per_text", 1, 1000)
+    texts_source = _strs(data.get("texts", "flores:devtest"), "texts")[0]
+    texts = load_texts(
+        texts_source,
+        lang=chains[0].source,
+        sentences_per_text=k,
+        sample=sample,
+        seed=seed,
+        data_dir=data_dir,
+        base=base,
+    )
+    version = _strs(data.get("prompt_version", DEFAULT_VERSION), "prompt_version")[0]
+    load_templates(version)
+    for table in ("sampling", "engine", "server"):
+        if table in data and not isinstance(data[table], dict):
+            raise MindcapError(f"[{table}] must be a table, got {data[table]!r}")
+    sampling_table = data.get("sampling", {})
+    if set(sampling_table) - {"temperature", "top_p", "top_k"}:
+        raise MindcapError("[sampling] takes temperature, top_p, top_k")
+    return RoundtripSpec(
+        name=_strs(data.get("name", "roundtrip"), "name")[0],
+        models=models,
+        texts_source=texts_source,
+        texts=tuple(texts),
+        sequences=chains,
+        judge=_judge(data.get("judge", {}), models, base),
+        max_tokens=_int(data.get("max_tokens", 1024), "max_tokens", 1, MAX_CAP),
+        seed=seed,
+        sample=sample,
+        sentences_per_text=k,
+        backend=_backend(data["backend"], "backend") if "backend" in data else None,
+        prompt_version=version,
+        sampling=_sampling(sampling_table, "sampling", Sampling()),
+        engine=dict(data.get("engine", {})),
+        server=server_options(data["server"]) if "server" in data else None,
+    )
+
+
+def read_spec_file(path: str | os.PathLike[str]) -> dict:
+    """The plain data of a TOML spec file (a one-line error when it does not parse)."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise MindcapError(f"cannot read round-trip spec {path}: {exc}") from exc
+
+
+def load_spec(path: str | os.PathLike[str], overrides: dict | None = None, *, data_dir=None) -> RoundtripSpec:
+    """Parse the spec file at ``path`` (``None``: no file), keys in ``overrides`` replacing the file's."""
+    data = read_spec_file(path) if path is not None else {}
+    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    base = Path(path).resolve().parent if path is not None else None
+    return parse_spec(data, base, data_dir=data_dir, source=path)
+
+
+def hop_seed(spec: RoundtripSpec, model: str, text_id: str, sequence: str, hop: int) -> int:
+    """Seed of one hop (31 bits of SHA-256)."""
+    return _hash(spec.seed, model, text_id, sequence, hop)
+
+
+def judge_seed(spec: RoundtripSpec, model: str, text_id: str, sequence: str, attempt: int) -> int:
+    """Seed of one judge attempt; a retry gets a new one."""
+    return _hash(spec.seed, "judge", model, text_id, sequence, attempt)
+
+
+def _hash(*parts: object) -> int:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def plan_roundtrip(spec: RoundtripSpec) -> dict:
+    """Counts of a spec: texts, sequences, models, chains, hop waves, translation and (first-round) judge requests,
+    and the worst-case translation output tokens."""
+    chains = len(spec.texts) * len(spec.sequences) * len(spec.models)
+    translations = len(spec.texts) * len(spec.models) * sum(c.hops for c in spec.sequences)
+    return {
+        "name": spec.name,
+        "texts": len(spec.texts),
+        "sequences": len(spec.sequences),
+        "models": len(spec.models),
+        "chains": chains,
+        "waves": max(c.hops for c in spec.sequences),
+        "translation_requests": translations,
+        "judge_requests": chains,
+        "max_judge_requests": chains * (1 + spec.judge.retries),
+        "worst_case_tokens": translations * spec.max_tokens,
+    }

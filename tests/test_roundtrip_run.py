@@ -1,0 +1,219 @@
+"""Round-trip runs on the tiny random Qwen3 (transformers backend): hop records and chaining, capped and empty
+hops, judge rounds with retries, resume after an interruption, and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mindcap_tok.cli.main import main
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.ledger.backends import Completion, GenRequest
+from mindcap_tok.roundtrip import parse_spec, roundtrip_metrics, run_roundtrip
+from mindcap_tok.roundtrip.prompts import translation_prompt
+from mindcap_tok.roundtrip.spec import hop_seed, judge_seed
+from mindcap_tok.roundtrip.store import RunStore
+from tiny_model import build_tiny_model
+
+torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
+
+
+@pytest.fixture(scope="module")
+def backend(tiny):
+    from mindcap_tok.ledger.backends import load_backend
+
+    return load_backend("transformers", str(tiny), "tiny-qwen3")
+
+
+GOOD = json.dumps({"score": 88, "classification": "7-good", "issues": [
+    {"severity": "minor", "description": "a"}, {"severity": "major", "description": "b"}]})  # fmt: skip
+
+
+class FakeJudge:
+    """A judge whose reply is chosen per request by ``reply(request name)``; replies are real token ids."""
+
+    name, version = "fake-judge", "1"
+
+    def __init__(self, tok, reply) -> None:
+        self.tok, self.reply, self.seen = tok, reply, []
+
+    def generate(self, requests: list[GenRequest]) -> list[list[Completion]]:
+        self.seen += requests
+        return [[Completion(tuple(self.tok.encode(self.reply(r.name))), "stop")] for r in requests]
+
+
+class EmptyOn:
+    """Delegates to a backend but returns an empty decode (EOS only) for requests whose name contains ``marker``."""
+
+    def __init__(self, inner, marker: str) -> None:
+        self.inner, self.marker, self.tok = inner, marker, inner.tok
+        self.name, self.version = inner.name, inner.version
+
+    def generate(self, requests):
+        out = self.inner.generate(requests)
+        eos = self.inner.eos[0]
+        return [
+            [Completion((eos,), "stop")] if self.marker in r.name else o for r, o in zip(requests, out, strict=True)
+        ]
+
+
+def judge_reply(name: str) -> str:
+    # text "a": valid at once; "b": garbage first, fenced JSON on the retry; "c": never parseable
+    if "/a/" in name:
+        return GOOD
+    if "/b/" in name:
+        return "```json\n" + GOOD + "\n```" if "attempt 1" in name else "I think it is fine."
+    return "no idea"
+
+
+@pytest.fixture
+def texts_file(tmp_path):
+    path = tmp_path / "texts.jsonl"
+    rows = [{"id": "a", "text": "Janet has 16 eggs.", "category": "stem"},
+            {"id": "b", "text": "Solve the problem step by step.", "category": "informal"},
+            {"id": "c", "text": "The answer is 9.", "category": "stem"}]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    return path
+
+
+def make_spec(tiny, texts_file, **kw):
+    data = {"model": str(tiny), "model_name": "tiny-qwen3", "texts": str(texts_file),
+            "sequences": ["en>de>th>en", "en>sw>en"], "max_tokens": 6, "seed": 3,
+            "sampling": {"temperature": 0.8, "top_p": 0.95, "top_k": 20}, "judge": {"retries": 1}}  # fmt: skip
+    data.update(kw)
+    return parse_spec(data)
+
+
+def test_hops_chain_outputs_and_records(tmp_path, tiny, backend, texts_file):
+    spec = make_spec(tiny, texts_file)
+    judge = FakeJudge(backend.tok, judge_reply)
+    result = run_roundtrip(spec, tmp_path / "run", backend, judge)
+    assert result.written == ["hops/hop-01.parquet", "hops/hop-02.parquet", "hops/hop-03.parquet",
+                              "judge/round-00.parquet", "judge/round-01.parquet"]  # fmt: skip
+    store = RunStore(tmp_path / "run", spec.identity(), spec.as_dict())
+    hops = store.read_all("hops/")
+    by_chain: dict = {}
+    for row in hops:
+        by_chain.setdefault((row["text_id"], row["sequence"]), []).append(row)
+    assert len(by_chain) == 6  # 3 texts x 2 sequences
+    source = {t.id: t.text for t in spec.texts}
+    for (text_id, seq), rows in by_chain.items():
+        chain = next(c for c in spec.sequences if c.name == seq)
+        rows.sort(key=lambda r: r["hop"])
+        assert [r["hop"] for r in rows] == list(range(1, len(rows) + 1))
+        previous = source[text_id]
+        for r in rows:
+            h = r["hop"]
+            assert (r["src_lang"], r["tgt_lang"]) == chain.langs[h - 1 : h + 1]
+            assert r["seed"] == hop_seed(spec, "tiny-qwen3", text_id, seq, h) and r["cap"] == 6
+            # the prompt is the E.3 template around the previous hop's output, in the chat template
+            _, ids = backend.tok.chat(translation_prompt(previous, r["src_lang"], r["tgt_lang"]))
+            assert r["prompt_ids"] == ids
+            assert r["text"] == backend.tok.decode_batch([r["output_ids"]])[0]
+            assert len(r["output_ids"]) <= 6
+            assert r["capped"] == (r["finish_reason"] == "length")
+            assert r["generator"].startswith("transformers ")
+            if r["empty"]:
+                assert r is rows[-1]  # an empty hop ends the chain
+                break
+            previous = r["text"].strip()
+        else:
+            assert len(rows) == chain.hops
+    assert any(r["capped"] for r in hops)  # a 6-token cap is hit by a random model
+    samples = result.samples.set_index(["text_id", "sequence"])
+    finished = [k for k, rows in by_chain.items() if not rows[-1]["empty"]]
+    for key in finished:
+        status = {"a": "judged", "b": "judged", "c": "unjudged"}[key[0]]
+        assert samples.loc[key, "status"] == status
+    for key in (k for k in finished if k[0] == "a"):
+        assert samples.loc[key, "mqm"] == 94.0 and samples.loc[key, "passed"]  # 100 - 1 - 5
+        assert samples.loc[key, "judge_score"] == 88.0 and samples.loc[key, "parse"] == "strict"
+    for key in (k for k in finished if k[0] == "b"):
+        assert samples.loc[key, "parse"] == "fenced" and samples.loc[key, "judge_attempts"] == 2
+    # retries get new seeds; only unparsed chains are re-asked
+    round1 = [r for r in judge.seen if r.name.endswith("attempt 1")]
+    assert {r.name.split("/")[1] for r in round1} <= {"b", "c"}
+    assert all(r.seed == judge_seed(spec, "tiny-qwen3", r.name.split("/")[1], r.name.split("/")[2].split()[0], 1)
+               for r in round1)  # fmt: skip
+    assert result.counts()["unjudged"] == sum(1 for k in finished if k[0] == "c")
+
+
+def test_empty_hop_ends_the_chain_and_counts_as_failed(tmp_path, tiny, backend, texts_file):
+    spec = make_spec(tiny, texts_file, sequences=["en>de>th>en"])
+    wrapped = EmptyOn(backend, "/a/en")  # every hop of text a, so hop 1
+    result = run_roundtrip(spec, tmp_path / "run", wrapped, FakeJudge(backend.tok, lambda name: GOOD))
+    store = RunStore(tmp_path / "run", spec.identity(), spec.as_dict())
+    rows_a = [r for r in store.read_all("hops/") if r["text_id"] == "a"]
+    assert [(r["hop"], r["empty"], r["output_ids"]) for r in rows_a] == [(1, True, [backend.eos[0]])]
+    sample = result.samples.set_index("text_id").loc["a"]
+    assert (sample["status"], sample["failed_hop"], sample["mqm"], sample["passed"]) == ("failed", 1, 0.0, False)
+    assert result.counts()["failed_empty_hop"] == 1 and result.counts()["samples"] == 3
+    assert "a" not in {r["text_id"] for r in store.read_all("judge/")}
+    metrics = roundtrip_metrics(result.samples, n_boot=200)
+    overall = metrics[metrics["by"] == "overall"].iloc[0]
+    assert overall["n_failed"] == 1 and overall["n_texts"] == 3
+    assert overall["pass_share"] == pytest.approx(2 / 3)  # the failed sample stays in, as a fail
+
+
+def test_interrupted_run_resumes_at_the_first_missing_wave(tmp_path, tiny, backend, texts_file):
+    spec = make_spec(tiny, texts_file)
+
+    class Crash(Exception):
+        pass
+
+    def crash(name, rows):
+        if name == "hops/hop-02.parquet":
+            raise Crash
+
+    with pytest.raises(Crash):
+        run_roundtrip(spec, tmp_path / "killed", backend, FakeJudge(backend.tok, judge_reply), on_wave=crash)
+    resumed = run_roundtrip(spec, tmp_path / "killed", backend, FakeJudge(backend.tok, judge_reply))
+    assert resumed.skipped == ["hops/hop-01.parquet", "hops/hop-02.parquet"]
+    assert resumed.written == ["hops/hop-03.parquet", "judge/round-00.parquet", "judge/round-01.parquet"]
+    whole = run_roundtrip(spec, tmp_path / "whole", backend, FakeJudge(backend.tok, judge_reply))
+    for prefix in ("hops/", "judge/"):
+        a = RunStore(tmp_path / "killed", spec.identity(), {}).read_all(prefix)
+        b = RunStore(tmp_path / "whole", spec.identity(), {}).read_all(prefix)
+        assert a == b and a
+    assert resumed.samples.equals(whole.samples)
+    again = run_roundtrip(spec, tmp_path / "whole", backend, FakeJudge(backend.tok, judge_reply))
+    assert again.written == [] and len(again.skipped) == 5
+    with pytest.raises(MindcapError, match="another round-trip run"):
+        run_roundtrip(make_spec(tiny, texts_file, seed=4), tmp_path / "whole", backend, FakeJudge(backend.tok, GOOD))
+
+
+def run_cli(args: list[str], code: int = 0) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == code
+
+
+def test_cli_dry_run_and_run(tmp_path, tiny, backend, texts_file, capsys, monkeypatch):
+    run_cli(["roundtrip", "--out", str(tmp_path / "r"), "--model", "org/m", "--sequences", "lit:all", "--sample",
+             "200", "--dry-run", "--format", "json"])  # fmt: skip
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["chains"], plan["translation_requests"], plan["judge_requests"]) == (1600, 8000, 1600)
+    assert not (tmp_path / "r").exists()
+    import mindcap_tok.roundtrip as rt
+
+    monkeypatch.setattr(rt, "open_backends", lambda spec, name: (backend, FakeJudge(backend.tok, judge_reply)))
+    job = tmp_path / "job.toml"
+    job.write_text(f'model = "{tiny}"\nmodel_name = "tiny-qwen3"\nmax_tokens = 6\n[judge]\nretries = 1\n', "utf-8")
+    args = ["roundtrip", str(job), "--out", str(tmp_path / "run"), "--texts", str(texts_file),
+            "--sequences", "en>sw>en", "--seed", "3", "--format", "json"]  # fmt: skip
+    run_cli(args)
+    out = json.loads(capsys.readouterr().out)
+    assert out["counts"]["samples"] == 3 and out["written"][0] == "hops/hop-01.parquet"
+    groups = {(m["by"], m["group"]) for m in out["metrics"]}
+    assert groups >= {("overall", "all"), ("sequence", "eng_Latn>swh_Latn>eng_Latn"), ("resource", "custom")}
+    assert {g for by, g in groups if by == "category"} == {"stem", "informal"}
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "x.csv").write_text("x")
+    run_cli([*args[:3], str(tmp_path / "foreign"), *args[4:]], code=2)
+    assert "not a round-trip run's" in capsys.readouterr().err
