@@ -105,3 +105,16 @@ def test_audit_json_is_strict(ledger, tmp_path):
          "--premiums", "sw=2", "--budgets", "4,16", "--n-boot", "50", "--no-hub", "--out", str(out)])
     data = strict_loads((out / "audit.json").read_text())
     assert {a["name"] for a in data["audits"]} == {"parser", "parity", "normalizer"}
+
+
+def test_missing_values_read_as_a_dash_not_nan():
+    from mindcap_tok.cli._output import render
+
+    rows = [{"lang": "tha_Thai", "gap": 0.5, "announced": None}, {"lang": "swh_Latn", "gap": math.nan, "announced": 64}]
+    table = render(rows, "table")
+    assert "nan" not in table.lower() and "None" not in table and table.count("—") == 2
+    md = render(rows, "md")
+    assert "nan" not in md.lower() and md.count("—") == 2
+    csv_lines = render(rows, "csv").splitlines()
+    assert csv_lines[1].endswith("0.5,") and csv_lines[2] == "swh_Latn,,64.0"
+    assert "nan" not in render(rows, "latex").lower()

@@ -11,8 +11,15 @@ import pandas as pd
 from .._io import atomic_write_text, check_output_file
 from .._json import dumps_strict
 from ..errors import MindcapError
+from ..report.markdown import MISSING, markdown_table
 
 FORMATS = ("table", "json", "csv", "md", "latex")
+
+
+def _cell(value, floatfmt: str) -> str:
+    if value is None or (isinstance(value, float) and value != value) or value is pd.NA:
+        return MISSING
+    return format(value, floatfmt) if isinstance(value, float) else str(value)
 
 
 def to_json(data) -> str:
@@ -21,16 +28,17 @@ def to_json(data) -> str:
 
 
 def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: str = ".4f") -> str:
-    """Render rows (all with the same keys) in one of :data:`FORMATS`."""
+    """Render rows (all with the same keys) in one of :data:`FORMATS`; missing values are blank in CSV, ``—``
+    in tables and Markdown, ``---`` in LaTeX and ``null`` in JSON."""
     if fmt == "json":
         return to_json(list(rows))
     frame = pd.DataFrame(list(rows))
     if fmt == "csv":
         return frame.to_csv(index=False)
     if fmt == "md":
-        return frame.to_markdown(index=False, floatfmt=floatfmt) + "\n"
+        return markdown_table(frame, floatfmt) + "\n"
     if fmt == "latex":
-        return frame.to_latex(index=False, float_format=lambda x: format(x, floatfmt))
+        return frame.to_latex(index=False, float_format=lambda x: format(x, floatfmt), na_rep="---")
     if fmt == "table":
         from rich.console import Console
         from rich.table import Table
@@ -39,7 +47,7 @@ def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: s
         for col in frame.columns:
             table.add_column(str(col), justify="right" if pd.api.types.is_numeric_dtype(frame[col]) else "left")
         for row in frame.itertuples(index=False):
-            table.add_row(*(format(v, floatfmt) if isinstance(v, float) else str(v) for v in row))
+            table.add_row(*(_cell(v, floatfmt) for v in row))
         buf = io.StringIO()
         Console(file=buf, width=max(100, 12 * len(frame.columns)), force_terminal=False).print(table)
         return buf.getvalue()

@@ -18,6 +18,7 @@ from ..stats.premiums import premium_table
 from ..stats.subcdf import compare_prediction, predict_delta
 from ..stats.timing import emission_timing, timing_contrast
 from .budget_figures import plot_gap_curves, plot_native_curves
+from .markdown import markdown_table
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok report"
@@ -46,7 +47,7 @@ class BudgetReport:
 
 
 def _md(frame: pd.DataFrame) -> str:
-    return to_points(frame).to_markdown(index=False, floatfmt=".2f") if len(frame) else "_none_"
+    return markdown_table(to_points(frame), ".2f") if len(frame) else "_none_"
 
 
 def write_budget_report(
