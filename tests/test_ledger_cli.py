@@ -113,3 +113,20 @@ def test_info_verify_and_score(tmp_path, qwen, rows):
     assert bad.exit_code == 1 and "truncated or altered" in bad.output
     none = CliRunner().invoke(cli, ["score", "--ledger", str(root), "--arm", "pivot"])
     assert none.exit_code == 2 and "no records" in none.output
+
+
+def test_the_help_example_line_imports(tmp_path, qwen):
+    """The JSONL line shown by `ledger import --help` is a valid record whose ids decode to its text."""
+    helptext = CliRunner().invoke(cli, ["ledger", "import", "--help"]).output
+    start = helptext.index('{"model"')
+    line = " ".join(part.strip() for part in helptext[start : helptext.index("}", start) + 1].splitlines())
+    record = json.loads(line)
+    assert qwen.decode(record["output_ids"]) == record["text"] and qwen.decode(record["prompt_ids"]) == record["prompt"]
+    src = tmp_path / "one.jsonl"
+    src.write_text(line + "\n", "utf-8")
+    res = CliRunner().invoke(cli, ["ledger", "import", str(src), "--out", str(tmp_path / "led")])
+    assert res.exit_code == 0, res.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**record, "language": "th"}) + "\n", "utf-8")
+    res = CliRunner().invoke(cli, ["ledger", "import", str(bad), "--out", str(tmp_path / "led2")])
+    assert res.exit_code != 0 and "unknown key(s) language" in res.output and "optionally announced" in res.output

@@ -34,6 +34,20 @@ def _count_lines(path: str) -> int:
 def import_command(state, file: str, out: str, tokenizer: str | None, batch: int) -> None:
     """Import FILE (JSON lines; `-` reads standard input) into the ledger at --out.
 
+    One JSON object per line, for example:
+
+    
+    {"model": "qwen3-8b", "arm": "native", "lang": "th", "item": 12, "sample": 0, "seed": 1000,
+     "cap": 4096, "prompt": "How many eggs?", "prompt_ids": [4340, 1657, 18805, 30],
+     "output_ids": [24, 488, 220, 24, 284, 220, 16, 23, 198, 820, 220, 16, 23],
+     "text": "9 + 9 = 18\\n#### 18", "finish_reason": "stop", "gold": 18, "generator": "vllm"}
+
+    Required: model, arm (native, translate-act, pivot, code-switched), lang (FLORES code or alias), item,
+    sample, seed, cap, prompt, prompt_ids, output_ids, text, finish_reason (stop or length), gold (an
+    integer, or a string such as "5,600"), generator. Optional: announced, announce_style, forcing,
+    design, template_id, generator_version. Integers must be JSON integers. Without output_ids (or
+    prompt_ids) the text (or prompt) is tokenized and the record is marked retokenized.
+
     Rerunning skips records already stored identically; a stored record with the same key but other
     content is an error.
     """

@@ -26,7 +26,7 @@ from typing import BinaryIO
 from ..data.mgsm import parse_gold
 from ..errors import MindcapError
 from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
-from .schema import CELL_COLUMNS, COLUMNS, SETTING_COLUMNS, RecordError, describe, validate_records
+from .schema import CELL_COLUMNS, COLUMNS, REQUIRED, SETTING_COLUMNS, RecordError, describe, validate_records
 from .store import Ledger, ShardInfo, key_tuples
 
 BATCH_RECORDS = 2000
@@ -100,10 +100,17 @@ class _Tokenizers:
         return self.by_model[model]
 
 
+#: the keys of an import line, for messages and help
+RECORD_KEYS = (
+    f"a record has the keys {', '.join(REQUIRED)} and optionally "
+    f"{', '.join(k for k in COLUMNS if k not in REQUIRED and k not in ('tokenizer', 'n_tokens'))}"
+)
+
+
 def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, bool]:
     unknown = sorted(set(obj) - set(COLUMNS))
     if unknown:
-        raise MindcapError(f"{where}: unknown key(s) {', '.join(unknown)}")
+        raise MindcapError(f"{where}: unknown key(s) {', '.join(unknown)}; {RECORD_KEYS}")
     rec = dict(obj)
     if isinstance(rec.get("gold"), str):
         rec["gold"] = parse_gold(rec["gold"], where)
@@ -114,7 +121,7 @@ def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, 
         if rec.get(ids_key) is None:
             if not isinstance(rec.get(text_key), str):
                 raise MindcapError(f"{where}: neither {ids_key} nor a {text_key} string to tokenize")
-            rec[ids_key] = tokenizer.tokenizer.encode(rec[text_key], add_special_tokens=False).ids
+            rec[ids_key] = tokenizer.encode(rec[text_key])  # any family, no special tokens
             retokenized = True
     rec["retokenized"] = retokenized
     rec["tokenizer"] = tokenizer.name
