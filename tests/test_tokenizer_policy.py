@@ -196,3 +196,18 @@ def test_price_errors_then_prices_with_the_flag(price_world):
     with pytest.raises(TokenizerMismatchError):
         load_traces(ledger, "tiny", "th", tokenizer=base)
     assert len(load_traces(ledger, "tiny", "th", tokenizer=base, allow_tokenizer_mismatch=True).texts) == 8
+
+
+def test_an_unknown_tokenizer_name_suggests_the_flag_and_the_flag_works(tmp_path, qwen, monkeypatch):
+    from mindcap_tok.cli.main import cli
+
+    records = [make_record(qwen, f"#### {10 + i}\n", model="my-finetune", item=i, gold=10 + i,
+                           tokenizer="my-finetune") for i in range(3)]  # fmt: skip
+    root = tmp_path / "led"
+    Ledger(root).append(records, {"my-finetune": qwen})
+    for args in (["score", "--ledger", str(root), "--budgets", "8"],
+                 ["sweep", "--ledger", str(root), "--premiums", "th=2", "--budgets", "8", "--n-boot", "20"]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code != 0 and "'my-finetune'" in res.output and "--tokenizer" in res.output, res.output
+        res = CliRunner().invoke(cli, [*args, "--tokenizer", "qwen3-8b", "--allow-tokenizer-mismatch"])
+        assert res.exit_code == 0, res.output

@@ -48,8 +48,9 @@ MISSING = "—"
 class AuditConfig:
     """Inputs and settings of the suite; every random procedure uses ``seed`` (recorded in the output).
 
-    ``tokenizers`` (by name) are used before loading from ``tokenizers_dir``; either way a tokenizer whose hash
-    differs from the one the ledger recorded is an error unless ``allow_tokenizer_mismatch``.
+    ``tokenizer`` scores every record's ids (``--tokenizer``); else ``tokenizers`` (by name) are used before
+    loading from ``tokenizers_dir``; either way a tokenizer whose hash differs from the one the ledger recorded
+    is an error unless ``allow_tokenizer_mismatch``.
     """
 
     budgets: Sequence[int] = (64, 128, 192, 256, 384, 512, 768, 1024)
@@ -72,6 +73,7 @@ class AuditConfig:
     n_boot: int = 2000
     seed: int = 0
     level: float = 0.95
+    tokenizer: ResolvedTokenizer | None = None
     tokenizers: Mapping[str, ResolvedTokenizer] | None = None
     tokenizers_dir: str | None = None
     allow_tokenizer_mismatch: bool = False
@@ -300,7 +302,8 @@ def run_audits(source: str | os.PathLike[str] | Ledger | pa.Table, only: Sequenc
         raise MindcapError(f"no records in {where}: nothing to audit")
     toks: dict[str, ResolvedTokenizer] = {}
     if any("tokenizers" in spec.needs for spec in specs):
-        toks = resolve_tokenizers(records.column("tokenizer").to_pylist(), ledger, given=config.tokenizers,
+        toks = resolve_tokenizers(records.column("tokenizer").to_pylist(), ledger, override=config.tokenizer,
+                                  given=config.tokenizers,
                                   tokenizers_dir=config.tokenizers_dir,
                                   allow_mismatch=config.allow_tokenizer_mismatch)
     results, sample = [], None

@@ -12,6 +12,13 @@ no_verify_option = click.option(
     "damaged or altered shard is an error). For ledgers you trust, when reading speed matters.",
 )
 
+#: the tokenizer a ledger's ids belong to, for every command that scores or retokenizes stored ids
+tokenizer_option = click.option(
+    "--tokenizer",
+    help="The tokenizer the stored ids belong to: a registry name, a folder or a tokenizer file (default: the "
+    "one each record names).",
+)
+
 #: every command that scores a ledger checks each tokenizer's file hash against the one the manifest recorded for
 #: its name (mindcap_tok.ledger.tokenizers.resolve_tokenizers); this accepts a mismatch
 allow_tokenizer_mismatch_option = click.option(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from ..errors import MindcapError
-from ._options import allow_tokenizer_mismatch_option, no_verify_option
+from ..tokenizer import load_tokenizer
+from ._options import allow_tokenizer_mismatch_option, no_verify_option, tokenizer_option
 from .premium_cmd import parse_budgets
 
 
@@ -39,12 +40,13 @@ from .premium_cmd import parse_budgets
 @click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every sample and bootstrap.")
 @no_verify_option
+@tokenizer_option
 @allow_tokenizer_mismatch_option
 @click.pass_obj
 def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderings, budgets, translation_budgets,
                   lid_model, no_hub, lid_threshold, min_letters, delimiter, comet_checkpoint, validation_per_cell,
                   validation_labels, criterion, parity_per_stratum, sesoi, n_boot, seed, no_verify,
-                  allow_tokenizer_mismatch) -> None:
+                  tokenizer, allow_tokenizer_mismatch) -> None:
     """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
     import pyarrow.compute as pc
 
@@ -101,6 +103,7 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
         validation_labels=labels,
         parity_per_stratum=parity_per_stratum, sesoi=sesoi / 100,
         n_boot=n_boot, seed=seed, tokenizers_dir=toks_dir, allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+        tokenizer=load_tokenizer(tokenizer, toks_dir) if tokenizer else None,
     )
     suite = run_audits(led, names, config)
     paths = write_report(suite, out)

@@ -11,7 +11,7 @@ from ..errors import MindcapError
 from ..ledger.score import MAX_BUDGET
 from ..ledger.store import Ledger
 from ..tokenizer import load_tokenizer
-from ._options import allow_tokenizer_mismatch_option, no_verify_option
+from ._options import allow_tokenizer_mismatch_option, no_verify_option, tokenizer_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -78,7 +78,7 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.option("--save-extension", type=click.Path(), help="Keep the learned folds in this new folder.")
 @click.option("--premium/--no-premium", "measure_premium", default=True, show_default=True,
               help="Measure each learned fold's FLORES premium before/after.")  # fmt: skip
-@click.option("--tokenizer", help="Tokenizer the ledger's ids belong to (default: the name stored in the records).")
+@tokenizer_option
 @click.option("--parser", default="strict", show_default=True, help="Answer parser (strict, last, terminated, ...).")
 @click.option("--sample", type=click.IntRange(min=2), help="Price a seeded random sample of this many items.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the sample, folds and bootstrap.")

@@ -12,7 +12,7 @@ from ..ledger.score import DEFAULT_BUDGETS, Scores, accuracy_curves, score_ledge
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
 from ..tokenizer import load_tokenizer
-from ._options import allow_tokenizer_mismatch_option, no_verify_option
+from ._options import allow_tokenizer_mismatch_option, no_verify_option, tokenizer_option
 from ._output import emit, render
 from ._progress import progress_bar
 from .premium_cmd import parse_budgets
@@ -34,7 +34,7 @@ def _save(scores: Scores, folder: str) -> None:
 @click.command("score")
 @click.option("--ledger", "ledger_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)), show_default=True, help="Comma-separated B.")
-@click.option("--tokenizer", help="Tokenizer the ids belong to (default: the one each record names).")
+@tokenizer_option
 @click.option("--parser", default="strict", show_default=True, help=f"One of {', '.join(VARIANTS)}, or joined by '+'.")
 @click.option("--model", "models", multiple=True, help="Only these models.")
 @click.option("--arm", "arms", multiple=True, help="Only these arms.")

@@ -10,7 +10,7 @@ from ..errors import MindcapError
 from ..stats.curves import DEFAULT_BUDGETS, sweep
 from ..stats.grid import FRAMES
 from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
-from ._options import allow_tokenizer_mismatch_option, no_verify_option
+from ._options import allow_tokenizer_mismatch_option, no_verify_option, tokenizer_option
 from ._output import FORMATS, emit, render, to_json
 from ._progress import progress_bar
 from .premium_cmd import parse_budgets
@@ -21,19 +21,21 @@ _POINTS = ("acc_native", "acc_native_scaled", "delta", "ci_low", "ci_high", "ban
 
 
 def load_scores(state, ledger: str, budgets_for, models=(), langs=(), parser: str = "strict",
-                premium_specs=(), verify: bool = True, allow_tokenizer_mismatch: bool = False):
+                premium_specs=(), verify: bool = True, allow_tokenizer_mismatch: bool = False,
+                tokenizer: str | None = None):
     """Read a ledger, resolve premiums for its models/languages, score it at ``budgets_for(table, models, langs)``.
 
     Returns (scores, premium table). Each record's ids are scored with its own tokenizer (the ``tokenizer``
     column), resolved through the configured tokenizers folder and checked against the hash the ledger recorded
     (:func:`~mindcap_tok.ledger.tokenizers.resolve_tokenizers`; ``allow_tokenizer_mismatch`` accepts a
-    mismatch). ``verify``: check each shard's hash on read.
+    mismatch; ``tokenizer`` names one tokenizer for every record instead). ``verify``: check shard hashes on read.
     """
     import pyarrow.compute as pc
 
     from ..ledger.score import score_ledger
     from ..ledger.store import Ledger
     from ..ledger.tokenizers import resolve_tokenizers
+    from ..tokenizer import load_tokenizer
 
     codes = [resolve_language(x) for x in langs]
     led = Ledger(ledger, verify=verify)
@@ -47,7 +49,8 @@ def load_scores(state, ledger: str, budgets_for, models=(), langs=(), parser: st
     budgets = budgets_for(premiums, ledger_models, ledger_langs)
     if "tokenizer" not in table.column_names:
         raise MindcapError(f"{ledger}: records have no 'tokenizer' column naming the tokenizer of their ids")
-    toks = resolve_tokenizers(table.column("tokenizer").to_pylist(), led,
+    override = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
+    toks = resolve_tokenizers(table.column("tokenizer").to_pylist(), led, override=override,
                               tokenizers_dir=state.config.tokenizers_dir.value,
                               allow_mismatch=allow_tokenizer_mismatch)
     with progress_bar("scoring prefixes", total=table.num_rows, enabled=table.num_rows > 5000) as advance:
@@ -93,6 +96,7 @@ _common = [
                  show_default=True, help="Confidence level of CIs and bands."),
     click.option("--parser", default="strict", show_default=True, help="Answer parser variant."),
     no_verify_option,
+    tokenizer_option,
     allow_tokenizer_mismatch_option,
 ]
 
@@ -112,13 +116,14 @@ def _apply(options):
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
 @click.pass_obj
 def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
-                  no_verify, allow_tokenizer_mismatch, fmt, out) -> None:
+                  no_verify, tokenizer, allow_tokenizer_mismatch, fmt, out) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
     grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
     scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs,
-                                verify=not no_verify, allow_tokenizer_mismatch=allow_tokenizer_mismatch)
+                                verify=not no_verify, allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+                                tokenizer=tokenizer)
     result = sweep(scores.by_budget, table, grid, n_boot=n_boot, seed=seed, level=level, frame=frame)
     if fmt == "json":
         text = to_json({**result.as_dict(), "rows": result.rows.to_dict(orient="records"),
@@ -142,7 +147,7 @@ def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n
               help="Report folder: absent, empty, or an earlier report (replaced atomically).")
 @click.pass_obj
 def report_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
-                   no_verify, allow_tokenizer_mismatch, out) -> None:
+                   no_verify, tokenizer, allow_tokenizer_mismatch, out) -> None:
     """Markdown tables, CSVs and figures (NATIVE curves with peak intervals; gap curves) for a ledger."""
     from .._io import check_output_folder
     from ..report.budget_report import PRODUCER, write_budget_report
@@ -150,7 +155,8 @@ def report_command(state, ledger, premium_specs, budgets, models, langs, frame, 
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
     grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
     scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs,
-                                verify=not no_verify, allow_tokenizer_mismatch=allow_tokenizer_mismatch)
+                                verify=not no_verify, allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+                                tokenizer=tokenizer)
     rep = write_budget_report(scores.by_budget, table, out, by_record=scores.by_record, budgets=grid,
                               n_boot=n_boot, seed=seed, level=level, frame=frame)
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
@@ -186,11 +192,12 @@ def protocol_freeze(state, file, tag) -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
 @no_verify_option
+@tokenizer_option
 @allow_tokenizer_mismatch_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
 @click.pass_obj
-def protocol_test(state, file, ledger, no_verify, allow_tokenizer_mismatch, fmt, out) -> None:
+def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mismatch, fmt, out) -> None:
     """Refuse FILE if it, or a file it names, changed since its freeze; else run its family and print
     decisions and the outcome."""
     from pathlib import Path
@@ -203,7 +210,7 @@ def protocol_test(state, file, ledger, no_verify, allow_tokenizer_mismatch, fmt,
     specs = protocol_premium_specs(proto, Path(file).parent)
     scores, table = load_scores(state, ledger, lambda t, m, _: family_budgets(proto.hypotheses, t, m),
                                 [proto.model] if proto.model else [], (), proto.parser, specs, verify=not no_verify,
-                                allow_tokenizer_mismatch=allow_tokenizer_mismatch)
+                                allow_tokenizer_mismatch=allow_tokenizer_mismatch, tokenizer=tokenizer)
     result = run_protocol(proto, scores.by_budget, table)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
         decisions = result.table.assign(**{c: result.table[c] / 100 for c in ("margin", "estimate", "se")})

@@ -79,7 +79,13 @@ def resolve_tokenizers(
         elif name in supplied:
             tok = supplied[name]
         else:
-            tok = load_tokenizer(name, tokenizers_dir)
+            try:
+                tok = load_tokenizer(name, tokenizers_dir)
+            except MindcapError as exc:
+                raise MindcapError(
+                    f"cannot load the tokenizer {name!r} that these records name ({exc}); "
+                    "name the tokenizer their ids belong to with --tokenizer NAME|FILE"
+                ) from exc
         check_tokenizer(name, tok, recorded, allow_mismatch)
         out[name] = tok
     return out
