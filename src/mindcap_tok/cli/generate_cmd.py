@@ -13,10 +13,22 @@ from ..ledger.generate import dry_run, run_job
 @click.command("generate")
 @click.argument("job", type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Ledger folder (created if absent).")
-@click.option("--backend", type=click.Choice(BACKENDS), default="vllm", show_default=True, help="Generation engine.")
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default=None,
+    help="Generation engine [default: server when the job has a [server] table or --base-url is given, else vllm].",
+)
+@click.option(
+    "--base-url",
+    "base_url",
+    multiple=True,
+    metavar="URL",
+    help="An OpenAI-compatible server (http://HOST:8000/v1) for the server backend; repeat to spread requests.",
+)
 @click.option("--dry-run", "dry", is_flag=True, help="Print requests, shards and worst-case tokens; generate nothing.")
 @click.pass_obj
-def generate_command(state, job: str, out: str, backend: str, dry: bool) -> None:
+def generate_command(state, job: str, out: str, backend: str | None, base_url: tuple[str, ...], dry: bool) -> None:
     """Generate the records of JOB (a TOML spec) into --out; rerunning skips the shards already stored."""
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value}
     if dry:
@@ -54,7 +66,7 @@ def generate_command(state, job: str, out: str, backend: str, dry: bool) -> None
             rate = totals["tokens"] / totals["seconds"] if totals["seconds"] else 0.0
             progress.update(task, advance=1, records=totals["records"], rate=rate)
 
-        result = run_job(job, out, backend, on_shard=step, on_start=start, **dirs)
+        result = run_job(job, out, backend, on_shard=step, on_start=start, base_url=base_url, **dirs)
     rate = result.tokens / result.seconds if result.seconds else 0.0
     click.echo(
         f"job {result.job}: wrote {result.written} shards ({result.records} records, {result.tokens} output tokens, "

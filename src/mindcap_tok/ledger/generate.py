@@ -18,14 +18,14 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from .._io import atomic_write_text
 from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
 from .backends import Completion, GenRequest, load_backend
-from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job
+from .jobs import JobSpec, Plan, Request, ServerSpec, Shard, base_urls, iter_shards, job_counts, load_spec, plan_job
 from .parse import parse_answer
 from .prompts import build_prompt
 from .schema import KEY_COLUMNS
@@ -103,6 +103,18 @@ def job_record(plan: Plan) -> dict:
     }
 
 
+#: ``[server]`` keys that say how a server is reached, not what it generates: a resumed job may change them
+_CONNECTION_KEYS = ("base_url", "api_key_env", "concurrency", "timeout_s", "max_retries")
+
+
+def _identity(spec: dict) -> dict:
+    """A stored spec without its server connection settings (see ``_CONNECTION_KEYS``)."""
+    server = spec.get("server")
+    if isinstance(server, dict):
+        return {**spec, "server": {k: v for k, v in server.items() if k not in _CONNECTION_KEYS}}
+    return spec
+
+
 def _write_job(ledger: Ledger, plan: Plan) -> None:
     """Keep the spec and seeds under ``jobs/``. A different spec under the same name is refused while the old
     spec's cells hold records; while they hold none (e.g. after a failed engine start) the new spec replaces it."""
@@ -113,7 +125,7 @@ def _write_job(ledger: Ledger, plan: Plan) -> None:
             old = json.loads(path.read_text("utf-8")).get("spec") or {}
         except (OSError, ValueError, AttributeError) as exc:
             raise MindcapError(f"{path} is unreadable ({exc}); restore it or rename the job") from exc
-        if old == json.loads(json.dumps(record["spec"])):
+        if _identity(old) == _identity(json.loads(json.dumps(record["spec"]))):
             return
         cells = (old.get("model_name"), old.get("arms"), old.get("langs"))
         if ledger.exists() and ledger.read(*cells, columns=["item"]).num_rows:
@@ -125,7 +137,7 @@ class _Runner:
     def __init__(self, spec: JobSpec, backend, data_dir) -> None:
         self.spec, self.backend, self.data_dir = spec, backend, data_dir
         self.items: dict[str, list[MgsmItem]] = {}
-        self.prompts: dict[tuple, tuple[str, list[int], str]] = {}
+        self.prompts: dict[tuple, tuple[str, list[int], str, str]] = {}
         self.forcing_ids = tuple(backend.tok.encode(spec.forcing.text)) if spec.forcing.enabled else ()
         self.newlines = backend.tok.newline_ids() if spec.forcing.enabled else ()
         self.specials = set(backend.tok.hf.all_special_ids)
@@ -135,14 +147,19 @@ class _Runner:
             self.items[lang] = load_mgsm(lang, self.data_dir)
         return self.items[lang][item]
 
-    def prompt(self, arm: str, lang: str, item: int, announced: int | None) -> tuple[str, list[int], str]:
+    def prompt(self, arm: str, lang: str, item: int, announced: int | None) -> tuple[str, list[int], str, str]:
+        """The templated prompt text, its ids, the template id and the user message."""
         key = (arm, lang, item, announced)
         if key not in self.prompts:
             style = self.spec.announce_style if announced is not None else "none"
             p = build_prompt(self.item(lang, item).question, arm, lang, announced, style, self.spec.prompt_version)
             text, ids = self.backend.tok.chat(p.text)
-            self.prompts[key] = (text, ids, p.template_id)
+            self.prompts[key] = (text, ids, p.template_id, p.text)
         return self.prompts[key]
+
+    def _prompt_text(self, ids: tuple[int, ...]) -> str:
+        """The text of prompt ids a server reported (special tokens kept, as in a templated prompt)."""
+        return self.backend.tok.resolved.tokenizer.decode(list(ids), skip_special_tokens=False)
 
     def _forced_body(self, c: Completion) -> tuple[int, ...] | None:
         """The ids to continue after the forcing text, or ``None`` when ``c`` is not forced."""
@@ -181,14 +198,19 @@ class _Runner:
         tails = self.backend.generate(reqs)
         out = [list(c) for c in done]
         for (i, j, body), tail in zip(where, tails, strict=True):
-            out[i][j] = Completion(body + self.forcing_ids + tail[0].ids, done[i][j].finish_reason)
+            c = done[i][j]
+            ids = body + self.forcing_ids + tail[0].ids
+            out[i][j] = Completion(ids, c.finish_reason, c.prompt_ids, c.retokenized or tail[0].retokenized)
         return out
 
     def shard(self, shard: Shard) -> list[dict]:
         spec, s = self.spec, self.spec.sampling
         prompts = [self.prompt(r.arm, r.lang, r.item, r.announced) for r in shard.requests]
         reqs = [
-            GenRequest(tuple(p[1]), spec.k, r.cap, r.seed, s.temperature, s.top_p, s.top_k)
+            GenRequest(
+                tuple(p[1]), spec.k, r.cap, r.seed, s.temperature, s.top_p, s.top_k,
+                text=p[0], user=p[3], name=f"{shard.id} item {r.item}",
+            )
             for r, p in zip(shard.requests, prompts, strict=True)
         ]
         done = self.backend.generate(reqs)
@@ -196,8 +218,10 @@ class _Runner:
             done = self.force([p[1] for p in prompts], done)
         records = []
         texts = iter(self.backend.tok.decode_batch([c.ids for comps in done for c in comps]))
-        for r, (text, ids, template), comps in zip(shard.requests, prompts, done, strict=True):
+        for r, (text, ids, template, _), comps in zip(shard.requests, prompts, done, strict=True):
             for sample, c in enumerate(comps):
+                # a server's chat template may differ from the local one: store the prompt the engine saw
+                served = c.prompt_ids is not None
                 records.append(
                     {
                         "model": spec.model_name,
@@ -212,8 +236,8 @@ class _Runner:
                         "forcing": spec.forcing.enabled,
                         "design": spec.design,
                         "template_id": template,
-                        "prompt": text,
-                        "prompt_ids": ids,
+                        "prompt": self._prompt_text(c.prompt_ids) if served else text,
+                        "prompt_ids": list(c.prompt_ids) if served else ids,
                         "output_ids": list(c.ids),
                         "text": next(texts),
                         "finish_reason": c.finish_reason,
@@ -221,6 +245,7 @@ class _Runner:
                         "generator": self.backend.name,
                         "generator_version": self.backend.version,
                         "tokenizer": spec.tokenizer,
+                        "retokenized": c.retokenized,
                     }
                 )
         return records
@@ -249,19 +274,30 @@ def dry_run(
 def run_job(
     job: JobSpec | str | os.PathLike[str],
     ledger: str | os.PathLike[str] | Ledger,
-    backend: str | object = "vllm",
+    backend: str | object | None = None,
     *,
     data_dir: str | os.PathLike[str] | None = None,
     on_shard: Callable[[ShardDone], None] | None = None,
     on_start: Callable[[Plan, int], None] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
+    base_url: Sequence[str] = (),
 ) -> GenerateResult:
     """Generate the records of ``job`` (a spec or a TOML path) into ``ledger``; see the module docs.
 
-    ``backend`` is ``vllm``, ``transformers`` or a started backend object (reused across calls).
+    ``backend`` is ``vllm``, ``transformers``, ``server`` or a started backend object (reused across calls);
+    by default ``server`` when the job has a ``[server]`` table or ``base_url`` is given, else ``vllm``.
+    ``base_url`` (server URLs) replaces the job's ``[server] base_url``.
     ``on_start(plan, shards_left)`` is called once the done shards are known; ``on_shard`` after each shard.
     """
     spec = job if isinstance(job, JobSpec) else load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
+    server = spec.server
+    if base_url:
+        server = replace(server or ServerSpec(), base_url=base_urls(list(base_url), "--base-url"))
+    if backend is None:
+        backend = "server" if server is not None else "vllm"
+    if base_url and backend != "server":
+        other = backend if isinstance(backend, str) else backend.name
+        raise MindcapError(f"--base-url is for the server backend, not {other}")
     plan = plan_job(spec)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     led.check_new_location()
@@ -275,7 +311,7 @@ def run_job(
     if not todo:
         return result
     if isinstance(backend, str):
-        backend = load_backend(backend, spec.model, spec.tokenizer, spec.engine, spec.seed)
+        backend = load_backend(backend, spec.model, spec.tokenizer, spec.engine, spec.seed, server)
     runner = _Runner(spec, backend, data_dir)
     start = time.perf_counter()
     for index, shard in enumerate(todo):

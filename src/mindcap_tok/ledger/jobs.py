@@ -21,6 +21,8 @@ A spec (see ``examples/jobs/``)::
     [announce]                        # announcement design: budgets = [...], style = "natural" | "tag"
     [forcing]                         # enabled, text = "\\n####", max_tokens = 16, unanswered = false
     [engine]                          # passed through to the backend (vLLM: tensor_parallel_size, dtype, ...)
+    [server]                          # the `server` backend: base_url (string or list), api_key_env, concurrency,
+                                      # timeout_s, max_retries, model (the served name), endpoint, logprob_ids
 
 Integers must be TOML integers (``true`` is no 1, ``8.0`` no 8), booleans TOML booleans; every error is one
 line naming the key and the file.
@@ -71,6 +73,7 @@ _KEYS = {
     "announce",
     "forcing",
     "engine",
+    "server",
 }
 
 #: The most samples per item (``k``) a spec may ask for. The paper draws k = 8 and a variance study needs a few
@@ -106,6 +109,30 @@ class Forcing:
     unanswered: bool = False
 
 
+ENDPOINTS = ("completions", "chat")
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How the ``server`` backend reaches an OpenAI-compatible server (the ``[server]`` table).
+
+    ``base_url``: one or more URLs as the OpenAI client takes them (``http://host:8000/v1``); requests are spread
+    over them. ``api_key_env`` names the environment variable holding the key (never the key itself).
+    ``concurrency``: requests in flight per URL. ``model``: the served model name (default: the job's
+    ``model``). ``endpoint``: ``completions`` (prompt built locally, sent as ids) or ``chat`` (server-side
+    template). ``logprob_ids``: also ask for the ids through logprobs (vLLM before 0.10.2).
+    """
+
+    base_url: tuple[str, ...] = ()
+    api_key_env: str = ""
+    concurrency: int = 8
+    timeout_s: float = 600.0
+    max_retries: int = 5
+    model: str = ""
+    endpoint: str = "completions"
+    logprob_ids: bool = False
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """A parsed, checked generation job (see the module docs for the file format)."""
@@ -130,10 +157,14 @@ class JobSpec:
     announce_style: str = "natural"
     forcing: Forcing = field(default_factory=Forcing)
     engine: dict = field(default_factory=dict)
+    server: ServerSpec | None = None
 
     def as_dict(self) -> dict:
-        """Plain data (JSON-ready), stored with the output; a measured premium is kept exact as ``"tokens/ref"``."""
+        """Plain data (JSON-ready), stored with the output; a measured premium is kept exact as ``"tokens/ref"``.
+        ``server`` appears only when the spec has a ``[server]`` table."""
         out = asdict(self)
+        if self.server is None:
+            del out["server"]
         out["premiums"] = {lang: str(r) if isinstance(r, Fraction) else r for lang, r in self.premiums.items()}
         return out
 
@@ -270,6 +301,52 @@ def _table(cls: type, value: object, key: str):
     return cls(**{name: _typed(v, type(defaults[name]), f"{key}.{name}") for name, v in table.items()})
 
 
+def base_urls(value: object, key: str) -> tuple[str, ...]:
+    """One ``http(s)://`` URL or a non-empty list of them, trailing slashes dropped, each once."""
+    urls = [_str(u, key).strip().rstrip("/") for u in _list(value, str, key)]
+    for url in urls:
+        if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
+            raise MindcapError(f"{key} must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {url!r}")
+    if len(set(urls)) != len(urls):
+        raise MindcapError(f"{key} lists a URL twice")
+    return tuple(urls)
+
+
+def server_options(value: object, key: str = "server") -> ServerSpec:
+    """Check a ``[server]`` table (see :class:`ServerSpec`); a key in the file itself is refused."""
+    table = _typed(value, dict, key)
+    known = [f.name for f in fields(ServerSpec)]
+    if "api_key" in table:
+        raise MindcapError(f"[{key}] must not hold a key: put it in an environment variable named by api_key_env")
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise MindcapError(f"[{key}] takes {', '.join(known)}, got unknown {', '.join(unknown)}")
+    out: dict = {}
+    if "base_url" in table:
+        out["base_url"] = base_urls(table["base_url"], f"{key}.base_url")
+    if "api_key_env" in table:
+        out["api_key_env"] = _str(table["api_key_env"], f"{key}.api_key_env")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", out["api_key_env"]):
+            raise MindcapError(f"{key}.api_key_env must name an environment variable, got {_show(out['api_key_env'])}")
+    if "concurrency" in table:
+        out["concurrency"] = _int(table["concurrency"], f"{key}.concurrency", 1, 4096)
+    if "max_retries" in table:
+        out["max_retries"] = _int(table["max_retries"], f"{key}.max_retries", 0, 100)
+    if "timeout_s" in table:
+        out["timeout_s"] = float(_typed(table["timeout_s"], float, f"{key}.timeout_s"))
+        if not out["timeout_s"] > 0:
+            raise MindcapError(f"{key}.timeout_s must be > 0, got {out['timeout_s']}")
+    if "model" in table:
+        out["model"] = _str(table["model"], f"{key}.model")
+    if "endpoint" in table:
+        out["endpoint"] = _str(table["endpoint"], f"{key}.endpoint")
+        if out["endpoint"] not in ENDPOINTS:
+            raise MindcapError(f"{key}.endpoint must be one of {', '.join(ENDPOINTS)}, got {out['endpoint']!r}")
+    if "logprob_ids" in table:
+        out["logprob_ids"] = _typed(table["logprob_ids"], bool, f"{key}.logprob_ids")
+    return ServerSpec(**out)
+
+
 def _items(value: object) -> tuple[int, ...]:
     if value == "all":
         return tuple(range(N_ITEMS))
@@ -400,6 +477,7 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         announce_style=style,
         forcing=forcing,
         engine=dict(_typed(data.get("engine", {}), dict, "engine")),
+        server=server_options(data["server"]) if "server" in data else None,
     )
 
 

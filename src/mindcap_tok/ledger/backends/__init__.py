@@ -1,4 +1,5 @@
-"""Generation backends: vLLM (GPU runs, extra ``gen``) and transformers (small CPU runs and tests).
+"""Generation backends: vLLM (GPU runs, extra ``gen``), transformers (small CPU runs and tests) and any
+OpenAI-compatible server (``vllm serve``, hosted APIs; extra ``server``).
 
 Both take the same :class:`GenRequest` (prompt token ids, ``n`` samples, cap, seed, sampling parameters) and
 return, per request, ``n`` :class:`Completion` (output token ids and finish reason). Prompts are built with the
@@ -19,12 +20,15 @@ from ...errors import MindcapError, first_line
 from ...tokenizer import ResolvedTokenizer
 from ..score import byte_table
 
-BACKENDS = ("vllm", "transformers")
+BACKENDS = ("vllm", "transformers", "server")
 
 
 @dataclass(frozen=True)
 class GenRequest:
-    """One prompt to decode ``n`` times under ``max_tokens``; ``stop_ids`` end a decode besides the model's EOS."""
+    """One prompt to decode ``n`` times under ``max_tokens``; ``stop_ids`` end a decode besides the model's EOS.
+
+    ``text`` (the templated prompt), ``user`` (the user message, for a server's chat endpoint) and ``name`` (for
+    error messages) are optional: a forcing continuation has ids only."""
 
     prompt_ids: tuple[int, ...]
     n: int
@@ -34,14 +38,22 @@ class GenRequest:
     top_p: float = 1.0
     top_k: int = 0
     stop_ids: tuple[int, ...] = ()
+    text: str | None = None
+    user: str | None = None
+    name: str = ""
 
 
 @dataclass(frozen=True)
 class Completion:
-    """One decode: the generated ids (a final stop/EOS token included) and ``stop`` or ``length``."""
+    """One decode: the generated ids (a final stop/EOS token included) and ``stop`` or ``length``.
+
+    ``prompt_ids``: the prompt ids as the engine saw them when they differ from the request's (a server's chat
+    template), else ``None``. ``retokenized``: the ids were re-encoded from text (a server that returns none)."""
 
     ids: tuple[int, ...]
     finish_reason: str
+    prompt_ids: tuple[int, ...] | None = None
+    retokenized: bool = False
 
 
 class ChatTokenizer:
@@ -88,12 +100,19 @@ def require(module: str, extra: str, backend: str) -> None:
         raise MindcapError(f"the {backend} backend needs {module}: pip install 'mindcap-tok[{extra}]'")
 
 
-def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None = None, seed: int = 0):
-    """Start the backend ``name`` (``vllm`` or ``transformers``) on ``model`` with ``engine`` options."""
+def load_backend(
+    name: str, model: str, tokenizer_name: str, engine: dict | None = None, seed: int = 0, server=None
+):
+    """Start the backend ``name`` (``vllm``, ``transformers`` or ``server``) on ``model`` with ``engine`` options;
+    ``server`` (a :class:`~mindcap_tok.ledger.jobs.ServerSpec`) says how the ``server`` backend connects."""
     if name not in BACKENDS:
         raise MindcapError(f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}")
     if not (Path(model).is_dir() or (model.count("/") == 1 and not model.startswith((".", os.sep)))):
         raise MindcapError(f"model {model!r} is neither a local folder nor a Hugging Face id")
+    if name == "server":
+        from .server import ServerBackend
+
+        return ServerBackend(model, tokenizer_name, server)
     if name == "vllm":
         require("vllm", "gen", "vllm")
         from .vllm import VllmBackend

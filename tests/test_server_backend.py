@@ -1,0 +1,534 @@
+"""The ``server`` backend against small REAL HTTP servers on 127.0.0.1 (``http.server`` in a thread) that answer
+with hand-written OpenAI/vLLM-shaped bodies and inject 429/500/dropped connections/slow answers: request
+building, id extraction from each response shape, the retokenized path, retries, one-line errors, resume."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+pytest.importorskip("httpx", reason="the server backend needs the server extra (httpx)")
+
+from mindcap_tok.cli.main import main
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.ledger.backends import GenRequest
+from mindcap_tok.ledger.backends.server import ServerBackend, parse_response, retry_after
+from mindcap_tok.ledger.generate import run_job
+from mindcap_tok.ledger.jobs import ServerSpec, load_spec, parse_spec
+from mindcap_tok.ledger.store import Ledger
+from test_generate import frame, spec_data
+from tiny_model import build_tiny_model
+
+EOS = 2  # <|im_end|> in tiny_model.SPECIALS order
+#: ids of single characters (filled by the ``hf`` fixture): their text re-encodes to at most as many ids
+ALPHABET: list[int] = []
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pytest.importorskip("torch", reason="the tiny model is built with torch")
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
+
+
+@pytest.fixture(scope="module")
+def hf(tiny):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny)
+    ALPHABET[:] = tok.convert_tokens_to_ids(list("abcdefghijklmnopqrstuvwxyz0123456789"))
+    assert len(set(ALPHABET)) == 36 and tok.unk_token_id not in ALPHABET
+    return tok
+
+
+def local_prompt(hf, user: str) -> tuple[str, list[int]]:
+    """The chat template applied here with transformers directly (thinking off), as the other backends do."""
+    text = hf.apply_chat_template([{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True,
+                                  enable_thinking=False)
+    return text, hf(text, add_special_tokens=False)["input_ids"]
+
+
+def decode(hf, ids, skip: bool = True) -> str:
+    """Text of ids with the fast tokenizer itself (no transformers clean-up of spaces)."""
+    return hf.backend_tokenizer.decode(list(ids), skip_special_tokens=skip)
+
+
+def rule(seed: int, sample: int, cap: int) -> tuple[list[int], str]:
+    """The fake server's decode: every third sample stops early on EOS, the others run to the cap."""
+    n = cap // 2 if (seed + sample) % 3 == 0 else cap
+    ids = [ALPHABET[(seed * 31 + sample * 17 + t * 7) % len(ALPHABET)] for t in range(n)]
+    if n < cap:
+        ids[-1] = EOS
+        return ids, "stop"
+    return ids, "length"
+
+
+# -- the fake server -----------------------------------------------------------------------------------------------
+
+
+class Fake:
+    """An OpenAI-compatible server on 127.0.0.1: ``mode`` is ``ids`` (vLLM >= 0.10.2), ``plain`` (a hosted API:
+    text only, vLLM's extensions refused) or ``logprobs`` (older vLLM); ``faults`` are applied to the next
+    requests in order."""
+
+    def __init__(self, hf, mode: str = "ids", served: str = "tiny", key: str | None = None) -> None:
+        self.hf, self.mode, self.served, self.key = hf, mode, served, key
+        self.faults: list[str] = []
+        self.bodies: list[dict] = []
+        self.lock = threading.Lock()
+        self.inflight = self.max_inflight = 0
+        self.delay = 0.0
+        self.prompt_shift = 0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/version":
+                    self.reply(200, {"version": "0.0.fake"})
+                else:
+                    self.reply(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with fake.lock:
+                    fake.bodies.append(body)
+                    fault = fake.faults.pop(0) if fake.faults else None
+                    fake.inflight += 1
+                    fake.max_inflight = max(fake.max_inflight, fake.inflight)
+                try:
+                    fake.serve(self, body, fault)
+                finally:
+                    with fake.lock:
+                        fake.inflight -= 1
+
+            def reply(self, status: int, data, headers: dict | None = None, raw: bytes | None = None) -> None:
+                payload = raw if raw is not None else json.dumps(data).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:  # the client gave up (a slow answer): nothing to do
+                    self.close_connection = True
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+    def serve(self, h, body: dict, fault: str | None) -> None:
+        if fault == "drop":
+            h.close_connection = True
+            return
+        if fault == "slow":
+            time.sleep(1.0)
+        if fault == "429":
+            return h.reply(429, {"error": {"message": "Too Many Requests", "code": 429}}, {"Retry-After": "1"})
+        if fault == "500":
+            return h.reply(500, {"error": {"message": "EngineCore died\nTraceback ...", "code": 500}})
+        if fault == "400":
+            return h.reply(400, {"error": {"message": "max_tokens is too large", "type": "BadRequestError",
+                                           "param": None, "code": 400}})
+        if fault == "garbage":
+            return h.reply(200, None, raw=b'{"choices": [ {"index": 0,')
+        if fault == "long":  # text only, and more of it than the cap allows
+            return h.reply(200, {"choices": [{"index": i, "text": "x " * 40, "finish_reason": "length"}
+                                             for i in range(body["n"])]})
+        if fault == "abort":
+            return h.reply(200, {"choices": [{"index": i, "text": "", "finish_reason": "abort", "token_ids": []}
+                                             for i in range(body["n"])]})
+        if self.key is not None and h.headers.get("Authorization") != f"Bearer {self.key}":
+            return h.reply(401, {"error": "Unauthorized"})
+        if body["model"] != self.served:
+            return h.reply(404, {"error": {"message": f"The model `{body['model']}` does not exist.",
+                                           "type": "NotFoundError", "param": "model", "code": 404}})
+        extensions = sorted({"return_token_ids", "top_k"} & set(body))
+        if self.mode == "plain" and (extensions or not isinstance(body.get("prompt"), str)):
+            bad = extensions or ["prompt"]
+            return h.reply(400, {"error": {"message": f"Unrecognized request argument supplied: {bad[0]}",
+                                           "type": "invalid_request_error", "param": None, "code": None}})
+        time.sleep(self.delay)
+        h.reply(200, self.answer(body, h.path))
+
+    def answer(self, body: dict, path: str) -> dict:
+        chat = path.endswith("/chat/completions")
+        if chat:
+            prompt_ids = local_prompt(self.hf, body["messages"][0]["content"])[1][self.prompt_shift:]
+        elif isinstance(body["prompt"], list):
+            prompt_ids = list(body["prompt"])
+        else:
+            prompt_ids = self.hf(body["prompt"], add_special_tokens=False)["input_ids"]
+        choices = []
+        for i in range(body["n"]):
+            ids, finish = rule(body["seed"], i, body["max_tokens"])
+            text = decode(self.hf, ids)
+            c = {"index": i, "logprobs": None, "finish_reason": finish, "stop_reason": None}
+            c.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+            if self.mode == "ids":
+                c["token_ids"] = ids
+                if not chat:
+                    c["prompt_token_ids"] = prompt_ids[self.prompt_shift:]
+            elif self.mode == "logprobs" and body.get("return_tokens_as_token_ids"):
+                c["logprobs"] = {"tokens": [f"token_id:{t}" for t in ids], "token_logprobs": [-1.0] * len(ids),
+                                 "text_offset": list(range(len(ids))), "top_logprobs": None}
+            choices.append(c)
+        out = {"id": "cmpl-fake", "object": "chat.completion" if chat else "text_completion", "created": 1,
+               "model": self.served, "choices": choices,
+               "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": 1, "total_tokens": 1}}
+        if chat and self.mode == "ids":
+            out["prompt_token_ids"] = prompt_ids
+        return out
+
+
+@pytest.fixture
+def fakes(hf):
+    made: list[Fake] = []
+
+    def make(**kw) -> Fake:
+        made.append(Fake(hf, **kw))
+        return made[-1]
+
+    yield make
+    for f in made:
+        f.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_spec(tiny, urls, job: dict | None = None, **server) -> dict:
+    """The test job (``job`` overrides its keys) with a ``[server]`` table (``server`` overrides its keys)."""
+    opts = {"base_url": urls, "model": "tiny", "max_retries": 4, "timeout_s": 10.0}
+    opts.update(server)
+    return spec_data(tiny, server=opts, **(job or {}))
+
+
+def backend(tiny, spec, **kw) -> ServerBackend:
+    return ServerBackend(str(tiny), "tiny-qwen3", spec.server, backoff_s=0.01, **kw)
+
+
+def check_rows(rows, hf, *, retokenized=False) -> None:
+    """Each record against the fake server's rule and the locally built prompt."""
+    from mindcap_tok.data.mgsm import load_mgsm
+    from mindcap_tok.ledger.prompts import build_prompt
+
+    assert len(rows) == 12 and len({(r["lang"], r["item"], r["sample"]) for r in rows}) == 12
+    for r in rows:
+        question = load_mgsm(r["lang"])[r["item"]].question
+        text, ids = local_prompt(hf, build_prompt(question, "native", r["lang"], None, "none", "mgsm-v1").text)
+        assert (r["prompt"], r["prompt_ids"]) == (text, ids)
+        want, finish = rule(r["seed"], r["sample"], 12)
+        if retokenized:
+            want = hf(decode(hf, want), add_special_tokens=False)["input_ids"]
+        assert r["output_ids"] == want and r["finish_reason"] == finish
+        assert r["text"] == decode(hf, r["output_ids"])
+        assert r["retokenized"] is retokenized and r["generator"] == "server"
+
+
+# -- the spec ------------------------------------------------------------------------------------------------------
+
+
+def test_server_table_is_typed_and_refuses_keys_in_the_file(tmp_path):
+    base = {"model": "org/m", "arms": ["native"], "langs": ["de"], "items": [0], "k": 1, "design": "replay"}
+    spec = parse_spec({**base, "server": {"base_url": "http://h:8000/v1/", "concurrency": 3, "endpoint": "chat"}})
+    assert spec.server == ServerSpec(base_url=("http://h:8000/v1",), concurrency=3, endpoint="chat")
+    assert spec.as_dict()["server"]["base_url"] == ("http://h:8000/v1",)
+    assert "server" not in parse_spec(base).as_dict()  # old job files keep comparing equal
+    two = parse_spec({**base, "server": {"base_url": ["http://a/v1", "https://b/v1"], "timeout_s": 5}})
+    assert two.server.base_url == ("http://a/v1", "https://b/v1") and two.server.timeout_s == 5.0
+    job = tmp_path / "job.toml"
+    cases = {
+        "concurrency = 0": "server.concurrency must be an integer in 1..4096, got 0",
+        "concurrency = -2": "server.concurrency must be an integer in 1..4096, got -2",
+        "concurrency = true": "server.concurrency must be of type int, got true",
+        'concurrency = "4"': "server.concurrency must be of type int, got '4'",
+        'api_key = "sk-123"': "[server] must not hold a key",
+        'api_key_env = "MY KEY"': "server.api_key_env must name an environment variable",
+        'endpoint = "responses"': "server.endpoint must be one of completions, chat",
+        'base_url = "localhost:8000"': "server.base_url must be an http:// or https:// URL",
+        "base_url = []": "server.base_url must not be an empty list",
+        "timeout_s = 0": "server.timeout_s must be > 0",
+        "retries = 2": "got unknown retries",
+    }
+    for line, message in cases.items():
+        job.write_text('model = "org/m"\narms = ["native"]\nlangs = ["de"]\ndesign = "replay"\n[server]\n' + line)
+        with pytest.raises(MindcapError) as exc:
+            load_spec(job)
+        assert message in str(exc.value) and str(job) in str(exc.value) and "\n" not in str(exc.value), line
+
+
+def test_backend_refuses_bad_options_before_sending(tiny, monkeypatch):
+    with pytest.raises(MindcapError, match="needs a URL"):
+        ServerBackend(str(tiny), "t", ServerSpec())
+    with pytest.raises(MindcapError, match="concurrency must be an integer >= 1, got 0"):
+        ServerBackend(str(tiny), "t", ServerSpec(base_url=("http://127.0.0.1:9/v1",), concurrency=0))
+    monkeypatch.delenv("MINDCAP_TEST_KEY", raising=False)
+    with pytest.raises(MindcapError, match=r"MINDCAP_TEST_KEY .* unset"):
+        ServerBackend(str(tiny), "t", ServerSpec(base_url=("http://127.0.0.1:9/v1",), api_key_env="MINDCAP_TEST_KEY"))
+
+
+# -- request building and response shapes --------------------------------------------------------------------------
+
+
+def test_request_bodies(tiny, fakes):
+    fake = fakes()
+    req = GenRequest((5, 6, 7), 3, 64, 1234, 0.6, 0.95, 20, text="<p>", user="hi", name="x")
+    b = ServerBackend(str(tiny), "t", ServerSpec(base_url=(fake.url,), model="served"))
+    assert b.version == "vllm 0.0.fake"
+    assert b.body(req) == {"model": "served", "n": 3, "max_tokens": 64, "seed": 1234, "temperature": 0.6,
+                           "top_p": 0.95, "prompt": [5, 6, 7], "return_token_ids": True, "top_k": 20}
+    assert b.body(req, plain=True) == {"model": "served", "n": 3, "max_tokens": 64, "seed": 1234,
+                                       "temperature": 0.6, "top_p": 0.95, "prompt": "<p>"}
+    greedy = GenRequest((5,), 1, 16, 0, 0.0, stop_ids=(9, 11))  # a forcing continuation: greedy, ids only
+    assert b.body(greedy) == {"model": "served", "n": 1, "max_tokens": 16, "seed": 0, "temperature": 0.0,
+                              "prompt": [5], "return_token_ids": True, "stop_token_ids": [9, 11]}
+    with pytest.raises(MindcapError, match="forcing continuations cannot be sent"):
+        b.body(greedy, plain=True)
+    chat = ServerBackend(str(tiny), "t", ServerSpec(base_url=(fake.url,), endpoint="chat", logprob_ids=True))
+    assert chat.served_model == str(tiny)  # the job's model unless [server] model names the served one
+    assert chat.body(req) == {"model": str(tiny), "n": 3, "max_tokens": 64, "seed": 1234, "temperature": 0.6,
+                              "top_p": 0.95, "messages": [{"role": "user", "content": "hi"}],
+                              "return_token_ids": True, "top_k": 20,
+                              "chat_template_kwargs": {"enable_thinking": False},
+                              "return_tokens_as_token_ids": True, "logprobs": True, "top_logprobs": 0}
+    with pytest.raises(MindcapError, match="needs endpoint = completions"):
+        chat.body(greedy)
+
+
+# Bodies shaped as vLLM's OpenAI server documents them (vllm/entrypoints/openai/protocol.py).
+VLLM_COMPLETIONS = """{"id": "cmpl-8f1e", "object": "text_completion", "created": 1764460800, "model": "tiny",
+ "choices": [
+  {"index": 1, "text": " 7", "logprobs": null, "finish_reason": "length", "stop_reason": null,
+   "token_ids": [40, 41, 42], "prompt_logprobs": null, "prompt_token_ids": [1, 20, 21]},
+  {"index": 0, "text": " 9", "logprobs": null, "finish_reason": "stop", "stop_reason": null,
+   "token_ids": [30, 2], "prompt_logprobs": null, "prompt_token_ids": [1, 20, 21]}],
+ "service_tier": null, "system_fingerprint": null,
+ "usage": {"prompt_tokens": 3, "total_tokens": 8, "completion_tokens": 5, "prompt_tokens_details": null},
+ "kv_transfer_params": null}"""
+VLLM_CHAT = """{"id": "chatcmpl-77", "object": "chat.completion", "created": 1764460800, "model": "tiny",
+ "choices": [{"index": 0, "message": {"role": "assistant", "content": "#### 9", "refusal": null,
+   "annotations": null, "audio": null, "function_call": null, "tool_calls": [], "reasoning_content": null},
+   "logprobs": null, "finish_reason": "stop", "stop_reason": null, "token_ids": [50, 51, 2]}],
+ "service_tier": null, "system_fingerprint": null,
+ "usage": {"prompt_tokens": 4, "total_tokens": 7, "completion_tokens": 3, "prompt_tokens_details": null},
+ "prompt_logprobs": null, "prompt_token_ids": [1, 60, 61, 62], "kv_transfer_params": null}"""
+OLD_VLLM_COMPLETIONS = """{"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "tiny",
+ "choices": [{"index": 0, "text": "ab", "finish_reason": "length", "stop_reason": null,
+   "logprobs": {"text_offset": [0, 1], "token_logprobs": [-0.5, -1.25], "tokens": ["token_id:70", "token_id:71"],
+                "top_logprobs": [{"token_id:70": -0.5}, {"token_id:71": -1.25}]}}],
+ "usage": {"prompt_tokens": 3, "total_tokens": 5, "completion_tokens": 2}}"""
+OLD_VLLM_CHAT = """{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "tiny",
+ "choices": [{"index": 0, "message": {"role": "assistant", "content": "ab"}, "finish_reason": "stop",
+   "logprobs": {"content": [{"token": "token_id:80", "logprob": -0.1, "bytes": [97], "top_logprobs": []},
+                            {"token": "token_id:2", "logprob": -0.2, "bytes": [], "top_logprobs": []}]}}],
+ "usage": {"prompt_tokens": 3, "total_tokens": 5, "completion_tokens": 2}}"""
+HOSTED_CHAT = """{"id": "chatcmpl-abc", "object": "chat.completion", "created": 1, "model": "gpt-x",
+ "choices": [{"index": 0, "message": {"role": "assistant", "content": "The answer is 9", "refusal": null},
+   "logprobs": null, "finish_reason": "stop"}],
+ "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}, "system_fingerprint": "fp_1"}"""
+
+
+def test_ids_from_each_response_shape():
+    got = parse_response(json.loads(VLLM_COMPLETIONS), 2, chat=False)
+    assert [(c["ids"], c["prompt_ids"], c["text"], c["finish_reason"]) for c in got] == [
+        ((30, 2), (1, 20, 21), " 9", "stop"), ((40, 41, 42), (1, 20, 21), " 7", "length")]
+    (c,) = parse_response(json.loads(VLLM_CHAT), 1, chat=True)
+    assert (c["ids"], c["prompt_ids"], c["text"]) == ((50, 51, 2), (1, 60, 61, 62), "#### 9")
+    assert c["finish_reason"] == "stop"
+    (c,) = parse_response(json.loads(OLD_VLLM_COMPLETIONS), 1, chat=False)
+    assert (c["ids"], c["prompt_ids"]) == ((70, 71), None)
+    (c,) = parse_response(json.loads(OLD_VLLM_CHAT), 1, chat=True)
+    assert c["ids"] == (80, 2)
+    (c,) = parse_response(json.loads(HOSTED_CHAT), 1, chat=True)
+    assert (c["ids"], c["prompt_ids"], c["text"]) == (None, None, "The answer is 9")
+    bad = [({"choices": [{"index": 0, "text": "x", "token_ids": [1, "2"]}]}, "not a list of token ids"),
+           ({"choices": [{"index": 0, "text": "x", "token_ids": [1, -3]}]}, "not a list of token ids"),
+           ({"choices": [{"index": 1, "text": "x"}]}, "not indices 0..0"),
+           ({"object": "error"}, "no choices list"),
+           ({"choices": [{"index": 0, "text": "x", "logprobs": {"tokens": ["a"]}}]}, "is not 'token_id:N'")]
+    for body, message in bad:
+        with pytest.raises(MindcapError, match=message):
+            parse_response(body, 1, chat=False)
+
+
+def test_retry_after_header():
+    assert retry_after("2") == 2.0 and retry_after("0.25") == 0.25 and retry_after("-3") == 0.0
+    assert retry_after("86400") == 60.0 and retry_after(None) is None and retry_after("soon") is None
+    assert retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0) == 10.0
+
+
+# -- end to end through run_job ------------------------------------------------------------------------------------
+
+
+def test_two_servers_share_the_job_and_records_match_their_answers(tmp_path, tiny, hf, fakes, config):
+    a, b = fakes(), fakes()
+    a.delay = b.delay = 0.05
+    spec = parse_spec(server_spec(tiny, [a.url, b.url], concurrency=2))
+    res = run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+    assert (res.written, res.records, res.backend) == (4, 12, "server")
+    rows = frame(tmp_path / "led")
+    check_rows(rows, hf)
+    assert {r["generator_version"] for r in rows} == {"vllm 0.0.fake"}
+    bodies = a.bodies + b.bodies
+    assert len(bodies) == 6 and a.bodies and b.bodies  # one request per prompt, spread over both
+    assert {(bd["seed"], bd["n"], bd["max_tokens"], bd["top_k"]) for bd in bodies} == {
+        (r["seed"], 2, 12, 20) for r in rows}
+    assert max(a.max_inflight, b.max_inflight) <= 2
+    # resuming through another URL with other connection settings is the same job; another served model is not
+    moved = parse_spec(server_spec(tiny, b.url, concurrency=5, timeout_s=3))
+    assert run_job(moved, tmp_path / "led", backend(tiny, moved), data_dir=config.data_dir.value).skipped == 4
+    other = parse_spec(server_spec(tiny, b.url, endpoint="chat"))
+    with pytest.raises(MindcapError, match="holds a different spec"):
+        run_job(other, tmp_path / "led", backend(tiny, other), data_dir=config.data_dir.value)
+
+
+def test_concurrency_bounds_requests_in_flight(tmp_path, tiny, hf, fakes, config):
+    fake = fakes()
+    fake.delay = 0.2
+    job = {"items": [0, 1, 2, 3, 4, 5], "langs": ["deu_Latn"], "shard_size": 6, "k": 1}
+    spec = parse_spec(server_spec(tiny, fake.url, job, concurrency=2))
+    run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+    assert len(fake.bodies) == 6 and fake.max_inflight == 2
+
+
+def test_retries_lose_and_duplicate_nothing(tmp_path, tiny, hf, fakes, config):
+    fake = fakes()
+    fake.faults = ["429", "500", "drop", "slow"]
+    spec = parse_spec(server_spec(tiny, fake.url, concurrency=1, timeout_s=0.5))
+    b = backend(tiny, spec)
+    t0 = time.perf_counter()
+    res = run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value)
+    assert time.perf_counter() - t0 >= 1.0  # Retry-After: 1 was honoured
+    assert res.records == 12 and b.retries == 4 and len(fake.bodies) == 6 + 4
+    check_rows(frame(tmp_path / "led"), hf)
+
+
+def test_retokenized_when_the_server_returns_no_ids(tmp_path, tiny, hf, fakes, config):
+    fake = fakes(mode="plain")
+    spec = parse_spec(server_spec(tiny, fake.url))
+    warnings: list[str] = []
+    run_job(spec, tmp_path / "led", backend(tiny, spec, warn=warnings.append), data_dir=config.data_dir.value)
+    rows = frame(tmp_path / "led")
+    check_rows(rows, hf, retokenized=True)
+    assert len(warnings) == 2 and "refused vLLM's request extensions" in warnings[0]
+    assert "Unrecognized request argument supplied: return_token_ids" in warnings[0]
+    assert "returns no token ids" in warnings[1] and "retokenized = true" in warnings[1]
+    sent = [bd for bd in fake.bodies if isinstance(bd["prompt"], str)]
+    assert len(sent) == 6 and {bd["prompt"] for bd in sent} == {r["prompt"] for r in rows}
+
+
+def test_logprob_ids_of_older_servers(tmp_path, tiny, hf, fakes, config):
+    fake = fakes(mode="logprobs")
+    spec = parse_spec(server_spec(tiny, fake.url, logprob_ids=True))
+    run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+    check_rows(frame(tmp_path / "led"), hf)
+
+
+def test_chat_endpoint_stores_the_servers_prompt_ids(tmp_path, tiny, hf, fakes, config):
+    fake = fakes()
+    spec = parse_spec(server_spec(tiny, fake.url, endpoint="chat"))
+    run_job(spec, tmp_path / "same", backend(tiny, spec), data_dir=config.data_dir.value)
+    check_rows(frame(tmp_path / "same"), hf)  # the server's template equals the local one
+    assert all(bd["chat_template_kwargs"] == {"enable_thinking": False} for bd in fake.bodies)
+    fake.prompt_shift = 1  # a server template that differs: its ids are stored
+    run_job(spec, tmp_path / "other", backend(tiny, spec), data_dir=config.data_dir.value)
+    for r, s in zip(frame(tmp_path / "other"), frame(tmp_path / "same"), strict=True):
+        assert r["prompt_ids"] == s["prompt_ids"][1:] and r["prompt"] == decode(hf, s["prompt_ids"][1:], skip=False)
+        assert r["output_ids"] == s["output_ids"]
+
+
+def test_prompt_id_mismatch_is_an_error_naming_the_request(tmp_path, tiny, hf, fakes, config):
+    fake = fakes()
+    fake.prompt_shift = 1
+    spec = parse_spec(server_spec(tiny, fake.url))
+    with pytest.raises(MindcapError, match=r"request native/deu_Latn/replay-cap12/00000 item \d: the server's prompt"):
+        run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+    assert not Ledger(tmp_path / "led").exists() or Ledger(tmp_path / "led").read().num_rows == 0
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [("400", "answered 400: max_tokens is too large"),
+     ("garbage", "sent a malformed response (not JSON"),
+     ("abort", "finish_reason 'abort' (not stop/length: nothing stored)"),
+     ("long", "tokens, above the cap 12 (does it serve a model with the job's tokenizer?)")],
+)
+def test_a_failed_request_fails_its_shard_at_once_and_resume_completes(tmp_path, tiny, hf, fakes, config, fault,
+                                                                       message):
+    fake = fakes()
+    spec = parse_spec(server_spec(tiny, fake.url, {"shard_size": 3, "langs": ["deu_Latn"]}, concurrency=1))
+    b = backend(tiny, spec)
+    warm = parse_spec(server_spec(tiny, fake.url, {"items": [0], "langs": ["deu_Latn"], "name": "warm"}))
+    # once the URL took vLLM's extensions, a 400 is not retried as a plain request
+    run_job(warm, tmp_path / "w", b, data_dir=config.data_dir.value)
+    fake.faults = [fault, fault]
+    with pytest.raises(MindcapError) as exc:
+        run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value)
+    assert message in str(exc.value) and "\n" not in str(exc.value) and b.retries == 0
+    assert not Ledger(tmp_path / "led").exists() or Ledger(tmp_path / "led").read().num_rows == 0
+    fake.faults = []
+    assert run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value).records == 6
+    rows = frame(tmp_path / "led")
+    assert len(rows) == 6 and len({(r["item"], r["sample"]) for r in rows}) == 6
+
+
+def test_wrong_model_name_and_invalid_key(tmp_path, tiny, fakes, config, monkeypatch):
+    fake = fakes(key="right")
+    monkeypatch.setenv("MINDCAP_TEST_KEY", "wrong")
+    spec = parse_spec(server_spec(tiny, fake.url, api_key_env="MINDCAP_TEST_KEY"))
+    with pytest.raises(MindcapError, match=r"answered 401: Unauthorized \(check the key in \$MINDCAP_TEST_KEY\)"):
+        run_job(spec, tmp_path / "a", backend(tiny, spec), data_dir=config.data_dir.value)
+    monkeypatch.setenv("MINDCAP_TEST_KEY", "right")
+    wrong = parse_spec(server_spec(tiny, fake.url, api_key_env="MINDCAP_TEST_KEY", model="nope"))
+    with pytest.raises(MindcapError) as exc:
+        run_job(wrong, tmp_path / "b", backend(tiny, wrong), data_dir=config.data_dir.value)
+    assert "answered 404: The model `nope` does not exist. (is 'nope' the served model name?" in str(exc.value)
+    assert run_job(spec, tmp_path / "c", backend(tiny, spec), data_dir=config.data_dir.value).records == 12
+    assert all(bd["model"] in ("tiny", "nope") for bd in fake.bodies)
+
+
+def test_unreachable_url_through_the_cli(tmp_path, tiny, capsys, fakes):
+    job = tmp_path / "job.toml"
+    job.write_text(f'name = "t"\nmodel = "{tiny}"\nmodel_name = "tiny-qwen3"\narms = ["native"]\n'
+                   'langs = ["deu_Latn"]\nitems = [0]\nk = 1\ndesign = "replay"\ncaps = [8]\n'
+                   '[server]\nmodel = "tiny"\nmax_retries = 2\ntimeout_s = 2\n', "utf-8")
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    t0 = time.perf_counter()
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", str(job), "--out", str(tmp_path / "led"), "--base-url", dead])
+    assert exc.value.code != 0 and time.perf_counter() - t0 < 10
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: request native/deu_Latn/replay-cap8/00000 item 0 failed after 3")
+    assert f"cannot reach {dead} (ConnectError" in err[0]
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", str(job), "--out", str(tmp_path / "led"), "--backend", "transformers", "--base-url", dead])
+    assert exc.value.code != 0 and "--base-url is for the server backend" in capsys.readouterr().err
+    fake = fakes(mode="plain")  # and the same job through a live server (text only): one warning line
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", str(job), "--out", str(tmp_path / "led"), "--base-url", fake.url])
+    assert exc.value.code == 0
+    captured = capsys.readouterr()
+    assert "wrote 1 shards (1 records" in captured.out
+    warnings = [line for line in captured.err.splitlines() if "retokenized" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: ")
