@@ -12,6 +12,32 @@ no_verify_option = click.option(
     "damaged or altered shard is an error). For ledgers you trust, when reading speed matters.",
 )
 
+def n_boot_option(default: int = 10_000):
+    """``--n-boot``: bootstrap resamples, an integer of at least 2 (one rule for every command)."""
+    return click.option("--n-boot", type=click.IntRange(min=2), default=default, show_default=True,
+                        help="Bootstrap resamples (at least 2).")
+
+
+def _deprecated_ci(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None:
+        click.echo("warning: --ci is deprecated; use --level (the same confidence level)", err=True)
+        ctx.meta["deprecated_ci"] = value
+    return value
+
+
+def _level(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    return ctx.meta.get("deprecated_ci", value) if ctx.get_parameter_source("level").name == "DEFAULT" else value
+
+
+def level_option(f):
+    """``--level``: the confidence level of every CI and band; ``--ci`` is its deprecated spelling (one release)."""
+    level_range = click.FloatRange(0, 1, min_open=True, max_open=True)
+    f = click.option("--ci", "deprecated_ci", type=level_range, expose_value=False, is_eager=True,
+                     callback=_deprecated_ci, hidden=True)(f)
+    return click.option("--level", type=level_range, default=0.95, show_default=True, callback=_level,
+                        help="Confidence level of CIs and bands.")(f)
+
+
 #: the tokenizer a ledger's ids belong to, for every command that scores or retokenizes stored ids
 tokenizer_option = click.option(
     "--tokenizer",

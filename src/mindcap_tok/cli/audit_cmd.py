@@ -6,7 +6,7 @@ import click
 
 from ..errors import MindcapError
 from ..tokenizer import load_tokenizer
-from ._options import allow_tokenizer_mismatch_option, no_verify_option, tokenizer_option
+from ._options import allow_tokenizer_mismatch_option, n_boot_option, no_verify_option, tokenizer_option
 from .premium_cmd import parse_budgets
 
 
@@ -37,7 +37,7 @@ from .premium_cmd import parse_budgets
               help="Frozen agreement criterion (percent) for --validation-labels.")
 @click.option("--parity-per-stratum", type=int, default=20, show_default=True, help="Parity sample per stratum.")
 @click.option("--sesoi", type=float, default=5.0, show_default=True, help="SESOI in accuracy points.")
-@click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
+@n_boot_option(2000)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every sample and bootstrap.")
 @no_verify_option
 @tokenizer_option

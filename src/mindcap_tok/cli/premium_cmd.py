@@ -9,6 +9,7 @@ from ..data.languages import flores_codes, resolve_language
 from ..errors import MindcapError
 from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
 from ..tokenizer import load_tokenizer
+from ._options import level_option, n_boot_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -95,16 +96,16 @@ def _csv_rows(results: list[dict]) -> list[dict]:
     help="per-sentence: sum of per-line counts, bootstrap CI. petrov2023: Petrov et al. (2023), one string per "
     "language (the split's lines joined with spaces), no CI (null); use with --split dev+devtest.",
 )
-@click.option("--n-boot", type=click.IntRange(min=1), default=10_000, show_default=True)
+@n_boot_option()
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)
+@level_option
 @click.option("--budgets", help="Comma-separated budgets B; adds floor(r·B) for each.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw premiums with CIs to this PNG.")
 @click.pass_obj
 def premium_command(
-    state, models, langs, all_langs, ref, split, protocol, n_boot, seed, ci, budgets, fmt, out, plot
+    state, models, langs, all_langs, ref, split, protocol, n_boot, seed, level, budgets, fmt, out, plot
 ) -> None:
     """Token premium r = tokens(L)/tokens(ref) on FLORES-200, with a paired bootstrap CI."""
     grid = parse_budgets(budgets)
@@ -127,7 +128,7 @@ def premium_command(
                 split=split,
                 n_boot=n_boot,
                 seed=seed,
-                ci=ci,
+                ci=level,
                 budgets=grid,
                 source=source,
                 on_progress=lambda done, total: advance(),

@@ -11,7 +11,13 @@ from ..errors import MindcapError
 from ..ledger.score import MAX_BUDGET
 from ..ledger.store import Ledger
 from ..tokenizer import load_tokenizer
-from ._options import allow_tokenizer_mismatch_option, no_verify_option, tokenizer_option
+from ._options import (
+    allow_tokenizer_mismatch_option,
+    level_option,
+    n_boot_option,
+    no_verify_option,
+    tokenizer_option,
+)
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -82,8 +88,8 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.option("--parser", default="strict", show_default=True, help="Answer parser (strict, last, terminated, ...).")
 @click.option("--sample", type=click.IntRange(min=2), help="Price a seeded random sample of this many items.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the sample, folds and bootstrap.")
-@click.option("--n-boot", type=click.IntRange(min=2), default=10_000, show_default=True)
-@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)
+@n_boot_option()
+@level_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "md", "csv"]), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
 @click.option("--workers", type=click.IntRange(min=1), help="Processes retokenizing traces (default: every CPU).")
@@ -92,7 +98,7 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.pass_obj
 def price_command(
     state, ledger_dir, models, langs, caps, extension, learn_extension, size, min_freq, n_folds, save_extension,
-    measure_premium, tokenizer, parser, sample, seed, n_boot, ci, fmt, out, workers, no_verify,
+    measure_premium, tokenizer, parser, sample, seed, n_boot, level, fmt, out, workers, no_verify,
     allow_tokenizer_mismatch,
 ) -> None:  # fmt: skip
     """Triage the adaptation ladder: what raising the cap and extending the vocabulary recover, with CIs.
@@ -126,7 +132,7 @@ def price_command(
                     learn_size=size if learn_extension else None,
                     learn_min_freq=min_freq if learn_extension else None, n_folds=n_folds,
                     tokenizer=ids_tok, tokenizers_dir=state.config.tokenizers_dir.value, parser=parser,
-                    sample=sample, seed=seed, n_boot=n_boot, ci=ci, measure_premium=measure_premium,
+                    sample=sample, seed=seed, n_boot=n_boot, ci=level, measure_premium=measure_premium,
                     flores_source=source, save_extension=save_extension, workers=workers,
                     allow_tokenizer_mismatch=allow_tokenizer_mismatch,
                 )  # fmt: skip

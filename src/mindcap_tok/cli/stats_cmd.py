@@ -10,7 +10,13 @@ from ..errors import MindcapError
 from ..stats.curves import DEFAULT_BUDGETS, sweep
 from ..stats.grid import FRAMES
 from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
-from ._options import allow_tokenizer_mismatch_option, no_verify_option, tokenizer_option
+from ._options import (
+    allow_tokenizer_mismatch_option,
+    level_option,
+    n_boot_option,
+    no_verify_option,
+    tokenizer_option,
+)
 from ._output import FORMATS, emit, render, to_json
 from ._progress import progress_bar
 from .premium_cmd import parse_budgets
@@ -90,10 +96,9 @@ _common = [
     click.option("--lang", "langs", multiple=True, help="Only these languages."),
     click.option("--frame", type=click.Choice(FRAMES), default="replay", show_default=True,
                  help="replay: prefixes of one long ledger; independent: each record's own cap is its budget."),
-    click.option("--n-boot", type=click.IntRange(min=2), default=10_000, show_default=True),
+    n_boot_option(),
     click.option("--seed", type=int, default=0, show_default=True),
-    click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-                 show_default=True, help="Confidence level of CIs and bands."),
+    level_option,
     click.option("--parser", default="strict", show_default=True, help="Answer parser variant."),
     no_verify_option,
     tokenizer_option,
