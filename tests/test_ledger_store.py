@@ -225,3 +225,13 @@ def test_info_counts_and_quantiles(tmp_path, qwen):
 def test_reading_an_absent_ledger_is_an_error(tmp_path):
     with pytest.raises(MindcapError, match="no ledger at"):
         Ledger(tmp_path / "nothing").read()
+
+
+def test_model_filters_accept_registry_aliases(tmp_path, qwen):
+    from ledger_factory import make_record
+
+    led = Ledger(tmp_path / "led")
+    led.append([make_record(qwen, "#### 18\n", item=i) for i in range(3)], qwen)  # stored as qwen3-8b
+    for name in ("qwen3-8b", "qwen3", "QWEN3", ["qwen3", "llama3.1"]):
+        assert led.read(model=name, columns=["item"]).num_rows == 3
+    assert led.read(model="llama3.1", columns=["item"]).num_rows == 0

@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text
 from ..data.languages import resolve_language
 from ..errors import MindcapError, first_line
-from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
 from .schema import (
     CELL_COLUMNS,
     KEY_COLUMNS,
@@ -157,6 +157,11 @@ def _cells(table: pa.Table) -> set[tuple[str, str, str]]:
 def key_tuples(table: pa.Table) -> list[tuple]:
     """Each row's ledger key, the values of ``KEY_COLUMNS`` in order."""
     return list(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True))
+
+
+def _model_key(name: str) -> str:
+    """A model name as filters compare it: the registry name for a registry model or alias, else itself."""
+    return canonical_model_name(name) or name
 
 
 def _why(exc: BaseException) -> str:
@@ -517,12 +522,15 @@ class Ledger:
                     f"unknown ledger column(s) {', '.join(unknown)}; columns are {', '.join(SCHEMA.names)}"
                 )
         langs = None if lang is None else [resolve_language(x) for x in ([lang] if isinstance(lang, str) else lang)]
-        wanted = [None if v is None else ({v} if isinstance(v, str) else set(v)) for v in (model, arm, langs)]
+        # a model matches by name or registry alias (``qwen3`` finds records stored as ``qwen3-8b``, and back)
+        models = None if model is None else {_model_key(m) for m in ([model] if isinstance(model, str) else model)}
+        arms = None if arm is None else ({arm} if isinstance(arm, str) else set(arm))
+        wanted = [(models, _model_key), (arms, str), (None if langs is None else set(langs), str)]
         with self._shared_lock():
             chosen = [
                 s
                 for s in self._shards(self._require())
-                if all(w is None or v in w for w, v in zip(wanted, s.cell, strict=True))
+                if all(w is None or key(v) in w for (w, key), v in zip(wanted, s.cell, strict=True))
             ]
             # reading and hashing release the GIL: check shards on a few threads (in order, first error wins)
             with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1, max(len(chosen), 1))) as pool:
