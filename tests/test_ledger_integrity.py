@@ -176,7 +176,7 @@ def test_append_compares_every_stored_column(tmp_path, qwen, cell):
         changed = [dict(r) for r in cell]
         changed[2] = {**changed[2], field: value}
         with pytest.raises(
-            RecordError, match=rf"record 2 .* in .*{shard.path} with different content \({field} differ\)"
+            RecordError, match=rf"record 2 .* in .*{shard.path} with different content \({field} differs\)"
         ):
             led.append(changed, qwen, skip_existing=True)
     assert len(led) == 6
