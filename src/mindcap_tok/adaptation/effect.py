@@ -62,7 +62,7 @@ def measure_effect(
         for t in (base, extended)
     )
     texts = load_parallel([code], split=split, source=source)
-    columns = [count_tokens(t.tokenizer, texts[c]) for t in (base, extended) for c in ("eng_Latn", code)]
+    columns = [count_tokens(t, texts[c]) for t in (base, extended) for c in ("eng_Latn", code)]
     sums = bootstrap_counts(len(texts[code]), n_boot, seed) @ np.column_stack(columns).astype(np.float64)
     deltas = sums[:, 3] / sums[:, 2] - sums[:, 1] / sums[:, 0]
     low, high = np.quantile(deltas, [(1 - ci) / 2, 1 - (1 - ci) / 2])

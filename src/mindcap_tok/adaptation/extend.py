@@ -27,6 +27,22 @@ from .corpus import Corpus, ItemId, as_corpus
 
 #: pair frequency floor of a fixed-count rule when none is given: a pair seen once saves nothing on new text
 DEFAULT_MIN_FREQ_WITH_SIZE = 2
+#: the tokenizer families an extension can be learned for
+EXTENDABLE_FAMILIES = ("tokenizers",)
+
+
+def check_extendable(base: ResolvedTokenizer) -> None:
+    """Raise a one-line error unless ``base``'s family can be extended (``tokenizers`` byte-level BPE so far).
+
+    tiktoken and SentencePiece bases are refused: their ledgers are scored and retokenized with any tokenizer,
+    but no extension of theirs can be learned or saved yet.
+    """
+    if base.family not in EXTENDABLE_FAMILIES:
+        raise MindcapError(
+            f"{base.name} is a {base.family} tokenizer, which cannot be extended yet; extensions can be learned "
+            "only for `tokenizers` byte-level BPE bases (a tokenizer.json such as qwen3-8b, llama-3.1-8b, "
+            "deepseek-v3)"
+        )
 
 
 @dataclass(frozen=True)
@@ -104,6 +120,7 @@ def _walk_types(node) -> Iterator[str]:
 @lru_cache(maxsize=4)
 def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     """Parse and check the base tokenizer: byte-level BPE, no dropout, no word prefixes or suffixes."""
+    check_extendable(base)
     text = base.path.read_text(encoding="utf-8") if base.path is not None else base.tokenizer.to_str()
     data = json.loads(text)
     model = data.get("model") or {}
@@ -236,6 +253,7 @@ def learn_extension(
     ``min_freq`` times, default 2); ``min_freq`` alone learns every merge down to that pair frequency.
     ``on_progress(n_merges)`` is called every 100 merges.
     """
+    check_extendable(base)
     rule = SizeRule.of(size, min_freq)
     corpus = as_corpus(corpus_items)
     if not corpus.items:

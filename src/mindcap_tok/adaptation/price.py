@@ -35,6 +35,7 @@ from ..ledger.tokenizers import resolve_tokenizers
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..tokenizer import ResolvedTokenizer, canonical_model_name
 from .crossfit import measure_folds, save_crossfit
+from .extend import check_extendable
 from .retokenize import (
     FoldTokenizer,
     check_budgets,
@@ -519,6 +520,8 @@ def price_ledger(
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     traces = load_traces(store, model, lang, tokenizer=tokenizer, tokenizers_dir=tokenizers_dir,
                          allow_tokenizer_mismatch=allow_tokenizer_mismatch)
+    if folds is None:  # a saved or learned extension: only some families have one
+        check_extendable(traces.base)
     population = int(traces.items.size)
     sample_note = []
     if sample is not None:

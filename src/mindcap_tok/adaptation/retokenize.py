@@ -127,7 +127,9 @@ def prefix_byte_lengths(
 
 
 def encode_ids(tokenizer: ResolvedTokenizer, texts: Sequence[str]) -> list[list[int]]:
-    """Token ids of each text, no special tokens added (``encode_batch_fast``: no offsets computed)."""
+    """Token ids of each text, no special tokens added (HF: ``encode_batch_fast``, no offsets computed)."""
+    if tokenizer.family != "tokenizers":
+        return tokenizer.encode_batch(texts)
     tok = tokenizer.tokenizer
     encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
     return [e.ids for e in encode(list(texts), add_special_tokens=False)]
@@ -144,6 +146,8 @@ def memo_encoder(tokenizer: ResolvedTokenizer, check: Sequence[str] = ()) -> Pre
     ``check`` is a few of the texts about to be encoded: a disagreement (a tokenizers release that changed
     its regex engine, say) warns and returns None, so HF's own encode is used.
     """
+    if tokenizer.family != "tokenizers":  # tiktoken and sentencepiece are fast native encoders already
+        return None
     enc = PretokenEncoder.from_tokenizer(tokenizer.tokenizer)
     if enc is not None and check:
         flat, splits = enc.encode_flat(check)
@@ -157,7 +161,7 @@ def memo_encoder(tokenizer: ResolvedTokenizer, check: Sequence[str] = ()) -> Pre
 class _ChunkScorer:
     """Encode and score one chunk of traces with one of several tokenizers: the work a worker process does."""
 
-    def __init__(self, encoders: Sequence[PretokenEncoder | Tokenizer], tables: Sequence[ByteTable],
+    def __init__(self, encoders: Sequence[PretokenEncoder | Tokenizer | ResolvedTokenizer], tables: Sequence[ByteTable],
                  grid: np.ndarray, parser: str) -> None:  # fmt: skip
         self.encoders, self.tables, self.grid, self.parser = encoders, tables, grid, parser
 
@@ -166,10 +170,13 @@ class _ChunkScorer:
         encoder = self.encoders[k]
         if isinstance(encoder, PretokenEncoder):
             flat, splits = encoder.encode_flat(texts)
+        elif isinstance(encoder, ResolvedTokenizer):  # tiktoken / sentencepiece
+            flat, splits = flatten_ids(encoder.encode_batch(texts))
         else:
             encode = getattr(encoder, "encode_batch_fast", encoder.encode_batch)
             flat, splits = flatten_ids([e.ids for e in encode(texts, add_special_tokens=False)])
-        prefix, totals = prefix_bytes_flat(flat, splits, self.tables[k].lengths, self.grid)
+        table = self.tables[k]  # a dummy prefix (Llama 2): each trace's first text token without its space
+        prefix, totals = prefix_bytes_flat(table.trace_ids(flat, splits), splits, table.lengths, self.grid)
         out = {"prefix_bytes": prefix, "total_bytes": totals, "n_tokens": np.diff(splits)}
         if golds is not None:
             res = score_token_ids(flat, splits, self.tables[k], golds, self.grid, self.parser, done)
@@ -238,7 +245,8 @@ def _retokenize_folds(
     workers = usable_cpus() if workers is None else max(1, int(workers))
     size = max(64, min(CHUNK, -(-n // (4 * workers))))
     tasks = [(k, rows[lo : lo + size]) for k, rows in enumerate(rows_of) for lo in range(0, rows.size, size)]
-    args = ([t.tokenizer if e is None else e for t, e in zip(tokenizers, encoders, strict=True)],
+    args = ([(t.tokenizer if t.family == "tokenizers" else t) if e is None else e
+             for t, e in zip(tokenizers, encoders, strict=True)],
             [byte_table(t) for t in tokenizers], grid, parser)  # fmt: skip
 
     def payloads() -> Iterator[tuple]:
@@ -345,7 +353,11 @@ def decode_traces(tokenizer: ResolvedTokenizer, output_ids: Sequence[Sequence[in
 
     Ids are the ledger's truth; this text is what a different tokenizer re-encodes. The scorer gives special
     tokens no text, as for stored ids, so keeping them changes token counts only, never what is parsed.
+    tiktoken and SentencePiece encode special-token text as ordinary text, so for them special ids are dropped.
     """
+    if tokenizer.family != "tokenizers":
+        special = tokenizer.special_ids
+        return [tokenizer.decode([int(i) for i in ids if int(i) not in special]) for ids in output_ids]
     return tokenizer.tokenizer.decode_batch([list(ids) for ids in output_ids], skip_special_tokens=False)
 
 

@@ -148,7 +148,7 @@ def trace_premiums(
     joined = frame.merge(rend[[*on, "english"]], on=on).drop_duplicates(["model", "lang", "item", "sample"])
     rows = []
     for (model, lang), group in joined.groupby(["model", "lang"], sort=True):
-        tok = tokenizers[group["tokenizer"].iloc[0]].tokenizer
+        tok = tokenizers[group["tokenizer"].iloc[0]]  # any family
         native_tokens, english_tokens = (
             count_tokens(tok, [unicodedata.normalize("NFC", t) for t in group[col]]).astype(np.float64)
             for col in ("text", "english")

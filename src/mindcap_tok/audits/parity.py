@@ -34,9 +34,10 @@ CLASSES = ("agree", "special-token markup", "whitespace clean-up", "partial UTF-
 
 
 def special_tokens(tokenizer: ResolvedTokenizer) -> list[str]:
-    """The strings of the tokenizer's special tokens, longest first (so removal is unambiguous)."""
-    decoder = tokenizer.tokenizer.get_added_tokens_decoder()
-    return sorted({t.content for t in decoder.values() if t.special}, key=len, reverse=True)
+    """The strings of the tokenizer's special tokens, longest first (so removal is unambiguous); any family."""
+    table = tokenizer.token_bytes
+    texts = {table[i].decode("utf-8", errors="replace") for i in tokenizer.special_ids if i < len(table)}
+    return sorted((t for t in texts if t), key=len, reverse=True)
 
 
 def _strip(text: str, specials: Sequence[str]) -> str:
@@ -110,7 +111,7 @@ def parity_audit(
     for r, (name, length, label) in enumerate(zip(sample["tokenizer"], sample["length"], sample["prefix"],
                                                   strict=True)):
         unit_ids = ids[splits[r]:splits[r] + length].tolist()
-        local = tokenizers[name].tokenizer.decode(unit_ids, skip_special_tokens=False)
+        local = tokenizers[name].decode(unit_ids)  # special tokens kept as text (any family)
         cls = classify(stored[r], local, specials[name], prefix=label != "whole")
         classes.append(cls)
         local_texts.append(local)

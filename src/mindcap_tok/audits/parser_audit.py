@@ -82,8 +82,7 @@ def read_at_cuts(
 
 
 def _record_cuts(table: ByteTable, ids: np.ndarray, budgets: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
-    lengths = table.lengths[ids]
-    cum = np.cumsum(lengths)
+    cum = table.token_ends(ids)  # a dummy prefix (Llama 2) drops the first text token's space
     n = len(ids)
     take = np.minimum(budgets, n)
     cuts = np.where(take > 0, cum[np.maximum(take - 1, 0)] if n else 0, 0)
