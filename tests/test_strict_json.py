@@ -118,3 +118,29 @@ def test_missing_values_read_as_a_dash_not_nan():
     csv_lines = render(rows, "csv").splitlines()
     assert csv_lines[1].endswith("0.5,") and csv_lines[2] == "swh_Latn,,64.0"
     assert "nan" not in render(rows, "latex").lower()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["config"],
+        ["languages"],
+        ["premium", "--lang", "th", "--n-boot", "20"],
+        ["ledger", "info", "{ledger}"],
+        ["score", "--ledger", "{ledger}", "--budgets", "4,16"],
+        ["sweep", "--ledger", "{ledger}", "--premiums", "th=3", "--premiums", "sw=2", "--budgets", "4,16",
+         "--n-boot", "50"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_one_format_set_everywhere(ledger, args):
+    import io
+
+    args = [a.format(ledger=ledger) for a in args]
+    outputs = {fmt: run([*args, "--format", fmt]).stdout for fmt in ("table", "json", "csv", "md")}
+    rows = strict_loads(outputs["json"])
+    frame = pd.read_csv(io.StringIO(outputs["csv"]))
+    assert len(frame) >= 1 and len(frame.columns) >= 2
+    md_rows = [line for line in outputs["md"].splitlines() if line.startswith("|")]
+    assert len(md_rows) >= 3 and "nan" not in outputs["md"].lower()  # header, rule, at least one row
+    assert rows and outputs["table"].strip()

@@ -12,6 +12,17 @@ no_verify_option = click.option(
     "damaged or altered shard is an error). For ledgers you trust, when reading speed matters.",
 )
 
+#: every command's --format choices: one set, with LaTeX where a table is the product
+FORMATS = ("table", "json", "csv", "md")
+
+
+def format_option(*, latex: bool = False):
+    """``--format``: table (default), json, csv, md; ``latex`` adds LaTeX for commands whose product is a table."""
+    choices = (*FORMATS, "latex") if latex else FORMATS
+    return click.option("--format", "fmt", type=click.Choice(choices), default="table", show_default=True,
+                        help="Output format: JSON holds fractions and null for missing values.")
+
+
 def n_boot_option(default: int = 10_000):
     """``--n-boot``: bootstrap resamples, an integer of at least 2 (one rule for every command)."""
     return click.option("--n-boot", type=click.IntRange(min=2), default=default, show_default=True,

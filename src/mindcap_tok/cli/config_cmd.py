@@ -6,11 +6,12 @@ import click
 
 from ..data.languages import aliases, flores_codes
 from ..tokenizer import registry
+from ._options import format_option
 from ._output import emit, render, to_json
 
 
 @click.command("config")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option()
 @click.pass_obj
 def config_command(state, fmt: str) -> None:
     """Show the resolved data and tokenizer folders and where each setting came from."""
@@ -19,12 +20,12 @@ def config_command(state, fmt: str) -> None:
     if fmt == "json":
         emit(to_json(info), None)
         return
-    rows = [{"setting": k, "value": v["value"] or "-", "source": v["source"]} for k, v in info.items()]
-    emit(render(rows, "table"), None)
+    rows = [{"setting": k, "value": v["value"], "source": v["source"]} for k, v in info.items()]
+    emit(render(rows, fmt), None)
 
 
 @click.command("languages")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@format_option()
 def languages_command(fmt: str) -> None:
     """List the 204 FLORES-200 codes with their short aliases."""
     by_code: dict[str, list[str]] = {}

@@ -9,7 +9,7 @@ from ..data.languages import flores_codes, resolve_language
 from ..errors import MindcapError
 from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
 from ..tokenizer import load_tokenizer
-from ._options import level_option, n_boot_option
+from ._options import format_option, level_option, n_boot_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -100,7 +100,7 @@ def _csv_rows(results: list[dict]) -> list[dict]:
 @click.option("--seed", type=int, default=0, show_default=True)
 @level_option
 @click.option("--budgets", help="Comma-separated budgets B; adds floor(r·B) for each.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@format_option(latex=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw premiums with CIs to this PNG.")
 @click.pass_obj
@@ -144,8 +144,8 @@ def premium_command(
                 for r in results
             ]
         )
-    elif fmt == "csv":
-        text = render(_csv_rows(results), "csv")
+    elif fmt in ("csv", "md", "latex"):
+        text = render(_csv_rows(results), fmt)
     else:
         text = render(
             _table_rows(results, grid),

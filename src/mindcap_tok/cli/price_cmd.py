@@ -13,6 +13,7 @@ from ..ledger.store import Ledger
 from ..tokenizer import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
+    format_option,
     level_option,
     n_boot_option,
     no_verify_option,
@@ -90,7 +91,7 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the sample, folds and bootstrap.")
 @n_boot_option()
 @level_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "md", "csv"]), default="table", show_default=True)
+@format_option()
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
 @click.option("--workers", type=click.IntRange(min=1), help="Processes retokenizing traces (default: every CPU).")
 @no_verify_option

@@ -12,7 +12,7 @@ from ..ledger.score import DEFAULT_BUDGETS, Scores, accuracy_curves, score_ledge
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
 from ..tokenizer import load_tokenizer
-from ._options import allow_tokenizer_mismatch_option, no_verify_option, tokenizer_option
+from ._options import allow_tokenizer_mismatch_option, format_option, no_verify_option, tokenizer_option
 from ._output import emit, render
 from ._progress import progress_bar
 from .premium_cmd import parse_budgets
@@ -39,7 +39,7 @@ def _save(scores: Scores, folder: str) -> None:
 @click.option("--model", "models", multiple=True, help="Only these models.")
 @click.option("--arm", "arms", multiple=True, help="Only these arms.")
 @click.option("--lang", "langs", multiple=True, help="Only these languages.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "md"]), default="table", show_default=True)
+@format_option()
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the curves here (atomically) instead of stdout.")
 @click.option("--save", type=click.Path(file_okay=False), help="Also write by_budget/by_record Parquet to this folder.")
 @no_verify_option

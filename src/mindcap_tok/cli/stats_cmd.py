@@ -12,12 +12,13 @@ from ..stats.grid import FRAMES
 from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
 from ._options import (
     allow_tokenizer_mismatch_option,
+    format_option,
     level_option,
     n_boot_option,
     no_verify_option,
     tokenizer_option,
 )
-from ._output import FORMATS, emit, render, to_json
+from ._output import emit, render, to_json
 from ._progress import progress_bar
 from .premium_cmd import parse_budgets
 
@@ -117,7 +118,7 @@ def _apply(options):
 
 @click.command("sweep")
 @_apply(_common)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option(latex=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
 @click.pass_obj
 def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
@@ -199,7 +200,7 @@ def protocol_freeze(state, file, tag) -> None:
 @no_verify_option
 @tokenizer_option
 @allow_tokenizer_mismatch_option
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option(latex=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
 @click.pass_obj
 def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mismatch, fmt, out) -> None:
