@@ -139,7 +139,7 @@ def test_cli_exports_the_sample_and_scores_returned_labels(config, qwen, tmp_pat
     Ledger(tmp_path / "L").append(recs, qwen)
     base = ["audit", "--ledger", str(tmp_path / "L"), "--only", "langid", "--no-hub", "--validation-per-cell", "3",
             "--seed", "11"]
-    res = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "a")], catch_exceptions=False)
+    res = CliRunner().invoke(cli, [*base, "--out-dir", str(tmp_path / "a")], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     sample = pd.read_csv(tmp_path / "a" / "langid_validation.csv", keep_default_na=False)
     assert len(sample) == 6 and set(sample["seed"]) == {11}
@@ -147,7 +147,7 @@ def test_cli_exports_the_sample_and_scores_returned_labels(config, qwen, tmp_pat
     sample["human_label"] = sample["lang"].map({"deu_Latn": "de", "tha_Thai": "th"})
     sample.loc[sample.index[sample["lang"] == "deu_Latn"][0], "human_label"] = "en"
     sample.to_csv(tmp_path / "labels.csv", index=False)
-    res = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "b"), "--validation-labels",
+    res = CliRunner().invoke(cli, [*base, "--out-dir", str(tmp_path / "b"), "--validation-labels",
                                    str(tmp_path / "labels.csv"), "--criterion", "80"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     langid = json.loads((tmp_path / "b" / "audit.json").read_text("utf-8"))["audits"][0]

@@ -94,7 +94,7 @@ def test_missing_extras_are_skipped_with_the_install_command(qwen, ledger_dir, t
 
 def test_cli_audit(ledger_dir, tmp_path):
     out = tmp_path / "report"
-    args = ["audit", "--ledger", str(ledger_dir), "--out", str(out), "--only", "parser,parity,normalizer",
+    args = ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only", "parser,parity,normalizer",
             "--premiums", "th=1.5", "--budgets", "8,16", "--n-boot", "50", "--seed", "9"]
     res = CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
     assert res.exit_code == 0, res.output
@@ -102,7 +102,7 @@ def test_cli_audit(ledger_dir, tmp_path):
     data = json.loads((out / "audit.json").read_text("utf-8"))
     assert [a["name"] for a in data["audits"]] == ["parser", "parity", "normalizer"]
     assert data["audits"][0]["summary"]["premiums"] == {"qwen3-8b:tha_Thai": 1.5}
-    bad = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out", str(out), "--only", "nope"])
+    bad = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only", "nope"])
     assert bad.exit_code == 2 and "unknown audit(s) nope" in bad.output
 
 
@@ -133,7 +133,7 @@ def test_bad_user_inputs_are_one_line_errors(ledger_dir, tmp_path):
     empty, no_labels = tmp_path / "empty.csv", tmp_path / "no_labels.csv"
     empty.write_text("", "utf-8")
     no_labels.write_text("model,arm,lang,item,sample,predicted\nqwen3-8b,native,tha_Thai,0,0,tha_Thai\n", "utf-8")
-    base = ["audit", "--ledger", str(ledger_dir), "--out", str(tmp_path / "out"), "--only", "parity"]
+    base = ["audit", "--ledger", str(ledger_dir), "--out-dir", str(tmp_path / "out"), "--only", "parity"]
     cases = [(["--delimiter", "(unclosed"], "error: invalid --delimiter '(unclosed': missing ), unterminated"),
              (["--validation-labels", str(empty)], f"error: cannot read validation labels {empty}: No columns"),
              (["--validation-labels", str(no_labels)], "lack column(s) human_label (have model, arm, lang, item"),
@@ -188,7 +188,7 @@ def test_an_unexpected_audit_error_fails_the_command(qwen, ledger_dir, tmp_path,
         run_audits(ledger_dir, ["parser", "parity"], AuditConfig(budgets=(8,), tokenizers={"qwen3-8b": qwen}))
     assert info.value.audit == "parity" and isinstance(info.value.cause, RuntimeError)
     out = tmp_path / "report"
-    res = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out", str(out), "--only",
+    res = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only",
                                    "parser,parity", "--budgets", "8"])
     assert res.exit_code == 2, res.output
     assert res.output.strip().splitlines() == ["error: audit parity failed: RuntimeError: index out of range"]
@@ -212,7 +212,7 @@ def test_a_missing_extra_is_a_skip_with_the_install_hint(qwen, ledger_dir, tmp_p
 
     _replace_runner(monkeypatch, "parity", needs_extra)
     out = tmp_path / "report"
-    res = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out", str(out), "--only",
+    res = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only",
                                    "parser,parity", "--budgets", "8"])
     assert res.exit_code == 0, res.output
     assert "parity: skipped: somepkg is not installed: pip install 'mindcap-tok[someextra]'" in res.output

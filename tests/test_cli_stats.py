@@ -73,7 +73,7 @@ def test_report_writes_tables_and_figures(ledger, tmp_path):
 
     out = tmp_path / "rep"
     res = run(["report", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "20,30", "--n-boot", "100",
-               "--out", str(out)])
+               "--out-dir", str(out)])
     assert res.exit_code == 0, res.output
     names = {p.name for p in out.iterdir()}
     assert {"report.md", "native_curves.png", "gap_curves.png", "sweep.csv", "timing.csv"} <= names
@@ -81,7 +81,7 @@ def test_report_writes_tables_and_figures(ledger, tmp_path):
     assert "37.50" in text and "tha_Thai" in text
     assert mpimg.imread(out / "native_curves.png").shape[0] > 200
     again = run(["report", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "30", "--n-boot", "50",
-                 "--out", str(out)])
+                 "--out-dir", str(out)])
     assert again.exit_code == 0 and not [p for p in tmp_path.iterdir() if p.name.startswith(".rep")]
 
 

@@ -332,14 +332,14 @@ def test_cli_dry_run_and_generate(tmp_path, tiny, capsys):
     job = toml_job(tmp_path / "job.toml", tiny)
     # native: caps 4, 8, floor(1.5*4)=6, floor(1.5*8)=12; pivot: 4, 8 -> 6 populations x ceil(3 / 2) = 12 shards
     with pytest.raises(SystemExit) as exc:
-        main(["generate", job, "--out", str(tmp_path / "led"), "--dry-run"])
+        main(["generate", job, "--out-dir", str(tmp_path / "led"), "--dry-run"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "18 requests, 36 records, 12 shards (0 already done)" in out
     assert f"worst case {2 * 3 * (4 + 8 + 6 + 12 + 4 + 8)} output tokens" in out
     assert load_spec(job).premiums == {"deu_Latn": 1.5}
     with pytest.raises(SystemExit) as exc:
-        main(["generate", job, "--out", str(tmp_path / "led"), "--backend", "transformers"])
+        main(["generate", job, "--out-dir", str(tmp_path / "led"), "--backend", "transformers"])
     assert exc.value.code == 0
     assert "wrote 12 shards (36 records" in capsys.readouterr().out
     assert dry_run(job, tmp_path / "led")["shards_done"] == 12
@@ -392,7 +392,7 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(tmp_path, tiny, backend,
     job = tmp_path / "job.toml"
     lines = [f"{k} = {json.dumps(v)}" for k, v in spec.items() if not isinstance(v, dict)]
     job.write_text("\n".join([*lines, "[sampling]", "temperature = 0.8", "top_p = 0.95", "top_k = 20", ""]), "utf-8")
-    cmd = [sys.executable, "-m", "mindcap_tok", "generate", str(job), "--out", str(tmp_path / "k"), "--backend"]
+    cmd = [sys.executable, "-m", "mindcap_tok", "generate", str(job), "--out-dir", str(tmp_path / "k"), "--backend"]
     proc = subprocess.Popen([*cmd, "transformers"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while (not Ledger(tmp_path / "k").exists() or len(Ledger(tmp_path / "k")) < 6) and time.monotonic() < deadline:

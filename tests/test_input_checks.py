@@ -159,12 +159,12 @@ def test_non_utf8_spec_is_one_line(tmp_path):
     path = tmp_path / "job.toml"
     path.write_bytes(b'name = "caf\xe9"\n' + BASE.encode() + b'design = "replay"\n')  # Latin-1, not UTF-8
     assert "is not UTF-8" in spec_error(path)
-    one_line_error(run(["generate", str(path), "--out", str(tmp_path / "led"), "--dry-run"]), "is not UTF-8")
+    one_line_error(run(["generate", str(path), "--out-dir", str(tmp_path / "led"), "--dry-run"]), "is not UTF-8")
 
 
 def test_cli_names_the_bad_key_and_file(tmp_path):
     path = spec_file(tmp_path, "engine = 5\n")
-    one_line_error(run(["generate", str(path), "--out", str(tmp_path / "led"), "--dry-run"]), f"{path}: [engine]")
+    one_line_error(run(["generate", str(path), "--out-dir", str(tmp_path / "led"), "--dry-run"]), f"{path}: [engine]")
 
 
 # -- 2. absurd sizes: refused with a documented limit, counted without listing records --------------------------
@@ -195,7 +195,7 @@ def _cli(args: list[str], timeout: float = 60) -> tuple[subprocess.CompletedProc
 
 def test_dry_run_with_a_huge_k_is_refused_at_once(tmp_path):
     path = spec_file(tmp_path, f"k = {10**12}\n")
-    proc, seconds = _cli(["generate", str(path), "--out", str(tmp_path / "led"), "--dry-run"])
+    proc, seconds = _cli(["generate", str(path), "--out-dir", str(tmp_path / "led"), "--dry-run"])
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "Traceback" not in proc.stderr
     assert f"{path}: k must be an integer in 1..{MAX_K}, got {10**12}" in proc.stderr
@@ -219,7 +219,7 @@ def test_dry_run_at_the_largest_k_counts_without_listing_records(tmp_path):
     per_sample = plan_job(load_spec(REPO / "examples" / "jobs" / "independent.toml")).worst_case_tokens // 8
     led = tmp_path / "led"
     led.mkdir()
-    proc, seconds = _cli(["generate", str(path), "--out", str(led), "--dry-run"])
+    proc, seconds = _cli(["generate", str(path), "--out-dir", str(led), "--dry-run"])
     assert proc.returncode == 0, proc.stderr
     assert (
         f"33750 requests, {33750 * MAX_K} records, 135 shards (0 already done), "

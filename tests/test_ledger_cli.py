@@ -42,7 +42,7 @@ def rows(qwen):
 
 def test_import_retokenizes_and_resolves(tmp_path, qwen, rows):
     src = _jsonl(tmp_path / "gen.jsonl", rows)
-    res = run(["ledger", "import", str(src), "--out", str(tmp_path / "L"), "--tokenizer", "qwen3-8b"])
+    res = run(["ledger", "import", str(src), "--out-dir", str(tmp_path / "L"), "--tokenizer", "qwen3-8b"])
     assert res.exit_code == 0, res.output
     assert "imported 6 of 6 records" in res.output and "1 retokenized" in res.output
     frame = Ledger(tmp_path / "L").to_pandas().sort_values(["item", "sample"]).reset_index(drop=True)
@@ -83,7 +83,8 @@ def test_import_errors_name_the_line(tmp_path, qwen, rows):
     (tmp_path / "broken.jsonl").write_text(json.dumps(rows[0]) + "\n{not json\n", encoding="utf-8")
     res = CliRunner().invoke(
         cli,
-        ["ledger", "import", str(tmp_path / "broken.jsonl"), "--out", str(tmp_path / "M"), "--tokenizer", "qwen3-8b"],
+        ["ledger", "import", str(tmp_path / "broken.jsonl"), "--out-dir", str(tmp_path / "M"),
+         "--tokenizer", "qwen3-8b"],
     )
     assert res.exit_code == 2 and "broken.jsonl:2: not valid JSON" in res.output
     assert not (tmp_path / "M" / "_manifest.json").exists()
@@ -124,9 +125,9 @@ def test_the_help_example_line_imports(tmp_path, qwen):
     assert qwen.decode(record["output_ids"]) == record["text"] and qwen.decode(record["prompt_ids"]) == record["prompt"]
     src = tmp_path / "one.jsonl"
     src.write_text(line + "\n", "utf-8")
-    res = CliRunner().invoke(cli, ["ledger", "import", str(src), "--out", str(tmp_path / "led")])
+    res = CliRunner().invoke(cli, ["ledger", "import", str(src), "--out-dir", str(tmp_path / "led")])
     assert res.exit_code == 0, res.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({**record, "language": "th"}) + "\n", "utf-8")
-    res = CliRunner().invoke(cli, ["ledger", "import", str(bad), "--out", str(tmp_path / "led2")])
+    res = CliRunner().invoke(cli, ["ledger", "import", str(bad), "--out-dir", str(tmp_path / "led2")])
     assert res.exit_code != 0 and "unknown key(s) language" in res.output and "optionally announced" in res.output

@@ -155,7 +155,7 @@ def test_reimport_of_changed_records_is_an_error_and_identical_ones_are_skipped(
             "ledger",
             "import",
             str(_jsonl(tmp_path / "new.jsonl", changed)),
-            "--out",
+            "--out-dir",
             str(root),
             "--tokenizer",
             "qwen3-8b",
@@ -412,7 +412,7 @@ def test_unreadable_lines_are_one_line_errors(tmp_path, qwen, cell, tail, messag
         f"; 2 records before it were committed to {tmp_path / 'L'} (rerun after fixing the line to continue)"
     )
     res = CliRunner().invoke(
-        cli, ["ledger", "import", str(src), "--out", str(tmp_path / "M"), "--tokenizer", "qwen3-8b"]
+        cli, ["ledger", "import", str(src), "--out-dir", str(tmp_path / "M"), "--tokenizer", "qwen3-8b"]
     )
     assert res.exit_code == 2 and len(res.output.splitlines()) == 1 and "bad.jsonl:3: " in res.output
 
@@ -437,7 +437,7 @@ def test_failure_says_how_many_records_were_committed(tmp_path, qwen):
 def test_import_reads_standard_input_in_one_pass(tmp_path, qwen, cell):
     data = _jsonl(tmp_path / "gen.jsonl", cell).read_text(encoding="utf-8")
     res = CliRunner().invoke(
-        cli, ["ledger", "import", "-", "--out", str(tmp_path / "A"), "--tokenizer", "qwen3-8b"], input=data
+        cli, ["ledger", "import", "-", "--out-dir", str(tmp_path / "A"), "--tokenizer", "qwen3-8b"], input=data
     )
     assert res.exit_code == 0, res.output
     assert "imported 6 of 6 records" in res.output and len(Ledger(tmp_path / "A")) == 6
@@ -449,7 +449,7 @@ def test_import_reads_standard_input_in_one_pass(tmp_path, qwen, cell):
             "ledger",
             "import",
             "/dev/stdin",
-            "--out",
+            "--out-dir",
             str(tmp_path / "B"),
             "--tokenizer",
             "qwen3-8b",

@@ -43,7 +43,7 @@ def test_report_refuses_a_folder_with_other_files(ledger, tmp_path):
     out = tmp_path / "thesis"
     out.mkdir()
     (out / "thesis.txt").write_text("three years of work")
-    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(out)])
     assert res.exit_code != 0
     assert "thesis.txt" in res.output and "did not write" in res.output
     assert _snapshot(out) == {"thesis.txt": b"three years of work"}
@@ -53,29 +53,29 @@ def test_report_refuses_a_folder_with_other_files(ledger, tmp_path):
 def test_report_never_writes_over_or_into_a_ledger(ledger, tmp_path):
     before = _snapshot(ledger)
     for target in (ledger, ledger / "reports", ledger / "model=qwen3-8b"):
-        res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(target)])
+        res = run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(target)])
         assert res.exit_code != 0 and "ledger" in res.output, res.output
     assert _snapshot(ledger) == before
 
 
 def test_report_rerun_replaces_only_its_own_files(ledger, tmp_path):
     out = tmp_path / "rep"
-    assert run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)]).exit_code == 0
+    assert run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(out)]).exit_code == 0
     marker = json.loads((out / OUTPUT_MARKER).read_text())
     assert marker["producer"] == "mindcap-tok report" and "report.md" in marker["files"]
     first = set(_snapshot(out))
-    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])  # its own output: replaced
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(out)])  # its own output: replaced
     assert res.exit_code == 0, res.output
     assert set(_snapshot(out)) == first
     assert [p.name for p in tmp_path.iterdir()] == ["rep"]  # the swapped-out copy is gone
 
     (out / "notes.md").write_text("mine")
-    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(out)])
     assert res.exit_code != 0 and "notes.md" in res.output
     (out / "notes.md").unlink()
 
     (out / "report.md").write_text("edited by hand")
-    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(out)])
     assert res.exit_code != 0 and "changed" in res.output
     assert (out / "report.md").read_text() == "edited by hand"
 
@@ -84,7 +84,7 @@ def test_other_commands_output_is_not_replaced(ledger, tmp_path):
     out = tmp_path / "scores"
     res = run(["score", "--ledger", str(ledger), "--budgets", "20", "--save", str(out), "--format", "json"])
     assert res.exit_code == 0, res.output
-    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(out)])
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(out)])
     assert res.exit_code != 0 and "mindcap-tok score --save" in res.output
     assert {"by_budget.parquet", "by_record.parquet"} <= set(_snapshot(out))
 
@@ -95,7 +95,7 @@ def test_score_save_and_audit_refuse_foreign_folders(ledger, tmp_path):
     (out / "by_record.parquet").write_bytes(b"not yours")
     res = run(["score", "--ledger", str(ledger), "--budgets", "20", "--save", str(out)])
     assert res.exit_code != 0 and "did not write" in res.output
-    res = run(["audit", "--ledger", str(ledger), "--only", "parity", "--out", str(out)])
+    res = run(["audit", "--ledger", str(ledger), "--only", "parity", "--out-dir", str(out)])
     assert res.exit_code != 0 and "did not write" in res.output
     assert _snapshot(out) == {"by_record.parquet": b"not yours"}
 
@@ -210,8 +210,8 @@ def damaged(tmp_path, qwen):
         ["score", "--ledger", "{ledger}", "--budgets", "20"],
         ["sweep", "--ledger", "{ledger}", "--premiums", "th=3", "--budgets", "20", "--n-boot", "20"],
         ["report", "--ledger", "{ledger}", "--premiums", "th=3", "--budgets", "20", "--n-boot", "20",
-         "--out", "{tmp}/rep"],
-        ["audit", "--ledger", "{ledger}", "--only", "parity", "--out", "{tmp}/aud"],
+         "--out-dir", "{tmp}/rep"],
+        ["audit", "--ledger", "{ledger}", "--only", "parity", "--out-dir", "{tmp}/aud"],
         ["price", "--ledger", "{ledger}", "--lang", "th", "--cap", "20", "--learn-extension", "--size", "1",
          "--no-premium"],
     ],
@@ -239,7 +239,7 @@ def test_a_ledger_is_never_started_among_other_files(tmp_path, qwen):
     (folder / "thesis.txt").write_text("mine")
     lines = tmp_path / "gen.jsonl"
     lines.write_text(json.dumps(make_record(qwen, "#### 18\n")) + "\n")
-    res = run(["ledger", "import", str(lines), "--out", str(folder)])
+    res = run(["ledger", "import", str(lines), "--out-dir", str(folder)])
     assert res.exit_code != 0 and "thesis.txt" in res.output and "not a ledger" in res.output
     assert sorted(p.name for p in folder.iterdir()) == ["thesis.txt"]
     with pytest.raises(MindcapError, match="not a ledger"):
@@ -247,5 +247,15 @@ def test_a_ledger_is_never_started_among_other_files(tmp_path, qwen):
     assert sorted(p.name for p in folder.iterdir()) == ["thesis.txt"]
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert run(["ledger", "import", str(lines), "--out", str(empty)]).exit_code == 0
+    assert run(["ledger", "import", str(lines), "--out-dir", str(empty)]).exit_code == 0
     assert len(Ledger(empty)) == 1
+
+
+def test_out_names_files_and_out_dir_folders_with_the_old_spelling_kept_one_release(ledger, tmp_path):
+    new = run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(tmp_path / "a")])
+    old = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(tmp_path / "b")])
+    assert new.exit_code == old.exit_code == 0
+    assert "deprecated" in old.stderr and "deprecated" not in new.stderr
+    assert (tmp_path / "a" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
+    res = run(["report", "--ledger", str(ledger), *REPORT])
+    assert res.exit_code == 2 and "--out-dir" in res.output

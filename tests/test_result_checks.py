@@ -126,7 +126,7 @@ def test_audit_of_an_empty_ledger_is_an_error(tmp_path):
     empty.manifest_path.write_text(json.dumps(empty.manifest()), "utf-8")  # a ledger with 0 records
     assert empty.read().num_rows == 0
     out = tmp_path / "out"
-    res = run(["audit", "--ledger", empty.root, "--out", out, "--only", "parser,parity,normalizer",
+    res = run(["audit", "--ledger", empty.root, "--out-dir", out, "--only", "parser,parity,normalizer",
                "--premiums", "th=1.5"])
     one_line_error(res, "no records", "nothing to audit")
     assert "ok" not in res.stdout and not out.exists()
@@ -167,7 +167,7 @@ def test_audit_json_is_strict(qwen, tmp_path):
     path = tmp_path / "L"
     Ledger(path).append(make_cell(qwen), qwen)  # no announced budgets
     out = tmp_path / "out"
-    res = run(["audit", "--ledger", path, "--out", out, "--only", "parser,parity,normalizer", "--premiums",
+    res = run(["audit", "--ledger", path, "--out-dir", out, "--only", "parser,parity,normalizer", "--premiums",
                "th=1.5", "--budgets", "8,16", "--n-boot", "50"])
     assert res.exit_code == 0, res.output
     data = strict((out / "audit.json").read_text("utf-8"))

@@ -516,17 +516,18 @@ def test_unreachable_url_through_the_cli(tmp_path, tiny, capsys, fakes):
     dead = f"http://127.0.0.1:{free_port()}/v1"
     t0 = time.perf_counter()
     with pytest.raises(SystemExit) as exc:
-        main(["generate", str(job), "--out", str(tmp_path / "led"), "--base-url", dead])
+        main(["generate", str(job), "--out-dir", str(tmp_path / "led"), "--base-url", dead])
     assert exc.value.code != 0 and time.perf_counter() - t0 < 10
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: request native/deu_Latn/replay-cap8/00000 item 0 failed after 3")
     assert f"cannot reach {dead} (ConnectError" in err[0]
     with pytest.raises(SystemExit) as exc:
-        main(["generate", str(job), "--out", str(tmp_path / "led"), "--backend", "transformers", "--base-url", dead])
+        main(["generate", str(job), "--out-dir", str(tmp_path / "led"), "--backend", "transformers",
+              "--base-url", dead])
     assert exc.value.code != 0 and "--base-url is for the server backend" in capsys.readouterr().err
     fake = fakes(mode="plain")  # and the same job through a live server (text only): one warning line
     with pytest.raises(SystemExit) as exc:
-        main(["generate", str(job), "--out", str(tmp_path / "led"), "--base-url", fake.url])
+        main(["generate", str(job), "--out-dir", str(tmp_path / "led"), "--base-url", fake.url])
     assert exc.value.code == 0
     captured = capsys.readouterr()
     assert "wrote 1 shards (1 records" in captured.out

@@ -102,7 +102,7 @@ def test_price_json_is_strict(world):  # noqa: F811
 def test_audit_json_is_strict(ledger, tmp_path):
     out = tmp_path / "audit"
     run(["audit", "--ledger", str(ledger), "--only", "parser,parity,normalizer", "--premiums", "th=3",
-         "--premiums", "sw=2", "--budgets", "4,16", "--n-boot", "50", "--no-hub", "--out", str(out)])
+         "--premiums", "sw=2", "--budgets", "4,16", "--n-boot", "50", "--no-hub", "--out-dir", str(out)])
     data = strict_loads((out / "audit.json").read_text())
     assert {a["name"] for a in data["audits"]} == {"parser", "parity", "normalizer"}
 

@@ -120,7 +120,7 @@ def test_sweep_errors_then_sweeps_with_the_flag(ledger, qwen):
 
 def test_report_errors_then_reports_with_the_flag(ledger, qwen, tmp_path):
     out = tmp_path / "rep"
-    args = ["report", "--ledger", ledger, "--premiums", "th=3", "--budgets", "30", "--n-boot", "50", "--out", out]
+    args = ["report", "--ledger", ledger, "--premiums", "th=3", "--budgets", "30", "--n-boot", "50", "--out-dir", out]
     one_line_mismatch(run(args), qwen.sha256)
     assert not out.exists()
     res = run([*args, FLAG])
@@ -142,7 +142,7 @@ def test_protocol_test_errors_then_tests_with_the_flag(ledger, qwen, tmp_path):
 
 def test_audit_errors_then_audits_with_the_flag(ledger, qwen, tmp_path):
     out = tmp_path / "aud"
-    args = ["audit", "--ledger", ledger, "--out", out, "--only", "parser,parity", "--premiums", "th=3",
+    args = ["audit", "--ledger", ledger, "--out-dir", out, "--only", "parser,parity", "--premiums", "th=3",
             "--budgets", "30"]
     one_line_mismatch(run(args), qwen.sha256)
     assert not out.exists()

@@ -49,6 +49,33 @@ def level_option(f):
                         help="Confidence level of CIs and bands.")(f)
 
 
+def _deprecated_out(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        click.echo("warning: --out for a folder is deprecated; use --out-dir (--out names files)", err=True)
+        ctx.meta["deprecated_out"] = value
+    return value
+
+
+def _out_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    value = value if value is not None else ctx.meta.get("deprecated_out")
+    if value is None:
+        raise click.MissingParameter(ctx=ctx, param=param)
+    return value
+
+
+def out_dir_option(help: str):
+    """``--out-dir`` (the command's parameter ``out``): the folder a command writes, as ``--out`` always names a
+    file; ``--out`` is accepted for one release as a deprecated spelling, with a warning."""
+
+    def deco(f):
+        f = click.option("--out", "deprecated_out", type=click.Path(file_okay=False), expose_value=False,
+                         is_eager=True, callback=_deprecated_out, hidden=True)(f)
+        return click.option("--out-dir", "out", type=click.Path(file_okay=False), callback=_out_dir,
+                            help=f"{help}  [required]")(f)
+
+    return deco
+
+
 #: the tokenizer a ledger's ids belong to, for every command that scores or retokenizes stored ids
 tokenizer_option = click.option(
     "--tokenizer",

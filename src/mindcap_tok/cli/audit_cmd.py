@@ -6,14 +6,13 @@ import click
 
 from ..errors import MindcapError
 from ..tokenizer import load_tokenizer
-from ._options import allow_tokenizer_mismatch_option, n_boot_option, no_verify_option, tokenizer_option
+from ._options import allow_tokenizer_mismatch_option, n_boot_option, no_verify_option, out_dir_option, tokenizer_option
 from .premium_cmd import parse_budgets
 
 
 @click.command("audit")
 @click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
-@click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Folder for audit.md, audit.json: absent, empty, or an earlier audit.")
+@out_dir_option("Folder for audit.md, audit.json: absent, empty, or an earlier audit.")
 @click.option("--only", multiple=True, help="Audits to run (default all): langid comet parser parity normalizer.")
 @click.option("--premiums", "premium_specs", multiple=True,
               help="FLORES premiums: tokenizer name, `premium --format json` file or lang=r (default: each model's).")

@@ -1,4 +1,4 @@
-"""`mindcap-tok generate JOB.toml --out LEDGER`: run a generation job (resumable, sharded) into a ledger."""
+"""`mindcap-tok generate JOB.toml --out-dir LEDGER`: run a generation job (resumable, sharded) into a ledger."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import click
 
 from ..ledger.backends import BACKENDS
 from ..ledger.generate import dry_run, run_job
+from ._options import out_dir_option
 
 
 @click.command("generate")
 @click.argument("job", type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Ledger folder (created if absent).")
+@out_dir_option("Ledger folder (created if absent).")
 @click.option(
     "--backend",
     type=click.Choice(BACKENDS),
@@ -29,7 +30,7 @@ from ..ledger.generate import dry_run, run_job
 @click.option("--dry-run", "dry", is_flag=True, help="Print requests, shards and worst-case tokens; generate nothing.")
 @click.pass_obj
 def generate_command(state, job: str, out: str, backend: str | None, base_url: tuple[str, ...], dry: bool) -> None:
-    """Generate the records of JOB (a TOML spec) into --out; rerunning skips the shards already stored."""
+    """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value}
     if dry:
         plan = dry_run(job, out, **dirs)

@@ -9,7 +9,7 @@ import click
 
 from ..ledger.importer import import_jsonl
 from ..ledger.store import Ledger
-from ._options import format_option, no_verify_option
+from ._options import format_option, no_verify_option, out_dir_option
 from ._output import emit, render
 from ._progress import progress_bar
 
@@ -27,12 +27,12 @@ def _count_lines(path: str) -> int:
 
 @ledger_group.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Ledger folder (created if absent).")
+@out_dir_option("Ledger folder (created if absent).")
 @click.option("--tokenizer", help="Tokenizer the ids belong to (default: resolved from each record's model).")
 @click.option("--batch", type=click.IntRange(min=1), default=2000, show_default=True, help="Records per commit.")
 @click.pass_obj
 def import_command(state, file: str, out: str, tokenizer: str | None, batch: int) -> None:
-    """Import FILE (JSON lines; `-` reads standard input) into the ledger at --out.
+    """Import FILE (JSON lines; `-` reads standard input) into the ledger at --out-dir.
 
     One JSON object per line, for example:
 

@@ -16,6 +16,7 @@ from ._options import (
     level_option,
     n_boot_option,
     no_verify_option,
+    out_dir_option,
     tokenizer_option,
 )
 from ._output import emit, render, to_json
@@ -149,8 +150,7 @@ def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n
 
 @click.command("report")
 @_apply(_common)
-@click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Report folder: absent, empty, or an earlier report (replaced atomically).")
+@out_dir_option("Report folder: absent, empty, or an earlier report (replaced atomically).")
 @click.pass_obj
 def report_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
                    no_verify, tokenizer, allow_tokenizer_mismatch, out) -> None:
