@@ -149,3 +149,23 @@ def test_forced_and_unforced_records_are_separate_cells():
     assert by_forcing == {False: 1, True: 2}  # pooled, the cell would read 3 of 4
     with pytest.raises(MindcapError, match=r"2 cells match .*also fix .*forcing"):
         grid.one_cell(model="m", arm="native", lang="tha_Thai")
+
+
+def test_budget_axis_labels_the_whole_drawn_range():
+    # the scaled budgets floor(r·B) run past the grid: the axis must be labelled up to the largest one drawn
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mindcap_tok.report.budget_figures import _budget_axis
+
+    grid = [64, 128, 192, 256, 384, 512, 768, 1024]
+    scaled = [163, 326, 489, 652, 979, 1305, 1958, 2611]  # floor(2.55 · B)
+    fig, ax = plt.subplots()
+    _budget_axis(ax, np.array(grid + scaled))
+    labels = [int(t.get_text()) for t in ax.get_xticklabels()]
+    low, high = ax.get_xlim()
+    plt.close(fig)
+    assert labels == [64, 128, 256, 512, 1024, 2048, 2611]
+    assert low < 64 and 2611 < high < 2611 * 1.25  # nothing drawn past the last label by more than a quarter

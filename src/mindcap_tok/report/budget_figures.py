@@ -24,11 +24,18 @@ def _plt():
 
 
 def _budget_axis(ax, budgets: np.ndarray) -> None:
+    """A log2 budget axis labelled over the whole data range (the scaled budgets floor(r·B) run past the grid)."""
     ax.set_xscale("log", base=2)
-    ticks = sorted({int(b) for b in budgets})
-    if len(ticks) > 12:
-        ticks = [b for b in ticks if (b & (b - 1)) == 0] or ticks[:: max(1, len(ticks) // 10)]
+    values = sorted({int(b) for b in budgets if b > 0})
+    low, high = values[0], values[-1]
+    powers = [1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= (1 << k) <= high]
+    ticks = values if len(values) <= 12 or not powers else powers
+    if high > 1.25 * ticks[-1]:
+        ticks.append(high)  # the largest budget drawn gets a label
+    if low < ticks[0] / 1.25:
+        ticks.insert(0, low)
     ax.set_xticks(ticks, [str(t) for t in ticks], rotation=45, fontsize=8)
+    ax.set_xlim(low / 1.1, high * 1.1)
     ax.minorticks_off()
 
 
