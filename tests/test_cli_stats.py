@@ -101,3 +101,12 @@ def test_protocol_freeze_test_and_refusal(ledger, tmp_path):
     proto.write_text(proto.read_text().replace("margin = 5", "margin = 1"), "utf-8")
     res = run(["protocol", "test", str(proto), "--ledger", str(ledger)])
     assert res.exit_code == 2 and "changed after its freeze" in res.output
+
+
+def test_sweep_table_fits_a_wide_terminal(ledger):
+    # settings shared by all rows move into the title; Δ_L and the gap are two tables, not one ~280-column line
+    res = run(["sweep", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "30", "--n-boot", "50"])
+    assert res.exit_code == 0, res.output
+    assert max(len(line) for line in res.output.splitlines()) <= 200
+    assert "design replay" in res.output and "Gap: TRANSLATE-ACT" in res.output and "…" not in res.output
+    assert "37.50" in res.output  # Δ_L at B = 30 in points, as the title says

@@ -46,10 +46,13 @@ def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: s
         table = Table(title=title, show_lines=False)
         for col in frame.columns:
             table.add_column(str(col), justify="right" if pd.api.types.is_numeric_dtype(frame[col]) else "left")
-        for row in frame.itertuples(index=False):
-            table.add_row(*(_cell(v, floatfmt) for v in row))
+        cells = [[_cell(v, floatfmt) for v in row] for row in frame.itertuples(index=False)]
+        for row in cells:
+            table.add_row(*row)
+        # wide enough that no header or value is cut (rich would end it with "…")
+        widths = [max([len(str(c)), *(len(r[i]) for r in cells)]) + 3 for i, c in enumerate(frame.columns)]
         buf = io.StringIO()
-        Console(file=buf, width=max(100, 12 * len(frame.columns)), force_terminal=False).print(table)
+        Console(file=buf, width=max(100, sum(widths) + 1), force_terminal=False).print(table)
         return buf.getvalue()
     raise MindcapError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 

@@ -137,15 +137,41 @@ def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n
                         "peaks": result.peaks.to_dict(orient="records"), "units": "fractions"})
     elif fmt == "csv":
         text = render(result.rows.to_dict(orient="records"), "csv")
-    else:
-        rows, peaks, cross = _points(result.rows), _points(result.peaks), result.crossovers
+    else:  # readable width: settings shared by every row go into the title, Δ_L and the gap in two tables
+        rows, peaks = _points(result.rows), _points(result.peaks)
+        rows, peaks, cross, shared = _drop_shared_settings(rows, peaks, result.crossovers)
         head = (f"Δ_L sweep ({result.frame} frame, {result.n_boot} item resamples, seed {result.seed}, "
-                f"{result.level:.0%} CIs; points)")
-        text = render(rows.to_dict(orient="records"), fmt, title=head, floatfmt=".2f")
+                f"{result.level:.0%} CIs{shared}; points)")
+        keys = [c for c in rows.columns if c not in _DELTA_COLUMNS + _GAP_COLUMNS]
+        text = render(rows[keys + [c for c in _DELTA_COLUMNS if c in rows]].to_dict(orient="records"), fmt,
+                      title=head, floatfmt=".2f")
+        gap = [c for c in _GAP_COLUMNS if c in rows]
+        if gap:
+            text += "\n" + render(rows[keys + gap].to_dict(orient="records"), fmt,
+                                   title="Gap: TRANSLATE-ACT − NATIVE accuracy at B (points)", floatfmt=".2f")
         text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")
         if len(cross):
             text += "\n" + render(cross.to_dict(orient="records"), fmt, title="Crossovers", floatfmt=".3f")
     emit(text, out)
+
+
+_DELTA_COLUMNS = ["premium", "scaled_budget", "acc_native", "acc_native_scaled", "delta", "ci_low", "ci_high",
+                  "band_low", "band_high"]
+_GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap"]
+
+
+def _drop_shared_settings(*frames: pd.DataFrame):
+    """Drop the generation-setting columns that hold one value in every frame; return the frames and a title
+    fragment naming those values (``, design replay, cap 4096``)."""
+    from ..ledger.schema import SETTING_COLUMNS
+
+    shared = []
+    for col in SETTING_COLUMNS:
+        values = {str(v) for f in frames if col in f.columns for v in f[col].tolist()}
+        if len(values) == 1:
+            shared.append(f"{col} {values.pop().replace('None', '—').replace('nan', '—')}")
+            frames = tuple(f.drop(columns=[col]) if col in f.columns else f for f in frames)
+    return (*frames, "".join(f", {s}" for s in shared))
 
 
 @click.command("report")
