@@ -83,3 +83,28 @@ def test_debug_flag_shows_the_traceback_when_main_is_called_with_argv(tmp_path, 
         err = capsys.readouterr().err
         assert exc.value.code == 2 and "expected a JSON object" in err
         assert ("Traceback" in err) is traceback
+
+
+def test_offline_without_local_tokenizers_fails_at_once_naming_the_config(tmp_path, monkeypatch):
+    import time
+
+    from click.testing import CliRunner
+
+    from mindcap_tok.cli.main import cli
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.monotonic()
+    res = CliRunner().invoke(cli, ["--tokenizers-dir", str(tmp_path / "none"), "premium", "--model", "qwen3-8b"])
+    assert res.exit_code == 2 and time.monotonic() - start < 10
+    assert "mindcap.toml" in res.output and "MINDCAP_TOKENIZERS_DIR" in res.output and "--tokenizers-dir" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_offline_without_local_flores_fails_at_once_naming_the_config(tmp_path, monkeypatch):
+    from mindcap_tok.data.flores import load_flores
+
+    for var in ("MINDCAP_CONFIG", "MINDCAP_DATA_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(MindcapError, match=r"HF_HUB_OFFLINE.*mindcap\.toml.*MINDCAP_DATA_DIR.*--data-dir"):
+        load_flores("th", source="hf:openlanguagedata/flores_plus")

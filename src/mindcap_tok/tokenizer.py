@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from .config import load_config
+from .config import hub_offline, load_config
 from .errors import MindcapError, first_line
 from .tokenizer_backends import Backend, HFBackend, load_sentencepiece, load_tiktoken
 
@@ -242,13 +242,25 @@ def tokenizer_file(folder: Path) -> Path | None:
     return None
 
 
+#: where a user points mindcap-tok at local tokenizers, for messages
+LOCAL_TOKENIZERS_HINT = (
+    "point mindcap-tok at local tokenizers: tokenizers_dir in mindcap.toml (this folder, a parent, or the user's "
+    "config folder), MINDCAP_TOKENIZERS_DIR, or --tokenizers-dir"
+)
+
+
 def _from_hub(hf_id: str, name: str) -> ResolvedTokenizer:
+    if hub_offline():  # no download attempt (and no retry loop) when the user said so
+        raise MindcapError(f"no local tokenizer for {name!r} and the Hugging Face hub is off (HF_HUB_OFFLINE); "
+                           f"{LOCAL_TOKENIZERS_HINT}")
     try:
         from transformers import AutoTokenizer
 
         hf_tok = AutoTokenizer.from_pretrained(hf_id)
     except Exception as exc:
-        raise MindcapError(f"cannot load tokenizer {hf_id!r} from the Hugging Face hub: {first_line(exc)}") from exc
+        raise MindcapError(
+            f"cannot load tokenizer {hf_id!r} from the Hugging Face hub ({first_line(exc)}); {LOCAL_TOKENIZERS_HINT}"
+        ) from exc
     backend = getattr(hf_tok, "backend_tokenizer", None)
     if backend is None:
         raise MindcapError(f"{hf_id!r} has no fast tokenizer")

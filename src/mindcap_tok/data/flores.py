@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-from ..config import load_config
-from ..errors import MindcapError
+from ..config import hub_offline, load_config
+from ..errors import MindcapError, first_line
 from .languages import resolve_language
 
 SPLITS = ("dev", "devtest")
@@ -63,6 +63,10 @@ def _read_local(folder: str, code: str, split: str, nfc: bool = True) -> tuple[s
 @cache
 def _read_hub(dataset_id: str, code: str, split: str, nfc: bool = True) -> tuple[str, ...]:
     # Hub path for online users; FLORES+ names its text column "text" (the original release used "sentence").
+    hint = ("point mindcap-tok at a local copy: data_dir in mindcap.toml (this folder, a parent, or the user's "
+            "config folder), MINDCAP_DATA_DIR, or --data-dir")
+    if hub_offline():
+        raise MindcapError(f"no local FLORES-200 folder and the Hugging Face hub is off (HF_HUB_OFFLINE); {hint}")
     try:
         import datasets
     except ImportError as exc:
@@ -70,7 +74,7 @@ def _read_hub(dataset_id: str, code: str, split: str, nfc: bool = True) -> tuple
     try:
         ds = datasets.load_dataset(dataset_id, code, split=split)
     except Exception as exc:
-        raise MindcapError(f"cannot load {code}/{split} from hf:{dataset_id}: {str(exc).splitlines()[0]}") from exc
+        raise MindcapError(f"cannot load {code}/{split} from hf:{dataset_id} ({first_line(exc)}); {hint}") from exc
     column = "text" if "text" in ds.column_names else "sentence"
     if not len(ds):
         raise MindcapError(f"FLORES data is empty: hf:{dataset_id} {code}/{split}")
