@@ -223,10 +223,6 @@ def tiktoken_files(rank_file: Path) -> Path:
 @lru_cache(maxsize=4)
 def _read_tiktoken(rank_file: Path, spec_file: Path, mtimes: tuple[int, int]) -> tuple[TiktokenBackend, str]:
     try:
-        import tiktoken
-    except ImportError as exc:  # a core dependency; only a broken install lacks it
-        raise MindcapError("tiktoken is not installed (pip install tiktoken)") from exc
-    try:
         spec = json.loads(spec_file.read_text(encoding="utf-8"))
         pat_str, specials = spec["pat_str"], dict(spec.get("special_tokens", {}))
         name = str(spec.get("name", rank_file.stem))
@@ -241,12 +237,28 @@ def _read_tiktoken(rank_file: Path, spec_file: Path, mtimes: tuple[int, int]) ->
             "(wrong or corrupt rank file)"
         )
     ranks = parse_rank_file(data, rank_file)
+    backend = build_tiktoken(name, pat_str, ranks, specials, str(rank_file))
+    return backend, tiktoken_sha256(data, spec_file.read_bytes())
+
+
+def tiktoken_sha256(rank_data: bytes, spec_data: bytes) -> str:
+    """The hash a tiktoken tokenizer is known by: SHA-256 of the rank file's bytes followed by ``encoding.json``'s."""
+    return _sha256(rank_data + spec_data)
+
+
+def build_tiktoken(
+    name: str, pat_str: str, ranks: dict[bytes, int], specials: dict[str, int], where: str = "ranks"
+) -> TiktokenBackend:
+    """A tiktoken back end from ranks in memory (ids may have gaps; specials keep their ids)."""
+    try:
+        import tiktoken
+    except ImportError as exc:  # a core dependency; only a broken install lacks it
+        raise MindcapError("tiktoken is not installed (pip install tiktoken)") from exc
     try:
         enc = tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=specials)
     except Exception as exc:  # tiktoken raises ValueError/AssertionError for inconsistent specs
-        raise MindcapError(f"cannot build tiktoken encoding from {rank_file}: {first_line(exc)}") from exc
-    combined = _sha256(data + spec_file.read_bytes())
-    return TiktokenBackend(enc, specials), combined
+        raise MindcapError(f"cannot build tiktoken encoding from {where}: {first_line(exc)}") from exc
+    return TiktokenBackend(enc, specials)
 
 
 def load_tiktoken(rank_file: Path) -> tuple[TiktokenBackend, str]:

@@ -161,6 +161,11 @@ class PairLearner:
             # a brand-new id takes part in no earlier merge, so the plain replacement is exact;
             # a reused id may enable earlier merges (base or appended), which the closure replays
             self._replace(w, _merge_pair(old, a, b, new) if fresh else bpe_closure(old, self._lookup))
+        self._flush_changed()
+        return LearnedMerge(a, b, new, count, fresh)
+
+    def _flush_changed(self) -> None:
+        """Push the new counts of every pair touched by the last merge onto the heap; drop dead pairs."""
         for p in self._changed:
             c = self.counts.get(p, 0)
             if c > 0:
@@ -170,7 +175,6 @@ class PairLearner:
                 if not self.where.get(p, True):
                     del self.where[p]
         self._changed.clear()
-        return LearnedMerge(a, b, new, count, fresh)
 
     def run(
         self, max_merges: int | None, min_freq: int, on_progress: Callable[[int], None] | None = None
@@ -187,3 +191,78 @@ class PairLearner:
         if on_progress is not None:
             on_progress(len(learned))
         return learned
+
+
+def rank_closure(symbols: Sequence[int], strings: Sequence[bytes], ranks: dict[bytes, int]) -> list[int]:
+    """tiktoken's ``byte_pair_merge`` continued from ``symbols``: merge the adjacent pair whose joined bytes have
+    the lowest rank (leftmost on ties) until no joined pair is a token; a whole word that is a token is one token.
+
+    Ranks are ids (tiktoken), so the merged id is the rank itself. Hand-written because tiktoken only runs this
+    loop from single bytes (``_encode_single_piece``), never from an intermediate segmentation.
+    """
+    ids = list(symbols)
+    parts = [strings[i] for i in ids]
+    if len(ids) > 1:
+        whole = ranks.get(b"".join(parts))
+        if whole is not None:  # tiktoken's shortcut: a piece that is a token is emitted whole
+            return [whole]
+    while len(ids) > 1:
+        best, pos = -1, -1
+        for i in range(len(parts) - 1):
+            r = ranks.get(parts[i] + parts[i + 1])
+            if r is not None and (pos < 0 or r < best):
+                best, pos = r, i
+        if pos < 0:
+            break
+        ids[pos : pos + 2] = [best]
+        parts[pos : pos + 2] = [parts[pos] + parts[pos + 1]]
+    return ids
+
+
+class RankLearner(PairLearner):
+    """:class:`PairLearner` with tiktoken's merge semantics (hand-written: no library continues tiktoken BPE).
+
+    A tiktoken encoding has no merge list: any adjacent pair whose joined bytes are a token merges, lowest rank
+    (= id) first. ``strings`` are bytes, ``vocab`` is ``{token bytes: rank}``. Choosing the pair (most frequent
+    adjacent id pair) is inherited; applying it differs: the new token ``s`` gets the next rank (higher than every
+    base rank, so every base merge keeps priority), and every word where ``s``'s bytes sit side by side as *any*
+    two tokens (the chosen pair or another split of ``s``), or which is ``s`` as a whole, is re-run through
+    :func:`rank_closure`. Since ``s`` has the highest rank, tiktoken's merge loop on the word's bytes with ``s``
+    added equals the closure of the segmentation without ``s``, so the words stay exactly what tiktoken produces.
+    (Inside a span that ends as two tokens, the split is the one tiktoken gives the span's bytes alone, so another
+    split of ``s`` should never be found; it is checked anyway, at ``len(s)`` dictionary look-ups per merge.)
+    """
+
+    def __init__(
+        self,
+        words: list[list[int]],
+        freqs: list[int],
+        strings: list[bytes],
+        ranks: dict[bytes, int],
+        next_id: int,
+        word_bytes: Sequence[bytes],
+    ) -> None:
+        super().__init__(words, freqs, strings, ranks, next_id, 0, dict)  # type: ignore[arg-type]
+        self.whole = {b: w for w, b in enumerate(word_bytes)}
+
+    def merge(self, pair: Pair, count: int) -> LearnedMerge:
+        """Add the joined bytes of ``pair`` as a new rank and re-segment every word it changes."""
+        a, b = pair
+        s = self.strings[a] + self.strings[b]
+        if s in self.vocab:  # cannot happen: the closure leaves no adjacent pair that joins to a token
+            raise AssertionError(f"pair {pair} joins to an existing token {s!r}")
+        new = self.next_id
+        self.next_id += 1
+        self.vocab[s] = new
+        self.strings.append(s)
+        touched = set(self.where.get(pair, ()))
+        for k in range(1, len(s)):
+            left, right = self.vocab.get(s[:k]), self.vocab.get(s[k:])
+            if left is not None and right is not None and (left, right) != pair:
+                touched |= self.where.get((left, right), set())
+        if s in self.whole:
+            touched.add(self.whole[s])
+        for w in touched:
+            self._replace(w, rank_closure(self.words[w], self.strings, self.vocab))
+        self._flush_changed()
+        return LearnedMerge(a, b, new, count, True)

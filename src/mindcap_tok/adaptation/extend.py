@@ -1,11 +1,23 @@
 """Learn a vocabulary extension: new byte-level BPE merges appended after a base tokenizer's merges.
 
+Two families can be extended: ``tokenizers`` byte-level BPE (a ``tokenizer.json``) and ``tiktoken`` (a ``.tiktoken``
+rank file plus ``encoding.json``).
+
 The corpus is pre-tokenized exactly as the base tokenizer does it (its added tokens split off, its own
 normalizer and pre-tokenizer), every distinct pre-token is segmented by the base BPE model (so Llama 3's
 ``ignore_merges`` and every base merge are honoured), and BPE continues from there on the word-frequency
 dictionary. Base ids, base merges and their order never change; new tokens get ids after every existing id,
 added and special tokens included (paper §6: "base vocabulary and merge list untouched, new byte-level merges
 ... appended so that base merges retain priority").
+
+tiktoken bases: the corpus is split with the encoding's ``pat_str`` (the ``regex`` module runs the same pattern
+as tiktoken; special-token text is ordinary text, as in ``encode_ordinary``), each distinct piece is segmented by
+tiktoken itself, and learning continues with tiktoken's semantics (any adjacent pair whose joined bytes are a
+token merges, lowest rank first; see :class:`~._bpe.RankLearner`). New tokens get new ranks after the largest id
+in use, **special tokens included**: o200k_base's ranks end at 199,997 and its specials are 199,999 and 200,018,
+so the first new rank is 200,019. Every base rank and every special id stays as it was; the ids left unused
+(199,998 and 200,000-200,017) are gaps, which tiktoken accepts (``n_vocab`` is the largest id + 1, as for the
+base). Numbering new ranks right after the last base rank instead would have to move ``<|endoftext|>``.
 """
 
 from __future__ import annotations
@@ -17,31 +29,34 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from pathlib import Path
 
+import regex
 from tokenizers import Tokenizer
 
 from ..errors import MindcapError
 from ..tokenizer import ResolvedTokenizer, is_byte_level
-from ._bpe import PairLearner, Ranks
+from ..tokenizer_backends import parse_rank_file, tiktoken_files
+from ._bpe import PairLearner, RankLearner, Ranks
 from .corpus import Corpus, ItemId, as_corpus
 
 #: pair frequency floor of a fixed-count rule when none is given: a pair seen once saves nothing on new text
 DEFAULT_MIN_FREQ_WITH_SIZE = 2
 #: the tokenizer families an extension can be learned for
-EXTENDABLE_FAMILIES = ("tokenizers",)
+EXTENDABLE_FAMILIES = ("tokenizers", "tiktoken")
 
 
 def check_extendable(base: ResolvedTokenizer) -> None:
-    """Raise a one-line error unless ``base``'s family can be extended (``tokenizers`` byte-level BPE so far).
+    """Raise a one-line error unless ``base``'s family can be extended (``tokenizers`` byte-level BPE, tiktoken).
 
-    tiktoken and SentencePiece bases are refused: their ledgers are scored and retokenized with any tokenizer,
-    but no extension of theirs can be learned or saved yet.
+    SentencePiece bases are refused: their ledgers are scored and retokenized with any tokenizer, but no
+    extension of theirs can be learned or saved yet.
     """
     if base.family not in EXTENDABLE_FAMILIES:
         raise MindcapError(
             f"{base.name} is a {base.family} tokenizer, which cannot be extended yet; extensions can be learned "
             "only for `tokenizers` byte-level BPE bases (a tokenizer.json such as qwen3-8b, llama-3.1-8b, "
-            "deepseek-v3)"
+            "deepseek-v3) and `tiktoken` bases (a .tiktoken rank file such as gpt-4o, gpt-4)"
         )
 
 
@@ -104,6 +119,67 @@ class BaseBPE:
         """Base merges as ``(left id, right id) -> (rank, merged id)``."""
         v = self.vocab
         return {(v[a], v[b]): (r, v[a + b]) for r, (a, b) in enumerate(self.merges)}
+
+
+@dataclass(frozen=True, eq=False)
+class BaseTiktoken:
+    """What learning and saving need from a base tiktoken encoding (rank file bytes and ``encoding.json``)."""
+
+    rank_file: Path
+    rank_data: bytes
+    spec: dict
+    ranks: dict[bytes, int]
+
+    @property
+    def pat_str(self) -> str:
+        return self.spec["pat_str"]
+
+    @property
+    def specials(self) -> dict[str, int]:
+        return dict(self.spec.get("special_tokens", {}))
+
+    @property
+    def n_merges(self) -> int:
+        """Ranks that are merges (every rank longer than one byte)."""
+        return sum(len(b) > 1 for b in self.ranks)
+
+    @property
+    def first_new_id(self) -> int:
+        """One past the largest id in use, ranks and special tokens together."""
+        return max(max(self.ranks.values()), max(self.specials.values(), default=-1)) + 1
+
+    def strings(self) -> list[bytes]:
+        """Bytes of every id below :attr:`first_new_id` (special tokens as their text, unused ids empty)."""
+        out = [b""] * self.first_new_id
+        for b, i in self.ranks.items():
+            out[i] = b
+        for text, i in self.specials.items():
+            out[i] = text.encode("utf-8")
+        return out
+
+
+@lru_cache(maxsize=4)
+def base_tiktoken(base: ResolvedTokenizer) -> BaseTiktoken:
+    """Read the base's rank file and ``encoding.json`` (the files it was loaded from)."""
+    check_extendable(base)
+    if base.family != "tiktoken" or base.path is None:
+        raise MindcapError(f"{base.name} is not a tiktoken encoding loaded from a .tiktoken file")
+    spec_file = tiktoken_files(base.path)
+    data = base.path.read_bytes()
+    return BaseTiktoken(base.path, data, json.loads(spec_file.read_text(encoding="utf-8")),
+                        parse_rank_file(data, base.path))
+
+
+def tiktoken_words(base: ResolvedTokenizer, texts: Iterable[str]) -> tuple[list[str], list[list[int]], list[int]]:
+    """Distinct ``pat_str`` pieces of ``texts``, each segmented once by the base tiktoken encoding, and counts."""
+    pattern = regex.compile(base_tiktoken(base).pat_str)
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(m.group() for m in pattern.finditer(text))
+    strings = [w for w in counts if w]
+    enc = base.backend.enc  # type: ignore[union-attr]
+    # one piece, no regex split (tiktoken's own BPE, whole-piece shortcut included)
+    return strings, [list(enc._encode_single_piece(w)) for w in strings], [counts[w] for w in strings]
 
 
 def _walk_types(node) -> Iterator[str]:
@@ -204,19 +280,19 @@ def base_words(tok: Tokenizer, texts: Iterable[str]) -> tuple[list[str], list[li
 class Extension:
     """Merges learned on a corpus, to append after a base tokenizer's merges.
 
-    ``merges[k]`` joins two byte-level strings; ``new_tokens`` are the strings that were not in the base
-    vocabulary, with ids ``first_new_id, first_new_id + 1, ...`` in order of creation. ``segmentation`` is the
-    learner's final segmentation of every distinct training pre-token (what the saved tokenizer must produce);
-    ``tokens_before``/``tokens_after`` count the training text's tokens (added tokens excluded) under the base
-    and the extended segmentation.
+    ``merges[k]`` joins two byte-level strings (tiktoken bases: two ``bytes``); ``new_tokens`` are the strings
+    (tiktoken: bytes) that were not in the base vocabulary, with ids ``first_new_id, first_new_id + 1, ...`` in
+    order of creation. ``segmentation`` is the learner's final segmentation of every distinct training pre-token
+    (what the saved tokenizer must produce); ``tokens_before``/``tokens_after`` count the training text's tokens
+    (added tokens excluded) under the base and the extended segmentation.
     """
 
     base: ResolvedTokenizer
     corpus: dict
     size_rule: SizeRule
-    merges: tuple[tuple[str, str], ...]
+    merges: tuple[tuple[str, str], ...] | tuple[tuple[bytes, bytes], ...]
     merge_counts: tuple[int, ...]
-    new_tokens: tuple[str, ...]
+    new_tokens: tuple[str, ...] | tuple[bytes, ...]
     first_new_id: int
     segmentation: dict[str, tuple[int, ...]] = field(repr=False)
     word_counts: dict[str, int] = field(repr=False)
@@ -232,9 +308,17 @@ class Extension:
     def n_new_tokens(self) -> int:
         return len(self.new_tokens)
 
+    @property
+    def family(self) -> str:
+        """The base's (and the extension's) tokenizer family."""
+        return self.base.family
+
     @cached_property
     def tokenizer(self) -> Tokenizer:
-        """The extended tokenizer, built in memory (see :func:`.saved.tokenizer_json`)."""
+        """The extended Hugging Face tokenizer, built in memory (see :func:`.saved.tokenizer_json`).
+
+        ``tokenizers`` bases only; any family: :func:`.saved.resolved`.
+        """
         from .saved import tokenizer_json
 
         return Tokenizer.from_str(tokenizer_json(self))
@@ -259,14 +343,24 @@ def learn_extension(
     if not corpus.items:
         raise MindcapError(f"corpus {corpus.name!r} is empty")
     start = time.perf_counter()
-    info = base_bpe(base)
-    word_strings, words, freqs = base_words(base.tokenizer, corpus.texts())
+    learner: PairLearner
+    if base.family == "tiktoken":
+        tinfo = base_tiktoken(base)
+        word_strings, words, freqs = tiktoken_words(base, corpus.texts())
+        strings: list = tinfo.strings()
+    else:
+        info = base_bpe(base)
+        word_strings, words, freqs = base_words(base.tokenizer, corpus.texts())
+        strings = info.strings()
     if not words:
         raise MindcapError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")
     tokens_before = sum(len(seg) * f for seg, f in zip(words, freqs, strict=True))
-    strings = info.strings()
     first_new = len(strings)
-    learner = PairLearner(words, freqs, strings, dict(info.vocab), first_new, len(info.merges), info.ranks)
+    if base.family == "tiktoken":
+        word_bytes = [w.encode("utf-8") for w in word_strings]
+        learner = RankLearner(words, freqs, strings, dict(tinfo.ranks), first_new, word_bytes)
+    else:
+        learner = PairLearner(words, freqs, strings, dict(info.vocab), first_new, len(info.merges), info.ranks)
     learned = learner.run(rule.size, rule.min_freq, on_progress)
     if rule.size is not None and len(learned) < rule.size:
         raise MindcapError(

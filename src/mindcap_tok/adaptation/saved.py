@@ -5,10 +5,16 @@ A saved extension is a folder with ``tokenizer.json`` (loads with ``tokenizers.T
 ``special_tokens_map.json`` when it had them, and ``manifest.json`` (base and corpus identity, fold membership,
 seed, size rule, measured effect). A cross-fit output folder holds one ``fold-<k>`` folder per fold and
 ``summary.json``.
+
+A tiktoken base gives a folder with ``<base stem>-extended.tiktoken`` (the base rank file's bytes unchanged, new
+ranks appended as ``<base64 bytes> <rank>`` lines) and ``encoding.json`` (the base's, with the new file name,
+the new rank file's ``sha256`` when the base's records one, and ``n_ranks``), plus the same ``manifest.json``.
+Its ``tokenizer_sha256`` is the hash tiktoken tokenizers are known by (rank file bytes then ``encoding.json``).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -17,6 +23,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -26,8 +33,9 @@ from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from ..tokenizer_backends import build_tiktoken, load_tiktoken, tiktoken_sha256
 from .corpus import ItemId
-from .extend import Extension, base_bpe
+from .extend import Extension, base_bpe, base_tiktoken
 
 MANIFEST = "manifest.json"
 SUMMARY = "summary.json"
@@ -55,6 +63,64 @@ def tokenizer_json(ext: Extension) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
+@dataclass(frozen=True, eq=False)
+class TiktokenFiles:
+    """An extended tiktoken encoding: rank file name and bytes, ``encoding.json`` bytes, all ranks, specials."""
+
+    rank_name: str
+    rank_data: bytes
+    spec_data: bytes
+    spec: dict
+    ranks: dict[bytes, int]
+
+    @property
+    def sha256(self) -> str:
+        return tiktoken_sha256(self.rank_data, self.spec_data)
+
+
+@lru_cache(maxsize=8)
+def tiktoken_extension_files(ext: Extension) -> TiktokenFiles:
+    """The ``.tiktoken`` + ``encoding.json`` pair of a tiktoken extension: base ranks byte for byte, new appended."""
+    info = base_tiktoken(ext.base)
+    ranks = dict(info.ranks)
+    lines = []
+    for k, b in enumerate(ext.new_tokens):
+        rank = ext.first_new_id + k
+        if not isinstance(b, bytes) or b in ranks:
+            raise MindcapError(f"new token {b!r} is not new bytes (a corrupt extension)")
+        ranks[b] = rank
+        lines.append(base64.b64encode(b) + b" " + str(rank).encode("ascii") + b"\n")
+    base_data = info.rank_data if info.rank_data.endswith(b"\n") else info.rank_data + b"\n"
+    rank_data = base_data + b"".join(lines)
+    rank_name = f"{info.rank_file.stem}-extended.tiktoken"
+    spec = dict(info.spec)
+    spec["name"] = f"{spec.get('name', info.rank_file.stem)}-extended"
+    if "file" in spec:
+        spec["file"] = rank_name
+    if "sha256" in spec:
+        spec["sha256"] = hashlib.sha256(rank_data).hexdigest()
+    if "n_ranks" in spec:
+        spec["n_ranks"] = len(ranks)
+    spec_data = (json.dumps(spec, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    return TiktokenFiles(rank_name, rank_data, spec_data, spec, ranks)
+
+
+def check_extended_tiktoken(tok: ResolvedTokenizer, ext: Extension) -> None:
+    """Raise unless every base rank and special id is kept and new ranks decode to their bytes."""
+    base_bytes = ext.base.token_bytes
+    got = tok.token_bytes
+    if len(got) != ext.first_new_id + ext.n_new_tokens:
+        raise MindcapError(f"extended tokenizer has {len(got)} ids, expected {ext.first_new_id + ext.n_new_tokens}")
+    moved = [i for i, b in enumerate(base_bytes) if got[i] != b]
+    if moved:
+        raise MindcapError(f"extended tokenizer changed {len(moved)} base ids (e.g. {moved[0]})")
+    if tok.special_ids != ext.base.special_ids:
+        raise MindcapError("extended tokenizer changed the special token ids")
+    for k, b in enumerate(ext.new_tokens):
+        if got[ext.first_new_id + k] != b:
+            raise MindcapError(f"new token {b!r} is not at id {ext.first_new_id + k}")
+
+
 def check_extended(tok: Tokenizer, ext: Extension) -> None:
     """Raise unless every base token (added and special included) keeps its id and new tokens sit where planned."""
     base_vocab = ext.base.tokenizer.get_vocab(with_added_tokens=True)
@@ -77,6 +143,13 @@ def check_extended(tok: Tokenizer, ext: Extension) -> None:
 
 def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
     """The extended tokenizer as a :class:`ResolvedTokenizer` (checked; its ``sha256`` is that of the saved file)."""
+    if ext.family == "tiktoken":
+        files = tiktoken_extension_files(ext)
+        info = base_tiktoken(ext.base)
+        backend = build_tiktoken(files.spec["name"], info.pat_str, files.ranks, info.specials, f"extension of {name}")
+        tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=files.sha256)
+        check_extended_tiktoken(tok, ext)
+        return tok
     check_extended(ext.tokenizer, ext)
     return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
 
@@ -115,6 +188,18 @@ def staged_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
 
 def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
     """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest."""
+    if ext.family == "tiktoken":
+        files = tiktoken_extension_files(ext)
+        (folder / files.rank_name).write_bytes(files.rank_data)
+        (folder / "encoding.json").write_bytes(files.spec_data)
+        backend, digest = load_tiktoken(folder / files.rank_name)
+        reloaded = ResolvedTokenizer(folder.name, backend=backend, sha256=digest)
+        check_extended_tiktoken(reloaded, ext)
+        if digest != files.sha256:
+            raise MindcapError(f"{folder}: the written tiktoken files do not hash as built (disk error?)")
+        full = {**manifest, "tokenizer_sha256": digest}
+        (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
+        return full
     text = ext.tokenizer.to_str()  # tokenizers' own serialisation, so the file hash equals ResolvedTokenizer.sha256
     (folder / "tokenizer.json").write_text(text, encoding="utf-8")
     base_dir = ext.base.path.parent if ext.base.path is not None else None
@@ -154,8 +239,17 @@ def extension_language(manifest: dict) -> str | None:
 
 
 def extension_record(ext: Extension) -> dict:
-    """The manifest fields an extension knows by itself (base, corpus, rule, sizes, learning time)."""
-    info = base_bpe(ext.base)
+    """The manifest fields an extension knows by itself (base, corpus, rule, sizes, learning time).
+
+    tiktoken bases: ``merges`` counts the ranks longer than one byte, ``ignore_merges`` is true (a piece that is
+    a token is emitted whole) and ``family`` is recorded.
+    """
+    if ext.family == "tiktoken":
+        tinfo = base_tiktoken(ext.base)
+        n_merges, ignore, family = tinfo.n_merges, True, {"family": "tiktoken"}
+    else:
+        info = base_bpe(ext.base)
+        n_merges, ignore, family = len(info.merges), info.ignore_merges, {}
     return {
         "format": FORMAT,
         "base": {
@@ -163,8 +257,9 @@ def extension_record(ext: Extension) -> dict:
             "sha256": ext.base.sha256,
             "source": ext.base.source,
             "vocab_size": ext.first_new_id,
-            "merges": len(info.merges),
-            "ignore_merges": info.ignore_merges,
+            "merges": n_merges,
+            "ignore_merges": ignore,
+            **family,
         },
         "corpus": ext.corpus,
         "size_rule": ext.size_rule.as_dict(),
@@ -200,18 +295,18 @@ class SavedExtension:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` under the extended tokenizer (no special tokens added)."""
-        return self.tokenizer.tokenizer.encode(text, add_special_tokens=False).ids
+        return self.tokenizer.encode(text)
 
     def retokenize(self, base_ids: Sequence[int]) -> list[int]:
         """Re-encode the text that base token ids decode to (special tokens kept as text) with the extension.
 
         Every base id decodes to the same bytes under the extended tokenizer, so no base tokenizer is needed.
         """
-        return self.encode(self.tokenizer.tokenizer.decode(list(base_ids), skip_special_tokens=False))
+        return self.encode(self.tokenizer.decode(list(base_ids)))
 
 
 def load_extension(folder: str | os.PathLike[str]) -> SavedExtension:
-    """Load a saved extension folder and check its ``tokenizer.json`` against the manifest's hash."""
+    """Load a saved extension folder and check its tokenizer files against the manifest's hash."""
     path = Path(folder)
     try:
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
@@ -223,9 +318,10 @@ def load_extension(folder: str | os.PathLike[str]) -> SavedExtension:
         raise MindcapError(f"{path / MANIFEST}: unknown format {manifest.get('format')!r} (expected {FORMAT})")
     name = manifest.get("name") or path.name
     tok = load_tokenizer(str(path))
-    tok = ResolvedTokenizer(name=name, tokenizer=tok.tokenizer, source=tok.source, path=tok.path)
+    tok = ResolvedTokenizer(name, source=tok.source, path=tok.path, backend=tok.backend, sha256=tok.sha256)
     if tok.sha256 != manifest.get("tokenizer_sha256"):
-        raise MindcapError(f"{path / 'tokenizer.json'} does not match its manifest (sha256 differs): edited?")
+        files = tok.path.name if tok.path is not None else "tokenizer files"
+        raise MindcapError(f"{path / files} does not match its manifest (sha256 differs): edited?")
     return SavedExtension(path, manifest, tok)
 
 

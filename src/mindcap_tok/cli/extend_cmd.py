@@ -45,7 +45,8 @@ def _table_rows(rows: list[dict]) -> list[dict]:
     multiple=True,
     default=["qwen3-8b"],
     show_default=True,
-    help="Base tokenizer: registry name, folder, tokenizer.json path or HF id (byte-level BPE).",
+    help="Base tokenizer: registry name, folder, tokenizer.json/.tiktoken path or HF id "
+    "(byte-level BPE tokenizer.json, or tiktoken such as gpt-4o).",
 )
 @click.option("--lang", "langs", multiple=True, required=True, help="Target language (FLORES code or alias).")
 @click.option(
@@ -79,6 +80,9 @@ def _table_rows(rows: list[dict]) -> list[dict]:
 @click.pass_obj
 def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_boot, out, fmt) -> None:
     """Learn cross-fitted byte-level BPE extensions (merges appended after the base merges) and measure them.
+
+    tiktoken bases (gpt-4o, gpt-4) get new ranks after the largest id in use (specials keep their ids) and are
+    saved as a .tiktoken rank file plus encoding.json; SentencePiece bases are refused.
 
     Fold k's extension learns only from items outside fold k; its manifest lists both item sets, and the
     FLORES devtest premium of the language before and after (bootstrap CIs) and the English token change.
