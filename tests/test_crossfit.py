@@ -67,7 +67,7 @@ def test_folds_never_learn_from_their_own_items(qwen):
 def test_cli_extend_mgsm_writes_folds_and_refuses_existing_out(qwen, config, tmp_path):
     out = tmp_path / "th-ext"
     res = run(["extend", "--model", "qwen3-8b", "--lang", "th", "--corpus", "mgsm", "--size", "40",
-               "--n-boot", "200", "--seed", "7", "--out", str(out), "--format", "json"])
+               "--n-boot", "200", "--seed", "7", "--out-dir", str(out), "--format", "json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert [r["fold"] for r in rows] == [0, 1, "mean"]
@@ -96,7 +96,7 @@ def test_cli_extend_mgsm_writes_folds_and_refuses_existing_out(qwen, config, tmp
         assert m["effect"]["before"]["n_boot"] == 200 and m["tokenizer_sha256"] == f.tokenizer.sha256
     assert sorted(i for f in saved.folds for i in f.held_out) == list(range(250))  # each item held out once
 
-    again = run(["extend", "--lang", "th", "--corpus", "mgsm", "--size", "40", "--out", str(out)])
+    again = run(["extend", "--lang", "th", "--corpus", "mgsm", "--size", "40", "--out-dir", str(out)])
     assert again.exit_code == 2 and "already exists" in again.stderr
 
 
@@ -109,7 +109,7 @@ def test_cli_bad_input_one_line_errors(tmp_path):
         (["--corpus", str(small)], "give --size N"),
     ]
     for extra, message in cases:
-        res = run(["extend", "--lang", "th", "--n-boot", "10", "--out", str(tmp_path / "o"), *extra])
+        res = run(["extend", "--lang", "th", "--n-boot", "10", "--out-dir", str(tmp_path / "o"), *extra])
         assert res.exit_code == 2 and message in res.stderr, res.stderr
         assert not (tmp_path / "o").exists()
 

@@ -234,11 +234,11 @@ def test_cli_report_subcommand_and_the_run_invocation(run, tmp_path, capsys):
     out = strict_loads(capsys.readouterr().out)
     assert out["counts"]["samples"] == 6 and "report.md" in out["files"]
     assert strict_loads((tmp_path / "cli" / "report.json").read_text("utf-8"))["hop_tokens"]
-    # `roundtrip [JOB] --out DIR` still runs a job (here its plan)
-    run_cli(["roundtrip", "--out", str(tmp_path / "r"), "--model", "org/m", "--sequences", "lit:all", "--sample",
+    # `roundtrip [JOB] --out-dir DIR` still runs a job (here its plan)
+    run_cli(["roundtrip", "--out-dir", str(tmp_path / "r"), "--model", "org/m", "--sequences", "lit:all", "--sample",
              "200", "--dry-run", "--format", "json"])  # fmt: skip
     assert strict_loads(capsys.readouterr().out)["chains"] == 1600
     run_cli(["roundtrip", "--model", "org/m"], code=2)
-    assert "Missing option '--out'" in capsys.readouterr().err
+    assert "Missing option '--out-dir'" in capsys.readouterr().err
     run_cli(["roundtrip", "report", str(run), "--out-dir", str(run / "inside")], code=2)
     assert "outside the run folder" in capsys.readouterr().err

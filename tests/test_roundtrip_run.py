@@ -195,7 +195,7 @@ def run_cli(args: list[str], code: int = 0) -> None:
 
 
 def test_cli_dry_run_and_run(tmp_path, tiny, backend, texts_file, capsys, monkeypatch):
-    run_cli(["roundtrip", "--out", str(tmp_path / "r"), "--model", "org/m", "--sequences", "lit:all", "--sample",
+    run_cli(["roundtrip", "--out-dir", str(tmp_path / "r"), "--model", "org/m", "--sequences", "lit:all", "--sample",
              "200", "--dry-run", "--format", "json"])  # fmt: skip
     plan = json.loads(capsys.readouterr().out)
     assert (plan["chains"], plan["translation_requests"], plan["judge_requests"]) == (1600, 8000, 1600)
@@ -205,7 +205,7 @@ def test_cli_dry_run_and_run(tmp_path, tiny, backend, texts_file, capsys, monkey
     monkeypatch.setattr(rt, "open_backends", lambda spec, name: (backend, FakeJudge(backend.tok, judge_reply)))
     job = tmp_path / "job.toml"
     job.write_text(f'model = "{tiny}"\nmodel_name = "tiny-qwen3"\nmax_tokens = 6\n[judge]\nretries = 1\n', "utf-8")
-    args = ["roundtrip", str(job), "--out", str(tmp_path / "run"), "--texts", str(texts_file),
+    args = ["roundtrip", str(job), "--out-dir", str(tmp_path / "run"), "--texts", str(texts_file),
             "--sequences", "en>sw>en", "--seed", "3", "--format", "json"]  # fmt: skip
     run_cli(args)
     out = json.loads(capsys.readouterr().out)

@@ -10,6 +10,7 @@ from ..adaptation.saved import check_new_folder
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
 from ..tokenizer import load_tokenizer
+from ._options import out_dir_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -70,12 +71,7 @@ def _table_rows(rows: list[dict]) -> list[dict]:
     show_default=True,
     help="Bootstrap resamples for the premium CIs.",
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    required=True,
-    help="New folder for fold-<k>/ extensions and summary.json (must not exist).",
-)
+@out_dir_option("New folder for fold-<k>/ extensions and summary.json (must not exist).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
 def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_boot, out, fmt) -> None:

@@ -1,8 +1,8 @@
-"""`mindcap-tok roundtrip [JOB.toml] --out DIR`: round-trip translation through language sequences, MQM-judged;
+"""`mindcap-tok roundtrip [JOB.toml] --out-dir DIR`: round-trip translation through language sequences, MQM-judged;
 `mindcap-tok roundtrip report RUN_DIR --out-dir REPORT`: the report of a finished run.
 
 ``roundtrip`` is a click group that runs a job when its first argument is not a subcommand name, so the
-original ``roundtrip JOB.toml --out DIR`` invocation keeps working (a job file named ``report`` is given as
+original ``roundtrip JOB.toml --out-dir DIR`` invocation keeps working (a job file named ``report`` is given as
 ``./report``)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from ..ledger.backends import BACKENDS
+from ._options import out_dir_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -36,12 +37,12 @@ def _overrides(model, texts, sample, sequences, max_tokens, seed, judge_model, j
 
 
 class _RunOrSubcommand(click.Group):
-    """A group whose own callback is the run: ``roundtrip [JOB] --out DIR ...`` runs, ``roundtrip report ...``
+    """A group whose own callback is the run: ``roundtrip [JOB] --out-dir DIR ...`` runs, ``roundtrip report ...``
     dispatches to the subcommand (none of the run's options apply then)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] in self.commands:
-            ctx.params = {p.name: None for p in self.params}  # the run's callback sees them and returns
+            ctx.params = {p.name: None for p in self.params if p.expose_value}  # the run's callback sees them, returns
             ctx._protected_args, ctx.args = args[:1], args[1:]
             return ctx.args
         # the run: options may follow JOB and nothing may be left over, as for a plain command
@@ -63,7 +64,7 @@ class _JobArgument(click.Argument):
     subcommand_metavar="| report RUN_DIR ...",
 )  # fmt: skip
 @click.argument("job", cls=_JobArgument, required=False, type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Run folder (hop waves, judge rounds).")
+@out_dir_option("Run folder (hop waves, judge rounds).")
 @click.option(
     "--backend", type=click.Choice(BACKENDS), default=None, help="Engine of the tested models [default: vllm]."
 )
