@@ -6,6 +6,7 @@ Each audit is a function returning an :class:`AuditResult` (per-cell tables plus
 """
 
 from ._common import AuditResult
+from .determinism import determinism_audit, first_divergence, wilson_interval
 from .langid import (
     LidSettings,
     label_traces,
@@ -45,6 +46,8 @@ __all__ = [
     "chrf_scores",
     "classify",
     "comet_scores",
+    "determinism_audit",
+    "first_divergence",
     "label_traces",
     "langid_audit",
     "load_lid_model",
@@ -61,5 +64,6 @@ __all__ = [
     "translation_audit",
     "validation_agreement",
     "validation_sample",
+    "wilson_interval",
     "write_report",
 ]

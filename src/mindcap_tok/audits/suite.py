@@ -2,7 +2,8 @@
 
 Audits (``--only`` names) live in :data:`REGISTRY`, one :class:`AuditSpec` each: ``langid`` (trace language),
 ``comet`` (translation quality: chrF always, COMET with a checkpoint), ``parser`` (parser robustness),
-``parity`` (decoder parity), ``normalizer`` (normalizer sensitivity). An audit is *skipped* only when its
+``parity`` (decoder parity), ``normalizer`` (normalizer sensitivity), and, only when named, ``determinism``
+(repeat and capped-vs-long identity of ``design = "determinism"`` jobs). An audit is *skipped* only when its
 optional dependency is missing (:class:`~mindcap_tok.errors.MissingExtraError`; the report names the install
 command) or for a reason the audit states itself (e.g. no English references, no translate-act records); the
 others still run. Any other error fails the whole run (:class:`AuditFailed`), so no report is written.
@@ -32,14 +33,15 @@ from ..ledger.tokenizers import resolve_tokenizers
 from ..stats.premiums import PremiumTable
 from ..tokenizer import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, skipped
+from .determinism import determinism_audit
 from .langid import LidSettings, langid_audit, load_lid_model, validation_csv
 from .normalizer import normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
 from .translation import translation_audit
 
-_COLUMNS = (*POPULATION_COLUMNS, "item", "sample", "output_ids", "text", "finish_reason", "gold", "tokenizer",
-            "n_tokens")
+_COLUMNS = (*POPULATION_COLUMNS, "item", "sample", "seed", "output_ids", "text", "finish_reason", "gold",
+            "tokenizer", "n_tokens")
 #: what a missing value looks like in the Markdown report
 MISSING = "—"
 
@@ -97,7 +99,8 @@ class AuditSpec:
     ``run`` calls the audit with keyword arguments from the config; ``needs`` names the inputs it reads
     (``tokenizers`` means the records' tokenizers are resolved for it); ``required`` maps a config field to the
     reason the audit is skipped when that field is ``None``; ``extras`` maps each optional extra it may need to
-    the install hint shown when it is missing; ``headline`` is the report's one-line key figure.
+    the install hint shown when it is missing; ``headline`` is the report's one-line key figure; an audit with
+    ``default=False`` runs only when named (``--only``), never in the default "all" run.
     """
 
     name: str
@@ -107,6 +110,7 @@ class AuditSpec:
     needs: tuple[str, ...] = ()
     required: Mapping[str, str] = field(default_factory=dict)
     extras: Mapping[str, str] = field(default_factory=dict)
+    default: bool = True
 
     def install_hint(self, exc: MissingExtraError) -> str:
         """The skip reason for a missing extra: the package and how to install it."""
@@ -153,6 +157,10 @@ def _run_normalizer(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c:
     return AuditRun(normalizer_audit(records, tokenizers=toks, budgets=c.budgets, premiums=c.premiums,
                                      alternatives=c.alternatives, renderings=c.renderings, sesoi=c.sesoi,
                                      search_factor=c.search_factor, n_boot=c.n_boot, seed=c.seed, level=c.level))
+
+
+def _run_determinism(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
+    return AuditRun(determinism_audit(records, level=c.level))
 
 
 # -- headlines: one key figure per audit -----------------------------------------------------------------------
@@ -217,6 +225,12 @@ def _headline_normalizer(res: AuditResult) -> str:
     return f"largest peak Δ_L (points): {shown}"
 
 
+def _headline_determinism(res: AuditResult) -> str:
+    s = res.summary
+    return (f"repeats identical in {_pct(s.get('repeat_share'))} of {s.get('repeat_groups', 0)} groups, capped "
+            f"decodes equal to the long prefix in {_pct(s.get('prefix_share'))} of {s.get('prefix_pairs', 0)}")
+
+
 #: the suite's audits, in report order
 REGISTRY: dict[str, AuditSpec] = {
     spec.name: spec
@@ -237,6 +251,8 @@ REGISTRY: dict[str, AuditSpec] = {
                   needs=("tokenizers", "budgets", "parity_per_stratum")),
         AuditSpec("normalizer", "Normalizer sensitivity", _run_normalizer, _headline_normalizer,
                   needs=("tokenizers", "budgets", "premiums", "alternatives", "renderings")),
+        AuditSpec("determinism", "Determinism (repeats, capped vs long)", _run_determinism, _headline_determinism,
+                  needs=("level",), default=False),
     )
 }
 AUDITS = tuple(REGISTRY)
@@ -258,8 +274,9 @@ class SuiteResult:
 
 
 def select_audits(only: Sequence[str] | None) -> list[str]:
-    """The audits named in ``only`` (all when empty), in suite order; a one-line error for an unknown name."""
-    names = list(AUDITS) if not only else [o.strip().lower() for o in only]
+    """The audits named in ``only`` (when empty: all but the opt-in ones, e.g. ``determinism``), in suite order;
+    a one-line error for an unknown name."""
+    names = [a for a in AUDITS if REGISTRY[a].default] if not only else [o.strip().lower() for o in only]
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise MindcapError(f"unknown audit(s) {', '.join(unknown)}; use {', '.join(AUDITS)}")

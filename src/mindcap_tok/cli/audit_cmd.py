@@ -13,7 +13,8 @@ from .premium_cmd import parse_budgets
 @click.command("audit")
 @click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
 @out_dir_option("Folder for audit.md, audit.json: absent, empty, or an earlier audit.")
-@click.option("--only", multiple=True, help="Audits to run (default all): langid comet parser parity normalizer.")
+@click.option("--only", multiple=True,
+              help="Audits to run: langid comet parser parity normalizer (the default), and determinism (on request).")
 @click.option("--premiums", "premium_specs", multiple=True,
               help="FLORES premiums: tokenizer name, `premium --format json` file or lang=r (default: each model's).")
 @click.option("--alt-premiums", multiple=True, help="An alternative normalizer (same forms as --premiums); repeatable.")

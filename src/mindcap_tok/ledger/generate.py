@@ -10,6 +10,10 @@ until its answer line ends (a token holding a newline) or ``forcing.max_tokens``
 capped ids + forcing ids + continuation, ``forcing`` is true and the finish reason stays ``length``. With
 ``forcing.unanswered``, a decode that stopped by itself without a strict answer line is forced the same way
 (its end-of-turn token dropped) and keeps finish reason ``stop``: the two populations stay apart.
+
+Determinism design (see :mod:`~mindcap_tok.ledger.jobs`): each repeat is its own request of one sample with
+the item's shared seed, stored with ``sample`` = the repeat index; a request key is done when it holds all
+``repeats`` records.
 """
 
 from __future__ import annotations
@@ -69,17 +73,18 @@ def _request_key(spec: JobSpec, r: Request) -> tuple:
 
 
 def _stored_samples(ledger: Ledger, spec: JobSpec) -> Counter[tuple]:
-    """Per request key, how many of the samples 0..k-1 the ledger holds (memory follows the ledger, not k)."""
+    """Per request key, how many of the samples 0..k-1 (determinism: the repeats 0..repeats-1) the ledger holds
+    (memory follows the ledger, not k)."""
     assert KEY_COLUMNS[-1] == "sample"
     if not ledger.exists():
         return Counter()
     table = ledger.read(spec.model_name, list(spec.arms), list(spec.langs), columns=list(KEY_COLUMNS))
-    return Counter(key[:-1] for key in set(key_tuples(table)) if 0 <= key[-1] < spec.k)
+    return Counter(key[:-1] for key in set(key_tuples(table)) if 0 <= key[-1] < spec.records_per_key)
 
 
 def _shard_done(spec: JobSpec, shard: Shard, stored: Counter[tuple]) -> bool:
-    """Whether the ledger holds all ``k`` samples of every request of ``shard``."""
-    return all(stored[_request_key(spec, r)] >= spec.k for r in shard.requests)
+    """Whether the ledger holds all ``k`` samples (determinism: all repeats) of every request of ``shard``."""
+    return all(stored[_request_key(spec, r)] >= spec.records_per_key for r in shard.requests)
 
 
 def job_record(plan: Plan) -> dict:
@@ -96,6 +101,7 @@ def job_record(plan: Plan) -> dict:
                 "cap": r.cap,
                 "announced": r.announced,
                 "seed": r.seed,
+                **({"sample": r.sample} if plan.spec.design == "determinism" else {}),
             }
             for s in plan.shards
             for r in s.requests
@@ -209,7 +215,7 @@ class _Runner:
         reqs = [
             GenRequest(
                 tuple(p[1]), spec.k, r.cap, r.seed, s.temperature, s.top_p, s.top_k,
-                text=p[0], user=p[3], name=f"{shard.id} item {r.item}",
+                text=p[0], user=p[3], name=f"{shard.id} item {r.item}" + (f" repeat {r.sample}" if r.sample else ""),
             )
             for r, p in zip(shard.requests, prompts, strict=True)
         ]
@@ -228,7 +234,7 @@ class _Runner:
                         "arm": r.arm,
                         "lang": r.lang,
                         "item": r.item,
-                        "sample": sample,
+                        "sample": r.sample + sample,
                         "seed": r.seed,
                         "cap": r.cap,
                         "announced": r.announced,

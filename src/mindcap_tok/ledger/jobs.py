@@ -9,9 +9,12 @@ A spec (see ``examples/jobs/``)::
     langs = ["deu_Latn", "tha_Thai"]
     items = "all"                     # or a list of item indices, or {sample = 50, seed = 1}
     k = 8                             # samples per item, at most MAX_K = 10,000
-    design = "replay"                 # replay | independent | announcement
-    caps = [4096]                     # replay: one cap; independent: the budget grid; announcement: the enforced cap
+    design = "replay"                 # replay | independent | announcement | determinism
+    caps = [4096]                     # replay: one cap; independent: the budget grid; announcement: the enforced cap;
+                                      # determinism: the short caps, each below long_cap
                                       # (every cap and budget at most MAX_CAP = 2**20 tokens)
+    long_cap = 1024                   # determinism: the long decode each short cap is compared with
+    repeats = 2                       # determinism: identical requests per (item, cap), >= 2 (default 2)
     seed = 0
     shard_size = 250                  # requests (prompts) per shard; a shard never mixes cells or caps
 
@@ -30,6 +33,15 @@ line naming the key and the file.
 Seeds: each request (one prompt, ``k`` samples) gets ``seed = H(spec seed, model, arm, lang, design, cap,
 announced, item)`` (SHA-256, 31 bits), so seeds vary by cap and no two budgets replay one trajectory; they do
 not depend on shard size or order, so a resumed run reproduces an uninterrupted one.
+
+The determinism design measures two things a serving stack may break: (a) ``repeats`` identical requests
+(same prompt, seed, cap) and (b) one decode per cap in ``caps`` and one at ``long_cap``, all with the SAME seed
+(``H`` above without the cap), so a capped decode should equal the long decode's first ``cap`` ids. Every
+(item, cap) of ``caps`` + ``long_cap`` gets ``repeats`` requests of one sample each (``k`` is 1); repeat ``j``
+is stored as ``sample = j``, so the ledger needs no extra key column and its key stays unique. Records:
+items x (len(caps) + 1) x repeats. A shard never splits one item's repeats (it holds
+``max(1, shard_size // repeats)`` items), so a shard's records are stored all or none and a resumed run never
+regenerates (and so never contradicts) a stored repeat. Forcing is refused (it rewrites capped decodes).
 """
 
 from __future__ import annotations
@@ -74,6 +86,8 @@ _KEYS = {
     "forcing",
     "engine",
     "server",
+    "repeats",
+    "long_cap",
 }
 
 #: The most samples per item (``k``) a spec may ask for. The paper draws k = 8 and a variance study needs a few
@@ -158,20 +172,33 @@ class JobSpec:
     forcing: Forcing = field(default_factory=Forcing)
     engine: dict = field(default_factory=dict)
     server: ServerSpec | None = None
+    #: determinism design: identical requests per (item, cap) and the long decode's cap (1 and None otherwise)
+    repeats: int = 1
+    long_cap: int | None = None
+
+    @property
+    def records_per_key(self) -> int:
+        """Records per request key (all key columns but ``sample``): ``k`` samples of each of ``repeats``."""
+        return self.k * self.repeats
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready), stored with the output; a measured premium is kept exact as ``"tokens/ref"``.
-        ``server`` appears only when the spec has a ``[server]`` table."""
+        ``server`` appears only when the spec has a ``[server]`` table, ``repeats`` and ``long_cap`` only in
+        the determinism design (so the stored specs of the other designs are unchanged)."""
         out = asdict(self)
         if self.server is None:
             del out["server"]
+        if self.design != "determinism":
+            del out["repeats"], out["long_cap"]
         out["premiums"] = {lang: str(r) if isinstance(r, Fraction) else r for lang, r in self.premiums.items()}
         return out
 
 
 @dataclass(frozen=True)
 class Request:
-    """One prompt of a job: ``k`` samples of (arm, lang, item) under ``cap``, with an optional announced budget."""
+    """One prompt of a job: ``k`` samples of (arm, lang, item) under ``cap``, with an optional announced budget.
+
+    ``sample`` is the sample index of its first record (determinism design: the repeat index; else 0)."""
 
     arm: str
     lang: str
@@ -179,6 +206,7 @@ class Request:
     cap: int
     announced: int | None
     seed: int
+    sample: int = 0
 
 
 @dataclass(frozen=True)
@@ -421,9 +449,12 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     if "caps" not in data and design not in default_caps:
         raise MindcapError(f"the {design} design needs caps (its budget grid)")
     caps = _ints(data.get("caps", default_caps.get(design)), "caps", 1, MAX_CAP)
-    if design != "independent" and len(caps) != 1:
+    if design not in ("independent", "determinism") and len(caps) != 1:
         raise MindcapError(f"the {design} design takes one cap, got {list(caps)}")
-    k = _int(data.get("k", 8), "k", 1, MAX_K)
+    repeats, long_cap = _determinism(data, design, caps)
+    k = _int(data.get("k", 1 if design == "determinism" else 8), "k", 1, MAX_K)
+    if design == "determinism" and k != 1:
+        raise MindcapError(f"the determinism design decodes one sample per request (k = 1; use repeats), got k = {k}")
     shard_size = _int(data.get("shard_size", 250), "shard_size", 1)
     seed = _int(data.get("seed", 0), "seed", 0)
     sampling = _table(Sampling, data.get("sampling", {}), "sampling")
@@ -431,6 +462,8 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     if sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
         raise MindcapError("temperature must be >= 0 and top_p in (0, 1]")
     _int(forcing.max_tokens, "forcing.max_tokens", 1, MAX_CAP)
+    if design == "determinism" and forcing.enabled:
+        raise MindcapError("the determinism design takes no forcing (it rewrites capped decodes)")
     model_name = _str(data["model_name"], "model_name") if data.get("model_name") else _default_model_name(model)
     tokenizer = _str(data.get("tokenizer", model_name), "tokenizer")
     if data.get("premiums") and design != "independent":
@@ -478,7 +511,27 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         forcing=forcing,
         engine=dict(_typed(data.get("engine", {}), dict, "engine")),
         server=server_options(data["server"]) if "server" in data else None,
+        repeats=repeats,
+        long_cap=long_cap,
     )
+
+
+def _determinism(data: dict, design: str, caps: tuple[int, ...]) -> tuple[int, int | None]:
+    """``(repeats, long_cap)`` of a determinism spec (``(1, None)`` for the other designs, which refuse them)."""
+    if design != "determinism":
+        given = [key for key in ("repeats", "long_cap") if key in data]
+        if given:
+            raise MindcapError(f"{' and '.join(given)} apply to the determinism design only")
+        return 1, None
+    if "long_cap" not in data:
+        raise MindcapError("the determinism design needs long_cap (the long decode the caps are compared with)")
+    long_cap = _int(data["long_cap"], "long_cap", 2, MAX_CAP)
+    repeats = _int(data.get("repeats", 2), "repeats", 2, MAX_K)
+    if len(set(caps)) != len(caps):
+        raise MindcapError(f"caps lists a cap twice: {list(caps)}")
+    if max(caps) >= long_cap:
+        raise MindcapError(f"every cap must be below long_cap = {long_cap}, got {max(caps)}")
+    return repeats, long_cap
 
 
 def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizers_dir) -> dict[str, float | Fraction]:
@@ -523,14 +576,17 @@ def load_spec(
 
 
 def request_seed(spec: JobSpec, arm: str, lang: str, cap: int, announced: int | None, item: int) -> int:
-    """The seed of one request: a hash of the spec seed and everything that names the request (31 bits)."""
-    key = f"{spec.seed}|{spec.model_name}|{arm}|{lang}|{spec.design}|{cap}|{announced}|{item}"
+    """The seed of one request: a hash of the spec seed and everything that names the request (31 bits).
+
+    The determinism design leaves the cap out: every cap (and repeat) of an item shares one seed."""
+    cap_key = "shared" if spec.design == "determinism" else cap
+    key = f"{spec.seed}|{spec.model_name}|{arm}|{lang}|{spec.design}|{cap_key}|{announced}|{item}"
     return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
 
 
 def caps_for(spec: JobSpec, arm: str, lang: str) -> list[int]:
     """The caps of one (arm, lang): the grid, plus floor(r·B) for premium-scaled arms (sorted, unique)."""
-    caps = set(spec.caps)
+    caps = set(spec.caps) | ({spec.long_cap} if spec.long_cap is not None else set())
     if arm in spec.scaled_arms and lang in spec.premiums:
         caps |= {scale_budget(spec.premiums[lang], b) for b in spec.caps}
     return sorted(c for c in caps if c > 0)
@@ -554,15 +610,23 @@ def populations(spec: JobSpec) -> Iterator[tuple[str, str, int, int | None]]:
 
 def iter_shards(spec: JobSpec) -> Iterator[Shard]:
     """The shards of :func:`plan_job`, one at a time: per population the items in chunks of ``shard_size``."""
+    per_shard = _items_per_shard(spec)
     for arm, lang, cap, announced in populations(spec):
         reqs = [
-            Request(arm, lang, item, cap, announced, request_seed(spec, arm, lang, cap, announced, item))
+            Request(arm, lang, item, cap, announced, request_seed(spec, arm, lang, cap, announced, item), j)
             for item in spec.items
+            for j in range(spec.repeats)
         ]
         tag = f"cap{cap}" + (f"-ann{announced}" if announced is not None else "")
-        for start in range(0, len(reqs), spec.shard_size):
-            sid = f"{arm}/{lang}/{spec.design}-{tag}/{start // spec.shard_size:05d}"
-            yield Shard(sid, tuple(reqs[start : start + spec.shard_size]))
+        size = per_shard * spec.repeats
+        for start in range(0, len(reqs), size):
+            sid = f"{arm}/{lang}/{spec.design}-{tag}/{start // size:05d}"
+            yield Shard(sid, tuple(reqs[start : start + size]))
+
+
+def _items_per_shard(spec: JobSpec) -> int:
+    """Items per shard: ``shard_size`` requests, but never one item's repeats split over two shards."""
+    return max(1, spec.shard_size // spec.repeats)
 
 
 def plan_job(spec: JobSpec) -> Plan:
@@ -573,17 +637,18 @@ def plan_job(spec: JobSpec) -> Plan:
 def job_counts(spec: JobSpec) -> dict:
     """The counts of :meth:`Plan.summary`, worked out per population: no request or record is listed, so a dry
     run costs the same for k = 1 and k = 10,000."""
-    n_items, n_shards = len(spec.items), -(-len(spec.items) // spec.shard_size)
+    n_items, n_shards = len(spec.items), -(-len(spec.items) // _items_per_shard(spec))
     extra = _forcing_tokens(spec)
     pops = caps = 0
     for _, _, cap, _ in populations(spec):
         pops += 1
         caps += cap + extra
+    n_requests = n_items * spec.repeats
     return {
         "job": spec.name,
         "design": spec.design,
-        "requests": pops * n_items,
-        "records": pops * n_items * spec.k,
+        "requests": pops * n_requests,
+        "records": pops * n_requests * spec.k,
         "shards": pops * n_shards,
-        "worst_case_tokens": caps * n_items * spec.k,
+        "worst_case_tokens": caps * n_requests * spec.k,
     }

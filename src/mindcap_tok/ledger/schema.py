@@ -21,7 +21,7 @@ from ..tokenizer import canonical_model_name
 
 ARMS = ("native", "translate-act", "pivot", "code-switched")
 ANNOUNCE_STYLES = ("none", "natural", "tag")
-DESIGNS = ("replay", "independent", "announcement")
+DESIGNS = ("replay", "independent", "announcement", "determinism")
 FINISH_REASONS = ("stop", "length")
 
 CELL_COLUMNS = ("model", "arm", "lang")
