@@ -232,35 +232,30 @@ def run_roundtrip(
     index = {c.key: c for c in chains}
     written: list[str] = []
     skipped: list[str] = []
-    for hop in range(1, max(c.hops for c in spec.sequences) + 1):
-        name = hop_file(hop)
+
+    def stage(name: str, schema, make_rows, apply) -> None:
+        """One wave or judge round: read it back when committed (resume), else run and commit it."""
         if store.has(name):
             rows = store.read(name)
             skipped.append(name)
         else:
-            rows = _hop_wave(spec, chains, hop, backend)
-            store.write(name, rows, HOP_SCHEMA)
+            rows = make_rows()
+            store.write(name, rows, schema)
             written.append(name)
         for row in rows:
-            _apply_hop(index, row)
+            apply(index, row)
         if on_wave:
             on_wave(name, len(rows))
+
+    for hop in range(1, max(c.hops for c in spec.sequences) + 1):
+        stage(hop_file(hop), HOP_SCHEMA, lambda hop=hop: _hop_wave(spec, chains, hop, backend), _apply_hop)
     for attempt in range(spec.judge.retries + 1):
         pending = [c for c in chains if c.finished and c.judgement is None]
         if not pending:
             break
-        name = judge_file(attempt)
-        if store.has(name):
-            rows = store.read(name)
-            skipped.append(name)
-        else:
-            rows = _judge_round(spec, pending, attempt, judge_backend)
-            store.write(name, rows, JUDGE_SCHEMA)
-            written.append(name)
-        for row in rows:
-            _apply_judge(index, row)
-        if on_wave:
-            on_wave(name, len(rows))
+        stage(judge_file(attempt), JUDGE_SCHEMA,
+              lambda attempt=attempt, pending=pending: _judge_round(spec, pending, attempt, judge_backend),
+              _apply_judge)
     samples = pd.DataFrame([_sample_row(spec, c) for c in chains])
     return RoundtripResult(str(out_dir), plan_roundtrip(spec), written, skipped, samples)
 
