@@ -69,18 +69,37 @@ def synthetic_ledger(tok, data_dir, n: int, seed: int) -> pa.Table:
             if len(ids) > 4096:
                 ids, finish = ids[:4096], "length"
                 text = [tok.tokenizer.decode(ids, skip_special_tokens=True)]
-            for k, v in (("arm", arm), ("lang", lang), ("item", item), ("sample", sample), ("ids", ids),
-                         ("text", "".join(text)), ("finish", finish), ("gold", gold)):
+            for k, v in (
+                ("arm", arm),
+                ("lang", lang),
+                ("item", item),
+                ("sample", sample),
+                ("ids", ids),
+                ("text", "".join(text)),
+                ("finish", finish),
+                ("gold", gold),
+            ):
                 cols[k].append(v)
     m = len(cols["arm"])
-    return pa.table({
-        "model": ["qwen3-8b"] * m, "arm": cols["arm"], "lang": cols["lang"], "item": cols["item"],
-        "sample": cols["sample"], "seed": list(range(m)), "cap": [4096] * m, "prompt": [""] * m,
-        "prompt_ids": pa.array([[]] * m, pa.list_(pa.int32())),
-        "output_ids": pa.array(cols["ids"], pa.list_(pa.int32())),
-        "text": cols["text"], "finish_reason": cols["finish"], "gold": cols["gold"], "generator": ["bench"] * m,
-        "tokenizer": ["qwen3-8b"] * m,
-    })
+    return pa.table(
+        {
+            "model": ["qwen3-8b"] * m,
+            "arm": cols["arm"],
+            "lang": cols["lang"],
+            "item": cols["item"],
+            "sample": cols["sample"],
+            "seed": list(range(m)),
+            "cap": [4096] * m,
+            "prompt": [""] * m,
+            "prompt_ids": pa.array([[]] * m, pa.list_(pa.int32())),
+            "output_ids": pa.array(cols["ids"], pa.list_(pa.int32())),
+            "text": cols["text"],
+            "finish_reason": cols["finish"],
+            "gold": cols["gold"],
+            "generator": ["bench"] * m,
+            "tokenizer": ["qwen3-8b"] * m,
+        }
+    )
 
 
 def reference_parser(tok, table: pa.Table, rows: np.ndarray) -> float:
@@ -107,10 +126,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         Ledger(f"{tmp}/L").append(table, tok)
         print(f"built and stored {table.num_rows} records, {tokens:,} output tokens ({time.perf_counter() - t:.1f} s)")
-        config = AuditConfig(budgets=BUDGETS, premiums=premium_table({"deu_Latn": 1.3, "tha_Thai": 2.55,
-                                                                      "swh_Latn": 1.9}),
-                             references={it.item: it.question for it in load_mgsm("eng_Latn", cfg.data_dir.value)},
-                             lid_hub=False, n_boot=2000, seed=args.seed, tokenizers={"qwen3-8b": tok})
+        config = AuditConfig(
+            budgets=BUDGETS,
+            premiums=premium_table({"deu_Latn": 1.3, "tha_Thai": 2.55, "swh_Latn": 1.9}),
+            references={it.item: it.question for it in load_mgsm("eng_Latn", cfg.data_dir.value)},
+            lid_hub=False,
+            n_boot=2000,
+            seed=args.seed,
+            tokenizers={"qwen3-8b": tok},
+        )
         t = time.perf_counter()
         suite = run_audits(f"{tmp}/L", None, config)
         write_report(suite, f"{tmp}/out")
@@ -121,9 +145,11 @@ def main() -> None:
     rows = np.random.default_rng(1).choice(table.num_rows, size=min(args.slice, table.num_rows), replace=False)
     per = reference_parser(tok, table, rows)
     parser_s = next(r.summary["seconds"] for r in suite.results if r.name == "parser")
-    print(f"reference parser path: {per * 1000:.1f} ms/record -> {per * table.num_rows:.0f} s for the ledger "
-          f"({per * table.num_rows / parser_s:.0f}x the parser audit, which also reads terminated and "
-          f"native-digits and the scaled budgets)")
+    print(
+        f"reference parser path: {per * 1000:.1f} ms/record -> {per * table.num_rows:.0f} s for the ledger "
+        f"({per * table.num_rows / parser_s:.0f}x the parser audit, which also reads terminated and "
+        f"native-digits and the scaled budgets)"
+    )
 
 
 if __name__ == "__main__":

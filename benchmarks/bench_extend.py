@@ -24,8 +24,22 @@ from mindcap_tok.adaptation.reference import reference_merges
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.tokenizer import load_tokenizer
 
-LANGS = ("tha_Thai", "khm_Khmr", "lao_Laoo", "mya_Mymr", "hin_Deva", "ben_Beng", "tam_Taml", "tel_Telu",
-         "kan_Knda", "mal_Mlym", "guj_Gujr", "pan_Guru", "amh_Ethi", "kat_Geor")
+LANGS = (
+    "tha_Thai",
+    "khm_Khmr",
+    "lao_Laoo",
+    "mya_Mymr",
+    "hin_Deva",
+    "ben_Beng",
+    "tam_Taml",
+    "tel_Telu",
+    "kan_Knda",
+    "mal_Mlym",
+    "guj_Gujr",
+    "pan_Guru",
+    "amh_Ethi",
+    "kat_Geor",
+)
 
 
 def big_corpus(mb: float) -> list[str]:
@@ -60,19 +74,24 @@ def main() -> None:
     t0 = time.perf_counter()
     fast = learn_extension(base, lines_corpus(thai, "slice"), size=args.slice_merges)
     fast_slice_s = time.perf_counter() - t0
-    assert naive == [(a, b, c) for (a, b), c in zip(fast.merges, fast.merge_counts, strict=True)], \
+    assert naive == [(a, b, c) for (a, b), c in zip(fast.merges, fast.merge_counts, strict=True)], (
         "fast and naive learners disagree"
-    print(f"slice: {len(thai)} Thai lines, {args.slice_merges} merges: naive {naive_s:.2f} s, "
-          f"fast {fast_slice_s:.3f} s (identical merges): naive/fast = {naive_s / fast_slice_s:,.0f}×")
+    )
+    print(
+        f"slice: {len(thai)} Thai lines, {args.slice_merges} merges: naive {naive_s:.2f} s, "
+        f"fast {fast_slice_s:.3f} s (identical merges): naive/fast = {naive_s / fast_slice_s:,.0f}×"
+    )
 
     lines = big_corpus(args.mb)
     n_bytes = sum(len(x.encode()) + 1 for x in lines)
     t0 = time.perf_counter()
     ext = learn_extension(base, lines_corpus(lines, "bench"), size=args.merges)
     full_s = time.perf_counter() - t0
-    print(f"full: {len(lines):,} lines, {n_bytes / 1e6:.2f} MB, {len(ext.word_counts):,} distinct pre-tokens, "
-          f"{ext.n_merges:,} merges: {full_s:.1f} s (tokens {ext.tokens_before:,} -> {ext.tokens_after:,}); "
-          f"target < 60 s: {'met' if full_s < 60 else 'missed'}")
+    print(
+        f"full: {len(lines):,} lines, {n_bytes / 1e6:.2f} MB, {len(ext.word_counts):,} distinct pre-tokens, "
+        f"{ext.n_merges:,} merges: {full_s:.1f} s (tokens {ext.tokens_before:,} -> {ext.tokens_after:,}); "
+        f"target < 60 s: {'met' if full_s < 60 else 'missed'}"
+    )
 
 
 if __name__ == "__main__":

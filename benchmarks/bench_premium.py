@@ -26,8 +26,10 @@ def floors(tok, lines: list[str]) -> list[tuple[str, float]]:
     """(label, seconds) of each bare batch encode of ``lines`` with the tokenizer's own library."""
     out = []
     if tok.family == "tokenizers":
-        calls = [("encode_batch", lambda: tok.tokenizer.encode_batch(lines, add_special_tokens=False)),
-                 ("encode_batch_fast", lambda: tok.tokenizer.encode_batch_fast(lines, add_special_tokens=False))]
+        calls = [
+            ("encode_batch", lambda: tok.tokenizer.encode_batch(lines, add_special_tokens=False)),
+            ("encode_batch_fast", lambda: tok.tokenizer.encode_batch_fast(lines, add_special_tokens=False)),
+        ]
     elif tok.family == "tiktoken":
         calls = [("tiktoken encode_ordinary_batch", lambda: tok.backend.enc.encode_ordinary_batch(lines))]
     else:
@@ -40,8 +42,7 @@ def floors(tok, lines: list[str]) -> list[tuple[str, float]]:
 
 
 def naive(tok, texts: dict[str, list[str]], ref: str, n_boot: int, seed: int) -> dict[str, tuple[float, float, float]]:
-    counts = {code: np.array([len(tok.encode(s)) for s in lines])
-              for code, lines in texts.items()}
+    counts = {code: np.array([len(tok.encode(s)) for s in lines]) for code, lines in texts.items()}
     rng = np.random.default_rng(seed)
     n = len(counts[ref])
     langs = [c for c in counts if c != ref]
@@ -68,8 +69,10 @@ def bench(model: str, args: argparse.Namespace) -> None:
 
     texts = flores.load_parallel(langs, "devtest", src)
     all_lines = [s for lines in texts.values() for s in lines]
-    print(f"model {tok.name} ({tok.family}): {len(rows)} languages x {rows[0].n_pairs} pairs, {args.n_boot} "
-          f"resamples, {len(all_lines)} lines")
+    print(
+        f"model {tok.name} ({tok.family}): {len(rows)} languages x {rows[0].n_pairs} pairs, {args.n_boot} "
+        f"resamples, {len(all_lines)} lines"
+    )
     print(f"fast path (load + tokenize + bootstrap): {fast:8.2f} s")
     for label, floor in floors(tok, all_lines):
         print(f"floor: bare {label} of the same text: {floor:8.2f} s  -> fast/floor = {fast / floor:.2f}")
@@ -88,10 +91,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", nargs="+", default=["qwen3-8b"], help="one or more models (one block of rows each)")
     ap.add_argument("--n-boot", type=int, default=10_000)
-    ap.add_argument("--langs", type=int, default=0,
-                    help="time every path on the first K languages only (0: all 204; for slow machines)")
-    ap.add_argument("--naive-langs", type=int, default=0,
-                    help="run the naive path on this many languages only (0: all) and scale its time up")
+    ap.add_argument(
+        "--langs",
+        type=int,
+        default=0,
+        help="time every path on the first K languages only (0: all 204; for slow machines)",
+    )
+    ap.add_argument(
+        "--naive-langs",
+        type=int,
+        default=0,
+        help="run the naive path on this many languages only (0: all) and scale its time up",
+    )
     args = ap.parse_args()
     for model in args.model:
         bench(model, args)

@@ -84,8 +84,10 @@ def main() -> None:
 
     t0 = time.perf_counter()
     texts, items, golds = synthetic_traces(args.traces, args.tokens, args.seed)
-    print(f"built {len(texts):,} traces ({sum(map(len, texts)) / 1e6:.0f} M characters) in "
-          f"{time.perf_counter() - t0:.1f} s")
+    print(
+        f"built {len(texts):,} traces ({sum(map(len, texts)) / 1e6:.0f} M characters) in "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
 
     t0 = time.perf_counter()
     corpus = as_corpus(zip(items[:ITEMS].tolist(), texts[:ITEMS], strict=True), "bench traces")
@@ -96,26 +98,36 @@ def main() -> None:
     res = retokenize_items(texts, items, folds, budgets, golds=golds, workers=args.workers)
     fast_s = time.perf_counter() - t0
     tokens = int(res.n_tokens.sum())
-    print(f"fast: {len(texts):,} traces, {tokens:,} extended tokens ({tokens / len(texts):,.0f} per trace), "
-          f"{len(budgets)} budgets: {fast_s:.1f} s; target < 90 s: {'met' if fast_s < 90 else 'missed'}")
+    print(
+        f"fast: {len(texts):,} traces, {tokens:,} extended tokens ({tokens / len(texts):,.0f} per trace), "
+        f"{len(budgets)} budgets: {fast_s:.1f} s; target < 90 s: {'met' if fast_s < 90 else 'missed'}"
+    )
 
     t0 = time.perf_counter()
     hf = retokenize_items(texts, items, folds, budgets, golds=golds, memo=False)
     hf_s = time.perf_counter() - t0
     for name in ("n_tokens", "prefix_bytes", "total_bytes", "fold", "scores", "correct", "emission"):
         assert np.array_equal(getattr(res, name), getattr(hf, name), equal_nan=name == "emission"), name
-    print(f"HF path: encode_batch_fast ({tokens / hf_s:,.0f} tokens/s): {hf_s:.1f} s, every output identical; "
-          f"HF/fast = {hf_s / fast_s:.2f}")
+    print(
+        f"HF path: encode_batch_fast ({tokens / hf_s:,.0f} tokens/s): {hf_s:.1f} s, every output identical; "
+        f"HF/fast = {hf_s / fast_s:.2f}"
+    )
 
     pick = np.random.default_rng(args.seed + 1).choice(len(texts), args.slice, replace=False)
     which = fold_of_items(items[pick], folds)
     t0 = time.perf_counter()
-    ref = np.vstack([reference_scores(folds[k].tokenizer, [texts[t]], [golds[t]], budgets)
-                     for t, k in zip(pick, which, strict=True)])
+    ref = np.vstack(
+        [
+            reference_scores(folds[k].tokenizer, [texts[t]], [golds[t]], budgets)
+            for t, k in zip(pick, which, strict=True)
+        ]
+    )
     ref_s = (time.perf_counter() - t0) / args.slice
     assert (ref == res.scores[pick]).all(), "fast scores differ from decoding the prefixes"
-    print(f"reference: decode + parse each budget prefix: {ref_s:.3f} s/trace ({args.slice} traces, scores "
-          f"identical) -> {ref_s * len(texts):,.0f} s for all: {ref_s * len(texts) / fast_s:,.0f}× the fast path")
+    print(
+        f"reference: decode + parse each budget prefix: {ref_s:.3f} s/trace ({args.slice} traces, scores "
+        f"identical) -> {ref_s * len(texts):,.0f} s for all: {ref_s * len(texts) / fast_s:,.0f}× the fast path"
+    )
     print(f"budget scores: mean accuracy by budget {np.round(res.scores.mean(axis=0), 3).tolist()}")
 
 

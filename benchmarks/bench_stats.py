@@ -33,7 +33,9 @@ LANGS = (("deu_Latn", 1.56), ("tha_Thai", 2.55), ("swh_Latn", 1.94))
 def design() -> SimDesign:
     cells = tuple(
         SimCell(arm, lang, 0.5, math.log(150 * (r if arm == "native" else 1.6)), 0.5, 0.05, 0.3, model)
-        for model in ("sim-a", "sim-b") for arm in ARMS for lang, r in LANGS
+        for model in ("sim-a", "sim-b")
+        for arm in ARMS
+        for lang, r in LANGS
     )
     return SimDesign(cells, n_items=250, k=8)
 
@@ -68,8 +70,9 @@ def naive(by_budget: pd.DataFrame, weights: np.ndarray, cells: pd.DataFrame) -> 
         drawn = np.repeat(np.arange(len(row)), row.astype(int))
         parts = []
         for cell in cells.itertuples(index=False):
-            sel = by_budget[(by_budget["model"] == cell.model) & (by_budget["arm"] == cell.arm)
-                            & (by_budget["lang"] == cell.lang)]
+            sel = by_budget[
+                (by_budget["model"] == cell.model) & (by_budget["arm"] == cell.arm) & (by_budget["lang"] == cell.lang)
+            ]
             groups = {i: g for i, g in sel.groupby("item")}
             sample = pd.concat([groups[i] for i in drawn])
             parts.append(sample.groupby("budget")["score"].mean().to_numpy())
@@ -88,8 +91,10 @@ def main() -> None:
     d = design()
     by_budget = simulate(d, seed=1).by_budget(BUDGETS)
     n_cells = len(d.cells)
-    print(f"data: {n_cells} cells × {len(BUDGETS)} budgets × {d.n_items} items × k={d.k} = {len(by_budget):,} rows; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"data: {n_cells} cells × {len(BUDGETS)} budgets × {d.n_items} items × k={d.k} = {len(by_budget):,} rows; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     times, (grid, boot) = fast(by_budget, args.n_boot, args.seed)
     for name, t in times.items():
         print(f"  fast {name:<22} {t:8.3f} s")
@@ -102,11 +107,15 @@ def main() -> None:
     np.testing.assert_allclose(slice_reps, boot.replicates[: args.naive_boot, : args.naive_cells], rtol=1e-12)
     scale = (args.n_boot / args.naive_boot) * (n_cells / args.naive_cells)
     t_naive = t_slice * scale
-    print(f"  naive slice: {args.naive_boot} resamples × {args.naive_cells} cells in {t_slice:.2f} s "
-          f"(replicates identical to the fast path)")
+    print(
+        f"  naive slice: {args.naive_boot} resamples × {args.naive_cells} cells in {t_slice:.2f} s "
+        f"(replicates identical to the fast path)"
+    )
     print(f"  naive, scaled to {args.n_boot} × {n_cells} cells: {t_naive:,.0f} s")
-    print(f"fast {times['total']:.2f} s vs naive {t_naive:,.0f} s: {t_naive / times['total']:,.0f}× faster; "
-          f"target < 5 s: {'met' if times['total'] < 5 else 'MISSED'}")
+    print(
+        f"fast {times['total']:.2f} s vs naive {t_naive:,.0f} s: {t_naive / times['total']:,.0f}× faster; "
+        f"target < 5 s: {'met' if times['total'] < 5 else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

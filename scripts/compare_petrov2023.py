@@ -30,8 +30,14 @@ def compare(model: str, nfc: bool = False) -> dict:
         exact += r.tokens == theirs[r.lang]
         if err > worst:
             worst, worst_lang = err, r.lang
-    return {"model": model, "column": column, "languages": len(rows) + 1, "max_rel_err": worst,
-            "worst_lang": worst_lang, "exact_totals": exact + (rows[0].ref_tokens == theirs["eng_Latn"])}
+    return {
+        "model": model,
+        "column": column,
+        "languages": len(rows) + 1,
+        "max_rel_err": worst,
+        "worst_lang": worst_lang,
+        "exact_totals": exact + (rows[0].ref_tokens == theirs["eng_Latn"]),
+    }
 
 
 def main() -> None:
@@ -41,8 +47,10 @@ def main() -> None:
     args = ap.parse_args()
     for model in args.models:
         c = compare(model, args.nfc)
-        print(f"{c['model']:>10} vs {c['column']:<12} {c['languages']} languages: max relative error "
-              f"{c['max_rel_err']:.2e} ({c['worst_lang'] or '-'}); token totals equal for {c['exact_totals']}")
+        print(
+            f"{c['model']:>10} vs {c['column']:<12} {c['languages']} languages: max relative error "
+            f"{c['max_rel_err']:.2e} ({c['worst_lang'] or '-'}); token totals equal for {c['exact_totals']}"
+        )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ PY=${PYTHON:-python3}
 .venv/bin/python -c 'import fasttext; fasttext.train_supervised' 2>/dev/null \
   || .venv/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall fasttext-numpy2==0.10.4
 .venv/bin/ruff check src tests benchmarks scripts
+.venv/bin/ruff format --check src tests benchmarks scripts
 # two workers: single-threaded tests leave a core idle
 .venv/bin/python -m pytest -q -n 2 --durations=25 -m 'not vllm and not comet'
 

@@ -41,9 +41,15 @@ def coverage(datasets: int, n_boot: int, seed: int, level: float = 0.95) -> dict
     point, band = np.asarray(point), np.asarray(band)
     share = float(band.mean())
     return {
-        "datasets": datasets, "curves": len(band), "n_boot": n_boot, "seed": seed, "level": level,
-        "budgets": budgets, "pointwise_by_budget": point.mean(axis=0).round(4).tolist(),
-        "pointwise": round(float(point.mean()), 4), "band_whole_curve": round(share, 4),
+        "datasets": datasets,
+        "curves": len(band),
+        "n_boot": n_boot,
+        "seed": seed,
+        "level": level,
+        "budgets": budgets,
+        "pointwise_by_budget": point.mean(axis=0).round(4).tolist(),
+        "pointwise": round(float(point.mean()), 4),
+        "band_whole_curve": round(share, 4),
         "band_mc_se": round(math.sqrt(share * (1 - share) / len(band)), 4),
     }
 
@@ -56,8 +62,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     res = coverage(args.datasets, args.n_boot, args.seed)
-    print(f"{res['curves']} curves ({res['datasets']} datasets × 3 languages), n_boot={res['n_boot']}, "
-          f"seed={res['seed']}")
+    print(
+        f"{res['curves']} curves ({res['datasets']} datasets × 3 languages), n_boot={res['n_boot']}, seed={res['seed']}"
+    )
     print("pointwise coverage by budget:", dict(zip(res["budgets"], res["pointwise_by_budget"], strict=True)))
     print(f"pointwise coverage (all budgets): {res['pointwise']:.4f}")
     print(f"simultaneous band, whole curve:   {res['band_whole_curve']:.4f} ± {res['band_mc_se']:.4f} (MC se)")

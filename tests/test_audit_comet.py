@@ -18,8 +18,11 @@ from ledger_factory import make_record  # noqa: E402
 from mindcap_tok.audits import comet_scores, translation_audit  # noqa: E402
 from mindcap_tok.ledger.schema import validate_records  # noqa: E402
 
-REFS = {0: "Janet has three ducks and sells the eggs.", 1: "A robe takes two bolts of blue fiber.",
-        2: "Josh buys a house for eighty thousand dollars."}
+REFS = {
+    0: "Janet has three ducks and sells the eggs.",
+    1: "A robe takes two bolts of blue fiber.",
+    2: "Josh buys a house for eighty thousand dollars.",
+}
 SOURCES = {("tha_Thai", 0): "เจเน็ตมีเป็ดสามตัว", ("tha_Thai", 1): "เสื้อคลุมใช้ผ้าสองม้วน", ("tha_Thai", 2): "จอชซื้อบ้าน"}
 
 
@@ -35,15 +38,28 @@ def checkpoint(tmp_path_factory):
     enc = root / "xlmr"
     enc.mkdir()
     corpus = root / "corpus.txt"
-    corpus.write_text("\n".join([*REFS.values(), *SOURCES.values(), "the cat sat on the mat", "so we add them"] * 3),
-                      "utf-8")
-    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(enc / "sentencepiece.bpe"), vocab_size=120,
-                                   model_type="unigram", character_coverage=1.0, hard_vocab_limit=False)
+    corpus.write_text(
+        "\n".join([*REFS.values(), *SOURCES.values(), "the cat sat on the mat", "so we add them"] * 3), "utf-8"
+    )
+    spm.SentencePieceTrainer.train(
+        input=str(corpus),
+        model_prefix=str(enc / "sentencepiece.bpe"),
+        vocab_size=120,
+        model_type="unigram",
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+    )
     tok = XLMRobertaTokenizer(vocab_file=str(enc / "sentencepiece.bpe.model"))
     tok.save_pretrained(str(enc))
     torch.manual_seed(0)
-    config = XLMRobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                              intermediate_size=64, max_position_embeddings=130)
+    config = XLMRobertaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=130,
+    )
     XLMRobertaModel(config).save_pretrained(str(enc))
     model = RegressionMetric(pretrained_model=str(enc), local_files_only=True, hidden_sizes=[16], layer="mix")
     (root / "checkpoints").mkdir()
@@ -52,8 +68,10 @@ def checkpoint(tmp_path_factory):
     import pytorch_lightning as pl
 
     path = root / "checkpoints" / "model.ckpt"
-    torch.save({"state_dict": model.state_dict(), "pytorch-lightning_version": pl.__version__,
-                "hyper_parameters": hparams}, path)
+    torch.save(
+        {"state_dict": model.state_dict(), "pytorch-lightning_version": pl.__version__, "hyper_parameters": hparams},
+        path,
+    )
     return path
 
 
@@ -63,19 +81,32 @@ def test_comet_column_is_what_comet_predicts(qwen, checkpoint):
         for s in range(2):
             seg = REFS[item] if s == 0 else REFS[item][:15]
             right = item != 2 and s == 0
-            recs.append(make_record(qwen, f"Translation: {seg}\n\nSo.\n#### {item + (10 if right else 11)}\n",
-                                    arm="translate-act", item=item, sample=s, gold=item + 10))
-    res = translation_audit(validate_records(recs), REFS, {"qwen3-8b": qwen}, budgets=[4096], sources=SOURCES,
-                            comet_checkpoint=checkpoint)
+            recs.append(
+                make_record(
+                    qwen,
+                    f"Translation: {seg}\n\nSo.\n#### {item + (10 if right else 11)}\n",
+                    arm="translate-act",
+                    item=item,
+                    sample=s,
+                    gold=item + 10,
+                )
+            )
+    res = translation_audit(
+        validate_records(recs), REFS, {"qwen3-8b": qwen}, budgets=[4096], sources=SOURCES, comet_checkpoint=checkpoint
+    )
     from comet import load_from_checkpoint
 
     model = load_from_checkpoint(str(checkpoint))
-    triples = [{"src": SOURCES[("tha_Thai", i)], "mt": REFS[i] if s == 0 else REFS[i][:15], "ref": REFS[i]}
-               for i in range(3) for s in range(2)]
+    triples = [
+        {"src": SOURCES[("tha_Thai", i)], "mt": REFS[i] if s == 0 else REFS[i][:15], "ref": REFS[i]}
+        for i in range(3)
+        for s in range(2)
+    ]
     direct = np.asarray(model.predict(triples, batch_size=4, gpus=0, progress_bar=False).scores)
     assert np.isfinite(direct).all()
-    assert comet_scores([t["src"] for t in triples], [t["mt"] for t in triples], [t["ref"] for t in triples],
-                        checkpoint) == pytest.approx(direct, abs=1e-6)
+    assert comet_scores(
+        [t["src"] for t in triples], [t["mt"] for t in triples], [t["ref"] for t in triples], checkpoint
+    ) == pytest.approx(direct, abs=1e-6)
     q = res.tables["quality"].iloc[0]
     assert q["comet_mean"] == pytest.approx(direct.mean(), abs=1e-6)
     assert q["comet_p10"] == pytest.approx(np.quantile(direct, 0.1), abs=1e-6)

@@ -57,8 +57,10 @@ def test_shipped_lid176_on_known_languages(config, qwen, lid176):
     recs = [make_record(qwen, t, lang="deu_Latn", item=i) for i, t in enumerate(de)]
     recs += [make_record(qwen, "\n".join([t, "#### 18"]), lang="tha_Thai", item=i) for i, t in enumerate(th)]
     # translate-act: a Thai "translation" paragraph must not count; the reasoning after it is English
-    recs += [make_record(qwen, f"{th[i]}\n\n{t}\n#### 3", arm="translate-act", lang="tha_Thai", item=i)
-             for i, t in enumerate(en)]
+    recs += [
+        make_record(qwen, f"{th[i]}\n\n{t}\n#### 3", arm="translate-act", lang="tha_Thai", item=i)
+        for i, t in enumerate(en)
+    ]
     recs.append(make_record(qwen, "ok\n#### 3", lang="deu_Latn", item=9))  # too short to decide
     recs.append(make_record(qwen, f"{en[0]} {en[1]}", arm="translate-act", lang="deu_Latn", item=9))  # no delimiter
     labels = label_traces(validate_records(recs), lid176)
@@ -86,8 +88,10 @@ def glot_style(config, tmp_path_factory):
     out = path.parent / "model.bin"
     # this binding's training hits a NaN now and then whatever the seed, more often once other libraries are
     # loaded: train in a fresh interpreter and retry on NaN only
-    script = (f"import fasttext; fasttext.train_supervised({str(path)!r}, dim=16, epoch=25, minn=1, maxn=4, "
-              f"bucket=5000, thread=1, seed=0, verbose=0).save_model({str(out)!r})")
+    script = (
+        f"import fasttext; fasttext.train_supervised({str(path)!r}, dim=16, epoch=25, minn=1, maxn=4, "
+        f"bucket=5000, thread=1, seed=0, verbose=0).save_model({str(out)!r})"
+    )
     for _ in range(15):
         run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
         if run.returncode == 0:
@@ -120,9 +124,17 @@ def test_glotlid_style_model_macrolanguage_and_validation(config, qwen, glot_sty
 
 
 def test_validation_agreement_ignores_unlabelled_rows():
-    frame = pd.DataFrame({"model": ["m"] * 3, "arm": ["native"] * 3, "lang": ["tha_Thai"] * 3, "item": [0, 1, 2],
-                          "sample": 0, "predicted": ["tha_Thai", "eng_Latn", "tha_Thai"],
-                          "human_label": ["th", "tha_Thai", ""]})
+    frame = pd.DataFrame(
+        {
+            "model": ["m"] * 3,
+            "arm": ["native"] * 3,
+            "lang": ["tha_Thai"] * 3,
+            "item": [0, 1, 2],
+            "sample": 0,
+            "predicted": ["tha_Thai", "eng_Latn", "tha_Thai"],
+            "human_label": ["th", "tha_Thai", ""],
+        }
+    )
     table, summary = validation_agreement(frame, criterion=0.5)
     assert summary["labelled"] == 2 and summary["agreement"] == 0.5 and table["meets_criterion"].tolist() == [True]
 
@@ -137,8 +149,18 @@ def test_cli_exports_the_sample_and_scores_returned_labels(config, qwen, tmp_pat
     recs = [make_record(qwen, t, lang="deu_Latn", item=i) for i, t in enumerate(de)]
     recs += [make_record(qwen, t, lang="tha_Thai", item=i) for i, t in enumerate(th)]
     Ledger(tmp_path / "L").append(recs, qwen)
-    base = ["audit", "--ledger", str(tmp_path / "L"), "--only", "langid", "--no-hub", "--validation-per-cell", "3",
-            "--seed", "11"]
+    base = [
+        "audit",
+        "--ledger",
+        str(tmp_path / "L"),
+        "--only",
+        "langid",
+        "--no-hub",
+        "--validation-per-cell",
+        "3",
+        "--seed",
+        "11",
+    ]
     res = CliRunner().invoke(cli, [*base, "--out-dir", str(tmp_path / "a")], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     sample = pd.read_csv(tmp_path / "a" / "langid_validation.csv", keep_default_na=False)
@@ -147,8 +169,19 @@ def test_cli_exports_the_sample_and_scores_returned_labels(config, qwen, tmp_pat
     sample["human_label"] = sample["lang"].map({"deu_Latn": "de", "tha_Thai": "th"})
     sample.loc[sample.index[sample["lang"] == "deu_Latn"][0], "human_label"] = "en"
     sample.to_csv(tmp_path / "labels.csv", index=False)
-    res = CliRunner().invoke(cli, [*base, "--out-dir", str(tmp_path / "b"), "--validation-labels",
-                                   str(tmp_path / "labels.csv"), "--criterion", "80"], catch_exceptions=False)
+    res = CliRunner().invoke(
+        cli,
+        [
+            *base,
+            "--out-dir",
+            str(tmp_path / "b"),
+            "--validation-labels",
+            str(tmp_path / "labels.csv"),
+            "--criterion",
+            "80",
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     langid = json.loads((tmp_path / "b" / "audit.json").read_text("utf-8"))["audits"][0]
     assert langid["summary"]["validation"]["agreement"] == pytest.approx(5 / 6)

@@ -24,10 +24,19 @@ def _with_length(tok, n: int, **kw) -> dict:
 
 
 def test_behavioral_ratio_and_its_bootstrap(qwen):
-    lengths = {("native", 0): [10, 20], ("native", 1): [30, 40], ("native", 2): [60, 60],
-               ("translate-act", 0): [5, 5], ("translate-act", 1): [10, 10], ("translate-act", 2): [20, 10]}
-    recs = [_with_length(qwen, n, arm=arm, item=item, sample=s)
-            for (arm, item), ns in lengths.items() for s, n in enumerate(ns)]
+    lengths = {
+        ("native", 0): [10, 20],
+        ("native", 1): [30, 40],
+        ("native", 2): [60, 60],
+        ("translate-act", 0): [5, 5],
+        ("translate-act", 1): [10, 10],
+        ("translate-act", 2): [20, 10],
+    }
+    recs = [
+        _with_length(qwen, n, arm=arm, item=item, sample=s)
+        for (arm, item), ns in lengths.items()
+        for s, n in enumerate(ns)
+    ]
     table = behavioral_ratios(validate_records(recs), n_boot=300, seed=5)
     row = table.iloc[0]
     assert row["ratio"] == pytest.approx((220 / 6) / (60 / 6)) and row["items"] == 3
@@ -57,8 +66,11 @@ def ledger(qwen):
         for s in range(2):
             k = 2 + 3 * item + s  # answer lines emerge at different lengths
             recs.append(make_record(qwen, "คิด " * k + f"\n#### {item}\n", item=item, sample=s, gold=item))
-            recs.append(make_record(qwen, "Think. " * (k // 2) + f"\n#### {item}\n", arm="translate-act",
-                                    item=item, sample=s, gold=item))
+            recs.append(
+                make_record(
+                    qwen, "Think. " * (k // 2) + f"\n#### {item}\n", arm="translate-act", item=item, sample=s, gold=item
+                )
+            )
     return validate_records(recs)
 
 
@@ -97,6 +109,7 @@ def test_trace_premium_from_english_renderings(qwen, ledger):
     english = {(i, s): f"Think step {i} and sample {s}. " * 2 for i, s in zip(nat["item"], nat["sample"], strict=True)}
     rend = pd.DataFrame([{"lang": "th", "item": i, "sample": s, "english": e} for (i, s), e in english.items()])
     table = trace_premiums(ledger, rend, {"qwen3-8b": qwen}, n_boot=200, seed=2)
+
     def count(text: str) -> int:
         return len(qwen.tokenizer.encode(unicodedata.normalize("NFC", text), add_special_tokens=False).ids)
 
@@ -117,10 +130,12 @@ def test_malformed_renderings_are_one_line_errors(qwen, ledger, tmp_path):
     good.to_csv(path, index=False)
     loaded = load_renderings(path)
     assert loaded["lang"].tolist() == ["tha_Thai"] * 2 and loaded["item"].dtype == np.int64
-    bad = [(good.assign(english=["One step.", None]), r"1 row\(s\) with no english \(first: row 2\)"),
-           (good.assign(english=["  ", "Two."]), r"with no english \(first: row 1\)"),
-           (good.assign(item=[0, 1.5]), r"whole numbers >= 0 in item; row 2 has 1.5"),
-           (good.assign(sample=["a", 1]), r"whole numbers >= 0 in sample; row 1 has 'a'")]
+    bad = [
+        (good.assign(english=["One step.", None]), r"1 row\(s\) with no english \(first: row 2\)"),
+        (good.assign(english=["  ", "Two."]), r"with no english \(first: row 1\)"),
+        (good.assign(item=[0, 1.5]), r"whole numbers >= 0 in item; row 2 has 1.5"),
+        (good.assign(sample=["a", 1]), r"whole numbers >= 0 in sample; row 1 has 'a'"),
+    ]
     for frame, message in bad:
         with pytest.raises(MindcapError, match=message):
             trace_premiums(ledger, frame, {"qwen3-8b": qwen}, n_boot=10)

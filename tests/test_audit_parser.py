@@ -33,8 +33,11 @@ def _reference(tok, rec, budgets):
         lines = text.split("\n")
         whole_line = full.split("\n")[len(lines) - 1]
         # read from the last visible line while that line is cut short
-        unfinished = (value is not None and parse_answer("\n".join(lines[:-1]), "strict") is None
-                      and len(whole_line) > len(lines[-1]))
+        unfinished = (
+            value is not None
+            and parse_answer("\n".join(lines[:-1]), "strict") is None
+            and len(whole_line) > len(lines[-1])
+        )
         whole = parse_answer(whole_line) if unfinished else value
         out.append((value, unfinished, whole))
     return out
@@ -64,9 +67,12 @@ def test_planted_rescued_and_unstable(qwen, planted):
 
 def test_reader_scores_equal_the_scorer(qwen, llama):
     texts = ["a\n#### 12\nb", "#### ๑๘\n", "x #### 5\n#### 6", "#### 1 234\n#### 7", "no\n", "#### -3", "#### 12"]
-    recs = [make_record(tok, t, item=i, gold=g, tokenizer=tok.name, finish_reason=fr)
-            for tok in (qwen, llama) for i, (t, g) in enumerate(zip(texts, [12, 18, 6, 7, 0, -3, 12], strict=True))
-            for fr in ("stop", "length")]
+    recs = [
+        make_record(tok, t, item=i, gold=g, tokenizer=tok.name, finish_reason=fr)
+        for tok in (qwen, llama)
+        for i, (t, g) in enumerate(zip(texts, [12, 18, 6, 7, 0, -3, 12], strict=True))
+        for fr in ("stop", "length")
+    ]
     recs = [dict(r, sample=s) for s, r in enumerate(recs)]
     table = validate_records(recs)
     toks = {qwen.name: qwen, llama.name: llama}

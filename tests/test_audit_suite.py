@@ -15,8 +15,11 @@ from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.stats.premiums import premium_table
 
-REFS = {0: "Janet has three ducks and sells the eggs.", 1: "A robe takes two bolts of blue fiber.",
-        2: "Josh buys a house for eighty thousand dollars."}
+REFS = {
+    0: "Janet has three ducks and sells the eggs.",
+    1: "A robe takes two bolts of blue fiber.",
+    2: "Josh buys a house for eighty thousand dollars.",
+}
 
 
 def _records(tok):
@@ -28,8 +31,16 @@ def _records(tok):
         for s in range(2):
             right = item == 0 or (item == 1 and s == 0)
             answer = item + 10 if right else item + 11
-            recs.append(make_record(tok, f"Translation: {segments[item]}\n\nSo we add.\n#### {answer}\n",
-                                    arm="translate-act", item=item, sample=s, gold=item + 10))
+            recs.append(
+                make_record(
+                    tok,
+                    f"Translation: {segments[item]}\n\nSo we add.\n#### {answer}\n",
+                    arm="translate-act",
+                    item=item,
+                    sample=s,
+                    gold=item + 10,
+                )
+            )
             recs.append(make_record(tok, f"คิด ๆ ๆ ๆ ๆ\n#### {item + 99}\n", item=item, sample=s, gold=item + 10))
     return recs
 
@@ -63,15 +74,28 @@ def ledger_dir(qwen, tmp_path_factory):
 def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
     pytest.importorskip("fasttext")
     pytest.importorskip("sacrebleu")
-    config = AuditConfig(budgets=(8, 16), premiums=premium_table({"tha_Thai": 1.5}), references=REFS,
-                         translation_budgets=(16,), lid_hub=False, n_boot=100, seed=4, tokenizers={"qwen3-8b": qwen})
+    config = AuditConfig(
+        budgets=(8, 16),
+        premiums=premium_table({"tha_Thai": 1.5}),
+        references=REFS,
+        translation_budgets=(16,),
+        lid_hub=False,
+        n_boot=100,
+        seed=4,
+        tokenizers={"qwen3-8b": qwen},
+    )
     suite = run_audits(ledger_dir, None, config)
     assert [r.name for r in suite.results] == ["langid", "comet", "parser", "parity", "normalizer"]
     assert [r.status for r in suite.results] == ["ok"] * 5, [r.reason for r in suite.results]
     paths = write_report(suite, tmp_path / "out")
     md = paths["markdown"].read_text("utf-8")
-    for title in ("Trace-language ID", "Translation quality", "Parser robustness", "Decoder parity",
-                  "Normalizer sensitivity"):
+    for title in (
+        "Trace-language ID",
+        "Translation quality",
+        "Parser robustness",
+        "Decoder parity",
+        "Normalizer sensitivity",
+    ):
         assert f"## {title}" in md
     data = json.loads(paths["json"].read_text("utf-8"))
     assert data["records"] == 12 and data["audits"][4]["summary"]["seed"] == 4
@@ -94,8 +118,23 @@ def test_missing_extras_are_skipped_with_the_install_command(qwen, ledger_dir, t
 
 def test_cli_audit(ledger_dir, tmp_path):
     out = tmp_path / "report"
-    args = ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only", "parser,parity,normalizer",
-            "--premiums", "th=1.5", "--budgets", "8,16", "--n-boot", "50", "--seed", "9"]
+    args = [
+        "audit",
+        "--ledger",
+        str(ledger_dir),
+        "--out-dir",
+        str(out),
+        "--only",
+        "parser,parity,normalizer",
+        "--premiums",
+        "th=1.5",
+        "--budgets",
+        "8,16",
+        "--n-boot",
+        "50",
+        "--seed",
+        "9",
+    ]
     res = CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "parser: ok" in res.output and "normalizer: ok" in res.output
@@ -110,8 +149,11 @@ def test_populations_differing_only_in_forcing_stay_apart(qwen, tmp_path):
     """Two populations of one cell, the same but for ``forcing``: every trace of the unforced one reads 4 on
     the way to 45 (value-unstable), none of the forced one does (``#### 7``). Pooled, they would be one row at
     0.5; kept apart, two rows at 1 and 0."""
-    recs = [make_record(qwen, text, item=i, sample=0, gold=7, forcing=forcing)
-            for forcing, text in ((False, "คิด\n#### 45\n"), (True, "คิด\n#### 7\n")) for i in range(2)]
+    recs = [
+        make_record(qwen, text, item=i, sample=0, gold=7, forcing=forcing)
+        for forcing, text in ((False, "คิด\n#### 45\n"), (True, "คิด\n#### 7\n"))
+        for i in range(2)
+    ]
     path = tmp_path / "L"
     Ledger(path).append(recs, qwen)
     budgets = tuple(range(1, max(len(r["output_ids"]) for r in recs) + 1))
@@ -134,11 +176,13 @@ def test_bad_user_inputs_are_one_line_errors(ledger_dir, tmp_path):
     empty.write_text("", "utf-8")
     no_labels.write_text("model,arm,lang,item,sample,predicted\nqwen3-8b,native,tha_Thai,0,0,tha_Thai\n", "utf-8")
     base = ["audit", "--ledger", str(ledger_dir), "--out-dir", str(tmp_path / "out"), "--only", "parity"]
-    cases = [(["--delimiter", "(unclosed"], "error: invalid --delimiter '(unclosed': missing ), unterminated"),
-             (["--validation-labels", str(empty)], f"error: cannot read validation labels {empty}: No columns"),
-             (["--validation-labels", str(no_labels)], "lack column(s) human_label (have model, arm, lang, item"),
-             (["--only", "parser", "--premiums", "th=abc"], "error: premium must be a number, got 'abc'"),
-             (["--only", "normalizer", "--premiums", "nosuch.json"], "error: cannot read premiums from nosuch.json")]
+    cases = [
+        (["--delimiter", "(unclosed"], "error: invalid --delimiter '(unclosed': missing ), unterminated"),
+        (["--validation-labels", str(empty)], f"error: cannot read validation labels {empty}: No columns"),
+        (["--validation-labels", str(no_labels)], "lack column(s) human_label (have model, arm, lang, item"),
+        (["--only", "parser", "--premiums", "th=abc"], "error: premium must be a number, got 'abc'"),
+        (["--only", "normalizer", "--premiums", "nosuch.json"], "error: cannot read premiums from nosuch.json"),
+    ]
     for extra, message in cases:
         res = CliRunner().invoke(cli, [*base, *extra])
         assert res.exit_code == 2 and message in res.output, res.output
@@ -169,6 +213,7 @@ def test_report_is_rendered_before_anything_is_written(tmp_path, monkeypatch):
 
 # -- the registry: honest skips, real failures --------------------------------------------------------------------
 
+
 def _replace_runner(monkeypatch, name, runner):
     import dataclasses
 
@@ -188,8 +233,9 @@ def test_an_unexpected_audit_error_fails_the_command(qwen, ledger_dir, tmp_path,
         run_audits(ledger_dir, ["parser", "parity"], AuditConfig(budgets=(8,), tokenizers={"qwen3-8b": qwen}))
     assert info.value.audit == "parity" and isinstance(info.value.cause, RuntimeError)
     out = tmp_path / "report"
-    res = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only",
-                                   "parser,parity", "--budgets", "8"])
+    res = CliRunner().invoke(
+        cli, ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only", "parser,parity", "--budgets", "8"]
+    )
     assert res.exit_code == 2, res.output
     assert res.output.strip().splitlines() == ["error: audit parity failed: RuntimeError: index out of range"]
     assert not out.exists()  # nothing written
@@ -212,8 +258,9 @@ def test_a_missing_extra_is_a_skip_with_the_install_hint(qwen, ledger_dir, tmp_p
 
     _replace_runner(monkeypatch, "parity", needs_extra)
     out = tmp_path / "report"
-    res = CliRunner().invoke(cli, ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only",
-                                   "parser,parity", "--budgets", "8"])
+    res = CliRunner().invoke(
+        cli, ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only", "parser,parity", "--budgets", "8"]
+    )
     assert res.exit_code == 0, res.output
     assert "parity: skipped: somepkg is not installed: pip install 'mindcap-tok[someextra]'" in res.output
     data = json.loads((out / "audit.json").read_text("utf-8"))
@@ -228,12 +275,13 @@ def test_an_audit_states_its_own_skip_reason(qwen, ledger_dir):
 
 # -- audit.md reads well --------------------------------------------------------------------------------------------
 
+
 def _table_after(md: str, heading: str) -> list[list[str]]:
     """The cells of the first pipe table after ``heading`` (header row included, separator left out)."""
     lines = md.splitlines()
     start = lines.index(heading)
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("|"):
             if rows:
                 break
@@ -252,17 +300,41 @@ def test_headline_summary_and_missing_values(tmp_path):
     from mindcap_tok.audits import AuditResult, SuiteResult, render_markdown
     from mindcap_tok.audits._common import skipped
 
-    langid = AuditResult("langid", tables={"compliance": pd.DataFrame(
-        {"lang": ["deu_Latn", "tha_Thai"], "determinate": [4, 6], "in_expected": [0.5, 1.0]})})
-    comet = AuditResult("comet", summary={"metrics": ["chrf"]}, tables={"quality": pd.DataFrame(
-        {"lang": ["deu_Latn", "tha_Thai"], "scored": [2, 0], "chrf_mean": [50.0, math.nan]})})
-    parser = AuditResult("parser", tables={"robustness": pd.DataFrame(
-        {"n": [4, 6], "rescued_traces": [1, 0], "unstable_traces": [2, 1]})})
-    parity = AuditResult("parity", summary={"raw_agreement": 0.75, "normalized_agreement": None, "sampled": 8,
-                                            "seed": None})
-    normalizer = AuditResult("normalizer", tables={"delta": pd.DataFrame(
-        {"normalizer": ["flores", "flores", "behavioral"], "delta": [0.031, 0.2, 0.02], "peak": [True, False, True],
-         "ci_low": [math.nan, 0.1, 0.0]})})
+    langid = AuditResult(
+        "langid",
+        tables={
+            "compliance": pd.DataFrame(
+                {"lang": ["deu_Latn", "tha_Thai"], "determinate": [4, 6], "in_expected": [0.5, 1.0]}
+            )
+        },
+    )
+    comet = AuditResult(
+        "comet",
+        summary={"metrics": ["chrf"]},
+        tables={
+            "quality": pd.DataFrame({"lang": ["deu_Latn", "tha_Thai"], "scored": [2, 0], "chrf_mean": [50.0, math.nan]})
+        },
+    )
+    parser = AuditResult(
+        "parser",
+        tables={"robustness": pd.DataFrame({"n": [4, 6], "rescued_traces": [1, 0], "unstable_traces": [2, 1]})},
+    )
+    parity = AuditResult(
+        "parity", summary={"raw_agreement": 0.75, "normalized_agreement": None, "sampled": 8, "seed": None}
+    )
+    normalizer = AuditResult(
+        "normalizer",
+        tables={
+            "delta": pd.DataFrame(
+                {
+                    "normalizer": ["flores", "flores", "behavioral"],
+                    "delta": [0.031, 0.2, 0.02],
+                    "peak": [True, False, True],
+                    "ci_low": [math.nan, 0.1, 0.0],
+                }
+            )
+        },
+    )
     suite = SuiteResult("L", 10, [langid, comet, parser, parity, normalizer, skipped("langid", "no model")])
     md = render_markdown(suite)
     assert _table_after(md, "## Summary") == [
@@ -270,8 +342,11 @@ def test_headline_summary_and_missing_values(tmp_path):
         ["Trace-language ID (`langid`)", "ok", "80.0% of 10 determinate traces in the expected language"],
         ["Translation quality (chrF / COMET) (`comet`)", "ok", "mean chrF 50 over 2 translation segments"],
         ["Parser robustness (`parser`)", "ok", "rescued-correct 1 of 10 traces (10.0%), value-unstable 3 (30.0%)"],
-        ["Decoder parity (`parity`)", "ok",
-         "raw agreement 75.0%, after special-token normalisation — (8 prefixes sampled)"],
+        [
+            "Decoder parity (`parity`)",
+            "ok",
+            "raw agreement 75.0%, after special-token normalisation — (8 prefixes sampled)",
+        ],
         ["Normalizer sensitivity (`normalizer`)", "ok", "largest peak Δ_L (points): flores +3.1, behavioral +2.0"],
         ["Trace-language ID (`langid`)", "skipped", "no model"],
     ]

@@ -152,7 +152,10 @@ def test_one_spelling_for_the_confidence_level_and_the_resamples(capsys):
     new_row, old_row = json.loads(new.stdout)[0], json.loads(old.stdout)[0]
     assert new_row["ci"] == old_row["ci"] == 0.8 and new_row["ci_low"] == old_row["ci_low"]
     assert "--ci is deprecated" in old.stderr and "deprecated" not in new.stderr
-    for args in (["premium", "--lang", "th"], ["sweep", "--ledger", "."], ["price", "--ledger", ".", "--lang", "th",
-                                                                          "--cap", "8"]):
+    for args in (
+        ["premium", "--lang", "th"],
+        ["sweep", "--ledger", "."],
+        ["price", "--ledger", ".", "--lang", "th", "--cap", "8"],
+    ):
         res = run([*args, "--n-boot", "1"])
         assert res.exit_code == 2 and "--n-boot" in res.output and "x>=2" in res.output

@@ -29,8 +29,9 @@ def ledger(tmp_path_factory, qwen):
             gold = 10 + item
             wrong = item == 3 and sample == 1
             records.append(make_record(qwen, _text(item >= 2, gold + wrong), item=item, sample=sample, gold=gold))
-            records.append(make_record(qwen, _text(False, gold), arm="translate-act", item=item, sample=sample,
-                                       gold=gold))
+            records.append(
+                make_record(qwen, _text(False, gold), arm="translate-act", item=item, sample=sample, gold=gold)
+            )
     for rec in records:  # the construction the expected values rely on
         n = len(rec["output_ids"])
         assert (n < 30) if rec["arm"] != "native" or rec["item"] < 2 else (30 < n - 3 < 76)
@@ -44,8 +45,21 @@ def run(args):
 
 
 def test_sweep_json_with_hand_premium(ledger):
-    res = run(["sweep", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "30", "--n-boot", "200",
-               "--format", "json"])
+    res = run(
+        [
+            "sweep",
+            "--ledger",
+            str(ledger),
+            "--premiums",
+            "th=3",
+            "--budgets",
+            "30",
+            "--n-boot",
+            "200",
+            "--format",
+            "json",
+        ]
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     row = out["rows"][0]
@@ -57,8 +71,21 @@ def test_sweep_json_with_hand_premium(ledger):
 
 
 def test_sweep_with_qwen_premiums_and_csv(ledger):
-    res = run(["sweep", "--ledger", str(ledger), "--premiums", "qwen3-8b", "--budgets", "30,200", "--n-boot", "100",
-               "--format", "csv"])
+    res = run(
+        [
+            "sweep",
+            "--ledger",
+            str(ledger),
+            "--premiums",
+            "qwen3-8b",
+            "--budgets",
+            "30,200",
+            "--n-boot",
+            "100",
+            "--format",
+            "csv",
+        ]
+    )
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
     header = lines[0].split(",")
@@ -72,23 +99,52 @@ def test_report_writes_tables_and_figures(ledger, tmp_path):
     import matplotlib.image as mpimg
 
     out = tmp_path / "rep"
-    res = run(["report", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "20,30", "--n-boot", "100",
-               "--out-dir", str(out)])
+    res = run(
+        [
+            "report",
+            "--ledger",
+            str(ledger),
+            "--premiums",
+            "th=3",
+            "--budgets",
+            "20,30",
+            "--n-boot",
+            "100",
+            "--out-dir",
+            str(out),
+        ]
+    )
     assert res.exit_code == 0, res.output
     names = {p.name for p in out.iterdir()}
     assert {"report.md", "native_curves.png", "gap_curves.png", "sweep.csv", "timing.csv"} <= names
     text = (out / "report.md").read_text()
     assert "37.50" in text and "tha_Thai" in text
     assert mpimg.imread(out / "native_curves.png").shape[0] > 200
-    again = run(["report", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "30", "--n-boot", "50",
-                 "--out-dir", str(out)])
+    again = run(
+        [
+            "report",
+            "--ledger",
+            str(ledger),
+            "--premiums",
+            "th=3",
+            "--budgets",
+            "30",
+            "--n-boot",
+            "50",
+            "--out-dir",
+            str(out),
+        ]
+    )
     assert again.exit_code == 0 and not [p for p in tmp_path.iterdir() if p.name.startswith(".rep")]
 
 
 def test_protocol_freeze_test_and_refusal(ledger, tmp_path):
     proto = tmp_path / "p.toml"
-    proto.write_text('name = "cli"\nn_boot = 300\nseed = 1\n[premiums]\nth = 3\n'
-                     '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 30\nmargin = 5\n', "utf-8")
+    proto.write_text(
+        'name = "cli"\nn_boot = 300\nseed = 1\n[premiums]\nth = 3\n'
+        '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 30\nmargin = 5\n',
+        "utf-8",
+    )
     res = run(["protocol", "test", str(proto), "--ledger", str(ledger)])
     assert res.exit_code == 2 and "has not been frozen" in res.output
     res = run(["protocol", "freeze", str(proto)])

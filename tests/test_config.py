@@ -76,8 +76,10 @@ def test_debug_flag_shows_the_traceback_when_main_is_called_with_argv(tmp_path, 
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text("[1]\n")
-    for argv, traceback in ((["ledger", "import", str(bad), "--out-dir", str(tmp_path / "l")], False),
-                            (["--debug", "ledger", "import", str(bad), "--out-dir", str(tmp_path / "l")], True)):
+    for argv, traceback in (
+        (["ledger", "import", str(bad), "--out-dir", str(tmp_path / "l")], False),
+        (["--debug", "ledger", "import", str(bad), "--out-dir", str(tmp_path / "l")], True),
+    ):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         err = capsys.readouterr().err

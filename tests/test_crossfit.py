@@ -66,8 +66,27 @@ def test_folds_never_learn_from_their_own_items(qwen):
 
 def test_cli_extend_mgsm_writes_folds_and_refuses_existing_out(qwen, config, tmp_path):
     out = tmp_path / "th-ext"
-    res = run(["extend", "--model", "qwen3-8b", "--lang", "th", "--corpus", "mgsm", "--size", "40",
-               "--n-boot", "200", "--seed", "7", "--out-dir", str(out), "--format", "json"])
+    res = run(
+        [
+            "extend",
+            "--model",
+            "qwen3-8b",
+            "--lang",
+            "th",
+            "--corpus",
+            "mgsm",
+            "--size",
+            "40",
+            "--n-boot",
+            "200",
+            "--seed",
+            "7",
+            "--out-dir",
+            str(out),
+            "--format",
+            "json",
+        ]
+    )
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert [r["fold"] for r in rows] == [0, 1, "mean"]

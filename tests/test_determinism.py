@@ -24,8 +24,18 @@ statsmodels_proportion = pytest.importorskip("statsmodels.stats.proportion")
 
 
 def det_spec(**kw) -> dict:
-    data = {"model": "org/model", "arms": ["native"], "langs": ["de", "th"], "items": [0, 1, 2],
-            "design": "determinism", "caps": [8, 4], "long_cap": 16, "repeats": 3, "shard_size": 7, "seed": 5}
+    data = {
+        "model": "org/model",
+        "arms": ["native"],
+        "langs": ["de", "th"],
+        "items": [0, 1, 2],
+        "design": "determinism",
+        "caps": [8, 4],
+        "long_cap": 16,
+        "repeats": 3,
+        "shard_size": 7,
+        "seed": 5,
+    }
     data.update(kw)
     return data
 
@@ -89,13 +99,22 @@ def test_determinism_spec_errors():
 
 def records(rows: list[tuple], design: str = "determinism") -> pa.Table:
     """(lang, cap, item, sample, ids) rows as the suite reads them."""
-    return pa.table({
-        "model": ["m"] * len(rows), "arm": ["native"] * len(rows), "lang": [r[0] for r in rows],
-        "design": [design] * len(rows), "cap": [r[1] for r in rows], "announced": pa.nulls(len(rows), pa.int64()),
-        "announce_style": ["none"] * len(rows), "forcing": [False] * len(rows), "item": [r[2] for r in rows],
-        "sample": [r[3] for r in rows], "seed": [7] * len(rows),
-        "output_ids": pa.array([r[4] for r in rows], pa.list_(pa.int32())),
-    })
+    return pa.table(
+        {
+            "model": ["m"] * len(rows),
+            "arm": ["native"] * len(rows),
+            "lang": [r[0] for r in rows],
+            "design": [design] * len(rows),
+            "cap": [r[1] for r in rows],
+            "announced": pa.nulls(len(rows), pa.int64()),
+            "announce_style": ["none"] * len(rows),
+            "forcing": [False] * len(rows),
+            "item": [r[2] for r in rows],
+            "sample": [r[3] for r in rows],
+            "seed": [7] * len(rows),
+            "output_ids": pa.array([r[4] for r in rows], pa.list_(pa.int32())),
+        }
+    )
 
 
 LONG = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
@@ -106,8 +125,11 @@ def hand_built() -> pa.Table:
     # lang A, item 0: repeats at cap 10 identical; at cap 4 the second repeat diverges at position 2;
     #                 the cap-4 decode equals LONG[:4]  -> prefix equal
     rows += [("deu_Latn", 10, 0, s, LONG) for s in range(3)]
-    rows += [("deu_Latn", 4, 0, 0, [1, 2, 3, 4]), ("deu_Latn", 4, 0, 1, [1, 2, 9, 9]),
-             ("deu_Latn", 4, 0, 2, [1, 2, 3, 4])]
+    rows += [
+        ("deu_Latn", 4, 0, 0, [1, 2, 3, 4]),
+        ("deu_Latn", 4, 0, 1, [1, 2, 9, 9]),
+        ("deu_Latn", 4, 0, 2, [1, 2, 3, 4]),
+    ]
     # lang A, item 1: repeats at cap 10: the third is a strict prefix (stopped early) -> diverges at 6;
     #                 cap 4 identical repeats, but the cap-4 decode differs from LONG[:4] at position 0
     rows += [("deu_Latn", 10, 1, 0, LONG), ("deu_Latn", 10, 1, 1, LONG), ("deu_Latn", 10, 1, 2, LONG[:6])]
@@ -171,8 +193,17 @@ def test_audit_skips_without_determinism_records():
 
 
 def test_transformers_determinism_job_and_audit(tmp_path, tiny, backend, config):  # noqa: F811
-    data = spec_data(tiny, design="determinism", caps=[4, 8], long_cap=16, repeats=3, k=1, items=[0, 1],
-                     langs=["deu_Latn"], shard_size=4)
+    data = spec_data(
+        tiny,
+        design="determinism",
+        caps=[4, 8],
+        long_cap=16,
+        repeats=3,
+        k=1,
+        items=[0, 1],
+        langs=["deu_Latn"],
+        shard_size=4,
+    )
     spec = parse_spec(data)
     res = run_job(spec, tmp_path / "led", backend, data_dir=config.data_dir.value)
     # 3 caps x 2 items x 3 repeats; 4 // 3 = 1 item a shard: 3 caps x 2 shards

@@ -35,8 +35,19 @@ def engine(tiny):
 
 def test_vllm_determinism_job_and_audit(tmp_path, tiny, engine, config):
     items, repeats, caps, long_cap = [0, 1, 2], 3, [4, 8], 24
-    spec = parse_spec(spec_data(tiny, design="determinism", langs=["deu_Latn"], items=items, k=1, repeats=repeats,
-                                caps=caps, long_cap=long_cap, shard_size=9))
+    spec = parse_spec(
+        spec_data(
+            tiny,
+            design="determinism",
+            langs=["deu_Latn"],
+            items=items,
+            k=1,
+            repeats=repeats,
+            caps=caps,
+            long_cap=long_cap,
+            shard_size=9,
+        )
+    )
     res = run_job(spec, tmp_path / "led", engine, data_dir=config.data_dir.value)
     n_caps = len(caps) + 1
     # shard_size 9 requests = 3 items of 3 repeats: one shard per cap
@@ -56,5 +67,7 @@ def test_vllm_determinism_job_and_audit(tmp_path, tiny, engine, config):
     same = sum(len({tuple(ids[(c, i, j)]) for j in range(repeats)}) == 1 for c in [*caps, long_cap] for i in items)
     equal = sum(ids[(c, i, 0)] == ids[(long_cap, i, 0)][:c] for c in caps for i in items)
     assert (s["repeat_identical"], s["prefix_identical"]) == (same, equal)
-    print(f"\nvllm-cpu determinism: repeats identical {same}/{s['repeat_groups']}, "
-          f"capped = long prefix {equal}/{s['prefix_pairs']}")
+    print(
+        f"\nvllm-cpu determinism: repeats identical {same}/{s['repeat_groups']}, "
+        f"capped = long prefix {equal}/{s['prefix_pairs']}"
+    )

@@ -44,8 +44,15 @@ def tiny_tokenizer(folder, merges, orphans=(), ignore_merges=False):
         "truncation": None,
         "padding": None,
         "added_tokens": [
-            {"id": n + k, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-             "normalized": False, "special": True}
+            {
+                "id": n + k,
+                "content": s,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
             for k, s in enumerate(SPECIALS)
         ],
         "normalizer": None,
@@ -53,9 +60,16 @@ def tiny_tokenizer(folder, merges, orphans=(), ignore_merges=False):
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": ignore_merges,
-            "vocab": vocab, "merges": [list(m) for m in merges],
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": ignore_merges,
+            "vocab": vocab,
+            "merges": [list(m) for m in merges],
         },
     }
     folder.mkdir(parents=True, exist_ok=True)
@@ -207,7 +221,10 @@ def test_qwen_base_vocab_ids_and_merges_untouched(qwen, qwen_ext, qwen_saved):
     assert {s: got[s] for s in base_vocab} == base_vocab
     # Qwen3's published ids (tokenizer_config.json): <|endoftext|> 151643, <|im_end|> 151645, </think> 151668
     assert (tok.token_to_id("<|endoftext|>"), tok.token_to_id("<|im_end|>"), tok.token_to_id("</think>")) == (
-        151643, 151645, 151668)
+        151643,
+        151645,
+        151668,
+    )
     new_ids = sorted(got[s] for s in qwen_ext.new_tokens)
     assert new_ids == list(range(151669, 151669 + qwen_ext.n_new_tokens)) and qwen_ext.n_new_tokens > 300
     assert tok.get_vocab_size(with_added_tokens=True) == 151669 + qwen_ext.n_new_tokens
@@ -239,8 +256,10 @@ def test_text_needing_no_new_merge_encodes_to_base_ids(qwen, qwen_ext, qwen_save
         if any(p in new_pairs for w in words for p in pairwise(w)):
             continue
         untouched += 1
-        assert ext_tok.encode(line, add_special_tokens=False).ids == qwen.tokenizer.encode(
-            line, add_special_tokens=False).ids
+        assert (
+            ext_tok.encode(line, add_special_tokens=False).ids
+            == qwen.tokenizer.encode(line, add_special_tokens=False).ids
+        )
     assert untouched > 500
 
 

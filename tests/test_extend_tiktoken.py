@@ -77,8 +77,9 @@ def test_tiktoken_loads_the_saved_pair_and_agrees(saved, devtest):
     _, loaded = saved
     spec = json.loads((loaded.path / "encoding.json").read_text(encoding="utf-8"))
     ranks = load_tiktoken_bpe(str(loaded.path / spec["file"]), expected_hash=spec["sha256"])
-    enc = tiktoken.Encoding(spec["name"], pat_str=spec["pat_str"], mergeable_ranks=ranks,
-                            special_tokens=spec["special_tokens"])
+    enc = tiktoken.Encoding(
+        spec["name"], pat_str=spec["pat_str"], mergeable_ranks=ranks, special_tokens=spec["special_tokens"]
+    )
     assert enc.n_vocab == 200_019 + SIZE
     lines = devtest["tha_Thai"][:200] + devtest["eng_Latn"][:50]
     assert [loaded.encode(x) for x in lines] == enc.encode_ordinary_batch(lines)
@@ -135,8 +136,13 @@ def tiny_tiktoken(folder):
     ranks = [bytes([b]) for b in range(256)] + [b"ab", b"abcd"]
     data = b"".join(base64.b64encode(t) + b" %d\n" % r for r, t in enumerate(ranks))
     (folder / "tiny.tiktoken").write_bytes(data)
-    spec = {"name": "tiny", "file": "tiny.tiktoken", "sha256": hashlib.sha256(data).hexdigest(),
-            "pat_str": r"\S+|\s+", "special_tokens": {"<|end|>": 259}}
+    spec = {
+        "name": "tiny",
+        "file": "tiny.tiktoken",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "pat_str": r"\S+|\s+",
+        "special_tokens": {"<|end|>": 259},
+    }
     (folder / "encoding.json").write_text(json.dumps(spec), encoding="utf-8")
     return load_tokenizer(str(folder / "tiny.tiktoken"))
 
@@ -182,10 +188,25 @@ def test_price_with_a_tiktoken_extension(gpt4o, saved, devtest, tmp_path):
     for arm, code in (("native", "tha_Thai"), ("translate-act", "eng_Latn")):
         for item in range(8):
             text = f"{devtest[code][item][:60]}\n#### {7 if item % 3 else 8}"
-            records.append({"model": "gpt-4o", "arm": arm, "lang": "tha_Thai", "item": item, "sample": 0,
-                            "seed": 0, "cap": 4096, "prompt": "q", "prompt_ids": [3],
-                            "output_ids": [*gpt4o.encode(text), eos], "text": text, "finish_reason": "stop",
-                            "gold": 7, "generator": "hand", "tokenizer": "gpt-4o"})
+            records.append(
+                {
+                    "model": "gpt-4o",
+                    "arm": arm,
+                    "lang": "tha_Thai",
+                    "item": item,
+                    "sample": 0,
+                    "seed": 0,
+                    "cap": 4096,
+                    "prompt": "q",
+                    "prompt_ids": [3],
+                    "output_ids": [*gpt4o.encode(text), eos],
+                    "text": text,
+                    "finish_reason": "stop",
+                    "gold": 7,
+                    "generator": "hand",
+                    "tokenizer": "gpt-4o",
+                }
+            )
     led = Ledger(tmp_path / "L")
     led.append(records, gpt4o)
     p = price_ledger(led, "gpt-4o", "th", [16, 4096], extension=loaded.path, tokenizer=gpt4o, n_boot=50)

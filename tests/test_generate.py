@@ -70,8 +70,19 @@ def frame(ledger) -> list[dict]:
 
 
 def test_flores_premiums_are_measured_with_the_jobs_tokenizer():
-    spec = parse_spec({"model": "org/model", "tokenizer": "qwen3-8b", "arms": ["native"], "langs": ["de", "th"],
-                       "items": [0], "k": 1, "design": "independent", "caps": [64, 1000], "premiums": "flores"})
+    spec = parse_spec(
+        {
+            "model": "org/model",
+            "tokenizer": "qwen3-8b",
+            "arms": ["native"],
+            "langs": ["de", "th"],
+            "items": [0],
+            "k": 1,
+            "design": "independent",
+            "caps": [64, 1000],
+            "premiums": "flores",
+        }
+    )
     tok = load_tokenizer("qwen3-8b").tokenizer
 
     def total(lang):  # counted here line by line, apart from the premium code
@@ -85,8 +96,16 @@ def test_flores_premiums_are_measured_with_the_jobs_tokenizer():
     stored = json.loads(json.dumps(spec.as_dict()))["premiums"]
     assert Fraction(stored["tha_Thai"]) == Fraction(total("tha_Thai"), eng)
     with pytest.raises(MindcapError, match='"flores"'):
-        parse_spec({"model": "m", "arms": ["native"], "langs": ["de"], "design": "independent", "caps": [64],
-                    "premiums": "wiki"})
+        parse_spec(
+            {
+                "model": "m",
+                "arms": ["native"],
+                "langs": ["de"],
+                "design": "independent",
+                "caps": [64],
+                "premiums": "wiki",
+            }
+        )
 
 
 def test_flores_premiums_read_the_given_data_dir(tmp_path):

@@ -74,4 +74,3 @@ def test_vllm_kill_and_resume_with_forcing(tmp_path, tiny, engine, config):
     for r in capped:
         assert r["forcing"] and r["output_ids"][r["cap"] : r["cap"] + len(forced)] == forced
         assert r["n_tokens"] <= r["cap"] + len(forced) + 3
-

@@ -28,9 +28,21 @@ def sp_toks(config):
 
 
 def _row(model: str, item: int, **kw) -> dict:
-    row = {"model": model, "arm": "native", "lang": "tha_Thai", "item": item, "sample": 0, "seed": 1, "cap": 64,
-           "announced": None, "prompt": "Question?", "text": TEXT, "finish_reason": "stop", "gold": 5,
-           "generator": "test"}
+    row = {
+        "model": model,
+        "arm": "native",
+        "lang": "tha_Thai",
+        "item": item,
+        "sample": 0,
+        "seed": 1,
+        "cap": 64,
+        "announced": None,
+        "prompt": "Question?",
+        "text": TEXT,
+        "finish_reason": "stop",
+        "gold": 5,
+        "generator": "test",
+    }
     row.update(kw)
     return row
 
@@ -41,10 +53,22 @@ def _jsonl(path, rows):
 
 
 def test_golden_pieces(sp_toks):
-    assert [sp_toks["gemma-3"].backend.sp.id_to_piece(i) for i in GEMMA_IDS] == ["hello", "▁world", "\n", "####",
-                                                                                  "▁", "5"]
-    assert [sp_toks["llama-2"].backend.sp.id_to_piece(i) for i in LLAMA2_IDS] == ["▁hello", "▁world", "<0x0A>",
-                                                                                   "####", "▁", "5"]
+    assert [sp_toks["gemma-3"].backend.sp.id_to_piece(i) for i in GEMMA_IDS] == [
+        "hello",
+        "▁world",
+        "\n",
+        "####",
+        "▁",
+        "5",
+    ]
+    assert [sp_toks["llama-2"].backend.sp.id_to_piece(i) for i in LLAMA2_IDS] == [
+        "▁hello",
+        "▁world",
+        "<0x0A>",
+        "####",
+        "▁",
+        "5",
+    ]
 
 
 def test_import_sentencepiece_ids_and_text(tmp_path, sp_toks, config):

@@ -83,8 +83,15 @@ def test_import_errors_name_the_line(tmp_path, qwen, rows):
     (tmp_path / "broken.jsonl").write_text(json.dumps(rows[0]) + "\n{not json\n", encoding="utf-8")
     res = CliRunner().invoke(
         cli,
-        ["ledger", "import", str(tmp_path / "broken.jsonl"), "--out-dir", str(tmp_path / "M"),
-         "--tokenizer", "qwen3-8b"],
+        [
+            "ledger",
+            "import",
+            str(tmp_path / "broken.jsonl"),
+            "--out-dir",
+            str(tmp_path / "M"),
+            "--tokenizer",
+            "qwen3-8b",
+        ],
     )
     assert res.exit_code == 2 and "broken.jsonl:2: not valid JSON" in res.output
     assert not (tmp_path / "M" / "_manifest.json").exists()

@@ -204,13 +204,16 @@ def test_records_are_grouped_by_their_own_tokenizer(qwen, llama):
     text = "a b c d e f g h\n#### 5\n"
     toks = [qwen, llama, llama, qwen]
     ids = [t.tokenizer.encode(text, add_special_tokens=False).ids for t in toks]
-    table = pa.table({"tokenizer": [t.name for t in toks], "output_ids": ids, "gold": [5, 5, 6, 5],
-                      "finish_reason": ["stop"] * 4})
+    table = pa.table(
+        {"tokenizer": [t.name for t in toks], "output_ids": ids, "gold": [5, 5, 6, 5], "finish_reason": ["stop"] * 4}
+    )
     res = score_by_tokenizer(table, {"qwen3-8b": qwen, "llama-3.1-8b": llama}, [1, 100])
     assert res.n_tokens.tolist() == [len(i) for i in ids]
     assert res.scores.tolist() == [[0, 1], [0, 1], [0, 0], [0, 1]]  # record 2's gold is 6
-    first = [next(b for b in range(1, len(i) + 1) if "#### 5" in t.tokenizer.decode(i[:b]))
-             for t, i in zip(toks, ids, strict=True)]
+    first = [
+        next(b for b in range(1, len(i) + 1) if "#### 5" in t.tokenizer.decode(i[:b]))
+        for t, i in zip(toks, ids, strict=True)
+    ]
     assert res.emission.tolist() == first  # E: the first parseable answer line, right or wrong
     assert res.correct.tolist() == [1, 1, 0, 1]
     one = score_by_tokenizer(table.slice(0, 1), qwen, [100])  # one tokenizer for every record: no column needed

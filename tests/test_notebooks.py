@@ -18,8 +18,14 @@ def test_premiums_notebook(tmp_path, monkeypatch):
     last = nb.cells[-1].outputs[0]["data"]["text/plain"]
     summary = ast.literal_eval(last)
     # paper §3: Qwen de 1.56 / th 2.55 / sw 1.94, Llama de 1.58 / th 2.19 / sw 1.93
-    expected = {"qwen3-8b/deu_Latn": 1.56, "qwen3-8b/tha_Thai": 2.55, "qwen3-8b/swh_Latn": 1.94,
-                "llama-3.1-8b/deu_Latn": 1.58, "llama-3.1-8b/tha_Thai": 2.19, "llama-3.1-8b/swh_Latn": 1.93}
+    expected = {
+        "qwen3-8b/deu_Latn": 1.56,
+        "qwen3-8b/tha_Thai": 2.55,
+        "qwen3-8b/swh_Latn": 1.94,
+        "llama-3.1-8b/deu_Latn": 1.58,
+        "llama-3.1-8b/tha_Thai": 2.19,
+        "llama-3.1-8b/swh_Latn": 1.93,
+    }
     for key, value in expected.items():
         assert round(summary[key], 2) == value, key
     assert {k.split("/")[0] for k in summary} == {"qwen3-8b", "llama-3.1-8b", "mistral-nemo", "whisper"}

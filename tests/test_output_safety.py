@@ -22,9 +22,12 @@ REPORT = ["--premiums", "th=3", "--budgets", "20,30", "--n-boot", "50"]
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory, qwen):
     records = [
-        make_record(qwen, f"Thinking.\n#### {10 + item + (sample == 1)}\n", arm=arm, item=item, sample=sample,
-                    gold=10 + item)
-        for arm in ("native", "translate-act") for item in range(3) for sample in range(2)
+        make_record(
+            qwen, f"Thinking.\n#### {10 + item + (sample == 1)}\n", arm=arm, item=item, sample=sample, gold=10 + item
+        )
+        for arm in ("native", "translate-act")
+        for item in range(3)
+        for sample in range(2)
     ]
     root = tmp_path_factory.mktemp("ledger")
     Ledger(root).append(records, qwen)
@@ -197,8 +200,11 @@ def _alter_one_token_id(ledger_root):
 @pytest.fixture
 def damaged(tmp_path, qwen):
     root = tmp_path / "damaged"
-    records = [make_record(qwen, f"#### {10 + item}\n", arm=arm, item=item, gold=10 + item)
-               for arm in ("native", "translate-act") for item in range(3)]
+    records = [
+        make_record(qwen, f"#### {10 + item}\n", arm=arm, item=item, gold=10 + item)
+        for arm in ("native", "translate-act")
+        for item in range(3)
+    ]
     Ledger(root).append(records, qwen)
     return root, _alter_one_token_id(root)
 
@@ -209,11 +215,33 @@ def damaged(tmp_path, qwen):
         ["ledger", "info", "{ledger}"],
         ["score", "--ledger", "{ledger}", "--budgets", "20"],
         ["sweep", "--ledger", "{ledger}", "--premiums", "th=3", "--budgets", "20", "--n-boot", "20"],
-        ["report", "--ledger", "{ledger}", "--premiums", "th=3", "--budgets", "20", "--n-boot", "20",
-         "--out-dir", "{tmp}/rep"],
+        [
+            "report",
+            "--ledger",
+            "{ledger}",
+            "--premiums",
+            "th=3",
+            "--budgets",
+            "20",
+            "--n-boot",
+            "20",
+            "--out-dir",
+            "{tmp}/rep",
+        ],
         ["audit", "--ledger", "{ledger}", "--only", "parity", "--out-dir", "{tmp}/aud"],
-        ["price", "--ledger", "{ledger}", "--lang", "th", "--cap", "20", "--learn-extension", "--size", "1",
-         "--no-premium"],
+        [
+            "price",
+            "--ledger",
+            "{ledger}",
+            "--lang",
+            "th",
+            "--cap",
+            "20",
+            "--learn-extension",
+            "--size",
+            "1",
+            "--no-premium",
+        ],
     ],
     ids=lambda a: a[0] if a[0] != "ledger" else "ledger info",
 )

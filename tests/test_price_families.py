@@ -38,10 +38,25 @@ def _records(tok, lines) -> list[dict]:
                 value = 7 if (item + sample) % 3 else 8  # gold 7: every third trace is wrong
                 text = f"{line[: 8 + 9 * item]}\n#### {value}"  # longer with the item: late answers pass the cap
                 ids = [*tok.encode(text), eos]
-                out.append({"model": tok.name, "arm": arm, "lang": "tha_Thai", "item": item, "sample": sample,
-                            "seed": sample, "cap": 4096, "prompt": "q", "prompt_ids": [3], "output_ids": ids,
-                            "text": text, "finish_reason": "stop", "gold": 7, "generator": "hand",
-                            "tokenizer": tok.name})
+                out.append(
+                    {
+                        "model": tok.name,
+                        "arm": arm,
+                        "lang": "tha_Thai",
+                        "item": item,
+                        "sample": sample,
+                        "seed": sample,
+                        "cap": 4096,
+                        "prompt": "q",
+                        "prompt_ids": [3],
+                        "output_ids": ids,
+                        "text": text,
+                        "finish_reason": "stop",
+                        "gold": 7,
+                        "generator": "hand",
+                        "tokenizer": tok.name,
+                    }
+                )
     return out
 
 
@@ -76,8 +91,11 @@ def test_price_any_family_with_base_as_retokenizer(tmp_path, config, lines, name
         learned = price_ledger(led, name, "th", [CAP], learn_size=3, tokenizer=tok, n_boot=50)
         assert learned.rows[0].acc_native == pytest.approx(want_native)
         return
-    with pytest.raises(MindcapError, match=rf"^{name} is a {tok.family} tokenizer, which cannot be extended yet; "
-                       r"extensions can be learned only for `tokenizers` byte-level BPE bases"):
+    with pytest.raises(
+        MindcapError,
+        match=rf"^{name} is a {tok.family} tokenizer, which cannot be extended yet; "
+        r"extensions can be learned only for `tokenizers` byte-level BPE bases",
+    ):
         price_ledger(led, name, "th", [CAP], learn_size=3, tokenizer=tok, n_boot=50)
     with pytest.raises(MindcapError, match="cannot be extended yet"):
         price_ledger(led, name, "th", [CAP], extension=tmp_path / "nowhere", tokenizer=tok, n_boot=50)

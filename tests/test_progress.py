@@ -14,7 +14,10 @@ def test_plain_lines_when_not_a_terminal():
             advance()
     lines = log.getvalue().splitlines()
     assert [x.split(",")[0] for x in lines] == [
-        "scoring: 1/4 (25%)", "scoring: 2/4 (50%)", "scoring: 3/4 (75%)", "scoring: 4/4 (100%)"
+        "scoring: 1/4 (25%)",
+        "scoring: 2/4 (50%)",
+        "scoring: 3/4 (75%)",
+        "scoring: 4/4 (100%)",
     ]
     assert all(x.endswith(" s") for x in lines)
 

@@ -36,8 +36,9 @@ def ledger(tmp_path_factory, qwen):
             gold = 10 + item
             wrong = item == 3 and sample == 1
             records.append(make_record(qwen, _text(item >= 2, gold + wrong), item=item, sample=sample, gold=gold))
-            records.append(make_record(qwen, _text(False, gold), arm="translate-act", item=item, sample=sample,
-                                       gold=gold))
+            records.append(
+                make_record(qwen, _text(False, gold), arm="translate-act", item=item, sample=sample, gold=gold)
+            )
     assert all(r["announced"] is None for r in records)
     root = tmp_path_factory.mktemp("checks") / "L"
     Ledger(root).append(records, qwen)
@@ -64,8 +65,10 @@ def one_line_error(res, *needles: str) -> str:
 
 # -- 1. a protocol's premiums file is covered by its freeze ---------------------------------------------------
 
-PROTOCOL = ('name = "inputs"\nn_boot = 200\nseed = 1\npremiums = "prem.json"\n'
-            '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 30\n')
+PROTOCOL = (
+    'name = "inputs"\nn_boot = 200\nseed = 1\npremiums = "prem.json"\n'
+    '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 30\n'
+)
 
 
 def _premiums(folder, r: float) -> None:
@@ -118,6 +121,7 @@ def test_a_freeze_record_without_input_hashes_is_refused_when_the_protocol_names
 
 # -- 4. an audit of no records is an error, never "ok" --------------------------------------------------------
 
+
 def test_audit_of_an_empty_ledger_is_an_error(tmp_path):
     from mindcap_tok.audits import run_audits
 
@@ -126,8 +130,19 @@ def test_audit_of_an_empty_ledger_is_an_error(tmp_path):
     empty.manifest_path.write_text(json.dumps(empty.manifest()), "utf-8")  # a ledger with 0 records
     assert empty.read().num_rows == 0
     out = tmp_path / "out"
-    res = run(["audit", "--ledger", empty.root, "--out-dir", out, "--only", "parser,parity,normalizer",
-               "--premiums", "th=1.5"])
+    res = run(
+        [
+            "audit",
+            "--ledger",
+            empty.root,
+            "--out-dir",
+            out,
+            "--only",
+            "parser,parity,normalizer",
+            "--premiums",
+            "th=1.5",
+        ]
+    )
     one_line_error(res, "no records", "nothing to audit")
     assert "ok" not in res.stdout and not out.exists()
     with pytest.raises(MindcapError, match="no records"):
@@ -138,9 +153,11 @@ def test_audit_of_an_empty_ledger_is_an_error(tmp_path):
 
 # -- 5. every JSON a command writes is strict -----------------------------------------------------------------
 
+
 def test_sweep_json_is_strict_with_missing_announced_budgets(ledger):
-    res = run(["sweep", "--ledger", ledger, "--premiums", "th=3", "--budgets", "30", "--n-boot", "100",
-               "--format", "json"])
+    res = run(
+        ["sweep", "--ledger", ledger, "--premiums", "th=3", "--budgets", "30", "--n-boot", "100", "--format", "json"]
+    )
     assert res.exit_code == 0, res.output
     row = strict(res.stdout)["rows"][0]
     assert row["announced"] is None and row["delta"] == pytest.approx(3 / 8)
@@ -160,15 +177,31 @@ def test_protocol_outputs_are_strict(ledger, tmp_path):
 def test_audit_json_is_strict(qwen, tmp_path):
     from mindcap_tok.audits import AuditResult, SuiteResult
 
-    suite = SuiteResult("L", 1, [AuditResult("parity", summary={"raw_agreement": math.nan, "n": 0,
-                                                                "ratio": float("inf")})])
+    suite = SuiteResult(
+        "L", 1, [AuditResult("parity", summary={"raw_agreement": math.nan, "n": 0, "ratio": float("inf")})]
+    )
     data = strict(json.dumps(suite.as_dict(), allow_nan=False))
     assert data["audits"][0]["summary"] == {"raw_agreement": None, "n": 0, "ratio": None}
     path = tmp_path / "L"
     Ledger(path).append(make_cell(qwen), qwen)  # no announced budgets
     out = tmp_path / "out"
-    res = run(["audit", "--ledger", path, "--out-dir", out, "--only", "parser,parity,normalizer", "--premiums",
-               "th=1.5", "--budgets", "8,16", "--n-boot", "50"])
+    res = run(
+        [
+            "audit",
+            "--ledger",
+            path,
+            "--out-dir",
+            out,
+            "--only",
+            "parser,parity,normalizer",
+            "--premiums",
+            "th=1.5",
+            "--budgets",
+            "8,16",
+            "--n-boot",
+            "50",
+        ]
+    )
     assert res.exit_code == 0, res.output
     data = strict((out / "audit.json").read_text("utf-8"))
     assert data["records"] == 6 and [a["status"] for a in data["audits"]] == ["ok"] * 3
@@ -176,17 +209,26 @@ def test_audit_json_is_strict(qwen, tmp_path):
 
 # -- 6. budgets are positive token counts, up to 2**31 − 1 ----------------------------------------------------
 
-@pytest.mark.parametrize("bad, item", [("100000000000000000000", "'100000000000000000000'"), ("0", "'0'"),
-                                       ("64,-8", "'-8'"), ("64,abc", "'abc'"), ("64,,128", "'64,,128'"),
-                                       ("", "empty"), ("2147483648", "'2147483648'")])
+
+@pytest.mark.parametrize(
+    "bad, item",
+    [
+        ("100000000000000000000", "'100000000000000000000'"),
+        ("0", "'0'"),
+        ("64,-8", "'-8'"),
+        ("64,abc", "'abc'"),
+        ("64,,128", "'64,,128'"),
+        ("", "empty"),
+        ("2147483648", "'2147483648'"),
+    ],
+)
 def test_bad_budgets_are_one_line_errors(ledger, bad, item):
     res = run(["score", "--ledger", ledger, "--budgets", bad])
     one_line_error(res, "--budgets", item, f"from 1 to {MAX_BUDGET}")
 
 
 def test_the_largest_budget_is_accepted(ledger):
-    res = run(["score", "--ledger", ledger, "--budgets", f"30,{MAX_BUDGET}", "--arm", "native", "--format",
-               "json"])
+    res = run(["score", "--ledger", ledger, "--budgets", f"30,{MAX_BUDGET}", "--arm", "native", "--format", "json"])
     assert res.exit_code == 0, res.output
     acc = {r["budget"]: r["accuracy"] for r in strict(res.stdout)}
     assert acc == {30: pytest.approx(4 / 8), MAX_BUDGET: pytest.approx(7 / 8)}

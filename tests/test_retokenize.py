@@ -203,14 +203,16 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path):
     # parent must stop with the error, not wait forever
     save_tiny(tmp_path / "tiny")
     script = tmp_path / "unguarded.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import importlib
         from mindcap_tok.tokenizer import load_tokenizer
         from mindcap_tok.adaptation.retokenize import retokenize
         importlib.import_module("mindcap_tok.adaptation.retokenize").PARALLEL_MIN_CHARS = 0
         tok = load_tokenizer({str(tmp_path / "tiny")!r})
         retokenize(["กากา\\n#### 7"] * 300, tok, [8], workers=2)
-    """))
+    """)
+    )
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "a retokenizing worker process died" in run.stderr

@@ -84,8 +84,20 @@ def _frame(tok, lines: list[str], n: int, seed: int) -> pd.DataFrame:
     rows = []
     for i in range(n):
         ids, gold, finish = _trace(tok, rng, i % 12, lines)
-        rows.append({"model": tok.name, "arm": "native", "lang": "tha_Thai", "item": i, "sample": 0, "cap": 4096,
-                     "output_ids": ids, "gold": gold, "finish_reason": finish, "tokenizer": tok.name})
+        rows.append(
+            {
+                "model": tok.name,
+                "arm": "native",
+                "lang": "tha_Thai",
+                "item": i,
+                "sample": 0,
+                "cap": 4096,
+                "output_ids": ids,
+                "gold": gold,
+                "finish_reason": finish,
+                "tokenizer": tok.name,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -149,7 +161,8 @@ def test_scorer_equals_decoding_every_prefix_all_families(case, parser):
             checked += 1
     assert checked > len(frame) // 2
     ends = [table.token_ends(ids) for ids in frame["output_ids"]]
-    via_text = score_prefixes(texts, ends, frame["gold"].tolist(), budgets, parser,
-                              complete=(frame["finish_reason"] == "stop").to_numpy())
+    via_text = score_prefixes(
+        texts, ends, frame["gold"].tolist(), budgets, parser, complete=(frame["finish_reason"] == "stop").to_numpy()
+    )
     np.testing.assert_array_equal(via_text.scores, ref_scores)
     np.testing.assert_array_equal(via_text.emission, ref_emission)

@@ -47,8 +47,9 @@ def hf(tiny):
 
 def local_prompt(hf, user: str) -> tuple[str, list[int]]:
     """The chat template applied here with transformers directly (thinking off), as the other backends do."""
-    text = hf.apply_chat_template([{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True,
-                                  enable_thinking=False)
+    text = hf.apply_chat_template(
+        [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
     return text, hf(text, add_special_tokens=False)["input_ids"]
 
 
@@ -145,33 +146,67 @@ class Fake:
         if fault == "500":
             return h.reply(500, {"error": {"message": "EngineCore died\nTraceback ...", "code": 500}})
         if fault == "400":
-            return h.reply(400, {"error": {"message": "max_tokens is too large", "type": "BadRequestError",
-                                           "param": None, "code": 400}})
+            return h.reply(
+                400,
+                {
+                    "error": {
+                        "message": "max_tokens is too large",
+                        "type": "BadRequestError",
+                        "param": None,
+                        "code": 400,
+                    }
+                },
+            )
         if fault == "garbage":
             return h.reply(200, None, raw=b'{"choices": [ {"index": 0,')
         if fault == "long":  # text only, and more of it than the cap allows
-            return h.reply(200, {"choices": [{"index": i, "text": "x " * 40, "finish_reason": "length"}
-                                             for i in range(body["n"])]})
+            return h.reply(
+                200, {"choices": [{"index": i, "text": "x " * 40, "finish_reason": "length"} for i in range(body["n"])]}
+            )
         if fault == "abort":
-            return h.reply(200, {"choices": [{"index": i, "text": "", "finish_reason": "abort", "token_ids": []}
-                                             for i in range(body["n"])]})
+            return h.reply(
+                200,
+                {
+                    "choices": [
+                        {"index": i, "text": "", "finish_reason": "abort", "token_ids": []} for i in range(body["n"])
+                    ]
+                },
+            )
         if self.key is not None and h.headers.get("Authorization") != f"Bearer {self.key}":
             return h.reply(401, {"error": "Unauthorized"})
         if body["model"] != self.served:
-            return h.reply(404, {"error": {"message": f"The model `{body['model']}` does not exist.",
-                                           "type": "NotFoundError", "param": "model", "code": 404}})
+            return h.reply(
+                404,
+                {
+                    "error": {
+                        "message": f"The model `{body['model']}` does not exist.",
+                        "type": "NotFoundError",
+                        "param": "model",
+                        "code": 404,
+                    }
+                },
+            )
         extensions = sorted({"return_token_ids", "top_k"} & set(body))
         if self.mode == "plain" and (extensions or not isinstance(body.get("prompt"), str)):
             bad = extensions or ["prompt"]
-            return h.reply(400, {"error": {"message": f"Unrecognized request argument supplied: {bad[0]}",
-                                           "type": "invalid_request_error", "param": None, "code": None}})
+            return h.reply(
+                400,
+                {
+                    "error": {
+                        "message": f"Unrecognized request argument supplied: {bad[0]}",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            )
         time.sleep(self.delay)
         h.reply(200, self.answer(body, h.path))
 
     def answer(self, body: dict, path: str) -> dict:
         chat = path.endswith("/chat/completions")
         if chat:
-            prompt_ids = local_prompt(self.hf, body["messages"][0]["content"])[1][self.prompt_shift:]
+            prompt_ids = local_prompt(self.hf, body["messages"][0]["content"])[1][self.prompt_shift :]
         elif isinstance(body["prompt"], list):
             prompt_ids = list(body["prompt"])
         else:
@@ -185,14 +220,23 @@ class Fake:
             if self.mode == "ids":
                 c["token_ids"] = ids
                 if not chat:
-                    c["prompt_token_ids"] = prompt_ids[self.prompt_shift:]
+                    c["prompt_token_ids"] = prompt_ids[self.prompt_shift :]
             elif self.mode == "logprobs" and body.get("return_tokens_as_token_ids"):
-                c["logprobs"] = {"tokens": [f"token_id:{t}" for t in ids], "token_logprobs": [-1.0] * len(ids),
-                                 "text_offset": list(range(len(ids))), "top_logprobs": None}
+                c["logprobs"] = {
+                    "tokens": [f"token_id:{t}" for t in ids],
+                    "token_logprobs": [-1.0] * len(ids),
+                    "text_offset": list(range(len(ids))),
+                    "top_logprobs": None,
+                }
             choices.append(c)
-        out = {"id": "cmpl-fake", "object": "chat.completion" if chat else "text_completion", "created": 1,
-               "model": self.served, "choices": choices,
-               "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": 1, "total_tokens": 1}}
+        out = {
+            "id": "cmpl-fake",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": 1,
+            "model": self.served,
+            "choices": choices,
+            "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": 1, "total_tokens": 1},
+        }
         if chat and self.mode == "ids":
             out["prompt_token_ids"] = prompt_ids
         return out
@@ -296,22 +340,56 @@ def test_request_bodies(tiny, fakes):
     req = GenRequest((5, 6, 7), 3, 64, 1234, 0.6, 0.95, 20, text="<p>", user="hi", name="x")
     b = ServerBackend(str(tiny), "t", ServerSpec(base_url=(fake.url,), model="served"))
     assert b.version == "vllm 0.0.fake"
-    assert b.body(req) == {"model": "served", "n": 3, "max_tokens": 64, "seed": 1234, "temperature": 0.6,
-                           "top_p": 0.95, "prompt": [5, 6, 7], "return_token_ids": True, "top_k": 20}
-    assert b.body(req, plain=True) == {"model": "served", "n": 3, "max_tokens": 64, "seed": 1234,
-                                       "temperature": 0.6, "top_p": 0.95, "prompt": "<p>"}
+    assert b.body(req) == {
+        "model": "served",
+        "n": 3,
+        "max_tokens": 64,
+        "seed": 1234,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "prompt": [5, 6, 7],
+        "return_token_ids": True,
+        "top_k": 20,
+    }
+    assert b.body(req, plain=True) == {
+        "model": "served",
+        "n": 3,
+        "max_tokens": 64,
+        "seed": 1234,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "prompt": "<p>",
+    }
     greedy = GenRequest((5,), 1, 16, 0, 0.0, stop_ids=(9, 11))  # a forcing continuation: greedy, ids only
-    assert b.body(greedy) == {"model": "served", "n": 1, "max_tokens": 16, "seed": 0, "temperature": 0.0,
-                              "prompt": [5], "return_token_ids": True, "stop_token_ids": [9, 11]}
+    assert b.body(greedy) == {
+        "model": "served",
+        "n": 1,
+        "max_tokens": 16,
+        "seed": 0,
+        "temperature": 0.0,
+        "prompt": [5],
+        "return_token_ids": True,
+        "stop_token_ids": [9, 11],
+    }
     with pytest.raises(MindcapError, match="forcing continuations cannot be sent"):
         b.body(greedy, plain=True)
     chat = ServerBackend(str(tiny), "t", ServerSpec(base_url=(fake.url,), endpoint="chat", logprob_ids=True))
     assert chat.served_model == str(tiny)  # the job's model unless [server] model names the served one
-    assert chat.body(req) == {"model": str(tiny), "n": 3, "max_tokens": 64, "seed": 1234, "temperature": 0.6,
-                              "top_p": 0.95, "messages": [{"role": "user", "content": "hi"}],
-                              "return_token_ids": True, "top_k": 20,
-                              "chat_template_kwargs": {"enable_thinking": False},
-                              "return_tokens_as_token_ids": True, "logprobs": True, "top_logprobs": 0}
+    assert chat.body(req) == {
+        "model": str(tiny),
+        "n": 3,
+        "max_tokens": 64,
+        "seed": 1234,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "messages": [{"role": "user", "content": "hi"}],
+        "return_token_ids": True,
+        "top_k": 20,
+        "chat_template_kwargs": {"enable_thinking": False},
+        "return_tokens_as_token_ids": True,
+        "logprobs": True,
+        "top_logprobs": 0,
+    }
     with pytest.raises(MindcapError, match="needs endpoint = completions"):
         chat.body(greedy)
 
@@ -352,7 +430,9 @@ HOSTED_CHAT = """{"id": "chatcmpl-abc", "object": "chat.completion", "created": 
 def test_ids_from_each_response_shape():
     got = parse_response(json.loads(VLLM_COMPLETIONS), 2, chat=False)
     assert [(c["ids"], c["prompt_ids"], c["text"], c["finish_reason"]) for c in got] == [
-        ((30, 2), (1, 20, 21), " 9", "stop"), ((40, 41, 42), (1, 20, 21), " 7", "length")]
+        ((30, 2), (1, 20, 21), " 9", "stop"),
+        ((40, 41, 42), (1, 20, 21), " 7", "length"),
+    ]
     (c,) = parse_response(json.loads(VLLM_CHAT), 1, chat=True)
     assert (c["ids"], c["prompt_ids"], c["text"]) == ((50, 51, 2), (1, 60, 61, 62), "#### 9")
     assert c["finish_reason"] == "stop"
@@ -362,11 +442,13 @@ def test_ids_from_each_response_shape():
     assert c["ids"] == (80, 2)
     (c,) = parse_response(json.loads(HOSTED_CHAT), 1, chat=True)
     assert (c["ids"], c["prompt_ids"], c["text"]) == (None, None, "The answer is 9")
-    bad = [({"choices": [{"index": 0, "text": "x", "token_ids": [1, "2"]}]}, "not a list of token ids"),
-           ({"choices": [{"index": 0, "text": "x", "token_ids": [1, -3]}]}, "not a list of token ids"),
-           ({"choices": [{"index": 1, "text": "x"}]}, "not indices 0..0"),
-           ({"object": "error"}, "no choices list"),
-           ({"choices": [{"index": 0, "text": "x", "logprobs": {"tokens": ["a"]}}]}, "is not 'token_id:N'")]
+    bad = [
+        ({"choices": [{"index": 0, "text": "x", "token_ids": [1, "2"]}]}, "not a list of token ids"),
+        ({"choices": [{"index": 0, "text": "x", "token_ids": [1, -3]}]}, "not a list of token ids"),
+        ({"choices": [{"index": 1, "text": "x"}]}, "not indices 0..0"),
+        ({"object": "error"}, "no choices list"),
+        ({"choices": [{"index": 0, "text": "x", "logprobs": {"tokens": ["a"]}}]}, "is not 'token_id:N'"),
+    ]
     for body, message in bad:
         with pytest.raises(MindcapError, match=message):
             parse_response(body, 1, chat=False)
@@ -393,7 +475,8 @@ def test_two_servers_share_the_job_and_records_match_their_answers(tmp_path, tin
     bodies = a.bodies + b.bodies
     assert len(bodies) == 6 and a.bodies and b.bodies  # one request per prompt, spread over both
     assert {(bd["seed"], bd["n"], bd["max_tokens"], bd["top_k"]) for bd in bodies} == {
-        (r["seed"], 2, 12, 20) for r in rows}
+        (r["seed"], 2, 12, 20) for r in rows
+    }
     assert max(a.max_inflight, b.max_inflight) <= 2
     # resuming through another URL with other connection settings is the same job; another served model is not
     moved = parse_spec(server_spec(tiny, b.url, concurrency=5, timeout_s=3))
@@ -469,13 +552,16 @@ def test_prompt_id_mismatch_is_an_error_naming_the_request(tmp_path, tiny, hf, f
 
 @pytest.mark.parametrize(
     ("fault", "message"),
-    [("400", "answered 400: max_tokens is too large"),
-     ("garbage", "sent a malformed response (not JSON"),
-     ("abort", "finish_reason 'abort' (not stop/length: nothing stored)"),
-     ("long", "tokens, above the cap 12 (does it serve a model with the job's tokenizer?)")],
+    [
+        ("400", "answered 400: max_tokens is too large"),
+        ("garbage", "sent a malformed response (not JSON"),
+        ("abort", "finish_reason 'abort' (not stop/length: nothing stored)"),
+        ("long", "tokens, above the cap 12 (does it serve a model with the job's tokenizer?)"),
+    ],
 )
-def test_a_failed_request_fails_its_shard_at_once_and_resume_completes(tmp_path, tiny, hf, fakes, config, fault,
-                                                                       message):
+def test_a_failed_request_fails_its_shard_at_once_and_resume_completes(
+    tmp_path, tiny, hf, fakes, config, fault, message
+):
     fake = fakes()
     spec = parse_spec(server_spec(tiny, fake.url, {"shard_size": 3, "langs": ["deu_Latn"]}, concurrency=1))
     b = backend(tiny, spec)
@@ -510,9 +596,12 @@ def test_wrong_model_name_and_invalid_key(tmp_path, tiny, fakes, config, monkeyp
 
 def test_unreachable_url_through_the_cli(tmp_path, tiny, capsys, fakes):
     job = tmp_path / "job.toml"
-    job.write_text(f'name = "t"\nmodel = "{tiny}"\nmodel_name = "tiny-qwen3"\narms = ["native"]\n'
-                   'langs = ["deu_Latn"]\nitems = [0]\nk = 1\ndesign = "replay"\ncaps = [8]\n'
-                   '[server]\nmodel = "tiny"\nmax_retries = 2\ntimeout_s = 2\n', "utf-8")
+    job.write_text(
+        f'name = "t"\nmodel = "{tiny}"\nmodel_name = "tiny-qwen3"\narms = ["native"]\n'
+        'langs = ["deu_Latn"]\nitems = [0]\nk = 1\ndesign = "replay"\ncaps = [8]\n'
+        '[server]\nmodel = "tiny"\nmax_retries = 2\ntimeout_s = 2\n',
+        "utf-8",
+    )
     dead = f"http://127.0.0.1:{free_port()}/v1"
     t0 = time.perf_counter()
     with pytest.raises(SystemExit) as exc:
@@ -522,8 +611,9 @@ def test_unreachable_url_through_the_cli(tmp_path, tiny, capsys, fakes):
     assert len(err) == 1 and err[0].startswith("error: request native/deu_Latn/replay-cap8/00000 item 0 failed after 3")
     assert f"cannot reach {dead} (ConnectError" in err[0]
     with pytest.raises(SystemExit) as exc:
-        main(["generate", str(job), "--out-dir", str(tmp_path / "led"), "--backend", "transformers",
-              "--base-url", dead])
+        main(
+            ["generate", str(job), "--out-dir", str(tmp_path / "led"), "--backend", "transformers", "--base-url", dead]
+        )
     assert exc.value.code != 0 and "--base-url is for the server backend" in capsys.readouterr().err
     fake = fakes(mode="plain")  # and the same job through a live server (text only): one warning line
     with pytest.raises(SystemExit) as exc:

@@ -41,10 +41,25 @@ def served(tiny, tmp_path_factory):
         port = s.getsockname()[1]
     env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
     log_path = tmp_path_factory.mktemp("server") / "vllm.log"
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny), "--host", "127.0.0.1",
-           "--port", str(port), "--max-model-len", "1024", "--served-model-name", "tiny", "--seed", "0",
-           # vllm-cpu 0.32 fails seeded requests whose prefill is chunked (see backends/vllm.py)
-           "--no-enable-chunked-prefill"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(tiny),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        "1024",
+        "--served-model-name",
+        "tiny",
+        "--seed",
+        "0",
+        # vllm-cpu 0.32 fails seeded requests whose prefill is chunked (see backends/vllm.py)
+        "--no-enable-chunked-prefill",
+    ]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
@@ -86,8 +101,9 @@ def test_records_from_a_real_vllm_server(tmp_path, tiny, served, config):
     rows = frame(tmp_path / "a")
     for r in rows:
         user = build_prompt(load_mgsm(r["lang"])[r["item"]].question, "native", r["lang"], None, "none", "mgsm-v1")
-        text = hf.apply_chat_template([{"role": "user", "content": user.text}], tokenize=False,
-                                      add_generation_prompt=True, enable_thinking=False)
+        text = hf.apply_chat_template(
+            [{"role": "user", "content": user.text}], tokenize=False, add_generation_prompt=True, enable_thinking=False
+        )
         assert r["prompt"] == text and r["prompt_ids"] == hf(text, add_special_tokens=False)["input_ids"]
         assert r["text"] == hf.backend_tokenizer.decode(r["output_ids"], skip_special_tokens=True)
         assert 0 < r["n_tokens"] <= 12 and not r["retokenized"]
@@ -98,8 +114,9 @@ def test_records_from_a_real_vllm_server(tmp_path, tiny, served, config):
     assert frame(tmp_path / "b") == rows  # the request's seed makes a rerun identical
 
     chat = parse_spec(spec_data(tiny, name="chat", server={"base_url": served, "model": "tiny", "endpoint": "chat"}))
-    run_job(chat, tmp_path / "chat", ServerBackend(str(tiny), "tiny-qwen3", chat.server),
-            data_dir=config.data_dir.value)
+    run_job(
+        chat, tmp_path / "chat", ServerBackend(str(tiny), "tiny-qwen3", chat.server), data_dir=config.data_dir.value
+    )
     chat_rows = frame(tmp_path / "chat")
     assert [(r["prompt"], r["prompt_ids"]) for r in chat_rows] == [(r["prompt"], r["prompt_ids"]) for r in rows]
     for r in chat_rows:
@@ -108,8 +125,15 @@ def test_records_from_a_real_vllm_server(tmp_path, tiny, served, config):
 
 
 def test_forcing_through_a_real_vllm_server(tmp_path, tiny, served, config):
-    spec = job(tiny, served, name="forced", design="independent", caps=[5, 9], langs=["deu_Latn"],
-               forcing={"enabled": True, "max_tokens": 3})
+    spec = job(
+        tiny,
+        served,
+        name="forced",
+        design="independent",
+        caps=[5, 9],
+        langs=["deu_Latn"],
+        forcing={"enabled": True, "max_tokens": 3},
+    )
     backend = ServerBackend(str(tiny), "tiny-qwen3", spec.server)
     assert run_job(spec, tmp_path / "f", backend, data_dir=config.data_dir.value).records == 12
     forced = backend.tok.encode("\n####")

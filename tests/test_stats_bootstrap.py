@@ -55,8 +55,15 @@ def test_percentile_ci_agrees_with_scipy_within_monte_carlo_error():
         idx = idx.astype(int)
         return per_item[idx].sum(axis=axis) / (8.0 * idx.shape[axis])
 
-    res = sps.bootstrap((np.arange(80),), clustered_accuracy, n_resamples=n_boot, method="percentile",
-                        vectorized=True, random_state=np.random.default_rng(12), confidence_level=0.95)
+    res = sps.bootstrap(
+        (np.arange(80),),
+        clustered_accuracy,
+        n_resamples=n_boot,
+        method="percentile",
+        vectorized=True,
+        random_state=np.random.default_rng(12),
+        confidence_level=0.95,
+    )
     se = ours.se()[0]
     # each 2.5% quantile from 4000 draws has MC sd ≈ 0.04·se; two independent ones differ by ≈ 0.06·se
     assert abs(lo[0] - res.confidence_interval.low) < 0.25 * se

@@ -85,8 +85,17 @@ def test_independent_frame_reads_each_cap_as_its_own_budget():
 
 def test_premium_table_forms_and_exact_floor():
     # the paper: r = 2.550777 (2135/837 for Qwen3 Thai) gives floor(r·256) = 652
-    table = premium_table([{"model": "qwen3-8b", "lang": "th", "premium": 2.5507765830346476,
-                            "tokens": 2135 * 100, "ref_tokens": 837 * 100}])
+    table = premium_table(
+        [
+            {
+                "model": "qwen3-8b",
+                "lang": "th",
+                "premium": 2.5507765830346476,
+                "tokens": 2135 * 100,
+                "ref_tokens": 837 * 100,
+            }
+        ]
+    )
     r = lookup_premium(table, "Qwen3-8B", "tha_Thai")  # registry alias of the same model
     assert r == Fraction(2135, 837)
     assert required_budgets([256], [r]) == [256, 652]
@@ -110,8 +119,9 @@ def test_grid_from_frames_equals_direct_sums(sim):
     design, data, _budgets, by_budget = sim
     grid = accuracy_grid(by_budget)
     direct = data.grid(grid.budgets)
-    order = [[(c.arm, c.lang) for c in design.cells].index(k) for k in zip(grid.cells.arm, grid.cells.lang,
-                                                                            strict=True)]
+    order = [
+        [(c.arm, c.lang) for c in design.cells].index(k) for k in zip(grid.cells.arm, grid.cells.lang, strict=True)
+    ]
     np.testing.assert_array_equal(grid.correct, direct.correct[:, order])
     np.testing.assert_array_equal(grid.count, direct.count[:, order])
 

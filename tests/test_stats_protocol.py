@@ -60,8 +60,12 @@ id = "EQ-de"
 kind = "equivalence-check"
 """
 
-GOOD_EQ = TOML.replace('kind = "equivalence-check"', 'kind = "delta"\nlang = "de"\nbudget = 1024\n'
-                                                      'alternative = "equivalence"\nmargin = 5') + """
+GOOD_EQ = (
+    TOML.replace(
+        'kind = "equivalence-check"',
+        'kind = "delta"\nlang = "de"\nbudget = 1024\nalternative = "equivalence"\nmargin = 5',
+    )
+    + """
 [[hypotheses]]
 id = "H3-th"
 kind = "contrast"
@@ -69,6 +73,7 @@ alternative = "less"
 a = { arm = "native", lang = "th", budget = 256 }
 b = { arm = "translate-act", lang = "th", budget = 256 }
 """
+)
 
 YAML = """\
 name: sim-family

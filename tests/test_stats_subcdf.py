@@ -15,12 +15,20 @@ from mindcap_tok.stats.subcdf import compare_prediction, predict_delta, split_it
 
 def _records():
     # emission NaN = never; C is the completed trace's correctness
-    return pd.DataFrame({
-        "model": "m", "arm": "native", "lang": "deu_Latn", "item": [0, 0, 1, 1, 2],
-        "sample": [0, 1, 0, 1, 0], "emission": [50, 120, np.nan, 90, 300], "correct": [1, 1, 0, 0, 1],
-        "n_tokens": [60, 130, 4096, 100, 310], "finish_reason": ["stop", "stop", "length", "stop", "stop"],
-        "cap": 4096,
-    })
+    return pd.DataFrame(
+        {
+            "model": "m",
+            "arm": "native",
+            "lang": "deu_Latn",
+            "item": [0, 0, 1, 1, 2],
+            "sample": [0, 1, 0, 1, 0],
+            "emission": [50, 120, np.nan, 90, 300],
+            "correct": [1, 1, 0, 0, 1],
+            "n_tokens": [60, 130, 4096, 100, 310],
+            "finish_reason": ["stop", "stop", "length", "stop", "stop"],
+            "cap": 4096,
+        }
+    )
 
 
 def test_subcdf_worked_by_hand():

@@ -11,12 +11,22 @@ from mindcap_tok.stats.timing import emission_timing, timing_contrast
 
 
 def _frame():
-    nat = {"emission": [10, 20, 30, 40, np.nan], "n_tokens": [15, 25, 35, 45, 4096],
-           "finish_reason": ["stop"] * 4 + ["length"], "correct": [1, 0, 1, 1, 0]}
-    tr = {"emission": [50, 60, np.nan, np.nan, 70], "n_tokens": [55, 65, 100, 4096, 75],
-          "finish_reason": ["stop", "stop", "stop", "length", "stop"], "correct": [1, 1, 0, 0, 1]}
-    rows = [pd.DataFrame({"model": "m", "arm": arm, "lang": "swh_Latn", "item": range(5), "sample": 0, "cap": 4096,
-                          **cols}) for arm, cols in (("native", nat), ("translate-act", tr))]
+    nat = {
+        "emission": [10, 20, 30, 40, np.nan],
+        "n_tokens": [15, 25, 35, 45, 4096],
+        "finish_reason": ["stop"] * 4 + ["length"],
+        "correct": [1, 0, 1, 1, 0],
+    }
+    tr = {
+        "emission": [50, 60, np.nan, np.nan, 70],
+        "n_tokens": [55, 65, 100, 4096, 75],
+        "finish_reason": ["stop", "stop", "stop", "length", "stop"],
+        "correct": [1, 1, 0, 0, 1],
+    }
+    rows = [
+        pd.DataFrame({"model": "m", "arm": arm, "lang": "swh_Latn", "item": range(5), "sample": 0, "cap": 4096, **cols})
+        for arm, cols in (("native", nat), ("translate-act", tr))
+    ]
     return pd.concat(rows, ignore_index=True)
 
 

@@ -37,8 +37,10 @@ def test_values_become_strict():
     assert strict_json_value(data) == {"a": [1.5, None, {"b": None, "c": [3, None]}], "2": [1.0, None]}
     rows = [{"announced": math.nan, "x": [{"y": -math.inf}]}]
     assert strict_loads(to_json(rows)) == [{"announced": None, "x": [{"y": None}]}]
-    assert strict_loads(dumps_strict(pd.DataFrame({"a": [1.0, np.nan]}).to_dict("records"))) == [{"a": 1.0},
-                                                                                                  {"a": None}]
+    assert strict_loads(dumps_strict(pd.DataFrame({"a": [1.0, np.nan]}).to_dict("records"))) == [
+        {"a": 1.0},
+        {"a": None},
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +48,18 @@ def ledger(tmp_path_factory, qwen):
     """Native and translate-act Thai with nothing announced (announced is null), and a native-only Swahili cell
     (no translate-act records: its gap is missing)."""
     records = [
-        make_record(qwen, ("Some words first. " * item) + f"#### {10 + item + (sample == 1)}\n", arm=arm, lang=lang,
-                    item=item, sample=sample, gold=10 + item)
+        make_record(
+            qwen,
+            ("Some words first. " * item) + f"#### {10 + item + (sample == 1)}\n",
+            arm=arm,
+            lang=lang,
+            item=item,
+            sample=sample,
+            gold=10 + item,
+        )
         for arm, lang in (("native", "tha_Thai"), ("translate-act", "tha_Thai"), ("native", "swh_Latn"))
-        for item in range(4) for sample in range(2)
+        for item in range(4)
+        for sample in range(2)
     ]
     root = tmp_path_factory.mktemp("ledger")
     Ledger(root).append(records, qwen)
@@ -70,8 +80,21 @@ def run(args):
         ["premium", "--lang", "th", "--n-boot", "20", "--budgets", "64", "--format", "json"],
         ["ledger", "info", "{ledger}", "--format", "json"],
         ["score", "--ledger", "{ledger}", "--budgets", "4,16,64", "--format", "json"],
-        ["sweep", "--ledger", "{ledger}", "--premiums", "th=3", "--premiums", "sw=2", "--budgets", "4,16",
-         "--n-boot", "50", "--format", "json"],
+        [
+            "sweep",
+            "--ledger",
+            "{ledger}",
+            "--premiums",
+            "th=3",
+            "--premiums",
+            "sw=2",
+            "--budgets",
+            "4,16",
+            "--n-boot",
+            "50",
+            "--format",
+            "json",
+        ],
     ],
     ids=lambda a: " ".join(a[:2]),
 )
@@ -82,8 +105,11 @@ def test_stdout_json_is_strict(ledger, args):
 
 def test_protocol_test_json_is_strict(ledger, tmp_path):
     proto = tmp_path / "p.toml"
-    proto.write_text('name = "strict"\nn_boot = 100\nseed = 1\n[premiums]\nth = 3\n'
-                     '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 16\nmargin = 5\n', "utf-8")
+    proto.write_text(
+        'name = "strict"\nn_boot = 100\nseed = 1\n[premiums]\nth = 3\n'
+        '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 16\nmargin = 5\n',
+        "utf-8",
+    )
     run(["protocol", "freeze", str(proto), "--no-tag"])
     out = strict_loads(run(["protocol", "test", str(proto), "--ledger", str(ledger), "--format", "json"]).stdout)
     assert out["decisions"][0]["id"] == "H1"
@@ -92,17 +118,55 @@ def test_protocol_test_json_is_strict(ledger, tmp_path):
 
 def test_price_json_is_strict(world):  # noqa: F811
     ledger, base, _, _ = world
-    res = run(["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "th", "--cap", "30",
-               "--tokenizer", str(base.path), "--learn-extension", "--size", "1", "--no-premium", "--n-boot", "50",
-               "--format", "json"])
+    res = run(
+        [
+            "price",
+            "--ledger",
+            str(ledger.root),
+            "--model",
+            "tiny",
+            "--lang",
+            "th",
+            "--cap",
+            "30",
+            "--tokenizer",
+            str(base.path),
+            "--learn-extension",
+            "--size",
+            "1",
+            "--no-premium",
+            "--n-boot",
+            "50",
+            "--format",
+            "json",
+        ]
+    )
     (row,) = strict_loads(res.stdout)
     assert row["cap"] == 30
 
 
 def test_audit_json_is_strict(ledger, tmp_path):
     out = tmp_path / "audit"
-    run(["audit", "--ledger", str(ledger), "--only", "parser,parity,normalizer", "--premiums", "th=3",
-         "--premiums", "sw=2", "--budgets", "4,16", "--n-boot", "50", "--no-hub", "--out-dir", str(out)])
+    run(
+        [
+            "audit",
+            "--ledger",
+            str(ledger),
+            "--only",
+            "parser,parity,normalizer",
+            "--premiums",
+            "th=3",
+            "--premiums",
+            "sw=2",
+            "--budgets",
+            "4,16",
+            "--n-boot",
+            "50",
+            "--no-hub",
+            "--out-dir",
+            str(out),
+        ]
+    )
     data = strict_loads((out / "audit.json").read_text())
     assert {a["name"] for a in data["audits"]} == {"parser", "parity", "normalizer"}
 
@@ -128,8 +192,19 @@ def test_missing_values_read_as_a_dash_not_nan():
         ["premium", "--lang", "th", "--n-boot", "20"],
         ["ledger", "info", "{ledger}"],
         ["score", "--ledger", "{ledger}", "--budgets", "4,16"],
-        ["sweep", "--ledger", "{ledger}", "--premiums", "th=3", "--premiums", "sw=2", "--budgets", "4,16",
-         "--n-boot", "50"],
+        [
+            "sweep",
+            "--ledger",
+            "{ledger}",
+            "--premiums",
+            "th=3",
+            "--premiums",
+            "sw=2",
+            "--budgets",
+            "4,16",
+            "--n-boot",
+            "50",
+        ],
     ],
     ids=lambda a: " ".join(a[:2]),
 )

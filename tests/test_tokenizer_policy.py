@@ -44,10 +44,14 @@ def ledger(tmp_path_factory, qwen):
             gold = 10 + item
             wrong = item == 3 and sample == 1
             late = FILLER * 4 if item >= 2 else ""
-            records.append(make_record(qwen, late + f"Answer line:\n#### {gold + wrong}\n", item=item,
-                                       sample=sample, gold=gold))
-            records.append(make_record(qwen, f"Answer line:\n#### {gold}\n", arm="translate-act", item=item,
-                                       sample=sample, gold=gold))
+            records.append(
+                make_record(qwen, late + f"Answer line:\n#### {gold + wrong}\n", item=item, sample=sample, gold=gold)
+            )
+            records.append(
+                make_record(
+                    qwen, f"Answer line:\n#### {gold}\n", arm="translate-act", item=item, sample=sample, gold=gold
+                )
+            )
     for rec in records:  # the construction the expected values rely on
         n = len(rec["output_ids"])
         assert (n < 30) if rec["arm"] != "native" or rec["item"] < 2 else (30 < n - 3 < 76)
@@ -77,8 +81,10 @@ def test_the_policy_names_both_hashes_and_the_override(ledger, qwen):
         resolve_tokenizers(["qwen3-8b", "qwen3-8b"], led, given={"qwen3-8b": qwen})
     err = info.value
     assert (err.name, err.used, err.recorded, err.actual) == ("qwen3-8b", "qwen3-8b", OTHER, qwen.sha256)
-    assert str(err) == (f"tokenizer 'qwen3-8b' has sha256 {qwen.sha256[:12]}…, but the ledger recorded "
-                        f"{OTHER[:12]}… for its ids; pass {FLAG} (allow_mismatch=True) to score with it anyway")
+    assert str(err) == (
+        f"tokenizer 'qwen3-8b' has sha256 {qwen.sha256[:12]}…, but the ledger recorded "
+        f"{OTHER[:12]}… for its ids; pass {FLAG} (allow_mismatch=True) to score with it anyway"
+    )
     assert resolve_tokenizers(["qwen3-8b"], led, given={"qwen3-8b": qwen}, allow_mismatch=True) == {"qwen3-8b": qwen}
     # a name the manifest does not record, or no ledger at all: nothing to check against
     assert resolve_tokenizers(["qwen3-8b"], {}, override=qwen) == {"qwen3-8b": qwen}
@@ -90,7 +96,7 @@ def test_the_policy_names_both_hashes_and_the_override(ledger, qwen):
 def test_one_grouped_scorer(ledger, qwen):
     table = Ledger(ledger).read()
     res = score_by_tokenizer(table, {"qwen3-8b": qwen}, [30, 90])
-    native = (table.column("arm").to_numpy(zero_copy_only=False) == "native")
+    native = table.column("arm").to_numpy(zero_copy_only=False) == "native"
     assert res.scores[native].mean(axis=0).tolist() == [4 / 8, 7 / 8]
     assert res.scores[~native].mean(axis=0).tolist() == [1.0, 1.0]
     by_budget = score_ledger(table, {"qwen3-8b": qwen}, [30, 90]).by_budget
@@ -109,8 +115,7 @@ def test_score_errors_then_scores_with_the_flag(ledger, qwen):
 
 
 def test_sweep_errors_then_sweeps_with_the_flag(ledger, qwen):
-    args = ["sweep", "--ledger", ledger, "--premiums", "th=3", "--budgets", "30", "--n-boot", "100", "--format",
-            "json"]
+    args = ["sweep", "--ledger", ledger, "--premiums", "th=3", "--budgets", "30", "--n-boot", "100", "--format", "json"]
     one_line_mismatch(run(args), qwen.sha256)
     res = run([*args, FLAG])
     assert res.exit_code == 0, res.output
@@ -130,8 +135,11 @@ def test_report_errors_then_reports_with_the_flag(ledger, qwen, tmp_path):
 
 def test_protocol_test_errors_then_tests_with_the_flag(ledger, qwen, tmp_path):
     proto = tmp_path / "p.toml"
-    proto.write_text('name = "policy"\nn_boot = 100\nseed = 1\n[premiums]\nth = 3\n'
-                     '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 30\nmargin = 5\n', "utf-8")
+    proto.write_text(
+        'name = "policy"\nn_boot = 100\nseed = 1\n[premiums]\nth = 3\n'
+        '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 30\nmargin = 5\n',
+        "utf-8",
+    )
     assert run(["protocol", "freeze", proto, "--no-tag"]).exit_code == 0
     args = ["protocol", "test", proto, "--ledger", ledger, "--format", "json"]
     one_line_mismatch(run(args), qwen.sha256)
@@ -142,8 +150,19 @@ def test_protocol_test_errors_then_tests_with_the_flag(ledger, qwen, tmp_path):
 
 def test_audit_errors_then_audits_with_the_flag(ledger, qwen, tmp_path):
     out = tmp_path / "aud"
-    args = ["audit", "--ledger", ledger, "--out-dir", out, "--only", "parser,parity", "--premiums", "th=3",
-            "--budgets", "30"]
+    args = [
+        "audit",
+        "--ledger",
+        ledger,
+        "--out-dir",
+        out,
+        "--only",
+        "parser,parity",
+        "--premiums",
+        "th=3",
+        "--budgets",
+        "30",
+    ]
     one_line_mismatch(run(args), qwen.sha256)
     assert not out.exists()
     res = run([*args, FLAG])
@@ -154,8 +173,9 @@ def test_audit_errors_then_audits_with_the_flag(ledger, qwen, tmp_path):
     # the library: given tokenizers are checked as loaded ones are
     with pytest.raises(TokenizerMismatchError):
         run_audits(ledger, ["parity"], AuditConfig(budgets=(30,), tokenizers={"qwen3-8b": qwen}))
-    ok = run_audits(ledger, ["parity"], AuditConfig(budgets=(30,), tokenizers={"qwen3-8b": qwen},
-                                                    allow_tokenizer_mismatch=True))
+    ok = run_audits(
+        ledger, ["parity"], AuditConfig(budgets=(30,), tokenizers={"qwen3-8b": qwen}, allow_tokenizer_mismatch=True)
+    )
     assert ok.results[0].status == "ok"
 
 
@@ -171,10 +191,25 @@ def price_world(tmp_path_factory):
         for item in range(4):
             text = thai_trace(5 if item < 2 else 15, 7) if arm == "native" else english_trace(5, 7)
             ids = base.tokenizer.encode(text, add_special_tokens=False).ids
-            records.append({"model": "tiny", "arm": arm, "lang": "tha_Thai", "item": item, "sample": 0, "seed": 0,
-                            "cap": 64, "prompt": f"question {item}", "prompt_ids": [1, 2], "output_ids": ids,
-                            "text": base.tokenizer.decode(ids), "finish_reason": "stop", "gold": 7,
-                            "generator": "hand", "tokenizer": "tiny"})
+            records.append(
+                {
+                    "model": "tiny",
+                    "arm": arm,
+                    "lang": "tha_Thai",
+                    "item": item,
+                    "sample": 0,
+                    "seed": 0,
+                    "cap": 64,
+                    "prompt": f"question {item}",
+                    "prompt_ids": [1, 2],
+                    "output_ids": ids,
+                    "text": base.tokenizer.decode(ids),
+                    "finish_reason": "stop",
+                    "gold": 7,
+                    "generator": "hand",
+                    "tokenizer": "tiny",
+                }
+            )
     assert [len(r["output_ids"]) for r in records] == [17, 17, 37, 37, 17, 17, 17, 17]
     ledger = Ledger(root / "ledger")
     ledger.append(records, tokenizer=base)
@@ -184,8 +219,27 @@ def price_world(tmp_path_factory):
 
 def test_price_errors_then_prices_with_the_flag(price_world):
     ledger, base = price_world
-    args = ["price", "--ledger", ledger.root, "--model", "tiny", "--lang", "th", "--cap", "30", "--tokenizer",
-            base.path, "--learn-extension", "--size", "1", "--no-premium", "--n-boot", "50", "--format", "json"]
+    args = [
+        "price",
+        "--ledger",
+        ledger.root,
+        "--model",
+        "tiny",
+        "--lang",
+        "th",
+        "--cap",
+        "30",
+        "--tokenizer",
+        base.path,
+        "--learn-extension",
+        "--size",
+        "1",
+        "--no-premium",
+        "--n-boot",
+        "50",
+        "--format",
+        "json",
+    ]
     res = run(args)
     assert res.exit_code == 2 and f"(resolved to {base.path})" in res.output, res.output
     one_line_mismatch(res, base.sha256)
@@ -205,8 +259,10 @@ def test_an_unknown_tokenizer_name_suggests_the_flag_and_the_flag_works(tmp_path
                            tokenizer="my-finetune") for i in range(3)]  # fmt: skip
     root = tmp_path / "led"
     Ledger(root).append(records, {"my-finetune": qwen})
-    for args in (["score", "--ledger", str(root), "--budgets", "8"],
-                 ["sweep", "--ledger", str(root), "--premiums", "th=2", "--budgets", "8", "--n-boot", "20"]):
+    for args in (
+        ["score", "--ledger", str(root), "--budgets", "8"],
+        ["sweep", "--ledger", str(root), "--premiums", "th=2", "--budgets", "8", "--n-boot", "20"],
+    ):
         res = CliRunner().invoke(cli, args)
         assert res.exit_code != 0 and "'my-finetune'" in res.output and "--tokenizer" in res.output, res.output
         res = CliRunner().invoke(cli, [*args, "--tokenizer", "qwen3-8b", "--allow-tokenizer-mismatch"])

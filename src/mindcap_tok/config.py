@@ -49,8 +49,10 @@ class Config:
 def hub_offline() -> bool:
     """Whether the user switched the Hugging Face hub off (``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or
     ``HF_DATASETS_OFFLINE``): then nothing tries a download, and nothing waits on one."""
-    return any(os.environ.get(v, "").strip().upper() in ("1", "ON", "YES", "TRUE")
-               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip().upper() in ("1", "ON", "YES", "TRUE")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def user_config_file() -> Path:

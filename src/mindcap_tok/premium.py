@@ -104,9 +104,7 @@ def ratio_bootstrap(
     return low, high
 
 
-def load_split(
-    codes: Sequence[str], split: str, source: str, ref: str, nfc: bool = True
-) -> dict[str, list[list[str]]]:
+def load_split(codes: Sequence[str], split: str, source: str, ref: str, nfc: bool = True) -> dict[str, list[list[str]]]:
     """Line-aligned sentences per language, one list per split file (``dev+devtest``: two lists)."""
     if split not in PREMIUM_SPLITS:
         raise MindcapError(f"unknown split {split!r}; use one of {', '.join(PREMIUM_SPLITS)}")

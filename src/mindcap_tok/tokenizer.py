@@ -251,8 +251,9 @@ LOCAL_TOKENIZERS_HINT = (
 
 def _from_hub(hf_id: str, name: str) -> ResolvedTokenizer:
     if hub_offline():  # no download attempt (and no retry loop) when the user said so
-        raise MindcapError(f"no local tokenizer for {name!r} and the Hugging Face hub is off (HF_HUB_OFFLINE); "
-                           f"{LOCAL_TOKENIZERS_HINT}")
+        raise MindcapError(
+            f"no local tokenizer for {name!r} and the Hugging Face hub is off (HF_HUB_OFFLINE); {LOCAL_TOKENIZERS_HINT}"
+        )
     try:
         from transformers import AutoTokenizer
 

@@ -166,8 +166,9 @@ def base_tiktoken(base: ResolvedTokenizer) -> BaseTiktoken:
         raise MindcapError(f"{base.name} is not a tiktoken encoding loaded from a .tiktoken file")
     spec_file = tiktoken_files(base.path)
     data = base.path.read_bytes()
-    return BaseTiktoken(base.path, data, json.loads(spec_file.read_text(encoding="utf-8")),
-                        parse_rank_file(data, base.path))
+    return BaseTiktoken(
+        base.path, data, json.loads(spec_file.read_text(encoding="utf-8")), parse_rank_file(data, base.path)
+    )
 
 
 def tiktoken_words(base: ResolvedTokenizer, texts: Iterable[str]) -> tuple[list[str], list[list[int]], list[int]]:

@@ -118,8 +118,9 @@ def load_traces(
     names = sorted(set(frame["tokenizer"]))
     if len(names) != 1:
         raise MindcapError(f"{name} {code} records were stored under several tokenizers ({', '.join(names)})")
-    tokenizer = resolve_tokenizers(names, store, override=tokenizer, tokenizers_dir=tokenizers_dir,
-                                   allow_mismatch=allow_tokenizer_mismatch)[names[0]]
+    tokenizer = resolve_tokenizers(
+        names, store, override=tokenizer, tokenizers_dir=tokenizers_dir, allow_mismatch=allow_tokenizer_mismatch
+    )[names[0]]
     return Traces(name, code, frame, decode_traces(tokenizer, ids), tokenizer)
 
 
@@ -518,8 +519,14 @@ def price_ledger(
     if given != 1:
         raise MindcapError("give exactly one extension: fold tokenizers, a saved extension folder, or a size to learn")
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    traces = load_traces(store, model, lang, tokenizer=tokenizer, tokenizers_dir=tokenizers_dir,
-                         allow_tokenizer_mismatch=allow_tokenizer_mismatch)
+    traces = load_traces(
+        store,
+        model,
+        lang,
+        tokenizer=tokenizer,
+        tokenizers_dir=tokenizers_dir,
+        allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+    )
     if folds is None:  # a saved or learned extension: only some families have one
         check_extendable(traces.base)
     population = int(traces.items.size)
@@ -527,8 +534,10 @@ def price_ledger(
     if sample is not None:
         traces = traces.select(sample_items(traces.items, sample, seed))
         if sample > population:  # everything is priced: report the items actually used, not the request
-            sample_note.append(f"note: a sample of {sample} items was asked for, but {traces.model} {traces.lang} "
-                               f"has {population}; all {population} are priced")
+            sample_note.append(
+                f"note: a sample of {sample} items was asked for, but {traces.model} {traces.lang} "
+                f"has {population}; all {population} are priced"
+            )
             sample = population
     premiums: dict = {}
     if extension is not None:

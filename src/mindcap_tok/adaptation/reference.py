@@ -70,8 +70,9 @@ def naive_merges(
     return merges
 
 
-def reference_merges(base: ResolvedTokenizer, texts: Iterable[str], size: int | None, min_freq: int = 2
-                     ) -> list[tuple[str, str, int]]:
+def reference_merges(
+    base: ResolvedTokenizer, texts: Iterable[str], size: int | None, min_freq: int = 2
+) -> list[tuple[str, str, int]]:
     """The slow learner's merges on ``texts`` as ``(left string, right string, count)``, starting from the same
     base segmentation as :func:`~mindcap_tok.adaptation.extend.learn_extension` (comparable with its
     ``merges`` and ``merge_counts``)."""
@@ -79,8 +80,9 @@ def reference_merges(base: ResolvedTokenizer, texts: Iterable[str], size: int | 
     _, words, freqs = base_words(base.tokenizer, texts)
     names = info.strings()
     out = []
-    for a, b, new, count in naive_merges(words, freqs, names, info.vocab, info.ranks(), info.ignore_merges,
-                                         size, min_freq):
+    for a, b, new, count in naive_merges(
+        words, freqs, names, info.vocab, info.ranks(), info.ignore_merges, size, min_freq
+    ):
         if new == len(names):
             names.append(names[a] + names[b])
         out.append((names[a], names[b], count))

@@ -214,7 +214,7 @@ def _in_workers(workers: int, state: bytes, payloads: Iterator[tuple]) -> Iterat
         except BrokenProcessPool as exc:
             raise MindcapError(
                 "a retokenizing worker process died (out of memory, or a script without an "
-                "`if __name__ == \"__main__\":` guard); rerun with workers=1 (--workers 1)"
+                '`if __name__ == "__main__":` guard); rerun with workers=1 (--workers 1)'
             ) from exc
         finally:
             for future in pending:

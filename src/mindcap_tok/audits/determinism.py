@@ -68,10 +68,17 @@ def _share(group: pd.DataFrame, level: float) -> dict:
     low, high = wilson_interval(same, n, level)
     where = group["diverge"].dropna().to_numpy(dtype=float)
     quant = np.quantile(where, QUANTILES) if len(where) else [None] * len(QUANTILES)
-    out = {"n": n, "identical": same, "share": same / n if n else None, "ci_low": low, "ci_high": high,
-           "diverged": n - same}
-    out.update({f"diverge_p{int(q * 100)}": (None if v is None else float(v)) for q, v in zip(QUANTILES, quant,
-                                                                                              strict=True)})
+    out = {
+        "n": n,
+        "identical": same,
+        "share": same / n if n else None,
+        "ci_low": low,
+        "ci_high": high,
+        "diverged": n - same,
+    }
+    out.update(
+        {f"diverge_p{int(q * 100)}": (None if v is None else float(v)) for q, v in zip(QUANTILES, quant, strict=True)}
+    )
     return out
 
 
@@ -93,8 +100,11 @@ def determinism_audit(records: pa.Table, level: float = 0.95) -> AuditResult:
         return skipped(NAME, 'the records have no design column, so no design = "determinism" records')
     det = records.filter(pc.equal(records.column("design"), DESIGN))
     if det.num_rows == 0:
-        return skipped(NAME, 'no determinism records in the ledger: run a generation job with design = '
-                             '"determinism" (repeats, caps, long_cap)')
+        return skipped(
+            NAME,
+            "no determinism records in the ledger: run a generation job with design = "
+            '"determinism" (repeats, caps, long_cap)',
+        )
     cell = [c for c in population_keys(det) if c not in ("design", "cap")]
     seed = ["seed"] if "seed" in det.column_names else []
     frame = det.select([*cell, "cap", "item", "sample", *seed]).to_pandas()
@@ -109,8 +119,14 @@ def determinism_audit(records: pa.Table, level: float = 0.95) -> AuditResult:
         rows = group["row"].to_numpy()
         where = [first_divergence(ids[rows[0]], ids[r]) for r in rows[1:]]
         where = [w for w in where if w is not None]
-        repeats.append({**dict(zip([*cell, *seed, "cap", "item"], key, strict=True)), "repeats": len(group),
-                        "same": not where, "diverge": min(where) if where else None})
+        repeats.append(
+            {
+                **dict(zip([*cell, *seed, "cap", "item"], key, strict=True)),
+                "repeats": len(group),
+                "same": not where,
+                "diverge": min(where) if where else None,
+            }
+        )
     prefix = []
     for key, group in frame.groupby([*cell, *seed, "item"], dropna=False, sort=True):
         first = group.drop_duplicates("cap", keep="first")  # each cap's lowest sample: the first repeat
@@ -120,18 +136,36 @@ def determinism_audit(records: pa.Table, level: float = 0.95) -> AuditResult:
             if cap == long_cap:
                 continue
             where = first_divergence(ids[int(row)], long_ids[: int(cap)])
-            prefix.append({**dict(zip([*cell, *seed, "item"], key, strict=True)), "cap": int(cap),
-                           "long_cap": long_cap, "same": where is None, "diverge": where})
+            prefix.append(
+                {
+                    **dict(zip([*cell, *seed, "item"], key, strict=True)),
+                    "cap": int(cap),
+                    "long_cap": long_cap,
+                    "same": where is None,
+                    "diverge": where,
+                }
+            )
     rep, pre = pd.DataFrame(repeats), pd.DataFrame(prefix)
-    tables = {"repeats": _summarise(rep, cell, level), "repeats_by_cap": _summarise(rep, [*cell, "cap"], level),
-              "prefix": _summarise(pre, cell, level), "prefix_by_cap": _summarise(pre, [*cell, "cap", "long_cap"],
-                                                                                    level)}
+    tables = {
+        "repeats": _summarise(rep, cell, level),
+        "repeats_by_cap": _summarise(rep, [*cell, "cap"], level),
+        "prefix": _summarise(pre, cell, level),
+        "prefix_by_cap": _summarise(pre, [*cell, "cap", "long_cap"], level),
+    }
     pooled_rep = _share(rep, level) if len(rep) else _share(pd.DataFrame({"same": [], "diverge": []}), level)
     pooled_pre = _share(pre, level) if len(pre) else _share(pd.DataFrame({"same": [], "diverge": []}), level)
-    summary = {"level": level, "interval": "wilson", "records": det.num_rows,
-               "repeat_groups": pooled_rep["n"], "repeat_identical": pooled_rep["identical"],
-               "repeat_share": pooled_rep["share"], "repeat_ci": [pooled_rep["ci_low"], pooled_rep["ci_high"]],
-               "prefix_pairs": pooled_pre["n"], "prefix_identical": pooled_pre["identical"],
-               "prefix_share": pooled_pre["share"], "prefix_ci": [pooled_pre["ci_low"], pooled_pre["ci_high"]],
-               "positions": "0-based token position of the first divergence"}
+    summary = {
+        "level": level,
+        "interval": "wilson",
+        "records": det.num_rows,
+        "repeat_groups": pooled_rep["n"],
+        "repeat_identical": pooled_rep["identical"],
+        "repeat_share": pooled_rep["share"],
+        "repeat_ci": [pooled_rep["ci_low"], pooled_rep["ci_high"]],
+        "prefix_pairs": pooled_pre["n"],
+        "prefix_identical": pooled_pre["identical"],
+        "prefix_share": pooled_pre["share"],
+        "prefix_ci": [pooled_pre["ci_low"], pooled_pre["ci_high"]],
+        "positions": "0-based token position of the first divergence",
+    }
     return AuditResult(NAME, tables=tables, summary=summary)

@@ -210,16 +210,21 @@ def compliance_table(labels: pd.DataFrame, mapping: Mapping[str, frozenset[str]]
         macro = det["predicted"].isin(members).to_numpy()
         others = det.loc[~macro, "predicted"].value_counts()
         counts = group["status"].value_counts()
-        rows.append({
-            **dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True)),
-            "expected": expected, "n": len(group), "determinate": len(det),
-            "no_delimiter": int(counts.get("no-delimiter", 0)), "short": int(counts.get("short", 0)),
-            "low_confidence": int(counts.get("low-confidence", 0)),
-            "in_expected": exact.mean() if len(det) else np.nan,
-            "in_expected_macro": macro.mean() if len(det) else np.nan,
-            "english": (det["predicted"] == ENGLISH).mean() if len(det) else np.nan,
-            "top_other": others.index[0] if len(others) else None,
-        })
+        rows.append(
+            {
+                **dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True)),
+                "expected": expected,
+                "n": len(group),
+                "determinate": len(det),
+                "no_delimiter": int(counts.get("no-delimiter", 0)),
+                "short": int(counts.get("short", 0)),
+                "low_confidence": int(counts.get("low-confidence", 0)),
+                "in_expected": exact.mean() if len(det) else np.nan,
+                "in_expected_macro": macro.mean() if len(det) else np.nan,
+                "english": (det["predicted"] == ENGLISH).mean() if len(det) else np.nan,
+                "top_other": others.index[0] if len(others) else None,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -259,8 +264,10 @@ def _require_label_columns(frame: pd.DataFrame, what: str) -> None:
     missing = [c for c in _LABEL_COLUMNS if c not in frame.columns]
     if missing:
         have = ", ".join(map(str, frame.columns)) or "none"
-        raise MindcapError(f"the validation labels ({what}) lack column(s) {', '.join(missing)} (have {have}); "
-                           "return the langid_validation.csv the audit wrote, with human_label filled in")
+        raise MindcapError(
+            f"the validation labels ({what}) lack column(s) {', '.join(missing)} (have {have}); "
+            "return the langid_validation.csv the audit wrote, with human_label filled in"
+        )
 
 
 def validation_agreement(
@@ -279,18 +286,25 @@ def validation_agreement(
         raise MindcapError("no human labels in the validation sample (fill the human_label column)")
     human = done["human_label"].astype(str).map(normalize_label)
     done["agree"] = (human == done["predicted"]).to_numpy()
-    done["agree_macro"] = [macro_group(h, mapping) == macro_group(p, mapping)
-                           for h, p in zip(human, done["predicted"], strict=True)]
+    done["agree_macro"] = [
+        macro_group(h, mapping) == macro_group(p, mapping) for h, p in zip(human, done["predicted"], strict=True)
+    ]
     keys = population_keys(done)
-    table = done.groupby(keys, dropna=False, sort=True).agg(
-        labelled=("agree", "size"), agreement=("agree", "mean"), agreement_macro=("agree_macro", "mean")
-    ).reset_index()
+    table = (
+        done.groupby(keys, dropna=False, sort=True)
+        .agg(labelled=("agree", "size"), agreement=("agree", "mean"), agreement_macro=("agree_macro", "mean"))
+        .reset_index()
+    )
     table["meets_criterion"] = table["agreement"] >= criterion
     table["meets_criterion_macro"] = table["agreement_macro"] >= criterion
-    summary = {"criterion": criterion, "labelled": len(done), "agreement": float(done["agree"].mean()),
-               "agreement_macro": float(done["agree_macro"].mean()),
-               "all_cells_meet": bool(table["meets_criterion"].all()),
-               "all_cells_meet_macro": bool(table["meets_criterion_macro"].all())}
+    summary = {
+        "criterion": criterion,
+        "labelled": len(done),
+        "agreement": float(done["agree"].mean()),
+        "agreement_macro": float(done["agree_macro"].mean()),
+        "all_cells_meet": bool(table["meets_criterion"].all()),
+        "all_cells_meet_macro": bool(table["meets_criterion_macro"].all()),
+    }
     return table, summary
 
 
@@ -309,10 +323,16 @@ def langid_audit(
     tables = {"compliance": compliance_table(labels)}
     sample = validation_sample(labels, validation_per_cell, seed)
     summary = {
-        "model": model.name, "model_sha256": model.sha256, "threshold": settings.threshold,
-        "min_letters": settings.min_letters, "newlines": settings.newlines, "delimiter": settings.delimiter,
+        "model": model.name,
+        "model_sha256": model.sha256,
+        "threshold": settings.threshold,
+        "min_letters": settings.min_letters,
+        "newlines": settings.newlines,
+        "delimiter": settings.delimiter,
         "macrolanguages": {k: sorted(v) for k, v in macrolanguages().items()},
-        "validation_per_cell": validation_per_cell, "validation_sampled": len(sample), "seed": seed,
+        "validation_per_cell": validation_per_cell,
+        "validation_sampled": len(sample),
+        "seed": seed,
     }
     if returned is not None:
         tables["validation"], summary["validation"] = validation_agreement(returned, criterion)

@@ -55,8 +55,9 @@ def _item_sums(items: np.ndarray, values: np.ndarray, universe: np.ndarray) -> t
     return sums, counts
 
 
-def _ratio_boot(num: tuple[np.ndarray, np.ndarray], den: tuple[np.ndarray, np.ndarray], weights: np.ndarray,
-                seed: int) -> Boot:
+def _ratio_boot(
+    num: tuple[np.ndarray, np.ndarray], den: tuple[np.ndarray, np.ndarray], weights: np.ndarray, seed: int
+) -> Boot:
     """(mean of num) / (mean of den) with paired replicates from one weight matrix."""
     a = item_bootstrap(num[0], num[1][:, None], weights=weights, seed=seed)
     b = item_bootstrap(den[0], den[1][:, None], weights=weights, seed=seed)
@@ -77,13 +78,24 @@ def behavioral_ratios(records: pa.Table, n_boot: int = 2000, seed: int = 0, leve
             continue
         universe = np.unique(group["item"].to_numpy())
         w = bootstrap_weights(len(universe), n_boot, seed)
-        boot = _ratio_boot(_item_sums(nat["item"].to_numpy(), nat["n_tokens"].to_numpy()[:, None], universe),
-                           _item_sums(tra["item"].to_numpy(), tra["n_tokens"].to_numpy()[:, None], universe), w, seed)
+        boot = _ratio_boot(
+            _item_sums(nat["item"].to_numpy(), nat["n_tokens"].to_numpy()[:, None], universe),
+            _item_sums(tra["item"].to_numpy(), tra["n_tokens"].to_numpy()[:, None], universe),
+            w,
+            seed,
+        )
         lo, hi = boot.ci(level)
-        rows.append({**vals, "native_mean": float(nat["n_tokens"].mean()),
-                     "translate_mean": float(tra["n_tokens"].mean()),
-                     "ratio": float(boot.estimate[0]), "ci_low": float(lo[0]), "ci_high": float(hi[0]),
-                     "items": len(universe)})
+        rows.append(
+            {
+                **vals,
+                "native_mean": float(nat["n_tokens"].mean()),
+                "translate_mean": float(tra["n_tokens"].mean()),
+                "ratio": float(boot.estimate[0]),
+                "ci_low": float(lo[0]),
+                "ci_high": float(hi[0]),
+                "items": len(universe),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -116,15 +128,18 @@ def check_renderings(renderings: pd.DataFrame, where: str = "renderings") -> pd.
         blank = frame[col].isna() | frame[col].astype(str).str.strip().eq("")
         if blank.any():
             row = int(np.flatnonzero(blank)[0])
-            raise MindcapError(f"the {where} have {int(blank.sum())} row(s) with no {col} (first: row {row + 1}); "
-                               "fill them in or leave those traces out")
+            raise MindcapError(
+                f"the {where} have {int(blank.sum())} row(s) with no {col} (first: row {row + 1}); "
+                "fill them in or leave those traces out"
+            )
     for col in ("item", "sample"):
         values = pd.to_numeric(frame[col], errors="coerce").astype(np.float64)
         bad = ~np.isfinite(values) | (values != np.floor(values)) | (values < 0)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise MindcapError(f"the {where} need whole numbers >= 0 in {col}; row {row + 1} has "
-                               f"{frame[col].tolist()[row]!r}")
+            raise MindcapError(
+                f"the {where} need whole numbers >= 0 in {col}; row {row + 1} has {frame[col].tolist()[row]!r}"
+            )
         frame[col] = values.astype(np.int64)
     frame["english"] = frame["english"].astype(str)
     frame["lang"] = frame["lang"].astype(str).map(resolve_language)
@@ -132,8 +147,12 @@ def check_renderings(renderings: pd.DataFrame, where: str = "renderings") -> pd.
 
 
 def trace_premiums(
-    records: pa.Table, renderings: pd.DataFrame, tokenizers: Mapping[str, ResolvedTokenizer],
-    n_boot: int = 2000, seed: int = 0, level: float = 0.95,
+    records: pa.Table,
+    renderings: pd.DataFrame,
+    tokenizers: Mapping[str, ResolvedTokenizer],
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
 ) -> pd.DataFrame:
     """Same-content trace premium per (model, lang): native trace tokens / English rendering tokens.
 
@@ -159,9 +178,19 @@ def trace_premiums(
         den, _ = _item_sums(items, english_tokens[:, None], universe)
         boot = item_bootstrap(num, den, n_boot=n_boot, seed=seed)
         lo, hi = boot.ci(level)
-        rows.append({"model": model, "lang": lang, "traces": len(group), "items": len(universe),
-                     "native_tokens": int(native_tokens.sum()), "english_tokens": int(english_tokens.sum()),
-                     "r_trace": float(boot.estimate[0]), "ci_low": float(lo[0]), "ci_high": float(hi[0])})
+        rows.append(
+            {
+                "model": model,
+                "lang": lang,
+                "traces": len(group),
+                "items": len(universe),
+                "native_tokens": int(native_tokens.sum()),
+                "english_tokens": int(english_tokens.sum()),
+                "r_trace": float(boot.estimate[0]),
+                "ci_low": float(lo[0]),
+                "ci_high": float(hi[0]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -175,7 +204,7 @@ def threshold_premium(acc: np.ndarray, t0: int, budgets: Sequence[int], sesoi: f
         hi = min(int(np.floor(r_max * b)), t0 + len(acc) - 1)
         if hi <= b:
             continue
-        gain = acc[b + 1 - t0:hi + 1 - t0] - acc[b - t0]
+        gain = acc[b + 1 - t0 : hi + 1 - t0] - acc[b - t0]
         hit = np.flatnonzero(gain >= sesoi - 1e-12)
         if len(hit):
             t = b + 1 + int(hit[0])
@@ -244,10 +273,17 @@ def normalizer_audit(
         norms = normalizers[key]
         cap_r = search_factor * max([float(r) for r in norms.values()] or [r_top])
         r, b, t = threshold_premium(acc, t0, grid, sesoi, cap_r)
-        thresh_rows.append({**vals, "sesoi": sesoi, "search_up_to": cap_r,
-                            "threshold_premium": None if r is None else float(r),
-                            "at_budget": b, "scaled_budget": t,
-                            **{f"{n}_reaches": (None if r is None else bool(v >= r)) for n, v in norms.items()}})
+        thresh_rows.append(
+            {
+                **vals,
+                "sesoi": sesoi,
+                "search_up_to": cap_r,
+                "threshold_premium": None if r is None else float(r),
+                "at_budget": b,
+                "scaled_budget": t,
+                **{f"{n}_reaches": (None if r is None else bool(v >= r)) for n, v in norms.items()},
+            }
+        )
         if not norms:
             continue
         scaled_by = {name: [scale_budget(rv, b) for b in grid] for name, rv in norms.items()}
@@ -262,14 +298,31 @@ def normalizer_audit(
             lo, hi = delta.ci(level)
             k = int(np.argmax(delta.estimate))
             for j, b in enumerate(grid):
-                delta_rows.append({**vals, "normalizer": name, "premium": float(rv), "budget": b,
-                                   "scaled_budget": scaled[j], "delta": float(delta.estimate[j]),
-                                   "ci_low": float(lo[j]), "ci_high": float(hi[j]), "peak": j == k,
-                                   "reaches_sesoi": bool(delta.estimate[j] >= sesoi)})
+                delta_rows.append(
+                    {
+                        **vals,
+                        "normalizer": name,
+                        "premium": float(rv),
+                        "budget": b,
+                        "scaled_budget": scaled[j],
+                        "delta": float(delta.estimate[j]),
+                        "ci_low": float(lo[j]),
+                        "ci_high": float(hi[j]),
+                        "peak": j == k,
+                        "reaches_sesoi": bool(delta.estimate[j] >= sesoi),
+                    }
+                )
     tables = {"behavioral": behavioral, "threshold": pd.DataFrame(thresh_rows), "delta": pd.DataFrame(delta_rows)}
     if trace is not None:
         tables["trace_premium"] = trace
-    summary = {"budgets": grid, "sesoi": sesoi, "search_factor": search_factor, "n_boot": n_boot, "seed": seed,
-               "level": level, "normalizers": sorted({n for v in normalizers.values() for n in v}),
-               "scored_budgets": [t0, t1]}
+    summary = {
+        "budgets": grid,
+        "sesoi": sesoi,
+        "search_factor": search_factor,
+        "n_boot": n_boot,
+        "seed": seed,
+        "level": level,
+        "normalizers": sorted({n for v in normalizers.values() for n in v}),
+        "scored_budgets": [t0, t1],
+    }
     return AuditResult("normalizer", tables=tables, summary=summary)

@@ -69,8 +69,9 @@ def classify(stored: str, local: str, specials: Sequence[str], prefix: bool = Fa
 
 def _first_difference(a: str, b: str) -> int:
     n = min(len(a), len(b))
-    diff = np.flatnonzero(np.frombuffer(a[:n].encode("utf-32-le"), np.uint32)
-                          != np.frombuffer(b[:n].encode("utf-32-le"), np.uint32))
+    diff = np.flatnonzero(
+        np.frombuffer(a[:n].encode("utf-32-le"), np.uint32) != np.frombuffer(b[:n].encode("utf-32-le"), np.uint32)
+    )
     return int(diff[0]) if len(diff) else n
 
 
@@ -90,8 +91,12 @@ def prefix_units(n_tokens: np.ndarray, budgets: Sequence[int]) -> tuple[np.ndarr
 
 
 def parity_audit(
-    records: pa.Table, tokenizers: Mapping[str, ResolvedTokenizer], budgets: Sequence[int] = (),
-    per_stratum: int = 20, seed: int = 0, examples: int = 3,
+    records: pa.Table,
+    tokenizers: Mapping[str, ResolvedTokenizer],
+    budgets: Sequence[int] = (),
+    per_stratum: int = 20,
+    seed: int = 0,
+    examples: int = 3,
 ) -> AuditResult:
     """Raw and normalised agreement per population and per prefix budget on a stratified sample of prefixes
     (see the module docs), divergences classified with examples."""
@@ -108,9 +113,10 @@ def parity_audit(
     stored = sub.column("text").to_pylist()
     specials = {name: special_tokens(tokenizers[name]) for name in sample["tokenizer"].unique()}
     classes, where, local_texts = [], [], []
-    for r, (name, length, label) in enumerate(zip(sample["tokenizer"], sample["length"], sample["prefix"],
-                                                  strict=True)):
-        unit_ids = ids[splits[r]:splits[r] + length].tolist()
+    for r, (name, length, label) in enumerate(
+        zip(sample["tokenizer"], sample["length"], sample["prefix"], strict=True)
+    ):
+        unit_ids = ids[splits[r] : splits[r] + length].tolist()
         local = tokenizers[name].decode(unit_ids)  # special tokens kept as text (any family)
         cls = classify(stored[r], local, specials[name], prefix=label != "whole")
         classes.append(cls)
@@ -122,10 +128,16 @@ def parity_audit(
         out = []
         for key, group in sample.groupby(by, dropna=False, sort=True):
             counts = group["class"].value_counts()
-            out.append({**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
-                        "sampled": len(group), "raw_agreement": counts.get("agree", 0) / len(group),
-                        "normalized_agreement": (counts.get("agree", 0) + counts.get("special-token markup", 0))
-                        / len(group), **{c: int(counts.get(c, 0)) for c in CLASSES[1:]}})
+            out.append(
+                {
+                    **dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
+                    "sampled": len(group),
+                    "raw_agreement": counts.get("agree", 0) / len(group),
+                    "normalized_agreement": (counts.get("agree", 0) + counts.get("special-token markup", 0))
+                    / len(group),
+                    **{c: int(counts.get(c, 0)) for c in CLASSES[1:]},
+                }
+            )
         table = pd.DataFrame(out)
         if "prefix" in by and len(table):  # budgets as numbers (64 before 128), the whole generation last
             table = table.sort_values("prefix", key=lambda col: col.map(prefix_order), kind="stable")
@@ -135,16 +147,31 @@ def parity_audit(
     for cls in CLASSES[1:]:
         for r in np.flatnonzero(sample["class"].to_numpy() == cls)[:examples]:
             at = where[r]
-            div.append({**{k: sample.at[r, k] for k in keys}, "item": int(sample.at[r, "item"]),
-                        "sample": int(sample.at[r, "sample"]), "prefix": sample.at[r, "prefix"], "class": cls,
-                        "position": at, "stored": repr(stored[r][max(at - 10, 0):at + 20]),
-                        "local": repr(local_texts[r][max(at - 10, 0):at + 20])})
+            div.append(
+                {
+                    **{k: sample.at[r, k] for k in keys},
+                    "item": int(sample.at[r, "item"]),
+                    "sample": int(sample.at[r, "sample"]),
+                    "prefix": sample.at[r, "prefix"],
+                    "class": cls,
+                    "position": at,
+                    "stored": repr(stored[r][max(at - 10, 0) : at + 20]),
+                    "local": repr(local_texts[r][max(at - 10, 0) : at + 20]),
+                }
+            )
     n = len(sample)
     totals = sample["class"].value_counts()
-    summary = {"seed": seed, "per_stratum": per_stratum, "budgets": sorted({int(b) for b in budgets}),
-               "strata": "population x finish reason x prefix budget", "sampled": n,
-               "raw_agreement": float(totals.get("agree", 0) / n) if n else None,
-               "normalized_agreement": float((totals.get("agree", 0) + totals.get("special-token markup", 0)) / n)
-               if n else None, "divergences": {c: int(totals.get(c, 0)) for c in CLASSES[1:]}}
+    summary = {
+        "seed": seed,
+        "per_stratum": per_stratum,
+        "budgets": sorted({int(b) for b in budgets}),
+        "strata": "population x finish reason x prefix budget",
+        "sampled": n,
+        "raw_agreement": float(totals.get("agree", 0) / n) if n else None,
+        "normalized_agreement": float((totals.get("agree", 0) + totals.get("special-token markup", 0)) / n)
+        if n
+        else None,
+        "divergences": {c: int(totals.get(c, 0)) for c in CLASSES[1:]},
+    }
     tables = {"agreement": summarise(keys), "by_prefix": summarise(["prefix"]), "divergences": pd.DataFrame(div)}
     return AuditResult("parity", tables=tables, summary=summary)

@@ -97,15 +97,22 @@ def read_records(
     grid = np.asarray(sorted(set(int(b) for b in budgets)), dtype=np.int64)
     n = records.num_rows
     ps = [get_parser(p) for p in parsers]
-    out = {p.name: {"value": np.full((n, len(grid)), np.nan), "partial": np.zeros((n, len(grid)), bool),
-                    "line_full": np.full((n, len(grid)), np.nan), "final": np.full(n, np.nan)} for p in ps}
+    out = {
+        p.name: {
+            "value": np.full((n, len(grid)), np.nan),
+            "partial": np.zeros((n, len(grid)), bool),
+            "line_full": np.full((n, len(grid)), np.nan),
+            "final": np.full(n, np.nan),
+        }
+        for p in ps
+    }
     ids, splits = flat_ids(records.column("output_ids"))
     names = records.column("tokenizer").to_numpy(zero_copy_only=False)
     complete = records.column("finish_reason").to_numpy(zero_copy_only=False) == "stop"
     tables = {name: byte_table(tokenizers[name]) for name in dict.fromkeys(names)}
     for r in range(n):
         table = tables[names[r]]
-        rid = ids[splits[r]:splits[r + 1]]
+        rid = ids[splits[r] : splits[r + 1]]
         data, cuts, at_end = _record_cuts(table, rid, grid)
         if b"####" not in data:
             continue
@@ -151,12 +158,23 @@ def parser_audit(
     rescued = (strict["partial"][:, gi] & (v == gold) & (strict["line_full"][:, gi] != gold)).any(axis=1)
     unstable = (~np.isnan(v) & (v != strict["final"][:, None])).any(axis=1)
     frame["rescued"], frame["unstable"] = rescued, unstable
-    robustness = frame.groupby(keys, dropna=False, sort=True).agg(
-        n=("rescued", "size"), rescued_correct=("rescued", "mean"), value_unstable=("unstable", "mean"),
-        rescued_traces=("rescued", "sum"), unstable_traces=("unstable", "sum")).reset_index()
+    robustness = (
+        frame.groupby(keys, dropna=False, sort=True)
+        .agg(
+            n=("rescued", "size"),
+            rescued_correct=("rescued", "mean"),
+            value_unstable=("unstable", "mean"),
+            rescued_traces=("rescued", "sum"),
+            unstable_traces=("unstable", "sum"),
+        )
+        .reset_index()
+    )
     tables = {"robustness": robustness}
-    summary = {"budgets": grid, "variants": list(VARIANTS), "premiums": {f"{m}:{lang}": r for (m, lang), (r, _)
-                                                                          in scaled_of.items()}}
+    summary = {
+        "budgets": grid,
+        "variants": list(VARIANTS),
+        "premiums": {f"{m}:{lang}": r for (m, lang), (r, _) in scaled_of.items()},
+    }
     if scaled_of:
         scores = {name: (reads[name]["value"] == gold) for name in reads}
         gains_rows, peak_rows = [], []
@@ -171,8 +189,16 @@ def parser_audit(
             term = gains & scores["terminated"][rows][:, si]
             for j, b in enumerate(grid):
                 n_g = int(gains[:, j].sum())
-                gains_rows.append({**vals, "budget": b, "premium": r, "scaled_budget": scaled[j], "gains": n_g,
-                                   "terminated_share": term[:, j].sum() / n_g if n_g else np.nan})
+                gains_rows.append(
+                    {
+                        **vals,
+                        "budget": b,
+                        "premium": r,
+                        "scaled_budget": scaled[j],
+                        "gains": n_g,
+                        "terminated_share": term[:, j].sum() / n_g if n_g else np.nan,
+                    }
+                )
             delta = {name: s[rows][:, si].mean(axis=0) - s[rows][:, gi].mean(axis=0) for name, s in scores.items()}
             k = int(np.argmax(delta["strict"]))
             row = {**vals, "premium": r, "peak_budget": grid[k], "delta_strict": float(delta["strict"][k])}

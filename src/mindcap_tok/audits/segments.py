@@ -47,7 +47,7 @@ def split_translate_act(text: str, delimiter: str = DEFAULT_DELIMITER) -> tuple[
     if m is None:
         return None, None
     translation = _LABEL.sub("", body[: m.start()], count=1).strip()
-    return translation or None, body[m.end():]
+    return translation or None, body[m.end() :]
 
 
 def strip_answer_lines(text: str) -> str:

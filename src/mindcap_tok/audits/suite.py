@@ -40,8 +40,18 @@ from .parity import parity_audit
 from .parser_audit import parser_audit
 from .translation import translation_audit
 
-_COLUMNS = (*POPULATION_COLUMNS, "item", "sample", "seed", "output_ids", "text", "finish_reason", "gold",
-            "tokenizer", "n_tokens")
+_COLUMNS = (
+    *POPULATION_COLUMNS,
+    "item",
+    "sample",
+    "seed",
+    "output_ids",
+    "text",
+    "finish_reason",
+    "gold",
+    "tokenizer",
+    "n_tokens",
+)
 #: what a missing value looks like in the Markdown report
 MISSING = "—"
 
@@ -132,16 +142,30 @@ class AuditFailed(MindcapError):
 
 # -- runners: the audits called with keyword arguments ---------------------------------------------------------
 def _run_langid(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
-    result, sample = langid_audit(records, model=load_lid_model(c.lid_model, hub=c.lid_hub), settings=c.lid,
-                                  validation_per_cell=c.validation_per_cell, seed=c.seed,
-                                  returned=c.validation_labels, criterion=c.criterion)
+    result, sample = langid_audit(
+        records,
+        model=load_lid_model(c.lid_model, hub=c.lid_hub),
+        settings=c.lid,
+        validation_per_cell=c.validation_per_cell,
+        seed=c.seed,
+        returned=c.validation_labels,
+        criterion=c.criterion,
+    )
     return AuditRun(result, sample)
 
 
 def _run_comet(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
-    return AuditRun(translation_audit(records, references=c.references, tokenizers=toks,
-                                      budgets=c.translation_budgets, sources=c.sources,
-                                      comet_checkpoint=c.comet_checkpoint, delimiter=c.lid.delimiter))
+    return AuditRun(
+        translation_audit(
+            records,
+            references=c.references,
+            tokenizers=toks,
+            budgets=c.translation_budgets,
+            sources=c.sources,
+            comet_checkpoint=c.comet_checkpoint,
+            delimiter=c.lid.delimiter,
+        )
+    )
 
 
 def _run_parser(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
@@ -149,14 +173,27 @@ def _run_parser(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Aud
 
 
 def _run_parity(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
-    return AuditRun(parity_audit(records, tokenizers=toks, budgets=c.budgets, per_stratum=c.parity_per_stratum,
-                                 seed=c.seed))
+    return AuditRun(
+        parity_audit(records, tokenizers=toks, budgets=c.budgets, per_stratum=c.parity_per_stratum, seed=c.seed)
+    )
 
 
 def _run_normalizer(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
-    return AuditRun(normalizer_audit(records, tokenizers=toks, budgets=c.budgets, premiums=c.premiums,
-                                     alternatives=c.alternatives, renderings=c.renderings, sesoi=c.sesoi,
-                                     search_factor=c.search_factor, n_boot=c.n_boot, seed=c.seed, level=c.level))
+    return AuditRun(
+        normalizer_audit(
+            records,
+            tokenizers=toks,
+            budgets=c.budgets,
+            premiums=c.premiums,
+            alternatives=c.alternatives,
+            renderings=c.renderings,
+            sesoi=c.sesoi,
+            search_factor=c.search_factor,
+            n_boot=c.n_boot,
+            seed=c.seed,
+            level=c.level,
+        )
+    )
 
 
 def _run_determinism(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
@@ -206,14 +243,18 @@ def _headline_parser(res: AuditResult) -> str:
     n = int(table["n"].sum()) if "n" in table else 0
     rescued = int(table["rescued_traces"].sum()) if n else 0
     unstable = int(table["unstable_traces"].sum()) if n else 0
-    return (f"rescued-correct {rescued} of {n} traces ({_pct(rescued / n if n else None)}), "
-            f"value-unstable {unstable} ({_pct(unstable / n if n else None)})")
+    return (
+        f"rescued-correct {rescued} of {n} traces ({_pct(rescued / n if n else None)}), "
+        f"value-unstable {unstable} ({_pct(unstable / n if n else None)})"
+    )
 
 
 def _headline_parity(res: AuditResult) -> str:
     s = res.summary
-    return (f"raw agreement {_pct(s.get('raw_agreement'))}, after special-token normalisation "
-            f"{_pct(s.get('normalized_agreement'))} ({s.get('sampled', 0)} prefixes sampled)")
+    return (
+        f"raw agreement {_pct(s.get('raw_agreement'))}, after special-token normalisation "
+        f"{_pct(s.get('normalized_agreement'))} ({s.get('sampled', 0)} prefixes sampled)"
+    )
 
 
 def _headline_normalizer(res: AuditResult) -> str:
@@ -227,32 +268,62 @@ def _headline_normalizer(res: AuditResult) -> str:
 
 def _headline_determinism(res: AuditResult) -> str:
     s = res.summary
-    return (f"repeats identical in {_pct(s.get('repeat_share'))} of {s.get('repeat_groups', 0)} groups, capped "
-            f"decodes equal to the long prefix in {_pct(s.get('prefix_share'))} of {s.get('prefix_pairs', 0)}")
+    return (
+        f"repeats identical in {_pct(s.get('repeat_share'))} of {s.get('repeat_groups', 0)} groups, capped "
+        f"decodes equal to the long prefix in {_pct(s.get('prefix_share'))} of {s.get('prefix_pairs', 0)}"
+    )
 
 
 #: the suite's audits, in report order
 REGISTRY: dict[str, AuditSpec] = {
     spec.name: spec
     for spec in (
-        AuditSpec("langid", "Trace-language ID", _run_langid, _headline_langid,
-                  needs=("lid_model", "lid", "validation_labels"), extras={"lid": "pip install 'mindcap-tok[lid]'"}),
-        AuditSpec("comet", "Translation quality (chrF / COMET)", _run_comet, _headline_comet,
-                  needs=("tokenizers", "references", "sources", "comet_checkpoint", "translation_budgets"),
-                  required={"references": "no English references: give the MGSM data folder (--data-dir) or "
-                                          "references"},
-                  extras={"chrf": "pip install 'mindcap-tok[chrf]' (COMET: pip install 'mindcap-tok[comet]' in its "
-                                  "own environment)",
-                          "comet": "pip install 'mindcap-tok[comet]' in its own environment (its pins conflict "
-                                   "with vLLM's)"}),
-        AuditSpec("parser", "Parser robustness", _run_parser, _headline_parser,
-                  needs=("tokenizers", "budgets", "premiums")),
-        AuditSpec("parity", "Decoder parity", _run_parity, _headline_parity,
-                  needs=("tokenizers", "budgets", "parity_per_stratum")),
-        AuditSpec("normalizer", "Normalizer sensitivity", _run_normalizer, _headline_normalizer,
-                  needs=("tokenizers", "budgets", "premiums", "alternatives", "renderings")),
-        AuditSpec("determinism", "Determinism (repeats, capped vs long)", _run_determinism, _headline_determinism,
-                  needs=("level",), default=False),
+        AuditSpec(
+            "langid",
+            "Trace-language ID",
+            _run_langid,
+            _headline_langid,
+            needs=("lid_model", "lid", "validation_labels"),
+            extras={"lid": "pip install 'mindcap-tok[lid]'"},
+        ),
+        AuditSpec(
+            "comet",
+            "Translation quality (chrF / COMET)",
+            _run_comet,
+            _headline_comet,
+            needs=("tokenizers", "references", "sources", "comet_checkpoint", "translation_budgets"),
+            required={"references": "no English references: give the MGSM data folder (--data-dir) or references"},
+            extras={
+                "chrf": "pip install 'mindcap-tok[chrf]' (COMET: pip install 'mindcap-tok[comet]' in its "
+                "own environment)",
+                "comet": "pip install 'mindcap-tok[comet]' in its own environment (its pins conflict with vLLM's)",
+            },
+        ),
+        AuditSpec(
+            "parser", "Parser robustness", _run_parser, _headline_parser, needs=("tokenizers", "budgets", "premiums")
+        ),
+        AuditSpec(
+            "parity",
+            "Decoder parity",
+            _run_parity,
+            _headline_parity,
+            needs=("tokenizers", "budgets", "parity_per_stratum"),
+        ),
+        AuditSpec(
+            "normalizer",
+            "Normalizer sensitivity",
+            _run_normalizer,
+            _headline_normalizer,
+            needs=("tokenizers", "budgets", "premiums", "alternatives", "renderings"),
+        ),
+        AuditSpec(
+            "determinism",
+            "Determinism (repeats, capped vs long)",
+            _run_determinism,
+            _headline_determinism,
+            needs=("level",),
+            default=False,
+        ),
     )
 }
 AUDITS = tuple(REGISTRY)
@@ -283,8 +354,7 @@ def select_audits(only: Sequence[str] | None) -> list[str]:
     return [a for a in AUDITS if a in names]
 
 
-def run_one(spec: AuditSpec, records: pa.Table, toks: Mapping[str, ResolvedTokenizer],
-            config: AuditConfig) -> AuditRun:
+def run_one(spec: AuditSpec, records: pa.Table, toks: Mapping[str, ResolvedTokenizer], config: AuditConfig) -> AuditRun:
     """Run one audit: a missing required input or extra is a skip, any other error :class:`AuditFailed`."""
     for attr, reason in spec.required.items():
         if getattr(config, attr) is None:
@@ -299,8 +369,11 @@ def run_one(spec: AuditSpec, records: pa.Table, toks: Mapping[str, ResolvedToken
     return run
 
 
-def run_audits(source: str | os.PathLike[str] | Ledger | pa.Table, only: Sequence[str] | None = None,
-               config: AuditConfig | None = None) -> SuiteResult:
+def run_audits(
+    source: str | os.PathLike[str] | Ledger | pa.Table,
+    only: Sequence[str] | None = None,
+    config: AuditConfig | None = None,
+) -> SuiteResult:
     """Run the audits named in ``only`` (all by default) on a ledger folder, a :class:`Ledger` or records.
 
     Raises :class:`AuditFailed` when an audit fails for any reason but a missing extra or its own skip reason,
@@ -319,10 +392,14 @@ def run_audits(source: str | os.PathLike[str] | Ledger | pa.Table, only: Sequenc
         raise MindcapError(f"no records in {where}: nothing to audit")
     toks: dict[str, ResolvedTokenizer] = {}
     if any("tokenizers" in spec.needs for spec in specs):
-        toks = resolve_tokenizers(records.column("tokenizer").to_pylist(), ledger, override=config.tokenizer,
-                                  given=config.tokenizers,
-                                  tokenizers_dir=config.tokenizers_dir,
-                                  allow_mismatch=config.allow_tokenizer_mismatch)
+        toks = resolve_tokenizers(
+            records.column("tokenizer").to_pylist(),
+            ledger,
+            override=config.tokenizer,
+            given=config.tokenizers,
+            tokenizers_dir=config.tokenizers_dir,
+            allow_mismatch=config.allow_tokenizer_mismatch,
+        )
     results, sample = [], None
     for spec in specs:
         start = time.perf_counter()
@@ -351,8 +428,10 @@ def markdown_table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "(empty)"
     cells = frame.astype(object).map(format_cell)
-    align = tuple("right" if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-                  else "left" for c in frame.columns)
+    align = tuple(
+        "right" if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]) else "left"
+        for c in frame.columns
+    )
     return cells.to_markdown(index=False, disable_numparse=True, colalign=align)
 
 
@@ -374,15 +453,26 @@ def _setting(value) -> str:
 def render_markdown(suite: SuiteResult) -> str:
     """The report: a headline summary (one line per audit), then one section per audit with its settings and a
     table per result table."""
-    lines = ["# mindcap-tok audit report", "", f"Ledger: `{suite.ledger}` ({suite.records} records)", "",
-             "## Summary", "", markdown_table(pd.DataFrame(headline_rows(suite))), ""]
+    lines = [
+        "# mindcap-tok audit report",
+        "",
+        f"Ledger: `{suite.ledger}` ({suite.records} records)",
+        "",
+        "## Summary",
+        "",
+        markdown_table(pd.DataFrame(headline_rows(suite))),
+        "",
+    ]
     for res in suite.results:
         lines += [f"## {REGISTRY[res.name].title} (`{res.name}`)", ""]
         if res.status != "ok":
             lines += [f"**Skipped:** {res.reason}", ""]
             continue
-        settings = ", ".join(f"{k}={_setting(v)}" for k, v in res.summary.items()
-                             if not isinstance(v, dict) or len(json.dumps(v, default=str)) < 200)
+        settings = ", ".join(
+            f"{k}={_setting(v)}"
+            for k, v in res.summary.items()
+            if not isinstance(v, dict) or len(json.dumps(v, default=str)) < 200
+        )
         lines += [f"Settings: {settings}", ""]
         for tname, table in res.tables.items():
             lines += [f"### {tname}", "", markdown_table(table), ""]
@@ -399,8 +489,10 @@ def write_report(suite: SuiteResult, out: str | os.PathLike[str]) -> dict[str, P
     Every file is rendered before anything is written, and the folder is staged and moved into place in one
     step. ``out`` must be absent, empty or an earlier audit report (:func:`~mindcap_tok._io.output_folder`).
     """
-    texts = {"markdown": ("audit.md", render_markdown(suite)),
-             "json": ("audit.json", dumps_strict(suite.as_dict(), indent=1) + "\n")}
+    texts = {
+        "markdown": ("audit.md", render_markdown(suite)),
+        "json": ("audit.json", dumps_strict(suite.as_dict(), indent=1) + "\n"),
+    }
     if suite.validation_sample is not None:
         texts["validation"] = ("langid_validation.csv", validation_csv(suite.validation_sample))
     with output_folder(out, PRODUCER) as tmp:

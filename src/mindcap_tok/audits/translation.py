@@ -36,8 +36,11 @@ def chrf_scores(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndar
 
 
 def comet_scores(
-    sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str],
-    checkpoint: str | os.PathLike[str], batch_size: int = 16,
+    sources: Sequence[str],
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    checkpoint: str | os.PathLike[str],
+    batch_size: int = 16,
 ) -> np.ndarray:
     """Segment-level COMET scores from a local checkpoint, on CPU.
 
@@ -135,12 +138,26 @@ def translation_audit(
             for name in metrics:
                 ok = len(merged) >= 3 and gain.nunique() > 1 and merged[name].nunique() > 1
                 rho, p = spearmanr(merged[name], gain) if ok else (np.nan, np.nan)
-                corr.append({**vals, "budget": b, "metric": name, "items": len(merged),
-                             "gain": "translate - native" if len(n) else "translate",
-                             "mean_gain": float(gain.mean()) if len(gain) else np.nan,
-                             "spearman": float(rho), "p_value": float(p)})
-    summary = {"metrics": list(metrics), "budgets": budgets, "delimiter": delimiter,
-               "comet_checkpoint": None if comet_checkpoint is None else os.path.basename(str(comet_checkpoint)),
-               "segments_scored": len(scored), "segments_missing": int((~has).sum())}
-    return AuditResult("comet", tables={"quality": pd.DataFrame(dist), "correlation": pd.DataFrame(corr)},
-                       summary=summary)
+                corr.append(
+                    {
+                        **vals,
+                        "budget": b,
+                        "metric": name,
+                        "items": len(merged),
+                        "gain": "translate - native" if len(n) else "translate",
+                        "mean_gain": float(gain.mean()) if len(gain) else np.nan,
+                        "spearman": float(rho),
+                        "p_value": float(p),
+                    }
+                )
+    summary = {
+        "metrics": list(metrics),
+        "budgets": budgets,
+        "delimiter": delimiter,
+        "comet_checkpoint": None if comet_checkpoint is None else os.path.basename(str(comet_checkpoint)),
+        "segments_scored": len(scored),
+        "segments_missing": int((~has).sum()),
+    }
+    return AuditResult(
+        "comet", tables={"quality": pd.DataFrame(dist), "correlation": pd.DataFrame(corr)}, summary=summary
+    )

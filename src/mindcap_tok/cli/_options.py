@@ -19,14 +19,25 @@ FORMATS = ("table", "json", "csv", "md")
 def format_option(*, latex: bool = False):
     """``--format``: table (default), json, csv, md; ``latex`` adds LaTeX for commands whose product is a table."""
     choices = (*FORMATS, "latex") if latex else FORMATS
-    return click.option("--format", "fmt", type=click.Choice(choices), default="table", show_default=True,
-                        help="Output format: JSON holds fractions and null for missing values.")
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default="table",
+        show_default=True,
+        help="Output format: JSON holds fractions and null for missing values.",
+    )
 
 
 def n_boot_option(default: int = 10_000):
     """``--n-boot``: bootstrap resamples, an integer of at least 2 (one rule for every command)."""
-    return click.option("--n-boot", type=click.IntRange(min=2), default=default, show_default=True,
-                        help="Bootstrap resamples (at least 2).")
+    return click.option(
+        "--n-boot",
+        type=click.IntRange(min=2),
+        default=default,
+        show_default=True,
+        help="Bootstrap resamples (at least 2).",
+    )
 
 
 def _deprecated_ci(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -43,10 +54,23 @@ def _level(ctx: click.Context, param: click.Parameter, value: float) -> float:
 def level_option(f):
     """``--level``: the confidence level of every CI and band; ``--ci`` is its deprecated spelling (one release)."""
     level_range = click.FloatRange(0, 1, min_open=True, max_open=True)
-    f = click.option("--ci", "deprecated_ci", type=level_range, expose_value=False, is_eager=True,
-                     callback=_deprecated_ci, hidden=True)(f)
-    return click.option("--level", type=level_range, default=0.95, show_default=True, callback=_level,
-                        help="Confidence level of CIs and bands.")(f)
+    f = click.option(
+        "--ci",
+        "deprecated_ci",
+        type=level_range,
+        expose_value=False,
+        is_eager=True,
+        callback=_deprecated_ci,
+        hidden=True,
+    )(f)
+    return click.option(
+        "--level",
+        type=level_range,
+        default=0.95,
+        show_default=True,
+        callback=_level,
+        help="Confidence level of CIs and bands.",
+    )(f)
 
 
 def _deprecated_out(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -68,10 +92,18 @@ def out_dir_option(help: str):
     file; ``--out`` is accepted for one release as a deprecated spelling, with a warning."""
 
     def deco(f):
-        f = click.option("--out", "deprecated_out", type=click.Path(file_okay=False), expose_value=False,
-                         is_eager=True, callback=_deprecated_out, hidden=True)(f)
-        return click.option("--out-dir", "out", type=click.Path(file_okay=False), callback=_out_dir,
-                            help=f"{help}  [required]")(f)
+        f = click.option(
+            "--out",
+            "deprecated_out",
+            type=click.Path(file_okay=False),
+            expose_value=False,
+            is_eager=True,
+            callback=_deprecated_out,
+            hidden=True,
+        )(f)
+        return click.option(
+            "--out-dir", "out", type=click.Path(file_okay=False), callback=_out_dir, help=f"{help}  [required]"
+        )(f)
 
     return deco
 

@@ -13,28 +13,50 @@ from .premium_cmd import parse_budgets
 @click.command("audit")
 @click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
 @out_dir_option("Folder for audit.md, audit.json: absent, empty, or an earlier audit.")
-@click.option("--only", multiple=True,
-              help="Audits to run: langid comet parser parity normalizer (the default), and determinism (on request).")
-@click.option("--premiums", "premium_specs", multiple=True,
-              help="FLORES premiums: tokenizer name, `premium --format json` file or lang=r (default: each model's).")
+@click.option(
+    "--only",
+    multiple=True,
+    help="Audits to run: langid comet parser parity normalizer (the default), and determinism (on request).",
+)
+@click.option(
+    "--premiums",
+    "premium_specs",
+    multiple=True,
+    help="FLORES premiums: tokenizer name, `premium --format json` file or lang=r (default: each model's).",
+)
 @click.option("--alt-premiums", multiple=True, help="An alternative normalizer (same forms as --premiums); repeatable.")
-@click.option("--renderings", type=click.Path(exists=True, dir_okay=False),
-              help="English renderings of native traces (JSONL/CSV: lang,item,sample,english) for r_trace.")
+@click.option(
+    "--renderings",
+    type=click.Path(exists=True, dir_okay=False),
+    help="English renderings of native traces (JSONL/CSV: lang,item,sample,english) for r_trace.",
+)
 @click.option("--budgets", help="Budget grid for parser and normalizer audits (default 64,...,1024).")
-@click.option("--translation-budgets", default="128,192,256", show_default=True,
-              help="Budgets for the quality-gain correlation.")
-@click.option("--lid-model", type=click.Path(exists=True, dir_okay=False),
-              help="fastText LID model (GlotLID model.bin); default: GlotLID from the hub, else lid.176.")
+@click.option(
+    "--translation-budgets", default="128,192,256", show_default=True, help="Budgets for the quality-gain correlation."
+)
+@click.option(
+    "--lid-model",
+    type=click.Path(exists=True, dir_okay=False),
+    help="fastText LID model (GlotLID model.bin); default: GlotLID from the hub, else lid.176.",
+)
 @click.option("--no-hub", is_flag=True, help="Do not try the Hugging Face hub for GlotLID.")
 @click.option("--lid-threshold", type=float, default=0.5, show_default=True, help="Determinate: top probability.")
 @click.option("--min-letters", type=int, default=20, show_default=True, help="Determinate: minimum letters.")
 @click.option("--delimiter", help="Translation delimiter (regular expression; default: the first blank line).")
 @click.option("--comet-checkpoint", type=click.Path(exists=True, dir_okay=False), help="COMET .ckpt (extra comet).")
 @click.option("--validation-per-cell", type=int, default=20, show_default=True, help="LID validation sample size.")
-@click.option("--validation-labels", type=click.Path(exists=True, dir_okay=False),
-              help="A returned langid_validation.csv with human_label filled in: report its agreement.")
-@click.option("--criterion", type=float, default=90.0, show_default=True,
-              help="Frozen agreement criterion (percent) for --validation-labels.")
+@click.option(
+    "--validation-labels",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A returned langid_validation.csv with human_label filled in: report its agreement.",
+)
+@click.option(
+    "--criterion",
+    type=float,
+    default=90.0,
+    show_default=True,
+    help="Frozen agreement criterion (percent) for --validation-labels.",
+)
 @click.option("--parity-per-stratum", type=int, default=20, show_default=True, help="Parity sample per stratum.")
 @click.option("--sesoi", type=float, default=5.0, show_default=True, help="SESOI in accuracy points.")
 @n_boot_option(2000)
@@ -43,10 +65,33 @@ from .premium_cmd import parse_budgets
 @tokenizer_option
 @allow_tokenizer_mismatch_option
 @click.pass_obj
-def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderings, budgets, translation_budgets,
-                  lid_model, no_hub, lid_threshold, min_letters, delimiter, comet_checkpoint, validation_per_cell,
-                  validation_labels, criterion, parity_per_stratum, sesoi, n_boot, seed, no_verify,
-                  tokenizer, allow_tokenizer_mismatch) -> None:
+def audit_command(
+    state,
+    ledger,
+    out,
+    only,
+    premium_specs,
+    alt_premiums,
+    renderings,
+    budgets,
+    translation_budgets,
+    lid_model,
+    no_hub,
+    lid_threshold,
+    min_letters,
+    delimiter,
+    comet_checkpoint,
+    validation_per_cell,
+    validation_labels,
+    criterion,
+    parity_per_stratum,
+    sesoi,
+    n_boot,
+    seed,
+    no_verify,
+    tokenizer,
+    allow_tokenizer_mismatch,
+) -> None:
     """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
     import pyarrow.compute as pc
 
@@ -94,15 +139,26 @@ def audit_command(state, ledger, out, only, premium_specs, alt_premiums, renderi
         except MindcapError as exc:
             click.echo(f"note: MGSM questions incomplete ({exc})", err=True)
     config = AuditConfig(
-        budgets=grid or AuditConfig.budgets, premiums=premiums, alternatives=alternatives,
-        renderings=load_renderings(renderings) if renderings else None, references=references, sources=sources,
-        comet_checkpoint=comet_checkpoint, translation_budgets=translation_grid,
-        lid_model=lid_model, lid_hub=not no_hub,
+        budgets=grid or AuditConfig.budgets,
+        premiums=premiums,
+        alternatives=alternatives,
+        renderings=load_renderings(renderings) if renderings else None,
+        references=references,
+        sources=sources,
+        comet_checkpoint=comet_checkpoint,
+        translation_budgets=translation_grid,
+        lid_model=lid_model,
+        lid_hub=not no_hub,
         lid=LidSettings(threshold=lid_threshold, min_letters=min_letters, delimiter=delimiter),
-        validation_per_cell=validation_per_cell, criterion=criterion / 100,
+        validation_per_cell=validation_per_cell,
+        criterion=criterion / 100,
         validation_labels=labels,
-        parity_per_stratum=parity_per_stratum, sesoi=sesoi / 100,
-        n_boot=n_boot, seed=seed, tokenizers_dir=toks_dir, allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+        parity_per_stratum=parity_per_stratum,
+        sesoi=sesoi / 100,
+        n_boot=n_boot,
+        seed=seed,
+        tokenizers_dir=toks_dir,
+        allow_tokenizer_mismatch=allow_tokenizer_mismatch,
         tokenizer=load_tokenizer(tokenizer, toks_dir) if tokenizer else None,
     )
     suite = run_audits(led, names, config)

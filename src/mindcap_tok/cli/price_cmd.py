@@ -75,8 +75,9 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.option("--ledger", "ledger_dir", required=True, type=click.Path(file_okay=False), help="Ledger folder.")
 @click.option("--model", "models", multiple=True, default=["qwen3-8b"], show_default=True, help="Model(s) priced.")
 @click.option("--lang", "langs", multiple=True, required=True, help="Language(s): FLORES codes or aliases.")
-@click.option("--cap", "caps", multiple=True, required=True, type=click.IntRange(min=1, max=MAX_BUDGET),
-              help="Deployed cap(s) B.")
+@click.option(
+    "--cap", "caps", multiple=True, required=True, type=click.IntRange(min=1, max=MAX_BUDGET), help="Deployed cap(s) B."
+)
 @click.option("--extension", type=click.Path(exists=True, file_okay=False), help="Saved extension or cross-fit folder.")
 @click.option("--learn-extension", is_flag=True, help="Learn a cross-fitted extension on the NATIVE traces.")
 @click.option("--size", type=click.IntRange(min=1), help="Merges per fold for --learn-extension.")

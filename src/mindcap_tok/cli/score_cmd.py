@@ -45,8 +45,21 @@ def _save(scores: Scores, folder: str) -> None:
 @no_verify_option
 @allow_tokenizer_mismatch_option
 @click.pass_obj
-def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, langs, fmt, out, save,
-                  no_verify, allow_tokenizer_mismatch) -> None:
+def score_command(
+    state,
+    ledger_dir,
+    budgets,
+    tokenizer,
+    parser,
+    models,
+    arms,
+    langs,
+    fmt,
+    out,
+    save,
+    no_verify,
+    allow_tokenizer_mismatch,
+) -> None:
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
     if save:
         check_output_folder(save, PRODUCER)  # before the scoring, not after it
@@ -56,9 +69,13 @@ def score_command(state, ledger_dir, budgets, tokenizer, parser, models, arms, l
     if records.num_rows == 0:
         raise MindcapError(f"no records in {ledger_dir} match the selection")
     override = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
-    toks = resolve_tokenizers(records.column("tokenizer").to_pylist(), led, override=override,
-                              tokenizers_dir=state.config.tokenizers_dir.value,
-                              allow_mismatch=allow_tokenizer_mismatch)
+    toks = resolve_tokenizers(
+        records.column("tokenizer").to_pylist(),
+        led,
+        override=override,
+        tokenizers_dir=state.config.tokenizers_dir.value,
+        allow_mismatch=allow_tokenizer_mismatch,
+    )
     with progress_bar("scoring", total=records.num_rows, enabled=records.num_rows > 20_000) as advance:
         done = [0]
 

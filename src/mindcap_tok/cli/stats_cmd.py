@@ -24,13 +24,33 @@ from ._progress import progress_bar
 from .premium_cmd import parse_budgets
 
 #: sweep columns holding proportions; printed as points
-_POINTS = ("acc_native", "acc_native_scaled", "delta", "ci_low", "ci_high", "band_low", "band_high",
-           "acc_translate", "gap", "gap_ci_low", "gap_ci_high")
+_POINTS = (
+    "acc_native",
+    "acc_native_scaled",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "band_low",
+    "band_high",
+    "acc_translate",
+    "gap",
+    "gap_ci_low",
+    "gap_ci_high",
+)
 
 
-def load_scores(state, ledger: str, budgets_for, models=(), langs=(), parser: str = "strict",
-                premium_specs=(), verify: bool = True, allow_tokenizer_mismatch: bool = False,
-                tokenizer: str | None = None):
+def load_scores(
+    state,
+    ledger: str,
+    budgets_for,
+    models=(),
+    langs=(),
+    parser: str = "strict",
+    premium_specs=(),
+    verify: bool = True,
+    allow_tokenizer_mismatch: bool = False,
+    tokenizer: str | None = None,
+):
     """Read a ledger, resolve premiums for its models/languages, score it at ``budgets_for(table, models, langs)``.
 
     Returns (scores, premium table). Each record's ids are scored with its own tokenizer (the ``tokenizer``
@@ -52,15 +72,20 @@ def load_scores(state, ledger: str, budgets_for, models=(), langs=(), parser: st
         raise MindcapError(f"no records in {ledger}" + (" after --model/--lang filters" if models or langs else ""))
     ledger_models = sorted(pc.unique(table.column("model")).to_pylist())
     ledger_langs = sorted(pc.unique(table.column("lang")).to_pylist())
-    premiums = resolve_premiums(premium_specs, ledger_models, ledger_langs, state.config.tokenizers_dir.value,
-                                state.config.data_dir.value)
+    premiums = resolve_premiums(
+        premium_specs, ledger_models, ledger_langs, state.config.tokenizers_dir.value, state.config.data_dir.value
+    )
     budgets = budgets_for(premiums, ledger_models, ledger_langs)
     if "tokenizer" not in table.column_names:
         raise MindcapError(f"{ledger}: records have no 'tokenizer' column naming the tokenizer of their ids")
     override = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
-    toks = resolve_tokenizers(table.column("tokenizer").to_pylist(), led, override=override,
-                              tokenizers_dir=state.config.tokenizers_dir.value,
-                              allow_mismatch=allow_tokenizer_mismatch)
+    toks = resolve_tokenizers(
+        table.column("tokenizer").to_pylist(),
+        led,
+        override=override,
+        tokenizers_dir=state.config.tokenizers_dir.value,
+        allow_mismatch=allow_tokenizer_mismatch,
+    )
     with progress_bar("scoring prefixes", total=table.num_rows, enabled=table.num_rows > 5000) as advance:
         last = [0]
 
@@ -90,14 +115,23 @@ def _points(frame: pd.DataFrame) -> pd.DataFrame:
 
 _common = [
     click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder."),
-    click.option("--premiums", "premium_specs", multiple=True,
-                 help="Tokenizer name (qwen3-8b), a `mindcap-tok premium --format json` file, or lang=r; repeatable. "
-                      "Default: each model's own tokenizer."),
+    click.option(
+        "--premiums",
+        "premium_specs",
+        multiple=True,
+        help="Tokenizer name (qwen3-8b), a `mindcap-tok premium --format json` file, or lang=r; repeatable. "
+        "Default: each model's own tokenizer.",
+    ),
     click.option("--budgets", help=f"Comma-separated budgets B (default {','.join(map(str, DEFAULT_BUDGETS))})."),
     click.option("--model", "models", multiple=True, help="Only these models."),
     click.option("--lang", "langs", multiple=True, help="Only these languages."),
-    click.option("--frame", type=click.Choice(FRAMES), default="replay", show_default=True,
-                 help="replay: prefixes of one long ledger; independent: each record's own cap is its budget."),
+    click.option(
+        "--frame",
+        type=click.Choice(FRAMES),
+        default="replay",
+        show_default=True,
+        help="replay: prefixes of one long ledger; independent: each record's own cap is its budget.",
+    ),
     n_boot_option(),
     click.option("--seed", type=int, default=0, show_default=True),
     level_option,
@@ -122,41 +156,91 @@ def _apply(options):
 @format_option(latex=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
 @click.pass_obj
-def sweep_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
-                  no_verify, tokenizer, allow_tokenizer_mismatch, fmt, out) -> None:
+def sweep_command(
+    state,
+    ledger,
+    premium_specs,
+    budgets,
+    models,
+    langs,
+    frame,
+    n_boot,
+    seed,
+    level,
+    parser,
+    no_verify,
+    tokenizer,
+    allow_tokenizer_mismatch,
+    fmt,
+    out,
+) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
     grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
-    scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs,
-                                verify=not no_verify, allow_tokenizer_mismatch=allow_tokenizer_mismatch,
-                                tokenizer=tokenizer)
+    scores, table = load_scores(
+        state,
+        ledger,
+        _sweep_budgets(grid),
+        models,
+        langs,
+        parser,
+        premium_specs,
+        verify=not no_verify,
+        allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+        tokenizer=tokenizer,
+    )
     result = sweep(scores.by_budget, table, grid, n_boot=n_boot, seed=seed, level=level, frame=frame)
     if fmt == "json":
-        text = to_json({**result.as_dict(), "rows": result.rows.to_dict(orient="records"),
-                        "peaks": result.peaks.to_dict(orient="records"), "units": "fractions"})
+        text = to_json(
+            {
+                **result.as_dict(),
+                "rows": result.rows.to_dict(orient="records"),
+                "peaks": result.peaks.to_dict(orient="records"),
+                "units": "fractions",
+            }
+        )
     elif fmt == "csv":
         text = render(result.rows.to_dict(orient="records"), "csv")
     else:  # readable width: settings shared by every row go into the title, Δ_L and the gap in two tables
         rows, peaks = _points(result.rows), _points(result.peaks)
         rows, peaks, cross, shared = _drop_shared_settings(rows, peaks, result.crossovers)
-        head = (f"Δ_L sweep ({result.frame} frame, {result.n_boot} item resamples, seed {result.seed}, "
-                f"{result.level:.0%} CIs{shared}; points)")
+        head = (
+            f"Δ_L sweep ({result.frame} frame, {result.n_boot} item resamples, seed {result.seed}, "
+            f"{result.level:.0%} CIs{shared}; points)"
+        )
         keys = [c for c in rows.columns if c not in _DELTA_COLUMNS + _GAP_COLUMNS]
-        text = render(rows[keys + [c for c in _DELTA_COLUMNS if c in rows]].to_dict(orient="records"), fmt,
-                      title=head, floatfmt=".2f")
+        text = render(
+            rows[keys + [c for c in _DELTA_COLUMNS if c in rows]].to_dict(orient="records"),
+            fmt,
+            title=head,
+            floatfmt=".2f",
+        )
         gap = [c for c in _GAP_COLUMNS if c in rows]
         if gap:
-            text += "\n" + render(rows[keys + gap].to_dict(orient="records"), fmt,
-                                   title="Gap: TRANSLATE-ACT − NATIVE accuracy at B (points)", floatfmt=".2f")
+            text += "\n" + render(
+                rows[keys + gap].to_dict(orient="records"),
+                fmt,
+                title="Gap: TRANSLATE-ACT − NATIVE accuracy at B (points)",
+                floatfmt=".2f",
+            )
         text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")
         if len(cross):
             text += "\n" + render(cross.to_dict(orient="records"), fmt, title="Crossovers", floatfmt=".3f")
     emit(text, out)
 
 
-_DELTA_COLUMNS = ["premium", "scaled_budget", "acc_native", "acc_native_scaled", "delta", "ci_low", "ci_high",
-                  "band_low", "band_high"]
+_DELTA_COLUMNS = [
+    "premium",
+    "scaled_budget",
+    "acc_native",
+    "acc_native_scaled",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "band_low",
+    "band_high",
+]
 _GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap"]
 
 
@@ -178,19 +262,52 @@ def _drop_shared_settings(*frames: pd.DataFrame):
 @_apply(_common)
 @out_dir_option("Report folder: absent, empty, or an earlier report (replaced atomically).")
 @click.pass_obj
-def report_command(state, ledger, premium_specs, budgets, models, langs, frame, n_boot, seed, level, parser,
-                   no_verify, tokenizer, allow_tokenizer_mismatch, out) -> None:
+def report_command(
+    state,
+    ledger,
+    premium_specs,
+    budgets,
+    models,
+    langs,
+    frame,
+    n_boot,
+    seed,
+    level,
+    parser,
+    no_verify,
+    tokenizer,
+    allow_tokenizer_mismatch,
+    out,
+) -> None:
     """Markdown tables, CSVs and figures (NATIVE curves with peak intervals; gap curves) for a ledger."""
     from .._io import check_output_folder
     from ..report.budget_report import PRODUCER, write_budget_report
 
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
     grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
-    scores, table = load_scores(state, ledger, _sweep_budgets(grid), models, langs, parser, premium_specs,
-                                verify=not no_verify, allow_tokenizer_mismatch=allow_tokenizer_mismatch,
-                                tokenizer=tokenizer)
-    rep = write_budget_report(scores.by_budget, table, out, by_record=scores.by_record, budgets=grid,
-                              n_boot=n_boot, seed=seed, level=level, frame=frame)
+    scores, table = load_scores(
+        state,
+        ledger,
+        _sweep_budgets(grid),
+        models,
+        langs,
+        parser,
+        premium_specs,
+        verify=not no_verify,
+        allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+        tokenizer=tokenizer,
+    )
+    rep = write_budget_report(
+        scores.by_budget,
+        table,
+        out,
+        by_record=scores.by_record,
+        budgets=grid,
+        n_boot=n_boot,
+        seed=seed,
+        level=level,
+        frame=frame,
+    )
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
 
 
@@ -201,8 +318,7 @@ def protocol_group() -> None:
 
 @protocol_group.command("freeze")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--tag/--no-tag", default=None,
-              help="Record a git tag (default: when FILE is inside a git repository).")
+@click.option("--tag/--no-tag", default=None, help="Record a git tag (default: when FILE is inside a git repository).")
 @click.pass_obj
 def protocol_freeze(state, file, tag) -> None:
     """Record FILE's SHA-256, and those of the files it names (premiums), in FILE.freeze.json (and an
@@ -216,8 +332,11 @@ def protocol_freeze(state, file, tag) -> None:
     if rec.tag:
         click.echo(f"git tag {rec.tag} at {rec.commit[:12]}")
         if not rec.file_committed:
-            click.echo("warning: the protocol file is not committed at the tagged commit; commit it so the tag "
-                       "proves its content", err=True)
+            click.echo(
+                "warning: the protocol file is not committed at the tagged commit; commit it so the tag "
+                "proves its content",
+                err=True,
+            )
 
 
 @protocol_group.command("test")
@@ -240,21 +359,43 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
     record = verify_protocol(file, tokenizers_dir=state.config.tokenizers_dir.value)
     proto = load_protocol(file)
     specs = protocol_premium_specs(proto, Path(file).parent)
-    scores, table = load_scores(state, ledger, lambda t, m, _: family_budgets(proto.hypotheses, t, m),
-                                [proto.model] if proto.model else [], (), proto.parser, specs, verify=not no_verify,
-                                allow_tokenizer_mismatch=allow_tokenizer_mismatch, tokenizer=tokenizer)
+    scores, table = load_scores(
+        state,
+        ledger,
+        lambda t, m, _: family_budgets(proto.hypotheses, t, m),
+        [proto.model] if proto.model else [],
+        (),
+        proto.parser,
+        specs,
+        verify=not no_verify,
+        allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+        tokenizer=tokenizer,
+    )
     result = run_protocol(proto, scores.by_budget, table)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
         decisions = result.table.assign(**{c: result.table[c] / 100 for c in ("margin", "estimate", "se")})
-        text = to_json({"protocol": proto.name, "sha256": record.sha256, "frozen_at": record.frozen_at,
-                        "tag": record.tag, "inputs": record.inputs, "outcome": result.outcome, "alpha": result.alpha,
-                        "n_boot": result.n_boot, "seed": result.seed, "tail_factor": result.tail_factor,
-                        "units": "fractions", "decisions": decisions.to_dict(orient="records")})
+        text = to_json(
+            {
+                "protocol": proto.name,
+                "sha256": record.sha256,
+                "frozen_at": record.frozen_at,
+                "tag": record.tag,
+                "inputs": record.inputs,
+                "outcome": result.outcome,
+                "alpha": result.alpha,
+                "n_boot": result.n_boot,
+                "seed": result.seed,
+                "tail_factor": result.tail_factor,
+                "units": "fractions",
+                "decisions": decisions.to_dict(orient="records"),
+            }
+        )
     else:
-        title = (f"Protocol {proto.name} (sha256 {record.sha256[:12]}…, frozen {record.frozen_at}); Holm at "
-                 f"α={result.alpha}, {result.n_boot} item resamples, seed {result.seed}, tail factor "
-                 f"{result.tail_factor:g}; estimates in points")
+        title = (
+            f"Protocol {proto.name} (sha256 {record.sha256[:12]}…, frozen {record.frozen_at}); Holm at "
+            f"α={result.alpha}, {result.n_boot} item resamples, seed {result.seed}, tail factor "
+            f"{result.tail_factor:g}; estimates in points"
+        )
         text = render(result.table.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
         text += f"\noutcome: {result.outcome}\n"
     emit(text, out)
-

@@ -63,8 +63,10 @@ def _read_local(folder: str, code: str, split: str, nfc: bool = True) -> tuple[s
 @cache
 def _read_hub(dataset_id: str, code: str, split: str, nfc: bool = True) -> tuple[str, ...]:
     # Hub path for online users; FLORES+ names its text column "text" (the original release used "sentence").
-    hint = ("point mindcap-tok at a local copy: data_dir in mindcap.toml (this folder, a parent, or the user's "
-            "config folder), MINDCAP_DATA_DIR, or --data-dir")
+    hint = (
+        "point mindcap-tok at a local copy: data_dir in mindcap.toml (this folder, a parent, or the user's "
+        "config folder), MINDCAP_DATA_DIR, or --data-dir"
+    )
     if hub_offline():
         raise MindcapError(f"no local FLORES-200 folder and the Hugging Face hub is off (HF_HUB_OFFLINE); {hint}")
     try:

@@ -67,8 +67,17 @@ class GenerateResult:
 def _request_key(spec: JobSpec, r: Request) -> tuple:
     """The ledger key (``KEY_COLUMNS`` order) that the records of request ``r`` share: all but the sample."""
     style = spec.announce_style if spec.announce_budgets else "none"
-    key = {"model": spec.model_name, "arm": r.arm, "lang": r.lang, "design": spec.design, "cap": r.cap,
-           "announced": r.announced, "announce_style": style, "forcing": spec.forcing.enabled, "item": r.item}
+    key = {
+        "model": spec.model_name,
+        "arm": r.arm,
+        "lang": r.lang,
+        "design": spec.design,
+        "cap": r.cap,
+        "announced": r.announced,
+        "announce_style": style,
+        "forcing": spec.forcing.enabled,
+        "item": r.item,
+    }
     return tuple(key[c] for c in KEY_COLUMNS[:-1])
 
 
@@ -214,8 +223,16 @@ class _Runner:
         prompts = [self.prompt(r.arm, r.lang, r.item, r.announced) for r in shard.requests]
         reqs = [
             GenRequest(
-                tuple(p[1]), spec.k, r.cap, r.seed, s.temperature, s.top_p, s.top_k,
-                text=p[0], user=p[3], name=f"{shard.id} item {r.item}" + (f" repeat {r.sample}" if r.sample else ""),
+                tuple(p[1]),
+                spec.k,
+                r.cap,
+                r.seed,
+                s.temperature,
+                s.top_p,
+                s.top_k,
+                text=p[0],
+                user=p[3],
+                name=f"{shard.id} item {r.item}" + (f" repeat {r.sample}" if r.sample else ""),
             )
             for r, p in zip(shard.requests, prompts, strict=True)
         ]

@@ -229,8 +229,11 @@ class Ledger:
             return
         if not self.root.is_dir():
             raise MindcapError(f"ledger folder {self.root} is a file")
-        other = sorted(p.name for p in self.root.iterdir()
-                       if p.name not in (".lock", "jobs") and not p.name.startswith(f"{CELL_COLUMNS[0]}="))
+        other = sorted(
+            p.name
+            for p in self.root.iterdir()
+            if p.name not in (".lock", "jobs") and not p.name.startswith(f"{CELL_COLUMNS[0]}=")
+        )
         if other:
             shown = ", ".join(other[:3]) + (", …" if len(other) > 3 else "")
             raise MindcapError(

@@ -39,8 +39,9 @@ def _budget_axis(ax, budgets: np.ndarray) -> None:
     ax.minorticks_off()
 
 
-def plot_native_curves(curves: pd.DataFrame, peaks: pd.DataFrame, path: str | os.PathLike[str],
-                       level: float = 0.95) -> None:
+def plot_native_curves(
+    curves: pd.DataFrame, peaks: pd.DataFrame, path: str | os.PathLike[str], level: float = 0.95
+) -> None:
     """Figure 1: NATIVE accuracy against the output-token budget, one panel per model, one line per language.
 
     ``curves``: :func:`mindcap_tok.stats.accuracy_table` rows of the native cells with ``ci_low``/``ci_high``
@@ -69,21 +70,37 @@ def plot_native_curves(curves: pd.DataFrame, peaks: pd.DataFrame, path: str | os
             acc_s = float(cur.loc[cur["budget"] == s, "accuracy"].iloc[0])
             ax.axvspan(b, s, color=colour, alpha=0.08, lw=0)
             ax.plot([b, s], [100 * acc_b, 100 * acc_s], "s", ms=7, mfc="white", mec=colour, mew=1.8)
-            ax.annotate("", xy=(s, 100 * acc_s), xytext=(s, 100 * acc_b),
-                        arrowprops={"arrowstyle": "->", "color": colour, "lw": 1.2})
+            ax.annotate(
+                "",
+                xy=(s, 100 * acc_s),
+                xytext=(s, 100 * acc_b),
+                arrowprops={"arrowstyle": "->", "color": colour, "lw": 1.2},
+            )
             ax.plot([b, s], [100 * acc_b, 100 * acc_b], ":", color=colour, lw=1)
-            ax.text(s * 1.04, 100 * (acc_b + acc_s) / 2,
-                    f"Δ={100 * pk['delta']:+.1f} pts\nB={b}→{s}", color=colour, fontsize=8, va="center")
+            ax.text(
+                s * 1.04,
+                100 * (acc_b + acc_s) / 2,
+                f"Δ={100 * pk['delta']:+.1f} pts\nB={b}→{s}",
+                color=colour,
+                fontsize=8,
+                va="center",
+            )
         _budget_axis(ax, part["budget"].to_numpy())
         ax.set_xlabel("output-token budget B (prefix length, log scale)")
         ax.set_title(f"{model}: NATIVE accuracy vs budget")
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", fontsize=8, title="language", title_fontsize=8)
     axes[0][0].set_ylabel("NATIVE strict accuracy (%)")
-    fig.text(0.01, -0.04,
-             f"Shaded bands: pointwise {level:.0%} item-clustered bootstrap CIs. Squares: each language's peak "
-             "length-normalisation effect, from the matched budget B to the premium-scaled budget floor(r·B); "
-             "the arrow is Δ_L(B) = acc(floor(r·B)) − acc(B).", fontsize=8, ha="left", wrap=True)
+    fig.text(
+        0.01,
+        -0.04,
+        f"Shaded bands: pointwise {level:.0%} item-clustered bootstrap CIs. Squares: each language's peak "
+        "length-normalisation effect, from the matched budget B to the premium-scaled budget floor(r·B); "
+        "the arrow is Δ_L(B) = acc(floor(r·B)) − acc(B).",
+        fontsize=8,
+        ha="left",
+        wrap=True,
+    )
     fig.tight_layout()
     save_figure(fig, path)
 
@@ -104,8 +121,9 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], level: flo
             x = cur["budget"].to_numpy()
             (line,) = ax.plot(x, 100 * cur["gap"], "-o", ms=3, label=short_name(lang))
             if "gap_ci_low" in cur:
-                ax.fill_between(x, 100 * cur["gap_ci_low"], 100 * cur["gap_ci_high"], color=line.get_color(),
-                                alpha=0.15, lw=0)
+                ax.fill_between(
+                    x, 100 * cur["gap_ci_low"], 100 * cur["gap_ci_high"], color=line.get_color(), alpha=0.15, lw=0
+                )
         ax.axhline(0, color="black", lw=0.8)
         lim = ax.get_ylim()
         ax.text(0.99, 0.98, "TRANSLATE-ACT leads ↑", transform=ax.transAxes, ha="right", va="top", fontsize=8)
@@ -117,9 +135,14 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], level: flo
         ax.grid(alpha=0.3)
         ax.legend(loc="center right", fontsize=8, title="language", title_fontsize=8)
     axes[0][0].set_ylabel("accuracy gap (points)")
-    fig.text(0.01, -0.04,
-             f"Unnormalised gap at equal output caps; shaded: pointwise {level:.0%} item-clustered bootstrap CIs. "
-             "Negative where NATIVE leads under tight caps; flat once accuracy saturates.",
-             fontsize=8, ha="left", wrap=True)
+    fig.text(
+        0.01,
+        -0.04,
+        f"Unnormalised gap at equal output caps; shaded: pointwise {level:.0%} item-clustered bootstrap CIs. "
+        "Negative where NATIVE leads under tight caps; flat once accuracy saturates.",
+        fontsize=8,
+        ha="left",
+        wrap=True,
+    )
     fig.tight_layout()
     save_figure(fig, path)

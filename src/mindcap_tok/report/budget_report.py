@@ -23,9 +23,25 @@ from .markdown import markdown_table
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok report"
 #: columns holding proportions, shown as points in the Markdown tables
-POINT_COLUMNS = ("acc_native", "acc_native_scaled", "delta", "ci_low", "ci_high", "band_low", "band_high",
-                 "acc_translate", "gap", "gap_ci_low", "gap_ci_high", "accuracy", "mae", "max_abs_error",
-                 "naive_mae", "never_emission", "cap_hit")
+POINT_COLUMNS = (
+    "acc_native",
+    "acc_native_scaled",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "band_low",
+    "band_high",
+    "acc_translate",
+    "gap",
+    "gap_ci_low",
+    "gap_ci_high",
+    "accuracy",
+    "mae",
+    "max_abs_error",
+    "naive_mae",
+    "never_emission",
+    "cap_hit",
+)
 
 
 def to_points(frame: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +93,10 @@ def write_budget_report(
     curves = accuracy_table(grid, boot=boot, level=level)
     native_curves = curves[curves["arm"] == native]
     tables: dict[str, pd.DataFrame] = {
-        "sweep": result.rows, "peaks": result.peaks, "crossovers": result.crossovers, "accuracy": curves,
+        "sweep": result.rows,
+        "peaks": result.peaks,
+        "crossovers": result.crossovers,
+        "accuracy": curves,
     }
     notes = []
     if by_record is not None:
@@ -112,9 +131,26 @@ def write_budget_report(
 
 def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], notes: list[str]) -> str:
     prem = ", ".join(f"{k} r={v:.4f}" for k, v in result.premiums.items())
-    cols = [c for c in ("model", "lang", "budget", "scaled_budget", "acc_native", "acc_native_scaled", "delta",
-                        "ci_low", "ci_high", "band_low", "band_high", "acc_translate", "gap", "native_lead_prob")
-            if c in result.rows.columns]
+    cols = [
+        c
+        for c in (
+            "model",
+            "lang",
+            "budget",
+            "scaled_budget",
+            "acc_native",
+            "acc_native_scaled",
+            "delta",
+            "ci_low",
+            "ci_high",
+            "band_low",
+            "band_high",
+            "acc_translate",
+            "gap",
+            "native_lead_prob",
+        )
+        if c in result.rows.columns
+    ]
     parts = [
         "# Budget sweep report",
         "",
@@ -145,14 +181,26 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         "",
     ]
     if "timing" in tables:
-        parts += ["## Answer-emission timing", "", "Emission quantiles over traces that emit a parseable answer "
-                  "(token positions); never_emission and cap_hit in percent of traces.", "",
-                  _md(tables["timing"]), ""]
+        parts += [
+            "## Answer-emission timing",
+            "",
+            "Emission quantiles over traces that emit a parseable answer "
+            "(token positions); never_emission and cap_hit in percent of traces.",
+            "",
+            _md(tables["timing"]),
+            "",
+        ]
     if "timing_contrast" in tables:
         parts += ["### Early-tail contrast (NATIVE − TRANSLATE-ACT p10)", "", _md(tables["timing_contrast"]), ""]
     if "subcdf_check" in tables:
-        parts += ["## Sub-CDF consistency", "", "Δ_L predicted from G(t) = P(C=1, E ≤ t) of the records against "
-                  "the swept Δ_L (exact in the replay frame); naive_mae: P(C=1)·P(E in window) instead.", "",
-                  _md(tables["subcdf_check"]), ""]
+        parts += [
+            "## Sub-CDF consistency",
+            "",
+            "Δ_L predicted from G(t) = P(C=1, E ≤ t) of the records against "
+            "the swept Δ_L (exact in the replay frame); naive_mae: P(C=1)·P(E in window) instead.",
+            "",
+            _md(tables["subcdf_check"]),
+            "",
+        ]
     parts += [*(f"_{n}_" for n in notes), "## Files", "", *(f"- `{f}`" for f in files), ""]
     return "\n".join(parts)

@@ -253,9 +253,12 @@ def run_roundtrip(
         pending = [c for c in chains if c.finished and c.judgement is None]
         if not pending:
             break
-        stage(judge_file(attempt), JUDGE_SCHEMA,
-              lambda attempt=attempt, pending=pending: _judge_round(spec, pending, attempt, judge_backend),
-              _apply_judge)
+        stage(
+            judge_file(attempt),
+            JUDGE_SCHEMA,
+            lambda attempt=attempt, pending=pending: _judge_round(spec, pending, attempt, judge_backend),
+            _apply_judge,
+        )
     samples = pd.DataFrame([_sample_row(spec, c) for c in chains])
     return RoundtripResult(str(out_dir), plan_roundtrip(spec), written, skipped, samples)
 

@@ -57,7 +57,9 @@ class Boot:
         rep_index = (slice(None), *index)
         studentized = self.studentized
         return Boot(
-            np.asarray(self.estimate[index]), self.replicates[rep_index], self.seed,
+            np.asarray(self.estimate[index]),
+            self.replicates[rep_index],
+            self.seed,
             np.asarray(self.se_estimate[index]) if studentized else None,
             self.se_replicates[rep_index] if studentized else None,
         )
@@ -219,8 +221,13 @@ def ratio_difference(
 
     est, se_est = estimate_and_se(np.ones((1, n_items)))
     reps, se_reps = estimate_and_se(np.asarray(weights, dtype=np.float64))
-    return Boot(est.reshape(shape[1:]), reps.reshape(weights.shape[0], *shape[1:]), seed,
-                se_est.reshape(shape[1:]), se_reps.reshape(weights.shape[0], *shape[1:]))
+    return Boot(
+        est.reshape(shape[1:]),
+        reps.reshape(weights.shape[0], *shape[1:]),
+        seed,
+        se_est.reshape(shape[1:]),
+        se_reps.reshape(weights.shape[0], *shape[1:]),
+    )
 
 
 def grid_bootstrap(grid: AccuracyGrid, n_boot: int = 10_000, seed: int = 0) -> Boot:

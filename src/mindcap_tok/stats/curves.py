@@ -30,8 +30,9 @@ def as_grid(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay") -> Accur
     return scores if isinstance(scores, AccuracyGrid) else accuracy_grid(scores, frame)
 
 
-def accuracy_table(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", boot: Boot | None = None,
-                   level: float = 0.95) -> pd.DataFrame:
+def accuracy_table(
+    scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", boot: Boot | None = None, level: float = 0.95
+) -> pd.DataFrame:
     """One row per cell and budget: key columns, ``budget``, ``accuracy``, ``n`` (records), ``n_items``;
     with ``boot`` (:func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` of the same grid) also the
     pointwise percentile ``ci_low``/``ci_high``."""
@@ -77,8 +78,9 @@ def _row_keys(grid: AccuracyGrid, cell: int) -> dict:
     return {k: grid.cells.at[cell, k] for k in _group_keys(grid)}
 
 
-def gap_table(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", native: str = NATIVE,
-              translate: str = TRANSLATE) -> pd.DataFrame:
+def gap_table(
+    scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", native: str = NATIVE, translate: str = TRANSLATE
+) -> pd.DataFrame:
     """gap(B) = acc_translate(B) − acc_native(B) for every cell pair and scored budget (point estimates)."""
     grid = as_grid(scores, frame)
     acc = grid.accuracy()
@@ -87,15 +89,27 @@ def gap_table(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", native
         if t is None:
             continue
         for b, budget in enumerate(grid.budgets):
-            rows.append({**_row_keys(grid, n), "budget": int(budget), "acc_native": acc[n, b],
-                         "acc_translate": acc[t, b], "gap": acc[t, b] - acc[n, b]})
+            rows.append(
+                {
+                    **_row_keys(grid, n),
+                    "budget": int(budget),
+                    "acc_native": acc[n, b],
+                    "acc_translate": acc[t, b],
+                    "gap": acc[t, b] - acc[n, b],
+                }
+            )
     if not rows:
         raise MindcapError(f"no {translate!r} cell matches a {native!r} cell")
     return pd.DataFrame(rows).dropna(subset=["gap"]).reset_index(drop=True)
 
 
-def delta_table(scores: pd.DataFrame | AccuracyGrid, premiums, budgets: Sequence[int] = DEFAULT_BUDGETS,
-                frame: str = "replay", native: str = NATIVE) -> pd.DataFrame:
+def delta_table(
+    scores: pd.DataFrame | AccuracyGrid,
+    premiums,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    frame: str = "replay",
+    native: str = NATIVE,
+) -> pd.DataFrame:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) for every native cell (point estimates).
 
     ``premiums``: anything :func:`~mindcap_tok.stats.premiums.premium_table` reads. Both B and floor(r·B)
@@ -109,9 +123,17 @@ def delta_table(scores: pd.DataFrame | AccuracyGrid, premiums, budgets: Sequence
         r, scaled = _scaled(table, grid, n, budgets)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
         for j, budget in enumerate(budgets):
-            rows.append({**_row_keys(grid, n), "budget": int(budget), "premium": float(r),
-                         "scaled_budget": int(scaled[j]), "acc_native": acc[n, bi[j]],
-                         "acc_native_scaled": acc[n, si[j]], "delta": acc[n, si[j]] - acc[n, bi[j]]})
+            rows.append(
+                {
+                    **_row_keys(grid, n),
+                    "budget": int(budget),
+                    "premium": float(r),
+                    "scaled_budget": int(scaled[j]),
+                    "acc_native": acc[n, bi[j]],
+                    "acc_native_scaled": acc[n, si[j]],
+                    "delta": acc[n, si[j]] - acc[n, bi[j]],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -136,7 +158,10 @@ class Sweep:
     def as_dict(self) -> dict:
         """Plain data (JSON-ready)."""
         return {
-            "frame": self.frame, "n_boot": self.n_boot, "seed": self.seed, "level": self.level,
+            "frame": self.frame,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "level": self.level,
             "premiums": self.premiums,
             "rows": self.rows.to_dict(orient="records"),
             "peaks": self.peaks.to_dict(orient="records"),
@@ -161,9 +186,17 @@ def crossovers(keys: dict, budgets: Sequence[int], gap: np.ndarray, lead: np.nda
             continue
         if prev is not None and who != prev[1]:
             i = prev[0]
-            out.append({**keys, "from_budget": int(budgets[i]), "to_budget": int(b), "leader_before": prev[1],
-                        "leader_after": who, "native_lead_prob_before": float(lead[i]),
-                        "native_lead_prob_after": float(lead[j])})
+            out.append(
+                {
+                    **keys,
+                    "from_budget": int(budgets[i]),
+                    "to_budget": int(b),
+                    "leader_before": prev[1],
+                    "leader_after": who,
+                    "native_lead_prob_before": float(lead[i]),
+                    "native_lead_prob_after": float(lead[j]),
+                }
+            )
         prev = (j, who)
     return out
 
@@ -210,18 +243,33 @@ def sweep(
         used[f"{keys['model']}:{keys['lang']}"] = float(r)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
         # = boot[n, si] − boot[n, bi], with per-replicate standard errors for a bootstrap-t band
-        delta = ratio_difference(grid.correct[:, n, si], grid.count[:, n, si], grid.correct[:, n, bi],
-                                 grid.count[:, n, bi], weights, boot.seed)
+        delta = ratio_difference(
+            grid.correct[:, n, si],
+            grid.count[:, n, si],
+            grid.correct[:, n, bi],
+            grid.count[:, n, bi],
+            weights,
+            boot.seed,
+        )
         lo, hi = delta.ci(level)
         blo, bhi, crit = delta.band(level)
         n_items = (grid.count[:, n, bi] > 0).any(axis=1).sum()
         cap = keys.get("cap")
-        part = pd.DataFrame({
-            **{k: [v] * len(budgets) for k, v in keys.items()},
-            "budget": budgets, "premium": float(r), "scaled_budget": scaled,
-            "acc_native": boot.estimate[n, bi], "acc_native_scaled": boot.estimate[n, si],
-            "delta": delta.estimate, "ci_low": lo, "ci_high": hi, "band_low": blo, "band_high": bhi,
-        })
+        part = pd.DataFrame(
+            {
+                **{k: [v] * len(budgets) for k, v in keys.items()},
+                "budget": budgets,
+                "premium": float(r),
+                "scaled_budget": scaled,
+                "acc_native": boot.estimate[n, bi],
+                "acc_native_scaled": boot.estimate[n, si],
+                "delta": delta.estimate,
+                "ci_low": lo,
+                "ci_high": hi,
+                "band_low": blo,
+                "band_high": bhi,
+            }
+        )
         if cap is not None and not pd.isna(cap):
             part["beyond_cap"] = np.asarray(scaled) > int(cap)
         if t is not None:
@@ -237,14 +285,36 @@ def sweep(
         rows.append(part)
         k, stability = delta.argmax()
         k = int(k)
-        peaks.append({**keys, "peak_budget": budgets[k], "scaled_budget": scaled[k], "delta": delta.estimate[k],
-                      "ci_low": lo[k], "ci_high": hi[k], "band_low": blo[k], "band_high": bhi[k],
-                      "band_crit": float(crit), "stability": float(stability)})
-    cross_cols = [*_group_keys(grid), "from_budget", "to_budget", "leader_before", "leader_after",
-                  "native_lead_prob_before", "native_lead_prob_after"]
+        peaks.append(
+            {
+                **keys,
+                "peak_budget": budgets[k],
+                "scaled_budget": scaled[k],
+                "delta": delta.estimate[k],
+                "ci_low": lo[k],
+                "ci_high": hi[k],
+                "band_low": blo[k],
+                "band_high": bhi[k],
+                "band_crit": float(crit),
+                "stability": float(stability),
+            }
+        )
+    cross_cols = [
+        *_group_keys(grid),
+        "from_budget",
+        "to_budget",
+        "leader_before",
+        "leader_after",
+        "native_lead_prob_before",
+        "native_lead_prob_after",
+    ]
     return Sweep(
         rows=pd.concat(rows, ignore_index=True),
         peaks=pd.DataFrame(peaks),
         crossovers=pd.DataFrame(cross, columns=cross_cols),
-        n_boot=boot.n_boot, seed=boot.seed, level=level, frame=grid.frame, premiums=used,
+        n_boot=boot.n_boot,
+        seed=boot.seed,
+        level=level,
+        frame=grid.frame,
+        premiums=used,
     )

@@ -69,13 +69,19 @@ class Hypothesis:
         settings = {k: raw.pop(k) for k in SETTING_COLUMNS if k in raw}
         model = raw.pop("model", None) or (defaults or {}).get("model")
         out = cls(
-            id=hid, kind=kind, alternative=alternative, margin=float(raw.pop("margin", 0.0)),
+            id=hid,
+            kind=kind,
+            alternative=alternative,
+            margin=float(raw.pop("margin", 0.0)),
             budget=_int_or_none(raw.pop("budget", None), hid, "budget"),
             langs=tuple(resolve_language(x) for x in langs),
             other=resolve_language(raw["other"]) if raw.get("other") else None,
             other_budget=_int_or_none(raw.pop("other_budget", None), hid, "other_budget"),
-            a=_term(raw.pop("a", None), hid, "a"), b=_term(raw.pop("b", None), hid, "b"),
-            model=model, settings=settings, description=str(raw.pop("description", "")),
+            a=_term(raw.pop("a", None), hid, "a"),
+            b=_term(raw.pop("b", None), hid, "b"),
+            model=model,
+            settings=settings,
+            description=str(raw.pop("description", "")),
         )
         raw.pop("other", None)
         if raw:
@@ -156,8 +162,13 @@ class _Estimands:
             minus = [(-w, t) for w, t in self._delta(base, h.other, other_budget)]
             return [self._delta(base, h.langs[0], h.budget) + minus]
         if h.kind == "gap":
-            return [[(1.0, _Term({**base, "arm": self.translate, "lang": lang}, h.budget, False)),
-                     (-1.0, _Term({**base, "arm": self.native, "lang": lang}, h.budget, False))] for lang in h.langs]
+            return [
+                [
+                    (1.0, _Term({**base, "arm": self.translate, "lang": lang}, h.budget, False)),
+                    (-1.0, _Term({**base, "arm": self.native, "lang": lang}, h.budget, False)),
+                ]
+                for lang in h.langs
+            ]
         return [[(1.0, self._contrast(base, h.a)), (-1.0, self._contrast(base, h.b))]]
 
     def _delta(self, base: dict, lang: str, budget: int) -> list[tuple[float, _Term]]:
@@ -253,12 +264,18 @@ def run_family(
             lead = int(np.argmax(np.abs(t_each)))
         else:
             lead = int(np.argmax(np.abs(res.estimate)))
-        rows.append({
-            "id": h.id, "kind": h.kind, "alternative": h.alternative, "margin": h.margin,
-            "estimate": 100 * float(res.estimate[lead]),
-            "components": "; ".join(f"{n}={100 * e:.2f}" for n, e in zip(names, res.estimate, strict=True)),
-            "se": 100 * float(res.se[lead]), "p_value": res.p_value,
-        })
+        rows.append(
+            {
+                "id": h.id,
+                "kind": h.kind,
+                "alternative": h.alternative,
+                "margin": h.margin,
+                "estimate": 100 * float(res.estimate[lead]),
+                "components": "; ".join(f"{n}={100 * e:.2f}" for n, e in zip(names, res.estimate, strict=True)),
+                "se": 100 * float(res.se[lead]),
+                "p_value": res.p_value,
+            }
+        )
     table = pd.DataFrame(rows)
     hr = holm(table["p_value"].to_numpy(), alpha)
     table["holm_threshold"] = hr.threshold

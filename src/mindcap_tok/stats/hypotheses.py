@@ -60,8 +60,9 @@ def _upper(boot: Boot, null: float, factor: float) -> tuple[float, float]:
     return t_obs, float((1 + np.count_nonzero(t_star >= t_obs)) / (boot.n_boot + 1))
 
 
-def bootstrap_test(boot: Boot, alternative: str = "greater", margin: float = 0.0,
-                   tail_factor: float = 1.0) -> TestResult:
+def bootstrap_test(
+    boot: Boot, alternative: str = "greater", margin: float = 0.0, tail_factor: float = 1.0
+) -> TestResult:
     """Test a statistic (scalar, or a vector of components) from its item-clustered bootstrap.
 
     ``alternative``: ``greater`` (H1: θ > margin; for several components, for at least one),
@@ -96,7 +97,7 @@ def bootstrap_test(boot: Boot, alternative: str = "greater", margin: float = 0.0
             raise MindcapError("an equivalence test needs a positive margin")
         ps, ts = [], []
         for j in range(b.estimate.size):
-            comp = b[j:j + 1]
+            comp = b[j : j + 1]
             t_lo, p_lo = _upper(comp, -margin, c)  # H1: θ > −margin
             t_hi, p_hi = _upper(-comp, -margin, c)  # H1: θ < margin
             ps.append(max(p_lo, p_hi))

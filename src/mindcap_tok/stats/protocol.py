@@ -45,8 +45,22 @@ from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable
 
-_TOP_KEYS = {"name", "description", "frame", "model", "premiums", "alpha", "n_boot", "seed", "tail_factor",
-             "parser", "outcomes", "hypotheses", "native", "translate"}
+_TOP_KEYS = {
+    "name",
+    "description",
+    "frame",
+    "model",
+    "premiums",
+    "alpha",
+    "n_boot",
+    "seed",
+    "tail_factor",
+    "parser",
+    "outcomes",
+    "hypotheses",
+    "native",
+    "translate",
+}
 
 
 @dataclass(frozen=True)
@@ -169,8 +183,9 @@ def protocol_premium_specs(proto: Protocol, folder: str | Path) -> list[str]:
     return [resolved for _, resolved in _premium_entries(proto, folder)]
 
 
-def protocol_inputs(path: str | Path, proto: Protocol | None = None,
-                    tokenizers_dir: str | Path | None = None) -> dict[str, str]:
+def protocol_inputs(
+    path: str | Path, proto: Protocol | None = None, tokenizers_dir: str | Path | None = None
+) -> dict[str, str]:
     """SHA-256 of every file the protocol reads besides itself, keyed by the name the protocol gives it.
 
     Premium JSON files are hashed as bytes; a tokenizer named as premiums (``premiums = "qwen3-8b"``) by its
@@ -261,8 +276,9 @@ def _check_inputs(path: Path, record: FreezeRecord, current: Mapping[str, str]) 
             )
 
 
-def freeze_protocol(path: str | Path, tag: bool | None = None,
-                    tokenizers_dir: str | Path | None = None) -> FreezeRecord:
+def freeze_protocol(
+    path: str | Path, tag: bool | None = None, tokenizers_dir: str | Path | None = None
+) -> FreezeRecord:
     """Record the protocol's hash and those of the files it names (sidecar JSON) and, in a git repository,
     an annotated tag at HEAD.
 
@@ -308,9 +324,14 @@ def freeze_protocol(path: str | Path, tag: bool | None = None,
             if not all(line in existing.stdout for line in [f"sha256: {sha}", *_input_lines(inputs)]):
                 raise MindcapError(f"git tag {tag_name} failed: {res.stderr.strip().splitlines()[0]}")
     record = FreezeRecord(
-        protocol=path.name, name=proto.name, sha256=sha,
+        protocol=path.name,
+        name=proto.name,
+        sha256=sha,
         frozen_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
-        tag=tag_name, commit=commit, file_committed=committed, inputs=inputs,
+        tag=tag_name,
+        commit=commit,
+        file_committed=committed,
+        inputs=inputs,
     )
     atomic_write_text(sidecar, dumps_strict(record.as_dict()) + "\n")
     return record
@@ -359,6 +380,14 @@ def run_protocol(proto: Protocol, by_budget: pd.DataFrame, premiums: PremiumTabl
     filters = {"model": proto.model} if proto.model else None
     grid = accuracy_grid(by_budget, proto.frame, filters=filters)
     return run_family(
-        grid, proto.hypotheses, premiums, alpha=proto.alpha, n_boot=proto.n_boot, seed=proto.seed,
-        tail_factor=proto.tail_factor, outcomes=proto.outcomes, native=proto.native, translate=proto.translate,
+        grid,
+        proto.hypotheses,
+        premiums,
+        alpha=proto.alpha,
+        n_boot=proto.n_boot,
+        seed=proto.seed,
+        tail_factor=proto.tail_factor,
+        outcomes=proto.outcomes,
+        native=proto.native,
+        translate=proto.translate,
     )

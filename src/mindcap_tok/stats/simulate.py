@@ -104,8 +104,14 @@ def _bvn_cdf(x: float, y: float, sx: float, sy: float, cov: float) -> float:
         return float(special.ndtr(a) * special.ndtr(b))
     s = math.sqrt(1 - rho * rho)
     # scalar ufuncs in the integrand: scipy.stats' frozen-distribution calls cost ~50x more per evaluation
-    val, _ = integrate.quad(lambda z: math.exp(-0.5 * z * z) * _INV_SQRT_2PI * special.ndtr((b - rho * z) / s),
-                            -np.inf, a, epsabs=1e-13, epsrel=1e-12, limit=200)
+    val, _ = integrate.quad(
+        lambda z: math.exp(-0.5 * z * z) * _INV_SQRT_2PI * special.ndtr((b - rho * z) / s),
+        -np.inf,
+        a,
+        epsabs=1e-13,
+        epsrel=1e-12,
+        limit=200,
+    )
     return float(val)
 
 
@@ -217,8 +223,10 @@ def simulate(design: SimDesign, seed: int, caps: Sequence[int] | None = None) ->
     shape = (len(cap_list), n_cells, n, k)
     z1 = rng.standard_normal(shape)
     z2 = rng.standard_normal(shape)
-    par = {f: np.array([getattr(c, f) for c in design.cells])[None, :, None, None]
-           for f in ("correct_mu", "emission_mu", "emission_sigma", "never", "rho")}
+    par = {
+        f: np.array([getattr(c, f) for c in design.cells])[None, :, None, None]
+        for f in ("correct_mu", "emission_mu", "emission_sigma", "never", "rho")
+    }
     u = z1
     v = par["rho"] * z1 + np.sqrt(1 - par["rho"] ** 2) * z2
     a = item[:, 0][None, None, :, None]
@@ -235,4 +243,3 @@ def simulate(design: SimDesign, seed: int, caps: Sequence[int] | None = None) ->
     n_tokens = np.minimum(natural, cap).astype(np.int64)
     stopped = natural <= cap
     return SimulatedLedger(design, seed, cap_list, frame, emission, correct, n_tokens, stopped)
-

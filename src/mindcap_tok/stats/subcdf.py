@@ -28,7 +28,7 @@ def _truncated(by_record: pd.DataFrame) -> np.ndarray:
     if "finish_reason" in by_record.columns:
         return (by_record["finish_reason"] == "length").to_numpy()
     if "n_tokens" in by_record.columns and "cap" in by_record.columns:
-        return (by_record["n_tokens"].to_numpy() >= by_record["cap"].to_numpy())
+        return by_record["n_tokens"].to_numpy() >= by_record["cap"].to_numpy()
     return np.ones(len(by_record), dtype=bool)
 
 
@@ -66,7 +66,9 @@ def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
     per_item = np.stack([np.bincount(flat, weights=hit[:, j], minlength=size) for j in range(len(pts))], axis=-1)
     count = np.bincount(flat, minlength=size).astype(np.float64)
     return AccuracyGrid(
-        cells=cells, budgets=pts, items=items,
+        cells=cells,
+        budgets=pts,
+        items=items,
         correct=per_item.reshape(*shape, len(pts)),
         count=np.repeat(count.reshape(*shape, 1), len(pts), axis=-1),
         frame="replay",
@@ -85,8 +87,9 @@ def subcdf(by_record: pd.DataFrame, points: Sequence[int]) -> pd.DataFrame:
     return out
 
 
-def predict_delta(by_record: pd.DataFrame, premiums, budgets: Sequence[int] = DEFAULT_BUDGETS,
-                  native: str = NATIVE) -> pd.DataFrame:
+def predict_delta(
+    by_record: pd.DataFrame, premiums, budgets: Sequence[int] = DEFAULT_BUDGETS, native: str = NATIVE
+) -> pd.DataFrame:
     """Predicted Δ_L(B) = G(floor(r·B)) − G(B) per native cell, plus the naive factorization.
 
     Columns: key columns (without ``arm``), ``budget``, ``premium``, ``scaled_budget``, ``G_budget``,
@@ -115,8 +118,15 @@ def predict_delta(by_record: pd.DataFrame, premiums, budgets: Sequence[int] = DE
         r = lookup_premium(table, str(grid.cells.at[n, "model"]), str(grid.cells.at[n, "lang"]))
         for b in budgets:
             window = float(((em > b) & (em <= scale_budget(r, b))).mean())
-            naive_rows.append({**_row_keys(grid, n), "budget": b, "p_correct": p_correct, "p_window": window,
-                               "naive": p_correct * window})
+            naive_rows.append(
+                {
+                    **_row_keys(grid, n),
+                    "budget": b,
+                    "p_correct": p_correct,
+                    "p_window": window,
+                    "naive": p_correct * window,
+                }
+            )
     return pred.merge(pd.DataFrame(naive_rows), on=[*keys, "budget"], how="left")
 
 
@@ -128,8 +138,9 @@ def _select(frame: pd.DataFrame, grid: AccuracyGrid, cell: int) -> pd.DataFrame:
     return frame[mask]
 
 
-def compare_prediction(predicted: pd.DataFrame, observed: pd.DataFrame,
-                       on: Sequence[str] = ("model", "lang")) -> pd.DataFrame:
+def compare_prediction(
+    predicted: pd.DataFrame, observed: pd.DataFrame, on: Sequence[str] = ("model", "lang")
+) -> pd.DataFrame:
     """Score predicted Δ_L against Δ_L observed on a second ledger (independent decodes or held-out items).
 
     ``predicted``: :func:`predict_delta` output; ``observed``: ``delta_table``/``sweep().rows`` of the other
@@ -148,11 +159,15 @@ def compare_prediction(predicted: pd.DataFrame, observed: pd.DataFrame,
         part = part.sort_values("budget")
         err = (part["predicted"] - part["delta"]).abs()
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-        row.update({
-            "n_budgets": len(part), "mae": float(err.mean()), "max_abs_error": float(err.max()),
-            "argmax_predicted": int(part["budget"].iloc[int(np.argmax(part["predicted"].to_numpy()))]),
-            "argmax_observed": int(part["budget"].iloc[int(np.argmax(part["delta"].to_numpy()))]),
-        })
+        row.update(
+            {
+                "n_budgets": len(part),
+                "mae": float(err.mean()),
+                "max_abs_error": float(err.max()),
+                "argmax_predicted": int(part["budget"].iloc[int(np.argmax(part["predicted"].to_numpy()))]),
+                "argmax_observed": int(part["budget"].iloc[int(np.argmax(part["delta"].to_numpy()))]),
+            }
+        )
         row["argmax_agree"] = row["argmax_predicted"] == row["argmax_observed"]
         if "naive" in part.columns:
             row["naive_mae"] = float((part["naive"] - part["delta"]).abs().mean())

@@ -56,8 +56,9 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
     return pd.DataFrame(rows)
 
 
-def timing_contrast(timing: pd.DataFrame, native: str = "native", translate: str = "translate-act",
-                    column: str = "emission_p10") -> pd.DataFrame:
+def timing_contrast(
+    timing: pd.DataFrame, native: str = "native", translate: str = "translate-act", column: str = "emission_p10"
+) -> pd.DataFrame:
     """Native minus translate ``column`` per (model, lang, ...): negative = native emits earlier (Table 2)."""
     require_columns(timing, [*CELL_COLUMNS, column], "timing")
     keys = [k for k in timing.columns if k in ("model", "lang", *SETTING_COLUMNS) and k != "cap"]

@@ -100,9 +100,7 @@ def require(module: str, extra: str, backend: str) -> None:
         raise MindcapError(f"the {backend} backend needs {module}: pip install 'mindcap-tok[{extra}]'")
 
 
-def load_backend(
-    name: str, model: str, tokenizer_name: str, engine: dict | None = None, seed: int = 0, server=None
-):
+def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None = None, seed: int = 0, server=None):
     """Start the backend ``name`` (``vllm``, ``transformers`` or ``server``) on ``model`` with ``engine`` options;
     ``server`` (a :class:`~mindcap_tok.ledger.jobs.ServerSpec`) says how the ``server`` backend connects."""
     if name not in BACKENDS:

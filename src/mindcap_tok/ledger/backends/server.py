@@ -152,8 +152,14 @@ def parse_response(data: object, n: int, chat: bool) -> list[dict]:
         if ids is None:
             ids = _logprob_ids(c.get("logprobs"), where)
         prompt = _ids(c.get("prompt_token_ids"), f"{where}: prompt_token_ids")
-        out.append({"ids": ids, "prompt_ids": prompt if prompt is not None else top_prompt, "text": text,
-                    "finish_reason": c.get("finish_reason")})
+        out.append(
+            {
+                "ids": ids,
+                "prompt_ids": prompt if prompt is not None else top_prompt,
+                "text": text,
+                "finish_reason": c.get("finish_reason"),
+            }
+        )
     return out
 
 
@@ -248,8 +254,13 @@ class ServerBackend:
 
     def body(self, req: GenRequest, plain: bool = False) -> dict:
         """The JSON body of one request; ``plain`` leaves out vLLM's extensions and sends the prompt as text."""
-        body: dict = {"model": self.served_model, "n": req.n, "max_tokens": req.max_tokens, "seed": req.seed,
-                      "temperature": req.temperature}
+        body: dict = {
+            "model": self.served_model,
+            "n": req.n,
+            "max_tokens": req.max_tokens,
+            "seed": req.seed,
+            "temperature": req.temperature,
+        }
         if req.temperature > 0:
             body["top_p"] = req.top_p
         if self.chat:
@@ -345,8 +356,10 @@ class ServerBackend:
             env = self.options.api_key_env
             hint = f" (check the key in ${env})" if env else " (no key sent: name its variable in [server] api_key_env)"
         elif resp.status_code == 404:
-            hint = (f" (is {self.served_model!r} the served model name? GET {url}/models lists them; "
-                    "set [server] model; is the URL's path /v1?)")
+            hint = (
+                f" (is {self.served_model!r} the served model name? GET {url}/models lists them; "
+                "set [server] model; is the URL's path /v1?)"
+            )
         message = server_message(resp.content, resp.reason_phrase)
         return MindcapError(f"{self._label(req)}: {url} answered {resp.status_code}: {message}{hint}")
 
@@ -358,9 +371,12 @@ class ServerBackend:
             retry = await self._post(client, url, self.body(req, plain=True))
             if retry.status_code < 300:
                 self.plain[url] = True
-                self._once(f"plain {url}", f"{url} refused vLLM's request extensions "
-                           f"({server_message(resp.content, resp.reason_phrase)}): sending plain OpenAI requests, "
-                           "prompts as text, no top_k")
+                self._once(
+                    f"plain {url}",
+                    f"{url} refused vLLM's request extensions "
+                    f"({server_message(resp.content, resp.reason_phrase)}): sending plain OpenAI requests, "
+                    "prompts as text, no top_k",
+                )
                 resp = retry
         if resp.status_code >= 300:
             raise self._refusal(url, resp, req)
@@ -379,23 +395,34 @@ class ServerBackend:
     def _completion(self, url: str, req: GenRequest, choice: dict) -> Completion:
         finish = choice["finish_reason"]
         if finish not in FINISH_REASONS:
-            raise MindcapError(f"{self._label(req)}: {url} ended a decode with finish_reason {finish!r} "
-                               "(not stop/length: nothing stored)")
+            raise MindcapError(
+                f"{self._label(req)}: {url} ended a decode with finish_reason {finish!r} "
+                "(not stop/length: nothing stored)"
+            )
         prompt = choice["prompt_ids"]
         if prompt is not None and prompt != tuple(req.prompt_ids):
             if not self.chat:
-                at = next((i for i, (a, b) in enumerate(zip(prompt, req.prompt_ids, strict=False)) if a != b),
-                          min(len(prompt), len(req.prompt_ids)))
-                raise MindcapError(f"{self._label(req)}: the server's prompt ids differ from the local chat template's "
-                                   f"from position {at} ({len(prompt)} vs {len(req.prompt_ids)} ids)")
+                at = next(
+                    (i for i, (a, b) in enumerate(zip(prompt, req.prompt_ids, strict=False)) if a != b),
+                    min(len(prompt), len(req.prompt_ids)),
+                )
+                raise MindcapError(
+                    f"{self._label(req)}: the server's prompt ids differ from the local chat template's "
+                    f"from position {at} ({len(prompt)} vs {len(req.prompt_ids)} ids)"
+                )
         else:
             prompt = None
         ids, retokenized = choice["ids"], False
         if ids is None:
             ids, retokenized = tuple(self.tok.encode(choice["text"])), True
             if len(ids) > req.max_tokens:
-                raise MindcapError(f"{self._label(req)}: the text from {url} re-encodes to {len(ids)} tokens, above "
-                                   f"the cap {req.max_tokens} (does it serve a model with the job's tokenizer?)")
-            self._once("retokenized", f"{url} returns no token ids: output ids are re-encoded from the text with "
-                       f"{self.tok.resolved.name}, marked retokenized = true (decode-then-encode does not round-trip)")
+                raise MindcapError(
+                    f"{self._label(req)}: the text from {url} re-encodes to {len(ids)} tokens, above "
+                    f"the cap {req.max_tokens} (does it serve a model with the job's tokenizer?)"
+                )
+            self._once(
+                "retokenized",
+                f"{url} returns no token ids: output ids are re-encoded from the text with "
+                f"{self.tok.resolved.name}, marked retokenized = true (decode-then-encode does not round-trip)",
+            )
         return Completion(tuple(ids), finish, prompt, retokenized)
