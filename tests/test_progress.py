@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from mindcap_tok.cli._progress import progress_bar
+from mindcap_tok.cli._progress import on_progress, progress_bar
 
 
 def test_plain_lines_when_not_a_terminal():
@@ -35,3 +35,11 @@ def test_unknown_total_counts_and_short_runs_stay_quiet():
     with progress_bar("pricing", total=3, enabled=False, stream=off, interval=0) as advance:
         advance(3)
     assert off.getvalue() == ""
+
+
+def test_running_counts_become_steps():
+    steps = []
+    report = on_progress(steps.append)
+    for done in (16, 32, 48, 50):
+        report(done, 50)
+    assert steps == [16, 16, 16, 2] and sum(steps) == 50

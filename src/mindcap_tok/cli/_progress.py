@@ -73,3 +73,15 @@ def _plain(description: str, total: int | None, out: TextIO, interval: float) ->
     yield advance
     if printed is not None and printed != done:
         line(time.monotonic())
+
+
+def on_progress(advance: Callable[..., None]) -> Callable[..., None]:
+    """The library's ``on_progress(done, total=None)`` (a running count) as steps of a bar's ``advance``."""
+    seen = 0
+
+    def report(done: int, total: int | None = None) -> None:
+        nonlocal seen
+        advance(done - seen)
+        seen = done
+
+    return report

@@ -11,7 +11,7 @@ from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
 from ..tokenizer import load_tokenizer
 from ._options import format_option, level_option, n_boot_option
 from ._output import emit, render, to_json
-from ._progress import progress_bar
+from ._progress import on_progress, progress_bar
 
 
 def parse_budgets(text: str | None, option: str = "--budgets") -> list[int] | None:
@@ -131,7 +131,7 @@ def premium_command(
                 ci=level,
                 budgets=grid,
                 source=source,
-                on_progress=lambda done, total: advance(),
+                on_progress=on_progress(advance),
                 protocol=protocol,
             )
         results.extend(r.as_dict() for r in rows)
