@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
+from ..report.budget_report import to_points
 from ..stats.curves import DEFAULT_BUDGETS, sweep
 from ..stats.grid import FRAMES
 from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
@@ -22,21 +23,6 @@ from ._options import (
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 from .premium_cmd import parse_budgets
-
-#: sweep columns holding proportions; printed as points
-_POINTS = (
-    "acc_native",
-    "acc_native_scaled",
-    "delta",
-    "ci_low",
-    "ci_high",
-    "band_low",
-    "band_high",
-    "acc_translate",
-    "gap",
-    "gap_ci_low",
-    "gap_ci_high",
-)
 
 
 def load_scores(
@@ -97,20 +83,30 @@ def load_scores(
     return scores, premiums
 
 
+def _sweep_inputs(state, common: dict):
+    """The budget grid, the scores and the premium table of ``sweep``/``report`` from their shared options."""
+    grid = parse_budgets(common["budgets"]) or list(DEFAULT_BUDGETS)
+    scores, table = load_scores(
+        state,
+        common["ledger"],
+        _sweep_budgets(grid),
+        common["models"],
+        common["langs"],
+        common["parser"],
+        common["premium_specs"],
+        verify=not common["no_verify"],
+        allow_tokenizer_mismatch=common["allow_tokenizer_mismatch"],
+        tokenizer=common["tokenizer"],
+    )
+    return grid, scores, table
+
+
 def _sweep_budgets(grid: list[int]):
     def budgets_for(table, models, langs):
         ratios = [lookup_premium(table, m, lang) for m in models for lang in langs if lang != "eng_Latn"]
         return required_budgets(grid, ratios)
 
     return budgets_for
-
-
-def _points(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.copy()
-    for col in _POINTS:
-        if col in out.columns:
-            out[col] = 100 * out[col]
-    return out
 
 
 _common = [
@@ -156,41 +152,20 @@ def _apply(options):
 @format_option(latex=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
 @click.pass_obj
-def sweep_command(
-    state,
-    ledger,
-    premium_specs,
-    budgets,
-    models,
-    langs,
-    frame,
-    n_boot,
-    seed,
-    level,
-    parser,
-    no_verify,
-    tokenizer,
-    allow_tokenizer_mismatch,
-    fmt,
-    out,
-) -> None:
+def sweep_command(state, fmt, out, **common) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
-    grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
-    scores, table = load_scores(
-        state,
-        ledger,
-        _sweep_budgets(grid),
-        models,
-        langs,
-        parser,
-        premium_specs,
-        verify=not no_verify,
-        allow_tokenizer_mismatch=allow_tokenizer_mismatch,
-        tokenizer=tokenizer,
+    grid, scores, table = _sweep_inputs(state, common)
+    result = sweep(
+        scores.by_budget,
+        table,
+        grid,
+        n_boot=common["n_boot"],
+        seed=common["seed"],
+        level=common["level"],
+        frame=common["frame"],
     )
-    result = sweep(scores.by_budget, table, grid, n_boot=n_boot, seed=seed, level=level, frame=frame)
     if fmt == "json":
         text = to_json(
             {
@@ -203,7 +178,7 @@ def sweep_command(
     elif fmt == "csv":
         text = render(result.rows.to_dict(orient="records"), "csv")
     else:  # readable width: settings shared by every row go into the title, Δ_L and the gap in two tables
-        rows, peaks = _points(result.rows), _points(result.peaks)
+        rows, peaks = to_points(result.rows), to_points(result.peaks)
         rows, peaks, cross, shared = _drop_shared_settings(rows, peaks, result.crossovers)
         head = (
             f"Δ_L sweep ({result.frame} frame, {result.n_boot} item resamples, seed {result.seed}, "
@@ -262,51 +237,20 @@ def _drop_shared_settings(*frames: pd.DataFrame):
 @_apply(_common)
 @out_dir_option("Report folder: absent, empty, or an earlier report (replaced atomically).")
 @click.pass_obj
-def report_command(
-    state,
-    ledger,
-    premium_specs,
-    budgets,
-    models,
-    langs,
-    frame,
-    n_boot,
-    seed,
-    level,
-    parser,
-    no_verify,
-    tokenizer,
-    allow_tokenizer_mismatch,
-    out,
-) -> None:
+def report_command(state, out, **common) -> None:
     """Markdown tables, CSVs and figures (NATIVE curves with peak intervals; gap curves) for a ledger."""
     from .._io import check_output_folder
     from ..report.budget_report import PRODUCER, write_budget_report
 
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
-    grid = parse_budgets(budgets) or list(DEFAULT_BUDGETS)
-    scores, table = load_scores(
-        state,
-        ledger,
-        _sweep_budgets(grid),
-        models,
-        langs,
-        parser,
-        premium_specs,
-        verify=not no_verify,
-        allow_tokenizer_mismatch=allow_tokenizer_mismatch,
-        tokenizer=tokenizer,
-    )
+    grid, scores, table = _sweep_inputs(state, common)
     rep = write_budget_report(
         scores.by_budget,
         table,
         out,
         by_record=scores.by_record,
         budgets=grid,
-        n_boot=n_boot,
-        seed=seed,
-        level=level,
-        frame=frame,
+        **{k: common[k] for k in ("n_boot", "seed", "level", "frame")},
     )
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
 
