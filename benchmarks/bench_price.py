@@ -30,10 +30,10 @@ from mindcap_tok.adaptation.retokenize import (
     learn_ledger_extensions,
     retokenize_items,
 )
+from mindcap_tok.budgets import SCORE_BUDGETS
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.mgsm import mgsm_gold
 from mindcap_tok.ledger.parse import parse_answer
-from mindcap_tok.ledger.score import DEFAULT_BUDGETS
 from mindcap_tok.tokenizer import load_tokenizer
 
 ITEMS = 250
@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None, help="processes for the fast path (default: every CPU)")
     args = ap.parse_args()
     base = load_tokenizer(args.model)
-    budgets = list(DEFAULT_BUDGETS)
+    budgets = list(SCORE_BUDGETS)
     print(f"{args.model}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     t0 = time.perf_counter()

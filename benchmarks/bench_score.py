@@ -18,9 +18,10 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from mindcap_tok.budgets import SCORE_BUDGETS
 from mindcap_tok.data.mgsm import mgsm_gold
 from mindcap_tok.ledger.parse import get_parser
-from mindcap_tok.ledger.score import DEFAULT_BUDGETS, byte_table, score_ledger
+from mindcap_tok.ledger.score import byte_table, score_ledger
 from mindcap_tok.tokenizer import load_tokenizer
 
 
@@ -101,20 +102,20 @@ def main() -> None:
     )
 
     t0 = time.perf_counter()
-    scores = score_ledger(table, tok, DEFAULT_BUDGETS)
+    scores = score_ledger(table, tok, SCORE_BUDGETS)
     fast = time.perf_counter() - t0
     acc = scores.by_budget.groupby("budget")["score"].mean()
     print(
-        f"fast scorer: {fast:.2f} s for {args.records * len(DEFAULT_BUDGETS):,} record-budget scores "
+        f"fast scorer: {fast:.2f} s for {args.records * len(SCORE_BUDGETS):,} record-budget scores "
         f"(acc at 4096: {acc.iloc[-1]:.3f})"
     )
 
     part = table.slice(0, args.slice)
     t0 = time.perf_counter()
-    ref_grid, _ = reference(tok, part, DEFAULT_BUDGETS, every_prefix=False)
+    ref_grid, _ = reference(tok, part, SCORE_BUDGETS, every_prefix=False)
     grid_time = (time.perf_counter() - t0) / args.slice
     t0 = time.perf_counter()
-    ref_scores, ref_emission = reference(tok, part, DEFAULT_BUDGETS, every_prefix=True)
+    ref_scores, ref_emission = reference(tok, part, SCORE_BUDGETS, every_prefix=True)
     every_time = (time.perf_counter() - t0) / args.slice
     got = scores.by_budget["score"].to_numpy().reshape(args.records, -1)[: args.slice]
     same = (

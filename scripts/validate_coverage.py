@@ -19,7 +19,8 @@ import numpy as np
 from rich.progress import track
 
 from mindcap_tok._io import atomic_write_text
-from mindcap_tok.stats.curves import DEFAULT_BUDGETS, sweep
+from mindcap_tok.budgets import SWEEP_BUDGETS
+from mindcap_tok.stats.curves import sweep
 from mindcap_tok.stats.premiums import required_budgets
 from mindcap_tok.stats.simulate import simulate, true_delta, validation_design
 
@@ -27,7 +28,7 @@ from mindcap_tok.stats.simulate import simulate, true_delta, validation_design
 def coverage(datasets: int, n_boot: int, seed: int, level: float = 0.95) -> dict:
     """Pointwise and whole-curve coverage over ``datasets`` simulated ledgers (dataset s: seed + s)."""
     design = validation_design()
-    budgets = list(DEFAULT_BUDGETS)
+    budgets = list(SWEEP_BUDGETS)
     need = required_budgets(budgets, design.premiums.values())
     truth = {c.lang: true_delta(design, c, budgets) for c in design.cells}
     point, band = [], []

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from ledger_factory import make_record
 from mindcap_tok.audits import AuditConfig, chrf_scores, run_audits, translation_audit, write_report
-from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.stats.premiums import premium_table
@@ -135,7 +135,7 @@ def test_cli_audit(ledger_dir, tmp_path):
         "--seed",
         "9",
     ]
-    res = CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+    res = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "parser: ok" in res.output and "normalizer: ok" in res.output
     data = json.loads((out / "audit.json").read_text("utf-8"))

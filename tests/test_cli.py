@@ -5,38 +5,65 @@ import os
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner
 
-from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.cli._options import budgets_option, multi_option
+from mindcap_tok.cli.main import cli
 
 
 def run(args, env=None):
-    return CliRunner().invoke(cli, expand_multi_value(args), env=env, catch_exceptions=False)
+    return CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
 
 
-def test_expand_multi_value():
-    assert expand_multi_value(["premium", "--lang", "de", "th", "sw", "--seed", "1"]) == [
-        "premium",
-        "--lang",
-        "de",
-        "--lang",
-        "th",
-        "--lang",
-        "sw",
-        "--seed",
-        "1",
-    ]
-    assert expand_multi_value(["--lang=de,th", "--model", "a", "b"]) == [
-        "--lang",
-        "de",
-        "--lang",
-        "th",
-        "--model",
-        "a",
-        "--model",
-        "b",
-    ]
+def _echo_command():
+    """A throwaway command with the shared multi-value and budget options: it prints what click parsed."""
+
+    @click.command()
+    @multi_option("--lang", "langs")
+    @budgets_option(help="")
+    @click.option("--seed", type=int)
+    @click.argument("rest", nargs=-1)
+    def cmd(langs, budgets, seed, rest):
+        click.echo(json.dumps([list(langs), budgets, seed, list(rest)]))
+
+    return cmd
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--lang", "de", "th", "sw", "--budgets", "64", "128", "--seed", "1"],
+        ["--lang", "de,th", "--lang", "sw", "--budgets", "64,128", "--seed", "1"],
+        ["--lang=de,th", "sw", "--seed", "1", "--budgets=64", "--budgets", "128"],
+        ["--seed", "1", "--lang", "de", "--lang", "th,sw", "--budgets", "128"],
+    ],
+)
+def test_multi_value_options_accept_every_spelling(args):
+    res = CliRunner().invoke(_echo_command(), args)
+    assert res.exit_code == 0, res.output
+    langs, budgets, seed, rest = json.loads(res.output)
+    assert (langs, seed, rest) == (["de", "th", "sw"], 1, [])
+    assert budgets == ([64, 128] if "64" in " ".join(args) else [128])
+
+
+def test_multi_value_options_stop_at_the_next_option_and_at_double_dash():
+    res = CliRunner().invoke(_echo_command(), ["--lang", "de", "--", "th", "-x"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output) == [["de"], None, None, ["th", "-x"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["score", "--ledger", ".", "--budgets", "64,,128"], "--budgets got an empty value ('64,,128')"),
+        (["sweep", "--ledger", ".", "--budgets", "64", "1.5"], "--budgets: '1.5' is not a valid budget"),
+        (["price", "--ledger", ".", "--lang", "th", "--cap", "0"], "--cap: '0' is not a valid budget"),
+    ],
+)
+def test_bad_budget_lists_are_one_line_errors(args, needle):
+    one_line_error(run(args), needle)
 
 
 def test_premium_json_fields():

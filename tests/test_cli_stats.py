@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger_factory import make_record
-from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
 
 FILLER = "We add the two numbers and then check the sum once more. "
@@ -41,7 +41,7 @@ def ledger(tmp_path_factory, qwen):
 
 
 def run(args):
-    return CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
 def test_sweep_json_with_hand_premium(ledger):

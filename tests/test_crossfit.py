@@ -13,7 +13,7 @@ from mindcap_tok.adaptation import assign_folds, cross_fit, learn_extension, loa
 from mindcap_tok.adaptation import crossfit as crossfit_module
 from mindcap_tok.adaptation.corpus import flores_corpus
 from mindcap_tok.adaptation.saved import resolved
-from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.tokenizer import CHAR_TO_BYTE
 
@@ -21,7 +21,7 @@ THAI_CONSONANTS = [chr(c) for c in range(0x0E01, 0x0E2F)]
 
 
 def run(args):
-    return CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
 def as_bytes(token: str) -> bytes:

@@ -18,7 +18,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from conftest import REPO
 from ledger_factory import make_record
-from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.cli.main import cli
 from mindcap_tok.data.flores import load_parallel
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.generate import dry_run
@@ -50,7 +50,7 @@ def spec_error(path: Path) -> str:
 
 
 def run(args: list[str]):
-    return CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
 def one_line_error(res, needle: str) -> None:

@@ -10,14 +10,14 @@ import pytest
 from click.testing import CliRunner
 
 from ledger_factory import make_record
-from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.importer import import_jsonl
 
 
 def run(args):
-    return CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
 def _jsonl(path, rows):

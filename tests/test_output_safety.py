@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from ledger_factory import make_record
 from mindcap_tok._io import OUTPUT_MARKER, atomic_write_text, check_output_folder, output_folder
-from mindcap_tok.cli.main import cli, expand_multi_value, main
+from mindcap_tok.cli.main import cli, main
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 
@@ -35,7 +35,7 @@ def ledger(tmp_path_factory, qwen):
 
 
 def run(args):
-    return CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
 def _snapshot(folder):

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger_factory import make_cell, make_record
-from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.protocol import freeze_path, freeze_protocol, verify_protocol
@@ -46,7 +46,7 @@ def ledger(tmp_path_factory, qwen):
 
 
 def run(args):
-    return CliRunner().invoke(cli, expand_multi_value([str(a) for a in args]), catch_exceptions=False)
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 def strict(text: str):
@@ -234,9 +234,13 @@ def test_the_largest_budget_is_accepted(ledger):
     assert acc == {30: pytest.approx(4 / 8), MAX_BUDGET: pytest.approx(7 / 8)}
 
 
-def test_parse_budgets_names_the_option():
-    from mindcap_tok.cli.premium_cmd import parse_budgets
+def test_budget_errors_name_the_option(ledger, tmp_path):
+    res = run(["audit", ledger, "--out-dir", tmp_path / "a", "--translation-budgets", "1.5"])
+    one_line_error(res, "--translation-budgets: '1.5' is not a valid budget")
+    assert not (tmp_path / "a").exists()
 
-    assert parse_budgets(None) is None and parse_budgets(" 64, 128 ") == [64, 128]
-    with pytest.raises(MindcapError, match=r"--translation-budgets: '1\.5' is not a valid budget"):
-        parse_budgets("1.5", "--translation-budgets")
+
+def test_budgets_with_spaces_around_items_are_read(ledger):
+    res = run(["score", "--ledger", ledger, "--budgets", " 30, 40 ", "--arm", "native", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert sorted({r["budget"] for r in strict(res.stdout)}) == [30, 40]

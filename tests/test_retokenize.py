@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from mindcap_tok.adaptation.retokenize import (
     FoldTokenizer,
-    check_budgets,
     decode_traces,
     fold_of_items,
     fold_tokenizers,
@@ -25,6 +24,7 @@ from mindcap_tok.adaptation.retokenize import (
     retokenize,
     retokenize_items,
 )
+from mindcap_tok.budgets import check_budgets
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.pretoken_cache import PretokenEncoder

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from mindcap_tok.budgets import SWEEP_BUDGETS
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.resample import bootstrap_counts
 from mindcap_tok.stats.bootstrap import Boot, item_bootstrap, ratio_difference
-from mindcap_tok.stats.curves import DEFAULT_BUDGETS, sweep
+from mindcap_tok.stats.curves import sweep
 from mindcap_tok.stats.premiums import required_budgets
 from mindcap_tok.stats.simulate import simulate, true_delta, validation_design
 
@@ -150,7 +151,7 @@ def simulated_coverage():
     Returns per-(dataset, language) pointwise coverage indicators and whole-curve band coverage.
     """
     design = validation_design()
-    budgets = list(DEFAULT_BUDGETS)
+    budgets = list(SWEEP_BUDGETS)
     need = required_budgets(budgets, design.premiums.values())
     truth = {c.lang: true_delta(design, c, budgets) for c in design.cells}
     point, band = [], []

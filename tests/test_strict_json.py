@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from ledger_factory import make_record
 from mindcap_tok._json import dumps_strict, strict_json_value
 from mindcap_tok.cli._output import to_json
-from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
 from test_price import world  # noqa: F401  (the pricing fixture: a tiny tokenizer whose table is known by hand)
 
@@ -67,7 +67,7 @@ def ledger(tmp_path_factory, qwen):
 
 
 def run(args):
-    res = CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+    res = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     return res
 

@@ -229,9 +229,9 @@ def test_petrov2023_all_languages(model, config, flores_dir):
 def _cli(args):
     from click.testing import CliRunner
 
-    from mindcap_tok.cli.main import cli, expand_multi_value
+    from mindcap_tok.cli.main import cli
 
-    return CliRunner().invoke(cli, expand_multi_value(args), catch_exceptions=False)
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
 def test_cli_one_table_for_every_family():

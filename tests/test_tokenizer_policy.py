@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from ledger_factory import make_record
 from mindcap_tok.adaptation.price import load_traces
 from mindcap_tok.audits import AuditConfig, run_audits
-from mindcap_tok.cli.main import cli, expand_multi_value
+from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.score import score_by_tokenizer, score_ledger
 from mindcap_tok.ledger.tokenizers import TokenizerMismatchError, resolve_tokenizers
@@ -62,7 +62,7 @@ def ledger(tmp_path_factory, qwen):
 
 
 def run(args):
-    return CliRunner().invoke(cli, expand_multi_value([str(a) for a in args]))
+    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def one_line_mismatch(res, actual: str) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..budgets import check_budgets
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..ledger.parse import get_parser
@@ -38,7 +39,6 @@ from .crossfit import measure_folds, save_crossfit
 from .extend import check_extendable
 from .retokenize import (
     FoldTokenizer,
-    check_budgets,
     decode_traces,
     fold_tokenizers,
     learn_ledger_extensions,
@@ -313,7 +313,7 @@ def price_traces(
     ``premiums`` maps a fold to its FLORES premium (before, after) when it was measured; ``workers`` is the
     number of processes retokenizing (default: every usable CPU).
     """
-    grid = check_budgets(caps)
+    grid = check_budgets(caps, sort=True)
     b_max = traces.b_max
     if grid[-1] > b_max:
         raise MindcapError(f"cap {int(grid[-1])} exceeds the largest stored prefix {b_max}; nothing to score there")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from tokenizers import Tokenizer
 
+from ..budgets import check_budgets
 from ..errors import MindcapError
 from ..ledger.score import ByteTable, byte_table, score_token_ids
 from ..pretoken_cache import PretokenEncoder
@@ -74,16 +75,6 @@ class Retokenized:
     scores: np.ndarray | None = None
     correct: np.ndarray | None = None
     emission: np.ndarray | None = None
-
-
-def check_budgets(budgets: Iterable[int]) -> np.ndarray:
-    """Budgets as a sorted int64 array of distinct positive integers (one-line error otherwise)."""
-    grid = np.asarray(sorted({int(b) for b in budgets}), dtype=np.int64)
-    if grid.size == 0:
-        raise MindcapError("give at least one budget")
-    if grid[0] < 1:
-        raise MindcapError(f"budgets must be positive token counts, got {int(grid[0])}")
-    return grid
 
 
 def flatten_ids(ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -337,7 +328,7 @@ def retokenize_items(
     n = len(texts)
     if n != len(items):
         raise MindcapError(f"{n} texts but {len(items)} item ids")
-    grid = check_budgets(budgets)
+    grid = check_budgets(budgets, sort=True)
     if golds is not None and len(golds) != n:
         raise MindcapError(f"{n} texts but {len(golds)} gold answers")
     choice = fold_of_items(np.asarray(items), folds)

@@ -4,6 +4,82 @@ from __future__ import annotations
 
 import click
 
+from ..budgets import MAX_BUDGET
+from ..errors import MindcapError
+
+
+class MultiValueOption(click.Option):
+    """An option that takes one or more values after one flag: ``--lang de th sw``, ``--lang de,th`` and
+    ``--lang de --lang th`` all give ``("de", "th", "sw")``-style tuples; values run up to the next option.
+
+    click has no argparse-style ``nargs='+'`` for options, so this wraps the parser's handler of this option
+    only (the approach click's maintainers suggest for it). An empty value (``--lang ""``, ``--lang de,,th``) is
+    a one-line error (``expects`` says what was wanted), never a silent fall back to the default.
+    """
+
+    def __init__(self, *args, expects: str = "name at least one", **kwargs) -> None:
+        kwargs["multiple"] = True
+        super().__init__(*args, **kwargs)
+        self.expects = expects
+
+    def add_to_parser(self, parser, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        handler = next(parser._long_opt.get(o) or parser._short_opt.get(o) for o in self.opts)
+        store, flag, expects = handler.process, self.opts[0], self.expects
+
+        def process(value: str, state) -> None:
+            values = [value]
+            while state.rargs and not (state.rargs[0].startswith("-") and state.rargs[0] != "-"):
+                values.append(state.rargs.pop(0))
+            for text in values:
+                items = text.split(",")
+                if not all(v.strip() for v in items):
+                    raise MindcapError(f"{flag} got an empty value ({text!r}); {expects}")
+                for v in items:
+                    store(v.strip(), state)
+
+        handler.process = process
+
+
+def multi_option(*decls: str, **kwargs):
+    """A :class:`MultiValueOption` (``--lang de th sw``); the same keywords as ``click.option``."""
+    return click.option(*decls, cls=MultiValueOption, **kwargs)
+
+
+_BUDGETS = f"budgets must be comma-separated integers (token counts) from 1 to {MAX_BUDGET}"
+
+
+def _budget_list(ctx: click.Context, param: click.Parameter, values: tuple) -> list[int] | None:
+    budgets = []
+    for value in values:
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or not 1 <= number <= MAX_BUDGET:
+            raise MindcapError(f"{param.opts[0]}: {value!r} is not a valid budget; {_BUDGETS}")
+        budgets.append(number)
+    return budgets or None
+
+
+def budgets_option(*decls: str, default=None, help: str, **kwargs):
+    """A list of budgets, written one way in every command: ``--budgets 64,128`` or ``--budgets 64 128``.
+
+    The command receives a list of ints in the order given, or ``None`` when the option was not used and has no
+    default (the command then applies its own grid). A bad value is a one-line error naming it and the range."""
+    return multi_option(
+        *(decls or ("--budgets",)),
+        default=default,
+        show_default=default is not None,
+        type=click.STRING,  # not inferred from an int default: every value goes through _budget_list
+        callback=_budget_list,
+        expects=_BUDGETS,
+        metavar="B",
+        help=help,
+        **kwargs,
+    )
+
+
 #: every command that reads a ledger checks each shard against the manifest's SHA-256; this skips it
 no_verify_option = click.option(
     "--no-verify",

@@ -6,22 +6,27 @@ import click
 
 from ..errors import MindcapError
 from ..tokenizer import load_tokenizer
-from ._options import allow_tokenizer_mismatch_option, n_boot_option, no_verify_option, out_dir_option, tokenizer_option
-from .premium_cmd import parse_budgets
+from ._options import (
+    allow_tokenizer_mismatch_option,
+    budgets_option,
+    multi_option,
+    n_boot_option,
+    no_verify_option,
+    out_dir_option,
+    tokenizer_option,
+)
 
 
 @click.command("audit")
 @click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
 @out_dir_option("Folder for audit.md, audit.json: absent, empty, or an earlier audit.")
-@click.option(
+@multi_option(
     "--only",
-    multiple=True,
     help="Audits to run: langid comet parser parity normalizer (the default), and determinism (on request).",
 )
-@click.option(
+@multi_option(
     "--premiums",
     "premium_specs",
-    multiple=True,
     help="FLORES premiums: tokenizer name, `premium --format json` file or lang=r (default: each model's).",
 )
 @click.option("--alt-premiums", multiple=True, help="An alternative normalizer (same forms as --premiums); repeatable.")
@@ -30,10 +35,8 @@ from .premium_cmd import parse_budgets
     type=click.Path(exists=True, dir_okay=False),
     help="English renderings of native traces (JSONL/CSV: lang,item,sample,english) for r_trace.",
 )
-@click.option("--budgets", help="Budget grid for parser and normalizer audits (default 64,...,1024).")
-@click.option(
-    "--translation-budgets", default="128,192,256", show_default=True, help="Budgets for the quality-gain correlation."
-)
+@budgets_option(help="Budget grid for parser and normalizer audits (default 64,...,1024).")
+@budgets_option("--translation-budgets", default=[128, 192, 256], help="Budgets for the quality-gain correlation.")
 @click.option(
     "--lid-model",
     type=click.Path(exists=True, dir_okay=False),
@@ -110,8 +113,6 @@ def audit_command(
     names = select_audits([o for part in only for o in part.split(",") if o])
     delimiter = check_delimiter(delimiter or DEFAULT_DELIMITER)
     labels = load_validation_labels(validation_labels) if validation_labels else None
-    grid = parse_budgets(budgets)
-    translation_grid = parse_budgets(translation_budgets, "--translation-budgets")
     check_output_folder(out, PRODUCER)
     led = Ledger(ledger, verify=not no_verify)
     cells = led.read(columns=["model", "lang"])
@@ -139,14 +140,14 @@ def audit_command(
         except MindcapError as exc:
             click.echo(f"note: MGSM questions incomplete ({exc})", err=True)
     config = AuditConfig(
-        budgets=grid or AuditConfig.budgets,
+        budgets=budgets or AuditConfig.budgets,
         premiums=premiums,
         alternatives=alternatives,
         renderings=load_renderings(renderings) if renderings else None,
         references=references,
         sources=sources,
         comet_checkpoint=comet_checkpoint,
-        translation_budgets=translation_grid,
+        translation_budgets=translation_budgets,
         lid_model=lid_model,
         lid_hub=not no_hub,
         lid=LidSettings(threshold=lid_threshold, min_letters=min_letters, delimiter=delimiter),

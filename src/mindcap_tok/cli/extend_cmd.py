@@ -10,7 +10,7 @@ from ..adaptation.saved import check_new_folder
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
 from ..tokenizer import load_tokenizer
-from ._options import out_dir_option
+from ._options import multi_option, out_dir_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -40,16 +40,15 @@ def _table_rows(rows: list[dict]) -> list[dict]:
 
 
 @click.command("extend")
-@click.option(
+@multi_option(
     "--model",
     "models",
-    multiple=True,
     default=["qwen3-8b"],
     show_default=True,
     help="Base tokenizer: registry name, folder, tokenizer.json/.tiktoken path or HF id "
     "(byte-level BPE tokenizer.json, or tiktoken such as gpt-4o).",
 )
-@click.option("--lang", "langs", multiple=True, required=True, help="Target language (FLORES code or alias).")
+@multi_option("--lang", "langs", required=True, help="Target language (FLORES code or alias).")
 @click.option(
     "--corpus",
     default="flores-dev",

@@ -13,44 +13,6 @@ import click
 from ..config import Config, load_config
 from ..errors import MindcapError
 
-#: options that take several values after one flag (``--lang de th sw``)
-MULTI_VALUE_OPTIONS = frozenset({"--lang", "--model", "--only", "--cap", "--arm", "--premiums"})
-
-
-def expand_multi_value(argv: Sequence[str]) -> list[str]:
-    """Rewrite ``--lang de th sw`` and ``--lang de,th`` as repeated ``--lang X`` flags.
-
-    click has no argparse-style ``nargs='+'`` for options, so this small rewrite is done by hand. An empty
-    value (``--lang ""``, ``--lang de,,th``) is a usage error, never a silent fall back to the defaults.
-    """
-
-    def values(flag: str, text: str) -> list[str]:
-        items = text.split(",")
-        if not all(v.strip() for v in items):
-            raise click.UsageError(f"{flag} got an empty value ({text!r}); name at least one")
-        return [x for v in items for x in (flag, v.strip())]
-
-    out: list[str] = []
-    current: str | None = None
-    for arg in argv:
-        if arg == "--":
-            current = None
-            out.append(arg)
-        elif arg.startswith("-") and arg != "-":
-            flag, eq, value = arg.partition("=")
-            current = flag if flag in MULTI_VALUE_OPTIONS and not eq else None
-            if flag in MULTI_VALUE_OPTIONS and eq:
-                out.extend(values(flag, value))
-            else:
-                out.append(arg)
-        elif current is not None:
-            if out and out[-1] == current:
-                out.pop()
-            out.extend(values(current, arg))
-        else:
-            out.append(arg)
-    return out
-
 
 @dataclass
 class State:
@@ -126,10 +88,4 @@ def cli(ctx: click.Context, data_dir: str | None, tokenizers_dir: str | None, de
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        args = expand_multi_value(args)
-    except click.UsageError as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    cli.main(args=args, prog_name="mindcap-tok")
+    cli.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="mindcap-tok")

@@ -6,40 +6,11 @@ import click
 
 from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
-from ..errors import MindcapError
 from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
 from ..tokenizer import load_tokenizer
-from ._options import format_option, level_option, n_boot_option
+from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option
 from ._output import emit, render, to_json
 from ._progress import on_progress, progress_bar
-
-
-def parse_budgets(text: str | None, option: str = "--budgets") -> list[int] | None:
-    """``"64,128,256"`` -> ``[64, 128, 256]``; ``None`` when the option was not given.
-
-    Budgets are token counts from 1 to ``ledger.score.MAX_BUDGET`` (2**31 − 1); anything else (an empty item,
-    zero, a negative, a non-integer, a huge number) is a one-line error naming the bad item and the range.
-    """
-    from ..ledger.score import MAX_BUDGET  # here, so `premium` alone does not import pandas
-
-    if text is None:
-        return None
-    allowed = f"budgets must be comma-separated integers (token counts) from 1 to {MAX_BUDGET}"
-    if not text.strip():
-        raise MindcapError(f"{option} is empty; {allowed}")
-    budgets = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            raise MindcapError(f"{option}: {text!r} has an empty item; {allowed}")
-        try:
-            value = int(item)
-        except ValueError:
-            value = None
-        if value is None or not 1 <= value <= MAX_BUDGET:
-            raise MindcapError(f"{option}: {item!r} is not a valid budget; {allowed}")
-        budgets.append(value)
-    return budgets
 
 
 def _table_rows(results: list[dict], budgets: list[int] | None) -> list[dict]:
@@ -70,15 +41,14 @@ def _csv_rows(results: list[dict]) -> list[dict]:
 
 
 @click.command("premium")
-@click.option(
+@multi_option(
     "--model",
     "models",
-    multiple=True,
     default=["qwen3-8b"],
     show_default=True,
     help="Model name(s), tokenizer folder/file, or HF id; several values allowed.",
 )
-@click.option("--lang", "langs", multiple=True, help="Languages (FLORES codes or aliases); default de th sw.")
+@multi_option("--lang", "langs", help="Languages (FLORES codes or aliases); default de th sw.")
 @click.option("--all", "all_langs", is_flag=True, help="Every FLORES-200 language.")
 @click.option("--ref", default="eng_Latn", show_default=True, help="Reference language.")
 @click.option(
@@ -99,7 +69,7 @@ def _csv_rows(results: list[dict]) -> list[dict]:
 @n_boot_option()
 @click.option("--seed", type=int, default=0, show_default=True)
 @level_option
-@click.option("--budgets", help="Comma-separated budgets B; adds floor(r·B) for each.")
+@budgets_option(help="Budgets B (64,128 or 64 128); adds floor(r·B) for each.")
 @format_option(latex=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw premiums with CIs to this PNG.")
@@ -108,7 +78,6 @@ def premium_command(
     state, models, langs, all_langs, ref, split, protocol, n_boot, seed, level, budgets, fmt, out, plot
 ) -> None:
     """Token premium r = tokens(L)/tokens(ref) on FLORES-200, with a paired bootstrap CI."""
-    grid = parse_budgets(budgets)
     if plot and protocol == "petrov2023":
         raise click.UsageError("--plot draws CIs; --protocol petrov2023 has none")
     if all_langs and langs:
@@ -129,7 +98,7 @@ def premium_command(
                 n_boot=n_boot,
                 seed=seed,
                 ci=level,
-                budgets=grid,
+                budgets=budgets,
                 source=source,
                 on_progress=on_progress(advance),
                 protocol=protocol,
@@ -148,7 +117,7 @@ def premium_command(
         text = render(_csv_rows(results), fmt)
     else:
         text = render(
-            _table_rows(results, grid),
+            _table_rows(results, budgets),
             "table",
             title=f"Token premium vs {results[0]['ref']} (FLORES-200 {split}, {n_boot} resamples, seed {seed})"
             if protocol == "per-sentence"

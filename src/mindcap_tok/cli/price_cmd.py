@@ -8,13 +8,14 @@ from ..adaptation.price import Pricing, price_ledger
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..ledger.score import MAX_BUDGET
 from ..ledger.store import Ledger
 from ..tokenizer import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
+    budgets_option,
     format_option,
     level_option,
+    multi_option,
     n_boot_option,
     no_verify_option,
     tokenizer_option,
@@ -73,11 +74,9 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 
 @click.command("price")
 @click.option("--ledger", "ledger_dir", required=True, type=click.Path(file_okay=False), help="Ledger folder.")
-@click.option("--model", "models", multiple=True, default=["qwen3-8b"], show_default=True, help="Model(s) priced.")
-@click.option("--lang", "langs", multiple=True, required=True, help="Language(s): FLORES codes or aliases.")
-@click.option(
-    "--cap", "caps", multiple=True, required=True, type=click.IntRange(min=1, max=MAX_BUDGET), help="Deployed cap(s) B."
-)
+@multi_option("--model", "models", default=["qwen3-8b"], show_default=True, help="Model(s) priced.")
+@multi_option("--lang", "langs", required=True, help="Language(s): FLORES codes or aliases.")
+@budgets_option("--cap", "caps", required=True, help="Deployed cap(s) B (256,512 or 256 512).")
 @click.option("--extension", type=click.Path(exists=True, file_okay=False), help="Saved extension or cross-fit folder.")
 @click.option("--learn-extension", is_flag=True, help="Learn a cross-fitted extension on the NATIVE traces.")
 @click.option("--size", type=click.IntRange(min=1), help="Merges per fold for --learn-extension.")

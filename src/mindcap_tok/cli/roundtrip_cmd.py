@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from ..ledger.backends import BACKENDS
-from ._options import out_dir_option
+from ._options import multi_option, out_dir_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -72,7 +72,7 @@ class _JobArgument(click.Argument):
     "--dry-run", "dry", is_flag=True, help="Print the plan (chains, requests, worst-case tokens); run nothing."
 )
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", help="Output format.")
-@click.option("--model", multiple=True, help="Model folder or HF id (several: --model A B).")
+@multi_option("--model", help="Model folder or HF id (several: --model A B).")
 @click.option("--texts", default=None, help="flores:devtest, flores:dev or a .jsonl/.csv file of id, text, category.")
 @click.option("--sample", type=int, default=None, help="Draw N texts (seeded by --seed).")
 @click.option("--sequences", multiple=True, help="Presets (lit:e-asia ... lit:all) or chains like en>de>th>en.")

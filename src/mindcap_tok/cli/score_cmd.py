@@ -5,17 +5,24 @@ from __future__ import annotations
 import click
 
 from .._io import check_output_folder, output_folder
+from ..budgets import SCORE_BUDGETS
 from ..errors import MindcapError
 from ..ledger.parse import VARIANTS
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
-from ..ledger.score import DEFAULT_BUDGETS, Scores, accuracy_curves, score_ledger
+from ..ledger.score import Scores, accuracy_curves, score_ledger
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
 from ..tokenizer import load_tokenizer
-from ._options import allow_tokenizer_mismatch_option, format_option, no_verify_option, tokenizer_option
+from ._options import (
+    allow_tokenizer_mismatch_option,
+    budgets_option,
+    format_option,
+    multi_option,
+    no_verify_option,
+    tokenizer_option,
+)
 from ._output import emit, render
 from ._progress import progress_bar
-from .premium_cmd import parse_budgets
 
 _COLUMNS = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason", "tokenizer"]
 
@@ -33,12 +40,12 @@ def _save(scores: Scores, folder: str) -> None:
 
 @click.command("score")
 @click.option("--ledger", "ledger_dir", required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)), show_default=True, help="Comma-separated B.")
+@budgets_option(default=list(SCORE_BUDGETS), help="Budgets B (64,128 or 64 128).")
 @tokenizer_option
 @click.option("--parser", default="strict", show_default=True, help=f"One of {', '.join(VARIANTS)}, or joined by '+'.")
-@click.option("--model", "models", multiple=True, help="Only these models.")
-@click.option("--arm", "arms", multiple=True, help="Only these arms.")
-@click.option("--lang", "langs", multiple=True, help="Only these languages.")
+@multi_option("--model", "models", help="Only these models.")
+@multi_option("--arm", "arms", help="Only these arms.")
+@multi_option("--lang", "langs", help="Only these languages.")
 @format_option()
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the curves here (atomically) instead of stdout.")
 @click.option("--save", type=click.Path(file_okay=False), help="Also write by_budget/by_record Parquet to this folder.")
@@ -63,7 +70,6 @@ def score_command(
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
     if save:
         check_output_folder(save, PRODUCER)  # before the scoring, not after it
-    grid = parse_budgets(budgets)
     led = Ledger(ledger_dir, verify=not no_verify)
     records = led.read(model=models or None, arm=arms or None, lang=langs or None, columns=_COLUMNS)
     if records.num_rows == 0:
@@ -83,7 +89,7 @@ def score_command(
             advance(finished - done[0])
             done[0] = finished
 
-        scores = score_ledger(records, toks if override is None else override, grid, parser, on_progress=step)
+        scores = score_ledger(records, toks if override is None else override, budgets, parser, on_progress=step)
     curves = accuracy_curves(scores.by_budget)
     if save:
         _save(scores, save)

@@ -5,16 +5,19 @@ from __future__ import annotations
 import click
 import pandas as pd
 
+from ..budgets import SWEEP_BUDGETS
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..report.budget_report import to_points
-from ..stats.curves import DEFAULT_BUDGETS, sweep
+from ..stats.curves import sweep
 from ..stats.grid import FRAMES
 from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
 from ._options import (
     allow_tokenizer_mismatch_option,
+    budgets_option,
     format_option,
     level_option,
+    multi_option,
     n_boot_option,
     no_verify_option,
     out_dir_option,
@@ -22,7 +25,6 @@ from ._options import (
 )
 from ._output import emit, render, to_json
 from ._progress import progress_bar
-from .premium_cmd import parse_budgets
 
 
 def load_scores(
@@ -85,7 +87,7 @@ def load_scores(
 
 def _sweep_inputs(state, common: dict):
     """The budget grid, the scores and the premium table of ``sweep``/``report`` from their shared options."""
-    grid = parse_budgets(common["budgets"]) or list(DEFAULT_BUDGETS)
+    grid = common["budgets"] or list(SWEEP_BUDGETS)
     scores, table = load_scores(
         state,
         common["ledger"],
@@ -111,16 +113,15 @@ def _sweep_budgets(grid: list[int]):
 
 _common = [
     click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder."),
-    click.option(
+    multi_option(
         "--premiums",
         "premium_specs",
-        multiple=True,
         help="Tokenizer name (qwen3-8b), a `mindcap-tok premium --format json` file, or lang=r; repeatable. "
         "Default: each model's own tokenizer.",
     ),
-    click.option("--budgets", help=f"Comma-separated budgets B (default {','.join(map(str, DEFAULT_BUDGETS))})."),
-    click.option("--model", "models", multiple=True, help="Only these models."),
-    click.option("--lang", "langs", multiple=True, help="Only these languages."),
+    budgets_option(help=f"Budgets B, 64,128 or 64 128 (default {','.join(map(str, SWEEP_BUDGETS))})."),
+    multi_option("--model", "models", help="Only these models."),
+    multi_option("--lang", "langs", help="Only these languages."),
     click.option(
         "--frame",
         type=click.Choice(FRAMES),

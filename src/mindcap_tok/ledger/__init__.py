@@ -2,12 +2,11 @@
 
 from .parse import Parser, get_parser, parse_answer
 from .schema import ARMS, KEY_COLUMNS, SCHEMA, validate_records
-from .score import DEFAULT_BUDGETS, Scores, accuracy_curves, score_ledger, score_prefixes, score_token_ids
+from .score import Scores, accuracy_curves, score_ledger, score_prefixes, score_token_ids
 from .store import Ledger, VerifyReport
 
 __all__ = [
     "ARMS",
-    "DEFAULT_BUDGETS",
     "KEY_COLUMNS",
     "SCHEMA",
     "Ledger",

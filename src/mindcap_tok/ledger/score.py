@@ -33,16 +33,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..budgets import SCORE_BUDGETS, check_budgets
 from ..errors import MindcapError
 from ..tokenizer import ResolvedTokenizer
 from .parse import Parser, get_parser
 from .schema import CELL_COLUMNS, SETTING_COLUMNS
 from .tokenizers import resolve_tokenizers
 
-#: the paper's budget grid (the regime sweep plus the 2048/4096 extension)
-DEFAULT_BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
-#: the largest budget accepted (a token count; 2**31 - 1)
-MAX_BUDGET = 2**31 - 1
 _HASH, _NEWLINE = ord("#"), ord("\n")
 _HAS_HASH, _HAS_NEWLINE = 1, 2
 _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
@@ -395,14 +392,6 @@ def _score_events(
     return PrefixScores(budgets, scores, emission, correct, n_tok.astype(np.int64))
 
 
-def _budgets(budgets: Sequence[int]) -> np.ndarray:
-    values = list(budgets)
-    bad = [b for b in values if isinstance(b, bool) or not isinstance(b, int | np.integer) or not 0 < b <= MAX_BUDGET]
-    if bad or not values:
-        raise MindcapError(f"budgets must be positive integers up to {MAX_BUDGET}, got {values}")
-    return np.asarray(values, dtype=np.int64)
-
-
 def score_token_ids(
     ids: np.ndarray,
     splits: np.ndarray,
@@ -419,7 +408,7 @@ def score_token_ids(
     """
     table = byte_table(table) if isinstance(table, ResolvedTokenizer) else table
     parser = get_parser(parser)
-    grid = _budgets(budgets)
+    grid = check_budgets(budgets)
     ids = np.asarray(ids)
     splits = np.asarray(splits, dtype=np.int64)
     n = len(splits) - 1
@@ -465,7 +454,7 @@ def score_prefixes(
     ``table.token_ends(new_ids)`` for the same text under another tokenizer.
     """
     parser = get_parser(parser)
-    grid = _budgets(budgets)
+    grid = check_budgets(budgets)
     data = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
     n = len(data)
     if len(token_ends) != n or len(golds) != n:
@@ -531,7 +520,7 @@ def score_by_tokenizer(
     ``on_progress(done, total)`` is called after each chunk.
     """
     parser = get_parser(parser)
-    grid = _budgets(budgets)
+    grid = check_budgets(budgets)
     n = table.num_rows
     if isinstance(tokenizers, ResolvedTokenizer):
         names = np.full(n, tokenizers.name, dtype=object)
@@ -580,7 +569,7 @@ def score_by_tokenizer(
 def score_ledger(
     records: pd.DataFrame | pa.Table,
     tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None,
-    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    budgets: Sequence[int] = SCORE_BUDGETS,
     parser: str | Parser = "strict",
     on_progress=None,
 ) -> Scores:
@@ -592,7 +581,7 @@ def score_ledger(
     ``on_progress(done, total)`` is called after each chunk of records.
     """
     parser = get_parser(parser)
-    grid = _budgets(budgets)
+    grid = check_budgets(budgets)
     table = records if isinstance(records, pa.Table) else pa.Table.from_pandas(records, preserve_index=False)
     need = [*CELL_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason"]
     missing = [c for c in need if c not in table.column_names]

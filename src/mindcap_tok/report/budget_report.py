@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from .._io import check_output_folder, output_folder
+from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..stats.bootstrap import grid_bootstrap
-from ..stats.curves import DEFAULT_BUDGETS, NATIVE, Sweep, accuracy_table, sweep
+from ..stats.curves import NATIVE, Sweep, accuracy_table, sweep
 from ..stats.grid import accuracy_grid
 from ..stats.premiums import premium_table
 from ..stats.subcdf import compare_prediction, predict_delta
@@ -71,7 +72,7 @@ def write_budget_report(
     premiums,
     out_dir: str | os.PathLike[str],
     by_record: pd.DataFrame | None = None,
-    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    budgets: Sequence[int] = SWEEP_BUDGETS,
     n_boot: int = 10_000,
     seed: int = 0,
     level: float = 0.95,

@@ -5,7 +5,7 @@ Holm control, and answer-emission timing. Inputs are the scoring contract's ``Sc
 """
 
 from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, item_bootstrap
-from .curves import DEFAULT_BUDGETS, Sweep, accuracy_table, delta_table, gap_table, sweep
+from .curves import Sweep, accuracy_table, delta_table, gap_table, sweep
 from .family import FamilyResult, Hypothesis, run_family
 from .grid import AccuracyGrid, accuracy_grid
 from .hypotheses import bootstrap_test, holm
@@ -15,7 +15,6 @@ from .subcdf import compare_prediction, predict_delta, split_items, subcdf
 from .timing import emission_timing
 
 __all__ = [
-    "DEFAULT_BUDGETS",
     "AccuracyGrid",
     "Boot",
     "FamilyResult",

@@ -13,16 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
+from ..ledger.schema import ARMS
 from ..resample import scale_budget
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, premium_table
 
-#: the paper's retrospective sweep grid (§3)
-DEFAULT_BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024)
-NATIVE = "native"
-TRANSLATE = "translate-act"
+NATIVE, TRANSLATE = ARMS[0], ARMS[1]
 
 
 def as_grid(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay") -> AccuracyGrid:
@@ -106,7 +105,7 @@ def gap_table(
 def delta_table(
     scores: pd.DataFrame | AccuracyGrid,
     premiums,
-    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    budgets: Sequence[int] = SWEEP_BUDGETS,
     frame: str = "replay",
     native: str = NATIVE,
 ) -> pd.DataFrame:
@@ -204,7 +203,7 @@ def crossovers(keys: dict, budgets: Sequence[int], gap: np.ndarray, lead: np.nda
 def sweep(
     scores: pd.DataFrame | AccuracyGrid,
     premiums,
-    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    budgets: Sequence[int] = SWEEP_BUDGETS,
     n_boot: int = 10_000,
     seed: int = 0,
     level: float = 0.95,

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import scale_budget
-from .curves import DEFAULT_BUDGETS, NATIVE, _row_keys, arm_pairs, delta_table
+from .curves import NATIVE, _row_keys, arm_pairs, delta_table
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import lookup_premium, premium_table
 
@@ -88,7 +89,7 @@ def subcdf(by_record: pd.DataFrame, points: Sequence[int]) -> pd.DataFrame:
 
 
 def predict_delta(
-    by_record: pd.DataFrame, premiums, budgets: Sequence[int] = DEFAULT_BUDGETS, native: str = NATIVE
+    by_record: pd.DataFrame, premiums, budgets: Sequence[int] = SWEEP_BUDGETS, native: str = NATIVE
 ) -> pd.DataFrame:
     """Predicted Δ_L(B) = G(floor(r·B)) − G(B) per native cell, plus the naive factorization.
 
