@@ -23,11 +23,11 @@ import time
 import numpy as np
 
 from mindcap_tok.adaptation.corpus import as_corpus
+from mindcap_tok.adaptation.crossfit import cross_fit
 from mindcap_tok.adaptation.retokenize import (
     encode_ids,
     fold_of_items,
     fold_tokenizers,
-    learn_ledger_extensions,
     retokenize_items,
 )
 from mindcap_tok.budgets import SCORE_BUDGETS
@@ -91,7 +91,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     corpus = as_corpus(zip(items[:ITEMS].tolist(), texts[:ITEMS], strict=True), "bench traces")
-    folds = fold_tokenizers(learn_ledger_extensions(base, corpus, size=args.size, seed=args.seed), "th")
+    folds = fold_tokenizers(cross_fit(base, corpus, size=args.size, seed=args.seed), "th")
     print(f"learned 2 folds × {args.size:,} merges on {ITEMS} traces in {time.perf_counter() - t0:.1f} s")
 
     t0 = time.perf_counter()

@@ -320,10 +320,18 @@ def test_empty_corpus_and_bad_rules(reuse_base):
         learn_extension(reuse_base, [], size=1)
     with pytest.raises(MindcapError, match="no text to learn from"):
         learn_extension(reuse_base, [(0, "<|endoftext|>")], size=1)
-    with pytest.raises(MindcapError, match="give an extension size"):
-        learn_extension(reuse_base, [(0, "abc")])
     with pytest.raises(MindcapError, match="expected \\(item_id, text\\) pairs"):
         learn_extension(reuse_base, ["abc"], size=1)
+
+
+def test_default_rule_learns_every_pair_seen_at_least_twice(reuse_base):
+    corpus = [(0, "qvqv qvqv zkzk xjxj xjxj xjxj")]
+    default = learn_extension(reuse_base, corpus)
+    assert default.size_rule.as_dict() == {"rule": "min-freq", "size": None, "min_freq": 2}
+    assert default.n_merges > 0 and min(default.merge_counts) >= 2
+    # one more merge than the default rule took has a pair seen only once: the rule stopped at its floor
+    more = learn_extension(reuse_base, corpus, size=default.n_merges + 1, min_freq=1)
+    assert more.merges[: default.n_merges] == default.merges and more.merge_counts[-1] == 1
 
 
 def test_existing_output_folder_is_refused(reuse_base, tmp_path):

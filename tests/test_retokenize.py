@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mindcap_tok.adaptation.crossfit import cross_fit
 from mindcap_tok.adaptation.retokenize import (
     FoldTokenizer,
     decode_traces,
     fold_of_items,
     fold_tokenizers,
-    learn_ledger_extensions,
     ledger_corpus,
     prefix_byte_lengths,
     retokenize,
@@ -121,7 +121,7 @@ def test_extensions_learned_on_ledger_traces_are_cross_fitted(tiny):
     items = [0, 0, 1, 1, 2, 2, 3, 3]
     texts = [thai_trace(6 + i, i) for i in items]
     corpus = ledger_corpus(items, texts, "ledger:test/native/tha_Thai")
-    learned = learn_ledger_extensions(base, corpus, size=1, folds=2, seed=0)
+    learned = cross_fit(base, corpus, folds=2, seed=0, size=1)
     held = [set(fx.held_out) for fx in learned]
     assert held[0].isdisjoint(held[1]) and held[0] | held[1] == {0, 1, 2, 3}
     for fx in learned:
@@ -175,7 +175,7 @@ def test_worker_processes_and_hf_encode_agree(qwen, flores_dir, monkeypatch):
     budgets = [16, 64, 256, 1024]
     alive: list[int] = []  # worker processes alive as each chunk comes back
     runs = [retokenize_items(texts, items, folds, budgets, golds, workers=w, memo=m,
-                             on_progress=lambda _: alive.append(len(mp.active_children())))
+                             on_progress=lambda *_: alive.append(len(mp.active_children())))
             for w, m in ((2, True), (1, True), (1, False))]  # fmt: skip
     # 129 and 171 traces per fold: chunks of 64 with two workers (3 + 3), of 75 with one (2 + 3, twice)
     assert alive == [2] * 6 + [0] * 10

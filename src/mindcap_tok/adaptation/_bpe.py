@@ -177,9 +177,10 @@ class PairLearner:
         self._changed.clear()
 
     def run(
-        self, max_merges: int | None, min_freq: int, on_progress: Callable[[int], None] | None = None
+        self, max_merges: int | None, min_freq: int, on_progress: Callable[[int, int | None], None] | None = None
     ) -> list[LearnedMerge]:
-        """Merge until ``max_merges`` merges are learned or the best pair occurs fewer than ``min_freq`` times."""
+        """Merge until ``max_merges`` merges are learned or the best pair occurs fewer than ``min_freq`` times;
+        ``on_progress(merges, max_merges)`` every 100 merges and at the end."""
         learned: list[LearnedMerge] = []
         while max_merges is None or len(learned) < max_merges:
             top = self.best()
@@ -187,9 +188,9 @@ class PairLearner:
                 break
             learned.append(self.merge(top[1], top[0]))
             if on_progress is not None and len(learned) % 100 == 0:
-                on_progress(len(learned))
+                on_progress(len(learned), max_merges)
         if on_progress is not None:
-            on_progress(len(learned))
+            on_progress(len(learned), max_merges)
         return learned
 
 

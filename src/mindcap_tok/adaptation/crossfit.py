@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -54,6 +55,8 @@ class FoldExtension:
     corpus: dict
     extension: Extension
     effect: Effect | None = None
+    #: seconds spent measuring ``effect`` (FLORES encodes and bootstrap); learning time is ``extension.seconds``
+    measure_seconds: float = 0.0
 
     def manifest(self) -> dict:
         """Manifest of this fold: the extension record, fold membership, seed and the measured effect.
@@ -96,7 +99,9 @@ class FoldExtension:
                 "premium_change_ci": [e.change_ci_low, e.change_ci_high],
                 "english_token_change": e.english_token_change,
             }
-        row["seconds"] = round(self.extension.seconds, 3)
+        row["seconds"] = round(self.extension.seconds, 3)  # learning the merges
+        if self.effect is not None:
+            row["measure_seconds"] = round(self.measure_seconds, 3)
         return row
 
 
@@ -107,23 +112,26 @@ def cross_fit(
     seed: int = 0,
     size: int | None = None,
     min_freq: int | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
 ) -> list[FoldExtension]:
     """Learn one extension per fold on the text of every item outside that fold.
 
-    ``on_progress(fold, n_merges)`` reports learning progress.
+    ``on_progress(merges, total)`` counts merges learned over all folds (``total`` = folds × size, or None under
+    a frequency rule).
     """
     corpus = as_corpus(corpus)
     if not corpus.items:
         raise MindcapError(f"corpus {corpus.name!r} is empty")
     assignment = assign_folds(corpus.item_ids(), folds, seed)
+    total = folds * size if size else None
     ordered = sorted(assignment, key=_sort_key)
     out = []
     for f in range(folds):
         held_out = tuple(i for i in ordered if assignment[i] == f)
         training = tuple(i for i in ordered if assignment[i] != f)
         sub = corpus.select(training, name=f"{corpus.name} without fold {f} of {folds} (seed {seed})")
-        report = (lambda n, f=f: on_progress(f, n)) if on_progress else None
+        before = sum(fx.extension.n_merges for fx in out)
+        report = (lambda n, _, before=before: on_progress(before + n, total)) if on_progress else None
         ext = learn_extension(base, sub, size=size, min_freq=min_freq, on_progress=report)
         out.append(FoldExtension(f, folds, seed, held_out, training, corpus.identity(), ext))
     return out
@@ -142,8 +150,9 @@ def measure_folds(
     for fx in folds:
         ext = fx.extension
         tok = resolved(ext, f"{ext.base.name}+{code}-fold{fx.fold}")
+        start = time.perf_counter()
         effect = measure_effect(ext.base, tok, code, split=split, n_boot=n_boot, seed=fx.seed, source=source)
-        out.append(dataclasses.replace(fx, effect=effect))
+        out.append(dataclasses.replace(fx, effect=effect, measure_seconds=time.perf_counter() - start))
     return out
 
 
@@ -188,7 +197,7 @@ def extend_crossfit(
     min_freq: int | None = None,
     n_boot: int = 10_000,
     flores_source: str | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
 ) -> list[FoldExtension]:
     """Learn, measure and (with ``out``) save cross-fitted extensions: what ``mindcap-tok extend`` runs.
 

@@ -40,8 +40,9 @@ from ..tokenizer_backends import parse_rank_file, tiktoken_files
 from ._bpe import PairLearner, RankLearner, Ranks
 from .corpus import Corpus, ItemId, as_corpus
 
-#: pair frequency floor of a fixed-count rule when none is given: a pair seen once saves nothing on new text
-DEFAULT_MIN_FREQ_WITH_SIZE = 2
+#: pair frequency floor of a fixed-count rule when none is given, and the default rule's floor when neither a size
+#: nor a frequency is given: a pair seen once is no evidence that the new token saves anything on new text
+DEFAULT_MIN_FREQ = 2
 #: the tokenizer families an extension can be learned for
 EXTENDABLE_FAMILIES = ("tokenizers", "tiktoken")
 
@@ -65,7 +66,9 @@ class SizeRule:
     """How many merges to learn, fixed before learning and blind to accuracy.
 
     ``size`` set: exactly that many merges (an error if the corpus cannot supply them at ``min_freq``);
-    ``size`` unset: every merge whose pair occurs at least ``min_freq`` times.
+    ``size`` unset: every merge whose pair occurs at least ``min_freq`` times; neither given: the default rule,
+    every merge whose pair occurs at least :data:`DEFAULT_MIN_FREQ` times (a pair seen once is no evidence that
+    the new token would be reused).
     """
 
     size: int | None
@@ -75,12 +78,12 @@ class SizeRule:
     def of(cls, size: int | None = None, min_freq: int | None = None) -> SizeRule:
         """Check and complete the user's choice."""
         if size is None and min_freq is None:
-            raise MindcapError("give an extension size (number of merges) or a minimum pair frequency")
+            return cls(None, DEFAULT_MIN_FREQ)
         if size is not None and size < 1:
             raise MindcapError(f"extension size must be a positive number of merges, got {size}")
         if min_freq is not None and min_freq < 1:
             raise MindcapError(f"minimum pair frequency must be at least 1, got {min_freq}")
-        return cls(size, min_freq if min_freq is not None else DEFAULT_MIN_FREQ_WITH_SIZE)
+        return cls(size, min_freq if min_freq is not None else DEFAULT_MIN_FREQ)
 
     @property
     def name(self) -> str:
@@ -330,13 +333,13 @@ def learn_extension(
     corpus_items: Corpus | Iterable[tuple[ItemId, str]],
     size: int | None = None,
     min_freq: int | None = None,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
 ) -> Extension:
     """Learn new merges on ``corpus_items`` (``(item_id, text)`` pairs), continuing ``base``'s BPE.
 
     ``size`` fixes the number of merges (an error if the corpus cannot supply that many pairs occurring at least
     ``min_freq`` times, default 2); ``min_freq`` alone learns every merge down to that pair frequency.
-    ``on_progress(n_merges)`` is called every 100 merges.
+    ``on_progress(merges, size)`` is called every 100 merges (``size`` None under a frequency rule).
     """
     check_extendable(base)
     rule = SizeRule.of(size, min_freq)

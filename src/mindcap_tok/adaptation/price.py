@@ -31,24 +31,24 @@ from ..budgets import check_budgets
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..ledger.parse import get_parser
+from ..ledger.schema import ARMS
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..tokenizer import ResolvedTokenizer, canonical_model_name
-from .crossfit import measure_folds, save_crossfit
+from .crossfit import cross_fit, measure_folds, save_crossfit
 from .extend import check_extendable
 from .retokenize import (
     FoldTokenizer,
     decode_traces,
     fold_tokenizers,
-    learn_ledger_extensions,
     ledger_corpus,
     retokenize,
     retokenize_items,
 )
 from .saved import SUMMARY, CrossFitSet, SavedExtension, extension_language, load_crossfit, load_extension
 
-NATIVE, TRANSLATE = "native", "translate-act"
+NATIVE, TRANSLATE = ARMS[0], ARMS[1]
 _COLUMNS = ["arm", "item", "sample", "cap", "design", "gold", "finish_reason", "n_tokens", "tokenizer", "output_ids"]
 # accuracy columns of the per-item arrays: (arm, tokenizer, budget)
 _N_B, _T_B, _N_MAX, _T_MAX, _N3_B, _T3_B = range(6)
@@ -303,7 +303,7 @@ def price_traces(
     sample: int | None = None,
     extension: str = "extension",
     premiums: Mapping[int | None, tuple[float, float]] | None = None,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
     workers: int | None = None,
 ) -> Pricing:
     """Table 3 for ``traces`` at each cap, given the extension's fold tokenizers.
@@ -311,7 +311,8 @@ def price_traces(
     Both arms are re-encoded with the base tokenizer and with the fold tokenizer that held each item out, and
     scored with the ledger's prefix scorer under ``parser``; the largest stored prefix is the completed trace.
     ``premiums`` maps a fold to its FLORES premium (before, after) when it was measured; ``workers`` is the
-    number of processes retokenizing (default: every usable CPU).
+    number of processes retokenizing (default: every usable CPU); ``on_progress(done, total)`` counts traces
+    retokenized over both passes (base, then extension).
     """
     grid = check_budgets(caps, sort=True)
     b_max = traces.b_max
@@ -321,8 +322,11 @@ def price_traces(
     n = len(frame)
     golds = frame["gold"].to_numpy()
     stopped = (frame["finish_reason"] == "stop").to_numpy()
-    base = retokenize(traces.texts, traces.base, grid, golds, stopped, parser, on_progress, workers)
-    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds, grid, golds, stopped, parser, on_progress,
+    # progress over both passes: n traces with the base tokenizer, then n with the extension
+    first = (lambda done, _: on_progress(done, 2 * n)) if on_progress else None
+    second = (lambda done, _: on_progress(n + done, 2 * n)) if on_progress else None
+    base = retokenize(traces.texts, traces.base, grid, golds, stopped, parser, first, workers)
+    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds, grid, golds, stopped, parser, second,
                            workers)  # fmt: skip
     stored = frame["n_tokens"].to_numpy()
     k = grid.size
@@ -498,7 +502,7 @@ def price_ledger(
     measure_premium: bool = False,
     flores_source: str | None = None,
     save_extension: str | os.PathLike[str] | None = None,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
     workers: int | None = None,
     allow_tokenizer_mismatch: bool = False,
 ) -> Pricing:
@@ -550,7 +554,7 @@ def price_ledger(
             [t for t, keep in zip(traces.texts, native, strict=True) if keep],
             f"ledger:{traces.model}/native/{traces.lang}",
         )
-        learned = learn_ledger_extensions(traces.base, corpus, learn_size, learn_min_freq, n_folds, seed)
+        learned = cross_fit(traces.base, corpus, n_folds, seed, learn_size, learn_min_freq)
         if measure_premium:
             learned = measure_folds(learned, traces.lang, n_boot=n_boot, source=flores_source)
             premiums = {fx.fold: (fx.effect.before.premium, fx.effect.after.premium) for fx in learned}

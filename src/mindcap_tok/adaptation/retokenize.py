@@ -32,7 +32,7 @@ from ..ledger.score import ByteTable, byte_table, score_token_ids
 from ..pretoken_cache import PretokenEncoder
 from ..tokenizer import ResolvedTokenizer
 from .corpus import Corpus, as_corpus
-from .crossfit import FoldExtension, cross_fit
+from .crossfit import FoldExtension
 from .saved import CrossFitSet, SavedExtension, resolved
 
 #: most traces encoded and scored at once: bounds memory (Python id lists) at a few hundred MB
@@ -220,7 +220,7 @@ def _retokenize_folds(
     golds: Sequence[int] | None,
     done: np.ndarray,
     parser: str,
-    on_progress: Callable[[int], None] | None,
+    on_progress: Callable[[int, int | None], None] | None,
     workers: int | None,
     memo: bool,
 ) -> dict[str, np.ndarray]:
@@ -257,11 +257,13 @@ def _retokenize_folds(
         results = _in_workers(min(workers, len(tasks)), state, payloads())
     else:
         results = map(_ChunkScorer(*args), payloads())
+    finished = 0
     for (_, rows), result in zip(tasks, results, strict=True):
         for name, part in result.items():
             out[name][rows] = part
+        finished += rows.size
         if on_progress is not None:
-            on_progress(rows.size)
+            on_progress(finished, n)
     return out
 
 
@@ -272,7 +274,7 @@ def retokenize(
     golds: Sequence[int] | None = None,
     complete: Sequence[bool] | np.ndarray | None = None,
     parser: str = "strict",
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
     workers: int | None = None,
     memo: bool = True,
 ) -> Retokenized:
@@ -282,7 +284,7 @@ def retokenize(
     are read exactly as for stored ids; ``complete[t]`` says trace ``t`` stopped by itself (finish reason
     ``stop``). Encoding gives HF's ids: memoised per pre-token (:mod:`mindcap_tok.pretoken_cache`) on
     ``workers`` processes (default: every usable CPU), or with HF's own encode when ``memo`` is False or the
-    tokenizer's pipeline is not covered. ``on_progress(n_done)`` is called after each chunk of traces.
+    tokenizer's pipeline is not covered. ``on_progress(done, total)`` counts traces after each chunk.
     """
     return retokenize_items(texts, [0] * len(texts), [FoldTokenizer(tokenizer)], budgets, golds, complete, parser,
                             on_progress, workers, memo)  # fmt: skip
@@ -318,7 +320,7 @@ def retokenize_items(
     golds: Sequence[int] | None = None,
     complete: Sequence[bool] | np.ndarray | None = None,
     parser: str = "strict",
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
     workers: int | None = None,
     memo: bool = True,
 ) -> Retokenized:
@@ -355,19 +357,6 @@ def decode_traces(tokenizer: ResolvedTokenizer, output_ids: Sequence[Sequence[in
 def ledger_corpus(items: Sequence[int], texts: Sequence[str], name: str) -> Corpus:
     """Traces as an extension corpus: ``(item, text)`` pairs, so cross-fitting splits by item, not by trace."""
     return as_corpus(zip((int(i) for i in items), texts, strict=True), name=name)
-
-
-def learn_ledger_extensions(
-    base: ResolvedTokenizer,
-    corpus: Corpus,
-    size: int | None = None,
-    min_freq: int | None = None,
-    folds: int = 2,
-    seed: int = 0,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> list[FoldExtension]:
-    """Cross-fitted extensions learned on ledger traces (issue 3's :func:`cross_fit`, seeded split by item)."""
-    return cross_fit(base, corpus, folds=folds, seed=seed, size=size, min_freq=min_freq, on_progress=on_progress)
 
 
 def fold_tokenizers(

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from ..adaptation.corpus import load_corpus
 from ..adaptation.crossfit import extend_crossfit, summarize
+from ..adaptation.extend import DEFAULT_MIN_FREQ
 from ..adaptation.saved import check_new_folder
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
 from ..tokenizer import load_tokenizer
-from ._options import multi_option, out_dir_option
+from ._options import format_option, multi_option, n_boot_option, out_dir_option
 from ._output import emit, render, to_json
-from ._progress import progress_bar
+from ._progress import on_progress, progress_bar
 
 
 def _ci(pair: list[float]) -> str:
     return f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def _flat(row: dict) -> dict:
+    """A summary row with each ``[low, high]`` interval as two columns (``..._ci_low``, ``..._ci_high``)."""
+    out: dict = {}
+    for key, value in row.items():
+        if key.endswith("_ci"):
+            out[f"{key}_low"], out[f"{key}_high"] = value if value is not None else (None, None)
+        else:
+            out[key] = value
+    return out
 
 
 def _table_rows(rows: list[dict]) -> list[dict]:
@@ -33,7 +47,8 @@ def _table_rows(rows: list[dict]) -> list[dict]:
                 "premium before": before,
                 "premium after": after,
                 "English tokens": f"{r['english_token_change']:+.4%}",
-                "seconds": f"{r['seconds']:.1f}",
+                "learn s": f"{r['seconds']:.1f}",
+                "measure s": f"{r['measure_seconds']:.1f}",
             }
         )
     return out
@@ -59,19 +74,14 @@ def _table_rows(rows: list[dict]) -> list[dict]:
 @click.option(
     "--min-freq",
     type=click.IntRange(min=1),
-    help="Minimum pair frequency (alone: learn every merge down to it; with --size: default 2).",
+    help=f"Minimum pair frequency (alone: learn every merge down to it; with --size: default {DEFAULT_MIN_FREQ}). "
+    f"Neither given: every merge whose pair occurs at least {DEFAULT_MIN_FREQ} times.",
 )
 @click.option("--folds", type=click.IntRange(min=2), default=2, show_default=True, help="Cross-fitting folds.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fold split and the bootstrap.")
-@click.option(
-    "--n-boot",
-    type=click.IntRange(min=1),
-    default=10_000,
-    show_default=True,
-    help="Bootstrap resamples for the premium CIs.",
-)
+@n_boot_option()
 @out_dir_option("New folder for fold-<k>/ extensions and summary.json (must not exist).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option()
 @click.pass_obj
 def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_boot, out, fmt) -> None:
     """Learn cross-fitted byte-level BPE extensions (merges appended after the base merges) and measure them.
@@ -84,21 +94,14 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
     """
     if len(models) != 1 or len(langs) != 1:
         raise click.UsageError("extend takes one --model and one --lang")
-    if size is None and min_freq is None:
-        raise click.UsageError("give --size N (merges per fold) or --min-freq F (minimum pair frequency)")
     check_new_folder(out)
     code = resolve_language(langs[0])
     source = flores_source(state.config.data_dir.value)
     data = load_corpus(corpus, code, data_dir=state.config.data_dir.value, flores_source=source)
     base = load_tokenizer(models[0], state.config.tokenizers_dir.value)
-    seen: dict[int, int] = {}
-    # with --min-freq the number of merges is not known in advance: total None makes rich's bar only count
+    start = time.perf_counter()
+    # with a frequency rule the number of merges is not known in advance: total None makes the bar only count
     with progress_bar(f"learning merges ({base.name}, {code})", total=folds * size if size else None) as advance:
-
-        def report(fold: int, n: int) -> None:
-            advance(n - seen.get(fold, 0))
-            seen[fold] = n
-
         results = extend_crossfit(
             base,
             data,
@@ -110,13 +113,15 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
             min_freq=min_freq,
             n_boot=n_boot,
             flores_source=source,
-            on_progress=report,
+            on_progress=on_progress(advance),
         )
     rows = summarize(results)
     if fmt == "json":
         text = to_json(rows)
+    elif fmt == "csv":
+        text = render([_flat(r) for r in rows], "csv")
     else:
         title = f"{base.name} + {code} extension from {data.name} ({folds} folds, seed {seed}); premium on devtest"
-        text = render(_table_rows(rows), "table", title=title)
+        text = render(_table_rows(rows), fmt, title=title)
     emit(text, None)
-    click.echo(f"wrote {out}", err=True)
+    click.echo(f"wrote {out} in {time.perf_counter() - start:.0f} s", err=True)

@@ -11,7 +11,7 @@ from ..ledger.importer import import_jsonl
 from ..ledger.store import Ledger
 from ._options import format_option, no_verify_option, out_dir_option
 from ._output import emit, render
-from ._progress import progress_bar
+from ._progress import on_progress, progress_bar
 
 
 @click.group("ledger")
@@ -54,19 +54,13 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
     # a pipe can be read only once: count lines (for the progress bar) only in regular files
     total = _count_lines(file) if file != "-" and Path(file).is_file() else 0
     with progress_bar("importing", total=total, enabled=total > 5000) as advance:
-        seen = [0]
-
-        def step(done: int) -> None:
-            advance(done - seen[0])
-            seen[0] = done
-
         result = import_jsonl(
             file,
             out,
             tokenizer,
             tokenizers_dir=state.config.tokenizers_dir.value,
             batch_records=batch,
-            on_progress=step,
+            on_progress=on_progress(advance),
         )
     click.echo(
         f"imported {result.added} of {result.read} records into {result.ledger} ({len(result.shards)} new shards; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..adaptation.extend import DEFAULT_MIN_FREQ
 from ..adaptation.price import Pricing, price_ledger
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
@@ -80,7 +81,12 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.option("--extension", type=click.Path(exists=True, file_okay=False), help="Saved extension or cross-fit folder.")
 @click.option("--learn-extension", is_flag=True, help="Learn a cross-fitted extension on the NATIVE traces.")
 @click.option("--size", type=click.IntRange(min=1), help="Merges per fold for --learn-extension.")
-@click.option("--min-freq", type=click.IntRange(min=1), help="Minimum pair frequency for --learn-extension.")
+@click.option(
+    "--min-freq",
+    type=click.IntRange(min=1),
+    help="Minimum pair frequency for --learn-extension (neither --size nor --min-freq: every merge whose pair "
+    f"occurs at least {DEFAULT_MIN_FREQ} times, as in extend).",
+)
 @click.option("--folds", "n_folds", type=click.IntRange(min=2), default=2, show_default=True, help="Cross-fit folds.")
 @click.option("--save-extension", type=click.Path(), help="Keep the learned folds in this new folder.")
 @click.option("--premium/--no-premium", "measure_premium", default=True, show_default=True,
@@ -107,9 +113,9 @@ def price_command(
     Accuracies, deficits and gains are fractions in JSON/CSV and percentage points in the table.
     """
     if bool(extension) == bool(learn_extension):
-        raise click.UsageError("give either --extension DIR or --learn-extension --size N")
+        raise click.UsageError("give either --extension DIR or --learn-extension")
     if learn_extension and size is None and min_freq is None:
-        raise click.UsageError("--learn-extension needs --size N (merges per fold) or --min-freq")
+        min_freq = DEFAULT_MIN_FREQ  # the default rule, as `extend`'s
     if extension and (size or min_freq or save_extension):
         raise click.UsageError("--size, --min-freq and --save-extension go with --learn-extension")
     codes = [resolve_language(lang) for lang in langs]

@@ -135,12 +135,12 @@ def import_jsonl(
     *,
     tokenizers_dir: str | os.PathLike[str] | None = None,
     batch_records: int = BATCH_RECORDS,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
 ) -> ImportResult:
     """Add the records of a JSONL file (``-``: standard input) to ``ledger`` (created if absent); see the module docs.
 
     ``tokenizer`` names the tokenizer the ids belong to (default: each record's model). Records already
-    stored identically are skipped, so rerunning an interrupted import completes it. ``on_progress(records)``
+    stored identically are skipped, so rerunning an interrupted import completes it. ``on_progress(records, None)``
     is called after each committed batch. Errors name the file line; one after a committed batch says how many
     records before it were committed.
     """
@@ -176,7 +176,7 @@ def import_jsonl(
         result.skipped += len(batch) - added
         result.shards.extend(written)
         if on_progress is not None:
-            on_progress(result.read)
+            on_progress(result.read, None)
         batch.clear()
         lines.clear()
 
