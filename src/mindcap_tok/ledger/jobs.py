@@ -65,31 +65,6 @@ from ..tokenizer import canonical_model_name
 from .prompts import prompt_languages
 from .schema import ANNOUNCE_STYLES, ARMS, DESIGNS
 
-_KEYS = {
-    "name",
-    "model",
-    "model_name",
-    "tokenizer",
-    "arms",
-    "langs",
-    "items",
-    "k",
-    "design",
-    "caps",
-    "seed",
-    "shard_size",
-    "prompt_version",
-    "sampling",
-    "premiums",
-    "scaled_arms",
-    "announce",
-    "forcing",
-    "engine",
-    "server",
-    "repeats",
-    "long_cap",
-}
-
 #: The most samples per item (``k``) a spec may ask for. The paper draws k = 8 and a variance study needs a few
 #: hundred; far above that a value is a typo (k = 10**12 would plan 10**12 records per prompt and ask the engine
 #: for as many samples), so it is refused before anything is planned.
@@ -192,6 +167,10 @@ class JobSpec:
             del out["repeats"], out["long_cap"]
         out["premiums"] = {lang: str(r) if isinstance(r, Fraction) else r for lang, r in self.premiums.items()}
         return out
+
+
+#: the keys a spec file may hold: JobSpec's fields, with the two announcement fields written as one [announce] table
+_KEYS = {f.name for f in fields(JobSpec)} - {"announce_budgets", "announce_style"} | {"announce"}
 
 
 @dataclass(frozen=True)
@@ -429,12 +408,10 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     for key in ("model", "arms", "langs", "design"):
         if key not in data:
             raise MindcapError(f"lacks {key!r}")
-    model = _str(data["model"], "model")
-    if base is not None and not Path(model).is_absolute() and (base / model).is_dir():
-        model = str((base / model).resolve())
     design = _str(data["design"], "design")
     if design not in DESIGNS:
         raise MindcapError(f"design {design!r}; use one of {', '.join(DESIGNS)}")
+    model, model_name, tokenizer, name = _identity(data, base, design)
     arms = tuple(_list(data["arms"], str, "arms"))
     for arm in arms:
         if arm not in ARMS:
@@ -445,27 +422,8 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     for lang in langs:
         if lang not in covered:
             raise MindcapError(f"prompt version {version} has no {lang}; it covers {', '.join(covered)}")
-    default_caps = {"replay": 4096, "announcement": 2048}
-    if "caps" not in data and design not in default_caps:
-        raise MindcapError(f"the {design} design needs caps (its budget grid)")
-    caps = _ints(data.get("caps", default_caps.get(design)), "caps", 1, MAX_CAP)
-    if design not in ("independent", "determinism") and len(caps) != 1:
-        raise MindcapError(f"the {design} design takes one cap, got {list(caps)}")
-    repeats, long_cap = _determinism(data, design, caps)
-    k = _int(data.get("k", 1 if design == "determinism" else 8), "k", 1, MAX_K)
-    if design == "determinism" and k != 1:
-        raise MindcapError(f"the determinism design decodes one sample per request (k = 1; use repeats), got k = {k}")
-    shard_size = _int(data.get("shard_size", 250), "shard_size", 1)
-    seed = _int(data.get("seed", 0), "seed", 0)
-    sampling = _table(Sampling, data.get("sampling", {}), "sampling")
-    forcing = _table(Forcing, data.get("forcing", {}), "forcing")
-    if sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
-        raise MindcapError("temperature must be >= 0 and top_p in (0, 1]")
-    _int(forcing.max_tokens, "forcing.max_tokens", 1, MAX_CAP)
-    if design == "determinism" and forcing.enabled:
-        raise MindcapError("the determinism design takes no forcing (it rewrites capped decodes)")
-    model_name = _str(data["model_name"], "model_name") if data.get("model_name") else _default_model_name(model)
-    tokenizer = _str(data.get("tokenizer", model_name), "tokenizer")
+    caps, k, repeats, long_cap = _grid(data, design)
+    sampling, forcing = _decoding(data, design)
     if data.get("premiums") and design != "independent":
         raise MindcapError("premiums (scaled caps) apply to the independent design only")
     premiums = _premiums(data.get("premiums", {}), tokenizer, langs, data_dir, tokenizers_dir)
@@ -474,21 +432,10 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
             raise MindcapError(f"premiums must be positive, got {lang} = {r}")
         if scale_budget(r, max(caps)) > MAX_CAP:
             raise MindcapError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
-    announce = _typed(data.get("announce", {}), dict, "announce")
-    if set(announce) - {"budgets", "style"}:
-        raise MindcapError(f"[announce] takes budgets and style, got {', '.join(sorted(announce))}")
-    budgets = _ints(announce["budgets"], "announce.budgets", 1, MAX_CAP) if "budgets" in announce else ()
-    style = _typed(announce.get("style", "natural"), str, "announce.style")
-    if style not in ANNOUNCE_STYLES or style == "none":
-        raise MindcapError(f"announce.style must be 'natural' or 'tag', got {style!r}")
-    if (design == "announcement") != bool(budgets):
-        raise MindcapError("the announcement design needs [announce] budgets, and only it takes them")
+    budgets, style = _announce(data, design)
     scaled_arms = tuple(_list(data.get("scaled_arms", ["native"]), str, "scaled_arms", empty=True))
     if set(scaled_arms) - set(ARMS):
         raise MindcapError(f"scaled_arms {list(scaled_arms)}; arms are {', '.join(ARMS)}")
-    name = _str(data.get("name", model_name + "-" + design), "name")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise MindcapError(f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
     return JobSpec(
         name=name,
         model=model,
@@ -500,8 +447,8 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         k=k,
         design=design,
         caps=caps,
-        seed=seed,
-        shard_size=shard_size,
+        seed=_int(data.get("seed", 0), "seed", 0),
+        shard_size=_int(data.get("shard_size", 250), "shard_size", 1),
         prompt_version=version,
         sampling=sampling,
         premiums=premiums,
@@ -514,6 +461,60 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         repeats=repeats,
         long_cap=long_cap,
     )
+
+
+def _identity(data: dict, base: Path | None, design: str) -> tuple[str, str, str, str]:
+    """``(model, model_name, tokenizer, name)``: a relative model folder resolved against the spec's folder."""
+    model = _str(data["model"], "model")
+    if base is not None and not Path(model).is_absolute() and (base / model).is_dir():
+        model = str((base / model).resolve())
+    model_name = _str(data["model_name"], "model_name") if data.get("model_name") else _default_model_name(model)
+    tokenizer = _str(data.get("tokenizer", model_name), "tokenizer")
+    name = _str(data.get("name", model_name + "-" + design), "name")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise MindcapError(f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
+    return model, model_name, tokenizer, name
+
+
+def _grid(data: dict, design: str) -> tuple[tuple[int, ...], int, int, int | None]:
+    """``(caps, k, repeats, long_cap)``: the design's caps (replay and announcement have a default one)."""
+    default_caps = {"replay": 4096, "announcement": 2048}
+    if "caps" not in data and design not in default_caps:
+        raise MindcapError(f"the {design} design needs caps (its budget grid)")
+    caps = _ints(data.get("caps", default_caps.get(design)), "caps", 1, MAX_CAP)
+    if design not in ("independent", "determinism") and len(caps) != 1:
+        raise MindcapError(f"the {design} design takes one cap, got {list(caps)}")
+    repeats, long_cap = _determinism(data, design, caps)
+    k = _int(data.get("k", 1 if design == "determinism" else 8), "k", 1, MAX_K)
+    if design == "determinism" and k != 1:
+        raise MindcapError(f"the determinism design decodes one sample per request (k = 1; use repeats), got k = {k}")
+    return caps, k, repeats, long_cap
+
+
+def _decoding(data: dict, design: str) -> tuple[Sampling, Forcing]:
+    """The ``[sampling]`` and ``[forcing]`` tables, checked."""
+    sampling = _table(Sampling, data.get("sampling", {}), "sampling")
+    forcing = _table(Forcing, data.get("forcing", {}), "forcing")
+    if sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
+        raise MindcapError("temperature must be >= 0 and top_p in (0, 1]")
+    _int(forcing.max_tokens, "forcing.max_tokens", 1, MAX_CAP)
+    if design == "determinism" and forcing.enabled:
+        raise MindcapError("the determinism design takes no forcing (it rewrites capped decodes)")
+    return sampling, forcing
+
+
+def _announce(data: dict, design: str) -> tuple[tuple[int, ...], str]:
+    """``(budgets, style)`` of the ``[announce]`` table, which the announcement design needs and only it takes."""
+    announce = _typed(data.get("announce", {}), dict, "announce")
+    if set(announce) - {"budgets", "style"}:
+        raise MindcapError(f"[announce] takes budgets and style, got {', '.join(sorted(announce))}")
+    budgets = _ints(announce["budgets"], "announce.budgets", 1, MAX_CAP) if "budgets" in announce else ()
+    style = _typed(announce.get("style", "natural"), str, "announce.style")
+    if style not in ANNOUNCE_STYLES or style == "none":
+        raise MindcapError(f"announce.style must be 'natural' or 'tag', got {style!r}")
+    if (design == "announcement") != bool(budgets):
+        raise MindcapError("the announcement design needs [announce] budgets, and only it takes them")
+    return budgets, style
 
 
 def _determinism(data: dict, design: str, caps: tuple[int, ...]) -> tuple[int, int | None]:
