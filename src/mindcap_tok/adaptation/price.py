@@ -40,6 +40,7 @@ from .crossfit import cross_fit, measure_folds, save_crossfit
 from .extend import check_extendable
 from .retokenize import (
     FoldTokenizer,
+    Retokenized,
     decode_traces,
     fold_tokenizers,
     ledger_corpus,
@@ -315,9 +316,10 @@ def price_traces(
     retokenized over both passes (base, then extension).
     """
     grid = check_budgets(caps, sort=True)
-    b_max = traces.b_max
-    if grid[-1] > b_max:
-        raise MindcapError(f"cap {int(grid[-1])} exceeds the largest stored prefix {b_max}; nothing to score there")
+    if grid[-1] > traces.b_max:
+        raise MindcapError(
+            f"cap {int(grid[-1])} exceeds the largest stored prefix {traces.b_max}; nothing to score there"
+        )
     frame = traces.frame
     n = len(frame)
     golds = frame["gold"].to_numpy()
@@ -328,58 +330,83 @@ def price_traces(
     base = retokenize(traces.texts, traces.base, grid, golds, stopped, parser, first, workers)
     ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds, grid, golds, stopped, parser, second,
                            workers)  # fmt: skip
-    stored = frame["n_tokens"].to_numpy()
-    k = grid.size
-    s_base, s_max, s_ext = base.scores.astype(np.float64), base.correct.astype(np.float64), ext.scores
     native = (frame["arm"] == NATIVE).to_numpy()
-    arm = np.where(native, 0, 1)
     items, item_index = np.unique(frame["item"].to_numpy(), return_inverse=True)
-    # per trace and cap: the six accuracy columns (only the trace's own arm's columns are filled)
-    values = np.zeros((n, k, 6))
-    counts = np.zeros((n, k, 6))
-    for col_native, col_translate, s in (
-        (_N_B, _T_B, s_base),
-        (_N_MAX, _T_MAX, np.broadcast_to(s_max[:, None], (n, k))),
-        (_N3_B, _T3_B, s_ext),
-    ):
-        for a, col in ((0, col_native), (1, col_translate)):
-            rows = arm == a
-            values[rows, :, col] = s[rows]
-            counts[rows, :, col] = 1.0
+    values, counts = _accuracy_columns(native, base, ext, grid.size)
     boot = item_bootstrap(
         _item_sums(item_index, items.size, values), _item_sums(item_index, items.size, counts), n_boot=n_boot, seed=seed
     )
+    rows = _price_rows(traces, grid, boot, ci, native, ext, int(items.size))
+    changed = float((base.n_tokens != frame["n_tokens"].to_numpy()).mean())
+    notes = []
+    if changed > 0:
+        notes.append(
+            f"note: {100 * changed:.2f}% of traces re-encode to a different base token count than stored (the model "
+            "emitted non-canonical tokenizations); the baseline is the re-encoded one, as for the extension."
+        )
+    return Pricing(
+        model=traces.model,
+        lang=traces.lang,
+        rows=rows,
+        folds=_fold_compression(frame, native, folds, base, ext, premiums or {}),
+        items=tuple(int(i) for i in items),
+        parser=parser,
+        n_boot=n_boot,
+        seed=seed,
+        ci=ci,
+        sample=sample,
+        extension=extension,
+        roundtrip_changed=changed,
+        notes=notes,
+    )
+
+
+def _accuracy_columns(native: np.ndarray, base: Retokenized, ext: Retokenized, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per trace and cap, the six accuracy columns (``_N_B`` … ``_T3_B``) as (values, counts): each trace fills
+    only its own arm's three columns (base tokenizer at B, the completed trace, the extension at B)."""
+    n = native.size
+    values, counts = np.zeros((n, k, 6)), np.zeros((n, k, 6))
+    completed = np.broadcast_to(base.correct.astype(np.float64)[:, None], (n, k))
+    for col_native, col_translate, s in (
+        (_N_B, _T_B, base.scores.astype(np.float64)),
+        (_N_MAX, _T_MAX, completed),
+        (_N3_B, _T3_B, ext.scores),
+    ):
+        for rows, col in ((native, col_native), (~native, col_translate)):
+            values[rows, :, col] = s[rows]
+            counts[rows, :, col] = 1.0
+    return values, counts
+
+
+def _price_rows(
+    traces: Traces, grid: np.ndarray, boot: Boot, level: float, native: np.ndarray, ext: Retokenized, n_items: int
+) -> list[PriceRow]:
+    """One :class:`PriceRow` per cap: accuracies, gaps, gains and closure with their bootstrap CIs."""
+    frame = traces.frame
     gap = boot[:, _T_B] - boot[:, _N_B]
     gap_max = boot[:, _T_MAX] - boot[:, _N_MAX]
     gap3 = boot[:, _T3_B] - boot[:, _N3_B]
     nat_gain = boot[:, _N_MAX] - boot[:, _N_B]
     ext_gain = boot[:, _N3_B] - boot[:, _N_B]
     closure = gap - gap3
-    intervals = {
-        name: _ci(b, ci)
-        for name, b in (
-            ("G", gap),
-            ("G3", gap3),
-            ("nat_gain", nat_gain),
-            ("ext_nat_gain", ext_gain),
-            ("closure", closure),
-        )
-    }
+    named = {"G": gap, "G3": gap3, "nat_gain": nat_gain, "ext_nat_gain": ext_gain, "closure": closure}
+    intervals = {name: _ci(b, level) for name, b in named.items()}
     acc = boot.estimate
+    stored = frame["n_tokens"].to_numpy()
     truncated_max = (frame["finish_reason"] == "length").to_numpy() | (stored >= frame["cap"].to_numpy())
-    rows_out = []
+    rows = []
     for j, cap in enumerate(grid):
         ci_fields = {
             f"{name}_ci_{side}": float(v[s][j])
             for name, v in intervals.items()
             for s, side in ((0, "low"), (1, "high"))
         }
-        rows_out.append(
+        rows.append(
             PriceRow(
                 model=traces.model,
                 lang=traces.lang,
                 cap=int(cap),
-                b_max=b_max,
+                b_max=traces.b_max,
                 acc_native=float(acc[j, _N_B]),
                 acc_translate=float(acc[j, _T_B]),
                 acc_native_max=float(acc[j, _N_MAX]),
@@ -395,18 +422,25 @@ def price_traces(
                 nat_gain=float(nat_gain.estimate[j]),
                 ext_nat_gain=float(ext_gain.estimate[j]),
                 closure=float(closure.estimate[j]),
-                n_items=int(items.size),
+                n_items=n_items,
                 n_native=int(native.sum()),
                 n_translate=int((~native).sum()),
                 **ci_fields,
             )
         )
-    compression = []
+    return rows
+
+
+def _fold_compression(
+    frame, native: np.ndarray, folds: Sequence[FoldTokenizer], base: Retokenized, ext: Retokenized, premiums: Mapping
+) -> list[FoldCompression]:
+    """Per fold, the NATIVE trace tokens under the base tokenizer and the extension (and FLORES premiums if known)."""
+    out = []
     for fold in sorted(set(ext.fold[native].tolist())):
         rows = native & (ext.fold == fold)
         fx = next((f for f in folds if (f.fold if f.fold is not None else -1) == fold), None)
-        before_after = (premiums or {}).get(None if fold < 0 else fold, (None, None))
-        compression.append(
+        before_after = premiums.get(None if fold < 0 else fold, (None, None))
+        out.append(
             FoldCompression(
                 fold=None if fold < 0 else fold,
                 tokenizer=fx.tokenizer.name if fx is not None else "",
@@ -417,28 +451,7 @@ def price_traces(
                 premium_after=before_after[1],
             )
         )
-    notes = []
-    changed = float((base.n_tokens != stored).mean())
-    if changed > 0:
-        notes.append(
-            f"note: {100 * changed:.2f}% of traces re-encode to a different base token count than stored (the model "
-            "emitted non-canonical tokenizations); the baseline is the re-encoded one, as for the extension."
-        )
-    return Pricing(
-        model=traces.model,
-        lang=traces.lang,
-        rows=rows_out,
-        folds=compression,
-        items=tuple(int(i) for i in items),
-        parser=parser,
-        n_boot=n_boot,
-        seed=seed,
-        ci=ci,
-        sample=sample,
-        extension=extension,
-        roundtrip_changed=changed,
-        notes=notes,
-    )
+    return out
 
 
 def load_extension_folds(
