@@ -207,20 +207,55 @@ def output_folder(path: str | os.PathLike[str], producer: str) -> Iterator[Path]
         files = {p.relative_to(tmp).as_posix(): _sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         marker = {"producer": producer, "written": datetime.now(UTC).isoformat(timespec="seconds"), "files": files}
         (tmp / OUTPUT_MARKER).write_text(json.dumps(marker, indent=1, ensure_ascii=False) + "\n", "utf-8")
-        for p in (tmp, *tmp.rglob("*")):
-            chmod_default(p)
         check_output_folder(target, producer)  # unchanged while we wrote?
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
             previous = _marker(target)
             os.replace(target, old / target.name)
-            os.replace(tmp, target)
+            _publish(tmp, target)
             _remove_owned(old / target.name, previous["files"] if previous else {})
             if (old / target.name).exists():  # something appeared after the check: keep it, say where
                 raise MindcapError(f"files added to {target} while writing were moved to {old / target.name}")
             old.rmdir()
         else:
-            os.replace(tmp, target)
+            _publish(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _publish(tmp: Path, target: Path) -> None:
+    """Give a staged folder and its files the user's default permissions, then rename it to ``target``."""
+    for p in (tmp, *tmp.rglob("*")):
+        chmod_default(p)
+    os.replace(tmp, target)
+
+
+def check_new_folder(out: str | os.PathLike[str]) -> Path:
+    """Refuse a new output folder (an extension) that exists already or would lie inside a ledger; return it."""
+    target = Path(out)
+    if target.exists():
+        raise MindcapError(f"output folder {target} already exists; choose a new one")
+    ledger = enclosing_ledger(target)
+    if ledger is not None:
+        raise MindcapError(f"output folder {target} is inside the ledger {ledger}; choose a folder outside it")
+    return target
+
+
+@contextmanager
+def new_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary folder beside ``out`` and rename it to ``out`` when the block succeeds.
+
+    ``out`` must not exist; on any error the temporary folder is removed, so no half-written output remains.
+    """
+    target = check_new_folder(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            raise MindcapError(f"output folder {target} appeared while writing; left it alone")
+        _publish(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

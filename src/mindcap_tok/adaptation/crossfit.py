@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._io import check_new_folder, new_folder
 from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
@@ -22,7 +23,7 @@ from ..tokenizer import ResolvedTokenizer
 from .corpus import Corpus, ItemId, as_corpus
 from .effect import Effect, measure_effect
 from .extend import Extension, learn_extension
-from .saved import SUMMARY, check_new_folder, extension_record, resolved, staged_folder, write_extension
+from .saved import SUMMARY, extension_record, resolved, write_extension
 
 
 def _sort_key(item: ItemId) -> tuple[int, int | str]:
@@ -176,7 +177,7 @@ def save_crossfit(folds: Sequence[FoldExtension], out: str | os.PathLike[str], e
     ``extra`` (e.g. the corpus identity and the command line) goes into every manifest and the summary.
     """
     rows = summarize(folds)
-    with staged_folder(out) as tmp:
+    with new_folder(out) as tmp:
         for fx in folds:
             sub = tmp / f"fold-{fx.fold}"
             sub.mkdir()

@@ -19,16 +19,14 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from .._io import chmod_default, enclosing_ledger
+from .._io import new_folder
 from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
@@ -154,38 +152,6 @@ def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
     return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
 
 
-def check_new_folder(out: str | os.PathLike[str]) -> Path:
-    """Refuse an extension folder that exists already or would lie inside a ledger; return it as a Path."""
-    target = Path(out)
-    if target.exists():
-        raise MindcapError(f"output folder {target} already exists; choose a new one")
-    ledger = enclosing_ledger(target)
-    if ledger is not None:
-        raise MindcapError(f"output folder {target} is inside the ledger {ledger}; choose a folder outside it")
-    return target
-
-
-@contextmanager
-def staged_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary folder beside ``out`` and rename it to ``out`` when the block succeeds.
-
-    ``out`` must not exist; on any error the temporary folder is removed, so no half-written output remains.
-    """
-    target = check_new_folder(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
-        yield tmp
-        if target.exists():
-            raise MindcapError(f"output folder {target} appeared while writing; left it alone")
-        for p in (tmp, *tmp.rglob("*")):
-            chmod_default(p)
-        os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
     """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest."""
     if ext.family == "tiktoken":
@@ -227,7 +193,7 @@ def save_extension(
     ``lang`` (the language the merges were learned for) is recorded so that pricing can refuse another one.
     """
     extra = {"lang": resolve_language(lang)} if lang is not None else {}
-    with staged_folder(out) as tmp:
+    with new_folder(out) as tmp:
         write_extension(ext, tmp, {**extension_record(ext), **extra, **(manifest or {})})
     return Path(out)
 

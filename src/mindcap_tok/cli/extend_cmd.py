@@ -6,10 +6,10 @@ import time
 
 import click
 
+from .._io import check_new_folder
 from ..adaptation.corpus import load_corpus
 from ..adaptation.crossfit import extend_crossfit, summarize
 from ..adaptation.extend import DEFAULT_MIN_FREQ
-from ..adaptation.saved import check_new_folder
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
 from ..tokenizer import load_tokenizer
