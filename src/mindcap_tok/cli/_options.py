@@ -149,6 +149,11 @@ def level_option(f):
     )(f)
 
 
+def out_file_option(help: str = "Write the output here (atomically) instead of stdout."):
+    """``--out FILE``: the file a command's output goes to instead of stdout (``--out`` always names a file)."""
+    return click.option("--out", type=click.Path(dir_okay=False), help=help)
+
+
 def _deprecated_out(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None:
         click.echo("warning: --out for a folder is deprecated; use --out-dir (--out names files)", err=True)

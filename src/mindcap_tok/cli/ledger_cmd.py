@@ -9,7 +9,7 @@ import click
 
 from ..ledger.importer import import_jsonl
 from ..ledger.store import Ledger
-from ._options import format_option, no_verify_option, out_dir_option
+from ._options import format_option, no_verify_option, out_dir_option, out_file_option
 from ._output import emit, render
 from ._progress import on_progress, progress_bar
 
@@ -71,7 +71,7 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
 @ledger_group.command("info")
 @click.argument("ledger", type=click.Path(exists=True, file_okay=False))
 @format_option()
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
+@out_file_option()
 @no_verify_option
 def info_command(ledger: str, fmt: str, out: str | None, no_verify: bool) -> None:
     """Cells, record counts, cap-hit rates and output-length quantiles of LEDGER."""

@@ -8,7 +8,7 @@ from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
 from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
 from ..tokenizer import load_tokenizer
-from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option
+from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option, out_file_option
 from ._output import emit, render, to_json
 from ._progress import on_progress, progress_bar
 
@@ -71,7 +71,7 @@ def _csv_rows(results: list[dict]) -> list[dict]:
 @level_option
 @budgets_option(help="Budgets B (64,128 or 64 128); adds floor(r·B) for each.")
 @format_option(latex=True)
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
+@out_file_option()
 @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw premiums with CIs to this PNG.")
 @click.pass_obj
 def premium_command(

@@ -19,6 +19,7 @@ from ._options import (
     multi_option,
     n_boot_option,
     no_verify_option,
+    out_file_option,
     tokenizer_option,
 )
 from ._output import emit, render, to_json
@@ -98,7 +99,7 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @n_boot_option()
 @level_option
 @format_option()
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically) instead of stdout.")
+@out_file_option()
 @click.option("--workers", type=click.IntRange(min=1), help="Processes retokenizing traces (default: every CPU).")
 @no_verify_option
 @allow_tokenizer_mismatch_option

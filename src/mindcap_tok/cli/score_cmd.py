@@ -19,6 +19,7 @@ from ._options import (
     format_option,
     multi_option,
     no_verify_option,
+    out_file_option,
     tokenizer_option,
 )
 from ._output import emit, render
@@ -47,7 +48,7 @@ def _save(scores: Scores, folder: str) -> None:
 @multi_option("--arm", "arms", help="Only these arms.")
 @multi_option("--lang", "langs", help="Only these languages.")
 @format_option()
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the curves here (atomically) instead of stdout.")
+@out_file_option("Write the curves here (atomically) instead of stdout.")
 @click.option("--save", type=click.Path(file_okay=False), help="Also write by_budget/by_record Parquet to this folder.")
 @no_verify_option
 @allow_tokenizer_mismatch_option

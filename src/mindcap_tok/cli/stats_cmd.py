@@ -21,6 +21,7 @@ from ._options import (
     n_boot_option,
     no_verify_option,
     out_dir_option,
+    out_file_option,
     tokenizer_option,
 )
 from ._output import emit, render, to_json
@@ -151,7 +152,7 @@ def _apply(options):
 @click.command("sweep")
 @_apply(_common)
 @format_option(latex=True)
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
+@out_file_option()
 @click.pass_obj
 def sweep_command(state, fmt, out, **common) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
@@ -291,7 +292,7 @@ def protocol_freeze(state, file, tag) -> None:
 @tokenizer_option
 @allow_tokenizer_mismatch_option
 @format_option(latex=True)
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the output here (atomically).")
+@out_file_option()
 @click.pass_obj
 def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mismatch, fmt, out) -> None:
     """Refuse FILE if it, or a file it names, changed since its freeze; else run its family and print
