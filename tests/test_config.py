@@ -110,3 +110,54 @@ def test_offline_without_local_flores_fails_at_once_naming_the_config(tmp_path, 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(MindcapError, match=r"HF_HUB_OFFLINE.*mindcap\.toml.*MINDCAP_DATA_DIR.*--data-dir"):
         load_flores("th", source="hf:openlanguagedata/flores_plus")
+
+
+def _closed_port() -> int:
+    """A local TCP port with nothing listening (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    """The hub probe with the proxy variables and HF_HUB_OFFLINE unset, and its once-per-process cache cleared."""
+    from mindcap_tok import config
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HTTPS_PROXY", "https_proxy",
+                "ALL_PROXY", "all_proxy"):  # fmt: skip
+        monkeypatch.delenv(var, raising=False)
+    config._probe_hub.cache_clear()
+    yield config
+    config._probe_hub.cache_clear()
+
+
+def test_an_unreachable_hub_is_noticed_without_waiting(probe, monkeypatch):
+    import socket
+
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    assert "cannot be reached" in probe.hub_unavailable()
+    probe._probe_hub.cache_clear()
+    with socket.socket() as server:  # something listening: the hub may be tried
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
+        assert probe.hub_unavailable() is None
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert "HF_HUB_OFFLINE" in probe.hub_unavailable()
+
+
+def test_unreachable_hub_without_local_tokenizers_fails_within_seconds(probe, tmp_path, monkeypatch):
+    import time
+
+    from click.testing import CliRunner
+
+    from mindcap_tok.cli.main import cli
+
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    start = time.monotonic()
+    res = CliRunner().invoke(cli, ["--tokenizers-dir", str(tmp_path / "none"), "premium", "--model", "qwen3-8b"])
+    assert res.exit_code == 2 and time.monotonic() - start < 10
+    assert "cannot be reached" in res.output and "mindcap.toml" in res.output and "--tokenizers-dir" in res.output

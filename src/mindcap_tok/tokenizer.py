@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from .config import hub_offline, load_config
+from .config import hub_unavailable, load_config
 from .errors import MindcapError, first_line
 from .tokenizer_backends import Backend, HFBackend, load_sentencepiece, load_tiktoken
 
@@ -250,10 +250,9 @@ LOCAL_TOKENIZERS_HINT = (
 
 
 def _from_hub(hf_id: str, name: str) -> ResolvedTokenizer:
-    if hub_offline():  # no download attempt (and no retry loop) when the user said so
-        raise MindcapError(
-            f"no local tokenizer for {name!r} and the Hugging Face hub is off (HF_HUB_OFFLINE); {LOCAL_TOKENIZERS_HINT}"
-        )
+    why = hub_unavailable()  # no download attempt (and no retry loop) offline
+    if why is not None:
+        raise MindcapError(f"no local tokenizer for {name!r} and {why}; {LOCAL_TOKENIZERS_HINT}")
     try:
         from transformers import AutoTokenizer
 

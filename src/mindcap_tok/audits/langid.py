@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..config import hub_unavailable
 from ..data.languages import aliases, resolve_language
 from ..errors import MindcapError, MissingExtraError, first_line
 from ._common import AuditResult, population_keys, stratified_sample
@@ -119,7 +120,7 @@ def shipped_lid176() -> Path:
 
 
 def _glotlid_from_hub() -> Path | None:
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
+    if hub_unavailable() is not None:  # offline: the shipped model at once, not after a minute of retries
         return None
     try:
         from huggingface_hub import hf_hub_download

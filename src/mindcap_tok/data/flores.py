@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-from ..config import hub_offline, load_config
+from ..config import hub_unavailable, load_config
 from ..errors import MindcapError, first_line
 from .languages import resolve_language
 
@@ -67,8 +67,9 @@ def _read_hub(dataset_id: str, code: str, split: str, nfc: bool = True) -> tuple
         "point mindcap-tok at a local copy: data_dir in mindcap.toml (this folder, a parent, or the user's "
         "config folder), MINDCAP_DATA_DIR, or --data-dir"
     )
-    if hub_offline():
-        raise MindcapError(f"no local FLORES-200 folder and the Hugging Face hub is off (HF_HUB_OFFLINE); {hint}")
+    why = hub_unavailable()
+    if why is not None:
+        raise MindcapError(f"no local FLORES-200 folder and {why}; {hint}")
     try:
         import datasets
     except ImportError as exc:
