@@ -19,9 +19,10 @@ import numpy as np
 import pyarrow as pa
 
 from mindcap_tok.budgets import SCORE_BUDGETS
+from mindcap_tok.byte_tables import byte_table
 from mindcap_tok.data.mgsm import mgsm_gold
 from mindcap_tok.ledger.parse import get_parser
-from mindcap_tok.ledger.score import byte_table, score_ledger
+from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.tokenizer import load_tokenizer
 
 

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mindcap_tok.byte_tables import byte_table
 from mindcap_tok.ledger.parse import get_parser
-from mindcap_tok.ledger.score import byte_table, score_ledger, score_prefixes
+from mindcap_tok.ledger.score import score_ledger, score_prefixes
 from mindcap_tok.tokenizer import load_tokenizer
 
 NAMES = ["gemma-3", "llama-2", "gpt-4o"]

@@ -27,8 +27,9 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from ..budgets import check_budgets
+from ..byte_tables import ByteTable, byte_table
 from ..errors import MindcapError
-from ..ledger.score import ByteTable, byte_table, score_token_ids
+from ..ledger.score import score_token_ids
 from ..pretoken_cache import PretokenEncoder
 from ..tokenizer import ResolvedTokenizer
 from .corpus import Corpus, as_corpus

@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..byte_tables import ByteTable, byte_table
 from ..ledger.parse import Parser, get_parser
-from ..ledger.score import ByteTable, byte_table, flat_ids
+from ..ledger.score import flat_ids
 from ..resample import scale_budget
 from ..stats.premiums import PremiumTable, lookup_premium
 from ..tokenizer import ResolvedTokenizer

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -34,134 +33,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..budgets import SCORE_BUDGETS, check_budgets
+from ..byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, byte_table, gather_bytes
 from ..errors import MindcapError
 from ..tokenizer import ResolvedTokenizer
 from .parse import Parser, get_parser
 from .schema import CELL_COLUMNS, SETTING_COLUMNS
 from .tokenizers import resolve_tokenizers
 
-_HASH, _NEWLINE = ord("#"), ord("\n")
-_HAS_HASH, _HAS_NEWLINE = 1, 2
 _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
-
-
-# -- token byte tables ----------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class ByteTable:
-    """The bytes each token id adds to decoded text, in flat arrays for vectorised gathers.
-
-    ``blob[offsets[i]:offsets[i + 1]]`` are the bytes of id ``i``; ``flags[i]`` has bit 1 set when they
-    hold ``#`` and bit 2 when they hold ``\\n`` (only lines with ``####`` can be answer lines).
-
-    A tokenizer with a dummy prefix (SentencePiece ``add_dummy_prefix``, Llama 2) drops the leading space of
-    the first text token when decoding. ``first[i]`` is then the id whose bytes id ``i`` adds as the first
-    text token of a trace: ``i`` itself, or an extra row (ids ``n_ids`` and up) holding its bytes without
-    that space. ``n_ids`` is the tokenizer's number of ids (the rows after it are those extra rows).
-    """
-
-    lengths: np.ndarray
-    offsets: np.ndarray
-    blob: np.ndarray
-    flags: np.ndarray
-    first: np.ndarray | None = None
-    n_ids: int | None = None
-
-    @classmethod
-    def from_token_bytes(cls, token_bytes: Sequence[bytes], strip_first: Sequence[int] = ()) -> ByteTable:
-        """A table from the bytes of every id (index = id).
-
-        ``strip_first``: ids whose leading space decoding drops when they are a trace's first text token.
-        """
-        n_ids = len(token_bytes)
-        strip = [i for i in strip_first if token_bytes[i][:1] == b" "]
-        rows = [*token_bytes, *(token_bytes[i][1:] for i in strip)]
-        lengths = np.fromiter((len(b) for b in rows), dtype=np.int64, count=len(rows))
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        blob = np.frombuffer(b"".join(rows), dtype=np.uint8)
-        owner = np.repeat(np.arange(len(lengths)), lengths)
-        flags = np.zeros(len(lengths), dtype=np.uint8)
-        flags[owner[blob == _HASH]] |= _HAS_HASH
-        flags[owner[blob == _NEWLINE]] |= _HAS_NEWLINE
-        first = None
-        if strip:
-            first = np.arange(n_ids, dtype=np.int64)
-            first[np.asarray(strip, dtype=np.int64)] = np.arange(n_ids, n_ids + len(strip), dtype=np.int64)
-        return cls(lengths, offsets, blob, flags, first, n_ids)
-
-    @property
-    def has_hash(self) -> np.ndarray:
-        return (self.flags[: self.vocab_size] & _HAS_HASH) > 0
-
-    @property
-    def has_newline(self) -> np.ndarray:
-        return (self.flags[: self.vocab_size] & _HAS_NEWLINE) > 0
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.lengths) if self.n_ids is None else self.n_ids
-
-    def trace_ids(self, ids: np.ndarray, splits: np.ndarray | None = None) -> np.ndarray:
-        """``ids`` with each trace's first text token replaced by its :attr:`first` row (a copy when changed).
-
-        ``splits`` delimit the traces (``None``: one trace). Without a dummy prefix, ``ids`` unchanged.
-        """
-        ids = np.asarray(ids)
-        if self.first is None or not len(ids):
-            return ids
-        if splits is None:
-            splits = np.array([0, len(ids)], dtype=np.int64)
-        if ids.min() < 0 or ids.max() >= self.vocab_size:
-            bad = int(ids[(ids < 0) | (ids >= self.vocab_size)][0])
-            raise MindcapError(f"token id {bad} is outside the tokenizer's {self.vocab_size} ids")
-        text = np.flatnonzero(self.lengths[ids] > 0)
-        k = np.searchsorted(text, splits[:-1], side="left")
-        kk = np.minimum(k, max(len(text) - 1, 0))
-        hit = (k < len(text)) & (text[kk] < splits[1:]) if len(text) else np.zeros(len(k), dtype=bool)
-        pos = text[kk[hit]]
-        out = ids.astype(np.int64, copy=True)
-        out[pos] = self.first[out[pos]]
-        return out
-
-    def token_ends(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
-        """Cumulative byte length after each token of one trace (what decoding each prefix gives)."""
-        return np.cumsum(self.lengths[self.trace_ids(np.asarray(ids, dtype=np.int64))])
-
-    def decode(self, ids: Sequence[int] | np.ndarray) -> bytes:
-        """The bytes of one trace's ids (the prefix text before UTF-8 decoding)."""
-        ids = self.trace_ids(np.asarray(ids, dtype=np.int64))
-        return _gather(self, ids).tobytes()
-
-
-@lru_cache(maxsize=8)
-def byte_table(tokenizer: ResolvedTokenizer) -> ByteTable:
-    """The scoring byte table of a tokenizer of any family: its ``token_bytes``, with special tokens adding no
-    text (as ``decode(..., skip_special_tokens=True)``, the text a serving stack returns).
-
-    SentencePiece: ``▁`` is a space and byte-fallback pieces their byte; control and unknown pieces add no
-    text. With a dummy prefix (Llama 2) decoding drops the leading space of a trace's first text token when
-    it is an ordinary piece starting with ``▁`` (not a byte piece ``<0x20>``): :attr:`ByteTable.first`.
-    """
-    token_bytes = list(tokenizer.token_bytes)
-    for i in tokenizer.special_ids:
-        if i < len(token_bytes):
-            token_bytes[i] = b""
-    strip: list[int] = []
-    if tokenizer.dummy_prefix:
-        sp = tokenizer.backend.sp
-        strip = [i for i, b in enumerate(token_bytes) if b[:1] == b" " and not sp.is_byte(i)]
-    return ByteTable.from_token_bytes(token_bytes, strip)
-
-
-def _gather(table: ByteTable, ids: np.ndarray) -> np.ndarray:
-    # concatenated bytes of ids: one vectorised fancy-index instead of a Python join per token
-    lens = table.lengths[ids]
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.uint8)
-    starts = np.cumsum(lens) - lens
-    idx = np.repeat(table.offsets[ids] - starts, lens) + np.arange(total, dtype=np.int64)
-    return table.blob[idx]
 
 
 # -- answer events --------------------------------------------------------------------------------------------
@@ -248,10 +127,10 @@ def _events_from_ids(
     ev = _EventLists()
     flagged = np.flatnonzero(table.flags[ids])
     kinds = table.flags[ids[flagged]]
-    hashes = flagged[(kinds & _HAS_HASH) > 0]
+    hashes = flagged[(kinds & HAS_HASH) > 0]
     if not len(hashes):
         return ev
-    newlines = flagged[(kinds & _HAS_NEWLINE) > 0]
+    newlines = flagged[(kinds & HAS_NEWLINE) > 0]
     rec = np.searchsorted(splits, hashes, side="right") - 1
     first_tok, last_tok = splits[rec], splits[rec + 1] - 1
     # window: from the last newline-holding token before the '#' token to the first one after it, so every
@@ -267,7 +146,7 @@ def _events_from_ids(
     counts = we - ws + 1
     tok_idx = np.repeat(ws - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
     window_ids = ids[tok_idx].astype(np.int64)
-    data = _gather(table, window_ids).tobytes()
+    data = gather_bytes(table, window_ids).tobytes()
     seg_off = np.concatenate([[0], np.cumsum(table.lengths[window_ids])])[np.cumsum(np.concatenate([[0], counts]))]
     # byte offset (within its record) at which each window's first token starts
     seg_start = cut[ws] - table.lengths[ids[ws]] - base[rec]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...errors import MindcapError, first_line
 from ...tokenizer import ResolvedTokenizer
-from ..score import byte_table
+from ...byte_tables import byte_table
 
 BACKENDS = ("vllm", "transformers", "server")
 
