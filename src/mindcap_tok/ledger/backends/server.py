@@ -181,6 +181,8 @@ class ServerBackend:
     """
 
     name = "server"
+    #: ``generate`` takes ``on_request`` and calls it as each request finishes (run_job's progress)
+    streams_requests = True
 
     def __init__(
         self,
@@ -253,7 +255,12 @@ class ServerBackend:
         return self.options.endpoint == "chat"
 
     def body(self, req: GenRequest, plain: bool = False) -> dict:
-        """The JSON body of one request; ``plain`` leaves out vLLM's extensions and sends the prompt as text."""
+        """The JSON body of one request; ``plain`` leaves out vLLM's extensions and sends the prompt as text.
+
+        A request with a ``json_schema`` (a dict; read with ``getattr``, so requests without the field work too)
+        asks for a reply matching it: ``response_format = {"type": "json_schema", "json_schema": {"name":
+        "reply", "schema": ...}}``, OpenAI's spelling, which vLLM 0.32 reads (its ``ResponseFormat``); plain too.
+        """
         body: dict = {
             "model": self.served_model,
             "n": req.n,
@@ -273,6 +280,9 @@ class ServerBackend:
             body["prompt"] = req.text
         else:
             body["prompt"] = list(req.prompt_ids)
+        schema = getattr(req, "json_schema", None)
+        if schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         if plain:
             return body
         body["return_token_ids"] = True
@@ -290,15 +300,19 @@ class ServerBackend:
                 body["logprobs"] = 0
         return body
 
-    def generate(self, requests: list[GenRequest]) -> list[list[Completion]]:
+    def generate(
+        self, requests: list[GenRequest], on_request: Callable[[list[Completion]], None] | None = None
+    ) -> list[list[Completion]]:
         """Send every request (asynchronously, bounded per URL); all succeed or a :class:`MindcapError` says
-        which failed and why."""
+        which failed and why. ``on_request(completions)`` is called as each request succeeds, one at a time."""
         if not requests:
             return []
         start, self._next = self._next, self._next + len(requests)
-        return _run(self._generate(requests, start))
+        return _run(self._generate(requests, start, on_request))
 
-    async def _generate(self, requests: list[GenRequest], start: int) -> list[list[Completion]]:
+    async def _generate(
+        self, requests: list[GenRequest], start: int, on_request: Callable[[list[Completion]], None] | None
+    ) -> list[list[Completion]]:
         httpx = self._httpx
         slots = self.options.concurrency
         sems = {url: asyncio.Semaphore(slots) for url in self.urls}
@@ -306,7 +320,10 @@ class ServerBackend:
         async with httpx.AsyncClient(
             headers=self.headers, timeout=httpx.Timeout(self.options.timeout_s), limits=limits, follow_redirects=False
         ) as client:
-            tasks = [asyncio.create_task(self._request(client, sems, start + i, r)) for i, r in enumerate(requests)]
+            tasks = [
+                asyncio.create_task(self._request(client, sems, start + i, r, on_request))
+                for i, r in enumerate(requests)
+            ]
             try:
                 return list(await asyncio.gather(*tasks))
             except BaseException:
@@ -318,15 +335,21 @@ class ServerBackend:
     def _label(self, req: GenRequest) -> str:
         return f"request {req.name}" if req.name else f"request (seed {req.seed})"
 
-    async def _request(self, client, sems: dict, index: int, req: GenRequest) -> list[Completion]:
+    async def _request(
+        self, client, sems: dict, index: int, req: GenRequest, on_request: Callable[[list[Completion]], None] | None
+    ) -> list[Completion]:
         attempts = self.options.max_retries + 1
         for attempt in range(attempts):
             url = self.urls[(index + attempt) % len(self.urls)]
             async with sems[url]:
                 try:
-                    return await self._attempt(client, url, req)
+                    done = await self._attempt(client, url, req)
                 except _Retry as exc:
                     last, wait = exc, exc.after
+                else:
+                    if on_request is not None:
+                        on_request(done)
+                    return done
             if attempt + 1 < attempts:
                 self.retries += 1
                 if wait is None:
