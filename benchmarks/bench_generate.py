@@ -80,6 +80,21 @@ def bare(backend, requests: list[GenRequest]) -> int:
     return tokens
 
 
+def tiny_job(model: Path, items: int, k: int, cap: int, shard_size: int) -> dict:
+    """The benchmarks' job: 2 arms × 2 languages × ``items`` MGSM items, ``k`` samples at one cap, on the tiny model."""
+    return {
+        "model": str(model),
+        "model_name": "tiny-qwen3",
+        "arms": ["native", "translate-act"],
+        "langs": ["deu_Latn", "tha_Thai"],
+        "items": list(range(items)),
+        "k": k,
+        "design": "replay",
+        "caps": [cap],
+        "shard_size": shard_size,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     default = "vllm" if importlib.util.find_spec("vllm") else "transformers"
@@ -93,19 +108,7 @@ def main() -> None:
     data_dir = load_config().data_dir.value
     with tempfile.TemporaryDirectory() as tmp:
         model = build_tiny_model(Path(tmp) / "tiny-qwen3")
-        spec = parse_spec(
-            {
-                "model": str(model),
-                "model_name": "tiny-qwen3",
-                "arms": ["native", "translate-act"],
-                "langs": ["deu_Latn", "tha_Thai"],
-                "items": list(range(args.items)),
-                "k": args.k,
-                "design": "replay",
-                "caps": [args.cap],
-                "shard_size": args.shard_size,
-            }
-        )
+        spec = parse_spec(tiny_job(model, args.items, args.k, args.cap, args.shard_size))
         engine = {"max_model_len": 1024} if args.backend == "vllm" else {}
         backend = load_backend(args.backend, str(model), "tiny-qwen3", engine, spec.seed)
         requests = bare_requests(spec, backend, data_dir)

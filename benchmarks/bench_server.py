@@ -26,7 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_generate import bare_requests
+from bench_generate import bare_requests, tiny_job
 from mindcap_tok.config import load_config
 from mindcap_tok.ledger.backends import load_backend
 from mindcap_tok.ledger.generate import GenerateResult, run_job
@@ -61,17 +61,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         model = build_tiny_model(root / "tiny-qwen3")
-        job = {
-            "model": str(model),
-            "model_name": "tiny-qwen3",
-            "arms": ["native", "translate-act"],
-            "langs": ["deu_Latn", "tha_Thai"],
-            "items": list(range(args.items)),
-            "k": args.k,
-            "design": "replay",
-            "caps": [args.cap],
-            "shard_size": args.shard_size,
-        }
+        job = tiny_job(model, args.items, args.k, args.cap, args.shard_size)
         spec = parse_spec(job)
         n_requests = sum(len(s.requests) for s in plan_job(spec).shards)
 

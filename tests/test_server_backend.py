@@ -9,12 +9,12 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 pytest.importorskip("httpx", reason="the server backend needs the server extra (httpx)")
 
+from local_http import LocalHTTP
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.backends import GenRequest
@@ -85,56 +85,30 @@ class Fake:
         self.inflight = self.max_inflight = 0
         self.delay = 0.0
         self.prompt_shift = 0
-        fake = self
+        self.http = LocalHTTP(self.get, self.post)
+        self.url = self.http.url
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def get(self, h) -> None:
+        if h.path == "/version":
+            h.reply(200, {"version": "0.0.fake"})
+        else:
+            h.reply(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
 
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                if self.path == "/version":
-                    self.reply(200, {"version": "0.0.fake"})
-                else:
-                    self.reply(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with fake.lock:
-                    fake.bodies.append(body)
-                    fault = fake.faults.pop(0) if fake.faults else None
-                    fake.inflight += 1
-                    fake.max_inflight = max(fake.max_inflight, fake.inflight)
-                try:
-                    fake.serve(self, body, fault)
-                finally:
-                    with fake.lock:
-                        fake.inflight -= 1
-
-            def reply(self, status: int, data, headers: dict | None = None, raw: bytes | None = None) -> None:
-                payload = raw if raw is not None else json.dumps(data).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:  # the client gave up (a slow answer): nothing to do
-                    self.close_connection = True
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+    def post(self, h, raw: bytes) -> None:
+        body = json.loads(raw)
+        with self.lock:
+            self.bodies.append(body)
+            fault = self.faults.pop(0) if self.faults else None
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
+        try:
+            self.serve(h, body, fault)
+        finally:
+            with self.lock:
+                self.inflight -= 1
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
+        self.http.close()
 
     def serve(self, h, body: dict, fault: str | None) -> None:
         if fault == "drop":

@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'mindcap-tok[gen]'; CPU recipe in README)")
 httpx = pytest.importorskip("httpx", reason="the server backend needs the server extra")
 
+from local_http import LocalHTTP  # noqa: E402
 from mindcap_tok.data.mgsm import load_mgsm  # noqa: E402
 from mindcap_tok.ledger.backends.server import ServerBackend  # noqa: E402
 from mindcap_tok.ledger.generate import run_job  # noqa: E402
@@ -137,63 +137,35 @@ class FaultProxy:
         self.forwarded = 0
         self.lock = threading.Lock()
         self.client = httpx.Client(timeout=120)
-        proxy = self
+        self.http = LocalHTTP(self.get, self.post)
+        self.url = self.http.url
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def get(self, h) -> None:
+        resp = self.client.get(self.upstream + h.path)
+        h.reply(resp.status_code, resp.content)
 
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                resp = proxy.client.get(proxy.upstream + self.path)
-                self.reply(resp.status_code, resp.content)
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with proxy.lock:
-                    fault = proxy.faults.pop(0) if proxy.faults else None
-                    if fault is not None:
-                        proxy.injected[fault] += 1
-                if fault == "429":
-                    self.reply(429, b'{"error": {"message": "Too Many Requests"}}', {"Retry-After": "1"})
-                elif fault == "500":
-                    self.reply(500, b'{"error": {"message": "injected failure"}}')
-                elif fault == "drop":
-                    self.close_connection = True
-                else:
-                    time.sleep(proxy.delay)
-                    resp = proxy.client.post(
-                        proxy.upstream + self.path, content=body, headers={"Content-Type": "application/json"}
-                    )
-                    with proxy.lock:
-                        proxy.forwarded += 1
-                    if fault == "slow":
-                        time.sleep(proxy.slow_s)
-                    self.reply(resp.status_code, resp.content)
-
-            def reply(self, status: int, payload: bytes, headers: dict | None = None) -> None:
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:  # the client gave up (the slow answer)
-                    self.close_connection = True
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+    def post(self, h, body: bytes) -> None:
+        with self.lock:
+            fault = self.faults.pop(0) if self.faults else None
+            if fault is not None:
+                self.injected[fault] += 1
+        if fault == "429":
+            h.reply(429, b'{"error": {"message": "Too Many Requests"}}', {"Retry-After": "1"})
+        elif fault == "500":
+            h.reply(500, b'{"error": {"message": "injected failure"}}')
+        elif fault == "drop":
+            h.close_connection = True
+        else:
+            time.sleep(self.delay)
+            resp = self.client.post(self.upstream + h.path, content=body, headers={"Content-Type": "application/json"})
+            with self.lock:
+                self.forwarded += 1
+            if fault == "slow":
+                time.sleep(self.slow_s)
+            h.reply(resp.status_code, resp.content)
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
+        self.http.close()
         self.client.close()
 
 

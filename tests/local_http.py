@@ -1,0 +1,55 @@
+"""A real HTTP server on a free loopback port, in a thread: the base of the tests' fake OpenAI-compatible servers
+and of the fault-injecting proxy in front of a real vLLM server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One request; ``server.routes`` answers it. ``reply`` sends JSON (a dict, or bytes as they are)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.routes.get(self)
+
+    def do_POST(self) -> None:
+        self.server.routes.post(self, self.rfile.read(int(self.headers["Content-Length"])))
+
+    def reply(self, status: int, data, headers: dict | None = None, raw: bytes | None = None) -> None:
+        payload = raw if raw is not None else data if isinstance(data, bytes) else json.dumps(data).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:  # the client gave up (a slow answer): nothing to do
+            self.close_connection = True
+
+
+class LocalHTTP:
+    """Serve ``get(handler)`` and ``post(handler, body)`` on 127.0.0.1 until :meth:`close`; ``url`` ends in ``/v1``."""
+
+    def __init__(self, get: Callable[[Handler], None], post: Callable[[Handler, bytes], None]) -> None:
+        self.get, self.post = get, post
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.routes = self
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
