@@ -52,3 +52,31 @@ def make_cell(tok: ResolvedTokenizer, n_items: int = 3, n_samples: int = 2, **kw
             text = f"ขั้นที่ 1: คิด {item}\nดังนั้นคำตอบคือ {value}\n#### {value}\n"
             out.append(make_record(tok, text, item=item, sample=sample, gold=item + 10, **kw))
     return out
+
+
+FILLER = "We add the two numbers and then check the sum once more. "
+
+
+def early_late_records(tok: ResolvedTokenizer) -> list[dict]:
+    """Native Thai items 0,1 answer within 30 tokens, items 2,3 between 30 and 76 (item 3 sample 1 wrong);
+    translate-act always answers within 30. So acc_N(30) = 4/8, acc_N(76 or 90) = 7/8 and acc_T(30) = 1.
+
+    The stats tests derive their expected values by hand from these token positions, so they are checked here."""
+    records = []
+    for item in range(4):
+        for sample in range(2):
+            gold = 10 + item
+            wrong = item == 3 and sample == 1
+            late = FILLER * 4 if item >= 2 else ""
+            records.append(
+                make_record(tok, late + f"Answer line:\n#### {gold + wrong}\n", item=item, sample=sample, gold=gold)
+            )
+            records.append(
+                make_record(
+                    tok, f"Answer line:\n#### {gold}\n", arm="translate-act", item=item, sample=sample, gold=gold
+                )
+            )
+    for rec in records:
+        n = len(rec["output_ids"])
+        assert (n < 30) if rec["arm"] != "native" or rec["item"] < 2 else (30 < n - 3 < 76)
+    return records

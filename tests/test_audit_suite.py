@@ -8,6 +8,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from cli_args import audit_cell_args
 from ledger_factory import make_record
 from mindcap_tok.audits import AuditConfig, chrf_scores, run_audits, translation_audit, write_report
 from mindcap_tok.cli.main import cli
@@ -118,23 +119,7 @@ def test_missing_extras_are_skipped_with_the_install_command(qwen, ledger_dir, t
 
 def test_cli_audit(ledger_dir, tmp_path):
     out = tmp_path / "report"
-    args = [
-        "audit",
-        "--ledger",
-        str(ledger_dir),
-        "--out-dir",
-        str(out),
-        "--only",
-        "parser,parity,normalizer",
-        "--premiums",
-        "th=1.5",
-        "--budgets",
-        "8,16",
-        "--n-boot",
-        "50",
-        "--seed",
-        "9",
-    ]
+    args = [*audit_cell_args(ledger_dir, out), "--seed", "9"]
     res = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "parser: ok" in res.output and "normalizer: ok" in res.output

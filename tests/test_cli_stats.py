@@ -4,39 +4,22 @@ answer positions are known: early traces answer within 30 tokens, late ones betw
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
-from ledger_factory import make_record
+from ledger_factory import early_late_records
 from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
-
-FILLER = "We add the two numbers and then check the sum once more. "
-
-
-def _text(late: bool, value: int) -> str:
-    return (FILLER * 4 if late else "") + f"Answer line:\n#### {value}\n"
 
 
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory, qwen):
     """Native Thai: items 0,1 early-correct, items 2,3 late-correct except (3, 1) which is wrong.
     Translate-act: every trace early-correct. Hence acc_N(30) = 4/8, acc_N(76 or 90) = 7/8, acc_T(30) = 1."""
-    records = []
-    for item in range(4):
-        for sample in range(2):
-            gold = 10 + item
-            wrong = item == 3 and sample == 1
-            records.append(make_record(qwen, _text(item >= 2, gold + wrong), item=item, sample=sample, gold=gold))
-            records.append(
-                make_record(qwen, _text(False, gold), arm="translate-act", item=item, sample=sample, gold=gold)
-            )
-    for rec in records:  # the construction the expected values rely on
-        n = len(rec["output_ids"])
-        assert (n < 30) if rec["arm"] != "native" or rec["item"] < 2 else (30 < n - 3 < 76)
     root = tmp_path_factory.mktemp("ledger")
-    Ledger(root).append(records, qwen)
+    Ledger(root).append(early_late_records(qwen), qwen)
     return root
 
 
@@ -44,22 +27,26 @@ def run(args):
     return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
-def test_sweep_json_with_hand_premium(ledger):
-    res = run(
+def run_stats(command: str, ledger: Path, premiums: str, budgets: str, n_boot: int, *extra: str) -> Result:
+    """Run ``command`` (sweep or report) on ``ledger`` with these premiums, budgets and bootstrap resamples."""
+    return run(
         [
-            "sweep",
+            command,
             "--ledger",
             str(ledger),
             "--premiums",
-            "th=3",
+            premiums,
             "--budgets",
-            "30",
+            budgets,
             "--n-boot",
-            "200",
-            "--format",
-            "json",
+            str(n_boot),
+            *extra,
         ]
     )
+
+
+def test_sweep_json_with_hand_premium(ledger):
+    res = run_stats("sweep", ledger, "th=3", "30", 200, "--format", "json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     row = out["rows"][0]
@@ -71,21 +58,7 @@ def test_sweep_json_with_hand_premium(ledger):
 
 
 def test_sweep_with_qwen_premiums_and_csv(ledger):
-    res = run(
-        [
-            "sweep",
-            "--ledger",
-            str(ledger),
-            "--premiums",
-            "qwen3-8b",
-            "--budgets",
-            "30,200",
-            "--n-boot",
-            "100",
-            "--format",
-            "csv",
-        ]
-    )
+    res = run_stats("sweep", ledger, "qwen3-8b", "30,200", 100, "--format", "csv")
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
     header = lines[0].split(",")
@@ -99,42 +72,14 @@ def test_report_writes_tables_and_figures(ledger, tmp_path):
     import matplotlib.image as mpimg
 
     out = tmp_path / "rep"
-    res = run(
-        [
-            "report",
-            "--ledger",
-            str(ledger),
-            "--premiums",
-            "th=3",
-            "--budgets",
-            "20,30",
-            "--n-boot",
-            "100",
-            "--out-dir",
-            str(out),
-        ]
-    )
+    res = run_stats("report", ledger, "th=3", "20,30", 100, "--out-dir", str(out))
     assert res.exit_code == 0, res.output
     names = {p.name for p in out.iterdir()}
     assert {"report.md", "native_curves.png", "gap_curves.png", "sweep.csv", "timing.csv"} <= names
     text = (out / "report.md").read_text()
     assert "37.50" in text and "tha_Thai" in text
     assert mpimg.imread(out / "native_curves.png").shape[0] > 200
-    again = run(
-        [
-            "report",
-            "--ledger",
-            str(ledger),
-            "--premiums",
-            "th=3",
-            "--budgets",
-            "30",
-            "--n-boot",
-            "50",
-            "--out-dir",
-            str(out),
-        ]
-    )
+    again = run_stats("report", ledger, "th=3", "30", 50, "--out-dir", str(out))
     assert again.exit_code == 0 and not [p for p in tmp_path.iterdir() if p.name.startswith(".rep")]
 
 
@@ -161,7 +106,7 @@ def test_protocol_freeze_test_and_refusal(ledger, tmp_path):
 
 def test_sweep_table_fits_a_wide_terminal(ledger):
     # settings shared by all rows move into the title; Δ_L and the gap are two tables, not one ~280-column line
-    res = run(["sweep", "--ledger", str(ledger), "--premiums", "th=3", "--budgets", "30", "--n-boot", "50"])
+    res = run_stats("sweep", ledger, "th=3", "30", 50)
     assert res.exit_code == 0, res.output
     assert max(len(line) for line in res.output.splitlines()) <= 200
     assert "design replay" in res.output and "Gap: TRANSLATE-ACT" in res.output and "…" not in res.output

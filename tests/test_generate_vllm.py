@@ -3,32 +3,17 @@ reproducibility, kill-and-resume, forcing. Skipped, with a reason, where vLLM is
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'mindcap-tok[gen]'; CPU recipe in README)")
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # in-process engine
-os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on CPU
 
-from mindcap_tok.ledger.backends import load_backend  # noqa: E402
 from mindcap_tok.ledger.generate import run_job  # noqa: E402
 from mindcap_tok.ledger.jobs import parse_spec  # noqa: E402
 from mindcap_tok.ledger.score import score_ledger  # noqa: E402
 from mindcap_tok.ledger.store import Ledger  # noqa: E402
 from test_generate import frame, spec_data  # noqa: E402
-from tiny_model import build_tiny_model  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
-
-
-@pytest.fixture(scope="module")
-def engine(tiny):
-    return load_backend("vllm", str(tiny), "tiny-qwen3", {"max_model_len": 1024}, seed=0)
+from vllm_tiny import engine_fixture, tiny_fixture  # noqa: E402, F401  (the fixtures tiny and engine)
 
 
 def test_vllm_records_reproduce_and_score(tmp_path, tiny, engine, config):

@@ -9,7 +9,6 @@ import pytest
 
 from mindcap_tok.data.mgsm import load_mgsm
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.parse import get_parser
 from mindcap_tok.ledger.score import (
     accuracy_curves,
     byte_table,
@@ -19,6 +18,7 @@ from mindcap_tok.ledger.score import (
     score_token_ids,
 )
 from mindcap_tok.tokenizer import BYTE_TO_CHAR
+from score_reference import assert_equals_reference, reference_scores, trace_frame
 
 PARSERS = ["strict", "last", "terminated", "thousands", "native-digits", "last+terminated"]
 THAI_DIGITS = str.maketrans("0123456789", "๐๑๒๓๔๕๖๗๘๙")
@@ -70,38 +70,12 @@ def _records(tok, n: int, seed: int, config) -> pd.DataFrame:
     questions = [
         it.question for lang in ("th", "de", "sw", "bn", "ja") for it in load_mgsm(lang, config.data_dir.value)[:40]
     ]
-    rows = []
-    for i in range(n):
-        ids, gold, finish = _trace(tok, rng, i % 12, questions)
-        rows.append(
-            {
-                "model": tok.name,
-                "arm": "native",
-                "lang": "tha_Thai",
-                "item": i,
-                "sample": 0,
-                "cap": 4096,
-                "output_ids": ids,
-                "gold": gold,
-                "finish_reason": finish,
-                "tokenizer": tok.name,
-            }
-        )
-    return pd.DataFrame(rows)
+    return trace_frame(tok, (_trace(tok, rng, i % 12, questions) for i in range(n)))
 
 
 def _reference(tok, frame: pd.DataFrame, budgets: list[int], parser: str):
     """Decode every prefix with the tokenizer itself (skip_special_tokens=True) and parse it."""
-    p = get_parser(parser)
-    scores, emission, correct = [], [], []
-    for ids, gold, finish in zip(frame["output_ids"], frame["gold"], frame["finish_reason"], strict=True):
-        n = len(ids)
-        texts = [tok.tokenizer.decode(ids[:b], skip_special_tokens=True) for b in range(n + 1)]
-        values = [p.parse(texts[b], complete=(b >= n and finish == "stop")) for b in range(n + 1)]
-        scores.append([int(values[min(b, n)] == gold) if n else 0 for b in budgets])
-        emission.append(next((float(b) for b in range(1, n + 1) if values[b] is not None), np.nan))
-        correct.append(int(values[n] == gold) if n else 0)
-    return np.array(scores), np.array(emission), np.array(correct)
+    return reference_scores(lambda ids: tok.tokenizer.decode(ids, skip_special_tokens=True), frame, budgets, parser)
 
 
 @pytest.fixture(scope="module", params=["qwen", "llama"])
@@ -115,14 +89,10 @@ def case(request, config):
 def test_fast_scorer_equals_decoding_every_prefix(case, parser):
     tok, frame = case
     budgets = list(range(1, int(frame["output_ids"].map(len).max()) + 2))
-    ref_scores, ref_emission, ref_correct = _reference(tok, frame, budgets, parser)
+    reference = _reference(tok, frame, budgets, parser)
+    ref_scores, ref_emission, _ = reference
     assert ref_scores.sum() > 0 and np.isfinite(ref_emission).sum() > 30  # the cases are not all trivial
-    res = score_ledger(frame, tok, budgets, parser)
-    got = res.by_budget["score"].to_numpy().reshape(len(frame), len(budgets))
-    mismatch = np.argwhere(got != ref_scores)
-    assert not len(mismatch), f"first mismatch (record, budget index): {mismatch[:3].tolist()}"
-    np.testing.assert_array_equal(res.by_record["emission"].to_numpy(), ref_emission)
-    np.testing.assert_array_equal(res.by_record["correct"].to_numpy(), ref_correct)
+    assert_equals_reference(score_ledger(frame, tok, budgets, parser), reference)
     # the text + token-offset entry point (what retokenizing with another tokenizer uses) agrees too
     table = byte_table(tok)
     texts = [table.decode(ids) for ids in frame["output_ids"]]

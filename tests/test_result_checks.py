@@ -1,6 +1,6 @@
 """Results must be checked before they are trusted: frozen protocol inputs, empty audits, strict JSON, budgets.
 
-Ledger (Qwen3 ids, as in ``test_cli_stats``): native Thai items 0,1 answer within 30 tokens, items 2,3 between
+Ledger (Qwen3 ids, ``early_late_records``): native Thai items 0,1 answer within 30 tokens, items 2,3 between
 30 and 76 (item 3 sample 1 wrong); translate-act always within 30. Hence acc_N(30) = 4/8 and acc_N(90) = 7/8,
 so Δ_th(30) with r = 3 is 37.5 points, and with r = 1 it is 0. No record announces its budget (``announced``
 is missing everywhere), which is what used to become ``NaN`` in JSON output.
@@ -14,31 +14,19 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from ledger_factory import make_cell, make_record
+from cli_args import audit_cell_args
+from ledger_factory import early_late_records, make_cell
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.protocol import freeze_path, freeze_protocol, verify_protocol
 
-FILLER = "We add the two numbers and then check the sum once more. "
 MAX_BUDGET = 2**31 - 1
-
-
-def _text(late: bool, value: int) -> str:
-    return (FILLER * 4 if late else "") + f"Answer line:\n#### {value}\n"
 
 
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory, qwen):
-    records = []
-    for item in range(4):
-        for sample in range(2):
-            gold = 10 + item
-            wrong = item == 3 and sample == 1
-            records.append(make_record(qwen, _text(item >= 2, gold + wrong), item=item, sample=sample, gold=gold))
-            records.append(
-                make_record(qwen, _text(False, gold), arm="translate-act", item=item, sample=sample, gold=gold)
-            )
+    records = early_late_records(qwen)
     assert all(r["announced"] is None for r in records)
     root = tmp_path_factory.mktemp("checks") / "L"
     Ledger(root).append(records, qwen)
@@ -185,23 +173,7 @@ def test_audit_json_is_strict(qwen, tmp_path):
     path = tmp_path / "L"
     Ledger(path).append(make_cell(qwen), qwen)  # no announced budgets
     out = tmp_path / "out"
-    res = run(
-        [
-            "audit",
-            "--ledger",
-            path,
-            "--out-dir",
-            out,
-            "--only",
-            "parser,parity,normalizer",
-            "--premiums",
-            "th=1.5",
-            "--budgets",
-            "8,16",
-            "--n-boot",
-            "50",
-        ]
-    )
+    res = run(audit_cell_args(path, out))
     assert res.exit_code == 0, res.output
     data = strict((out / "audit.json").read_text("utf-8"))
     assert data["records"] == 6 and [a["status"] for a in data["audits"]] == ["ok"] * 3

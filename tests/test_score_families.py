@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from mindcap_tok.byte_tables import byte_table
-from mindcap_tok.ledger.parse import get_parser
 from mindcap_tok.ledger.score import score_ledger, score_prefixes
 from mindcap_tok.tokenizer import load_tokenizer
+from score_reference import assert_equals_reference, reference_scores, trace_frame
 
 NAMES = ["gemma-3", "llama-2", "gpt-4o"]
 THAI_DIGITS = str.maketrans("0123456789", "๐๑๒๓๔๕๖๗๘๙")
@@ -82,39 +82,13 @@ def _trace(tok, rng, kind: int, lines: list[str]) -> tuple[list[int], int, str]:
 
 def _frame(tok, lines: list[str], n: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    rows = []
-    for i in range(n):
-        ids, gold, finish = _trace(tok, rng, i % 12, lines)
-        rows.append(
-            {
-                "model": tok.name,
-                "arm": "native",
-                "lang": "tha_Thai",
-                "item": i,
-                "sample": 0,
-                "cap": 4096,
-                "output_ids": ids,
-                "gold": gold,
-                "finish_reason": finish,
-                "tokenizer": tok.name,
-            }
-        )
-    return pd.DataFrame(rows)
+    return trace_frame(tok, (_trace(tok, rng, i % 12, lines) for i in range(n)))
 
 
 def _reference(tok, frame: pd.DataFrame, budgets: list[int], parser: str):
     """Decode every prefix with the tokenizer's library, special ids dropped, and parse it."""
-    p = get_parser(parser)
     special = tok.special_ids
-    scores, emission, correct = [], [], []
-    for ids, gold, finish in zip(frame["output_ids"], frame["gold"], frame["finish_reason"], strict=True):
-        n = len(ids)
-        texts = [tok.decode([i for i in ids[:b] if i not in special]) for b in range(n + 1)]
-        values = [p.parse(texts[b], complete=(b >= n and finish == "stop")) for b in range(n + 1)]
-        scores.append([int(values[min(b, n)] == gold) if n else 0 for b in budgets])
-        emission.append(next((float(b) for b in range(1, n + 1) if values[b] is not None), np.nan))
-        correct.append(int(values[n] == gold) if n else 0)
-    return np.array(scores), np.array(emission), np.array(correct)
+    return reference_scores(lambda ids: tok.decode([i for i in ids if i not in special]), frame, budgets, parser)
 
 
 @pytest.fixture(scope="module", params=NAMES)
@@ -143,14 +117,10 @@ def test_llama2_dummy_prefix_by_hand(config):
 def test_scorer_equals_decoding_every_prefix_all_families(case, parser):
     tok, frame = case
     budgets = list(range(1, int(frame["output_ids"].map(len).max()) + 2))
-    ref_scores, ref_emission, ref_correct = _reference(tok, frame, budgets, parser)
+    reference = _reference(tok, frame, budgets, parser)
+    ref_scores, ref_emission, _ = reference
     assert ref_scores.sum() > 0 and np.isfinite(ref_emission).sum() > 20
-    res = score_ledger(frame, tok, budgets, parser)
-    got = res.by_budget["score"].to_numpy().reshape(len(frame), len(budgets))
-    mismatch = np.argwhere(got != ref_scores)
-    assert not len(mismatch), f"first mismatch (record, budget index): {mismatch[:3].tolist()}"
-    np.testing.assert_array_equal(res.by_record["emission"].to_numpy(), ref_emission)
-    np.testing.assert_array_equal(res.by_record["correct"].to_numpy(), ref_correct)
+    assert_equals_reference(score_ledger(frame, tok, budgets, parser), reference)
     table = byte_table(tok)
     texts = [table.decode(ids) for ids in frame["output_ids"]]
     special = tok.special_ids

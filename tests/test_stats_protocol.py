@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,6 +94,19 @@ def _write(tmp_path, text, name="proto.toml"):
     return path
 
 
+def _git_repo(repo: Path) -> Callable[..., str]:
+    """Create an empty git repository with a committer at ``repo``; return ``git(*args)``, run there, giving stdout."""
+    repo.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "Test")
+    return git
+
+
 def test_unknown_kind_and_keys_are_refused(tmp_path):
     with pytest.raises(MindcapError, match="kind must be one of"):
         load_protocol(_write(tmp_path, TOML))
@@ -125,14 +140,7 @@ def test_freeze_outside_git_then_refuse_a_changed_file(tmp_path):
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_freeze_in_a_git_repository_records_an_annotated_tag(tmp_path):
     repo = tmp_path / "repo"
-    repo.mkdir()
-
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
-
-    git("init", "-q")
-    git("config", "user.email", "t@example.org")
-    git("config", "user.name", "Test")
+    git = _git_repo(repo)
     path = _write(repo, GOOD_EQ)
     git("add", "proto.toml")
     git("commit", "-q", "-m", "protocol")
@@ -178,8 +186,6 @@ def test_family_on_a_simulated_ledger(tmp_path, by_budget):
 
 
 def test_the_example_protocol_parses_and_lists_its_budgets():
-    from pathlib import Path
-
     proto = load_protocol(Path(__file__).resolve().parents[1] / "examples" / "protocol_bstar.toml")
     assert [h.id for h in proto.hypotheses] == ["H1-existence", "H1-SESOI", "H2", "H3-de", "H3-th", "H3-sw"]
     table = premium_table({"de": 1.56, "th": 2.55, "sw": 1.94})
@@ -191,14 +197,7 @@ def test_the_git_tag_carries_the_hash_of_the_premiums_file(tmp_path):
     import hashlib
 
     repo = tmp_path / "repo"
-    repo.mkdir()
-
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
-
-    git("init", "-q")
-    git("config", "user.email", "t@example.org")
-    git("config", "user.name", "Test")
+    git = _git_repo(repo)
     prem = repo / "prem.json"
     prem.write_text(json.dumps([{"lang": "th", "premium": 2.55}, {"lang": "de", "premium": 1.56}]), "utf-8")
     path = _write(repo, YAML.replace("premiums: {de: 1.56, th: 2.55}", "premiums: prem.json"), "proto.yaml")

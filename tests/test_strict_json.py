@@ -10,12 +10,17 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from cli_args import price_tiny_args
 from ledger_factory import make_record
 from mindcap_tok._json import dumps_strict, strict_json_value
 from mindcap_tok.cli._output import to_json
 from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
 from test_price import world  # noqa: F401  (the pricing fixture: a tiny tokenizer whose table is known by hand)
+
+#: two languages' premiums, two budgets and a small bootstrap: what the sweep and the audit share here
+CELL = ["--premiums", "th=3", "--premiums", "sw=2", "--budgets", "4,16", "--n-boot", "50"]
+SWEEP = ["sweep", "--ledger", "{ledger}", *CELL]
 
 
 def strict_loads(text: str):
@@ -80,21 +85,7 @@ def run(args):
         ["premium", "--lang", "th", "--n-boot", "20", "--budgets", "64", "--format", "json"],
         ["ledger", "info", "{ledger}", "--format", "json"],
         ["score", "--ledger", "{ledger}", "--budgets", "4,16,64", "--format", "json"],
-        [
-            "sweep",
-            "--ledger",
-            "{ledger}",
-            "--premiums",
-            "th=3",
-            "--premiums",
-            "sw=2",
-            "--budgets",
-            "4,16",
-            "--n-boot",
-            "50",
-            "--format",
-            "json",
-        ],
+        [*SWEEP, "--format", "json"],
     ],
     ids=lambda a: " ".join(a[:2]),
 )
@@ -118,29 +109,7 @@ def test_protocol_test_json_is_strict(ledger, tmp_path):
 
 def test_price_json_is_strict(world):  # noqa: F811
     ledger, base, _, _ = world
-    res = run(
-        [
-            "price",
-            "--ledger",
-            str(ledger.root),
-            "--model",
-            "tiny",
-            "--lang",
-            "th",
-            "--cap",
-            "30",
-            "--tokenizer",
-            str(base.path),
-            "--learn-extension",
-            "--size",
-            "1",
-            "--no-premium",
-            "--n-boot",
-            "50",
-            "--format",
-            "json",
-        ]
-    )
+    res = run(price_tiny_args(ledger.root, base.path))
     (row,) = strict_loads(res.stdout)
     assert row["cap"] == 30
 
@@ -154,14 +123,7 @@ def test_audit_json_is_strict(ledger, tmp_path):
             str(ledger),
             "--only",
             "parser,parity,normalizer",
-            "--premiums",
-            "th=3",
-            "--premiums",
-            "sw=2",
-            "--budgets",
-            "4,16",
-            "--n-boot",
-            "50",
+            *CELL,
             "--no-hub",
             "--out-dir",
             str(out),
@@ -192,19 +154,7 @@ def test_missing_values_read_as_a_dash_not_nan():
         ["premium", "--lang", "th", "--n-boot", "20"],
         ["ledger", "info", "{ledger}"],
         ["score", "--ledger", "{ledger}", "--budgets", "4,16"],
-        [
-            "sweep",
-            "--ledger",
-            "{ledger}",
-            "--premiums",
-            "th=3",
-            "--premiums",
-            "sw=2",
-            "--budgets",
-            "4,16",
-            "--n-boot",
-            "50",
-        ],
+        SWEEP,
     ],
     ids=lambda a: " ".join(a[:2]),
 )

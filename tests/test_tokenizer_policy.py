@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger_factory import make_record
+from cli_args import price_tiny_args
+from ledger_factory import early_late_records, make_record
 from mindcap_tok.adaptation.price import load_traces
 from mindcap_tok.audits import AuditConfig, run_audits
 from mindcap_tok.cli.main import cli
@@ -21,7 +22,6 @@ from mindcap_tok.ledger.tokenizers import TokenizerMismatchError, resolve_tokeni
 from price_fixture import english_trace, save_tiny, thai_trace
 
 OTHER = "ab" * 32  # the hash a tampered manifest records
-FILLER = "We add the two numbers and then check the sum once more. "
 FLAG = "--allow-tokenizer-mismatch"
 
 
@@ -35,28 +35,11 @@ def _tamper(root: Path, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory, qwen):
-    """As in test_cli_stats: native Thai items 0,1 answer within 30 tokens, items 2,3 between 30 and 76 (item 3
+    """``early_late_records``: native Thai items 0,1 answer within 30 tokens, items 2,3 between 30 and 76 (item 3
     sample 1 wrong); translate-act always within 30. So acc_N(30) = 4/8, acc_N(90) = 7/8, acc_T(30) = 1, and
     with r = 3 the Δ_L at B = 30 is 7/8 − 4/8 = 37.5 points. The manifest records another hash for qwen3-8b."""
-    records = []
-    for item in range(4):
-        for sample in range(2):
-            gold = 10 + item
-            wrong = item == 3 and sample == 1
-            late = FILLER * 4 if item >= 2 else ""
-            records.append(
-                make_record(qwen, late + f"Answer line:\n#### {gold + wrong}\n", item=item, sample=sample, gold=gold)
-            )
-            records.append(
-                make_record(
-                    qwen, f"Answer line:\n#### {gold}\n", arm="translate-act", item=item, sample=sample, gold=gold
-                )
-            )
-    for rec in records:  # the construction the expected values rely on
-        n = len(rec["output_ids"])
-        assert (n < 30) if rec["arm"] != "native" or rec["item"] < 2 else (30 < n - 3 < 76)
     root = tmp_path_factory.mktemp("policy") / "L"
-    Ledger(root).append(records, qwen)
+    Ledger(root).append(early_late_records(qwen), qwen)
     _tamper(root, "qwen3-8b")
     return root
 
@@ -219,27 +202,7 @@ def price_world(tmp_path_factory):
 
 def test_price_errors_then_prices_with_the_flag(price_world):
     ledger, base = price_world
-    args = [
-        "price",
-        "--ledger",
-        ledger.root,
-        "--model",
-        "tiny",
-        "--lang",
-        "th",
-        "--cap",
-        "30",
-        "--tokenizer",
-        base.path,
-        "--learn-extension",
-        "--size",
-        "1",
-        "--no-premium",
-        "--n-boot",
-        "50",
-        "--format",
-        "json",
-    ]
+    args = price_tiny_args(ledger.root, base.path)
     res = run(args)
     assert res.exit_code == 2 and f"(resolved to {base.path})" in res.output, res.output
     one_line_mismatch(res, base.sha256)

@@ -8,7 +8,7 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..report.budget_report import to_points
+from ..report.budget_report import DELTA_COLUMNS, to_points
 from ..stats.curves import sweep
 from ..stats.grid import FRAMES
 from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
@@ -207,17 +207,7 @@ def sweep_command(state, fmt, out, **common) -> None:
     emit(text, out)
 
 
-_DELTA_COLUMNS = [
-    "premium",
-    "scaled_budget",
-    "acc_native",
-    "acc_native_scaled",
-    "delta",
-    "ci_low",
-    "ci_high",
-    "band_low",
-    "band_high",
-]
+_DELTA_COLUMNS = ["premium", *DELTA_COLUMNS]
 _GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap"]
 
 

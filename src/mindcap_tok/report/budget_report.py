@@ -23,15 +23,13 @@ from .markdown import markdown_table
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok report"
+#: the proportions estimating Δ_L(B): both native accuracies, Δ_L, its pointwise interval and simultaneous band
+DELTA_PROPORTIONS = ("acc_native", "acc_native_scaled", "delta", "ci_low", "ci_high", "band_low", "band_high")
+#: a sweep row's Δ_L(B) columns, in the order both the report's and ``mindcap-tok sweep``'s Δ_L tables show them
+DELTA_COLUMNS = ("scaled_budget", *DELTA_PROPORTIONS)
 #: columns holding proportions, shown as points in the Markdown tables
 POINT_COLUMNS = (
-    "acc_native",
-    "acc_native_scaled",
-    "delta",
-    "ci_low",
-    "ci_high",
-    "band_low",
-    "band_high",
+    *DELTA_PROPORTIONS,
     "acc_translate",
     "gap",
     "gap_ci_low",
@@ -134,22 +132,7 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
     prem = ", ".join(f"{k} r={v:.4f}" for k, v in result.premiums.items())
     cols = [
         c
-        for c in (
-            "model",
-            "lang",
-            "budget",
-            "scaled_budget",
-            "acc_native",
-            "acc_native_scaled",
-            "delta",
-            "ci_low",
-            "ci_high",
-            "band_low",
-            "band_high",
-            "acc_translate",
-            "gap",
-            "native_lead_prob",
-        )
+        for c in ("model", "lang", "budget", *DELTA_COLUMNS, "acc_translate", "gap", "native_lead_prob")
         if c in result.rows.columns
     ]
     parts = [
