@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from mindcap_tok.premium import count_tokens, ratio_bootstrap, token_premium
+from mindcap_tok.premium import bootstrap_sums, count_tokens, ratio_bootstrap, token_premium
 from mindcap_tok.resample import bootstrap_counts, scale_budget
 from mindcap_tok.tokenizer import ResolvedTokenizer
 
@@ -62,6 +62,13 @@ def test_bootstrap_counts_reproducible_and_multinomial():
     # each count ~ Binomial(50, 1/50): mean 1, variance 49/50
     assert abs(a.mean() - 1.0) < 1e-12
     assert abs(a.var() - 0.98) < 0.05
+
+
+@pytest.mark.parametrize(("n", "n_boot", "seed"), [(1012, 1000, 0), (7, 999, 3), (1, 10, 1), (2009, 300, 9)])
+def test_bootstrap_sums_equal_the_resampling_matrix_product(n, n_boot, seed):
+    # drawn in blocks, the sums must be exactly those of the one shared resampling matrix
+    values = np.random.default_rng(n).integers(0, 500, size=(n, 4)).astype(np.float64)
+    assert np.array_equal(bootstrap_sums(values, n_boot, seed), bootstrap_counts(n, n_boot, seed) @ values)
 
 
 def test_ratio_ci_agrees_with_scipy_percentile_bootstrap():
@@ -141,3 +148,19 @@ def test_public_api_names_the_function_after_any_import_order():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+def test_premium_table_names_tokenizer_hash_and_engine(config):
+    import hashlib
+
+    from click.testing import CliRunner
+
+    from mindcap_tok.cli.main import cli
+
+    def sha(path):
+        return hashlib.sha256((config.tokenizers_dir.value / path).read_bytes()).hexdigest()[:12]
+
+    res = CliRunner().invoke(cli, ["premium", "--model", "qwen3-8b", "gemma-3", "--lang", "th", "--n-boot", "20"])
+    assert res.exit_code == 0, res.output
+    assert f"qwen3-8b: tokenizer sha256 {sha('qwen3/tokenizer.json')}…, counted by tokenizers" in res.output
+    assert f"gemma-3: tokenizer sha256 {sha('gemma3/tokenizer.model')}…, counted by sentencepiece" in res.output

@@ -19,6 +19,11 @@ languages (``scripts/compare_petrov2023.py``); with NFC applied first, cl100k_ba
 about 34 languages, by up to 3.4% (kas_Deva).
 One string has no resampling units, so that protocol reports ``ci_low = ci_high = None`` (JSON ``null``)
 and ``n_boot = 0``; ``n_pairs`` is the number of sentence pairs joined.
+
+Counting engine: each family's own library, except that a byte-level BPE ``tokenizer.json`` which tiktoken runs
+exactly (Qwen3, Llama 3.1, Mistral NeMo, Whisper: :func:`mindcap_tok.tokenizer_backends.tiktoken_engine`) is
+counted by tiktoken when there is enough text for its faster encoding to repay building it. ``engine`` in each
+result names the library that ran; ``engine="reference"`` forces the family's own.
 """
 
 from __future__ import annotations
@@ -33,12 +38,18 @@ from tokenizers import Tokenizer
 from .data.flores import SPLITS, flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
 from .errors import MindcapError
-from .resample import bootstrap_counts, scale_budget
+from .resample import scale_budget
 from .tokenizer import ResolvedTokenizer
+from .tokenizer_backends import Counter
 
 DEFAULT_LANGS = ("de", "th", "sw")
 PREMIUM_SPLITS = (*SPLITS, "dev+devtest")
 PROTOCOLS = ("per-sentence", "petrov2023")
+ENGINES = ("auto", "reference")
+#: characters of text from which ``engine="auto"`` counts a byte-level tokenizer.json with tiktoken (about 30
+#: FLORES languages): building the engine, checks included, costs what tiktoken saves on 2.8 M (Qwen3) to 7.4 M
+#: (Llama 3.1) characters (bench_premium.py, README "Performance")
+TIKTOKEN_ENGINE_MIN_CHARS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,7 @@ class Premium:
     n_boot: int
     seed: int
     tokenizer_sha256: str
+    engine: str
     scaled_budgets: dict[int, int] | None = field(default=None)
     protocol: str = "per-sentence"
 
@@ -89,6 +101,30 @@ def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str])
     )
 
 
+#: resamples drawn per block in :func:`ratio_bootstrap`
+BOOT_BLOCK = 256
+
+
+def bootstrap_sums(values: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, k) resampled column sums of ``values`` (n, k): ``bootstrap_counts(n, n_boot, seed) @ values``.
+
+    Drawn in blocks of :data:`BOOT_BLOCK` resamples from the same generator, so the draws are those of
+    :func:`~mindcap_tok.resample.bootstrap_counts` (numpy's bounded integers continue one stream across calls),
+    without its (n_boot, n) matrices: at 10,000 x 1,012 they are ~320 MB of fresh memory, which took longer to
+    allocate here than the premium's tokenization. Integer counts keep every sum exact, in any order.
+    """
+    n = values.shape[0]
+    rng = np.random.default_rng(seed)
+    offsets = np.arange(BOOT_BLOCK, dtype=np.int64)[:, None] * n
+    sums = np.empty((n_boot, values.shape[1]), dtype=np.float64)
+    for start in range(0, n_boot, BOOT_BLOCK):
+        rows = min(BOOT_BLOCK, n_boot - start)
+        idx = rng.integers(0, n, size=(rows, n))
+        weights = np.bincount((idx + offsets[:rows]).ravel(), minlength=rows * n).reshape(rows, n)
+        sums[start : start + rows] = weights.astype(np.float64) @ values
+    return sums
+
+
 def ratio_bootstrap(
     counts: np.ndarray, ref_counts: np.ndarray, n_boot: int, seed: int, ci: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -96,11 +132,10 @@ def ratio_bootstrap(
 
     ``counts`` is (n_pairs, n_langs); returns (low, high) arrays of length n_langs.
     """
-    weights = bootstrap_counts(len(ref_counts), n_boot, seed)
-    sums = weights @ np.column_stack([ref_counts, counts]).astype(np.float64)
+    sums = bootstrap_sums(np.column_stack([ref_counts, counts]).astype(np.float64), n_boot, seed)
     ratios = sums[:, 1:] / sums[:, :1]
     alpha = 1.0 - ci
-    low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2], axis=0)
+    low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2], axis=0, overwrite_input=True)
     return low, high
 
 
@@ -120,6 +155,24 @@ def petrov2023_string(files: Sequence[Sequence[str]]) -> str:
     return " ".join(item for lines in files for item in (*lines, ""))
 
 
+def counting_engine(tokenizer: ResolvedTokenizer, engine: str = "auto", texts: Iterable[str] = ()) -> Counter:
+    """What counts the tokens: the family's own back end, or (``auto``, ``texts`` of at least
+    :data:`TIKTOKEN_ENGINE_MIN_CHARS` characters) tiktoken for a ``tokenizer.json`` it runs exactly.
+
+    ``.family`` of the result names the library.
+    """
+    if engine not in ENGINES:
+        raise MindcapError(f"unknown counting engine {engine!r}; use one of {', '.join(ENGINES)}")
+    if (
+        engine == "auto"
+        and tokenizer.family == "tokenizers"
+        and sum(map(len, texts)) >= TIKTOKEN_ENGINE_MIN_CHARS
+        and tokenizer.tiktoken_engine is not None
+    ):
+        return tokenizer.tiktoken_engine
+    return tokenizer.backend
+
+
 #: languages whose lines are counted in one batched call
 LANGS_PER_CALL = 16
 
@@ -137,13 +190,15 @@ def token_premium(
     on_progress: Callable[[int, int], None] | None = None,
     protocol: str = "per-sentence",
     nfc: bool | None = None,
+    engine: str = "auto",
 ) -> list[Premium]:
     """Premium of each language against ``ref`` over a FLORES split, with paired bootstrap CIs.
 
     ``split`` is ``dev``, ``devtest`` or ``dev+devtest`` (pooled). ``budgets`` adds floor(r·B) for each B.
     ``protocol="petrov2023"`` encodes one joined string per language (see the module docstring; no CI).
     ``nfc`` NFC-normalises the text first; by default on, except for ``petrov2023`` (they used raw text).
-    ``on_progress(done, total)`` is called per language.
+    ``on_progress(done, total)`` is called per language. ``engine="reference"`` counts with the tokenizer
+    family's own library even where tiktoken runs a ``tokenizer.json`` exactly and faster (module docstring).
     """
     if not 0 < ci < 1:
         raise ValueError(f"ci must be in (0, 1), got {ci}")
@@ -160,7 +215,8 @@ def token_premium(
     else:
         texts = {code: [s for part in parts for s in part] for code, parts in files.items()}
     n_pairs = sum(len(part) for part in files[ref_code])
-    ref_counts = tokenizer.count_tokens(texts[ref_code])
+    counter = counting_engine(tokenizer, engine, (s for lines in texts.values() for s in lines))
+    ref_counts = counter.count_tokens(texts[ref_code])
     if not ref_counts.sum():  # the premium divides by it
         where = " + ".join(flores_file(source, ref_code, part) for part in split.split("+"))
         raise MindcapError(f"{where} has no tokens with {tokenizer.name}'s tokenizer")
@@ -169,7 +225,7 @@ def token_premium(
     # starts a thread pool per call) 204 times over; the counts are per line, so the split is exact
     for start in range(0, len(codes), LANGS_PER_CALL):
         chunk = codes[start : start + LANGS_PER_CALL]
-        joined = tokenizer.count_tokens([line for code in chunk for line in texts[code]])
+        joined = counter.count_tokens([line for code in chunk for line in texts[code]])
         columns += np.split(joined, np.cumsum([len(texts[code]) for code in chunk])[:-1])
         if on_progress:
             on_progress(start + len(chunk), len(codes))
@@ -200,6 +256,7 @@ def token_premium(
                 n_boot=n_boot,
                 seed=seed,
                 tokenizer_sha256=tokenizer.sha256,
+                engine=counter.family,
                 scaled_budgets={b: scale_budget(ratio, b) for b in budgets} if budgets else None,
                 protocol=protocol,
             )

@@ -23,7 +23,15 @@ from tokenizers import Tokenizer
 
 from .config import hub_unavailable, load_config
 from .errors import MindcapError, first_line
-from .tokenizer_backends import Backend, HFBackend, load_sentencepiece, load_tiktoken
+from .tokenizer_backends import (
+    Backend,
+    HFBackend,
+    NotEligible,
+    TiktokenEngine,
+    load_sentencepiece,
+    load_tiktoken,
+    tiktoken_engine,
+)
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,17 @@ class ResolvedTokenizer:
         """Number of ids, added and special tokens included."""
         return self.backend.vocab_size
 
+    @cached_property
+    def tiktoken_engine(self) -> TiktokenEngine | None:
+        """This byte-level BPE ``tokenizer.json`` run by tiktoken (same ids, faster), or ``None`` where tiktoken
+        cannot run it exactly or the family is not ``tokenizers`` (built on first use: about a second)."""
+        if not isinstance(self.backend, HFBackend):
+            return None
+        try:
+            return tiktoken_engine(self.backend.hf)
+        except NotEligible:
+            return None
+
 
 def _bytes_to_unicode() -> dict[int, str]:
     # GPT-2's byte <-> printable-character table, which every byte-level BPE uses.
@@ -174,7 +193,7 @@ def _bytes_to_unicode() -> dict[int, str]:
 BYTE_TO_CHAR = _bytes_to_unicode()
 CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 # str.translate table: byte-level symbol -> the Latin-1 character of its byte, so ``.encode("latin-1")`` gives bytes
-_TO_LATIN1 = {ord(c): b for c, b in CHAR_TO_BYTE.items()}
+TO_LATIN1 = {ord(c): b for c, b in CHAR_TO_BYTE.items()}
 
 
 def is_byte_level(tok: Tokenizer) -> bool:
@@ -199,7 +218,7 @@ def token_bytes(tok: Tokenizer) -> list[bytes]:
         for piece, i in tok.get_vocab(with_added_tokens=False).items():
             if i in added_tokens:  # also in the model vocab (DeepSeek-V3's specials): set below, as text
                 continue
-            out[i] = piece.translate(_TO_LATIN1).encode("latin-1")
+            out[i] = piece.translate(TO_LATIN1).encode("latin-1")
     else:
         for i in range(n):
             out[i] = tok.decode([i], skip_special_tokens=False).encode("utf-8")

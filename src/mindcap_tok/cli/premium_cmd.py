@@ -30,6 +30,12 @@ def _table_rows(results: list[dict], budgets: list[int] | None) -> list[dict]:
     return rows
 
 
+def _table_notes(results: list[dict]) -> str:
+    """One line per model under the table: its tokenizer's hash and the library that counted its tokens."""
+    seen = dict.fromkeys((r["model"], r["tokenizer_sha256"], r["engine"]) for r in results)
+    return "".join(f"{model}: tokenizer sha256 {sha[:12]}…, counted by {engine}\n" for model, sha, engine in seen)
+
+
 def _csv_rows(results: list[dict]) -> list[dict]:
     rows = []
     for r in results:
@@ -123,6 +129,7 @@ def premium_command(
             if protocol == "per-sentence"
             else f"Token premium vs {results[0]['ref']} (FLORES-200 {split}, Petrov et al. 2023: one string, no CI)",
         )
+        text += _table_notes(results)
     emit(text, out)
     if plot:
         from ..report.figures import plot_premiums
