@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from mindcap_tok.premium import bootstrap_sums, count_tokens, ratio_bootstrap, token_premium
-from mindcap_tok.resample import bootstrap_counts, scale_budget
+from mindcap_tok.premium import count_tokens, ratio_bootstrap, token_premium
+from mindcap_tok.resample import bootstrap_counts, bootstrap_sums, scale_budget
 from mindcap_tok.tokenizer import ResolvedTokenizer
 
 

@@ -38,7 +38,7 @@ from tokenizers import Tokenizer
 from .data.flores import SPLITS, flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
 from .errors import MindcapError
-from .resample import scale_budget
+from .resample import bootstrap_sums, scale_budget
 from .tokenizer import ResolvedTokenizer
 from .tokenizer_backends import Counter
 
@@ -99,30 +99,6 @@ def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str])
     return np.fromiter(
         (len(e.ids) for e in encode(list(lines), add_special_tokens=False)), dtype=np.int64, count=len(lines)
     )
-
-
-#: resamples drawn per block in :func:`ratio_bootstrap`
-BOOT_BLOCK = 256
-
-
-def bootstrap_sums(values: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, k) resampled column sums of ``values`` (n, k): ``bootstrap_counts(n, n_boot, seed) @ values``.
-
-    Drawn in blocks of :data:`BOOT_BLOCK` resamples from the same generator, so the draws are those of
-    :func:`~mindcap_tok.resample.bootstrap_counts` (numpy's bounded integers continue one stream across calls),
-    without its (n_boot, n) matrices: at 10,000 x 1,012 they are ~320 MB of fresh memory, which took longer to
-    allocate here than the premium's tokenization. Integer counts keep every sum exact, in any order.
-    """
-    n = values.shape[0]
-    rng = np.random.default_rng(seed)
-    offsets = np.arange(BOOT_BLOCK, dtype=np.int64)[:, None] * n
-    sums = np.empty((n_boot, values.shape[1]), dtype=np.float64)
-    for start in range(0, n_boot, BOOT_BLOCK):
-        rows = min(BOOT_BLOCK, n_boot - start)
-        idx = rng.integers(0, n, size=(rows, n))
-        weights = np.bincount((idx + offsets[:rows]).ravel(), minlength=rows * n).reshape(rows, n)
-        sums[start : start + rows] = weights.astype(np.float64) @ values
-    return sums
 
 
 def ratio_bootstrap(

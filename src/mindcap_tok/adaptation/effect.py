@@ -13,7 +13,7 @@ import numpy as np
 from ..data.flores import load_parallel
 from ..data.languages import resolve_language
 from ..premium import Premium, count_tokens, token_premium
-from ..resample import bootstrap_counts
+from ..resample import bootstrap_sums
 from ..tokenizer import ResolvedTokenizer
 
 
@@ -63,7 +63,7 @@ def measure_effect(
     )
     texts = load_parallel([code], split=split, source=source)
     columns = [count_tokens(t, texts[c]) for t in (base, extended) for c in ("eng_Latn", code)]
-    sums = bootstrap_counts(len(texts[code]), n_boot, seed) @ np.column_stack(columns).astype(np.float64)
+    sums = bootstrap_sums(np.column_stack(columns).astype(np.float64), n_boot, seed)
     deltas = sums[:, 3] / sums[:, 2] - sums[:, 1] / sums[:, 0]
     low, high = np.quantile(deltas, [(1 - ci) / 2, 1 - (1 - ci) / 2])
     return Effect(
