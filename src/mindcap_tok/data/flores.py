@@ -52,12 +52,14 @@ def _read_local(folder: str, code: str, split: str, nfc: bool = True) -> tuple[s
         raise MindcapError(f"FLORES file missing: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise MindcapError(f"cannot read FLORES file {path}: {exc}") from exc
+    if nfc:  # the whole file at once: a newline is a starter no mark composes with, so lines come out the same
+        text = unicodedata.normalize("NFC", text)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines:
         raise MindcapError(f"FLORES file is empty: {path}")
-    return tuple(unicodedata.normalize("NFC", ln) for ln in lines) if nfc else tuple(lines)
+    return tuple(lines)
 
 
 @cache
