@@ -23,7 +23,7 @@ from mindcap_tok.roundtrip import (
     resolve_sequences,
     text_bootstrap,
 )
-from mindcap_tok.roundtrip.prompts import judge_prompt, translation_prompt
+from mindcap_tok.roundtrip.prompts import judge_prompt, judge_schema, translation_prompt
 from mindcap_tok.roundtrip.sequences import parse_chain
 from mindcap_tok.roundtrip.store import HOP_SCHEMA, RunStore
 
@@ -110,6 +110,46 @@ def test_judge_wrong_severities_are_errors_without_penalty():
 def test_judge_unparseable_replies(text):
     j = parse_judge(text)
     assert j.how is None and j.mqm is None and j.error
+
+
+def test_judge_schema_accepts_the_valid_replies_and_rejects_the_bad_ones():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = judge_schema()
+    valid = [
+        _reply([]),
+        _reply([{"severity": "minor", "description": "comma"}, {"severity": "critical", "description": "x"}], 12.5),
+        json.dumps({"score": 0, "classification": "1-nonsense", "issues": [{"severity": "major", "description": ""}]}),
+        _reply([], 100, "6-understandable but Flawed"),
+    ]
+    for text in valid:
+        jsonschema.validate(json.loads(text), schema)
+        assert parse_judge(text).how == "strict"
+    invalid = [
+        _reply([{"severity": "blocker", "description": "x"}]),  # not one of the three severities
+        _reply([{"severity": "Major", "description": "x"}]),  # the parser forgives case; the schema does not
+        _reply([{"severity": "minor"}]),  # no description
+        _reply([["major", "tuple"]]),  # a (severity, description) pair, not an object
+        _reply([], "90"),  # score as a string
+        _reply([], 90, "8-good"),  # not one of the ten classifications
+        json.dumps({"score": 90, "classification": "7-good"}),  # no issues
+        json.dumps({"score": 90, "classification": "7-good", "issues": [], "comment": "x"}),  # an extra key
+    ]
+    for text in invalid:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(json.loads(text), schema)
+    severities = schema["properties"]["issues"]["items"]["properties"]["severity"]["enum"]
+    assert severities == ["minor", "major", "critical"]
+    assert judge_schema() is not judge_schema()  # a fresh copy: a caller cannot alter the shipped one
+
+
+def test_judge_structured_switch(config):
+    base = {"model": "org/m", "sequences": "en>de>en", "sample": 2}
+    on = parse_spec(base, data_dir=config.data_dir.value)
+    off = parse_spec({**base, "judge": {"structured": False}}, data_dir=config.data_dir.value)
+    assert on.judge.structured and not off.judge.structured
+    assert on.identity() != off.identity() and off.as_dict()["judge"]["structured"] is False
+    with pytest.raises(MindcapError, match=r"judge\.structured must be true or false"):
+        parse_spec({**base, "judge": {"structured": "yes"}}, data_dir=config.data_dir.value)
 
 
 # -- sequences and prompts ---------------------------------------------------------------------------------------

@@ -242,3 +242,20 @@ def test_cli_report_subcommand_and_the_run_invocation(run, tmp_path, capsys):
     assert "Missing option '--out-dir'" in capsys.readouterr().err
     run_cli(["roundtrip", "report", str(run), "--out-dir", str(run / "inside")], code=2)
     assert "outside the run folder" in capsys.readouterr().err
+
+
+def test_comet_without_its_extra_is_a_one_line_error(run, tmp_path, capsys):
+    pytest.importorskip("sacrebleu")
+    try:
+        import comet  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("the comet extra is installed here (tests/test_roundtrip_comet.py covers it)")
+    ckpt = tmp_path / "model.ckpt"
+    ckpt.write_bytes(b"")
+    run_cli(["roundtrip", "report", str(run), "--out-dir", str(tmp_path / "out"), "--no-lid", "--no-premiums",
+             "--comet-checkpoint", str(ckpt)], code=2)  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert "install the 'comet' extra" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()  # nothing half-written

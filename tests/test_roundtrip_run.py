@@ -144,6 +144,34 @@ def test_hops_chain_outputs_and_records(tmp_path, tiny, backend, texts_file):
     assert result.counts()["unjudged"] == sum(1 for k in finished if k[0] == "c")
 
 
+class Recording:
+    """Delegates to a backend and keeps every request it was sent."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.tok, self.seen = inner, inner.tok, []
+        self.name, self.version = inner.name, inner.version
+
+    def generate(self, requests):
+        self.seen += requests
+        return self.inner.generate(requests)
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_judge_requests_carry_the_reply_schema(tmp_path, tiny, backend, texts_file, structured):
+    spec = make_spec(tiny, texts_file, sequences=["en>sw>en"], judge={"retries": 0, "structured": structured})
+    translator, judge = Recording(backend), FakeJudge(backend.tok, lambda name: GOOD)
+    run_roundtrip(spec, tmp_path / "run", translator, judge)
+    assert len(translator.seen) == 6 and all(r.json_schema is None for r in translator.seen)
+    assert len(judge.seen) == 3
+    for r in judge.seen:
+        if structured:
+            assert r.json_schema["required"] == ["score", "classification", "issues"]
+            severity = r.json_schema["properties"]["issues"]["items"]["properties"]["severity"]
+            assert severity == {"type": "string", "enum": ["minor", "major", "critical"]}
+        else:
+            assert r.json_schema is None
+
+
 def test_empty_hop_ends_the_chain_and_counts_as_failed(tmp_path, tiny, backend, texts_file):
     spec = make_spec(tiny, texts_file, sequences=["en>de>th>en"])
     wrapped = EmptyOn(backend, "/a/en")  # every hop of text a, so hop 1
@@ -213,7 +241,32 @@ def test_cli_dry_run_and_run(tmp_path, tiny, backend, texts_file, capsys, monkey
     groups = {(m["by"], m["group"]) for m in out["metrics"]}
     assert groups >= {("overall", "all"), ("sequence", "eng_Latn>swh_Latn>eng_Latn"), ("resource", "custom")}
     assert {g for by, g in groups if by == "category"} == {"stem", "informal"}
+    seen = {}
+
+    def judge_backend(spec, name):
+        seen["spec"], seen["judge"] = spec, FakeJudge(backend.tok, judge_reply)
+        return backend, seen["judge"]
+
+    monkeypatch.setattr(rt, "open_backends", judge_backend)
+    flags = ["--no-judge-structured", "--judge-base-url", "http://127.0.0.1:9/v1", "--out-dir", str(tmp_path / "r2")]
+    run_cli([*args[:2], *args[4:], *flags])
+    capsys.readouterr()
+    assert seen["spec"].judge.base_url == ("http://127.0.0.1:9/v1",) and not seen["spec"].judge.structured
+    assert seen["judge"].seen and all(r.json_schema is None for r in seen["judge"].seen)
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "x.csv").write_text("x")
     run_cli([*args[:3], str(tmp_path / "foreign"), *args[4:]], code=2)
     assert "not a round-trip run's" in capsys.readouterr().err
+
+
+def test_vllm_sends_the_schema_as_structured_outputs():
+    vllm = pytest.importorskip("vllm", reason="needs the vLLM extra (its own environment)")
+    from mindcap_tok.ledger.backends.vllm import VllmBackend
+    from mindcap_tok.roundtrip.prompts import judge_schema
+
+    engine = object.__new__(VllmBackend)  # no model: only the request options are built
+    engine.version = vllm.__version__
+    assert engine._structured(None) == {}
+    params = engine._structured(judge_schema())["structured_outputs"]
+    assert isinstance(params, vllm.sampling_params.StructuredOutputsParams) and params.json == judge_schema()
+    assert vllm.SamplingParams(max_tokens=8, structured_outputs=params).structured_outputs.json == judge_schema()

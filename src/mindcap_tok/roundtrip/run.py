@@ -3,7 +3,8 @@
 Wave ``h`` sends hop ``h`` of every live (model, text, sequence) chain in one ``generate`` call per model (so an
 in-process engine batches them); hop ``h+1`` reads hop ``h``'s output. A hop that hits its cap is kept and
 flagged (``capped``) and the chain goes on; a hop with an empty output ends its chain, which is counted as a
-failed sample. Judge round 0 sends every finished chain; round ``r`` re-asks, with a new seed, the ones whose
+failed sample. Judge requests carry the reply's JSON schema unless ``[judge] structured = false``. Judge
+round 0 sends every finished chain; round ``r`` re-asks, with a new seed, the ones whose
 reply did not parse, up to ``judge.retries`` times; what is still unparsed is ``unjudged``. Every wave and
 round is committed on its own, so a rerun resumes at the first one missing.
 """
@@ -21,7 +22,7 @@ from ..errors import MindcapError
 from ..ledger.backends import GenRequest, load_backend
 from ..ledger.jobs import ServerSpec
 from .mqm import parse_judge, passes
-from .prompts import judge_prompt, template_id, translation_prompt
+from .prompts import judge_prompt, judge_schema, template_id, translation_prompt
 from .spec import RoundtripSpec, hop_seed, judge_seed, plan_roundtrip
 from .store import HOP_SCHEMA, JUDGE_SCHEMA, RunStore, hop_file, judge_file
 
@@ -89,12 +90,17 @@ def _backend_for(backends, model: str):
     return backends
 
 
-def _request(backend, user: str, cap: int, seed: int, sampling, name: str) -> GenRequest:
-    text, ids = backend.tok.chat(user)
-    return GenRequest(
-        prompt_ids=tuple(ids), n=1, max_tokens=cap, seed=seed, temperature=sampling.temperature,
-        top_p=sampling.top_p, top_k=sampling.top_k, text=text, user=user, name=name,
-    )  # fmt: skip
+def _requests(
+    backend, asks: list[tuple[str, int, str]], cap: int, sampling, json_schema: dict | None = None
+) -> list[GenRequest]:
+    """One request per ``(user message, seed, name)``, all prompts templated and encoded in one batch."""
+    prompts = backend.tok.chat_batch([user for user, _, _ in asks])
+    common = {"n": 1, "max_tokens": cap, "temperature": sampling.temperature, "top_p": sampling.top_p,
+              "top_k": sampling.top_k, "json_schema": json_schema}  # fmt: skip
+    return [
+        GenRequest(prompt_ids=tuple(ids), seed=seed, text=text, user=user, name=name, **common)
+        for (user, seed, name), (text, ids) in zip(asks, prompts, strict=True)
+    ]
 
 
 def _decode(backend, requests: list[GenRequest]) -> list[tuple[tuple[int, ...], tuple[int, ...], str, str]]:
@@ -119,24 +125,23 @@ def _hop_wave(spec: RoundtripSpec, chains: list[_Chain], hop: int, backends) -> 
         if not live:
             continue
         backend = _backend_for(backends, model.name)
-        reqs = [
-            _request(
-                backend,
+        asks = [
+            (
                 translation_prompt(c.current, c.langs[hop - 1], c.langs[hop], spec.prompt_version),
-                spec.max_tokens,
                 hop_seed(spec, c.model, c.text_id, c.sequence, hop),
-                spec.sampling,
                 f"{c.model}/{c.text_id}/{c.sequence}/hop {hop}",
             )
             for c in live
         ]
+        reqs = _requests(backend, asks, spec.max_tokens, spec.sampling)
+        generator = _generator(backend)
         for c, r, (pids, oids, text, finish) in zip(live, reqs, _decode(backend, reqs), strict=True):
             rows.append({
                 "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "hop": hop,
                 "src_lang": c.langs[hop - 1], "tgt_lang": c.langs[hop], "seed": r.seed, "cap": r.max_tokens,
-                "template_id": template_id("translate", spec.prompt_version), "prompt_ids": list(pids),
-                "output_ids": list(oids), "text": text, "finish_reason": finish, "capped": finish == "length",
-                "empty": not text.strip(), "generator": _generator(backend),
+                "template_id": template_id("translate", spec.prompt_version), "prompt_ids": pids,
+                "output_ids": oids, "text": text, "finish_reason": finish, "capped": finish == "length",
+                "empty": not text.strip(), "generator": generator,
             })  # fmt: skip
     return rows
 
@@ -152,29 +157,28 @@ def _apply_hop(index: dict, row: dict) -> None:
 
 
 def _judge_round(spec: RoundtripSpec, pending: list[_Chain], attempt: int, judge) -> list[dict]:
-    reqs = [
-        _request(
-            judge,
+    asks = [
+        (
             judge_prompt(c.source, c.current, spec.prompt_version),
-            spec.judge.max_tokens,
             judge_seed(spec, c.model, c.text_id, c.sequence, attempt),
-            spec.judge.sampling,
             f"judge {c.model}/{c.text_id}/{c.sequence} attempt {attempt}",
         )
         for c in pending
     ]
-    rows = []
+    schema = judge_schema(spec.prompt_version) if spec.judge.structured else None
+    reqs = _requests(judge, asks, spec.judge.max_tokens, spec.judge.sampling, schema)
+    rows, generator = [], _generator(judge)
     for c, r, (pids, oids, raw, finish) in zip(pending, reqs, _decode(judge, reqs), strict=True):
         j = parse_judge(raw)
         rows.append({
             "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "attempt": attempt,
             "judge_model": spec.judge.model.name, "seed": r.seed, "cap": r.max_tokens,
-            "template_id": template_id("judge", spec.prompt_version), "prompt_ids": list(pids),
-            "output_ids": list(oids), "raw": raw, "finish_reason": finish, "parse": j.how, "mqm": j.mqm,
+            "template_id": template_id("judge", spec.prompt_version), "prompt_ids": pids,
+            "output_ids": oids, "raw": raw, "finish_reason": finish, "parse": j.how, "mqm": j.mqm,
             "judge_score": j.judge_score, "classification": j.classification, "n_minor": j.minor,
             "n_major": j.major, "n_critical": j.critical, "n_bad_severity": len(j.bad_severities),
             "issues": json.dumps(j.issues, ensure_ascii=False) if j.parsed else None, "error": j.error,
-            "generator": _generator(judge),
+            "generator": generator,
         })  # fmt: skip
     return rows
 

@@ -17,7 +17,8 @@ A spec::
     [engine]                            # passed to the backend (vLLM options)
     [server]                            # the server backend (as `generate`'s [server] table)
     [judge]                             # model, model_name, backend, base_url, max_tokens, retries,
-                                        # temperature, top_p, top_k (default: the first model, 1024, 2, 0.6, 0.95, 20)
+                                        # temperature, top_p, top_k (default: the first model, 1024, 2, 0.6, 0.95, 20),
+                                        # structured (default true: the reply's JSON schema goes with each request)
 
 Seeds: hop ``h`` of (model, text, sequence) gets ``H(seed, model, text, sequence, h)``, judge attempt ``a``
 ``H(seed, "judge", model, text, sequence, a)`` (SHA-256, 31 bits): independent of batching and order, so a
@@ -45,7 +46,10 @@ _KEYS = {
     "name", "model", "model_name", "backend", "texts", "sample", "sentences_per_text", "sequences", "max_tokens",
     "seed", "prompt_version", "sampling", "engine", "server", "judge",
 }  # fmt: skip
-_JUDGE_KEYS = {"model", "model_name", "backend", "base_url", "max_tokens", "retries", "temperature", "top_p", "top_k"}
+_JUDGE_KEYS = {
+    "model", "model_name", "backend", "base_url", "max_tokens", "retries", "temperature", "top_p", "top_k",
+    "structured",
+}  # fmt: skip
 MAX_CAP = 1 << 20
 
 
@@ -59,7 +63,10 @@ class Model:
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """The judge: its model, backend (``None``: the run's), server URLs, cap, retries and sampling."""
+    """The judge: its model, backend (``None``: the run's), server URLs, cap, retries and sampling.
+
+    ``structured``: send the reply's JSON schema with each judge request, for engines that constrain decoding
+    to it (vLLM's structured outputs, a server's ``response_format``; the transformers backend ignores it)."""
 
     model: Model
     backend: str | None = None
@@ -67,6 +74,7 @@ class JudgeSpec:
     max_tokens: int = 1024
     retries: int = 2
     sampling: Sampling = field(default_factory=lambda: Sampling(0.6, 0.95, 20))
+    structured: bool = True
 
 
 @dataclass(frozen=True)
@@ -100,7 +108,7 @@ class RoundtripSpec:
             "prompt_version": self.prompt_version,
             "sampling": asdict(self.sampling),
             "judge": {"model": self.judge.model.name, "max_tokens": self.judge.max_tokens,
-                      "sampling": asdict(self.judge.sampling)},
+                      "sampling": asdict(self.judge.sampling), "structured": self.judge.structured},
         }  # fmt: skip
 
     def as_dict(self) -> dict:
@@ -120,6 +128,7 @@ class RoundtripSpec:
             "judge": {
                 "model": asdict(self.judge.model), "backend": self.judge.backend, "max_tokens": self.judge.max_tokens,
                 "retries": self.judge.retries, "sampling": asdict(self.judge.sampling),
+                "structured": self.judge.structured,
             },
         }  # fmt: skip
 
@@ -135,6 +144,12 @@ def _float(value: object, key: str) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
         raise MindcapError(f"{key} must be a finite number >= 0, got {value!r}")
     return float(value)
+
+
+def _bool(value: object, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise MindcapError(f"{key} must be true or false, got {value!r}")
+    return value
 
 
 def _strs(value: object, key: str) -> list[str]:
@@ -195,6 +210,7 @@ def _judge(value: object, models: tuple[Model, ...], base: Path | None) -> Judge
         max_tokens=_int(value.get("max_tokens", 1024), "judge.max_tokens", 1, MAX_CAP),
         retries=_int(value.get("retries", 2), "judge.retries", 0, 100),
         sampling=_sampling(value, "judge", JudgeSpec.__dataclass_fields__["sampling"].default_factory()),
+        structured=_bool(value.get("structured", True), "judge.structured"),
     )
 
 

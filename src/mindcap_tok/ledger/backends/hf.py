@@ -1,7 +1,9 @@
 """The transformers backend: ``model.generate`` one request at a time, seeded per request (small CPU runs, tests).
 
 A request is decoded as ``torch.manual_seed(seed)`` then ``generate(prompt, num_return_sequences=n,
-max_new_tokens=cap)``, so a request's samples depend on its seed only, never on batching or order.
+max_new_tokens=cap)``, so a request's samples depend on its seed only, never on batching or order. A request's
+``json_schema`` is not enforced (transformers has no constrained decoding built in); the round-trip judge reads
+free replies tolerantly and retries those it cannot parse.
 """
 
 from __future__ import annotations

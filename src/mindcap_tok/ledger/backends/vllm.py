@@ -2,7 +2,9 @@
 
 ``engine`` options go to ``vllm.LLM`` unchanged (``tensor_parallel_size``, ``data_parallel_size``,
 ``max_model_len``, ``dtype``, ``gpu_memory_utilization``, ...): scale out with vLLM's own parallelism. On CPU,
-``enable_chunked_prefill`` defaults to false (seeded sampling fails on chunked prefills there).
+``enable_chunked_prefill`` defaults to false (seeded sampling fails on chunked prefills there). A request's
+``json_schema`` becomes vLLM's structured outputs (``StructuredOutputsParams(json=...)``, its default grammar
+backend).
 """
 
 from __future__ import annotations
@@ -44,12 +46,26 @@ class VllmBackend:
                 top_p=r.top_p if r.temperature > 0 else 1.0,
                 top_k=r.top_k if r.temperature > 0 and r.top_k > 0 else -1,
                 stop_token_ids=list(r.stop_ids),
+                **self._structured(r.json_schema),
             )
             for r in requests
         ]
         prompts = [{"prompt_token_ids": list(r.prompt_ids)} for r in requests]
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         return [[_completion(c) for c in o.outputs] for o in outputs]
+
+    def _structured(self, schema: dict | None) -> dict:
+        """``SamplingParams`` options that constrain decoding to ``schema`` (none without one)."""
+        if schema is None:
+            return {}
+        from vllm import sampling_params
+
+        if not hasattr(sampling_params, "StructuredOutputsParams"):
+            raise MindcapError(
+                f"vLLM {self.version} has no structured outputs (StructuredOutputsParams); upgrade it or set "
+                "[judge] structured = false"
+            )
+        return {"structured_outputs": sampling_params.StructuredOutputsParams(json=schema)}
 
 
 def _completion(output) -> Completion:

@@ -1,0 +1,31 @@
+"""COMET in the round-trip report (extra ``comet``, its own environment ``.venv-comet``): the column is what COMET
+itself predicts for (source, back-translation, source), using the tiny checkpoint of ``test_audit_comet``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.comet
+comet = pytest.importorskip("comet", reason="needs the comet extra (its own environment, see scripts/test-all.sh)")
+
+from mindcap_tok.roundtrip.report import roundtrip_report  # noqa: E402
+from test_audit_comet import checkpoint  # noqa: E402, F401 (a fixture)
+from test_roundtrip_report import BACK, SEQ, SOURCES, run  # noqa: E402, F401 (run: a fixture)
+
+
+def test_comet_of_each_back_translation_is_what_comet_predicts(run, qwen, checkpoint, tmp_path):  # noqa: F811
+    result = roundtrip_report(run, tmp_path / "report", tokenizers={"qwen3-8b": qwen}, flores=False, lid=False,
+                              comet_checkpoint=checkpoint, n_boot=50)  # fmt: skip
+    pairs = [(tid, lang, back) for lang, by_text in BACK.items() for tid, back in by_text.items() if back]
+    triples = [{"src": SOURCES[t][0], "mt": b, "ref": SOURCES[t][0]} for t, _, b in pairs]
+    model = comet.load_from_checkpoint(str(checkpoint))
+    direct = np.asarray(model.predict(triples, batch_size=4, gpus=0, progress_bar=False).scores)
+    samples = result.samples.set_index(["text_id", "sequence"])
+    got = [samples.loc[(t, SEQ[lang]), "comet"] for t, lang, _ in pairs]
+    assert got == pytest.approx(direct, abs=1e-6)
+    assert np.isnan(samples.loc[("t3", SEQ["fra_Latn"]), "comet"])  # a failed chain has no back-translation
+    table = result.chrf.set_index(["by", "group"])
+    assert table.loc[("overall", "all"), "mean_comet"] == pytest.approx(direct.mean(), abs=1e-6)
+    assert result.summary["comet_checkpoint"] == "model.ckpt"
+    assert "## chrF and COMET of the back-translation" in (tmp_path / "report" / "report.md").read_text("utf-8")
