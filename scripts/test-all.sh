@@ -35,4 +35,4 @@ VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 .venv-gen/bin/python -
 
 [ -x .venv-comet/bin/python ] || "$PY" -m venv .venv-comet
 .venv-comet/bin/pip install -q --disable-pip-version-check -e '.[comet,chrf]' pytest
-.venv-comet/bin/python -m pytest -q -m comet -p no:cacheprovider tests/test_audit_comet.py   # no dev extra here
+.venv-comet/bin/python -m pytest -q -m comet -p no:cacheprovider tests/test_audit_comet.py tests/test_roundtrip_comet.py   # no dev extra here

@@ -6,7 +6,7 @@ import click
 
 from ..ledger.backends import BACKENDS
 from ..ledger.generate import dry_run, run_job
-from ._options import out_dir_option
+from ._options import multi_option, out_dir_option
 from ._progress import throughput_bar
 
 
@@ -19,12 +19,11 @@ from ._progress import throughput_bar
     default=None,
     help="Generation engine [default: server when the job has a [server] table or --base-url is given, else vllm].",
 )
-@click.option(
+@multi_option(
     "--base-url",
     "base_url",
-    multiple=True,
     metavar="URL",
-    help="An OpenAI-compatible server (http://HOST:8000/v1) for the server backend; repeat to spread requests.",
+    help="OpenAI-compatible server(s) (http://HOST:8000/v1) for the server backend; several spread the requests.",
 )
 @click.option("--dry-run", "dry", is_flag=True, help="Print requests, shards and worst-case tokens; generate nothing.")
 @click.pass_obj

