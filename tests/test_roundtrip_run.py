@@ -270,3 +270,37 @@ def test_vllm_sends_the_schema_as_structured_outputs():
     params = engine._structured(judge_schema())["structured_outputs"]
     assert isinstance(params, vllm.sampling_params.StructuredOutputsParams) and params.json == judge_schema()
     assert vllm.SamplingParams(max_tokens=8, structured_outputs=params).structured_outputs.json == judge_schema()
+
+
+def test_the_judge_runs_on_a_server(tmp_path, tiny, backend, texts_file):
+    """Hops in process, the judge through a real local OpenAI-compatible server (text-only replies, as a hosted
+    API gives): every judge request reaches it with the reply schema as ``response_format``, and the replies are
+    parsed and scored (GOOD: one minor and one major issue, MQM 100 - 1 - 5 = 94)."""
+    from local_http import LocalHTTP
+    from mindcap_tok.roundtrip import open_backends
+
+    bodies: list[dict] = []
+
+    def get(h) -> None:
+        h.reply(404, {"error": {"message": "Not Found"}})
+
+    def post(h, raw: bytes) -> None:
+        body = json.loads(raw)
+        bodies.append(body)
+        h.reply(200, {"choices": [{"index": i, "text": GOOD, "finish_reason": "stop"} for i in range(body["n"])]})
+
+    server = LocalHTTP(get, post)
+    try:
+        judge_spec = {"retries": 0, "model": str(tiny), "base_url": [server.url]}
+        spec = make_spec(tiny, texts_file, sequences=["en>sw>en"], judge=judge_spec)
+        backends, judge = open_backends(spec, "transformers")
+        assert judge.name == "server" and backends["tiny-qwen3"] is not judge
+        result = run_roundtrip(spec, tmp_path / "run", backends, judge)
+    finally:
+        server.close()
+    judged = [b for b in bodies if "response_format" in b]
+    assert len(bodies) == len(judged) == 3 == result.counts()["judged"]  # only the judge's requests, all with it
+    schema = judged[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["issues"]["items"]["properties"]["severity"]["enum"] == ["minor", "major", "critical"]
+    samples = result.samples
+    assert samples["mqm"].tolist() == [94.0] * 3 and samples["judge_score"].tolist() == [88.0] * 3
