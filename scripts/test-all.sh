@@ -31,7 +31,7 @@ fi
 .venv-gen/bin/python -c "import vllm, torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"  # no silent skip
 # only the files that hold vLLM tests: collecting the rest here would report their module-level skips
 VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 .venv-gen/bin/python -m pytest -q -m vllm --durations=5 \
-  tests/test_generate_vllm.py tests/test_server_vllm.py tests/test_determinism_vllm.py
+  tests/test_generate_vllm.py tests/test_server_vllm.py tests/test_determinism_vllm.py tests/test_roundtrip_run.py
 
 [ -x .venv-comet/bin/python ] || "$PY" -m venv .venv-comet
 .venv-comet/bin/pip install -q --disable-pip-version-check -e '.[comet,chrf]' pytest

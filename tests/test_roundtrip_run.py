@@ -259,6 +259,7 @@ def test_cli_dry_run_and_run(tmp_path, tiny, backend, texts_file, capsys, monkey
     assert "not a round-trip run's" in capsys.readouterr().err
 
 
+@pytest.mark.vllm  # runs in the vLLM stage of scripts/test-all.sh
 def test_vllm_sends_the_schema_as_structured_outputs():
     vllm = pytest.importorskip("vllm", reason="needs the vLLM extra (its own environment)")
     from mindcap_tok.ledger.backends.vllm import VllmBackend
