@@ -3,12 +3,14 @@
 
 The dry backend implements the backend interface (``tok``, ``generate``, ``name``, ``version``) with the real
 Qwen3 chat tokenizer: a translation request returns the ids of its SOURCE TEXT (so a chain carries the same
-text through every hop), a judge request a fixed, valid MQM reply. Time inside ``generate`` is the engine's;
+text through every hop), a judge request a fixed, valid MQM reply. Time inside ``generate`` is the engine's,
+less Python's garbage collector pauses in it (collections of the run's objects can fall in any call);
 everything else (prompts, chat templates, seeds, decoding, Parquet waves and manifest commits, the samples
-table) is orchestration, timed on the wall clock and as this process's CPU time (which other jobs on the cores do
-not inflate). ``--tokens-per-s R`` makes the dry engine sleep as a batched engine producing R output tokens per
-second would (0: pure echo, which gives the overhead in absolute terms). The run's prompts are then rebuilt with
-one ``ChatTokenizer.chat`` each, timed against ``chat_batch`` and checked to be identical.
+table) and every collector pause is orchestration, timed on the wall clock and as this process's CPU time
+(which other jobs on the cores do not inflate). ``--tokens-per-s R`` makes the dry engine sleep as a batched
+engine producing R output tokens per second would (0: pure echo, which gives the overhead in absolute terms).
+The run's prompts are then rebuilt with one ``ChatTokenizer.chat`` each, timed against ``chat_batch`` and
+checked to be identical.
 
     python benchmarks/bench_roundtrip.py [--texts 200] [--tokens-per-s 0] [--tokens-per-s 20000]
 """
@@ -16,6 +18,7 @@ one ``ChatTokenizer.chat`` each, timed against ``chat_batch`` and checked to be 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import tempfile
@@ -65,19 +68,33 @@ class TimedTokenizer:
         return self.inner.encode(text)
 
 
+class GcClock:
+    """Seconds of Python's cyclic garbage collector, split into pauses inside the engine calls and outside."""
+
+    def __init__(self) -> None:
+        self.seconds, self.in_engine, self._start = {True: 0.0, False: 0.0}, False, 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds[self.in_engine] += time.perf_counter() - self._start
+
+
 class EchoBackend:
     """A dry engine: echoes each translation request's source text, answers each judge request with REPLY."""
 
     name, version = "echo", "1"
 
-    def __init__(self, tok: TimedTokenizer, tokens_per_s: float = 0.0) -> None:
-        self.tok, self.tokens_per_s = tok, tokens_per_s
+    def __init__(self, tok: TimedTokenizer, tokens_per_s: float, gc_clock: GcClock) -> None:
+        self.tok, self.tokens_per_s, self.gc_clock = tok, tokens_per_s, gc_clock
         self.end = tok.hf.convert_tokens_to_ids("<|im_end|>")
         self.reply = (*tuple(tok.encode(REPLY)), self.end)
         self.seconds, self.cpu, self.calls, self.requests, self.tokens = 0.0, 0.0, 0, 0, 0
 
     def generate(self, requests: list[GenRequest]) -> list[list[Completion]]:
         start, cpu = time.perf_counter(), time.process_time()
+        self.gc_clock.in_engine = True
         out = []
         for r in requests:
             if r.name and r.name.startswith("judge"):
@@ -89,6 +106,7 @@ class EchoBackend:
             self.tokens += len(ids)
         if self.tokens_per_s:
             time.sleep(sum(len(c[0].ids) for c in out) / self.tokens_per_s)
+        self.gc_clock.in_engine = False
         self.seconds += time.perf_counter() - start
         self.cpu += time.process_time() - cpu
         self.calls += 1
@@ -109,22 +127,30 @@ def bench(n_texts: int, tokens_per_s: float, seed: int) -> dict:
     start = time.perf_counter()
     tok.chat_batch(["setup"])  # once per tokenizer: the template check and the memoised encoder's tables
     setup = time.perf_counter() - start
-    backend = EchoBackend(TimedTokenizer(tok), tokens_per_s)
+    gc_clock = GcClock()
+    backend = EchoBackend(TimedTokenizer(tok), tokens_per_s, gc_clock)
     with tempfile.TemporaryDirectory() as tmp:
+        gc.callbacks.append(gc_clock)
         start, cpu = time.perf_counter(), time.process_time()
-        result = run_roundtrip(spec, Path(tmp) / "run", backend, backend)
-        total, cpu = time.perf_counter() - start, time.process_time() - cpu
+        try:
+            result = run_roundtrip(spec, Path(tmp) / "run", backend, backend)
+        finally:
+            total, cpu = time.perf_counter() - start, time.process_time() - cpu
+            gc.callbacks.remove(gc_clock)
     assert result.counts()["judged"] == len(result.samples), result.counts()
-    overhead = total - backend.seconds
+    engine = backend.seconds - gc_clock.seconds[True]  # the collector's pauses are orchestration wherever they fall
+    overhead = total - engine
     start = time.perf_counter()
     one_by_one = [tok.chat(user) for user, _ in backend.tok.prompts]
     chat_one_s = time.perf_counter() - start
     assert one_by_one == [got for _, got in backend.tok.prompts], "chat_batch differs from chat"
-    return {"plan": plan_roundtrip(spec), "total_s": total, "engine_s": backend.seconds, "overhead_s": overhead,
+    return {"plan": plan_roundtrip(spec), "total_s": total, "engine_s": engine, "overhead_s": overhead,
             "overhead_share": overhead / total, "requests": backend.requests, "calls": backend.calls,
             "output_tokens": backend.tokens, "tokens_per_s": tokens_per_s,
             "chat_s": backend.tok.seconds["chat"], "decode_s": backend.tok.seconds["decode"],
-            "chat_one_s": chat_one_s, "setup_s": setup, "overhead_cpu_s": cpu - backend.cpu}  # fmt: skip
+            "chat_one_s": chat_one_s, "setup_s": setup,
+            "overhead_cpu_s": cpu - backend.cpu + gc_clock.seconds[True],  # a pause's wall time ~ its CPU time
+            "gc_s": gc_clock.seconds[False], "gc_engine_s": gc_clock.seconds[True]}  # fmt: skip
 
 
 def main() -> None:
@@ -151,6 +177,10 @@ def main() -> None:
         print(
             f"  orchestration split: chat template + prompt encoding {r['chat_s']:.2f} s (chat_batch, one call per "
             f"wave) | decoding {r['decode_s']:.2f} s | everything else (prompts, seeds, Parquet, manifest) {rest:.2f} s"
+        )
+        print(
+            f"  of which garbage collector pauses: {r['gc_s']:.2f} s outside the engine calls, "
+            f"{r['gc_engine_s']:.2f} s inside them (moved from engine time to orchestration)"
         )
         print(
             f"  the same {r['requests']} prompts one chat() call each (template rendered, transformers encode): "

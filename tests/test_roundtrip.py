@@ -25,7 +25,7 @@ from mindcap_tok.roundtrip import (
 )
 from mindcap_tok.roundtrip.prompts import judge_prompt, judge_schema, translation_prompt
 from mindcap_tok.roundtrip.sequences import parse_chain
-from mindcap_tok.roundtrip.store import HOP_SCHEMA, RunStore
+from mindcap_tok.roundtrip.store import HOP_SCHEMA, JUDGE_SCHEMA, RunStore
 
 # -- MQM -------------------------------------------------------------------------------------------------------
 
@@ -317,3 +317,22 @@ def test_run_folder_refuses_other_files_and_other_runs(tmp_path):
     assert RunStore(tmp_path / "run", {"a": 1}, {}).has("hops/hop-01.parquet")
     with pytest.raises(MindcapError, match="another round-trip run"):
         RunStore(tmp_path / "run", {"a": 2}, {})
+
+
+def test_run_folder_reads_back_the_rows_it_wrote(tmp_path):
+    """Rows go in column by column (nulls, empty and long id lists, non-ASCII text) and come back as written."""
+    rows = [
+        {"model": "m", "text_id": "t1", "sequence": "s", "attempt": 0, "judge_model": "j", "seed": 2**31 - 1,
+         "cap": 9, "template_id": "v1:judge", "prompt_ids": tuple(range(151_000, 151_300)), "output_ids": (),
+         "raw": "ไม่ {\"score\": 1}", "finish_reason": "length", "parse": None, "mqm": None, "judge_score": None,
+         "classification": None, "n_minor": 0, "n_major": 0, "n_critical": 0, "n_bad_severity": 0, "issues": None,
+         "error": "truncated", "generator": "echo 1"},
+        {"model": "m", "text_id": "t2", "sequence": "s", "attempt": 1, "judge_model": "j", "seed": 0, "cap": 9,
+         "template_id": "v1:judge", "prompt_ids": (0, 1), "output_ids": (5,), "raw": "{}", "finish_reason": "stop",
+         "parse": "strict", "mqm": -6.5, "judge_score": 90.0, "classification": "8-very good", "n_minor": 1,
+         "n_major": 1, "n_critical": 0, "n_bad_severity": 2, "issues": "[]", "error": None, "generator": "echo 1"},
+    ]  # fmt: skip
+    store = RunStore(tmp_path / "run", {"a": 1}, {})
+    store.write("judge/round-00.parquet", rows, JUDGE_SCHEMA)
+    back = RunStore(tmp_path / "run", {"a": 1}, {}).read("judge/round-00.parquet")
+    assert back == [{**r, "prompt_ids": list(r["prompt_ids"]), "output_ids": list(r["output_ids"])} for r in rows]
