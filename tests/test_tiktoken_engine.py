@@ -6,7 +6,6 @@ in the test; the engine must give its ids and counts, and must refuse pipelines 
 
 from __future__ import annotations
 
-import json
 import unicodedata
 
 import pytest
@@ -18,6 +17,7 @@ from mindcap_tok.data.languages import flores_codes
 from mindcap_tok.premium import counting_engine, token_premium
 from mindcap_tok.tokenizer import BYTE_TO_CHAR, ResolvedTokenizer, load_tokenizer
 from mindcap_tok.tokenizer_backends import NotEligible, tiktoken_engine
+from tokenizer_edits import edited
 
 EXTRA = [
     "",
@@ -113,14 +113,7 @@ def _tiny(merges=MERGES, **edit) -> Tokenizer:
     )
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens(["<|x|>"])
-    spec = json.loads(tok.to_str())
-    for path, value in edit.items():
-        *keys, last = path.split("__")
-        node = spec
-        for key in keys:
-            node = node[int(key) if key.isdigit() else key]
-        node[last] = value
-    return Tokenizer.from_str(json.dumps(spec))
+    return edited(tok, **edit)
 
 
 def test_tiny_byte_level_bpe_is_eligible_and_exact():
