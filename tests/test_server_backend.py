@@ -5,6 +5,7 @@ building, id extraction from each response shape, the retokenized path, retries,
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -23,7 +24,7 @@ from mindcap_tok.ledger.generate import run_job
 from mindcap_tok.ledger.jobs import ServerSpec, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.store import Ledger
 from test_generate import frame, spec_data
-from tiny_model import build_tiny_model
+from tiny_model import VOCAB, build_tiny_model
 
 EOS = 2  # <|im_end|> in tiny_model.SPECIALS order
 #: ids of single characters (filled by the ``hf`` fixture): their text re-encodes to at most as many ids
@@ -67,6 +68,57 @@ def rule(seed: int, sample: int, cap: int) -> tuple[list[int], str]:
         ids[-1] = EOS
         return ids, "stop"
     return ids, "length"
+
+
+def first_length(answer: dict) -> dict:
+    """The answer's first choice that ran to the cap (``rule`` gives one in every two consecutive samples)."""
+    return next(c for c in answer["choices"] if c["finish_reason"] == "length")
+
+
+def first_id(answer: dict, value: int) -> None:
+    """Replace the first output id of choice 0 with ``value``."""
+    answer["choices"][0]["token_ids"][0] = value
+
+
+#: faults that spoil a well-formed answer (a request for n = 2 under cap 12) and the problem named for each
+TAMPER = {
+    "index-true": (lambda a: a["choices"].append({**a["choices"][0], "index": True}), "choice 2 has index true"),
+    "index-half": (lambda a: a["choices"].append({**a["choices"][0], "index": 0.5}), "choice 2 has index 0.5"),
+    "index-str": (lambda a: a["choices"].append({**a["choices"][0], "index": "1"}), 'choice 2 has index "1"'),
+    "index-null": (lambda a: a["choices"].append({**a["choices"][0], "index": None}), "choice 2 has index null"),
+    "id-2**64": (
+        lambda a: first_id(a, 2**64),
+        f"choice 0: token id 18446744073709551616 out of range 0..{VOCAB - 1}",
+    ),
+    "id-vocab": (
+        lambda a: first_id(a, VOCAB),
+        f"choice 0: token id {VOCAB} out of range 0..{VOCAB - 1}",
+    ),
+    "short-length": (
+        lambda a: first_length(a)["token_ids"].pop(),
+        "finish_reason 'length' with 11 of max_tokens 12 tokens",
+    ),
+    "stop-at-cap": (
+        lambda a: first_length(a).update(finish_reason="stop"),
+        "finish_reason 'stop' with 12 of max_tokens 12 tokens",
+    ),
+    "over-cap": (lambda a: first_length(a)["token_ids"].append(EOS), "13 output ids, above max_tokens 12"),
+}
+
+
+def trickle(h, gap_s: float = 0.5) -> None:
+    """A 200 whose headers promise 200 bytes and whose body then comes one byte every ``gap_s`` seconds."""
+    try:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", "200")
+        h.end_headers()
+        for byte in b'{"choices": [{"inde':
+            h.wfile.write(bytes([byte]))
+            time.sleep(gap_s)
+    except OSError:  # the client gave up
+        pass
+    h.close_connection = True
 
 
 # -- the fake server -----------------------------------------------------------------------------------------------
@@ -116,6 +168,10 @@ class Fake:
             return
         if fault == "slow":
             time.sleep(1.0)
+        if fault == "silent":
+            time.sleep(2.5)
+        if fault == "trickle":
+            return trickle(h)
         if fault == "429":
             return h.reply(429, {"error": {"message": "Too Many Requests", "code": 429}}, {"Retry-After": "1"})
         if fault == "500":
@@ -176,7 +232,10 @@ class Fake:
                 },
             )
         time.sleep(self.delay)
-        h.reply(200, self.answer(body, h.path))
+        answer = self.answer(body, h.path)
+        if fault in TAMPER:
+            TAMPER[fault][0](answer)
+        h.reply(200, answer)
 
     def answer(self, body: dict, path: str) -> dict:
         chat = path.endswith("/chat/completions")
@@ -432,30 +491,88 @@ HOSTED_CHAT = """{"id": "chatcmpl-abc", "object": "chat.completion", "created": 
 
 
 def test_ids_from_each_response_shape():
-    got = parse_response(json.loads(VLLM_COMPLETIONS), 2, chat=False)
+    got = parse_response(json.loads(VLLM_COMPLETIONS), 2, chat=False, max_tokens=3, vocab_size=100)
     assert [(c["ids"], c["prompt_ids"], c["text"], c["finish_reason"]) for c in got] == [
         ((30, 2), (1, 20, 21), " 9", "stop"),
         ((40, 41, 42), (1, 20, 21), " 7", "length"),
     ]
-    (c,) = parse_response(json.loads(VLLM_CHAT), 1, chat=True)
+    (c,) = parse_response(json.loads(VLLM_CHAT), 1, chat=True, max_tokens=8, vocab_size=100)
     assert (c["ids"], c["prompt_ids"], c["text"]) == ((50, 51, 2), (1, 60, 61, 62), "#### 9")
     assert c["finish_reason"] == "stop"
-    (c,) = parse_response(json.loads(OLD_VLLM_COMPLETIONS), 1, chat=False)
+    (c,) = parse_response(json.loads(OLD_VLLM_COMPLETIONS), 1, chat=False, max_tokens=2, vocab_size=100)
     assert (c["ids"], c["prompt_ids"]) == ((70, 71), None)
-    (c,) = parse_response(json.loads(OLD_VLLM_CHAT), 1, chat=True)
+    (c,) = parse_response(json.loads(OLD_VLLM_CHAT), 1, chat=True, max_tokens=8, vocab_size=100)
     assert c["ids"] == (80, 2)
-    (c,) = parse_response(json.loads(HOSTED_CHAT), 1, chat=True)
+    (c,) = parse_response(json.loads(HOSTED_CHAT), 1, chat=True, max_tokens=8, vocab_size=100)
     assert (c["ids"], c["prompt_ids"], c["text"]) == (None, None, "The answer is 9")
     bad = [
-        ({"choices": [{"index": 0, "text": "x", "token_ids": [1, "2"]}]}, "not a list of token ids"),
-        ({"choices": [{"index": 0, "text": "x", "token_ids": [1, -3]}]}, "not a list of token ids"),
-        ({"choices": [{"index": 1, "text": "x"}]}, "not indices 0..0"),
-        ({"object": "error"}, "no choices list"),
-        ({"choices": [{"index": 0, "text": "x", "logprobs": {"tokens": ["a"]}}]}, "is not 'token_id:N'"),
+        ({"token_ids": [1, "2"]}, 'choice 0 has token_ids[1] "2" (input should be a valid integer)'),
+        ({"token_ids": [1, -3]}, "choice 0: token id -3 out of range 0..99"),
+        ({"index": 1}, "choice 0 has index 1, not in 0..0"),
+        ({"logprobs": {"tokens": ["a"]}}, "choice 0: logprobs token 'a' is not 'token_id:N'"),
     ]
-    for body, message in bad:
-        with pytest.raises(MindcapError, match=message):
-            parse_response(body, 1, chat=False)
+    for change, message in bad:
+        body = {"choices": [{"index": 0, "text": "x", "finish_reason": "stop", **change}]}
+        with pytest.raises(MindcapError) as exc:
+            parse_response(body, 1, chat=False, max_tokens=8, vocab_size=100)
+        assert str(exc.value).startswith(message), change
+    with pytest.raises(MindcapError, match=r"^the response has no choices$"):
+        parse_response({"object": "error"}, 1, chat=False, max_tokens=8, vocab_size=100)
+
+
+def reply(*choices: dict, **top) -> dict:
+    """A completions reply whose choices default to index i, text "x", finish_reason "stop"."""
+    return {"choices": [{"index": i, "text": "x", "finish_reason": "stop", **c} for i, c in enumerate(choices)], **top}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (reply({}, {}, {"index": True}), "choice 2 has index true (input should be a valid integer)"),
+        (reply({}, {}, {"index": 0.5}), "choice 2 has index 0.5 (input should be a valid integer)"),
+        (reply({}, {"index": "1"}), 'choice 1 has index "1" (input should be a valid integer)'),
+        (reply({}, {"index": None}), "choice 1 has index null (input should be a valid integer)"),
+        (reply({}, {"index": 0}), "choices 0 and 1 both have index 0"),
+        (reply({}), "1 choice(s) for n = 2: none has index 1"),
+        (reply({}, {}, {}), "choice 2 has index 2, not in 0..1"),
+        (reply({}, {"token_ids": [5, True]}), "choice 1 has token_ids[1] true (input should be a valid integer)"),
+        (reply({}, {"token_ids": [5, 1.0]}), "choice 1 has token_ids[1] 1.0 (input should be a valid integer)"),
+        (reply({"token_ids": [2**64]}, {}), "choice 0: token id 18446744073709551616 out of range 0..99"),
+        (reply({"token_ids": [2**300]}, {}), "choice 0: token id ~2**300 out of range 0..99"),
+        (reply({"token_ids": [100]}, {}), "choice 0: token id 100 out of range 0..99"),
+        (reply({"token_ids": [1, 2]}, {"token_ids": [1, 2, 3, 4, 5]}), "choice 1: 5 output ids, above max_tokens 4"),
+        (reply({}, {"token_ids": [1, 2], "finish_reason": "length"}), "choice 1: finish_reason 'length' with 2 of"),
+        (reply({"token_ids": [1, 2, 3, 4]}, {}), "choice 0: finish_reason 'stop' with 4 of max_tokens 4 tokens"),
+        (reply({"finish_reason": "abort"}, {}), "choice 0 has finish_reason \"abort\" (input should be 'stop' or"),
+        (reply({"finish_reason": None}, {}), "choice 0 has finish_reason null"),
+        (reply({}, {"text": None}), "choice 1 has text null (input should be a valid string)"),
+        (reply({}, {}, prompt_token_ids=[1, 100]), "prompt_token_ids: token id 100 out of range 0..99"),
+        (reply({}, {"prompt_token_ids": [-1]}), "choice 1: prompt_token_ids: token id -1 out of range 0..99"),
+        (reply({"logprobs": {"tokens": ["token_id:\u00b2"]}}, {}), "choice 0: logprobs token 'token_id:\u00b2' is not"),
+        ({"choices": [reply({})["choices"][0], "x"]}, 'choice 1 is "x" (not a JSON object)'),
+        ([], "the response is [] (not a JSON object)"),
+    ],
+)
+def test_malformed_replies_are_named_in_one_line(body, message):
+    """Each rule of the reply schema (n = 2 choices, max_tokens 4, 100 ids), the problem named as written here."""
+    with pytest.raises(MindcapError) as exc:
+        parse_response(body, 2, chat=False, max_tokens=4, vocab_size=100)
+    assert str(exc.value).startswith(message) and "\n" not in str(exc.value)
+
+
+def test_chat_replies_follow_the_same_schema():
+    ok = {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "length", "token_ids": [7]}
+    (c,) = parse_response({"choices": [ok]}, 1, chat=True, max_tokens=1, vocab_size=100)
+    assert (c["ids"], c["text"], c["finish_reason"]) == ((7,), "", "length")
+    for change, message in [
+        ({"index": False}, "choice 0 has index false"),
+        ({"message": "hi"}, 'choice 0 has message "hi" (not a JSON object)'),
+        ({"token_ids": [7, 8]}, "choice 0: 2 output ids, above max_tokens 1"),
+        ({"token_ids": None, "logprobs": {"content": [{"token": "token_id:100"}]}}, "choice 0: token id 100 out"),
+    ]:
+        with pytest.raises(MindcapError) as exc:
+            parse_response({"choices": [{**ok, **change}]}, 1, chat=True, max_tokens=1, vocab_size=100)
+        assert str(exc.value).startswith(message), change
 
 
 def test_retry_after_header():
@@ -605,8 +722,6 @@ def test_prompt_id_mismatch_is_an_error_naming_the_request(tmp_path, tiny, hf, f
     ("fault", "message"),
     [
         ("400", "answered 400: max_tokens is too large"),
-        ("garbage", "sent a malformed response (not JSON"),
-        ("abort", "finish_reason 'abort' (not stop/length: nothing stored)"),
         ("long", "tokens, above the cap 12 (does it serve a model with the job's tokenizer?)"),
     ],
 )
@@ -628,6 +743,68 @@ def test_a_failed_request_fails_its_shard_at_once_and_resume_completes(
     assert run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value).records == 6
     rows = frame(tmp_path / "led")
     assert len(rows) == 6 and len({(r["item"], r["sample"]) for r in rows}) == 6
+
+
+#: the problem named for each fault that makes a malformed reply
+MALFORMED = {
+    **{fault: message for fault, (_, message) in TAMPER.items()},
+    "garbage": "not JSON (",
+    "abort": """choice 0 has finish_reason "abort" (input should be 'stop' or 'length')""",
+}
+ONE_REQUEST = {"items": [0], "langs": ["deu_Latn"]}
+LABEL = "request native/deu_Latn/replay-cap12/00000 item 0"
+
+
+@pytest.mark.parametrize("fault", list(MALFORMED))
+def test_a_malformed_reply_is_retried_then_fails_storing_nothing(tmp_path, tiny, hf, fakes, config, fault):
+    fake = fakes()
+    fake.faults = [fault, fault]
+    spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
+    b = backend(tiny, spec)
+    with pytest.raises(MindcapError) as exc:
+        run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value)
+    message = str(exc.value)
+    assert message.startswith(f"{LABEL} failed after 2 attempt(s): malformed response from {fake.url}: "), message
+    assert MALFORMED[fault] in message and "\n" not in message
+    assert b.retries == 1 and len(fake.bodies) == 2
+    assert not Ledger(tmp_path / "led").exists() or Ledger(tmp_path / "led").read().num_rows == 0
+
+
+def test_a_malformed_reply_then_a_good_one_stores_the_good_one_once(tmp_path, tiny, hf, fakes, config):
+    fake = fakes()
+    fake.faults = ["index-true"]  # three choices for n = 2 first, then a well-formed answer
+    spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
+    b = backend(tiny, spec)
+    assert run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value).records == 2 and b.retries == 1
+    rows = frame(tmp_path / "led")
+    seed = fake.bodies[1]["seed"]
+    assert [(r["sample"], r["output_ids"], r["finish_reason"]) for r in rows] == [
+        (j, *rule(seed, j, 12)) for j in range(2)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fault", "problem"),
+    [
+        ("trickle", r"no complete answer from URL within 1 s \(status 200, received [1-3] bytes\)"),
+        ("silent", r"no answer from URL within 1 s"),
+    ],
+)
+def test_timeout_is_a_deadline_for_the_whole_request(tmp_path, tiny, hf, fakes, config, fault, problem):
+    """A body trickling one byte every 0.5 s (each read well within the timeout) is cut off at timeout_s = 1,
+    as is a server that says nothing: two attempts of about a second each, not the trickle's 10 s each."""
+    fake = fakes()
+    fake.faults = [fault, fault]
+    spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1, timeout_s=1))
+    b = backend(tiny, spec)
+    t0 = time.perf_counter()
+    with pytest.raises(MindcapError) as exc:
+        run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value)
+    elapsed = time.perf_counter() - t0
+    assert 2.0 <= elapsed < 4.0, elapsed
+    want = re.escape(f"{LABEL} failed after 2 attempt(s): ") + problem.replace("URL", re.escape(fake.url))
+    assert re.fullmatch(want, str(exc.value)), str(exc.value)
+    assert not Ledger(tmp_path / "led").exists() or Ledger(tmp_path / "led").read().num_rows == 0
 
 
 def test_wrong_model_name_and_invalid_key(tmp_path, tiny, fakes, config, monkeypatch):
@@ -676,12 +853,12 @@ def test_unreachable_url_through_the_cli(tmp_path, tiny, capsys, fakes):
     assert len(warnings) == 1 and warnings[0].startswith("warning: ")
 
 
-def job_file(path, tiny, server_lines: str) -> None:
+def job_file(path, tiny, server_lines: str, timeout_s: float = 5) -> None:
     """A one-language, two-request job whose ``[server]`` table holds ``server_lines``."""
     path.write_text(
         f'name = "t"\nmodel = "{tiny}"\nmodel_name = "tiny-qwen3"\narms = ["native"]\n'
         'langs = ["deu_Latn"]\nitems = [0, 1]\nk = 1\ndesign = "replay"\ncaps = [8]\n'
-        f"[server]\nmax_retries = 1\ntimeout_s = 5\n{server_lines}\n",
+        f"[server]\nmax_retries = 1\ntimeout_s = {timeout_s}\n{server_lines}\n",
         "utf-8",
     )
 
@@ -695,7 +872,9 @@ def job_file(path, tiny, server_lines: str) -> None:
             "answered 401: Unauthorized (check the key in $MINDCAP_TEST_KEY)",
         ),
         ("wrong model", 'model = "nope"', "answered 404: The model `nope` does not exist. (is 'nope' the served"),
-        ("malformed JSON", 'model = "tiny"', "sent a malformed response (not JSON:"),
+        ("malformed JSON", 'model = "tiny"', "failed after 2 attempt(s): malformed response from URL: not JSON ("),
+        ("index true", 'model = "tiny"', "malformed response from URL: choice 1 has index true (input should be"),
+        ("trickle", 'model = "tiny"', "failed after 2 attempt(s): no complete answer from URL within 1 s (status 200"),
         ("concurrency 0", 'model = "tiny"\nconcurrency = 0', "concurrency must be an integer in 1..4096, got 0"),
         ("concurrency -3", 'model = "tiny"\nconcurrency = -3', "concurrency must be an integer in 1..4096, got -3"),
     ],
@@ -704,16 +883,18 @@ def test_bad_input_through_the_cli(tmp_path, tiny, fakes, capsys, monkeypatch, c
     """Each: one line on stderr, a non-zero exit, no record and no temporary file left in the ledger folder."""
     fake = fakes(key="right")
     monkeypatch.setenv("MINDCAP_TEST_KEY", "wrong" if case == "invalid key" else "right")
-    if case == "malformed JSON":
-        fake.faults = ["garbage"]  # a 200 whose body is cut off mid-JSON
+    faults = {"malformed JSON": "garbage", "index true": "index-true", "trickle": "trickle"}
+    if case in faults:  # every attempt of both requests: a body cut off mid-JSON, n + 1 choices, a slow trickle
+        fake.faults = [faults[case]] * 4
     job = tmp_path / "job.toml"
-    job_file(job, tiny, server_lines + ("" if "api_key_env" in server_lines else '\napi_key_env = "MINDCAP_TEST_KEY"'))
+    lines = server_lines + ("" if "api_key_env" in server_lines else '\napi_key_env = "MINDCAP_TEST_KEY"')
+    job_file(job, tiny, lines, timeout_s=1 if case == "trickle" else 5)
     led = tmp_path / "led"
     with pytest.raises(SystemExit) as exc:
         main(["generate", str(job), "--out-dir", str(led), "--base-url", fake.url])
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code not in (0, None) and len(err) == 1 and err[0].startswith("error: "), err
-    assert message in err[0]
+    assert message.replace("URL", fake.url) in err[0]
     if case.startswith("concurrency"):
         assert not led.exists() and not fake.bodies  # refused before anything was sent or written
     else:

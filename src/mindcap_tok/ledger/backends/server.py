@@ -14,10 +14,19 @@ A server that refuses those extensions (a 400/422 to the first request sent to i
 the record is marked ``retokenized``; that is said once per run on stderr.
 
 At most ``concurrency`` requests are in flight per URL; requests are spread round-robin over the URLs and a
-retry goes to the next one. Connection errors, timeouts, 408, 429 and 5xx are retried ``max_retries`` times
-with exponential backoff and jitter (``Retry-After`` honoured, up to a minute); any other 4xx, a malformed
-body or a finish reason other than ``stop``/``length`` fails the request (and so its shard) at once, in one
-line. Retries never duplicate records: a request's records come from one response only.
+retry goes to the next one. ``timeout_s`` is a deadline for each HTTP exchange as a whole (connect, send and
+every read), not for each read: a server that trickles its answer is cut off at the deadline too. Connection
+errors, timeouts, 408, 429, 5xx and malformed replies are retried ``max_retries`` times with exponential
+backoff and jitter (``Retry-After`` honoured, up to a minute), then fail the request (and so its shard) in one
+line; any other 4xx fails it at once. Retries never duplicate records: a request's records come from one
+response only.
+
+Every reply is validated before anything is stored: exactly ``n`` choices with integer indices ``0..n-1``
+(each once), token ids integers (not bools, not floats) in the tokenizer's range (added tokens included), at
+most ``max_tokens`` output ids, ``length`` exactly at the cap and ``stop`` only below it (vLLM and SGLang
+check the cap before the stop tokens). The reply's shape is a small strict pydantic model (no coercion:
+``true`` is not an index, ``1.0`` not a token id), the rules that need the request (``n``, the cap, the
+vocabulary) are plain checks after it, each naming what is wrong in one line.
 """
 
 from __future__ import annotations
@@ -27,10 +36,15 @@ import email.utils
 import json
 import os
 import random
+import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...errors import MindcapError, MissingExtraError, first_line
 from ..jobs import ServerSpec
@@ -40,7 +54,8 @@ from . import ChatTokenizer, Completion, GenRequest
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 #: the longest wait between attempts (backoff or Retry-After), in seconds
 MAX_WAIT_S = 60.0
-FINISH_REASONS = ("stop", "length")
+#: a token written by ``return_tokens_as_token_ids``
+_TOKEN_ID = re.compile(r"token_id:([0-9]+)")
 
 
 class _Retry(Exception):
@@ -97,70 +112,180 @@ def retry_after(value: str | None, now: float | None = None) -> float | None:
     return min(max(seconds, 0.0), MAX_WAIT_S)
 
 
-def _ids(value: object, what: str) -> tuple[int, ...] | None:
-    """A list of token ids from a response, ``None`` when absent; anything else is a malformed response."""
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value):
-        raise MindcapError(f"{what} is not a list of token ids")
-    return tuple(value)
+class _Strict(BaseModel):
+    """A part of a reply: types exactly as JSON sends them (strict: no bool or float for an int), extra keys
+    ignored."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
 
 
-def _logprob_ids(logprobs: object, what: str) -> tuple[int, ...] | None:
+class _ChatToken(_Strict):
+    token: str
+
+
+class _Logprobs(_Strict):
+    """``logprobs`` of a choice: completions' ``tokens``, chat's ``content``."""
+
+    tokens: list[str] | None = None
+    content: list[_ChatToken] | None = None
+
+
+class _Message(_Strict):
+    content: str | None = None
+
+
+class _Choice(_Strict):
+    index: int
+    finish_reason: Literal["stop", "length"]
+    token_ids: list[int] | None = None
+    prompt_token_ids: list[int] | None = None
+    logprobs: _Logprobs | None = None
+
+
+class _CompletionChoice(_Choice):
+    text: str
+
+
+class _ChatChoice(_Choice):
+    message: _Message
+
+
+class _Completions(_Strict):
+    choices: list[_CompletionChoice]
+    prompt_token_ids: list[int] | None = None
+
+
+class _ChatCompletions(_Strict):
+    choices: list[_ChatChoice]
+    prompt_token_ids: list[int] | None = None
+
+
+def _show(value: object, limit: int = 40) -> str:
+    """A value of a reply as JSON writes it, cut to ``limit`` characters."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _shape_problem(exc: ValidationError) -> str:
+    """The first problem pydantic found, in words: ``choice 2 has index true (input should be ...)``."""
+    err = exc.errors(include_url=False)[0]
+    loc = err["loc"]
+    if len(loc) > 1 and loc[0] == "choices" and isinstance(loc[1], int):
+        where, path = f"choice {loc[1]}", loc[2:]
+    else:
+        where, path = "the response", loc
+    name = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    if err["type"] == "missing":
+        return f"{where} has no {name}"
+    subject = f"{where} has {name} {_show(err['input'])}" if name else f"{where} is {_show(err['input'])}"
+    msg = "not a JSON object" if err["type"] == "model_type" else err["msg"][:1].lower() + err["msg"][1:]
+    return f"{subject} ({msg})"
+
+
+def _check_indices(choices: list[_Choice], n: int) -> None:
+    """Exactly ``n`` choices, indices ``0..n-1`` each once."""
+    seen: dict[int, int] = {}
+    for pos, c in enumerate(choices):
+        if not 0 <= c.index < n:
+            raise MindcapError(f"choice {pos} has index {c.index}, not in 0..{n - 1}")
+        if c.index in seen:
+            raise MindcapError(f"choices {seen[c.index]} and {pos} both have index {c.index}")
+        seen[c.index] = pos
+    if len(seen) < n:
+        missing = min(set(range(n)) - set(seen))
+        raise MindcapError(f"{len(choices)} choice(s) for n = {n}: none has index {missing}")
+
+
+def _check_ids(ids: list[int] | tuple[int, ...], vocab_size: int, where: str) -> None:
+    """Every id in ``0..vocab_size-1`` (min and max first: a whole decode's ids are checked at C speed)."""
+    if not ids or (min(ids) >= 0 and max(ids) < vocab_size):
+        return
+    t = next(t for t in ids if not 0 <= t < vocab_size)
+    shown = str(t) if abs(t) < 10**24 else f"{'-' if t < 0 else ''}~2**{abs(t).bit_length() - 1}"
+    raise MindcapError(f"{where}: token id {shown} out of range 0..{vocab_size - 1}")
+
+
+def _check_length(ids: tuple[int, ...], finish: str, max_tokens: int, where: str) -> None:
+    """At most the cap; ``length`` exactly at it, ``stop`` below it."""
+    if len(ids) > max_tokens:
+        raise MindcapError(f"{where}: {len(ids)} output ids, above max_tokens {max_tokens}")
+    if (finish == "length") != (len(ids) == max_tokens):
+        raise MindcapError(f"{where}: finish_reason {finish!r} with {len(ids)} of max_tokens {max_tokens} tokens")
+
+
+def _logprob_ids(logprobs: _Logprobs | None, where: str) -> tuple[int, ...] | None:
     """Ids from ``logprobs`` returned with ``return_tokens_as_token_ids`` (tokens written ``token_id:123``):
     completions ``{"tokens": [...]}``, chat ``{"content": [{"token": ...}]}``; ``None`` when absent."""
-    if not isinstance(logprobs, dict):
+    if logprobs is None:
         return None
-    if isinstance(logprobs.get("tokens"), list):
-        tokens = logprobs["tokens"]
-    elif isinstance(logprobs.get("content"), list):
-        tokens = [t.get("token") if isinstance(t, dict) else None for t in logprobs["content"]]
+    if logprobs.tokens is not None:
+        tokens = logprobs.tokens
+    elif logprobs.content is not None:
+        tokens = [t.token for t in logprobs.content]
     else:
         return None
     out = []
     for tok in tokens:
-        if not (isinstance(tok, str) and tok.startswith("token_id:") and tok[9:].isdigit()):
-            raise MindcapError(f"{what}: logprobs token {tok!r} is not 'token_id:N' (send return_tokens_as_token_ids)")
-        out.append(int(tok[9:]))
+        match = _TOKEN_ID.fullmatch(tok)
+        if match is None:
+            raise MindcapError(f"{where}: logprobs token {tok!r} is not 'token_id:N' (send return_tokens_as_token_ids)")
+        out.append(int(match[1]))
     return tuple(out)
 
 
-def parse_response(data: object, n: int, chat: bool) -> list[dict]:
+def parse_response(data: object, n: int, chat: bool, max_tokens: int, vocab_size: int) -> list[dict]:
     """Per choice (in index order): ``ids`` (or ``None``), ``prompt_ids`` (or ``None``), ``text`` and
-    ``finish_reason``, from a completions or chat response body. A malformed body raises a
-    :class:`MindcapError`; the finish reason is returned as sent (checked by the caller)."""
-    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
-        raise MindcapError("the response has no choices list")
-    choices = data["choices"]
-    index = [c.get("index") if isinstance(c, dict) else None for c in choices]
-    if sorted(i for i in index if isinstance(i, int) and not isinstance(i, bool)) != list(range(n)):
-        raise MindcapError(f"the response holds choices {index}, not indices 0..{n - 1}")
-    top_prompt = _ids(data.get("prompt_token_ids"), "prompt_token_ids")
+    ``finish_reason``, from a completions or chat response body to a request for ``n`` decodes under
+    ``max_tokens``, with a tokenizer of ``vocab_size`` ids. A reply that breaks any rule of the module docs
+    raises a :class:`MindcapError` naming the first problem, before anything is returned."""
+    try:
+        reply = (_ChatCompletions if chat else _Completions).model_validate(data)
+    except ValidationError as exc:
+        raise MindcapError(_shape_problem(exc)) from None
+    _check_indices(reply.choices, n)
+    if reply.prompt_token_ids is not None:
+        _check_ids(reply.prompt_token_ids, vocab_size, "prompt_token_ids")
     out = []
-    for c in sorted(choices, key=lambda c: c["index"]):
-        where = f"choice {c['index']}"
-        if chat:
-            message = c.get("message")
-            if not isinstance(message, dict):
-                raise MindcapError(f"{where} has no message")
-            text = message.get("content") or ""
-        else:
-            text = c.get("text")
-        if not isinstance(text, str):
-            raise MindcapError(f"{where}: text is not a string")
-        ids = _ids(c.get("token_ids"), f"{where}: token_ids")
-        if ids is None:
-            ids = _logprob_ids(c.get("logprobs"), where)
-        prompt = _ids(c.get("prompt_token_ids"), f"{where}: prompt_token_ids")
+    for c in sorted(reply.choices, key=lambda c: c.index):
+        where = f"choice {c.index}"
+        ids = tuple(c.token_ids) if c.token_ids is not None else _logprob_ids(c.logprobs, where)
+        if ids is not None:
+            _check_ids(ids, vocab_size, where)
+            _check_length(ids, c.finish_reason, max_tokens, where)
+        prompt = c.prompt_token_ids if c.prompt_token_ids is not None else reply.prompt_token_ids
+        if c.prompt_token_ids is not None:
+            _check_ids(c.prompt_token_ids, vocab_size, f"{where}: prompt_token_ids")
+        text = (c.message.content or "") if isinstance(c, _ChatChoice) else c.text
         out.append(
             {
                 "ids": ids,
-                "prompt_ids": prompt if prompt is not None else top_prompt,
+                "prompt_ids": tuple(prompt) if prompt is not None else None,
                 "text": text,
-                "finish_reason": c.get("finish_reason"),
+                "finish_reason": c.finish_reason,
             }
         )
     return out
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A server's whole answer to one POST, read within the deadline."""
+
+    status_code: int
+    reason_phrase: str
+    headers: Mapping[str, str]
+    content: bytes
+
+
+@dataclass
+class _Progress:
+    """How far an exchange got: the status once the headers came, the body bytes received since."""
+
+    status: int | None = None
+    received: int = 0
 
 
 def _run(coro):
@@ -318,8 +443,8 @@ class ServerBackend:
         sems = {url: asyncio.Semaphore(slots) for url in self.urls}
         limits = httpx.Limits(max_connections=slots * len(self.urls), max_keepalive_connections=slots * len(self.urls))
         async with httpx.AsyncClient(
-            headers=self.headers, timeout=httpx.Timeout(self.options.timeout_s), limits=limits, follow_redirects=False
-        ) as client:
+            headers=self.headers, timeout=httpx.Timeout(None), limits=limits, follow_redirects=False
+        ) as client:  # no per-read timeouts: _post holds each exchange to one deadline
             tasks = [
                 asyncio.create_task(self._request(client, sems, start + i, r, on_request))
                 for i, r in enumerate(requests)
@@ -357,20 +482,41 @@ class ServerBackend:
                 await asyncio.sleep(wait)
         raise MindcapError(f"{self._label(req)} failed after {attempts} attempt(s): {last}")
 
-    async def _post(self, client, url: str, body: dict):
+    async def _post(self, client, url: str, body: dict) -> _Answer:
+        """One POST, the whole exchange (connect, send, headers, body) within ``timeout_s``."""
         httpx = self._httpx
         self.attempts += 1
         endpoint = url + ("/chat/completions" if self.chat else "/completions")
+        got = _Progress()
         try:
-            resp = await client.post(endpoint, json=body)
-        except httpx.TimeoutException as exc:
-            raise _Retry(f"{url} did not answer within {self.options.timeout_s:g} s ({type(exc).__name__})") from exc
+            async with asyncio.timeout(self.options.timeout_s):
+                resp = await self._exchange(client, endpoint, body, got)
+        except TimeoutError as exc:
+            raise _Retry(self._late(url, got)) from exc
         except httpx.TransportError as exc:
             raise _Retry(f"cannot reach {url} ({type(exc).__name__}: {_one_line(first_line(exc))})") from exc
         if resp.status_code in RETRY_STATUS or resp.status_code >= 500:
             message = server_message(resp.content, resp.reason_phrase)
             raise _Retry(f"{url} answered {resp.status_code}: {message}", retry_after(resp.headers.get("retry-after")))
         return resp
+
+    @staticmethod
+    async def _exchange(client, endpoint: str, body: dict, got: _Progress) -> _Answer:
+        """POST ``body`` and read the answer whole, recording in ``got`` how far it came."""
+        chunks = []
+        async with client.stream("POST", endpoint, json=body) as resp:
+            got.status = resp.status_code
+            async for chunk in resp.aiter_bytes():
+                got.received += len(chunk)
+                chunks.append(chunk)
+        return _Answer(resp.status_code, resp.reason_phrase, resp.headers, b"".join(chunks))
+
+    def _late(self, url: str, got: _Progress) -> str:
+        """The message of a deadline passed: no answer at all, or one that came too slowly."""
+        within = f"within {self.options.timeout_s:g} s"
+        if got.status is None:
+            return f"no answer from {url} {within}"
+        return f"no complete answer from {url} {within} (status {got.status}, received {got.received} bytes)"
 
     def _refusal(self, url: str, resp, req: GenRequest) -> MindcapError:
         """The one-line error of a non-retryable answer, with a hint for a wrong key or model name."""
@@ -405,23 +551,17 @@ class ServerBackend:
             raise self._refusal(url, resp, req)
         self.plain.setdefault(url, False)
         try:
-            data = resp.json()
+            data = json.loads(resp.content)
         except ValueError as exc:
-            what = f"{self._label(req)}: {url} sent a malformed response"
-            raise MindcapError(f"{what} (not JSON: {first_line(exc)})") from exc
+            raise _Retry(f"malformed response from {url}: not JSON ({_one_line(first_line(exc))})") from exc
         try:
-            choices = parse_response(data, req.n, self.chat)
+            choices = parse_response(data, req.n, self.chat, req.max_tokens, self.tok.resolved.vocab_size)
         except MindcapError as exc:
-            raise MindcapError(f"{self._label(req)}: {url} sent a malformed response: {exc}") from exc
+            raise _Retry(f"malformed response from {url}: {exc}") from exc
         return [self._completion(url, req, c) for c in choices]
 
     def _completion(self, url: str, req: GenRequest, choice: dict) -> Completion:
         finish = choice["finish_reason"]
-        if finish not in FINISH_REASONS:
-            raise MindcapError(
-                f"{self._label(req)}: {url} ended a decode with finish_reason {finish!r} "
-                "(not stop/length: nothing stored)"
-            )
         prompt = choice["prompt_ids"]
         if prompt is not None and prompt != tuple(req.prompt_ids):
             if not self.chat:
