@@ -24,9 +24,10 @@ response only.
 Every reply is validated before anything is stored: exactly ``n`` choices with integer indices ``0..n-1``
 (each once), token ids integers (not bools, not floats) in the tokenizer's range (added tokens included), at
 most ``max_tokens`` output ids, ``length`` exactly at the cap and ``stop`` only below it (vLLM and SGLang
-check the cap before the stop tokens). The reply's shape is a small strict pydantic model (no coercion:
-``true`` is not an index, ``1.0`` not a token id), the rules that need the request (``n``, the cap, the
-vocabulary) are plain checks after it, each naming what is wrong in one line.
+check the cap before the stop tokens). The reply's shape is a small strict pydantic model: strict mode refuses
+every coercion (``true`` is not an index, ``1.0`` not a token id), which hand-written ``isinstance`` checks
+missed (a bool is an int in Python), and spec readers are to move onto one such layer. The rules that need the
+request (``n``, the cap, the vocabulary) are plain checks after it; each problem is named in one line.
 """
 
 from __future__ import annotations
