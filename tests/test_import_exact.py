@@ -116,7 +116,7 @@ def test_a_text_that_is_not_the_decoding_of_its_ids_is_an_error(tmp_path, reques
         MindcapError,
         match=rf"gen\.jsonl:2: record 1 \(.*item=1 .*\): text is not the decoding of output_ids with tokenizer "
         rf"{model} \(from character {at} the text reads '2\\n', the ids decode to '1\\n'\); "
-        r"pass --allow-text-mismatch",
+        r"pass --allow-text-mismatch to store it marked",
     ):
         import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L")
     assert not Ledger(tmp_path / "L").exists()

@@ -65,7 +65,8 @@ class HFBackend:
 
     def decode_batch(self, ids: Sequence[Sequence[int]], skip_special_tokens: bool) -> list[str]:
         """The text of every id sequence (one multi-threaded call)."""
-        return self.hf.decode_batch([list(x) for x in ids], skip_special_tokens=skip_special_tokens)
+        seqs = [x if isinstance(x, list) else list(x) for x in ids]  # lists pass as they are (no copy)
+        return self.hf.decode_batch(seqs, skip_special_tokens=skip_special_tokens)
 
     @property
     def vocab_size(self) -> int:

@@ -19,7 +19,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -186,35 +186,30 @@ def check_capped_lengths(table: pa.Table, generated: np.ndarray) -> None:
         )
 
 
-def text_mismatches(
-    table: pa.Table, tokenizers: Mapping[str, ResolvedTokenizer], generated: np.ndarray
-) -> tuple[np.ndarray, str | None]:
-    """Which generated records hold a ``text`` that is not the decoding of their ``output_ids``, and how the
-    first one differs (``None`` when none does).
+def text_mismatches(records: Sequence[Mapping], tokenizers: Mapping[str, ResolvedTokenizer]) -> tuple[np.ndarray, str]:
+    """Which ``records`` (dicts with ``output_ids``, ``text``, ``tokenizer``) hold a ``text`` that is not the
+    decoding of their ids, and how the first one differs (``""`` when none does).
 
     The rule of the generation side and of scoring: ``text`` is the ids decoded with special tokens skipped
     (what a serving stack returns); the decode with special tokens kept as text (the parity audit's raw
     decode) is accepted too. Each tokenizer decodes its records in one batched call (per shard of the import).
     """
-    bad = np.zeros(table.num_rows, dtype=bool)
-    names = np.asarray(table.column("tokenizer").to_pylist(), dtype=object)
-    for name, tok in tokenizers.items():
-        rows = np.flatnonzero(generated & (names == name))
-        if not len(rows):
-            continue
-        sub = table.select(["output_ids", "text"]).take(pa.array(rows))
-        ids, texts = sub.column("output_ids").to_pylist(), sub.column("text").to_pylist()
-        skipped = tok.decode_batch(ids, skip_special_tokens=True)
-        differ = [j for j, (a, b) in enumerate(zip(texts, skipped, strict=True)) if a != b]
+    bad = np.zeros(len(records), dtype=bool)
+    by_name: dict[str, list[int]] = {}
+    for i, rec in enumerate(records):
+        by_name.setdefault(rec["tokenizer"], []).append(i)
+    for name, rows in by_name.items():
+        tok = tokenizers[name]
+        skipped = tok.decode_batch([records[i]["output_ids"] for i in rows], skip_special_tokens=True)
+        differ = [i for i, text in zip(rows, skipped, strict=True) if records[i]["text"] != text]
         if differ:
-            kept = tok.decode_batch([ids[j] for j in differ])
-            bad[rows[[j for j, k in zip(differ, kept, strict=True) if texts[j] != k]]] = True
+            kept = tok.decode_batch([records[i]["output_ids"] for i in differ])
+            bad[[i for i, text in zip(differ, kept, strict=True) if records[i]["text"] != text]] = True
     if not bad.any():
-        return bad, None
-    i = int(np.flatnonzero(bad)[0])
-    text, ids = table.column("text")[i].as_py(), table.column("output_ids")[i].as_py()
-    name = table.column("tokenizer")[i].as_py()
-    decoded = tokenizers[name].decode_batch([ids], skip_special_tokens=True)[0]
+        return bad, ""
+    rec = records[int(np.flatnonzero(bad)[0])]
+    text, name = rec["text"], rec["tokenizer"]
+    decoded = tokenizers[name].decode_batch([rec["output_ids"]], skip_special_tokens=True)[0]
     at = next((k for k, (a, b) in enumerate(zip(text, decoded, strict=False)) if a != b), min(len(text), len(decoded)))
     why = (
         f"text is not the decoding of output_ids with tokenizer {name} (from character {at} "
@@ -274,13 +269,18 @@ def import_jsonl(
             check_capped_lengths(table, mask)
 
             def check_text(new: pa.Table, rows: np.ndarray) -> np.ndarray | None:
-                # only the records not already stored (a changed stored record is reported as such first)
-                mismatched, why = text_mismatches(new, toks, mask[rows])
-                if why is not None and not allow_text_mismatch:
-                    i = int(rows[np.flatnonzero(mismatched)[0]])
-                    hint = "pass --allow-text-mismatch to store such records marked"
-                    raise RecordError(f"{describe(table, i)}: {why}; {hint}", i)
-                return mismatched if why is not None else None
+                # only the records to be added (``rows``: their batch positions; a changed stored record is
+                # reported as such first), decoded from the batch's own lists as parsed
+                checked = np.flatnonzero(mask[rows])
+                mismatched, why = text_mismatches([batch[i] for i in rows[checked]], toks)
+                if not why:
+                    return None
+                if not allow_text_mismatch:
+                    i = int(rows[checked[np.flatnonzero(mismatched)[0]]])
+                    raise RecordError(f"{describe(table, i)}: {why}; pass --allow-text-mismatch to store it marked", i)
+                flags = np.zeros(new.num_rows, dtype=bool)
+                flags[checked[mismatched]] = True
+                return flags
 
             written = led.append(table, toks, skip_existing=True, check_new=check_text)
         except RecordError as exc:
