@@ -15,6 +15,7 @@ from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.importer import ImportInterrupted, import_jsonl
 from mindcap_tok.ledger.schema import to_canonical
+from mindcap_tok.tokenizer import load_tokenizer
 
 
 def _jsonl(path, rows):
@@ -214,3 +215,32 @@ def test_ctrl_c_in_the_cli_is_one_line_with_the_count(tmp_path, qwen, monkeypatc
         f"error: import of {src} stopped at line 5 (interrupted): 4 records committed to {tmp_path / 'L'} "
         "in 1 new shard; rerun to resume"
     ]
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "llama-2"])
+def test_text_check_in_other_tokenizer_families(tmp_path, config, model):
+    tok = load_tokenizer(model, config.tokenizers_dir.value)
+    end = min(tok.special_ids)  # <|endoftext|> (tiktoken), <unk> (SentencePiece)
+    ids = [*tok.encode("hello world\n#### 5"), end]
+    base = {
+        "model": model,
+        "arm": "native",
+        "lang": "de",
+        "sample": 0,
+        "seed": 1,
+        "cap": 64,
+        "prompt": "Q?",
+        "prompt_ids": tok.encode("Q?"),
+        "output_ids": ids,
+        "finish_reason": "stop",
+        "gold": 5,
+        "generator": "t",
+    }
+    kept = tok.decode(ids)  # the special token as text
+    rows = [{**base, "item": 0, "text": "hello world\n#### 5"}, {**base, "item": 1, "text": kept}]
+    assert kept != rows[0]["text"]
+    res = import_jsonl(_jsonl(tmp_path / "ok.jsonl", rows), tmp_path / "L", tokenizers_dir=config.tokenizers_dir.value)
+    assert res.added == 2
+    bad = [{**base, "item": 2, "text": "hello world\n#### 6"}]
+    with pytest.raises(MindcapError, match=r"bad\.jsonl:1: .*the text reads '6', the ids decode to '5"):
+        import_jsonl(_jsonl(tmp_path / "bad.jsonl", bad), tmp_path / "L", tokenizers_dir=config.tokenizers_dir.value)

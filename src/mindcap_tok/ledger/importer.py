@@ -10,6 +10,12 @@ The file is imported in batches, each committed atomically: an interrupted impor
 holding the batches committed so far, and rerunning the same command skips the records already stored
 (identical ones; a stored record with the same key but other content is an error, as are two records with
 one key in the file). ``-`` (or any pipe) is read in one pass.
+
+Imports are exact: a key repeated in a JSON object is an error; a record whose ``output_ids`` are given must,
+when it finished by ``length``, hold at least ``cap`` ids, and its ``text`` must be the decoding of those ids
+(:func:`text_mismatches`; ``allow_text_mismatch`` stores such records marked in the manifest). Model names are
+stored by registry name (:func:`~mindcap_tok.ledger.schema.canonical_models`). Ctrl-C or an ``OSError`` (a
+full disk) stops the import with one line saying where and how many records were committed.
 """
 
 from __future__ import annotations
