@@ -63,9 +63,9 @@ class ResolvedTokenizer:
     """A tokenizer of any family plus where it came from and a content hash for manifests.
 
     One interface over three libraries (see :mod:`mindcap_tok.tokenizer_backends`): :meth:`encode`,
-    :meth:`encode_batch` and :meth:`count_tokens` (never special tokens), :meth:`decode`, :attr:`token_bytes`,
-    :attr:`byte_lengths`, :attr:`vocab_size`, :attr:`special_ids`, :attr:`sha256` and :attr:`family`
-    (``tokenizers``, ``tiktoken`` or ``sentencepiece``). :attr:`tokenizer` is the Hugging Face
+    :meth:`encode_batch` and :meth:`count_tokens` (never special tokens), :meth:`decode`, :meth:`decode_batch`,
+    :attr:`token_bytes`, :attr:`byte_lengths`, :attr:`vocab_size`, :attr:`special_ids`, :attr:`sha256` and
+    :attr:`family` (``tokenizers``, ``tiktoken`` or ``sentencepiece``). :attr:`tokenizer` is the Hugging Face
     ``tokenizers.Tokenizer`` for code that still needs one; other families raise a one-line MindcapError.
 
     Built from a Hugging Face tokenizer as ``ResolvedTokenizer(name, tokenizer, source, path)``, or from any
@@ -126,6 +126,11 @@ class ResolvedTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids`` (special tokens kept as text)."""
         return self.backend.decode(ids)
+
+    def decode_batch(self, ids: Sequence[Sequence[int]], skip_special_tokens: bool = False) -> list[str]:
+        """The text of every id sequence in one batched call; ``skip_special_tokens`` leaves special tokens out
+        (what a serving stack returns, and what scoring reads), else they are kept as text like :meth:`decode`."""
+        return self.backend.decode_batch(ids, skip_special_tokens)
 
     @property
     def special_ids(self) -> frozenset[int]:

@@ -63,6 +63,11 @@ class HFBackend:
         """The text of ``ids`` (special tokens kept)."""
         return self.hf.decode(list(ids), skip_special_tokens=False)
 
+    def decode_batch(self, ids: Sequence[Sequence[int]], skip_special_tokens: bool) -> list[str]:
+        """The text of every id sequence (one multi-threaded call)."""
+        seqs = [x if isinstance(x, list) else list(x) for x in ids]  # lists pass as they are (no copy)
+        return self.hf.decode_batch(seqs, skip_special_tokens=skip_special_tokens)
+
     @property
     def vocab_size(self) -> int:
         """Number of ids, added and special tokens included."""
@@ -105,6 +110,10 @@ class TiktokenBackend:
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids`` (invalid UTF-8 replaced, as tiktoken does)."""
         return self.enc.decode(list(ids))
+
+    def decode_batch(self, ids: Sequence[Sequence[int]], skip_special_tokens: bool) -> list[str]:
+        """The text of every id sequence (``decode_batch``, threaded); skipping drops the special ids first."""
+        return self.enc.decode_batch(_without(ids, self.special_ids if skip_special_tokens else frozenset()))
 
     @property
     def vocab_size(self) -> int:
@@ -154,6 +163,11 @@ class SentencePieceBackend:
         """The text of ``ids`` (sentencepiece's own decode)."""
         return self.sp.decode(list(ids))
 
+    def decode_batch(self, ids: Sequence[Sequence[int]], skip_special_tokens: bool) -> list[str]:
+        """The text of every id sequence (one call on the list); skipping drops control and unknown ids first."""
+        seqs = _without(ids, self.special_ids if skip_special_tokens else frozenset())
+        return self.sp.decode(seqs) if seqs else []
+
     @property
     def vocab_size(self) -> int:
         """Number of pieces."""
@@ -187,6 +201,13 @@ class SentencePieceBackend:
 
 
 Backend = HFBackend | TiktokenBackend | SentencePieceBackend
+
+
+def _without(ids: Sequence[Sequence[int]], drop: frozenset[int]) -> list[list[int]]:
+    """Every id sequence as a list, ids in ``drop`` left out."""
+    if not drop:
+        return [list(x) for x in ids]
+    return [[i for i in x if i not in drop] for x in ids]
 
 
 class TiktokenEngine:

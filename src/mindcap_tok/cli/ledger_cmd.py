@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..ledger.importer import import_jsonl
+from ..ledger.importer import ImportInterrupted, import_jsonl
 from ..ledger.store import Ledger
 from ._options import format_option, no_verify_option, out_dir_option, out_file_option
 from ._output import emit, render
@@ -30,8 +30,13 @@ def _count_lines(path: str) -> int:
 @out_dir_option("Ledger folder (created if absent).")
 @click.option("--tokenizer", help="Tokenizer the ids belong to (default: resolved from each record's model).")
 @click.option("--batch", type=click.IntRange(min=1), default=2000, show_default=True, help="Records per commit.")
+@click.option(
+    "--allow-text-mismatch",
+    is_flag=True,
+    help="Store records whose text is not the decoding of their output_ids, marked (see `ledger info`).",
+)
 @click.pass_obj
-def import_command(state, file: str, out: str, tokenizer: str | None, batch: int) -> None:
+def import_command(state, file: str, out: str, tokenizer: str | None, batch: int, allow_text_mismatch: bool) -> None:
     """Import FILE (JSON lines; `-` reads standard input) into the ledger at --out-dir.
 
     One JSON object per line, for example:
@@ -49,19 +54,26 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
     prompt_ids) the text (or prompt) is tokenized and the record is marked retokenized.
 
     Rerunning skips records already stored identically; a stored record with the same key but other
-    content is an error.
+    content is an error. Models are stored by registry name (qwen3 and Qwen3-8B are qwen3-8b). With
+    output_ids given, a record that finished by length holds cap ids, and its text is the decoding of its
+    ids (special tokens skipped or kept); --allow-text-mismatch stores such records marked instead.
     """
     # a pipe can be read only once: count lines (for the progress bar) only in regular files
     total = _count_lines(file) if file != "-" and Path(file).is_file() else 0
-    with progress_bar("importing", total=total, enabled=total > 5000) as advance:
-        result = import_jsonl(
-            file,
-            out,
-            tokenizer,
-            tokenizers_dir=state.config.tokenizers_dir.value,
-            batch_records=batch,
-            on_progress=on_progress(advance),
-        )
+    try:
+        with progress_bar("importing", total=total, enabled=total > 5000) as advance:
+            result = import_jsonl(
+                file,
+                out,
+                tokenizer,
+                tokenizers_dir=state.config.tokenizers_dir.value,
+                batch_records=batch,
+                on_progress=on_progress(advance),
+                allow_text_mismatch=allow_text_mismatch,
+            )
+    except ImportInterrupted as exc:  # Ctrl-C: one line saying what was committed, the shell's exit status
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(130)
     click.echo(
         f"imported {result.added} of {result.read} records into {result.ledger} ({len(result.shards)} new shards; "
         f"{result.skipped} already stored, {result.retokenized} retokenized from text)"

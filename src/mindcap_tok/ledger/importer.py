@@ -10,6 +10,12 @@ The file is imported in batches, each committed atomically: an interrupted impor
 holding the batches committed so far, and rerunning the same command skips the records already stored
 (identical ones; a stored record with the same key but other content is an error, as are two records with
 one key in the file). ``-`` (or any pipe) is read in one pass.
+
+Imports are exact: a key repeated in a JSON object is an error; a record whose ``output_ids`` are given must,
+when it finished by ``length``, hold at least ``cap`` ids, and its ``text`` must be the decoding of those ids
+(:func:`text_mismatches`; ``allow_text_mismatch`` stores such records marked in the manifest). Model names are
+stored by registry name (:func:`~mindcap_tok.ledger.schema.canonical_models`). Ctrl-C or an ``OSError`` (a
+full disk) stops the import with one line saying where and how many records were committed.
 """
 
 from __future__ import annotations
@@ -19,14 +25,27 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ..data.mgsm import parse_gold
-from ..errors import MindcapError
+from ..errors import MindcapError, first_line
 from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
-from .schema import CELL_COLUMNS, COLUMNS, REQUIRED, SETTING_COLUMNS, RecordError, describe, validate_records
+from .schema import (
+    CELL_COLUMNS,
+    COLUMNS,
+    REQUIRED,
+    SETTING_COLUMNS,
+    RecordError,
+    check_token_ids,
+    describe,
+    validate_records,
+)
 from .store import Ledger, ShardInfo, key_tuples
 
 BATCH_RECORDS = 2000
@@ -49,6 +68,22 @@ class ImportResult:
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
+class _RepeatedKey(ValueError):
+    """A JSON object spelling one key twice (``json`` would keep the last value silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``object_pairs_hook``: the object as a dict, refused when a key repeats (at any nesting level)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return obj
+
+
 def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for each non-blank line; any unreadable line is a one-line error at ``name:line``."""
     for number, raw in enumerate(stream, start=1):
@@ -59,9 +94,13 @@ def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_unique_keys)
         except RecursionError as exc:
             raise MindcapError(f"{name}:{number}: JSON nested too deeply") from exc
+        except _RepeatedKey as exc:
+            raise MindcapError(
+                f"{name}:{number}: key {exc.args[0]!a} appears twice in one JSON object (which value is meant?)"
+            ) from exc
         except ValueError as exc:
             raise MindcapError(f"{name}:{number}: not valid JSON ({getattr(exc, 'msg', exc)})") from exc
         if not isinstance(obj, dict):
@@ -107,7 +146,9 @@ RECORD_KEYS = (
 )
 
 
-def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, bool]:
+def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, bool, bool]:
+    """The ledger record of one line, whether it was retokenized, and whether its ``output_ids`` are the
+    generated ones (given in the line and not marked retokenized): only those are checked against cap and text."""
     unknown = sorted(set(obj) - set(COLUMNS))
     if unknown:
         raise MindcapError(f"{where}: unknown key(s) {', '.join(unknown)}; {RECORD_KEYS}")
@@ -117,6 +158,7 @@ def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, 
     retokenized = rec.get("retokenized", False)
     if not isinstance(retokenized, bool):
         raise MindcapError(f"{where}: retokenized = {retokenized!r} is not a valid bool (true or false is required)")
+    generated = rec.get("output_ids") is not None and not retokenized
     for ids_key, text_key in (("output_ids", "text"), ("prompt_ids", "prompt")):
         if rec.get(ids_key) is None:
             if not isinstance(rec.get(text_key), str):
@@ -125,7 +167,61 @@ def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, 
             retokenized = True
     rec["retokenized"] = retokenized
     rec["tokenizer"] = tokenizer.name
-    return rec, retokenized
+    return rec, retokenized, generated
+
+
+def check_capped_lengths(table: pa.Table, generated: np.ndarray) -> None:
+    """Reject a generated record cut by its cap (``length``) that holds fewer output ids than the cap.
+
+    A decode stopped by its cap holds exactly ``cap`` ids (a forced one more: the forcing text and answer
+    follow); more ids than the cap without forcing is rejected by :func:`validate_records`. ``stop`` at exactly
+    the cap is valid: the generation backends (vLLM, transformers) report ``stop`` when the cap-th token ends
+    the decode, as generated ledgers hold. Retokenized ids are approximations and are not checked.
+    """
+    short = pc.and_(
+        pc.equal(table.column("finish_reason"), "length"), pc.less(table.column("n_tokens"), table.column("cap"))
+    )
+    bad = np.flatnonzero(short.to_numpy(zero_copy_only=False) & generated)
+    if len(bad):
+        i = int(bad[0])
+        n, cap = table.column("n_tokens")[i].as_py(), table.column("cap")[i].as_py()
+        raise RecordError(
+            f"{describe(table, i)}: finish_reason 'length' with {n} output ids, fewer than the cap {cap} "
+            "(a decode cut by its cap holds cap ids)",
+            i,
+        )
+
+
+def text_mismatches(records: Sequence[Mapping], tokenizers: Mapping[str, ResolvedTokenizer]) -> tuple[np.ndarray, str]:
+    """Which ``records`` (dicts with ``output_ids``, ``text``, ``tokenizer``) hold a ``text`` that is not the
+    decoding of their ids, and how the first one differs (``""`` when none does).
+
+    The rule of the generation side and of scoring: ``text`` is the ids decoded with special tokens skipped
+    (what a serving stack returns); the decode with special tokens kept as text (the parity audit's raw
+    decode) is accepted too. Each tokenizer decodes its records in one batched call (per shard of the import).
+    """
+    bad = np.zeros(len(records), dtype=bool)
+    by_name: dict[str, list[int]] = {}
+    for i, rec in enumerate(records):
+        by_name.setdefault(rec["tokenizer"], []).append(i)
+    for name, rows in by_name.items():
+        tok = tokenizers[name]
+        skipped = tok.decode_batch([records[i]["output_ids"] for i in rows], skip_special_tokens=True)
+        differ = [i for i, text in zip(rows, skipped, strict=True) if records[i]["text"] != text]
+        if differ:
+            kept = tok.decode_batch([records[i]["output_ids"] for i in differ])
+            bad[[i for i, text in zip(differ, kept, strict=True) if records[i]["text"] != text]] = True
+    if not bad.any():
+        return bad, ""
+    rec = records[int(np.flatnonzero(bad)[0])]
+    text, name = rec["text"], rec["tokenizer"]
+    decoded = tokenizers[name].decode_batch([rec["output_ids"]], skip_special_tokens=True)[0]
+    at = next((k for k, (a, b) in enumerate(zip(text, decoded, strict=False)) if a != b), min(len(text), len(decoded)))
+    why = (
+        f"text is not the decoding of output_ids with tokenizer {name} (from character {at} "
+        f"the text reads {text[at : at + 20]!r}, the ids decode to {decoded[at : at + 20]!r})"
+    )
+    return bad, why
 
 
 def import_jsonl(
@@ -136,13 +232,17 @@ def import_jsonl(
     tokenizers_dir: str | os.PathLike[str] | None = None,
     batch_records: int = BATCH_RECORDS,
     on_progress: Callable[[int, int | None], None] | None = None,
+    allow_text_mismatch: bool = False,
 ) -> ImportResult:
     """Add the records of a JSONL file (``-``: standard input) to ``ledger`` (created if absent); see the module docs.
 
     ``tokenizer`` names the tokenizer the ids belong to (default: each record's model). Records already
     stored identically are skipped, so rerunning an interrupted import completes it. ``on_progress(records, None)``
-    is called after each committed batch. Errors name the file line; one after a committed batch says how many
-    records before it were committed.
+    is called after each committed batch. A generated record (ids given) cut by its cap must hold ``cap`` ids,
+    and its text must be the decoding of its ids (see :func:`text_mismatches`); ``allow_text_mismatch`` stores
+    such records and marks them (:meth:`Ledger.text_mismatches`). Errors name the file line; one after a
+    committed batch says how many records before it were committed. Ctrl-C raises :class:`ImportInterrupted`
+    and an ``OSError`` (a full disk) a :class:`MindcapError`, each saying how many records were committed.
     """
     name = "<stdin>" if str(path) == "-" else str(path)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
@@ -152,7 +252,9 @@ def import_jsonl(
     result = ImportResult(name, str(led.root))
     batch: list[dict] = []
     lines: list[int] = []  # the file line of each record in the batch
+    generated: list[bool] = []  # whether each record's output ids are the generated ones
     seen = _SeenKeys()
+    number = 0  # the line read last
 
     def at_line(exc: RecordError) -> MindcapError:
         msg = f"{name}:{lines[exc.index]}: {exc}"
@@ -168,7 +270,25 @@ def import_jsonl(
                 if earlier is not None:
                     raise RecordError(f"{describe(table, i)} has the same key as the record at line {earlier}", i)
             toks = {rec["tokenizer"]: resolve(rec["model"]) for rec in batch}
-            written = led.append(table, toks, skip_existing=True)
+            check_token_ids(table, {n: t.vocab_size for n, t in toks.items()})  # before decoding the ids
+            mask = np.asarray(generated, dtype=bool)
+            check_capped_lengths(table, mask)
+
+            def check_text(new: pa.Table, rows: np.ndarray) -> np.ndarray | None:
+                # only the records to be added (``rows``: their batch positions; a changed stored record is
+                # reported as such first), decoded from the batch's own lists as parsed
+                checked = np.flatnonzero(mask[rows])
+                mismatched, why = text_mismatches([batch[i] for i in rows[checked]], toks)
+                if not why:
+                    return None
+                if not allow_text_mismatch:
+                    i = int(rows[checked[np.flatnonzero(mismatched)[0]]])
+                    raise RecordError(f"{describe(table, i)}: {why}; pass --allow-text-mismatch to store it marked", i)
+                flags = np.zeros(new.num_rows, dtype=bool)
+                flags[checked[mismatched]] = True
+                return flags
+
+            written = led.append(table, toks, skip_existing=True, check_new=check_text)
         except RecordError as exc:
             raise at_line(exc) from exc
         added = sum(s.rows for s in written)
@@ -179,6 +299,11 @@ def import_jsonl(
             on_progress(result.read, None)
         batch.clear()
         lines.clear()
+        generated.clear()
+
+    def stopped(why: str) -> str:
+        at = lines[0] if lines else number + 1
+        return f"import of {name} stopped at line {at} ({why}): {_committed(result)}; rerun to resume"
 
     try:
         with _open(path, name) as stream:
@@ -186,11 +311,12 @@ def import_jsonl(
                 where = f"{name}:{number}"
                 if not isinstance(obj.get("model"), str):
                     raise MindcapError(f"{where}: 'model' must be a string")
-                rec, retok = _record(obj, where, resolve(obj["model"]))
+                rec, retok, gen = _record(obj, where, resolve(obj["model"]))
                 result.read += 1
                 result.retokenized += retok
                 batch.append(rec)
                 lines.append(number)
+                generated.append(gen)
                 if len(batch) >= batch_records:
                     flush()
             flush()
@@ -201,9 +327,25 @@ def import_jsonl(
         raise MindcapError(
             f"{exc}; {done:,} records before it were committed to {led.root} (rerun after fixing the line to continue)"
         ) from exc
+    except KeyboardInterrupt as exc:
+        raise ImportInterrupted(stopped("interrupted")) from exc
+    except OSError as exc:
+        raise MindcapError(stopped(f"{exc.strerror or first_line(exc)}")) from exc
     if result.read == 0:
         raise MindcapError(f"{name} holds no records")
     return result
+
+
+class ImportInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an import; the message says where it stopped and how many records were committed."""
+
+
+def _committed(result: ImportResult) -> str:
+    """``1,000 records committed to L in 2 new shards`` (records of this file already stored count as committed)."""
+    done = result.added + result.skipped
+    shards = len(result.shards)
+    already = f", {result.skipped:,} of them already stored" if result.skipped else ""
+    return f"{done:,} records committed to {result.ledger} in {shards} new shard{'s' * (shards != 1)}{already}"
 
 
 class _SeenKeys:

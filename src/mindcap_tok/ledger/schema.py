@@ -338,6 +338,22 @@ def _resolve_langs(table: pa.Table) -> pa.Table:
     return table.set_column(table.schema.get_field_index("lang"), "lang", pc.take(pa.array(vals), idx))
 
 
+def canonical_models(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Model names as stored: the registry name for a registry model or alias (``qwen3``, ``Qwen3-8B`` ->
+    ``qwen3-8b``), any other name (a path, an unknown Hugging Face id) as given. Each distinct name is
+    looked up once; a dictionary-encoded column is mapped through its dictionary."""
+    if isinstance(col, pa.ChunkedArray):
+        return pa.chunked_array([canonical_models(c) for c in col.chunks], col.type)
+    if isinstance(col, pa.DictionaryArray):
+        return pa.DictionaryArray.from_arrays(col.indices, canonical_models(col.dictionary))
+    names = pc.unique(col).to_pylist()
+    mapping = {n: canonical_model_name(n) or n for n in names if n is not None}
+    if all(k == v for k, v in mapping.items()):
+        return col
+    keys = list(mapping)
+    return pc.take(pa.array([mapping[k] for k in keys], col.type), pc.index_in(col, value_set=pa.array(keys, col.type)))
+
+
 def _check_ids(table: pa.Table, name: str, vocab_sizes: Mapping[str, int]) -> None:
     tok_col = table.column("tokenizer")
     for tok_name in pc.unique(tok_col).to_pylist():
@@ -459,6 +475,7 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
             f"{table.column('n_tokens')[row].as_py()} output tokens exceed the cap {table.column('cap')[row].as_py()}",
         )
     table = _resolve_langs(table)
+    table = table.set_column(table.schema.get_field_index("model"), "model", canonical_models(table.column("model")))
     if vocab_sizes:
         check_token_ids(table, vocab_sizes)
     dup = duplicate_row(table)
@@ -474,9 +491,11 @@ def to_storage(table: pa.Table) -> pa.Table:
 
 
 def to_canonical(table: pa.Table) -> pa.Table:
-    """Shard data (or any projection of it) back to :data:`SCHEMA` types: plain strings for the cell columns."""
+    """Shard data (or any projection of it) back to :data:`SCHEMA` types: plain strings for the cell columns,
+    model names as stored today (ledgers written before names were made canonical may hold an alias)."""
     for name in CELL_COLUMNS:
         if name in table.column_names and pa.types.is_dictionary(table.schema.field(name).type):
             i = table.schema.get_field_index(name)
-            table = table.set_column(i, SCHEMA.field(name), table.column(name).cast(pa.string()))
+            col = canonical_models(table.column(name)) if name == "model" else table.column(name)
+            table = table.set_column(i, SCHEMA.field(name), col.cast(pa.string()))
     return table

@@ -30,7 +30,8 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -65,8 +66,12 @@ from .schema import (
 
 MANIFEST = LEDGER_MANIFEST
 FORMAT = LEDGER_FORMAT
-VERSION = 1
+#: the manifest format this reads: 1, or 2 where some records are marked (:data:`TEXT_MISMATCH`)
+VERSION = 2
 _PENDING = ".pending"
+#: manifest key (format version 2) listing, per shard path, the rows stored with a text that is not the decoding
+#: of their output ids (``ledger import --allow-text-mismatch``); a manifest without it marks nothing
+TEXT_MISMATCH = "text_mismatch"
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,11 @@ class ShardInfo:
     @property
     def cell(self) -> tuple[str, str, str]:
         return (self.model, self.arm, self.lang)
+
+    @property
+    def model_cell(self) -> tuple[str, str, str]:
+        """The cell with the model's stored name (an old ledger's shard may be filed under an alias)."""
+        return (_model_key(self.model), self.arm, self.lang)
 
 
 #: the keys of a manifest shard entry and their JSON types
@@ -164,6 +174,11 @@ def _model_key(name: str) -> str:
     return canonical_model_name(name) or name
 
 
+def _group_key(values: tuple) -> tuple:
+    """A row of group keys as a hashable tuple, every missing value (None, NaN) as ``None``."""
+    return tuple(None if pd.isna(v) else v for v in values)
+
+
 def _why(exc: BaseException) -> str:
     """An exception's first line with control characters escaped (Arrow's messages may quote raw bytes)."""
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in first_line(exc))
@@ -212,11 +227,17 @@ class Ledger:
             raise MindcapError(
                 f"{self.manifest_path} has format version {data['version']}; this mindcap-tok reads {VERSION}"
             )
-        for key, kind in (("shards", list), ("rows", int), ("tokenizers", dict), ("cells", dict)):
+        kinds = (("shards", list), ("rows", int), ("tokenizers", dict), ("cells", dict), (TEXT_MISMATCH, dict))
+        for key, kind in kinds:
             if key in data and (not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool))):
                 raise MindcapError(f"ledger manifest {self.manifest_path}: {key} is not a {kind.__name__}")
         if "shards" not in data:
             raise MindcapError(f"ledger manifest {self.manifest_path} lacks shards")
+        for path, rows in data.get(TEXT_MISMATCH, {}).items():
+            if not isinstance(rows, list) or not all(type(r) is int and r >= 0 for r in rows):
+                raise MindcapError(
+                    f"ledger manifest {self.manifest_path}: {TEXT_MISMATCH} of {path!r} is not a list of row numbers"
+                )
         return data
 
     def check_new_location(self) -> None:
@@ -402,7 +423,7 @@ class Ledger:
         cells = _cells(table)
         conflicts: list[tuple[int, ShardInfo, list[str]]] = []
         for s in self._shards(manifest):
-            if s.cell not in cells:
+            if s.model_cell not in cells:
                 continue
             source = self._source(s)
             shard_keys = key_tuples(to_canonical(self._read_shard(s, KEY_COLUMNS, source)))
@@ -436,6 +457,7 @@ class Ledger:
         tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None = None,
         *,
         skip_existing: bool = False,
+        check_new: Callable[[pa.Table, np.ndarray], np.ndarray | None] | None = None,
     ) -> list[ShardInfo]:
         """Validate ``records`` and add them as new shards (one per cell); return the shards written.
 
@@ -443,6 +465,10 @@ class Ledger:
         each name is resolved with :func:`load_tokenizer`. A record whose key is already stored is an error,
         unless ``skip_existing`` (used to resume an interrupted import) and the stored record is identical
         (every column but the derived ``n_tokens``): then it is dropped. Record errors are :class:`RecordError`.
+        ``check_new(table, rows)`` is called, under the lock, on the validated records about to be added (``rows``:
+        their positions among ``records``); it may raise, and it returns ``None`` or one flag per record marking
+        those stored with a text that is not the decoding of their ids (listed in the manifest, read back with
+        :meth:`text_mismatches`).
         """
         self.check_new_location()
         with self._lock():
@@ -456,20 +482,25 @@ class Ledger:
                 table = table.filter(pa.array(~stored))
             if table.num_rows == 0:
                 return []
-            written = self._write_shards(table, manifest)
+            flags = None if check_new is None else check_new(table, np.flatnonzero(~stored))
+            marked = np.zeros(table.num_rows, bool) if flags is None else np.asarray(flags, bool)
+            written, marks = self._write_shards(table, manifest, marked)
             shards = manifest["shards"] + [s.__dict__ for s in written]
             tokenizers = {**manifest.get("tokenizers", {}), **tok_entries}
-            self._commit(manifest, shards, tokenizers)
+            self._commit(manifest, shards, tokenizers, {**manifest.get(TEXT_MISMATCH, {}), **marks})
             for s in written:
                 final = self.root / s.path
                 os.replace(final.with_name("." + final.name + _PENDING), final)
             return written
 
-    def _write_shards(self, table: pa.Table, manifest: dict) -> list[ShardInfo]:
+    def _write_shards(
+        self, table: pa.Table, manifest: dict, marked: np.ndarray
+    ) -> tuple[list[ShardInfo], dict[str, list[int]]]:
+        """Write one pending shard per cell; return them and, per shard path, the rows flagged in ``marked``."""
         frame = table.select(list(CELL_COLUMNS)).to_pandas()
         groups = frame.groupby(list(CELL_COLUMNS), sort=True).indices
         seq = len(manifest["shards"])
-        written = []
+        written, marks = [], {}
         for (model, arm, lang), rows in groups.items():
             part = to_storage(table.take(pa.array(rows)))
             sink = pa.BufferOutputStream()
@@ -484,23 +515,26 @@ class Ledger:
                 fh.flush()
                 os.fsync(fh.fileno())
             written.append(ShardInfo(rel, model, arm, lang, part.num_rows, len(data), _sha256(data), _now()))
+            if marked[rows].any():
+                marks[rel] = np.flatnonzero(marked[rows]).tolist()
             seq += 1
-        return written
+        return written, marks
 
-    def _commit(self, manifest: dict, shards: list[dict], tokenizers: dict) -> None:
+    def _commit(self, manifest: dict, shards: list[dict], tokenizers: dict, marks: dict[str, list[int]]) -> None:
         cells: dict[str, int] = {}
         for s in shards:
             key = "/".join((s["model"], s["arm"], s["lang"]))
             cells[key] = cells.get(key, 0) + s["rows"]
         out = {
             "format": FORMAT,
-            "version": VERSION,
+            "version": VERSION if marks else 1,  # a ledger without marks stays readable by version-1 readers
             "created": manifest.get("created", _now()),
             "updated": _now(),
             "rows": sum(s["rows"] for s in shards),
             "cells": dict(sorted(cells.items())),
             "tokenizers": tokenizers,
             "shards": shards,
+            **({TEXT_MISMATCH: marks} if marks else {}),
         }
         atomic_write_text(self.manifest_path, json.dumps(out, indent=1, ensure_ascii=False) + "\n")
 
@@ -543,6 +577,20 @@ class Ledger:
             return to_canonical(schema.empty_table())
         return to_canonical(pa.concat_tables([t.cast(schema) for t in tables]))
 
+    def text_mismatches(self) -> pa.Table:
+        """The key columns of the records stored with a text that is not the decoding of their output ids
+        (imported with ``--allow-text-mismatch``); empty for a ledger that marks none."""
+        with self._shared_lock():
+            manifest = self._require()
+            marks = manifest.get(TEXT_MISMATCH, {})
+            parts = [
+                to_canonical(self._read_shard(s, KEY_COLUMNS)).take(pa.array(marks[s.path], pa.int64()))
+                for s in self._shards(manifest)
+                if s.path in marks
+            ]
+        schema = pa.schema([SCHEMA.field(c) for c in KEY_COLUMNS])
+        return pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
+
     def to_pandas(self, *args, **kwargs) -> pd.DataFrame:
         """:meth:`read` as a pandas DataFrame."""
         return self.read(*args, **kwargs).to_pandas()
@@ -567,6 +615,7 @@ class Ledger:
             "len_p90",
             "len_max",
             "retokenized",
+            "text_mismatch",
             "tokenizer",
         ]
         if frame.empty:
@@ -587,7 +636,16 @@ class Ledger:
                 "tokenizer": grouped["tokenizer"].agg(lambda s: ",".join(sorted(set(s)))),
             }
         ).reset_index()
+        out["text_mismatch"] = self._mismatch_counts(out[keys])
         return out[out_cols]
+
+    def _mismatch_counts(self, groups: pd.DataFrame) -> np.ndarray:
+        """How many records of each (cell, settings) group of ``groups`` are marked text mismatches."""
+        if not self.manifest().get(TEXT_MISMATCH):
+            return np.zeros(len(groups), dtype=np.int64)
+        marked = self.text_mismatches().to_pandas()
+        counts = Counter(map(_group_key, marked[list(groups.columns)].itertuples(index=False)))
+        return np.array([counts.get(_group_key(g), 0) for g in groups.itertuples(index=False)], dtype=np.int64)
 
     # -- checking ---------------------------------------------------------------------------------------------
     def verify(self, check_keys: bool = True) -> VerifyReport:
@@ -645,8 +703,9 @@ class Ledger:
                 report.problems.append(f"{s.path}: schema differs from the ledger schema")
                 continue
             cells = _cells(to_canonical(table))
-            if cells - {s.cell}:
-                report.problems.append(f"{s.path}: holds records of cell(s) {sorted(cells - {s.cell})}, not {s.cell}")
+            if cells - {s.model_cell}:
+                other = sorted(cells - {s.model_cell})
+                report.problems.append(f"{s.path}: holds records of cell(s) {other}, not {s.cell}")
             if check_keys:
                 keys.append(to_canonical(table.select(list(KEY_COLUMNS))))
         for path in self.root.glob("**/*.parquet"):
