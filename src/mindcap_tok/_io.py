@@ -416,7 +416,12 @@ def output_folder(path: str | os.PathLike[str], producer: str) -> Iterator[Path]
             old = _old(target)
             previous = _marker(target)
             os.replace(target, old)  # a kill from here to the publish: the next run puts it back
-            _publish(tmp, target)  # a kill from here on: the next run finishes removing it
+            try:
+                _publish(tmp, target)  # a kill from here on: the next run finishes removing it
+            except BaseException:
+                if not os.path.lexists(target):
+                    os.replace(old, target)  # an error or Ctrl-C: put it back now
+                raise
             _remove_owned(old, previous["files"] if previous else {})
             if old.exists():  # something appeared after the check: keep it, say where
                 raise MindcapError(f"files added to {target} while writing were moved to {old}")
