@@ -259,3 +259,13 @@ def test_generate_and_protocol_commands_refuse_a_fifo_in_one_line(tmp_path):
     ):
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2 and "is a FIFO" in one_line(res.stderr), (args, res.output)
+
+
+def test_a_fifo_freeze_record_is_one_line(tmp_path, ledger):
+    protocol = tmp_path / "protocol.toml"
+    protocol.write_text("")
+    fifo(tmp_path / "protocol.toml.freeze.json")
+    res = CliRunner().invoke(cli, ["protocol", "test", str(protocol), "--ledger", str(ledger)])
+    assert res.exit_code == 2 and f"freeze record {tmp_path / 'protocol.toml.freeze.json'} is a FIFO" in one_line(
+        res.stderr
+    ), res.output

@@ -339,7 +339,7 @@ def freeze_protocol(
 
 def _read_record(sidecar: Path) -> FreezeRecord:
     try:
-        data = json.loads(sidecar.read_text("utf-8"))
+        data = json.loads(regular_file(sidecar, "freeze record").read_text("utf-8"))
         return FreezeRecord(**data)
     except (OSError, json.JSONDecodeError, TypeError) as exc:
         raise MindcapError(f"cannot read freeze record {sidecar}: {exc}") from exc
