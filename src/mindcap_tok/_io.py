@@ -1,14 +1,27 @@
-"""Safe writes: atomic files, output folders that hold only what the command wrote, nothing inside a ledger.
+"""Safe writes: atomic files, output folders that hold only what the command wrote, nothing inside a ledger;
+safe reads: nothing is opened that is not a regular file (a FIFO would block the reader forever).
 
 Every file and folder is created with the user's umask (a temporary file's 0600 must not survive the rename).
+
+An output folder ``DIR`` is written as ``.DIR.<random>.tmp`` beside it and renamed into place. The staging folder
+holds a ``.mindcap-tok-staging.json`` naming the host and process that write it, removed just after the rename:
+a later run of any producer removes a staging folder for the same ``DIR`` whose process is gone (SIGKILL), and
+leaves every other folder alone. A rerun replacing its own earlier output moves it to ``.DIR.old`` (a fixed
+name), publishes the new one, then removes the old one file by file; a run that finds ``.DIR.old`` finishes
+that work first: it puts the old output back when ``DIR`` is missing (killed between the two renames) or
+finishes removing it when ``DIR`` is there, in both cases only after checking that ``.DIR.old`` holds nothing but
+that producer's unchanged files.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
 import shutil
+import socket
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +35,34 @@ LEDGER_MANIFEST = "_manifest.json"
 LEDGER_FORMAT = "mindcap-tok ledger"
 #: the marker an output folder holds: which command wrote it and which files are its own
 OUTPUT_MARKER = ".mindcap-tok-output.json"
+#: the file a staging folder holds while it is written: whose it is, so a leftover of a killed run can go
+STAGING_MARKER = ".mindcap-tok-staging.json"
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    return next((word for test, word in _KINDS if test(mode)), "a device or other special file")
+
+
+def regular_file(path: str | os.PathLike[str], what: str, *, pipe_ok: bool = False) -> Path:
+    """``path`` unless it is a folder, FIFO, device or socket: then one line naming ``what`` it should have been.
+
+    Checked with ``os.stat`` and never opened, because opening a FIFO blocks until something writes to it. An
+    absent path is returned as it is, so the caller's own "not found" message stays. ``pipe_ok`` admits a pipe
+    the shell has already opened (standard input, ``<(…)``: a path that resolves into ``/proc``).
+    """
+    target = Path(path)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise MindcapError(f"cannot read {what} {target}: {exc.strerror or exc}") from exc
+    if stat.S_ISREG(mode) or (pipe_ok and stat.S_ISFIFO(mode) and os.path.realpath(target).startswith("/proc/")):
+        return target
+    raise MindcapError(f"{what} {target} is {_kind(mode)}, not a regular file")
 
 
 def umask() -> int:
@@ -70,7 +111,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 def _is_ledger(folder: Path) -> bool:
     manifest = folder / LEDGER_MANIFEST
-    if not manifest.is_file():
+    if not manifest.is_file():  # is_file: a FIFO named like the manifest is never opened
         return False
     try:
         return json.loads(manifest.read_text("utf-8")).get("format") == LEDGER_FORMAT
@@ -98,11 +139,18 @@ def check_output_file(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def _marker(folder: Path) -> dict | None:
+def _read_json(path: Path) -> object:
+    """The JSON in ``path`` if it is a regular file (never a FIFO or a symlink), else ``None``."""
     try:
-        data = json.loads((folder / OUTPUT_MARKER).read_text("utf-8"))
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        return json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def _marker(folder: Path) -> dict | None:
+    data = _read_json(folder / OUTPUT_MARKER)
     if not (isinstance(data, dict) and isinstance(data.get("producer"), str) and isinstance(data.get("files"), dict)):
         return None
     for name, digest in data["files"].items():  # only plain relative paths inside the folder are ever removed
@@ -120,75 +168,227 @@ def _sha256(path: Path) -> str:
 
 
 def _contents(folder: Path) -> set[str]:
-    """Every file and folder below ``folder``, as POSIX paths relative to it."""
+    """Every file and folder below ``folder``, as POSIX paths relative to it (symlinks listed, not followed)."""
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
 
 
 def _owned(files: dict[str, str]) -> set[str]:
-    """The files a marker lists plus the folders that lead to them."""
-    owned = {OUTPUT_MARKER}
+    """The files a marker lists plus the folders that lead to them (and a staging marker a kill left)."""
+    owned = {OUTPUT_MARKER, STAGING_MARKER}
     for name in files:
         parts = Path(name).parts
         owned.update(Path(*parts[: i + 1]).as_posix() for i in range(len(parts)))
     return owned
 
 
-def check_output_folder(path: str | os.PathLike[str], producer: str) -> Path:
-    """Refuse an output folder that another program, or another command, has put anything in.
+def _unsafe(folder: Path, name: str) -> str | None:
+    """Why the listed ``folder/name`` may not be removed (a symlink, or not a regular file, on the way), or None.
 
-    An absent or empty folder is fine, and so is one whose every entry ``producer`` listed in its marker,
-    unchanged since (a rerun replaces its own output, but not a file the user has edited since). A ledger,
-    a folder inside one and a file are refused.
+    An absent file is safe: there is nothing to remove.
     """
-    target = Path(path)
-    if target.is_symlink():
-        target = target.resolve()
-    ledger = enclosing_ledger(target)
-    if ledger is not None:
-        where = "is the ledger" if ledger == Path(os.path.abspath(target)) else f"is inside the ledger {ledger}"
-        raise MindcapError(f"output folder {target} {where}; choose a folder outside it")
-    if not target.exists() and not target.is_symlink():
-        return target
-    if not target.is_dir():
-        raise MindcapError(f"output folder {target} exists and is not a folder")
-    contents = _contents(target)
+    here = folder
+    parts = Path(name).parts
+    for depth, part in enumerate(parts, 1):
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            return None
+        shown = Path(*parts[:depth]).as_posix()
+        if stat.S_ISLNK(mode):
+            return f"{shown} is a symlink"
+        if depth < len(parts) and not stat.S_ISDIR(mode):
+            return f"{shown} is not a folder"
+        if depth == len(parts) and not stat.S_ISREG(mode):
+            return f"{shown} is {_kind(mode)}"
+    return None
+
+
+def _check_owned(folder: Path, producer: str) -> None:
+    """Refuse ``folder`` (an existing folder) unless all it holds is ``producer``'s own unchanged regular files."""
+    contents = _contents(folder)
     if not contents:
-        return target
-    marker = _marker(target)
+        return
+    marker = _marker(folder)
     if marker is None:
         raise MindcapError(
-            f"output folder {target} already holds files that mindcap-tok did not write "
+            f"output folder {folder} already holds files that mindcap-tok did not write "
             f"({', '.join(sorted(contents)[:3])}{', …' if len(contents) > 3 else ''}); choose a new or empty folder"
         )
     if marker["producer"] != producer:
         raise MindcapError(
-            f"output folder {target} holds the output of `{marker['producer']}`; choose another folder for `{producer}`"
+            f"output folder {folder} holds the output of `{marker['producer']}`; choose another folder for `{producer}`"
         )
     foreign = sorted(contents - _owned(marker["files"]))
     if foreign:
         raise MindcapError(
-            f"output folder {target} holds files that `{producer}` did not write ({', '.join(foreign[:3])}"
+            f"output folder {folder} holds files that `{producer}` did not write ({', '.join(foreign[:3])}"
             f"{', …' if len(foreign) > 3 else ''}); move them or choose another folder"
         )
-    for name, digest in marker["files"].items():
-        if (target / name).is_file() and _sha256(target / name) != digest:
+    for name in marker["files"]:
+        why = _unsafe(folder, name)
+        if why is not None:
             raise MindcapError(
-                f"{target / name} was changed after `{producer}` wrote it; move it or choose another folder"
+                f"output folder {folder}: its marker lists {name}, but {why}; `{producer}` removes only its own "
+                "regular files inside the folder: move it or choose another folder"
             )
+    for name, digest in marker["files"].items():
+        if (folder / name).exists() and _sha256(folder / name) != digest:
+            raise MindcapError(
+                f"{folder / name} was changed after `{producer}` wrote it; move it or choose another folder"
+            )
+
+
+def _old(target: Path) -> Path:
+    """Where a rerun parks the output it replaces (a fixed name, so the next run finds it after a kill)."""
+    return target.with_name(f".{target.name}.old")
+
+
+def _has_files(folder: Path) -> bool:
+    """Whether anything but (empty) folders lies below ``folder``."""
+    return any(p.is_symlink() or not p.is_dir() for p in folder.rglob("*"))
+
+
+def _pending_replace(target: Path, producer: str) -> str | None:
+    """What an interrupted replace of ``target`` left to do: ``restore``, ``finish``, ``empty`` or nothing.
+
+    Refuses (one line, nothing touched) a ``.NAME.old`` that is not ``producer``'s own unchanged output.
+    """
+    old = _old(target)
+    if not os.path.lexists(old):
+        return None
+    if old.is_symlink() or not old.is_dir():
+        raise MindcapError(f"{old} is in the way of the output folder {target}; move it")
+    if not _has_files(old):
+        return "empty"
+    try:
+        _check_owned(old, producer)
+    except MindcapError as exc:
+        raise MindcapError(f"an earlier run left {old}, which cannot be cleaned up: {exc}") from exc
+    return "finish" if os.path.lexists(target) else "restore"
+
+
+def _finish_replace(target: Path, producer: str) -> None:
+    """Roll an interrupted replace of ``target`` forward or back (see :func:`_pending_replace`)."""
+    old = _old(target)
+    action = _pending_replace(target, producer)
+    if action == "restore":
+        os.replace(old, target)
+    elif action == "finish":
+        _remove_owned(old, (_marker(old) or {"files": {}})["files"])
+    elif action == "empty":
+        _remove_empty(old)
+
+
+def _remove_empty(folder: Path) -> None:
+    """Remove ``folder`` and the empty folders below it (``rmdir`` refuses anything else)."""
+    for sub in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)):
+        sub.rmdir()
+    folder.rmdir()
+
+
+def check_folder_path(path: str | os.PathLike[str], what: str = "output folder") -> Path:
+    """Refuse a folder path that is a dangling symlink, or that is absent and cannot be created (a file on the
+    way, or a place without write permission); return it. What ``path`` itself holds is the caller's to check."""
+    target = Path(path)
+    if target.is_symlink() and not target.exists():
+        raise MindcapError(f"{what} {target} is a symlink to {target.resolve()}, which does not exist")
+    if os.path.lexists(target):
+        return target
+    here = Path(os.path.abspath(target)).parent
+    while not os.path.lexists(here):
+        here = here.parent
+    if not here.is_dir():
+        raise MindcapError(f"cannot create {what} {target}: {here} is not a folder")
+    if not os.access(here, os.W_OK | os.X_OK):
+        raise MindcapError(f"cannot create {what} {target}: {here} is not writable")
+    return target
+
+
+def _output_path(path: str | os.PathLike[str]) -> Path:
+    """``path``, or where it links to (see :func:`check_folder_path` for what is refused)."""
+    target = check_folder_path(path)
+    return target.resolve() if target.is_symlink() else target
+
+
+def check_output_folder(path: str | os.PathLike[str], producer: str) -> Path:
+    """Refuse an output folder that another program, or another command, has put anything in.
+
+    An absent or empty folder is fine, and so is one whose every entry ``producer`` listed in its marker,
+    unchanged since, as regular files reached without a symlink (a rerun replaces its own output, but not a
+    file the user has edited since, nor anything outside the folder). A ledger, a folder inside one, a file,
+    a dangling symlink and a place where no folder can be created are refused.
+    """
+    target = _output_path(path)
+    ledger = enclosing_ledger(target)
+    if ledger is not None:
+        where = "is the ledger" if ledger == Path(os.path.abspath(target)) else f"is inside the ledger {ledger}"
+        raise MindcapError(f"output folder {target} {where}; choose a folder outside it")
+    _pending_replace(target, producer)
+    if not os.path.lexists(target):
+        return target
+    if not target.is_dir():
+        raise MindcapError(f"output folder {target} exists and is not a folder")
+    _check_owned(target, producer)
     return target
 
 
 def _remove_owned(folder: Path, files: dict[str, str]) -> None:
-    """Delete the files a marker lists, then the folders they leave empty; anything else stays."""
+    """Delete the files a marker lists, then the marker, then the folders they leave empty; anything else stays.
+
+    The marker goes after the files, so an interrupted removal leaves a folder the next run still recognises.
+    """
     for name in files:
-        (folder / name).unlink(missing_ok=True)
+        if _unsafe(folder, name) is None:
+            (folder / name).unlink(missing_ok=True)
+    (folder / STAGING_MARKER).unlink(missing_ok=True)
     (folder / OUTPUT_MARKER).unlink(missing_ok=True)
-    for sub in sorted(_owned(files) - {OUTPUT_MARKER}, key=lambda p: -p.count("/")):
+    for sub in sorted(_owned(files) - {OUTPUT_MARKER, STAGING_MARKER}, key=lambda p: -p.count("/")):
         sub_path = folder / sub
-        if sub_path.is_dir() and not any(sub_path.iterdir()):
+        if sub_path.is_dir() and not sub_path.is_symlink() and not any(sub_path.iterdir()):
             sub_path.rmdir()
     if not any(folder.iterdir()):
         folder.rmdir()
+
+
+def _alive(owner: object) -> bool:
+    """Whether the process a staging marker names may still be writing (unknown or on another host: yes)."""
+    ours = isinstance(owner, dict) and owner.get("host") == socket.gethostname()
+    if not (ours and isinstance(owner.get("pid"), int)):
+        return True
+    try:
+        os.kill(owner["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _clean_staging(target: Path) -> None:
+    """Remove the staging folders of ``target`` that killed runs left (they carry our staging marker)."""
+    for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        owner = None if tmp.is_symlink() or not tmp.is_dir() else _read_json(tmp / STAGING_MARKER)
+        if owner is not None and not _alive(owner):
+            shutil.rmtree(tmp)
+
+
+@contextmanager
+def _staging(target: Path) -> Iterator[Path]:
+    """A marked temporary folder beside ``target``, removed on any error."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _clean_staging(target)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as exc:
+        raise MindcapError(f"cannot create output folder {target}: {exc.strerror or exc}") from exc
+    try:
+        owner = {"host": socket.gethostname(), "pid": os.getpid()}
+        (tmp / STAGING_MARKER).write_text(json.dumps(owner) + "\n", "utf-8")
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 @contextmanager
@@ -197,31 +397,36 @@ def output_folder(path: str | os.PathLike[str], producer: str) -> Iterator[Path]
 
     ``path`` is checked with :func:`check_output_folder` before and again after the block. A marker listing
     the files written is added, so a rerun of ``producer`` may replace them. A replaced earlier output is
-    removed file by file (only what its marker lists); on any error nothing is left behind.
+    parked as ``.NAME.old`` and then removed file by file (only what its marker lists); a replace that a kill
+    interrupted is finished or rolled back first. On any error nothing is left behind.
     """
     target = check_output_folder(path, producer)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
+    _finish_replace(target, producer)
+    with _staging(target) as tmp:
         yield tmp
-        files = {p.relative_to(tmp).as_posix(): _sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        files = {
+            p.relative_to(tmp).as_posix(): _sha256(p)
+            for p in sorted(tmp.rglob("*"))
+            if p.is_file() and not (p.parent == tmp and p.name in (STAGING_MARKER, OUTPUT_MARKER))
+        }
         marker = {"producer": producer, "written": datetime.now(UTC).isoformat(timespec="seconds"), "files": files}
         (tmp / OUTPUT_MARKER).write_text(json.dumps(marker, indent=1, ensure_ascii=False) + "\n", "utf-8")
         check_output_folder(target, producer)  # unchanged while we wrote?
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+        if os.path.lexists(target):
+            old = _old(target)
             previous = _marker(target)
-            os.replace(target, old / target.name)
-            _publish(tmp, target)
-            _remove_owned(old / target.name, previous["files"] if previous else {})
-            if (old / target.name).exists():  # something appeared after the check: keep it, say where
-                raise MindcapError(f"files added to {target} while writing were moved to {old / target.name}")
-            old.rmdir()
+            os.replace(target, old)  # a kill from here to the publish: the next run puts it back
+            try:
+                _publish(tmp, target)  # a kill from here on: the next run finishes removing it
+            except BaseException:
+                if not os.path.lexists(target):
+                    os.replace(old, target)  # an error or Ctrl-C: put it back now
+                raise
+            _remove_owned(old, previous["files"] if previous else {})
+            if old.exists():  # something appeared after the check: keep it, say where
+                raise MindcapError(f"files added to {target} while writing were moved to {old}")
         else:
             _publish(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _publish(tmp: Path, target: Path) -> None:
@@ -229,12 +434,14 @@ def _publish(tmp: Path, target: Path) -> None:
     for p in (tmp, *tmp.rglob("*")):
         chmod_default(p)
     os.replace(tmp, target)
+    (target / STAGING_MARKER).unlink(missing_ok=True)  # after the rename: a staging folder never goes unmarked
 
 
 def check_new_folder(out: str | os.PathLike[str]) -> Path:
-    """Refuse a new output folder (an extension) that exists already or would lie inside a ledger; return it."""
-    target = Path(out)
-    if target.exists():
+    """Refuse a new output folder (an extension) that exists already (even as a dangling symlink), would lie
+    inside a ledger or cannot be created; return it."""
+    target = check_folder_path(out)
+    if os.path.lexists(target):
         raise MindcapError(f"output folder {target} already exists; choose a new one")
     ledger = enclosing_ledger(target)
     if ledger is not None:
@@ -249,13 +456,8 @@ def new_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
     ``out`` must not exist; on any error the temporary folder is removed, so no half-written output remains.
     """
     target = check_new_folder(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
+    with _staging(target) as tmp:
         yield tmp
-        if target.exists():
+        if os.path.lexists(target):
             raise MindcapError(f"output folder {target} appeared while writing; left it alone")
         _publish(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

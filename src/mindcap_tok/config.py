@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._io import regular_file
 from .errors import MindcapError
 
 CONFIG_NAME = "mindcap.toml"
@@ -116,7 +117,7 @@ def find_config_file(start: Path | None = None) -> Path | None:
 
 def _read_config_file(path: Path) -> dict[str, Path]:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(regular_file(path, "config file").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise MindcapError(f"cannot read config file {path}: {exc}") from exc
     paths = raw.get("paths", {})

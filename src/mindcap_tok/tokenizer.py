@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
+from ._io import regular_file
 from .config import hub_unavailable, load_config
 from .errors import MindcapError, first_line
 from .tokenizer_backends import (
@@ -239,7 +240,7 @@ def _read_tokenizer_file(path: Path, mtime_ns: int) -> Tokenizer:
 
 
 def _from_file(path: Path, name: str) -> ResolvedTokenizer:
-    path = path.resolve()
+    path = regular_file(path.resolve(), "tokenizer file")
     if path.suffix == ".tiktoken":
         backend, digest = load_tiktoken(path)
         return ResolvedTokenizer(name, source=str(path), path=path, backend=backend, sha256=digest)
@@ -255,7 +256,7 @@ def _from_file(path: Path, name: str) -> ResolvedTokenizer:
 
 def tokenizer_file(folder: Path) -> Path | None:
     """The tokenizer file in ``folder``: ``tokenizer.json``, else the one ``*.tiktoken``, else ``*.model``."""
-    if (folder / "tokenizer.json").is_file():
+    if os.path.lexists(folder / "tokenizer.json"):  # not is_file: a FIFO there is refused, not skipped
         return folder / "tokenizer.json"
     for pattern in ("*.tiktoken", "*.model"):
         found = sorted(folder.glob(pattern))
@@ -302,7 +303,7 @@ def load_tokenizer(name: str, tokenizers_dir: str | os.PathLike[str] | None = No
         if found is None:
             raise MindcapError(f"folder {path} has no tokenizer.json, *.tiktoken or *.model file")
         return _from_file(found, name)
-    if path.is_file():
+    if path.exists():  # a file (a FIFO or a device is refused by _from_file)
         return _from_file(path, name)
     canonical = canonical_model_name(name)
     if canonical is not None:

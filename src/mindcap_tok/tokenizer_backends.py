@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from ._io import regular_file
 from .errors import MindcapError, first_line
 
 FAMILIES = ("tokenizers", "tiktoken", "sentencepiece")
@@ -429,7 +430,7 @@ def parse_rank_file(data: bytes, path: Path) -> dict[bytes, int]:
 
 def tiktoken_files(rank_file: Path) -> Path:
     """The ``encoding.json`` that must sit beside a ``.tiktoken`` rank file."""
-    spec = rank_file.parent / "encoding.json"
+    spec = regular_file(rank_file.parent / "encoding.json", "tiktoken encoding file")
     if not spec.is_file():
         raise MindcapError(
             f"{rank_file} needs an encoding.json beside it (name, pat_str, special_tokens); none in {rank_file.parent}"
@@ -480,7 +481,7 @@ def build_tiktoken(
 
 def load_tiktoken(rank_file: Path) -> tuple[TiktokenBackend, str]:
     """Back end for a ``.tiktoken`` file, and the SHA-256 of the rank file's bytes followed by ``encoding.json``'s."""
-    rank_file = rank_file.resolve()
+    rank_file = regular_file(rank_file.resolve(), "tiktoken rank file")
     spec = tiktoken_files(rank_file)
     return _read_tiktoken(rank_file, spec, (rank_file.stat().st_mtime_ns, spec.stat().st_mtime_ns))
 
@@ -503,5 +504,5 @@ def _read_sentencepiece(path: Path, mtime_ns: int) -> tuple[SentencePieceBackend
 
 def load_sentencepiece(path: Path) -> tuple[SentencePieceBackend, str]:
     """Back end for a SentencePiece ``.model`` file, and the file's SHA-256."""
-    path = path.resolve()
+    path = regular_file(path.resolve(), "SentencePiece model")
     return _read_sentencepiece(path, path.stat().st_mtime_ns)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from .._io import regular_file
 from ..errors import MindcapError
 
 ItemId = int | str
@@ -111,7 +112,7 @@ def text_file_corpus(path: str | os.PathLike[str]) -> Corpus:
     """Any UTF-8 text file, one item per non-empty line (the item id is the 0-based line number)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = regular_file(p, "corpus file").read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise MindcapError(f"corpus file not found: {p}") from exc
     except UnicodeDecodeError as exc:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from .._io import new_folder
+from .._io import new_folder, regular_file
 from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
@@ -275,7 +275,7 @@ def load_extension(folder: str | os.PathLike[str]) -> SavedExtension:
     """Load a saved extension folder and check its tokenizer files against the manifest's hash."""
     path = Path(folder)
     try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads(regular_file(path / MANIFEST, "extension manifest").read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise MindcapError(f"{path} is not a saved extension (no {MANIFEST})") from exc
     except ValueError as exc:
@@ -304,7 +304,7 @@ def load_crossfit(folder: str | os.PathLike[str]) -> CrossFitSet:
     """Load a cross-fit output folder written by ``mindcap-tok extend`` (``fold-<k>`` folders + summary)."""
     path = Path(folder)
     try:
-        summary = json.loads((path / SUMMARY).read_text(encoding="utf-8"))
+        summary = json.loads(regular_file(path / SUMMARY, "cross-fit summary").read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise MindcapError(f"{path} is not a cross-fit output folder (no {SUMMARY})") from exc
     folds = tuple(load_extension(path / f"fold-{k}") for k in range(int(summary["folds"])))

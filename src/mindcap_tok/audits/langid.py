@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .._io import regular_file
 from ..config import hub_unavailable
 from ..data.languages import aliases, resolve_language
 from ..errors import MindcapError, MissingExtraError, first_line
@@ -143,7 +144,7 @@ def load_lid_model(path: str | os.PathLike[str] | None = None, hub: bool = True)
         name = "glotlid" if file is not None else "lid.176"
         file = file or shipped_lid176()
     try:
-        with open(file, "rb") as fh:  # streamed: GlotLID's model.bin is over 1 GB
+        with open(regular_file(file, "language-ID model"), "rb") as fh:  # streamed: GlotLID's model.bin is over 1 GB
             sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
     except OSError as exc:
         raise MindcapError(f"cannot read language-ID model {file}: {exc}") from exc
@@ -251,7 +252,7 @@ _LABEL_COLUMNS = ("model", "arm", "lang", "predicted", "human_label")
 
 def load_validation_labels(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A returned ``langid_validation.csv`` (empty cells kept as empty strings, not NaN)."""
-    file = Path(path)
+    file = regular_file(path, "validation labels file")
     try:
         frame = pd.read_csv(file, keep_default_na=False)
     except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' parser and empty-data errors are ValueErrors

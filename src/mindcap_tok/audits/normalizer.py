@@ -24,13 +24,13 @@ import os
 import unicodedata
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._io import regular_file
 from ..data.languages import resolve_language
 from ..errors import MindcapError, first_line
 from ..premium import count_tokens
@@ -102,7 +102,7 @@ def behavioral_ratios(records: pa.Table, n_boot: int = 2000, seed: int = 0, leve
 def load_renderings(path: str | os.PathLike[str]) -> pd.DataFrame:
     """English renderings of native traces from JSON lines or CSV: ``lang, item, sample, english`` [``model``],
     checked as :func:`check_renderings` does."""
-    file = Path(path)
+    file = regular_file(path, "renderings file")
     try:
         frame = pd.read_json(file, lines=True) if file.suffix in (".jsonl", ".json") else pd.read_csv(file)
     except (OSError, ValueError, UnicodeDecodeError) as exc:

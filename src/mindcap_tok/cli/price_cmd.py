@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .._io import check_new_folder
 from ..adaptation.extend import DEFAULT_MIN_FREQ
 from ..adaptation.price import Pricing, price_ledger
 from ..data.flores import flores_source
@@ -124,6 +125,8 @@ def price_command(
         raise click.UsageError("a saved extension belongs to one language; give one --lang with --extension")
     if save_extension and len(codes) * len(models) > 1:
         raise click.UsageError("--save-extension keeps one model's and one language's folds; price them one at a time")
+    if save_extension:
+        check_new_folder(save_extension)  # before the learning, not after it
     source = None
     if learn_extension and measure_premium:
         try:

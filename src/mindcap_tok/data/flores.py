@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
+from .._io import regular_file
 from ..config import hub_unavailable, load_config
 from ..errors import MindcapError, first_line
 from .languages import resolve_language
@@ -47,7 +48,7 @@ def _check_split(split: str) -> None:
 def _read_local(folder: str, code: str, split: str, nfc: bool = True) -> tuple[str, ...]:
     path = Path(folder) / split / f"{code}.{split}"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = regular_file(path, "FLORES file").read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise MindcapError(f"FLORES file missing: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:

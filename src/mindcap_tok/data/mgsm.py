@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from .._io import regular_file
 from ..config import load_config
 from ..errors import MindcapError
 from .languages import resolve_language, short_name
@@ -93,7 +94,7 @@ def parse_gold(text: str, where: str = "") -> int:
 def _read_tsv(folder: str, code: str) -> tuple[MgsmItem, ...]:
     path = Path(folder) / f"mgsm_{short_name(code)}.tsv"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = regular_file(path, "MGSM file").read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise MindcapError(f"MGSM file missing: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:
@@ -126,7 +127,7 @@ def mgsm_gold(data_dir: str | os.PathLike[str] | None = None) -> list[int]:
 def _read_exemplars(folder: str) -> dict:
     path = Path(folder) / "mgsm_exemplars.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(regular_file(path, "MGSM exemplars file").read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise MindcapError(f"MGSM exemplars file missing: {path}") from exc
     except (OSError, ValueError) as exc:

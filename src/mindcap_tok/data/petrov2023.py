@@ -12,6 +12,7 @@ import csv
 import os
 from pathlib import Path
 
+from .._io import regular_file
 from ..config import load_config
 from ..errors import MindcapError
 
@@ -31,9 +32,9 @@ def petrov2023_folder(data_dir: str | os.PathLike[str] | None = None) -> Path:
 def petrov2023_lengths(column: str, data_dir: str | os.PathLike[str] | None = None) -> dict[str, int]:
     """FLORES code -> Petrov et al.'s token count in ``column`` (languages marked ``–––`` are left out)."""
     folder = petrov2023_folder(data_dir)
-    with open(folder / "flores_language_map.csv", encoding="utf-8", newline="") as f:
+    with open(regular_file(folder / "flores_language_map.csv", "reference file"), encoding="utf-8", newline="") as f:
         codes = {row[0].strip(): row[1].strip() for row in csv.reader(f) if len(row) == 2}
-    with open(folder / "tokenization_lengths.csv", encoding="utf-8", newline="") as f:
+    with open(regular_file(folder / "tokenization_lengths.csv", "reference file"), encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows or column not in rows[0]:
         raise MindcapError(f"no column {column!r} in {folder / 'tokenization_lengths.csv'}")

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from .._io import atomic_write_text
+from .._io import atomic_write_text, regular_file
 from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
 from .backends import Completion, GenRequest, load_backend
@@ -137,7 +137,7 @@ def _write_job(ledger: Ledger, plan: Plan) -> None:
     record = job_record(plan)
     if path.exists():
         try:
-            old = json.loads(path.read_text("utf-8")).get("spec") or {}
+            old = json.loads(regular_file(path, "job record").read_text("utf-8")).get("spec") or {}
         except (OSError, ValueError, AttributeError) as exc:
             raise MindcapError(f"{path} is unreadable ({exc}); restore it or rename the job") from exc
         if _identity(old) == _identity(json.loads(json.dumps(record["spec"]))):

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._io import regular_file
 from ..data.mgsm import parse_gold
 from ..errors import MindcapError, first_line
 from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
@@ -371,7 +372,7 @@ def _open(path: str | os.PathLike[str], name: str) -> Iterator[BinaryIO]:
         yield sys.stdin.buffer
         return
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below; a pipe must be opened exactly once
+        fh = open(regular_file(path, "input", pipe_ok=True), "rb")  # noqa: SIM115 - closed below; a pipe must be opened exactly once
     except OSError as exc:
         raise MindcapError(f"cannot read {name}: {exc.strerror or exc}") from exc
     with fh:

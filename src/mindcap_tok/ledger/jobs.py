@@ -57,6 +57,7 @@ from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
 
+from .._io import regular_file
 from ..data.languages import resolve_language
 from ..data.mgsm import N_ITEMS
 from ..errors import MindcapError
@@ -566,7 +567,7 @@ def load_spec(
     """Read and check a TOML job spec (``data_dir``, ``tokenizers_dir``: as for :func:`parse_spec`)."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text("utf-8"))
+        data = tomllib.loads(regular_file(path, "job spec").read_text("utf-8"))
     except OSError as exc:
         raise MindcapError(f"cannot read job spec {path}: {exc}") from exc
     except UnicodeDecodeError as exc:

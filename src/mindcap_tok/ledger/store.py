@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text
+from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text, check_folder_path, regular_file
 from ..data.languages import resolve_language
 from ..errors import MindcapError, first_line
 from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
@@ -209,7 +209,7 @@ class Ledger:
         return self.root / MANIFEST
 
     def exists(self) -> bool:
-        return self.manifest_path.is_file()
+        return regular_file(self.manifest_path, "ledger manifest").is_file()
 
     def manifest(self) -> dict:
         """The parsed manifest (an empty one when the folder holds no ledger yet)."""
@@ -246,7 +246,7 @@ class Ledger:
         Before the first commit a ledger folder may hold only its lock, hidden shards of an interrupted first
         append (under ``model=…/``) and ``jobs/`` (generation job records written before the first shard).
         """
-        if self.exists() or not self.root.exists():
+        if self.exists() or not check_folder_path(self.root, "ledger folder").exists():
             return
         if not self.root.is_dir():
             raise MindcapError(f"ledger folder {self.root} is a file")
@@ -312,7 +312,7 @@ class Ledger:
         if self._outside(path):
             raise MindcapError(f"cannot read ledger shard {path}: it resolves outside the ledger {hint}")
         try:
-            with pa.OSFile(str(path)) as fh:
+            with pa.OSFile(str(regular_file(path, "ledger shard"))) as fh:
                 data = fh.read_buffer()
         except (OSError, pa.ArrowException) as exc:
             raise MindcapError(f"cannot read ledger shard {path}: {_why(exc)} {hint}") from exc
@@ -330,7 +330,7 @@ class Ledger:
         path = self._file(shard)
         if self._outside(path):
             raise MindcapError(f"cannot read ledger shard {path}: it resolves outside the ledger {self.root}")
-        return path
+        return regular_file(path, "ledger shard")
 
     def _read_shard(
         self, shard: ShardInfo, columns: Sequence[str] | None = None, source: pa.Buffer | Path | None = None
@@ -351,7 +351,10 @@ class Ledger:
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
         """Exclusive: held by an append from reading the manifest to renaming its shards into place."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MindcapError(f"cannot create ledger folder {self.root}: {exc.strerror or exc}") from exc
         with open(self.root / ".lock", "a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
@@ -363,7 +366,7 @@ class Ledger:
     def _shared_lock(self) -> Iterator[None]:
         """Shared: readers see no append half-done. Opened read-only; none where that fails (no lock file)."""
         try:
-            fd = os.open(self.root / ".lock", os.O_RDONLY)
+            fd = os.open(self.root / ".lock", os.O_RDONLY | os.O_NONBLOCK)  # a FIFO there must not block
         except OSError:
             yield  # no lock file (nothing ever appended here with a lock) or not readable
             return
@@ -681,9 +684,9 @@ class Ledger:
             if path.name.endswith(_PENDING):
                 report.notes.append(f"{s.path}: committed but not yet renamed (the next append finishes it)")
             try:
-                with pa.OSFile(str(path)) as fh:  # Arrow memory: see _shard_bytes
+                with pa.OSFile(str(regular_file(path, "shard"))) as fh:  # Arrow memory: see _shard_bytes
                     data = fh.read_buffer()
-            except (OSError, pa.ArrowException) as exc:
+            except (OSError, pa.ArrowException, MindcapError) as exc:
                 report.problems.append(f"{s.path}: cannot read: {_why(exc)}")
                 continue
             if data.size != s.bytes:

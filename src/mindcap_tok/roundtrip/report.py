@@ -33,7 +33,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from .._io import check_output_folder, output_folder
+from .._io import check_output_folder, output_folder, regular_file
 from .._json import dumps_strict
 from ..errors import MindcapError
 from ..report.markdown import markdown_table
@@ -87,7 +87,7 @@ def read_run(
     """Read a run folder. ``texts``: the source texts (a file, or :class:`Text` objects) when the manifest's
     source cannot be reloaded from here; they must be the run's (same ids and texts)."""
     root = Path(run_dir)
-    path = root / MANIFEST
+    path = regular_file(root / MANIFEST, "round-trip manifest")
     if not path.is_file():
         raise MindcapError(
             f"{root} is not a round-trip run folder (no {MANIFEST}); give the folder `roundtrip --out` wrote"

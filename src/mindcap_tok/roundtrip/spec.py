@@ -34,6 +34,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .._io import regular_file
 from ..errors import MindcapError
 from ..ledger.backends import BACKENDS
 from ..ledger.jobs import Sampling, ServerSpec, base_urls, server_options
@@ -285,7 +286,7 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
 def read_spec_file(path: str | os.PathLike[str]) -> dict:
     """The plain data of a TOML spec file (a one-line error when it does not parse)."""
     try:
-        with open(path, "rb") as fh:
+        with open(regular_file(path, "round-trip spec"), "rb") as fh:
             return tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise MindcapError(f"cannot read round-trip spec {path}: {exc}") from exc

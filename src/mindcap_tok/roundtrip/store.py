@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .._io import atomic_write_bytes, atomic_write_text, enclosing_ledger
+from .._io import atomic_write_bytes, atomic_write_text, check_folder_path, enclosing_ledger, regular_file
 from .._json import dumps_strict
 from ..errors import MindcapError
 
@@ -69,7 +69,7 @@ class RunStore:
     def __init__(self, root: str | os.PathLike[str], identity: dict, spec: dict) -> None:
         self.root = Path(root)
         self._check_folder()
-        path = self.root / MANIFEST
+        path = regular_file(self.root / MANIFEST, "round-trip manifest")
         if path.is_file():
             try:
                 manifest = json.loads(path.read_text("utf-8"))
@@ -87,6 +87,7 @@ class RunStore:
             self.manifest = {"format": FORMAT, "version": VERSION, "identity": identity, "spec": spec, "files": {}}
 
     def _check_folder(self) -> None:
+        check_folder_path(self.root, "round-trip folder")
         ledger = enclosing_ledger(self.root)
         if ledger is not None:
             raise MindcapError(f"round-trip folder {self.root} is or lies inside the ledger {ledger}; choose another")
@@ -131,7 +132,7 @@ class RunStore:
         """The rows of a committed file, checked against the manifest's SHA-256."""
         path = self.root / name
         try:
-            data = path.read_bytes()
+            data = regular_file(path, "round-trip file").read_bytes()
         except OSError as exc:
             raise MindcapError(f"round-trip file {path} is missing: {exc}") from exc
         if _sha256(data) != self.manifest["files"][name]["sha256"]:

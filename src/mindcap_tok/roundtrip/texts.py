@@ -16,6 +16,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._io import regular_file
 from ..data.flores import SPLITS, flores_source, load_flores
 from ..errors import MindcapError
 
@@ -36,7 +37,7 @@ def _flores_domains(source: str, split: str) -> list[str] | None:
     path = Path(source) / f"metadata_{split}.tsv"
     if source.startswith("hf:") or not path.is_file():
         return None
-    with open(path, encoding="utf-8", newline="") as fh:
+    with open(regular_file(path, "FLORES metadata file"), encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     return [r.get("domain") or "flores" for r in rows]
 
@@ -78,7 +79,7 @@ def _row(row: object, where: str) -> Text:
 
 def file_texts(path: str | os.PathLike[str]) -> list[Text]:
     """Texts from a ``.jsonl`` or ``.csv`` file (see the module docs)."""
-    file = Path(path)
+    file = regular_file(path, "texts file")
     if not file.is_file():
         raise MindcapError(f"texts file not found: {file}")
     try:

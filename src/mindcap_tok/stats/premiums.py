@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
 
+from .._io import regular_file
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..premium import Premium
@@ -63,7 +64,7 @@ def premium_table(source) -> PremiumTable:
 def load_premium_json(path: str | Path) -> PremiumTable:
     """Premiums from a file written by ``mindcap-tok premium --format json``."""
     try:
-        rows = json.loads(Path(path).read_text("utf-8"))
+        rows = json.loads(regular_file(path, "premiums file").read_text("utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise MindcapError(f"cannot read premiums from {path}: {exc}") from exc
     if not isinstance(rows, list):

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._io import atomic_write_text
+from .._io import atomic_write_text, regular_file
 from .._json import dumps_strict
 from ..errors import MindcapError
 from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, run_family
@@ -85,7 +85,7 @@ class Protocol:
 
 def _read(path: Path) -> dict:
     try:
-        text = path.read_text("utf-8")
+        text = regular_file(path, "protocol").read_text("utf-8")
     except OSError as exc:
         raise MindcapError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
     suffix = path.suffix.lower()
@@ -155,7 +155,7 @@ def load_protocol(path: str | Path) -> Protocol:
 def protocol_hash(path: str | Path) -> str:
     """SHA-256 of the protocol file's bytes (any edit, even whitespace, changes it)."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return hashlib.sha256(regular_file(path, "protocol").read_bytes()).hexdigest()
     except OSError as exc:
         raise MindcapError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
 
@@ -200,7 +200,7 @@ def protocol_inputs(
             continue
         if spec.lower().endswith(".json"):
             try:
-                out[name] = hashlib.sha256(Path(spec).read_bytes()).hexdigest()
+                out[name] = hashlib.sha256(regular_file(spec, "premiums file").read_bytes()).hexdigest()
             except OSError as exc:
                 raise MindcapError(f"{path}: cannot read its premiums file {name}: {exc.strerror or exc}") from exc
         else:
@@ -339,7 +339,7 @@ def freeze_protocol(
 
 def _read_record(sidecar: Path) -> FreezeRecord:
     try:
-        data = json.loads(sidecar.read_text("utf-8"))
+        data = json.loads(regular_file(sidecar, "freeze record").read_text("utf-8"))
         return FreezeRecord(**data)
     except (OSError, json.JSONDecodeError, TypeError) as exc:
         raise MindcapError(f"cannot read freeze record {sidecar}: {exc}") from exc
