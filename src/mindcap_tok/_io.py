@@ -300,8 +300,10 @@ def check_folder_path(path: str | os.PathLike[str], what: str = "output folder")
         here = here.parent
     if not here.is_dir():
         raise MindcapError(f"cannot create {what} {target}: {here} is not a folder")
-    if not os.access(here, os.W_OK | os.X_OK):
-        raise MindcapError(f"cannot create {what} {target}: {here} is not writable")
+    try:  # a real probe, not os.access: root passes every access check, yet /proc or a read-only mount refuses
+        os.rmdir(tempfile.mkdtemp(prefix=".mindcap-tok-probe.", dir=here))
+    except OSError as exc:
+        raise MindcapError(f"cannot create {what} {target}: {here} is not writable ({exc.strerror or exc})") from exc
     return target
 
 
