@@ -545,7 +545,7 @@ def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizer
         from ..tokenizer import load_tokenizer
 
         tok = load_tokenizer(tokenizer, tokenizers_dir)
-        return {p.lang: p.ratio for p in token_premium(tok, langs, n_boot=1, source=flores_source(data_dir))}
+        return {p.lang: p.ratio for p in token_premium(tok, langs, n_boot=0, source=flores_source(data_dir))}
     if not isinstance(value, dict):
         raise MindcapError(f'premiums must be a table (lang = r) or "flores", got {_show(value)}')
     bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}
