@@ -224,7 +224,7 @@ def damaged(tmp_path, qwen):
             "--budgets",
             "20",
             "--n-boot",
-            "20",
+            "40",
             "--out-dir",
             "{tmp}/rep",
         ],

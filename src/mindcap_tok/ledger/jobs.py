@@ -430,7 +430,11 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     for lang, r in premiums.items():
         if not r > 0:
             raise MindcapError(f"premiums must be positive, got {lang} = {r}")
-        if scale_budget(r, max(caps)) > MAX_CAP:
+        try:
+            too_large = scale_budget(r, max(caps)) > MAX_CAP
+        except MindcapError:  # above even the largest budget
+            too_large = True
+        if too_large:
             raise MindcapError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
     budgets, style = _announce(data, design)
     scaled_arms = tuple(_list(data.get("scaled_arms", ["native"]), str, "scaled_arms", empty=True))
