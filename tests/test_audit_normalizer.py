@@ -138,7 +138,7 @@ def test_malformed_renderings_are_one_line_errors(qwen, ledger, tmp_path):
     ]
     for frame, message in bad:
         with pytest.raises(MindcapError, match=message):
-            trace_premiums(ledger, frame, {"qwen3-8b": qwen}, n_boot=10)
+            trace_premiums(ledger, frame, {"qwen3-8b": qwen}, n_boot=40)
         frame.to_csv(path, index=False)
         with pytest.raises(MindcapError, match=f"renderings {path}"):
             load_renderings(path)

@@ -122,7 +122,7 @@ def test_cli_extend_mgsm_writes_folds_and_refuses_existing_out(qwen, config, tmp
 def test_cli_without_a_size_uses_the_documented_default_rule(tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("สวัสดีครับ สวัสดีครับ\n" * 4, encoding="utf-8")
-    res = run(["extend", "--lang", "th", "--corpus", str(text), "--n-boot", "10", "--out-dir", str(tmp_path / "o")])
+    res = run(["extend", "--lang", "th", "--corpus", str(text), "--n-boot", "40", "--out-dir", str(tmp_path / "o")])
     assert res.exit_code == 0, res.stderr
     for f in load_crossfit(tmp_path / "o").folds:
         assert f.manifest["size_rule"] == {"rule": "min-freq", "size": None, "min_freq": 2}
@@ -137,7 +137,7 @@ def test_cli_bad_input_one_line_errors(tmp_path):
         (["--corpus", str(small), "--size", "5000"], "supports only"),
     ]
     for extra, message in cases:
-        res = run(["extend", "--lang", "th", "--n-boot", "10", "--out-dir", str(tmp_path / "o"), *extra])
+        res = run(["extend", "--lang", "th", "--n-boot", "40", "--out-dir", str(tmp_path / "o"), *extra])
         assert res.exit_code == 2 and message in res.stderr, res.stderr
         assert not (tmp_path / "o").exists()
 

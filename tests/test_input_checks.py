@@ -281,14 +281,14 @@ def test_empty_flores_files_are_named(tmp_path):
     with pytest.raises(MindcapError, match=f"FLORES file is empty: {re.escape(str(eng))}$"):
         load_parallel(["th"], "devtest", str(root / "flores200"))
     with pytest.raises(MindcapError, match=f"FLORES file is empty: {re.escape(str(eng))}$"):
-        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), n_boot=10)
+        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), n_boot=40)
 
 
 def test_empty_target_file_is_named(tmp_path):
     root = _flores(tmp_path, {"eng_Latn": "a\nb\n", "tha_Thai": ""})
     tha = root / "flores200" / "devtest" / "tha_Thai.devtest"
     with pytest.raises(MindcapError, match=f"FLORES file is empty: {re.escape(str(tha))}$"):
-        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), n_boot=10)
+        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), n_boot=40)
 
 
 def test_english_without_tokens_is_named(tmp_path):
@@ -296,7 +296,7 @@ def test_english_without_tokens_is_named(tmp_path):
     root = _flores(tmp_path, {"eng_Latn": " \n\t\n", "tha_Thai": "a b\nc\n"})
     eng = root / "flores200" / "devtest" / "eng_Latn.devtest"
     with pytest.raises(MindcapError, match=f"^{re.escape(str(eng))} has no tokens with ws's tokenizer$"):
-        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), n_boot=10)
+        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), n_boot=40)
 
 
 @pytest.mark.parametrize(
@@ -310,8 +310,8 @@ def test_english_without_tokens_is_named(tmp_path):
 def test_premium_cli_on_empty_files_is_one_line(tmp_path, files, bad, needle):
     root = _flores(tmp_path, files)
     path = root / "flores200" / "devtest" / f"{bad}.devtest"
-    res = run(["--data-dir", str(root), "premium", "--lang", "th", "--n-boot", "10"])
+    res = run(["--data-dir", str(root), "premium", "--lang", "th", "--n-boot", "40"])
     one_line_error(res, f"{needle}{path}")
-    proc, _ = _cli(["--data-dir", str(root), "premium", "--lang", "th", "--n-boot", "10"])
+    proc, _ = _cli(["--data-dir", str(root), "premium", "--lang", "th", "--n-boot", "40"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and str(path) in proc.stderr

@@ -214,7 +214,7 @@ def damaged(tmp_path, qwen):
     [
         ["ledger", "info", "{ledger}"],
         ["score", "--ledger", "{ledger}", "--budgets", "20"],
-        ["sweep", "--ledger", "{ledger}", "--premiums", "th=3", "--budgets", "20", "--n-boot", "20"],
+        ["sweep", "--ledger", "{ledger}", "--premiums", "th=3", "--budgets", "20", "--n-boot", "40"],
         [
             "report",
             "--ledger",
@@ -224,7 +224,7 @@ def damaged(tmp_path, qwen):
             "--budgets",
             "20",
             "--n-boot",
-            "20",
+            "40",
             "--out-dir",
             "{tmp}/rep",
         ],

@@ -121,7 +121,7 @@ def test_reproduces_paper_premiums(model, expected, config, flores_dir):
 
 def test_qwen_thai_premium_matches_paper_precision(qwen, flores_dir):
     # paper §4.2 prints r = 2.550777 for Qwen Thai, and §6 prints 1.559 / 2.551 / 1.936
-    rows = token_premium(qwen, ["de", "th", "sw"], source=flores_dir, n_boot=10, seed=0, budgets=[256])
+    rows = token_premium(qwen, ["de", "th", "sw"], source=flores_dir, n_boot=40, seed=0, budgets=[256])
     res = {r.lang: r for r in rows}
     assert round(res["tha_Thai"].premium, 6) == 2.550777
     assert res["tha_Thai"].scaled_budgets == {256: 652}
@@ -160,7 +160,7 @@ def test_premium_table_names_tokenizer_hash_and_engine(config):
     def sha(path):
         return hashlib.sha256((config.tokenizers_dir.value / path).read_bytes()).hexdigest()[:12]
 
-    res = CliRunner().invoke(cli, ["premium", "--model", "qwen3-8b", "gemma-3", "--lang", "th", "--n-boot", "20"])
+    res = CliRunner().invoke(cli, ["premium", "--model", "qwen3-8b", "gemma-3", "--lang", "th", "--n-boot", "40"])
     assert res.exit_code == 0, res.output
     assert f"qwen3-8b: tokenizer sha256 {sha('qwen3/tokenizer.json')}…, counted by tokenizers" in res.output
     assert f"gemma-3: tokenizer sha256 {sha('gemma3/tokenizer.model')}…, counted by sentencepiece" in res.output

@@ -268,7 +268,7 @@ def thai_extension(world, tmp_path_factory):
     """A cross-fitted extension learned on the Thai traces and saved by `price --save-extension`."""
     ledger, base, _, _ = world
     out = tmp_path_factory.mktemp("th") / "th-ext"
-    price_ledger(ledger, "tiny", "th", [30], learn_size=1, tokenizer=base, n_boot=20, save_extension=out)
+    price_ledger(ledger, "tiny", "th", [30], learn_size=1, tokenizer=base, n_boot=40, save_extension=out)
     assert json.loads((out / "fold-0" / "manifest.json").read_text("utf-8"))["lang"] == "tha_Thai"
     return out
 
@@ -290,7 +290,7 @@ def test_an_extension_for_another_language_is_refused(world, thai_extension, tmp
     _, base, _, _ = world
     swahili = _relabelled_ledger(world, tmp_path / "sw", "swh_Latn")
     with pytest.raises(MindcapError, match=r"learned for tha_Thai, but the priced language is swh_Latn"):
-        price_ledger(swahili, "tiny", "sw", [30], extension=thai_extension, tokenizer=base, n_boot=20)
+        price_ledger(swahili, "tiny", "sw", [30], extension=thai_extension, tokenizer=base, n_boot=40)
     result = CliRunner().invoke(
         cli, ["price", "--ledger", str(swahili.root), "--model", "tiny", "--lang", "sw", "--cap", "30",
               "--tokenizer", str(base.path), "--extension", str(thai_extension)],

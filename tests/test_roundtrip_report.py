@@ -124,7 +124,7 @@ def test_token_ratios_premiums_and_cap_hits(report, qwen, flores_dir):
             out = sum(len(qwen.encode(t)) for t in outputs[lang].values())  # the end-of-turn id is not counted
             assert (row["output_tokens"], row["source_tokens"]) == (out, sum(src.values()))
             assert row["token_ratio"] == pytest.approx(out / sum(src.values()))
-        (want,) = token_premium(qwen, [lang], ref="eng_Latn", split="devtest", n_boot=10, source=flores_dir)
+        (want,) = token_premium(qwen, [lang], ref="eng_Latn", split="devtest", n_boot=40, source=flores_dir)
         assert table.loc[(SEQ[lang], 1), "flores_premium"] == pytest.approx(want.premium)
         assert table.loc[(SEQ[lang], 2), "flores_premium"] == 1.0  # English against English
     assert table.loc[(SEQ["deu_Latn"], 1), "cap_hit_share"] == pytest.approx(1 / 3)

@@ -82,7 +82,7 @@ def run(args):
     [
         ["config", "--format", "json"],
         ["languages", "--format", "json"],
-        ["premium", "--lang", "th", "--n-boot", "20", "--budgets", "64", "--format", "json"],
+        ["premium", "--lang", "th", "--n-boot", "40", "--budgets", "64", "--format", "json"],
         ["ledger", "info", "{ledger}", "--format", "json"],
         ["score", "--ledger", "{ledger}", "--budgets", "4,16,64", "--format", "json"],
         [*SWEEP, "--format", "json"],
@@ -151,7 +151,7 @@ def test_missing_values_read_as_a_dash_not_nan():
     [
         ["config"],
         ["languages"],
-        ["premium", "--lang", "th", "--n-boot", "20"],
+        ["premium", "--lang", "th", "--n-boot", "40"],
         ["ledger", "info", "{ledger}"],
         ["score", "--ledger", "{ledger}", "--budgets", "4,16"],
         SWEEP,

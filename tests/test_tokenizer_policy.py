@@ -224,7 +224,7 @@ def test_an_unknown_tokenizer_name_suggests_the_flag_and_the_flag_works(tmp_path
     Ledger(root).append(records, {"my-finetune": qwen})
     for args in (
         ["score", "--ledger", str(root), "--budgets", "8"],
-        ["sweep", "--ledger", str(root), "--premiums", "th=2", "--budgets", "8", "--n-boot", "20"],
+        ["sweep", "--ledger", str(root), "--premiums", "th=2", "--budgets", "8", "--n-boot", "40"],
     ):
         res = CliRunner().invoke(cli, args)
         assert res.exit_code != 0 and "'my-finetune'" in res.output and "--tokenizer" in res.output, res.output

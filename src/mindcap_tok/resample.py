@@ -10,15 +10,46 @@ from fractions import Fraction
 
 import numpy as np
 
+from .budgets import MAX_BUDGET
+from .errors import MindcapError
+
 
 def scale_budget(r: float | Fraction, budget: int) -> int:
     """floor(r·B), exactly.
 
     A float ``r`` is read as the decimal it prints as (``2.55`` means 255/100), so a premium typed by
-    hand scales the way the reader expects; a :class:`Fraction` (``Premium.ratio``) is used as is.
+    hand scales the way the reader expects; a :class:`Fraction` (``Premium.ratio``) is used as is. A scaled budget
+    is a budget: one above :data:`~mindcap_tok.budgets.MAX_BUDGET` (2**31 - 1) is a one-line error, in every command.
     """
     exact = r if isinstance(r, Fraction) else Fraction(repr(float(r)))
-    return math.floor(exact * budget)
+    scaled = math.floor(exact * budget)
+    if scaled > MAX_BUDGET:
+        raise MindcapError(
+            f"budget {budget} scales to floor(r·B) = {scaled} at premium {float(exact):.4g}, above the largest "
+            f"budget {MAX_BUDGET}; use budgets up to {math.ceil((MAX_BUDGET + 1) / exact) - 1}"
+        )
+    return scaled
+
+
+def min_resamples(level: float) -> int:
+    """The fewest resamples that resolve a percentile interval at ``level``: ceil(2 / (1 − level)).
+
+    The rule of every command and function that takes ``n_boot`` and a level: each tail, (1 − level)/2 of the
+    resamples, must hold at least one resample, else the interval's ends are just the extreme replicates (or
+    interpolations between two of them) and can exclude the estimate itself (with 2–5 resamples they often do).
+    The level is read as the decimal it prints as (0.95 gives 40, 0.8 gives 10, 0.99 gives 200).
+    """
+    return math.ceil(2 / (1 - Fraction(repr(float(level)))))
+
+
+def check_resamples(n_boot: int, level: float) -> None:
+    """Refuse ``n_boot`` below :func:`min_resamples` for ``level`` in one line naming ``--n-boot`` and the minimum."""
+    need = min_resamples(level)
+    if n_boot < need:
+        raise MindcapError(
+            f"--n-boot (n_boot) {n_boot} is too few resamples for a {float(level):g} level: need at least {need} "
+            f"(n_boot >= ceil(2/(1 - level)), so that each tail of the interval holds a resample)"
+        )
 
 
 def bootstrap_counts(n: int, n_boot: int, seed: int) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 from ..data.flores import load_parallel
 from ..data.languages import resolve_language
 from ..premium import Premium, count_tokens, token_premium
-from ..resample import bootstrap_sums
+from ..resample import bootstrap_sums, check_resamples
 from ..tokenizer import ResolvedTokenizer
 
 
@@ -55,7 +55,10 @@ def measure_effect(
     ci: float = 0.95,
     source: str | None = None,
 ) -> Effect:
-    """Premium of ``lang`` on a FLORES split under both tokenizers, the paired CI of its change, English drift."""
+    """Premium of ``lang`` on a FLORES split under both tokenizers, the paired CI of its change, English drift.
+
+    ``n_boot`` must reach :func:`~mindcap_tok.resample.min_resamples` at level ``ci``."""
+    check_resamples(n_boot, ci)
     code = resolve_language(lang)
     before, after = (
         token_premium(t, [code], split=split, n_boot=n_boot, seed=seed, ci=ci, source=source)[0]

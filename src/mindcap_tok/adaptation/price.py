@@ -34,7 +34,9 @@ from ..ledger.parse import get_parser
 from ..ledger.schema import ARMS
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
+from ..resample import check_resamples
 from ..stats.bootstrap import Boot, item_bootstrap
+from ..stats.grid import ArmCoverage, check_arms
 from ..tokenizer import ResolvedTokenizer, canonical_model_name
 from .crossfit import cross_fit, measure_folds, save_crossfit
 from .extend import check_extendable
@@ -50,7 +52,21 @@ from .retokenize import (
 from .saved import SUMMARY, CrossFitSet, SavedExtension, extension_language, load_crossfit, load_extension
 
 NATIVE, TRANSLATE = ARMS[0], ARMS[1]
-_COLUMNS = ["arm", "item", "sample", "cap", "design", "gold", "finish_reason", "n_tokens", "tokenizer", "output_ids"]
+_COLUMNS = [
+    "arm",
+    "item",
+    "sample",
+    "cap",
+    "design",
+    "announced",
+    "announce_style",
+    "forcing",
+    "gold",
+    "finish_reason",
+    "n_tokens",
+    "tokenizer",
+    "output_ids",
+]
 # accuracy columns of the per-item arrays: (arm, tokenizer, budget)
 _N_B, _T_B, _N_MAX, _T_MAX, _N3_B, _T3_B = range(6)
 
@@ -214,6 +230,7 @@ class Pricing:
     roundtrip_changed: float
     notes: list[str] = field(default_factory=list)
     population: int | None = None  # items there were to sample from (None: not known here)
+    coverage: ArmCoverage | None = None  # the items each arm holds (None: not checked here)
 
     def frame(self) -> pd.DataFrame:
         """One row per cap (the JSON/Markdown output's rows)."""
@@ -235,6 +252,8 @@ class Pricing:
             "b_max_binds": row.nat_trunc_max > 0,
             "compression": [{**asdict(f), "trace_ratio": f.trace_ratio} for f in self.folds],
         }
+        if self.coverage is not None:
+            out |= self.coverage.as_dict()
         return out
 
     def triage(self) -> list[str]:
@@ -518,8 +537,13 @@ def price_ledger(
     on_progress: Callable[[int, int | None], None] | None = None,
     workers: int | None = None,
     allow_tokenizer_mismatch: bool = False,
+    common_items: bool = False,
 ) -> Pricing:
     """Price both token-count rungs for one model and language (what ``mindcap-tok price`` runs).
+
+    The traces are first checked by :func:`~mindcap_tok.stats.grid.check_arms`: a cell mixing caps or other
+    settings, samples per item differing by item, or arms covering different items are refused in one line;
+    with ``common_items`` the arms are priced on the items both hold (``Pricing.coverage`` records it).
 
     The extension is given as fold tokenizers (``folds``), a saved folder (``extension``), or learned here on the
     NATIVE traces of the priced items, cross-fitted by item (``learn_size`` merges per fold, ``n_folds`` folds,
@@ -531,6 +555,7 @@ def price_ledger(
     the ledger recorded, unless ``allow_tokenizer_mismatch`` (see :func:`load_traces`).
     """
     get_parser(parser)  # an unknown parser fails before any work
+    check_resamples(n_boot, ci)
     learn = learn_size is not None or learn_min_freq is not None
     given = (folds is not None) + (extension is not None) + learn
     if given != 1:
@@ -544,6 +569,9 @@ def price_ledger(
         tokenizers_dir=tokenizers_dir,
         allow_tokenizer_mismatch=allow_tokenizer_mismatch,
     )
+    coverage = check_arms(traces.frame.assign(model=traces.model, lang=traces.lang), common_items=common_items)
+    if not coverage.restricted.empty:
+        traces = traces.select(coverage.restricted["items"].iloc[0])
     if folds is None:  # a saved or learned extension: only some families have one
         check_extendable(traces.base)
     population = int(traces.items.size)
@@ -582,4 +610,7 @@ def price_ledger(
         traces, folds, caps, parser=parser, n_boot=n_boot, seed=seed, ci=ci, sample=sample,
         extension=described, premiums=premiums, on_progress=on_progress, workers=workers,
     )  # fmt: skip
-    return dataclasses.replace(priced, population=population, notes=[*sample_note, *priced.notes])
+    coverage_note = [coverage.footer().strip()] if coverage.footer() else []
+    return dataclasses.replace(
+        priced, population=population, coverage=coverage, notes=[*coverage_note, *sample_note, *priced.notes]
+    )

@@ -6,6 +6,7 @@ import click
 
 from ..budgets import MAX_BUDGET
 from ..errors import MindcapError
+from ..resample import check_resamples
 
 
 class MultiValueOption(click.Option):
@@ -106,14 +107,31 @@ def format_option(*, latex: bool = False):
 
 
 def n_boot_option(default: int = 10_000):
-    """``--n-boot``: bootstrap resamples, an integer of at least 2 (one rule for every command)."""
+    """``--n-boot``: bootstrap resamples, an integer of at least 2 here and, once the level is known,
+    :func:`check_n_boot`'s minimum for it (one rule for every command)."""
     return click.option(
         "--n-boot",
         type=click.IntRange(min=2),
         default=default,
         show_default=True,
-        help="Bootstrap resamples (at least 2).",
+        help="Bootstrap resamples: at least ceil(2/(1 - level)), so each tail of an interval holds a resample "
+        "(40 at level 0.95, 200 at 0.99).",
     )
+
+
+def check_n_boot(n_boot: int, level: float = 0.95) -> None:
+    """Refuse ``--n-boot`` below the minimum for ``level`` before any work (the rule:
+    :func:`mindcap_tok.resample.min_resamples`); the library refuses the same, later, on its own."""
+    check_resamples(n_boot, level)
+
+
+#: sweep, report, protocol test and price: proceed on the items both compared arms hold (recorded in the output)
+common_items_option = click.option(
+    "--common-items",
+    is_flag=True,
+    help="Where the native and translate-act arms of a model and language cover different items, compare them "
+    "on the items both hold (named in the JSON's arm_items and in the table's footer) instead of refusing.",
+)
 
 
 def _deprecated_ci(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

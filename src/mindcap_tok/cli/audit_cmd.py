@@ -9,6 +9,7 @@ from ..tokenizer import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
+    check_n_boot,
     multi_option,
     n_boot_option,
     no_verify_option,
@@ -97,6 +98,8 @@ def audit_command(
 ) -> None:
     """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
     import pyarrow.compute as pc
+
+    check_n_boot(n_boot)  # the audits' CIs are at 0.95
 
     from .._io import check_output_folder
     from ..audits import AuditConfig, LidSettings, run_audits, write_report

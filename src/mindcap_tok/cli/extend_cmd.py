@@ -13,7 +13,7 @@ from ..adaptation.extend import DEFAULT_MIN_FREQ
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
 from ..tokenizer import load_tokenizer
-from ._options import format_option, multi_option, n_boot_option, out_dir_option
+from ._options import check_n_boot, format_option, multi_option, n_boot_option, out_dir_option
 from ._output import emit, render, to_json
 from ._progress import on_progress, progress_bar
 
@@ -94,6 +94,7 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
     """
     if len(models) != 1 or len(langs) != 1:
         raise click.UsageError("extend takes one --model and one --lang")
+    check_n_boot(n_boot)  # the premiums' CIs are at 0.95
     check_new_folder(out)
     code = resolve_language(langs[0])
     source = flores_source(state.config.data_dir.value)

@@ -15,6 +15,8 @@ from ..tokenizer import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
+    check_n_boot,
+    common_items_option,
     format_option,
     level_option,
     multi_option,
@@ -104,16 +106,18 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @click.option("--workers", type=click.IntRange(min=1), help="Processes retokenizing traces (default: every CPU).")
 @no_verify_option
 @allow_tokenizer_mismatch_option
+@common_items_option
 @click.pass_obj
 def price_command(
     state, ledger_dir, models, langs, caps, extension, learn_extension, size, min_freq, n_folds, save_extension,
     measure_premium, tokenizer, parser, sample, seed, n_boot, level, fmt, out, workers, no_verify,
-    allow_tokenizer_mismatch,
+    allow_tokenizer_mismatch, common_items,
 ) -> None:  # fmt: skip
     """Triage the adaptation ladder: what raising the cap and extending the vocabulary recover, with CIs.
 
     Accuracies, deficits and gains are fractions in JSON/CSV and percentage points in the table.
     """
+    check_n_boot(n_boot, level)
     if bool(extension) == bool(learn_extension):
         raise click.UsageError("give either --extension DIR or --learn-extension")
     if learn_extension and size is None and min_freq is None:
@@ -145,7 +149,7 @@ def price_command(
                     tokenizer=ids_tok, tokenizers_dir=state.config.tokenizers_dir.value, parser=parser,
                     sample=sample, seed=seed, n_boot=n_boot, ci=level, measure_premium=measure_premium,
                     flores_source=source, save_extension=save_extension, workers=workers,
-                    allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+                    allow_tokenizer_mismatch=allow_tokenizer_mismatch, common_items=common_items,
                 )  # fmt: skip
                 results.append(priced)
                 advance()

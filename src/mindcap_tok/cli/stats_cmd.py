@@ -15,6 +15,8 @@ from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
+    check_n_boot,
+    common_items_option,
     format_option,
     level_option,
     multi_option,
@@ -86,8 +88,23 @@ def load_scores(
     return scores, premiums
 
 
+def comparable_scores(scores, frame: str, common_items: bool, native: str = "native", translate: str = "translate-act"):
+    """``scores`` checked by :func:`~mindcap_tok.stats.grid.check_arms` (refused in one line when its arms or cells
+    cannot be compared) and, with ``common_items``, restricted to the items both arms hold; and the coverage."""
+    import dataclasses
+
+    from ..stats.grid import check_arms
+
+    coverage = check_arms(scores.by_record, native, translate, frame=frame, common_items=common_items)
+    kept = dataclasses.replace(
+        scores, by_budget=coverage.keep(scores.by_budget), by_record=coverage.keep(scores.by_record)
+    )
+    return kept, coverage
+
+
 def _sweep_inputs(state, common: dict):
-    """The budget grid, the scores and the premium table of ``sweep``/``report`` from their shared options."""
+    """The budget grid, the checked scores, the premium table and the arms' coverage of ``sweep``/``report``."""
+    check_n_boot(common["n_boot"], common["level"])  # before the scoring
     grid = common["budgets"] or list(SWEEP_BUDGETS)
     scores, table = load_scores(
         state,
@@ -101,7 +118,8 @@ def _sweep_inputs(state, common: dict):
         allow_tokenizer_mismatch=common["allow_tokenizer_mismatch"],
         tokenizer=common["tokenizer"],
     )
-    return grid, scores, table
+    scores, coverage = comparable_scores(scores, common["frame"], common["common_items"])
+    return grid, scores, table, coverage
 
 
 def _sweep_budgets(grid: list[int]):
@@ -137,6 +155,7 @@ _common = [
     no_verify_option,
     tokenizer_option,
     allow_tokenizer_mismatch_option,
+    common_items_option,
 ]
 
 
@@ -158,7 +177,7 @@ def sweep_command(state, fmt, out, **common) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
-    grid, scores, table = _sweep_inputs(state, common)
+    grid, scores, table, coverage = _sweep_inputs(state, common)
     result = sweep(
         scores.by_budget,
         table,
@@ -174,6 +193,7 @@ def sweep_command(state, fmt, out, **common) -> None:
                 **result.as_dict(),
                 "rows": result.rows.to_dict(orient="records"),
                 "peaks": result.peaks.to_dict(orient="records"),
+                **coverage.as_dict(),
                 "units": "fractions",
             }
         )
@@ -204,6 +224,7 @@ def sweep_command(state, fmt, out, **common) -> None:
         text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")
         if len(cross):
             text += "\n" + render(cross.to_dict(orient="records"), fmt, title="Crossovers", floatfmt=".3f")
+        text += coverage.footer()
     emit(text, out)
 
 
@@ -235,7 +256,7 @@ def report_command(state, out, **common) -> None:
     from ..report.budget_report import PRODUCER, write_budget_report
 
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
-    grid, scores, table = _sweep_inputs(state, common)
+    grid, scores, table, coverage = _sweep_inputs(state, common)
     rep = write_budget_report(
         scores.by_budget,
         table,
@@ -243,6 +264,7 @@ def report_command(state, out, **common) -> None:
         by_record=scores.by_record,
         budgets=grid,
         **{k: common[k] for k in ("n_boot", "seed", "level", "frame")},
+        notes=[coverage.footer().strip()] if coverage.footer() else [],
     )
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
 
@@ -281,10 +303,11 @@ def protocol_freeze(state, file, tag) -> None:
 @no_verify_option
 @tokenizer_option
 @allow_tokenizer_mismatch_option
+@common_items_option
 @format_option(latex=True)
 @out_file_option()
 @click.pass_obj
-def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mismatch, fmt, out) -> None:
+def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mismatch, common_items, fmt, out) -> None:
     """Refuse FILE if it, or a file it names, changed since its freeze; else run its family and print
     decisions and the outcome."""
     from pathlib import Path
@@ -307,6 +330,7 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
         allow_tokenizer_mismatch=allow_tokenizer_mismatch,
         tokenizer=tokenizer,
     )
+    scores, coverage = comparable_scores(scores, proto.frame, common_items, proto.native, proto.translate)
     result = run_protocol(proto, scores.by_budget, table)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
         decisions = result.table.assign(**{c: result.table[c] / 100 for c in ("margin", "estimate", "se")})
@@ -322,6 +346,7 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
                 "n_boot": result.n_boot,
                 "seed": result.seed,
                 "tail_factor": result.tail_factor,
+                **coverage.as_dict(),
                 "units": "fractions",
                 "decisions": decisions.to_dict(orient="records"),
             }
@@ -333,5 +358,5 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
             f"{result.tail_factor:g}; estimates in points"
         )
         text = render(result.table.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
-        text += f"\noutcome: {result.outcome}\n"
+        text += f"\noutcome: {result.outcome}\n" + coverage.footer()
     emit(text, out)

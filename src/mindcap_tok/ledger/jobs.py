@@ -431,7 +431,11 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     for lang, r in premiums.items():
         if not r > 0:
             raise MindcapError(f"premiums must be positive, got {lang} = {r}")
-        if scale_budget(r, max(caps)) > MAX_CAP:
+        try:
+            too_large = scale_budget(r, max(caps)) > MAX_CAP
+        except MindcapError:  # above even the largest budget
+            too_large = True
+        if too_large:
             raise MindcapError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
     budgets, style = _announce(data, design)
     scaled_arms = tuple(_list(data.get("scaled_arms", ["native"]), str, "scaled_arms", empty=True))
@@ -546,7 +550,7 @@ def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizer
         from ..tokenizer import load_tokenizer
 
         tok = load_tokenizer(tokenizer, tokenizers_dir)
-        return {p.lang: p.ratio for p in token_premium(tok, langs, n_boot=1, source=flores_source(data_dir))}
+        return {p.lang: p.ratio for p in token_premium(tok, langs, n_boot=0, source=flores_source(data_dir))}
     if not isinstance(value, dict):
         raise MindcapError(f'premiums must be a table (lang = r) or "flores", got {_show(value)}')
     bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}

@@ -76,13 +76,14 @@ def write_budget_report(
     level: float = 0.95,
     frame: str = "replay",
     native: str = NATIVE,
+    notes: Sequence[str] = (),
 ) -> BudgetReport:
     """Write ``report.md``, CSV tables and ``native_curves.png`` / ``gap_curves.png`` into ``out_dir``.
 
     The folder is built beside ``out_dir`` and moved into place in one step, so readers never see a
     half-written report. ``out_dir`` must be absent, empty or an earlier report (see
     :func:`~mindcap_tok._io.check_output_folder`). ``by_record`` adds answer-emission timing and the sub-CDF
-    consistency check.
+    consistency check. ``notes`` are printed in ``report.md`` (e.g. the items a comparison was restricted to).
     """
     check_output_folder(out_dir, PRODUCER)
     table = premium_table(premiums)
@@ -97,7 +98,7 @@ def write_budget_report(
         "crossovers": result.crossovers,
         "accuracy": curves,
     }
-    notes = []
+    notes = list(notes)
     if by_record is not None:
         timing = emission_timing(by_record)
         tables["timing"] = timing

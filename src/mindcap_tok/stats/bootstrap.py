@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MindcapError
-from ..resample import bootstrap_counts
+from ..resample import bootstrap_counts, check_resamples
 from .grid import AccuracyGrid
 
 
@@ -89,8 +89,11 @@ class Boot:
         return self.replicates.std(axis=0, ddof=1)
 
     def ci(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Pointwise percentile interval: the (1−level)/2 and (1+level)/2 quantiles of the replicates."""
+        """Pointwise percentile interval: the (1−level)/2 and (1+level)/2 quantiles of the replicates.
+
+        Refused below :func:`~mindcap_tok.resample.min_resamples` replicates for ``level`` (each tail needs one)."""
         _check_level(level)
+        check_resamples(self.n_boot, level)
         low, high = np.quantile(self.replicates, [(1 - level) / 2, (1 + level) / 2], axis=0)
         return low, high
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..resample import scale_budget
+from ..resample import check_resamples, scale_budget
 from .bootstrap import Boot, grid_bootstrap
 from .curves import NATIVE, TRANSLATE
 from .grid import SETTING_COLUMNS, AccuracyGrid
@@ -231,6 +231,7 @@ def run_family(
     Table columns: ``id``, ``kind``, ``alternative``, ``margin`` (points), ``estimate`` (points; the
     component with the largest test statistic when several), ``components`` (every component),
     ``se`` (points), ``p_value``, ``holm_threshold``, ``p_adjusted``, ``decision`` (reject/retain).
+    ``n_boot`` must reach :func:`~mindcap_tok.resample.min_resamples` at level 1 − ``alpha``.
     """
     if not hypotheses:
         raise MindcapError("the family declares no hypotheses")
@@ -238,6 +239,7 @@ def run_family(
     if len(set(ids)) != len(ids):
         raise MindcapError(f"hypothesis ids must be unique, got {ids}")
     labels = {**DEFAULT_OUTCOMES, **(outcomes or {})}
+    check_resamples(n_boot if boot is None else boot.n_boot, 1 - alpha)  # the tests' level is 1 - alpha
     est = _Estimands(grid, premiums, native, translate)
     if boot is None:
         boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)

@@ -179,3 +179,121 @@ def accuracy_grid(
     correct = np.bincount(flat, weights=score, minlength=size).reshape(shape)
     count = np.bincount(flat, minlength=size).reshape(shape).astype(np.float64)
     return AccuracyGrid(cells=cells, budgets=budgets, items=items, correct=correct, count=count, frame=frame)
+
+
+#: how a mixed setting is named in a refusal ("cell m/native/tha_Thai mixes caps 256 and 512")
+_SETTING_NAMES = {
+    "design": "designs",
+    "cap": "caps",
+    "announced": "announced budgets",
+    "announce_style": "announcement styles",
+    "forcing": "forcing settings",
+}
+
+
+@dataclass(frozen=True)
+class ArmCoverage:
+    """The items each compared pair of arms holds (one row per model and language: ``model``, ``lang``, the
+    two arms' item counts, ``common``), and whether comparisons were restricted to the items both hold."""
+
+    pairs: pd.DataFrame
+    common_items: bool
+    native: str
+    translate: str
+
+    @property
+    def restricted(self) -> pd.DataFrame:
+        """The pairs whose arms hold different items (compared on their ``common`` items only)."""
+        differs = (self.pairs[f"items_{self.native}"] != self.pairs["common"]) | (
+            self.pairs[f"items_{self.translate}"] != self.pairs["common"]
+        )
+        return self.pairs[differs.to_numpy()] if self.common_items else self.pairs.iloc[:0]
+
+    def keep(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``frame`` (``model``, ``lang``, ``item`` columns) that the comparisons use: every row,
+        except that a restricted pair's rows (both arms, every setting) keep only the items both arms hold."""
+        restricted = self.restricted
+        if restricted.empty:
+            return frame
+        mask = np.ones(len(frame), dtype=bool)
+        for row in restricted.itertuples(index=False):
+            group = (frame["model"] == row.model).to_numpy() & (frame["lang"] == row.lang).to_numpy()
+            mask &= ~group | np.isin(frame["item"].to_numpy(), row.items)
+        return frame[mask]
+
+    def as_dict(self) -> dict:
+        """JSON-ready: the flag and every pair's counts (without the item lists)."""
+        return {
+            "common_items": self.common_items,
+            "arm_items": self.pairs.drop(columns=["items"]).to_dict(orient="records"),
+        }
+
+    def footer(self) -> str:
+        """A table footer naming the pairs compared on their common items only ('' when none)."""
+        parts = [
+            f"{r['model']}/{r['lang']} on {r['common']} items ({self.native} {r[f'items_{self.native}']}, "
+            f"{self.translate} {r[f'items_{self.translate}']})"
+            for r in self.restricted.to_dict(orient="records")
+        ]
+        return f"--common-items: compared on the items both arms hold: {'; '.join(parts)}\n" if parts else ""
+
+
+def check_arms(
+    records: pd.DataFrame,
+    native: str = "native",
+    translate: str = "translate-act",
+    frame: str = "replay",
+    common_items: bool = False,
+) -> ArmCoverage:
+    """Refuse records that the statistics cannot compare, in one line naming the cells and what differs.
+
+    ``records`` holds one row per record (``model``, ``arm``, ``lang``, ``item`` and the setting columns it has,
+    e.g. ``Scores.by_record``). Refused: a (model, arm, lang) cell that mixes values of a recorded setting
+    (``cap`` excepted in the independent frame, where the cap is the budget), a cell whose samples per item k
+    differ by item, and, unless ``common_items``, a model and language whose ``native`` and ``translate`` arms
+    cover different items. With ``common_items`` such a pair is compared on the items both arms hold (see
+    :meth:`ArmCoverage.keep`); none in common is still refused. The one check ``sweep``, ``report``,
+    ``protocol test`` and ``price`` run before any statistic.
+    """
+    require_columns(records, [*CELL_COLUMNS, "item"], "records")
+    cells = records.groupby(list(CELL_COLUMNS), sort=True, dropna=False)
+    problems = []
+    for col in (c for c in SETTING_COLUMNS if c in records.columns and not (frame == "independent" and c == "cap")):
+        for key, values in cells[col].unique().items():
+            if len(values) > 1:
+                shown = " and ".join(sorted({"—" if pd.isna(v) else str(v) for v in values}))
+                problems.append(f"cell {'/'.join(map(str, key))} mixes {_SETTING_NAMES.get(col, col)} {shown}")
+    per_item = records.groupby([*CELL_COLUMNS, "item"], sort=True, dropna=False).size()
+    for key, k in per_item.groupby(level=list(range(len(CELL_COLUMNS)))):
+        if k.nunique() > 1:
+            problems.append(
+                f"cell {'/'.join(map(str, key))} has different samples per item (k from {k.min()} to {k.max()})"
+            )
+    pairs = []
+    for (model, lang), group in records.groupby(["model", "lang"], sort=True):
+        arm = group["arm"].to_numpy()
+        a, b = (np.unique(group["item"].to_numpy()[arm == x]) for x in (native, translate))
+        if not a.size or not b.size:
+            continue
+        common = np.intersect1d(a, b)
+        if (a.size != common.size or b.size != common.size) and (not common_items or not common.size):
+            fix = "; pass --common-items to compare them on those" if common.size else ""
+            problems.append(
+                f"arms {native} and {translate} of {model}/{lang} cover different items "
+                f"({a.size} and {b.size}; {common.size} in common){fix}"
+            )
+        pairs.append(
+            {
+                "model": model,
+                "lang": lang,
+                f"items_{native}": int(a.size),
+                f"items_{translate}": int(b.size),
+                "common": int(common.size),
+                "items": common,
+            }
+        )
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise MindcapError(f"refusing to compare: {problems[0]}{more}")
+    columns = ["model", "lang", f"items_{native}", f"items_{translate}", "common", "items"]
+    return ArmCoverage(pd.DataFrame(pairs, columns=columns), common_items, native, translate)

@@ -148,7 +148,7 @@ def resolve_premiums(
             hint = "; pass --premiums (a tokenizer name, a premium JSON file, or lang=r)" if auto else ""
             raise MindcapError(f"cannot compute premiums for {name!r}: {exc}{hint}") from exc
         # only the ratios are used here, so the premium CI bootstrap is kept minimal
-        rows = token_premium(tok, langs, ref=ref, n_boot=1, seed=0, source=flores_source(data_dir))
+        rows = token_premium(tok, langs, ref=ref, n_boot=0, seed=0, source=flores_source(data_dir))
         for row in rows:
             r = row.ratio
             table[(name if auto else row.model, row.lang)] = r

@@ -41,6 +41,7 @@ import pandas as pd
 from .._io import atomic_write_text, regular_file
 from .._json import dumps_strict
 from ..errors import MindcapError
+from ..resample import check_resamples
 from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable
@@ -149,6 +150,10 @@ def load_protocol(path: str | Path) -> Protocol:
         raise MindcapError(f"{path}: {exc}") from exc
     if not 0 < proto.alpha < 1 or proto.n_boot < 2 or proto.tail_factor < 1:
         raise MindcapError(f"{path}: need 0 < alpha < 1, n_boot >= 2 and tail_factor >= 1")
+    try:
+        check_resamples(proto.n_boot, 1 - proto.alpha)
+    except MindcapError as exc:
+        raise MindcapError(f"{path}: {exc} (level = 1 - alpha)") from None
     return proto
 
 
