@@ -124,9 +124,11 @@ def test_common_items_sweep_gap_is_computed_on_the_items_both_arms_hold(ledgers,
     (row,) = data["rows"]
     assert row["gap"] == pytest.approx(0.5) and row["acc_native"] == pytest.approx(0.5) and row["n_items"] == 10
     assert data["common_items"] is True
+    settings = {"design": "replay", "cap": 4096, "announced": None, "announce_style": "none", "forcing": False}
     assert data["arm_items"] == [
-        {"model": "qwen3-8b", "lang": "tha_Thai", "items_native": 100, "items_translate-act": 10, "common": 10}
-    ]
+        {"model": "qwen3-8b", "lang": "tha_Thai", **settings, "items_native": 100, "items_translate-act": 10,
+         "common": 10}
+    ]  # fmt: skip
     table = run([*args[:-2], "--common-items"])
     assert "--common-items: compared on the items both arms hold: qwen3-8b/tha_Thai on 10 items (native 100, " \
         "translate-act 10)" in table.output  # fmt: skip
@@ -166,3 +168,30 @@ def test_a_comparable_ledger_passes_unchanged(qwen, tmp_path):
                "json"])  # fmt: skip
     data = json.loads(res.stdout)
     assert data["rows"][0]["gap"] == pytest.approx(0.5) and data["arm_items"][0]["common"] == 4
+
+
+def test_settings_that_split_cells_are_compared_apart_not_refused(qwen, tmp_path):
+    """An announcement design (the same items with and without an announced budget) is two pairs of cells, each
+    compared on its own: sweep gives each its gap (announced: 4/4 vs 2/4 = 0.5; plain: 4/4 vs 4/4 = 0), while
+    price, which pools a (model, arm, lang), refuses the mix; a coverage gap in one pair names its setting."""
+    ann = {"announced": 256, "announce_style": "tag"}
+    root = _ledger(
+        tmp_path / "ann", qwen,
+        _records(qwen, "native", range(4)), _records(qwen, "translate-act", range(4)),
+        _records(qwen, "native", range(4), right=lambda i: i < 2, **ann),
+        _records(qwen, "translate-act", range(4), **ann),
+    )  # fmt: skip
+    res = run(["sweep", "--ledger", root, "--premiums", "th=1", "--budgets", "30", "--n-boot", "200", "--format",
+               "json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    gaps = sorted((r["announced"] is not None, r["gap"]) for r in json.loads(res.stdout)["rows"])
+    assert gaps == [(False, pytest.approx(0.0)), (True, pytest.approx(0.5))]
+    with pytest.raises(MindcapError, match=r"cell qwen3-8b/native/tha_Thai mixes announced budgets 256 and —"):
+        price_ledger(root, "qwen3-8b", "th", [30], folds=[FoldTokenizer(qwen)], tokenizer=qwen, n_boot=50)
+    short = _ledger(tmp_path / "short", qwen, _records(qwen, "native", range(4)),
+                    _records(qwen, "translate-act", range(4)), _records(qwen, "native", range(4), **ann),
+                    _records(qwen, "translate-act", range(3), **ann))  # fmt: skip
+    res = run(["sweep", "--ledger", short, "--premiums", "th=1", "--budgets", "30", "--n-boot", "200"])
+    assert res.exit_code == 2
+    assert "arms native and translate-act of qwen3-8b/tha_Thai (announced 256, announce_style tag) cover " \
+        "different items (4 and 3; 3 in common)" in res.output  # fmt: skip

@@ -569,7 +569,9 @@ def price_ledger(
         tokenizers_dir=tokenizers_dir,
         allow_tokenizer_mismatch=allow_tokenizer_mismatch,
     )
-    coverage = check_arms(traces.frame.assign(model=traces.model, lang=traces.lang), common_items=common_items)
+    coverage = check_arms(
+        traces.frame.assign(model=traces.model, lang=traces.lang), pooled=True, common_items=common_items
+    )
     if not coverage.restricted.empty:
         traces = traces.select(coverage.restricted["items"].iloc[0])
     if folds is None:  # a saved or learned extension: only some families have one

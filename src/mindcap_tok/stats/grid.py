@@ -191,15 +191,23 @@ _SETTING_NAMES = {
 }
 
 
+def _same(values: pd.Series | np.ndarray, value) -> np.ndarray:
+    """Where ``values`` equal ``value``, a missing value equal to a missing one."""
+    values = pd.Series(values)
+    return values.isna().to_numpy() if pd.isna(value) else (values == value).fillna(False).to_numpy(dtype=bool)
+
+
 @dataclass(frozen=True)
 class ArmCoverage:
-    """The items each compared pair of arms holds (one row per model and language: ``model``, ``lang``, the
-    two arms' item counts, ``common``), and whether comparisons were restricted to the items both hold."""
+    """The items each compared pair of arms holds (one row per pair: its ``keys`` (model, lang and the settings
+    that split cells), the two arms' item counts, ``common``, ``items``), and whether comparisons were restricted to
+    the items both hold."""
 
     pairs: pd.DataFrame
     common_items: bool
     native: str
     translate: str
+    keys: tuple[str, ...] = ("model", "lang")
 
     @property
     def restricted(self) -> pd.DataFrame:
@@ -210,67 +218,111 @@ class ArmCoverage:
         return self.pairs[differs.to_numpy()] if self.common_items else self.pairs.iloc[:0]
 
     def keep(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """The rows of ``frame`` (``model``, ``lang``, ``item`` columns) that the comparisons use: every row,
-        except that a restricted pair's rows (both arms, every setting) keep only the items both arms hold."""
+        """The rows of ``frame`` (the pair keys and ``item``) that the comparisons use: every row, except that a
+        restricted pair's rows (every arm of its model, language and settings) keep only the items both arms hold."""
         restricted = self.restricted
         if restricted.empty:
             return frame
         mask = np.ones(len(frame), dtype=bool)
-        for row in restricted.itertuples(index=False):
-            group = (frame["model"] == row.model).to_numpy() & (frame["lang"] == row.lang).to_numpy()
-            mask &= ~group | np.isin(frame["item"].to_numpy(), row.items)
+        for row in restricted.to_dict(orient="records"):
+            group = np.ones(len(frame), dtype=bool)
+            for key in self.keys:
+                group &= _same(frame[key], row[key])
+            mask &= ~group | np.isin(frame["item"].to_numpy(), row["items"])
         return frame[mask]
 
     def as_dict(self) -> dict:
         """JSON-ready: the flag and every pair's counts (without the item lists)."""
+        pairs = self.pairs.drop(columns=["items"]).astype(object)
         return {
             "common_items": self.common_items,
-            "arm_items": self.pairs.drop(columns=["items"]).to_dict(orient="records"),
+            "arm_items": pairs.where(pairs.notna(), None).to_dict(orient="records"),
         }
 
     def footer(self) -> str:
         """A table footer naming the pairs compared on their common items only ('' when none)."""
+        settings = [k for k in self.keys if k in SETTING_COLUMNS and self.pairs[k].nunique(dropna=False) > 1]
         parts = [
-            f"{r['model']}/{r['lang']} on {r['common']} items ({self.native} {r[f'items_{self.native}']}, "
+            f"{_label(r, self.keys, settings)} on {r['common']} items ({self.native} {r[f'items_{self.native}']}, "
             f"{self.translate} {r[f'items_{self.translate}']})"
             for r in self.restricted.to_dict(orient="records")
         ]
         return f"--common-items: compared on the items both arms hold: {'; '.join(parts)}\n" if parts else ""
 
 
+def _show(value) -> str:
+    """A setting's value in words: ``—`` when missing, a whole float as an integer (``256``, not ``256.0``)."""
+    if pd.isna(value):
+        return "—"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _label(row: Mapping, keys: Sequence[str], varying: Sequence[str] = ()) -> str:
+    """``model/arm/lang`` (those of ``keys`` that ``row`` has), then the settings in ``varying`` that it holds."""
+    base = "/".join(str(row[k]) for k in CELL_COLUMNS if k in keys)
+    extra = [f"{k} {_show(row[k])}" for k in varying if not pd.isna(row[k])]
+    return f"{base} ({', '.join(extra)})" if extra else base
+
+
+def _varying(records: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """The setting columns among ``keys`` that take several values within some (model, arm, lang): the ones a
+    cell must be named by."""
+    settings = [k for k in keys if k in SETTING_COLUMNS]
+    if not settings:
+        return []
+    counts = records.groupby(list(CELL_COLUMNS), sort=False, dropna=False)[settings].nunique(dropna=False)
+    return [k for k in settings if (counts[k] > 1).any()]
+
+
 def check_arms(
     records: pd.DataFrame,
     native: str = "native",
     translate: str = "translate-act",
+    *,
     frame: str = "replay",
+    pooled: bool = False,
     common_items: bool = False,
 ) -> ArmCoverage:
     """Refuse records that the statistics cannot compare, in one line naming the cells and what differs.
 
     ``records`` holds one row per record (``model``, ``arm``, ``lang``, ``item`` and the setting columns it has,
-    e.g. ``Scores.by_record``). Refused: a (model, arm, lang) cell that mixes values of a recorded setting
-    (``cap`` excepted in the independent frame, where the cap is the budget), a cell whose samples per item k
-    differ by item, and, unless ``common_items``, a model and language whose ``native`` and ``translate`` arms
-    cover different items. With ``common_items`` such a pair is compared on the items both arms hold (see
-    :meth:`ArmCoverage.keep`); none in common is still refused. The one check ``sweep``, ``report``,
-    ``protocol test`` and ``price`` run before any statistic.
+    e.g. ``Scores.by_record``). A cell is what the command computes on: the grid's cell (:func:`cell_columns`:
+    announcement, forcing and design split cells, so such designs are kept apart, never pooled), or with
+    ``pooled`` (``price``, which prices one (model, arm, lang) under one B_max) the bare (model, arm, lang).
+    Refused: a (model, arm, lang) that mixes caps in the replay frame (two caps are two runs, not a design; in
+    the independent frame the cap is the budget) or, when ``pooled``, any other setting; a cell whose samples
+    per item k differ by item (per cap in the independent frame); and, unless ``common_items``, a pair of
+    ``native`` and ``translate`` cells (same model, language and settings) that cover different items. With
+    ``common_items`` such a pair is compared on the items both arms hold (see :meth:`ArmCoverage.keep`); none
+    in common is still refused. The one check ``sweep``, ``report``, ``protocol test`` and ``price`` run before
+    any statistic.
     """
     require_columns(records, [*CELL_COLUMNS, "item"], "records")
-    cells = records.groupby(list(CELL_COLUMNS), sort=True, dropna=False)
+    keys = list(CELL_COLUMNS) if pooled else cell_columns(records, frame)
+    present = [c for c in SETTING_COLUMNS if c in records.columns and not (frame == "independent" and c == "cap")]
+    single = present if pooled else [c for c in present if c == "cap"]
     problems = []
-    for col in (c for c in SETTING_COLUMNS if c in records.columns and not (frame == "independent" and c == "cap")):
-        for key, values in cells[col].unique().items():
+    by_cell = records.groupby(list(CELL_COLUMNS), sort=True, dropna=False)
+    for col in single:
+        for key, values in by_cell[col].unique().items():
             if len(values) > 1:
-                shown = " and ".join(sorted({"—" if pd.isna(v) else str(v) for v in values}))
+                shown = " and ".join(sorted({_show(v) for v in values}))
                 problems.append(f"cell {'/'.join(map(str, key))} mixes {_SETTING_NAMES.get(col, col)} {shown}")
-    per_item = records.groupby([*CELL_COLUMNS, "item"], sort=True, dropna=False).size()
-    for key, k in per_item.groupby(level=list(range(len(CELL_COLUMNS)))):
+    varying = _varying(records, keys)
+    decode = [*keys, *(["cap"] if "cap" in records.columns and "cap" not in keys else [])]
+    per_item = records.groupby([*decode, "item"], sort=True, dropna=False).size()
+    for key, k in per_item.groupby(level=list(range(len(decode))), dropna=False):
         if k.nunique() > 1:
             problems.append(
-                f"cell {'/'.join(map(str, key))} has different samples per item (k from {k.min()} to {k.max()})"
+                f"cell {_label(dict(zip(decode, key, strict=True)), decode, varying)} has different samples per "
+                f"item (k from {k.min()} to {k.max()})"
             )
+    pair_keys = [k for k in keys if k != "arm"]
     pairs = []
-    for (model, lang), group in records.groupby(["model", "lang"], sort=True):
+    for key, group in records.groupby(pair_keys, sort=True, dropna=False):
+        row = dict(zip(pair_keys, key, strict=True))
         arm = group["arm"].to_numpy()
         a, b = (np.unique(group["item"].to_numpy()[arm == x]) for x in (native, translate))
         if not a.size or not b.size:
@@ -279,13 +331,12 @@ def check_arms(
         if (a.size != common.size or b.size != common.size) and (not common_items or not common.size):
             fix = "; pass --common-items to compare them on those" if common.size else ""
             problems.append(
-                f"arms {native} and {translate} of {model}/{lang} cover different items "
+                f"arms {native} and {translate} of {_label(row, pair_keys, varying)} cover different items "
                 f"({a.size} and {b.size}; {common.size} in common){fix}"
             )
         pairs.append(
             {
-                "model": model,
-                "lang": lang,
+                **row,
                 f"items_{native}": int(a.size),
                 f"items_{translate}": int(b.size),
                 "common": int(common.size),
@@ -295,5 +346,5 @@ def check_arms(
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise MindcapError(f"refusing to compare: {problems[0]}{more}")
-    columns = ["model", "lang", f"items_{native}", f"items_{translate}", "common", "items"]
-    return ArmCoverage(pd.DataFrame(pairs, columns=columns), common_items, native, translate)
+    columns = [*pair_keys, f"items_{native}", f"items_{translate}", "common", "items"]
+    return ArmCoverage(pd.DataFrame(pairs, columns=columns), common_items, native, translate, tuple(pair_keys))
