@@ -65,7 +65,7 @@ def test_smallest_allowed_interval_contains_accuracy_on_mgsm_sized_items():
 
 
 def test_library_refuses_too_few_resamples(qwen, flores_dir):
-    with pytest.raises(MindcapError, match=r"--n-boot \(n_boot\) 5 .*0\.95 level: need at least 40"):
+    with pytest.raises(MindcapError, match=r"--n-boot 5 is too few resamples for level 0\.95: need at least 40"):
         token_premium(qwen, ["th"], source=flores_dir, n_boot=5)
     with pytest.raises(MindcapError, match=r"need at least 10"):
         item_bootstrap(np.ones((5, 1)), n_boot=9, seed=0).ci(0.8)

@@ -47,7 +47,7 @@ def check_resamples(n_boot: int, level: float) -> None:
     need = min_resamples(level)
     if n_boot < need:
         raise MindcapError(
-            f"--n-boot (n_boot) {n_boot} is too few resamples for a {float(level):g} level: need at least {need} "
+            f"--n-boot {n_boot} is too few resamples for level {float(level):g}: need at least {need} "
             f"(n_boot >= ceil(2/(1 - level)), so that each tail of the interval holds a resample)"
         )
 
