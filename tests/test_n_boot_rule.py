@@ -115,7 +115,7 @@ def test_protocol_refuses_too_few_resamples_for_its_alpha(tmp_path):
     path.write_text(body.format(alpha=0.05, n=40))
     assert load_protocol(path).n_boot == 40
     path.write_text(body.format(alpha=0.05, n=39))
-    with pytest.raises(MindcapError, match=r"p\.toml: --n-boot \(n_boot\) 39 .*at least 40.*1 - alpha"):
+    with pytest.raises(MindcapError, match=r"p\.toml: n_boot 39 is too few .*at least 40.*1 - alpha"):
         load_protocol(path)
     path.write_text(body.format(alpha=0.01, n=100))
     with pytest.raises(MindcapError, match=r"at least 200"):

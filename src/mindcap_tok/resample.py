@@ -42,12 +42,13 @@ def min_resamples(level: float) -> int:
     return math.ceil(2 / (1 - Fraction(repr(float(level)))))
 
 
-def check_resamples(n_boot: int, level: float) -> None:
-    """Refuse ``n_boot`` below :func:`min_resamples` for ``level`` in one line naming ``--n-boot`` and the minimum."""
+def check_resamples(n_boot: int, level: float, name: str = "--n-boot") -> None:
+    """Refuse ``n_boot`` below :func:`min_resamples` for ``level`` in one line naming the setting (``name``: the
+    flag, or a file's key) and the minimum."""
     need = min_resamples(level)
     if n_boot < need:
         raise MindcapError(
-            f"--n-boot {n_boot} is too few resamples for level {float(level):g}: need at least {need} "
+            f"{name} {n_boot} is too few resamples for level {float(level):g}: need at least {need} "
             f"(n_boot >= ceil(2/(1 - level)), so that each tail of the interval holds a resample)"
         )
 

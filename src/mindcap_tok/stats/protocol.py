@@ -151,7 +151,7 @@ def load_protocol(path: str | Path) -> Protocol:
     if not 0 < proto.alpha < 1 or proto.n_boot < 2 or proto.tail_factor < 1:
         raise MindcapError(f"{path}: need 0 < alpha < 1, n_boot >= 2 and tail_factor >= 1")
     try:
-        check_resamples(proto.n_boot, 1 - proto.alpha)
+        check_resamples(proto.n_boot, 1 - proto.alpha, name="n_boot")
     except MindcapError as exc:
         raise MindcapError(f"{path}: {exc} (level = 1 - alpha)") from None
     return proto
