@@ -214,7 +214,11 @@ def _check_length(ids: tuple[int, ...], finish: str, max_tokens: int, where: str
     if len(ids) > max_tokens:
         raise MindcapError(f"{where}: {len(ids)} output ids, above max_tokens {max_tokens}")
     if (finish == "length") != (len(ids) == max_tokens):
-        raise MindcapError(f"{where}: finish_reason {finish!r} with {len(ids)} of max_tokens {max_tokens} tokens")
+        # a short ``length`` is usually the server's context limit (vLLM's max_model_len): the cap was not the cut
+        hint = (
+            " (the server's context limit? raise its max model length or lower the cap)" if finish == "length" else ""
+        )
+        raise MindcapError(f"{where}: finish_reason {finish!r} with {len(ids)} of max_tokens {max_tokens} tokens{hint}")
 
 
 def _logprob_ids(logprobs: _Logprobs | None, where: str) -> tuple[int, ...] | None:
