@@ -525,6 +525,15 @@ def reply(*choices: dict, **top) -> dict:
     return {"choices": [{"index": i, "text": "x", "finish_reason": "stop", **c} for i, c in enumerate(choices)], **top}
 
 
+def test_stop_at_the_cap_only_when_the_last_id_ends_the_decode():
+    """vLLM 0.32 reports ``stop`` with cap ids when EOS is the cap-th token: valid only if that id is a stop id."""
+    body = {"choices": [{"index": 0, "text": "", "token_ids": [1, 2, 3, 4], "finish_reason": "stop"}]}
+    (c,) = parse_response(body, 1, chat=False, max_tokens=4, vocab_size=100, stops=frozenset({4, 9}))
+    assert (c["ids"], c["finish_reason"]) == ((1, 2, 3, 4), "stop")
+    with pytest.raises(MindcapError, match="finish_reason 'stop' with 4 of max_tokens 4 tokens"):
+        parse_response(body, 1, chat=False, max_tokens=4, vocab_size=100, stops=frozenset({3, 9}))
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

@@ -23,8 +23,9 @@ response only.
 
 Every reply is validated before anything is stored: exactly ``n`` choices with integer indices ``0..n-1``
 (each once), token ids integers (not bools, not floats) in the tokenizer's range (added tokens included), at
-most ``max_tokens`` output ids, ``length`` exactly at the cap and ``stop`` only below it (vLLM and SGLang
-check the cap before the stop tokens). The reply's shape is a small strict pydantic model: strict mode refuses
+most ``max_tokens`` output ids, ``length`` exactly at the cap and ``stop`` below it, or at it only when the
+last id ends a decode (a stop id of the request or a special token: vLLM 0.32 reports ``stop`` when EOS is the
+cap-th token). The reply's shape is a small strict pydantic model: strict mode refuses
 every coercion (``true`` is not an index, ``1.0`` not a token id), which hand-written ``isinstance`` checks
 missed (a bool is an int in Python), and spec readers are to move onto one such layer. The rules that need the
 request (``n``, the cap, the vocabulary) are plain checks after it; each problem is named in one line.
@@ -209,12 +210,16 @@ def _check_ids(ids: list[int] | tuple[int, ...], vocab_size: int, where: str) ->
     raise MindcapError(f"{where}: token id {shown} out of range 0..{vocab_size - 1}")
 
 
-def _check_length(ids: tuple[int, ...], finish: str, max_tokens: int, where: str) -> None:
-    """At most the cap; ``length`` exactly at it, ``stop`` below it."""
+def _check_length(ids: tuple[int, ...], finish: str, max_tokens: int, where: str, stops: frozenset[int]) -> None:
+    """At most the cap; ``length`` exactly at it, ``stop`` below it, or at it when the cap-th id ends the decode
+    (one of ``stops``: vLLM 0.32 reports ``stop`` when EOS is the last token allowed, as transformers does)."""
     if len(ids) > max_tokens:
         raise MindcapError(f"{where}: {len(ids)} output ids, above max_tokens {max_tokens}")
+    if finish == "stop" and len(ids) == max_tokens and ids and ids[-1] in stops:
+        return
     if (finish == "length") != (len(ids) == max_tokens):
-        # a short ``length`` is usually the server's context limit (vLLM's max_model_len): the cap was not the cut
+        # a stop at the cap whose last id ends no decode was cut by the cap; a short ``length`` is usually the
+        # server's context limit (vLLM's max_model_len): the cap was not the cut
         hint = (
             " (the server's context limit? raise its max model length or lower the cap)" if finish == "length" else ""
         )
@@ -241,11 +246,14 @@ def _logprob_ids(logprobs: _Logprobs | None, where: str) -> tuple[int, ...] | No
     return tuple(out)
 
 
-def parse_response(data: object, n: int, chat: bool, max_tokens: int, vocab_size: int) -> list[dict]:
+def parse_response(
+    data: object, n: int, chat: bool, max_tokens: int, vocab_size: int, stops: frozenset[int] = frozenset()
+) -> list[dict]:
     """Per choice (in index order): ``ids`` (or ``None``), ``prompt_ids`` (or ``None``), ``text`` and
     ``finish_reason``, from a completions or chat response body to a request for ``n`` decodes under
-    ``max_tokens``, with a tokenizer of ``vocab_size`` ids. A reply that breaks any rule of the module docs
-    raises a :class:`MindcapError` naming the first problem, before anything is returned."""
+    ``max_tokens``, with a tokenizer of ``vocab_size`` ids whose ``stops`` (the request's stop ids and the
+    special tokens) may end a decode. A reply that breaks any rule of the module docs raises a
+    :class:`MindcapError` naming the first problem, before anything is returned."""
     try:
         reply = (_ChatCompletions if chat else _Completions).model_validate(data)
     except ValidationError as exc:
@@ -259,7 +267,7 @@ def parse_response(data: object, n: int, chat: bool, max_tokens: int, vocab_size
         ids = tuple(c.token_ids) if c.token_ids is not None else _logprob_ids(c.logprobs, where)
         if ids is not None:
             _check_ids(ids, vocab_size, where)
-            _check_length(ids, c.finish_reason, max_tokens, where)
+            _check_length(ids, c.finish_reason, max_tokens, where, stops)
         prompt = c.prompt_token_ids if c.prompt_token_ids is not None else reply.prompt_token_ids
         if c.prompt_token_ids is not None:
             _check_ids(c.prompt_token_ids, vocab_size, f"{where}: prompt_token_ids")
@@ -560,7 +568,8 @@ class ServerBackend:
         except ValueError as exc:
             raise _Retry(f"malformed response from {url}: not JSON ({_one_line(first_line(exc))})") from exc
         try:
-            choices = parse_response(data, req.n, self.chat, req.max_tokens, self.tok.resolved.vocab_size)
+            stops = frozenset(req.stop_ids) | self.tok.resolved.special_ids
+            choices = parse_response(data, req.n, self.chat, req.max_tokens, self.tok.resolved.vocab_size, stops)
         except MindcapError as exc:
             raise _Retry(f"malformed response from {url}: {exc}") from exc
         return [self._completion(url, req, c) for c in choices]
