@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # bpe_reference: a test helper
+
+from bpe_reference import reference_merges
 from mindcap_tok.adaptation import learn_extension
 from mindcap_tok.adaptation.corpus import lines_corpus
-from mindcap_tok.adaptation.reference import reference_merges
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.tokenizer import load_tokenizer
 

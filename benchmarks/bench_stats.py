@@ -16,14 +16,18 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # simulate: a test helper
+
 from mindcap_tok.stats.bootstrap import bootstrap_weights, grid_bootstrap, ratio_difference
 from mindcap_tok.stats.grid import accuracy_grid
-from mindcap_tok.stats.simulate import SimCell, SimDesign, simulate
+from simulate import SimCell, SimDesign, simulate
 
 BUDGETS = [64, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096]
 ARMS = ("native", "translate-act", "pivot", "code-switched")

@@ -1,6 +1,6 @@
 """Coverage of the Δ_L(B) intervals on simulated ledgers whose true Δ_L(B) is known in closed form.
 
-Draws N datasets from :func:`mindcap_tok.stats.simulate.validation_design` (250 items, k=8, item random
+Draws N datasets from ``validation_design`` of ``tests/simulate.py`` (250 items, k=8, item random
 effects, native de/th/sw with the paper's premiums), runs :func:`mindcap_tok.stats.curves.sweep` on each and
 counts how often the pointwise percentile CIs cover the true Δ_L(B) at each budget, and how often the
 simultaneous band covers the whole true curve. Prints a table and writes JSON (with the seeds) to ``--out``.
@@ -13,16 +13,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 from rich.progress import track
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # simulate: a test helper
+
 from mindcap_tok._io import atomic_write_text
 from mindcap_tok.budgets import SWEEP_BUDGETS
 from mindcap_tok.stats.curves import sweep
 from mindcap_tok.stats.premiums import required_budgets
-from mindcap_tok.stats.simulate import simulate, true_delta, validation_design
+from simulate import simulate, true_delta, validation_design
 
 
 def coverage(datasets: int, n_boot: int, seed: int, level: float = 0.95) -> dict:

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
+from bpe_reference import reference_merges
 from mindcap_tok.adaptation import learn_extension, load_extension, save_extension
 from mindcap_tok.adaptation.corpus import as_corpus, flores_corpus
 from mindcap_tok.adaptation.extend import PreTokenizer, base_bpe
-from mindcap_tok.adaptation.reference import reference_merges
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.tokenizer import BYTE_TO_CHAR, load_tokenizer

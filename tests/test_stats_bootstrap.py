@@ -13,7 +13,7 @@ from mindcap_tok.resample import bootstrap_counts
 from mindcap_tok.stats.bootstrap import Boot, item_bootstrap, ratio_difference
 from mindcap_tok.stats.curves import sweep
 from mindcap_tok.stats.premiums import required_budgets
-from mindcap_tok.stats.simulate import simulate, true_delta, validation_design
+from simulate import simulate, true_delta, validation_design
 
 
 def _records(seed=0, n_items=30, k=4, n_stats=3):

@@ -17,7 +17,7 @@ from mindcap_tok.stats.premiums import (
     premium_table,
     required_budgets,
 )
-from mindcap_tok.stats.simulate import paper_like_design, simulate
+from simulate import paper_like_design, simulate
 
 
 def _frame(rows):

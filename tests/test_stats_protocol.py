@@ -23,7 +23,7 @@ from mindcap_tok.stats.protocol import (
     run_protocol,
     verify_protocol,
 )
-from mindcap_tok.stats.simulate import paper_like_design, simulate
+from simulate import paper_like_design, simulate
 
 TOML = """\
 name = "sim-family"

@@ -9,8 +9,8 @@ import pytest
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.stats.curves import delta_table
 from mindcap_tok.stats.premiums import required_budgets
-from mindcap_tok.stats.simulate import paper_like_design, simulate, true_delta
 from mindcap_tok.stats.subcdf import compare_prediction, predict_delta, split_items, subcdf
+from simulate import paper_like_design, simulate, true_delta
 
 
 def _records():
@@ -98,7 +98,7 @@ def test_closed_form_bivariate_normal_matches_scipy():
     # the simulator's truth rests on P(X <= x, Y <= y); scipy's Genz integration is an independent reference
     from scipy.stats import multivariate_normal
 
-    from mindcap_tok.stats.simulate import _bvn_cdf
+    from simulate import _bvn_cdf
 
     for x, y, sx, sy, cov in [(0.3, -0.5, 1.2, 0.8, 0.4), (-1.0, 2.0, 1.0, 1.5, -0.9), (1.5, 0.2, 1.1, 0.7, 0.0)]:
         ref = multivariate_normal(mean=[0, 0], cov=[[sx * sx, cov], [cov, sy * sy]]).cdf([x, y])

@@ -1,7 +1,8 @@
 """mindcap-tok: how much of a multilingual reasoning gap is made by the output-token cap and the tokenizer.
 
-The small public API; everything else lives in the stage modules (see the README's tour). Names are imported
-on first use (PEP 562), so ``import mindcap_tok`` and the CLI's start stay cheap.
+The public API is the names in ``__all__``, one import away (``from mindcap_tok import token_premium``), as
+the README's examples use them; the stage modules hold the rest (see the README's tour). Names are imported on
+first use (PEP 562), so ``import mindcap_tok`` and the CLI's start stay cheap (no pandas, tokenizers or torch).
 """
 
 from __future__ import annotations
@@ -9,28 +10,191 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import MindcapError
+from .errors import MindcapError, MissingExtraError
 
 if TYPE_CHECKING:
+    from .adaptation.crossfit import extend_crossfit
+    from .adaptation.extend import learn_extension
+    from .adaptation.price import Pricing, price_ledger
+    from .adaptation.retokenize import retokenize
+    from .adaptation.saved import load_crossfit, load_extension
+    from .audits._common import AuditResult
+    from .audits.determinism import determinism_audit
+    from .audits.langid import langid_audit, validation_agreement
+    from .audits.normalizer import normalizer_audit
+    from .audits.parity import parity_audit
+    from .audits.parser_audit import parser_audit
+    from .audits.suite import AuditConfig, SuiteResult, run_audits, write_report
+    from .audits.translation import translation_audit
+    from .config import Config, load_config
+    from .data.flores import load_flores
+    from .data.languages import resolve_language
+    from .data.mgsm import load_mgsm
+    from .ledger.generate import GenerateResult, dry_run, run_job
+    from .ledger.importer import ImportResult, import_jsonl
+    from .ledger.jobs import JobSpec
+    from .ledger.jobs import load_spec as load_job_spec
+    from .ledger.parse import get_parser
+    from .ledger.score import Scores, accuracy_curves, score_ledger
+    from .ledger.store import Ledger
     from .premium import Premium, token_premium
+    from .report.budget_report import write_budget_report
+    from .report.figures import plot_premiums
     from .resample import scale_budget
+    from .roundtrip.report import ReportResult, roundtrip_report
+    from .roundtrip.run import RoundtripResult, open_backends, run_roundtrip
+    from .roundtrip.spec import RoundtripSpec, plan_roundtrip
+    from .roundtrip.spec import load_spec as load_roundtrip_spec
+    from .stats.curves import Sweep, sweep
+    from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
+    from .stats.timing import emission_timing
     from .tokenizer import ResolvedTokenizer, load_tokenizer
 
+#: public name -> "module" (relative to the package) or "module:attribute" where the two names differ
 _LAZY = {
+    # configuration, data and tokenizers
+    "Config": "config",
+    "load_config": "config",
+    "load_flores": "data.flores",
+    "load_mgsm": "data.mgsm",
+    "resolve_language": "data.languages",
+    "ResolvedTokenizer": "tokenizer",
+    "load_tokenizer": "tokenizer",
+    # premiums
     "Premium": "premium",
     "token_premium": "premium",
     "scale_budget": "resample",
-    "ResolvedTokenizer": "tokenizer",
-    "load_tokenizer": "tokenizer",
+    # the ledger: store, import, generation, scoring
+    "Ledger": "ledger.store",
+    "ImportResult": "ledger.importer",
+    "import_jsonl": "ledger.importer",
+    "JobSpec": "ledger.jobs",
+    "load_job_spec": "ledger.jobs:load_spec",
+    "GenerateResult": "ledger.generate",
+    "dry_run": "ledger.generate",
+    "run_job": "ledger.generate",
+    "get_parser": "ledger.parse",
+    "Scores": "ledger.score",
+    "accuracy_curves": "ledger.score",
+    "score_ledger": "ledger.score",
+    # budget statistics and their report
+    "Sweep": "stats.curves",
+    "sweep": "stats.curves",
+    "emission_timing": "stats.timing",
+    "freeze_protocol": "stats.protocol",
+    "load_protocol": "stats.protocol",
+    "run_protocol": "stats.protocol",
+    "verify_protocol": "stats.protocol",
+    "write_budget_report": "report.budget_report",
+    "plot_premiums": "report.figures",
+    # vocabulary extensions and ladder pricing
+    "learn_extension": "adaptation.extend",
+    "extend_crossfit": "adaptation.crossfit",
+    "load_crossfit": "adaptation.saved",
+    "load_extension": "adaptation.saved",
+    "Pricing": "adaptation.price",
+    "price_ledger": "adaptation.price",
+    "retokenize": "adaptation.retokenize",
+    # audits
+    "AuditConfig": "audits.suite",
+    "AuditResult": "audits._common",
+    "SuiteResult": "audits.suite",
+    "run_audits": "audits.suite",
+    "write_report": "audits.suite",
+    "determinism_audit": "audits.determinism",
+    "langid_audit": "audits.langid",
+    "validation_agreement": "audits.langid",
+    "normalizer_audit": "audits.normalizer",
+    "parity_audit": "audits.parity",
+    "parser_audit": "audits.parser_audit",
+    "translation_audit": "audits.translation",
+    # round-trip translation
+    "RoundtripSpec": "roundtrip.spec",
+    "load_roundtrip_spec": "roundtrip.spec:load_spec",
+    "plan_roundtrip": "roundtrip.spec",
+    "RoundtripResult": "roundtrip.run",
+    "open_backends": "roundtrip.run",
+    "run_roundtrip": "roundtrip.run",
+    "ReportResult": "roundtrip.report",
+    "roundtrip_report": "roundtrip.report",
 }
 
-__all__ = ["MindcapError", "Premium", "ResolvedTokenizer", "load_tokenizer", "scale_budget", "token_premium"]
+#: the public API, grouped by stage in _LAZY above
+__all__ = [
+    "AuditConfig",
+    "AuditResult",
+    "Config",
+    "GenerateResult",
+    "ImportResult",
+    "JobSpec",
+    "Ledger",
+    "MindcapError",
+    "MissingExtraError",
+    "Premium",
+    "Pricing",
+    "ReportResult",
+    "ResolvedTokenizer",
+    "RoundtripResult",
+    "RoundtripSpec",
+    "Scores",
+    "SuiteResult",
+    "Sweep",
+    "accuracy_curves",
+    "determinism_audit",
+    "dry_run",
+    "emission_timing",
+    "extend_crossfit",
+    "freeze_protocol",
+    "get_parser",
+    "import_jsonl",
+    "langid_audit",
+    "learn_extension",
+    "load_config",
+    "load_crossfit",
+    "load_extension",
+    "load_flores",
+    "load_job_spec",
+    "load_mgsm",
+    "load_protocol",
+    "load_roundtrip_spec",
+    "load_tokenizer",
+    "normalizer_audit",
+    "open_backends",
+    "parity_audit",
+    "parser_audit",
+    "plan_roundtrip",
+    "plot_premiums",
+    "price_ledger",
+    "resolve_language",
+    "retokenize",
+    "roundtrip_report",
+    "run_audits",
+    "run_job",
+    "run_protocol",
+    "run_roundtrip",
+    "scale_budget",
+    "score_ledger",
+    "sweep",
+    "token_premium",
+    "translation_audit",
+    "validation_agreement",
+    "verify_protocol",
+    "write_budget_report",
+    "write_report",
+]
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Import a public name from its stage module on first use, then keep it here."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attribute = _LAZY[name].partition(":")
+    value = getattr(importlib.import_module(f".{module}", __name__), attribute or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's own names and every public one, imported or not (for completion and ``help``)."""
+    return sorted({*globals(), *__all__})

@@ -6,7 +6,7 @@ smallest right string), exactly as the saved tokenizer will replay it: the new m
 earlier one, so a word's new segmentation is its old one with the pair merged leftmost-first and then any
 lower-rank merge that the result enables (the "closure"; see :func:`bpe_closure`).
 
-Instead of recounting every pair after every merge (the naive loop in :mod:`.reference`), pair counts live
+Instead of recounting every pair after every merge (the naive loop in ``tests/bpe_reference.py``), pair counts live
 in a dict, a pair -> words index says which words to touch, and a lazy max-heap yields the best pair.
 No library offers this: Hugging Face trainers cannot start from an existing merge list.
 """

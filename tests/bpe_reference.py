@@ -1,10 +1,10 @@
 """Slow reference learner: recount every pair of every word after every merge.
 
-Kept deliberately simple and separate from the fast learner (:mod:`._bpe`): tests compare the two merge lists,
-and ``benchmarks/bench_extend.py`` times both. Same inputs, same tie rule (most frequent pair, then smallest
-left string, then smallest right string), same replay semantics (after each merge every word is re-segmented
-by the full lowest-rank-first BPE loop over base and appended merges; with ``ignore_merges`` a word that is
-itself a vocabulary entry becomes that one token).
+Kept deliberately simple and separate from the fast learner (:mod:`mindcap_tok.adaptation._bpe`): tests compare the
+two merge lists, and ``benchmarks/bench_extend.py`` times both. Same inputs, same tie rule (most frequent pair, then
+smallest left string, then smallest right string), same replay semantics (after each merge every word is
+re-segmented by the full lowest-rank-first BPE loop over base and appended merges; with ``ignore_merges`` a word
+that is itself a vocabulary entry becomes that one token).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 
-from ..tokenizer import ResolvedTokenizer
-from .extend import base_bpe, base_words
+from mindcap_tok.adaptation.extend import base_bpe, base_words
+from mindcap_tok.tokenizer import ResolvedTokenizer
 
 
 def _bpe(symbols: list[int], ranks: dict[tuple[int, int], tuple[int, int]]) -> list[int]:

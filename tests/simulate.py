@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 from scipy import integrate, special
 
-from ..errors import MindcapError
-from ..resample import scale_budget
-from .grid import AccuracyGrid
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.resample import scale_budget
+from mindcap_tok.stats.grid import AccuracyGrid
 
 
 @dataclass(frozen=True)
