@@ -7,43 +7,12 @@ import click
 from ..budgets import MAX_BUDGET
 from ..errors import MindcapError
 from ..resample import check_resamples
-
-
-class MultiValueOption(click.Option):
-    """An option that takes one or more values after one flag: ``--lang de th sw``, ``--lang de,th`` and
-    ``--lang de --lang th`` all give ``("de", "th", "sw")``-style tuples; values run up to the next option.
-
-    click has no argparse-style ``nargs='+'`` for options, so this wraps the parser's handler of this option
-    only (the approach click's maintainers suggest for it). An empty value (``--lang ""``, ``--lang de,,th``) is
-    a one-line error (``expects`` says what was wanted), never a silent fall back to the default.
-    """
-
-    def __init__(self, *args, expects: str = "name at least one", **kwargs) -> None:
-        kwargs["multiple"] = True
-        super().__init__(*args, **kwargs)
-        self.expects = expects
-
-    def add_to_parser(self, parser, ctx: click.Context) -> None:
-        super().add_to_parser(parser, ctx)
-        handler = next(parser._long_opt.get(o) or parser._short_opt.get(o) for o in self.opts)
-        store, flag, expects = handler.process, self.opts[0], self.expects
-
-        def process(value: str, state) -> None:
-            values = [value]
-            while state.rargs and not (state.rargs[0].startswith("-") and state.rargs[0] != "-"):
-                values.append(state.rargs.pop(0))
-            for text in values:
-                items = text.split(",")
-                if not all(v.strip() for v in items):
-                    raise MindcapError(f"{flag} got an empty value ({text!r}); {expects}")
-                for v in items:
-                    store(v.strip(), state)
-
-        handler.process = process
+from ._parsing import MultiValueOption
 
 
 def multi_option(*decls: str, **kwargs):
-    """A :class:`MultiValueOption` (``--lang de th sw``); the same keywords as ``click.option``."""
+    """A :class:`~._parsing.MultiValueOption` (``--lang de th sw``, ``--lang de,th``, ``--lang de --lang th``;
+    read by the commands of :mod:`._parsing`); the same keywords as ``click.option``."""
     return click.option(*decls, cls=MultiValueOption, **kwargs)
 
 
