@@ -258,13 +258,12 @@ def test_unreadable_tokenizer_file_and_misaligned(tmp_path):
 
 
 def test_one_spelling_for_the_confidence_level_and_the_resamples(capsys):
-    # --level everywhere; --ci still works for one release, with a warning, and means the same
-    new = run(["premium", "--lang", "th", "--n-boot", "200", "--level", "0.8", "--format", "json"])
-    old = run(["premium", "--lang", "th", "--n-boot", "200", "--ci", "0.8", "--format", "json"])
-    assert new.exit_code == old.exit_code == 0
-    new_row, old_row = json.loads(new.stdout)[0], json.loads(old.stdout)[0]
-    assert new_row["ci"] == old_row["ci"] == 0.8 and new_row["ci_low"] == old_row["ci_low"]
-    assert "--ci is deprecated" in old.stderr and "deprecated" not in new.stderr
+    # --level everywhere; the former spelling --ci is refused as click refuses any unknown option
+    res = run(["premium", "--lang", "th", "--n-boot", "200", "--level", "0.8", "--format", "json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)[0]["ci"] == 0.8
+    res = run(["premium", "--lang", "th", "--n-boot", "200", "--ci", "0.8", "--format", "json"])
+    assert res.exit_code == 2
+    one_line_error(res, "No such option '--ci'")
     for args in (
         ["premium", "--lang", "th"],
         ["sweep", "--ledger", "."],

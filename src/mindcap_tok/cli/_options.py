@@ -103,35 +103,13 @@ common_items_option = click.option(
 )
 
 
-def _deprecated_ci(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None:
-        click.echo("warning: --ci is deprecated; use --level (the same confidence level)", err=True)
-        ctx.meta["deprecated_ci"] = value
-    return value
-
-
-def _level(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    return ctx.meta.get("deprecated_ci", value) if ctx.get_parameter_source("level").name == "DEFAULT" else value
-
-
 def level_option(f):
-    """``--level``: the confidence level of every CI and band; ``--ci`` is its deprecated spelling (one release)."""
-    level_range = click.FloatRange(0, 1, min_open=True, max_open=True)
-    f = click.option(
-        "--ci",
-        "deprecated_ci",
-        type=level_range,
-        expose_value=False,
-        is_eager=True,
-        callback=_deprecated_ci,
-        hidden=True,
-    )(f)
+    """``--level``: the confidence level of every CI and band."""
     return click.option(
         "--level",
-        type=level_range,
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
         default=0.95,
         show_default=True,
-        callback=_level,
         help="Confidence level of CIs and bands.",
     )(f)
 
@@ -141,39 +119,9 @@ def out_file_option(help: str = "Write the output here (atomically) instead of s
     return click.option("--out", type=click.Path(dir_okay=False), help=help)
 
 
-def _deprecated_out(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None:
-        click.echo("warning: --out for a folder is deprecated; use --out-dir (--out names files)", err=True)
-        ctx.meta["deprecated_out"] = value
-    return value
-
-
-def _out_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
-    value = value if value is not None else ctx.meta.get("deprecated_out")
-    if value is None:
-        raise click.MissingParameter(ctx=ctx, param=param)
-    return value
-
-
 def out_dir_option(help: str):
-    """``--out-dir`` (the command's parameter ``out``): the folder a command writes, as ``--out`` always names a
-    file; ``--out`` is accepted for one release as a deprecated spelling, with a warning."""
-
-    def deco(f):
-        f = click.option(
-            "--out",
-            "deprecated_out",
-            type=click.Path(file_okay=False),
-            expose_value=False,
-            is_eager=True,
-            callback=_deprecated_out,
-            hidden=True,
-        )(f)
-        return click.option(
-            "--out-dir", "out", type=click.Path(file_okay=False), callback=_out_dir, help=f"{help}  [required]"
-        )(f)
-
-    return deco
+    """``--out-dir`` (the command's parameter ``out``): the folder a command writes, as ``--out`` names a file."""
+    return click.option("--out-dir", "out", type=click.Path(file_okay=False), required=True, help=help)
 
 
 #: the tokenizer a ledger's ids belong to, for every command that scores or retokenizes stored ids
