@@ -2,15 +2,19 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from mindcap_tok.cli._options import budgets_option, multi_option
+from mindcap_tok.cli._parsing import Command, Group
 from mindcap_tok.cli.main import cli
+from mindcap_tok.errors import MindcapError
 
 
 def run(args, env=None):
@@ -20,7 +24,7 @@ def run(args, env=None):
 def _echo_command():
     """A throwaway command with the shared multi-value and budget options: it prints what click parsed."""
 
-    @click.command()
+    @click.command(cls=Command)
     @multi_option("--lang", "langs")
     @budgets_option(help="")
     @click.option("--seed", type=int)
@@ -52,6 +56,88 @@ def test_multi_value_options_stop_at_the_next_option_and_at_double_dash():
     res = CliRunner().invoke(_echo_command(), ["--lang", "de", "--", "th", "-x"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output) == [["de"], None, None, ["th", "-x"]]
+
+
+def test_list_values_stop_at_a_negative_number_and_take_a_lone_dash():
+    # -5 after a value is the next option (click's "No such option"), the first value is taken as given, as ever
+    res = CliRunner().invoke(_echo_command(), ["--budgets", "64", "-5"])
+    assert res.exit_code == 2 and "No such option '-5'" in res.output
+    res = CliRunner().invoke(_echo_command(), ["--budgets", "-5"])
+    assert isinstance(res.exception, MindcapError) and "'-5' is not a valid budget" in str(res.exception)
+    res = CliRunner().invoke(_echo_command(), ["--lang", "de", "-", "--seed=3", "x"])
+    assert json.loads(res.output) == [["de", "-"], None, 3, ["x"]]
+
+
+def test_list_options_are_spread_only_where_they_are_options():
+    # another option's value is not an option (--texts --model); a group spreads only its own options, up to its
+    # subcommand (whose single-value --lang keeps its one value), and the subcommand spreads its own
+    @click.group(cls=Group)
+    @multi_option("--lang", "langs")
+    @click.option("--quiet", is_flag=True)
+    def group(langs, quiet):
+        click.echo(json.dumps([list(langs), quiet]))
+
+    @group.command()
+    @click.option("--texts")
+    @click.option("--lang")
+    @multi_option("--model", "models")
+    @click.argument("rest", nargs=-1)
+    def sub(texts, lang, models, rest):
+        click.echo(json.dumps([texts, lang, list(models), list(rest)]))
+
+    args = [
+        "--lang",
+        "de,th",
+        "sw",
+        "--quiet",
+        "sub",
+        "--texts",
+        "--model",
+        "a",
+        "--lang",
+        "b,c",
+        "--model",
+        "x",
+        "y,z",
+    ]
+    res = CliRunner().invoke(group, args)
+    assert res.exit_code == 0, res.output
+    assert [json.loads(line) for line in res.output.splitlines()] == [
+        [["de", "th", "sw"], True],
+        ["--model", "b,c", ["x", "y", "z"], ["a"]],
+    ]
+
+
+def test_every_command_spreads_its_list_options():
+    # a command built as a plain click.Command would take only the first value of --lang de th sw
+    ctx = click.Context(cli)
+
+    def walk(command, path):
+        assert isinstance(command, (Command, Group)), f"{path} is a plain {type(command).__name__}"
+        for name in command.list_commands(ctx) if isinstance(command, click.Group) else ():
+            walk(command.get_command(ctx, name), f"{path} {name}")
+
+    walk(cli, "mindcap-tok")
+
+
+#: click's parser and its objects' private attributes (ctx._protected_args, parser._long_opt, option.obj._flag...)
+PRIVATE_CLICK = re.compile(
+    r"click\.parser|OptionParser|_protected_args|_opt_prefixes|click(?:\.\w+)*\._\w"
+    r"|\b(?:ctx|context|parser|state|handler|param|option|opt|obj|cmd|command)\._\w"
+)
+
+
+def test_only_public_click_api():
+    # click's internals change between minor releases (8.2 moved protected_args): src/ uses its public API only
+    src = Path(__file__).resolve().parents[1] / "src"
+    users = [p for p in sorted(src.rglob("*.py")) if re.search(r"^(import|from) click", p.read_text("utf-8"), re.M)]
+    found = [
+        f"{path.relative_to(src)}:{n}: {line.strip()}"
+        for path in users
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if PRIVATE_CLICK.search(line)
+    ]
+    assert len(users) > 10 and found == []
 
 
 @pytest.mark.parametrize(
@@ -172,13 +258,12 @@ def test_unreadable_tokenizer_file_and_misaligned(tmp_path):
 
 
 def test_one_spelling_for_the_confidence_level_and_the_resamples(capsys):
-    # --level everywhere; --ci still works for one release, with a warning, and means the same
-    new = run(["premium", "--lang", "th", "--n-boot", "200", "--level", "0.8", "--format", "json"])
-    old = run(["premium", "--lang", "th", "--n-boot", "200", "--ci", "0.8", "--format", "json"])
-    assert new.exit_code == old.exit_code == 0
-    new_row, old_row = json.loads(new.stdout)[0], json.loads(old.stdout)[0]
-    assert new_row["ci"] == old_row["ci"] == 0.8 and new_row["ci_low"] == old_row["ci_low"]
-    assert "--ci is deprecated" in old.stderr and "deprecated" not in new.stderr
+    # --level everywhere; the former spelling --ci is refused as click refuses any unknown option
+    res = run(["premium", "--lang", "th", "--n-boot", "200", "--level", "0.8", "--format", "json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)[0]["ci"] == 0.8
+    res = run(["premium", "--lang", "th", "--n-boot", "200", "--ci", "0.8", "--format", "json"])
+    assert res.exit_code == 2
+    one_line_error(res, "No such option '--ci'")
     for args in (
         ["premium", "--lang", "th"],
         ["sweep", "--ledger", "."],

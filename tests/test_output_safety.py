@@ -279,12 +279,11 @@ def test_a_ledger_is_never_started_among_other_files(tmp_path, qwen):
     assert len(Ledger(empty)) == 1
 
 
-def test_out_names_files_and_out_dir_folders_with_the_old_spelling_kept_one_release(ledger, tmp_path):
-    new = run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(tmp_path / "a")])
-    old = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(tmp_path / "b")])
-    assert new.exit_code == old.exit_code == 0
-    assert "deprecated" in old.stderr and "deprecated" not in new.stderr
-    assert (tmp_path / "a" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
+def test_out_names_files_and_out_dir_folders(ledger, tmp_path):
+    assert run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(tmp_path / "a")]).exit_code == 0
+    assert (tmp_path / "a" / "report.md").is_file()
+    res = run(["report", "--ledger", str(ledger), *REPORT, "--out", str(tmp_path / "b")])  # --out is for files
+    assert res.exit_code == 2 and "No such option '--out'" in res.stderr and not (tmp_path / "b").exists()
     res = run(["report", "--ledger", str(ledger), *REPORT])
     assert res.exit_code == 2 and "--out-dir" in res.output
 

@@ -242,7 +242,7 @@ def test_cli_one_table_for_every_family():
     res = _cli(["premium", "--model", "gpt-4o", "llama-2", "--lang", "th", "--n-boot", "100", "--format", "json"])
     rows = json.loads(res.stdout)
     assert [r["model"] for r in rows] == ["gpt-4o", "llama-2"]
-    assert all(r["ci_low"] < r["premium"] < r["ci_high"] and "protocol" not in r for r in rows)
+    assert all(r["ci_low"] < r["premium"] < r["ci_high"] and r["protocol"] == "per-sentence" for r in rows)
 
 
 def test_cli_petrov2023_gives_null_cis(config):

@@ -80,15 +80,8 @@ class Premium:
         return Fraction(self.tokens, self.ref_tokens)
 
     def as_dict(self) -> dict:
-        """Plain data (JSON-ready; budgets become string keys in JSON).
-
-        ``protocol`` is included only when it is not the default ``per-sentence``, so per-sentence
-        outputs keep their former fields.
-        """
-        out = asdict(self)
-        if out["protocol"] == "per-sentence":
-            del out["protocol"]
-        return out
+        """Plain data (JSON-ready; budgets become string keys in JSON), ``protocol`` included for every row."""
+        return asdict(self)
 
 
 def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str]) -> np.ndarray:

@@ -7,43 +7,12 @@ import click
 from ..budgets import MAX_BUDGET
 from ..errors import MindcapError
 from ..resample import check_resamples
-
-
-class MultiValueOption(click.Option):
-    """An option that takes one or more values after one flag: ``--lang de th sw``, ``--lang de,th`` and
-    ``--lang de --lang th`` all give ``("de", "th", "sw")``-style tuples; values run up to the next option.
-
-    click has no argparse-style ``nargs='+'`` for options, so this wraps the parser's handler of this option
-    only (the approach click's maintainers suggest for it). An empty value (``--lang ""``, ``--lang de,,th``) is
-    a one-line error (``expects`` says what was wanted), never a silent fall back to the default.
-    """
-
-    def __init__(self, *args, expects: str = "name at least one", **kwargs) -> None:
-        kwargs["multiple"] = True
-        super().__init__(*args, **kwargs)
-        self.expects = expects
-
-    def add_to_parser(self, parser, ctx: click.Context) -> None:
-        super().add_to_parser(parser, ctx)
-        handler = next(parser._long_opt.get(o) or parser._short_opt.get(o) for o in self.opts)
-        store, flag, expects = handler.process, self.opts[0], self.expects
-
-        def process(value: str, state) -> None:
-            values = [value]
-            while state.rargs and not (state.rargs[0].startswith("-") and state.rargs[0] != "-"):
-                values.append(state.rargs.pop(0))
-            for text in values:
-                items = text.split(",")
-                if not all(v.strip() for v in items):
-                    raise MindcapError(f"{flag} got an empty value ({text!r}); {expects}")
-                for v in items:
-                    store(v.strip(), state)
-
-        handler.process = process
+from ._parsing import MultiValueOption
 
 
 def multi_option(*decls: str, **kwargs):
-    """A :class:`MultiValueOption` (``--lang de th sw``); the same keywords as ``click.option``."""
+    """A :class:`~._parsing.MultiValueOption` (``--lang de th sw``, ``--lang de,th``, ``--lang de --lang th``;
+    read by the commands of :mod:`._parsing`); the same keywords as ``click.option``."""
     return click.option(*decls, cls=MultiValueOption, **kwargs)
 
 
@@ -134,35 +103,13 @@ common_items_option = click.option(
 )
 
 
-def _deprecated_ci(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None:
-        click.echo("warning: --ci is deprecated; use --level (the same confidence level)", err=True)
-        ctx.meta["deprecated_ci"] = value
-    return value
-
-
-def _level(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    return ctx.meta.get("deprecated_ci", value) if ctx.get_parameter_source("level").name == "DEFAULT" else value
-
-
 def level_option(f):
-    """``--level``: the confidence level of every CI and band; ``--ci`` is its deprecated spelling (one release)."""
-    level_range = click.FloatRange(0, 1, min_open=True, max_open=True)
-    f = click.option(
-        "--ci",
-        "deprecated_ci",
-        type=level_range,
-        expose_value=False,
-        is_eager=True,
-        callback=_deprecated_ci,
-        hidden=True,
-    )(f)
+    """``--level``: the confidence level of every CI and band."""
     return click.option(
         "--level",
-        type=level_range,
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
         default=0.95,
         show_default=True,
-        callback=_level,
         help="Confidence level of CIs and bands.",
     )(f)
 
@@ -172,39 +119,9 @@ def out_file_option(help: str = "Write the output here (atomically) instead of s
     return click.option("--out", type=click.Path(dir_okay=False), help=help)
 
 
-def _deprecated_out(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None:
-        click.echo("warning: --out for a folder is deprecated; use --out-dir (--out names files)", err=True)
-        ctx.meta["deprecated_out"] = value
-    return value
-
-
-def _out_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
-    value = value if value is not None else ctx.meta.get("deprecated_out")
-    if value is None:
-        raise click.MissingParameter(ctx=ctx, param=param)
-    return value
-
-
 def out_dir_option(help: str):
-    """``--out-dir`` (the command's parameter ``out``): the folder a command writes, as ``--out`` always names a
-    file; ``--out`` is accepted for one release as a deprecated spelling, with a warning."""
-
-    def deco(f):
-        f = click.option(
-            "--out",
-            "deprecated_out",
-            type=click.Path(file_okay=False),
-            expose_value=False,
-            is_eager=True,
-            callback=_deprecated_out,
-            hidden=True,
-        )(f)
-        return click.option(
-            "--out-dir", "out", type=click.Path(file_okay=False), callback=_out_dir, help=f"{help}  [required]"
-        )(f)
-
-    return deco
+    """``--out-dir`` (the command's parameter ``out``): the folder a command writes, as ``--out`` names a file."""
+    return click.option("--out-dir", "out", type=click.Path(file_okay=False), required=True, help=help)
 
 
 #: the tokenizer a ledger's ids belong to, for every command that scores or retokenizes stored ids

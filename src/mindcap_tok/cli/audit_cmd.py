@@ -16,9 +16,10 @@ from ._options import (
     out_dir_option,
     tokenizer_option,
 )
+from ._parsing import Command
 
 
-@click.command("audit")
+@click.command("audit", cls=Command)
 @click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
 @out_dir_option("Folder for audit.md, audit.json: absent, empty, or an earlier audit.")
 @multi_option(

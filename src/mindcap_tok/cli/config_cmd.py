@@ -8,9 +8,10 @@ from ..data.languages import aliases, flores_codes
 from ..tokenizer import registry
 from ._options import format_option
 from ._output import emit, render, to_json
+from ._parsing import Command
 
 
-@click.command("config")
+@click.command("config", cls=Command)
 @format_option()
 @click.pass_obj
 def config_command(state, fmt: str) -> None:
@@ -24,7 +25,7 @@ def config_command(state, fmt: str) -> None:
     emit(render(rows, fmt), None)
 
 
-@click.command("languages")
+@click.command("languages", cls=Command)
 @format_option()
 def languages_command(fmt: str) -> None:
     """List the 204 FLORES-200 codes with their short aliases."""

@@ -15,6 +15,7 @@ from ..data.languages import resolve_language
 from ..tokenizer import load_tokenizer
 from ._options import check_n_boot, format_option, multi_option, n_boot_option, out_dir_option
 from ._output import emit, render, to_json
+from ._parsing import Command
 from ._progress import on_progress, progress_bar
 
 
@@ -54,7 +55,7 @@ def _table_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-@click.command("extend")
+@click.command("extend", cls=Command)
 @multi_option(
     "--model",
     "models",

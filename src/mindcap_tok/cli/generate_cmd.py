@@ -7,10 +7,11 @@ import click
 from ..ledger.backends import BACKENDS
 from ..ledger.generate import dry_run, run_job
 from ._options import multi_option, out_dir_option
+from ._parsing import Command
 from ._progress import throughput_bar
 
 
-@click.command("generate")
+@click.command("generate", cls=Command)
 @click.argument("job", type=click.Path(exists=True, dir_okay=False))
 @out_dir_option("Ledger folder (created if absent).")
 @click.option(

@@ -11,10 +11,11 @@ from ..ledger.importer import ImportInterrupted, import_jsonl
 from ..ledger.store import Ledger
 from ._options import format_option, no_verify_option, out_dir_option, out_file_option
 from ._output import emit, render
+from ._parsing import Group
 from ._progress import on_progress, progress_bar
 
 
-@click.group("ledger")
+@click.group("ledger", cls=Group)
 def ledger_group() -> None:
     """Store generations (token ids are the source of truth) as partitioned Parquet with a manifest."""
 

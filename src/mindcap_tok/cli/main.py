@@ -12,6 +12,7 @@ import click
 
 from ..config import Config, load_config
 from ..errors import MindcapError
+from . import _parsing
 
 
 @dataclass
@@ -41,8 +42,8 @@ COMMANDS = {
 }
 
 
-class Group(click.Group):
-    """A click group that loads subcommands lazily and turns errors into one line (``--debug``: traceback)."""
+class Group(_parsing.Group):
+    """The root group: loads subcommands lazily and turns errors into one line (``--debug``: traceback)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)

@@ -10,6 +10,7 @@ from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
 from ..tokenizer import load_tokenizer
 from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option, out_file_option
 from ._output import emit, render, to_json
+from ._parsing import Command
 from ._progress import on_progress, progress_bar
 
 
@@ -46,7 +47,7 @@ def _csv_rows(results: list[dict]) -> list[dict]:
     return rows
 
 
-@click.command("premium")
+@click.command("premium", cls=Command)
 @multi_option(
     "--model",
     "models",

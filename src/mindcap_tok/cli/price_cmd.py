@@ -26,6 +26,7 @@ from ._options import (
     tokenizer_option,
 )
 from ._output import emit, render, to_json
+from ._parsing import Command
 from ._progress import progress_bar
 
 
@@ -77,7 +78,7 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
     return rows
 
 
-@click.command("price")
+@click.command("price", cls=Command)
 @click.option("--ledger", "ledger_dir", required=True, type=click.Path(file_okay=False), help="Ledger folder.")
 @multi_option("--model", "models", default=["qwen3-8b"], show_default=True, help="Model(s) priced.")
 @multi_option("--lang", "langs", required=True, help="Language(s): FLORES codes or aliases.")

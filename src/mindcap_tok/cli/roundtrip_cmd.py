@@ -12,6 +12,7 @@ import click
 from ..ledger.backends import BACKENDS
 from ._options import format_option, multi_option, n_boot_option, out_dir_option
 from ._output import emit, render, to_json
+from ._parsing import Group
 from ._progress import progress_bar
 
 _TABLE_COLUMNS = ("model", "by", "group", "n_texts", "n_failed", "n_unjudged", "pass_share", "pass_share_se",
@@ -35,20 +36,24 @@ def _overrides(model, texts, sample, sequences, max_tokens, seed, judge_flags: d
     return out
 
 
-class _RunOrSubcommand(click.Group):
+class _RunOrSubcommand(Group):
     """A group whose own callback is the run: ``roundtrip [JOB] --out-dir DIR ...`` runs, ``roundtrip report ...``
     dispatches to the subcommand (none of the run's options apply then)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] in self.commands:
-            ctx.params = {p.name: None for p in self.params if p.expose_value}  # the run's callback sees them, returns
-            ctx._protected_args, ctx.args = args[:1], args[1:]
+            ctx.args = list(args)  # the subcommand and its arguments, for invoke
             return ctx.args
         # the run: options may follow JOB and nothing may be left over, as for a plain command
         ctx.allow_interspersed_args, ctx.allow_extra_args = True, False
-        click.Command.parse_args(self, ctx, args)
-        ctx._protected_args, ctx.args = [], []
-        return ctx.args
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context):
+        if not ctx.args:
+            return super().invoke(ctx)  # the run (invoke_without_command)
+        name, command, args = self.resolve_command(ctx, ctx.args)
+        with command.make_context(name, args, parent=ctx) as sub_ctx:
+            return command.invoke(sub_ctx)
 
 
 class _JobArgument(click.Argument):
@@ -91,8 +96,6 @@ def roundtrip_command(
     for MQM issues, and report pass share (MQM >= 80) with bootstrap SEs over texts.
 
     `roundtrip report RUN_DIR --out-dir DIR` writes the full report of a finished run."""
-    if click.get_current_context().invoked_subcommand is not None:
-        return
     from ..roundtrip import load_spec, open_backends, plan_roundtrip, roundtrip_metrics, run_roundtrip
     from ..roundtrip.spec import read_spec_file
 

@@ -23,6 +23,7 @@ from ._options import (
     tokenizer_option,
 )
 from ._output import emit, render
+from ._parsing import Command
 from ._progress import progress_bar
 
 _COLUMNS = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason", "tokenizer"]
@@ -39,7 +40,7 @@ def _save(scores: Scores, folder: str) -> None:
         scores.by_record.to_parquet(tmp / "by_record.parquet", index=False)
 
 
-@click.command("score")
+@click.command("score", cls=Command)
 @click.option("--ledger", "ledger_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @budgets_option(default=list(SCORE_BUDGETS), help="Budgets B (64,128 or 64 128).")
 @tokenizer_option

@@ -27,6 +27,7 @@ from ._options import (
     tokenizer_option,
 )
 from ._output import emit, render, to_json
+from ._parsing import Command, Group
 from ._progress import progress_bar
 
 
@@ -168,7 +169,7 @@ def _apply(options):
     return deco
 
 
-@click.command("sweep")
+@click.command("sweep", cls=Command)
 @_apply(_common)
 @format_option(latex=True)
 @out_file_option()
@@ -246,7 +247,7 @@ def _drop_shared_settings(*frames: pd.DataFrame):
     return (*frames, "".join(f", {s}" for s in shared))
 
 
-@click.command("report")
+@click.command("report", cls=Command)
 @_apply(_common)
 @out_dir_option("Report folder: absent, empty, or an earlier report (replaced atomically).")
 @click.pass_obj
@@ -269,7 +270,7 @@ def report_command(state, out, **common) -> None:
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
 
 
-@click.group("protocol")
+@click.group("protocol", cls=Group)
 def protocol_group() -> None:
     """Pre-specified test families: freeze a protocol file before the data exist, test it afterwards."""
 
