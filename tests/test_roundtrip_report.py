@@ -295,6 +295,17 @@ def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monke
     assert f"_chrF skipped: {hint}_" in md and "## Per sequence" in md and "## Token cost per hop" in md
 
 
+def test_without_the_lid_extra_the_report_skips_only_language_id(run, tmp_path, qwen, monkeypatch):
+    pytest.importorskip("sacrebleu")
+    monkeypatch.setitem(sys.modules, "fasttext", None)  # as without the lid extra
+    result = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=50)
+    hint = "fasttext-numpy2 is not installed; install the 'lid' extra: pip install 'mindcap-tok[lid]'"
+    assert result.summary["skipped"] == {"langid": hint} and f"language ID skipped: {hint}" in result.notes
+    assert result.langid.empty and result.summary["langid"] is None and result.samples["chrf"].notna().sum() == 5
+    md = (result.out_dir / "report.md").read_text("utf-8")
+    assert f"## Language ID of hop outputs\n\n_language ID skipped: {hint}_" in md
+
+
 def test_cli_report_without_sacrebleu_skips_only_chrf(run, tmp_path):
     # a fresh interpreter whose sacrebleu import fails, running the real entry point
     out = tmp_path / "cli"

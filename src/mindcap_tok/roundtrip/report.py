@@ -595,7 +595,8 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
                   f"letters and top probability ≥ {info['threshold']}. Unscored languages: "
                   f"{', '.join(info['unscored_languages']) or 'none'}.", "", _md(tables["langid"]), ""]  # fmt: skip
     else:
-        parts += [f"_skipped: {summary['skipped']['langid']}_" if "langid" in summary["skipped"] else "_skipped_", ""]
+        why = summary["skipped"].get("langid")
+        parts += [f"_{_PARTS['langid']} skipped: {why}_" if why else "_skipped_", ""]
     if notes:
         parts += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     parts += ["## Files", "", *(f"- `{f}`" for f in sorted(files)), ""]
