@@ -4,6 +4,9 @@ token ids): pass shares, token ratios, cap hits, chrF, language ID, FLORES premi
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -39,6 +42,7 @@ BACK = {  # hop-2 outputs (back in English); t3 via French is empty: a failed ch
 MQM = {"deu_Latn": {"t1": 100.0, "t2": 94.0, "t3": 79.0}, "fra_Latn": {"t1": 80.0, "t2": 50.0}}
 CAPPED = {("t2", "deu_Latn", 1)}
 SEQ = {lang: f"eng_Latn>{lang}>eng_Latn" for lang in ("deu_Latn", "fra_Latn")}
+REPO = Path(__file__).resolve().parents[1]
 
 
 def strict_loads(text: str):
@@ -244,7 +248,8 @@ def test_cli_report_subcommand_and_the_run_invocation(run, tmp_path, capsys):
     assert "outside the run folder" in capsys.readouterr().err
 
 
-def test_comet_without_its_extra_is_a_one_line_error(run, tmp_path, capsys):
+def test_comet_without_its_extra_skips_only_comet(run, tmp_path, capsys):
+    # issue 21 changes this: a missing extra skips its part of the report (it was a one-line error, no report)
     pytest.importorskip("sacrebleu")
     try:
         import comet  # noqa: F401
@@ -255,7 +260,62 @@ def test_comet_without_its_extra_is_a_one_line_error(run, tmp_path, capsys):
     ckpt = tmp_path / "model.ckpt"
     ckpt.write_bytes(b"")
     run_cli(["roundtrip", "report", str(run), "--out-dir", str(tmp_path / "out"), "--no-lid", "--no-premiums",
-             "--comet-checkpoint", str(ckpt)], code=2)  # fmt: skip
-    err = capsys.readouterr().err.strip()
-    assert "install the 'comet' extra" in err and len(err.splitlines()) == 1
-    assert not (tmp_path / "out").exists()  # nothing half-written
+             "--comet-checkpoint", str(ckpt)])  # fmt: skip
+    assert "note: COMET skipped: unbabel-comet is not installed; install the 'comet' extra: pip install " \
+           "'mindcap-tok[comet]'" in capsys.readouterr().err  # fmt: skip
+    data = strict_loads((tmp_path / "out" / "report.json").read_text("utf-8"))
+    assert list(data["skipped"]) == ["comet"] and "pip install 'mindcap-tok[comet]'" in data["skipped"]["comet"]
+    assert {"mean_chrf", "p10_chrf"} <= set(data["chrf"][0]) and "mean_comet" not in data["chrf"][0]
+    md = (tmp_path / "out" / "report.md").read_text("utf-8")
+    assert "## chrF of the back-translation" in md and "_COMET skipped: unbabel-comet is not installed" in md
+
+
+def _block_sacrebleu(monkeypatch) -> None:
+    """sacrebleu unimportable, as without the chrf extra (``None`` in sys.modules makes ``import`` fail)."""
+    for name in ("sacrebleu", "sacrebleu.metrics"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monkeypatch):
+    _block_sacrebleu(monkeypatch)
+    result = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=200)
+    hint = "sacrebleu is not installed; install the 'chrf' extra: pip install 'mindcap-tok[chrf]'"
+    assert result.summary["skipped"] == {"chrf": hint}
+    assert f"chrF skipped: {hint}" in result.notes
+    assert "chrf" not in result.samples and result.chrf.empty
+    # the rest is all there, with the values worked by hand in the tests above
+    assert _metric(result, "sequence", SEQ["deu_Latn"], "pass_share") == pytest.approx(2 / 3)
+    assert result.truncation.set_index("sequence").loc["all", "capped_hop_share"] == pytest.approx(1 / 12)
+    assert set(result.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
+                                 "truncation.csv", "langid.csv", "samples.csv", "hops.csv", "pass_share.png",
+                                 "token_cost.png"}  # fmt: skip
+    data = strict_loads((result.out_dir / "report.json").read_text("utf-8"))
+    assert data["skipped"] == {"chrf": hint} and data["chrf"] == [] and len(data["metrics"]) == len(result.metrics)
+    md = (result.out_dir / "report.md").read_text("utf-8")
+    assert f"_chrF skipped: {hint}_" in md and "## Per sequence" in md and "## Token cost per hop" in md
+
+
+def test_without_the_lid_extra_the_report_skips_only_language_id(run, tmp_path, qwen, monkeypatch):
+    pytest.importorskip("sacrebleu")
+    monkeypatch.setitem(sys.modules, "fasttext", None)  # as without the lid extra
+    result = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=50)
+    hint = "fasttext-numpy2 is not installed; install the 'lid' extra: pip install 'mindcap-tok[lid]'"
+    assert result.summary["skipped"] == {"langid": hint} and f"language ID skipped: {hint}" in result.notes
+    assert result.langid.empty and result.summary["langid"] is None and result.samples["chrf"].notna().sum() == 5
+    md = (result.out_dir / "report.md").read_text("utf-8")
+    assert f"## Language ID of hop outputs\n\n_language ID skipped: {hint}_" in md
+
+
+def test_cli_report_without_sacrebleu_skips_only_chrf(run, tmp_path):
+    # a fresh interpreter whose sacrebleu import fails, running the real entry point
+    out = tmp_path / "cli"
+    script = ("import sys; sys.modules['sacrebleu'] = sys.modules['sacrebleu.metrics'] = None; "
+              "from mindcap_tok.cli.main import main; main(sys.argv[1:])")  # fmt: skip
+    args = ["roundtrip", "report", str(run), "--out-dir", str(out), "--no-lid", "--no-premiums", "--n-boot", "50"]
+    proc = subprocess.run([sys.executable, "-c", script, *args], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "note: chrF skipped: sacrebleu is not installed; install the 'chrf' extra: pip install " \
+           "'mindcap-tok[chrf]'" in proc.stderr  # fmt: skip
+    data = strict_loads((out / "report.json").read_text("utf-8"))
+    assert list(data["skipped"]) == ["chrf"] and data["counts"]["samples"] == 6 and data["chrf"] == []
+    assert "report.md" in data["files"] and (out / "report.md").is_file()

@@ -6,10 +6,18 @@ class MindcapError(Exception):
 
 
 class MissingExtraError(MindcapError):
-    """An optional dependency is not installed; the message names the extra."""
+    """An optional dependency is not installed; the message names the extra and its install command.
 
-    def __init__(self, package: str, extra: str) -> None:
-        super().__init__(f"{package} is not installed; install the '{extra}' extra: pip install 'mindcap-tok[{extra}]'")
+    ``package`` and ``extra`` are kept as attributes (a report that skips the part can name them);
+    ``needed_by`` names what needs the package (e.g. ``the vllm backend``) in the message."""
+
+    def __init__(self, package: str, extra: str, *, needed_by: str | None = None) -> None:
+        install = f"pip install 'mindcap-tok[{extra}]'"
+        super().__init__(
+            f"{needed_by} needs {package}: {install}"
+            if needed_by
+            else f"{package} is not installed; install the '{extra}' extra: {install}"
+        )
         self.package = package
         self.extra = extra
 

