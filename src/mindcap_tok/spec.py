@@ -237,7 +237,7 @@ class ServerSpec:
     logprob_ids: bool = False
 
 
-_ENV_NAME = "must name an environment variable, got {}"
+_ENV_NAME = "must name an environment variable, got {!r}"
 
 
 class _ServerTable(BaseModel):
