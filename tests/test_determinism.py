@@ -79,9 +79,9 @@ def test_determinism_spec_errors():
         ({"forcing": {"enabled": True}}, "no forcing"),
         ({"caps": [4, 16]}, "below long_cap = 16"),
         ({"caps": [4, 4]}, "a cap twice"),
-        ({"repeats": 1}, r"repeats must be an integer in 2\.\."),
-        ({"repeats": True}, "repeats must be of type int"),
-        ({"long_cap": 16.0}, "long_cap must be of type int"),
+        ({"repeats": 1}, r"repeats: must be an integer in 2\.\."),
+        ({"repeats": True}, "repeats: must be of type int"),
+        ({"long_cap": 16.0}, "long_cap: must be of type int"),
     ]
     for change, message in cases:
         with pytest.raises(MindcapError, match=message) as err:

@@ -172,14 +172,14 @@ def test_spec_errors():
         parse_spec({**base, "premiums": {"de": 1.5}})
     sample = parse_spec({**base, "items": {"sample": 5, "seed": 3}})
     assert sample.items == tuple(sorted(random.Random(3).sample(range(250), 5)))
-    with pytest.raises(MindcapError, match=r"forcing\.enabled must be of type bool"):
+    with pytest.raises(MindcapError, match=r"forcing\.enabled: must be of type bool"):
         parse_spec({**base, "forcing": {"enabled": "false"}})  # a truthy string would switch forcing on
-    with pytest.raises(MindcapError, match=r"sampling\.top_k must be of type int"):
+    with pytest.raises(MindcapError, match=r"sampling\.top_k: must be of type int"):
         parse_spec({**base, "sampling": {"top_k": 20.5}})
     assert parse_spec({**base, "sampling": {"temperature": 1}}).sampling.temperature == 1  # an int is a float
     with pytest.raises(MindcapError, match="names a file"):
         parse_spec({**base, "name": "../elsewhere"})
-    with pytest.raises(MindcapError, match=r"\[announce\] must be a table"):
+    with pytest.raises(MindcapError, match=r"announce: must be a table"):
         parse_spec({**base, "announce": [128]})
     with pytest.raises(MindcapError, match="premiums must be numbers"):
         parse_spec({**base, "design": "independent", "caps": [64], "premiums": {"de": "1.5"}})

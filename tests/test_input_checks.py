@@ -107,13 +107,13 @@ def test_well_typed_spec_reads_its_values(tmp_path):
 def test_integer_settings_refuse_bools_and_floats(tmp_path, body, key):
     msg = spec_error(spec_file(tmp_path, body))
     want = "bool" if key.startswith(("forcing.enabled", "forcing.unanswered")) else "int"
-    assert f"{key} must be of type {want}" in msg
+    assert f"{key}: must be of type {want}" in msg
 
 
 def test_announced_budgets_refuse_bools(tmp_path):
     head = BASE + 'design = "announcement"\n'
     msg = spec_error(spec_file(tmp_path, "[announce]\nbudgets = [128, true]\n", head=head))
-    assert "announce.budgets[1] must be of type int, got true" in msg
+    assert "announce.budgets[1]: must be of type int, got true" in msg
 
 
 # -- 3. every other key: wrong types, non-finite premiums, non-UTF-8 -------------------------------------------
@@ -122,25 +122,25 @@ def test_announced_budgets_refuse_bools(tmp_path):
 @pytest.mark.parametrize(
     ("head", "body", "needle"),
     [
-        (REPLAY, "engine = 5\n", "[engine] must be a table, got 5"),
-        (REPLAY, 'sampling = "hot"\n', "[sampling] must be a table"),
-        (REPLAY, "forcing = [1]\n", "[forcing] must be a table"),
+        (REPLAY, "engine = 5\n", "engine: must be a table, got 5"),
+        (REPLAY, 'sampling = "hot"\n', "sampling: must be a table"),
+        (REPLAY, "forcing = [1]\n", "forcing: must be a table"),
         (REPLAY, "[sampling]\ntemperature = nan\n", "sampling.temperature"),
         (REPLAY, "[sampling]\ntop_p = inf\n", "sampling.top_p"),
-        (REPLAY, "[forcing]\ntext = 5\n", "forcing.text must be of type string"),
-        (REPLAY, "scaled_arms = 5\n", "scaled_arms must be of type string"),
+        (REPLAY, "[forcing]\ntext = 5\n", "forcing.text: must be of type string"),
+        (REPLAY, "scaled_arms = 5\n", "scaled_arms: must be of type string"),
         (REPLAY, 'scaled_arms = {a = "native"}\n', "scaled_arms"),
-        (REPLAY, "name = 5\n", "name must be of type string"),
-        (REPLAY, 'model_name = ["m"]\n', "model_name must be of type string"),
-        (REPLAY, "tokenizer = 7\n", "tokenizer must be of type string"),
-        (REPLAY, "prompt_version = 1\n", "prompt_version must be of type string"),
+        (REPLAY, "name = 5\n", "name: must be of type string"),
+        (REPLAY, 'model_name = ["m"]\n', "model_name: must be of type string"),
+        (REPLAY, "tokenizer = 7\n", "tokenizer: must be of type string"),
+        (REPLAY, "prompt_version = 1\n", "prompt_version: must be of type string"),
         (REPLAY, "items = 5\n", "items must be 'all'"),
-        (REPLAY, "[announce]\nstyle = 3\n", "announce.style must be of type string"),
-        ('model = 5\narms = ["native"]\nlangs = ["de"]\ndesign = "replay"\n', "", "model must be of type string"),
-        ('model = "m"\narms = ["native"]\nlangs = 5\ndesign = "replay"\n', "", "langs must be of type string"),
-        ('model = "m"\narms = ["native"]\nlangs = [["de"]]\ndesign = "replay"\n', "", "langs[0] must be of type"),
-        ('model = "m"\narms = {native = 1}\nlangs = ["de"]\ndesign = "replay"\n', "", "arms must be of type string"),
-        ('model = "m"\narms = ["native"]\nlangs = ["de"]\ndesign = ["replay"]\n', "", "design must be of type string"),
+        (REPLAY, "[announce]\nstyle = 3\n", "announce.style: must be of type string"),
+        ('model = 5\narms = ["native"]\nlangs = ["de"]\ndesign = "replay"\n', "", "model: must be of type string"),
+        ('model = "m"\narms = ["native"]\nlangs = 5\ndesign = "replay"\n', "", "langs: must be of type string"),
+        ('model = "m"\narms = ["native"]\nlangs = [["de"]]\ndesign = "replay"\n', "", "langs[0]: must be of type"),
+        ('model = "m"\narms = {native = 1}\nlangs = ["de"]\ndesign = "replay"\n', "", "arms: must be of type string"),
+        ('model = "m"\narms = ["native"]\nlangs = ["de"]\ndesign = ["replay"]\n', "", "design: must be of type string"),
         ('model = "m"\narms = ["native"]\nlangs = ["de"]\ndesign = "independent"\n', "", "needs caps"),
         (IND, "premiums = [1.5]\n", 'premiums must be a table (lang = r) or "flores"'),
         (IND, "[premiums]\nde = nan\n", "premiums must be finite and positive, got de = nan"),
@@ -164,7 +164,8 @@ def test_non_utf8_spec_is_one_line(tmp_path):
 
 def test_cli_names_the_bad_key_and_file(tmp_path):
     path = spec_file(tmp_path, "engine = 5\n")
-    one_line_error(run(["generate", str(path), "--out-dir", str(tmp_path / "led"), "--dry-run"]), f"{path}: [engine]")
+    result = run(["generate", str(path), "--out-dir", str(tmp_path / "led"), "--dry-run"])
+    one_line_error(result, f"{path}: engine: must be a table")
 
 
 # -- 2. absurd sizes: refused with a documented limit, counted without listing records --------------------------
@@ -198,13 +199,13 @@ def test_dry_run_with_a_huge_k_is_refused_at_once(tmp_path):
     proc, seconds = _cli(["generate", str(path), "--out-dir", str(tmp_path / "led"), "--dry-run"])
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "Traceback" not in proc.stderr
-    assert f"{path}: k must be an integer in 1..{MAX_K}, got {10**12}" in proc.stderr
+    assert f"{path}: k: must be an integer in 1..{MAX_K}, got {10**12}" in proc.stderr
     assert seconds < 30
 
 
 def test_huge_caps_are_refused(tmp_path):
     msg = spec_error(spec_file(tmp_path, f"caps = [{10**12}]\n"))
-    assert f"caps[0] must be an integer in 1..{MAX_CAP}, got {10**12}" in msg
+    assert f"caps[0]: must be an integer in 1..{MAX_CAP}, got {10**12}" in msg
     head = BASE + 'design = "independent"\ncaps = [4096]\n'
     assert "above the largest cap" in spec_error(spec_file(tmp_path, "[premiums]\nde = 1e300\n", head=head))
 

@@ -148,7 +148,7 @@ def test_judge_structured_switch(config):
     off = parse_spec({**base, "judge": {"structured": False}}, data_dir=config.data_dir.value)
     assert on.judge.structured and not off.judge.structured
     assert on.identity() != off.identity() and off.as_dict()["judge"]["structured"] is False
-    with pytest.raises(MindcapError, match=r"judge\.structured must be true or false"):
+    with pytest.raises(MindcapError, match=r"judge\.structured: must be of type bool, got 'yes'"):
         parse_spec({**base, "judge": {"structured": "yes"}}, data_dir=config.data_dir.value)
 
 

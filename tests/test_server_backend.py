@@ -337,17 +337,17 @@ def test_server_table_is_typed_and_refuses_keys_in_the_file(tmp_path):
     assert two.server.base_url == ("http://a/v1", "https://b/v1") and two.server.timeout_s == 5.0
     job = tmp_path / "job.toml"
     cases = {
-        "concurrency = 0": "server.concurrency must be an integer in 1..4096, got 0",
-        "concurrency = -2": "server.concurrency must be an integer in 1..4096, got -2",
-        "concurrency = true": "server.concurrency must be of type int, got true",
-        'concurrency = "4"': "server.concurrency must be of type int, got '4'",
-        'api_key = "sk-123"': "[server] must not hold a key",
-        'api_key_env = "MY KEY"': "server.api_key_env must name an environment variable",
-        'endpoint = "responses"': "server.endpoint must be one of completions, chat",
-        'base_url = "localhost:8000"': "server.base_url must be an http:// or https:// URL",
-        "base_url = []": "server.base_url must not be an empty list",
-        "timeout_s = 0": "server.timeout_s must be > 0",
-        "retries = 2": "got unknown retries",
+        "concurrency = 0": "server.concurrency: must be an integer in 1..4096, got 0",
+        "concurrency = -2": "server.concurrency: must be an integer in 1..4096, got -2",
+        "concurrency = true": "server.concurrency: must be of type int, got true",
+        'concurrency = "4"': "server.concurrency: must be of type int, got '4'",
+        'api_key = "sk-123"': "server.api_key: must not be in the file",
+        'api_key_env = "MY KEY"': "server.api_key_env: must name an environment variable",
+        'endpoint = "responses"': "server.endpoint: must be one of completions, chat",
+        'base_url = "localhost:8000"': "server.base_url: must be an http:// or https:// URL",
+        "base_url = []": "server.base_url: must not be an empty list",
+        "timeout_s = 0": "server.timeout_s: must be > 0",
+        "retries = 2": "server.retries: unknown key; known: ",
     }
     for line, message in cases.items():
         job.write_text('model = "org/m"\narms = ["native"]\nlangs = ["de"]\ndesign = "replay"\n[server]\n' + line)
@@ -359,7 +359,7 @@ def test_server_table_is_typed_and_refuses_keys_in_the_file(tmp_path):
 def test_backend_refuses_bad_options_before_sending(tiny, monkeypatch):
     with pytest.raises(MindcapError, match="needs a URL"):
         ServerBackend(str(tiny), "t", ServerSpec())
-    with pytest.raises(MindcapError, match="concurrency must be an integer >= 1, got 0"):
+    with pytest.raises(MindcapError, match=r"^server\.concurrency: must be an integer in 1\.\.4096, got 0$"):
         ServerBackend(str(tiny), "t", ServerSpec(base_url=("http://127.0.0.1:9/v1",), concurrency=0))
     monkeypatch.delenv("MINDCAP_TEST_KEY", raising=False)
     with pytest.raises(MindcapError, match=r"MINDCAP_TEST_KEY .* unset"):
@@ -884,8 +884,8 @@ def job_file(path, tiny, server_lines: str, timeout_s: float = 5) -> None:
         ("malformed JSON", 'model = "tiny"', "failed after 2 attempt(s): malformed response from URL: not JSON ("),
         ("index true", 'model = "tiny"', "malformed response from URL: choice 1 has index true (input should be"),
         ("trickle", 'model = "tiny"', "failed after 2 attempt(s): no complete answer from URL within 1 s (status 200"),
-        ("concurrency 0", 'model = "tiny"\nconcurrency = 0', "concurrency must be an integer in 1..4096, got 0"),
-        ("concurrency -3", 'model = "tiny"\nconcurrency = -3', "concurrency must be an integer in 1..4096, got -3"),
+        ("concurrency 0", 'model = "tiny"\nconcurrency = 0', "concurrency: must be an integer in 1..4096, got 0"),
+        ("concurrency -3", 'model = "tiny"\nconcurrency = -3', "concurrency: must be an integer in 1..4096, got -3"),
     ],
 )
 def test_bad_input_through_the_cli(tmp_path, tiny, fakes, capsys, monkeypatch, case, server_lines, message):

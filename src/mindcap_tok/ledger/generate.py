@@ -28,8 +28,9 @@ from dataclasses import dataclass, field, replace
 from .._io import atomic_write_text, regular_file
 from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
+from ..spec import ServerSpec, base_urls
 from .backends import Completion, GenRequest, load_backend
-from .jobs import JobSpec, Plan, Request, ServerSpec, Shard, base_urls, iter_shards, job_counts, load_spec, plan_job
+from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job
 from .parse import parse_answer
 from .prompts import build_prompt
 from .schema import KEY_COLUMNS

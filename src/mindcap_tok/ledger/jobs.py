@@ -46,7 +46,6 @@ regenerates (and so never contradicts) a stored repeat. Forcing is refused (it r
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import random
@@ -62,7 +61,23 @@ from ..data.languages import resolve_language
 from ..data.mgsm import N_ITEMS
 from ..errors import MindcapError
 from ..resample import scale_budget
-from ..tokenizer import canonical_model_name
+from ..spec import (
+    MAX_CAP,
+    Sampling,
+    ServerSpec,
+    SpecError,
+    check_cap,
+    check_known,
+    check_model,
+    check_sampling,
+    check_seed,
+    default_model_name,
+    int_range,
+    reading,
+    seed_hash,
+    server_options,
+    show,
+)
 from .prompts import prompt_languages
 from .schema import ANNOUNCE_STYLES, ARMS, DESIGNS
 
@@ -70,19 +85,6 @@ from .schema import ANNOUNCE_STYLES, ARMS, DESIGNS
 #: hundred; far above that a value is a typo (k = 10**12 would plan 10**12 records per prompt and ask the engine
 #: for as many samples), so it is refused before anything is planned.
 MAX_K = 10_000
-#: The largest output-token cap, announced budget or premium-scaled cap floor(r·B). The paper's budgets stop at
-#: 4,096 and no model decodes a million tokens in one request; a larger value is a typo, refused before it reaches
-#: the engine, the worst-case token count or the ledger's int64 ``cap`` column.
-MAX_CAP = 1 << 20
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Sampling parameters shared by every request of a job."""
-
-    temperature: float = 0.6
-    top_p: float = 0.95
-    top_k: int = 20
 
 
 @dataclass(frozen=True)
@@ -97,30 +99,6 @@ class Forcing:
     text: str = "\n####"
     max_tokens: int = 16
     unanswered: bool = False
-
-
-ENDPOINTS = ("completions", "chat")
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """How the ``server`` backend reaches an OpenAI-compatible server (the ``[server]`` table).
-
-    ``base_url``: one or more URLs as the OpenAI client takes them (``http://host:8000/v1``); requests are spread
-    over them. ``api_key_env`` names the environment variable holding the key (never the key itself).
-    ``concurrency``: requests in flight per URL. ``model``: the served model name (default: the job's
-    ``model``). ``endpoint``: ``completions`` (prompt built locally, sent as ids) or ``chat`` (server-side
-    template). ``logprob_ids``: also ask for the ids through logprobs (vLLM before 0.10.2).
-    """
-
-    base_url: tuple[str, ...] = ()
-    api_key_env: str = ""
-    concurrency: int = 8
-    timeout_s: float = 600.0
-    max_retries: int = 5
-    model: str = ""
-    endpoint: str = "completions"
-    logprob_ids: bool = False
 
 
 @dataclass(frozen=True)
@@ -235,12 +213,6 @@ class Plan:
 _TYPE_NAMES = {str: "string", int: "int", float: "float", bool: "bool", list: "list", dict: "table"}
 
 
-def _show(value: object) -> str:
-    """A short one-line repr of ``value`` for an error message (booleans as TOML writes them)."""
-    text = str(value).lower() if isinstance(value, bool) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _is(value: object, want: type) -> bool:
     """Whether ``value`` has the TOML type ``want``: a bool is no int (``True == 1`` in Python), an int passes
     for a float, and a float must be finite."""
@@ -255,25 +227,24 @@ def _typed(value: object, want: type, key: str):
     if _is(value, want):
         return value
     if want is dict:
-        raise MindcapError(f"[{key}] must be a table, got {_show(value)}")
+        raise SpecError(key, f"must be a table, got {show(value)}")
     finite = " (finite)" if want is float else ""
-    raise MindcapError(f"{key} must be of type {_TYPE_NAMES[want]}{finite}, got {_show(value)}")
+    raise SpecError(key, f"must be of type {_TYPE_NAMES[want]}{finite}, got {show(value)}")
 
 
 def _str(value: object, key: str) -> str:
     """A non-empty string setting."""
     if not _typed(value, str, key).strip():
-        raise MindcapError(f"{key} must not be empty")
+        raise SpecError(key, "must not be empty")
     return value
 
 
 def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
     """An integer setting in ``low..high`` (bools and floats are refused)."""
-    _typed(value, int, key)
-    if value < low or (high is not None and value > high):
-        bound = f"in {low}..{high}" if high is not None else f">= {low}"
-        raise MindcapError(f"{key} must be an integer {bound}, got {value}")
-    return value
+    try:
+        return int_range(_typed(value, int, key), low, high)
+    except ValueError as exc:
+        raise SpecError(key, str(exc)) from None
 
 
 def _list(value: object, want: type, key: str, *, empty: bool = False) -> list:
@@ -281,78 +252,30 @@ def _list(value: object, want: type, key: str, *, empty: bool = False) -> list:
     if not isinstance(value, list):
         if _is(value, want):
             return [value]
-        raise MindcapError(f"{key} must be of type {_TYPE_NAMES[want]} or a list of them, got {_show(value)}")
+        raise SpecError(key, f"must be of type {_TYPE_NAMES[want]} or a list of them, got {show(value)}")
     if not value and not empty:
-        raise MindcapError(f"{key} must not be an empty list")
+        raise SpecError(key, "must not be an empty list")
     return [_typed(v, want, f"{key}[{i}]") for i, v in enumerate(value)]
 
 
-def _ints(value: object, key: str, low: int = 1, high: int | None = None) -> tuple[int, ...]:
-    """One integer or a non-empty list of them, each in ``low..high``."""
+def _caps(value: object, key: str) -> tuple[int, ...]:
+    """One cap or a non-empty list of them (see :data:`MAX_CAP`)."""
     if not isinstance(value, list):
         if not _is(value, int):
-            raise MindcapError(f"{key} must be of type int or a list of them, got {_show(value)}")
-        return (_int(value, key, low, high),)
+            raise SpecError(key, f"must be of type int or a list of them, got {show(value)}")
+        return (check_cap(value, key),)
     if not value:
-        raise MindcapError(f"{key} must not be an empty list")
-    return tuple(_int(v, f"{key}[{i}]", low, high) for i, v in enumerate(value))
+        raise SpecError(key, "must not be an empty list")
+    return tuple(check_cap(v, f"{key}[{i}]") for i, v in enumerate(value))
 
 
 def _table(cls: type, value: object, key: str):
-    """A ``Sampling``/``Forcing`` table: only its known keys, each of its default's type (an int passes for a
-    float): TOML's ``enabled = "false"`` is a string, and a truthy one; ``top_k = true`` is no 1."""
+    """The ``Forcing`` table: only its known keys, each of its default's type (an int passes for a float):
+    TOML's ``enabled = "false"`` is a string, and a truthy one."""
     table = _typed(value, dict, key)
     defaults = {f.name: f.default for f in fields(cls)}
-    unknown = sorted(set(table) - set(defaults))
-    if unknown:
-        raise MindcapError(f"[{key}] takes {', '.join(defaults)}, got unknown {', '.join(unknown)}")
+    check_known(table, defaults, f"{key}.")
     return cls(**{name: _typed(v, type(defaults[name]), f"{key}.{name}") for name, v in table.items()})
-
-
-def base_urls(value: object, key: str) -> tuple[str, ...]:
-    """One ``http(s)://`` URL or a non-empty list of them, trailing slashes dropped, each once."""
-    urls = [_str(u, key).strip().rstrip("/") for u in _list(value, str, key)]
-    for url in urls:
-        if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
-            raise MindcapError(f"{key} must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {url!r}")
-    if len(set(urls)) != len(urls):
-        raise MindcapError(f"{key} lists a URL twice")
-    return tuple(urls)
-
-
-def server_options(value: object, key: str = "server") -> ServerSpec:
-    """Check a ``[server]`` table (see :class:`ServerSpec`); a key in the file itself is refused."""
-    table = _typed(value, dict, key)
-    known = [f.name for f in fields(ServerSpec)]
-    if "api_key" in table:
-        raise MindcapError(f"[{key}] must not hold a key: put it in an environment variable named by api_key_env")
-    unknown = sorted(set(table) - set(known))
-    if unknown:
-        raise MindcapError(f"[{key}] takes {', '.join(known)}, got unknown {', '.join(unknown)}")
-    out: dict = {}
-    if "base_url" in table:
-        out["base_url"] = base_urls(table["base_url"], f"{key}.base_url")
-    if "api_key_env" in table:
-        out["api_key_env"] = _str(table["api_key_env"], f"{key}.api_key_env")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", out["api_key_env"]):
-            raise MindcapError(f"{key}.api_key_env must name an environment variable, got {_show(out['api_key_env'])}")
-    if "concurrency" in table:
-        out["concurrency"] = _int(table["concurrency"], f"{key}.concurrency", 1, 4096)
-    if "max_retries" in table:
-        out["max_retries"] = _int(table["max_retries"], f"{key}.max_retries", 0, 100)
-    if "timeout_s" in table:
-        out["timeout_s"] = float(_typed(table["timeout_s"], float, f"{key}.timeout_s"))
-        if not out["timeout_s"] > 0:
-            raise MindcapError(f"{key}.timeout_s must be > 0, got {out['timeout_s']}")
-    if "model" in table:
-        out["model"] = _str(table["model"], f"{key}.model")
-    if "endpoint" in table:
-        out["endpoint"] = _str(table["endpoint"], f"{key}.endpoint")
-        if out["endpoint"] not in ENDPOINTS:
-            raise MindcapError(f"{key}.endpoint must be one of {', '.join(ENDPOINTS)}, got {out['endpoint']!r}")
-    if "logprob_ids" in table:
-        out["logprob_ids"] = _typed(table["logprob_ids"], bool, f"{key}.logprob_ids")
-    return ServerSpec(**out)
 
 
 def _items(value: object) -> tuple[int, ...]:
@@ -360,9 +283,9 @@ def _items(value: object) -> tuple[int, ...]:
         return tuple(range(N_ITEMS))
     if isinstance(value, dict):
         if set(value) - {"sample", "seed"} or "sample" not in value:
-            raise MindcapError(f"items = {_show(value)}: a sample is {{sample = N, seed = S}}")
+            raise MindcapError(f"items = {show(value)}: a sample is {{sample = N, seed = S}}")
         n = _int(value["sample"], "items.sample", 1, N_ITEMS)
-        seed = _int(value.get("seed", 0), "items.seed", 0)
+        seed = check_seed(value.get("seed", 0), "items.seed")
         return tuple(sorted(random.Random(seed).sample(range(N_ITEMS), n)))
     if isinstance(value, list) and value:
         items = [_int(v, f"items[{i}]", 0, N_ITEMS - 1) for i, v in enumerate(value)]
@@ -370,11 +293,6 @@ def _items(value: object) -> tuple[int, ...]:
             raise MindcapError("items lists an item twice")
         return tuple(items)
     raise MindcapError(f"items must be 'all', a list of item indices 0..{N_ITEMS - 1} or {{sample, seed}}")
-
-
-def _default_model_name(model: str) -> str:
-    canonical = canonical_model_name(model) or canonical_model_name(model.rsplit("/", 1)[-1])
-    return canonical or Path(model.rstrip("/")).name
 
 
 def parse_spec(
@@ -391,24 +309,18 @@ def parse_spec(
     ``premiums = "flores"`` reads FLORES under ``data_dir`` and the tokenizer from ``tokenizers_dir`` (default:
     the configured ones). Every error is one line naming the key, and ``source`` (the spec file) when given.
     """
-    try:
+    with reading(source if source is not None else "job spec"):
         return _parse(data, base, data_dir, tokenizers_dir)
-    except MindcapError as exc:
-        if type(exc) is not MindcapError:  # e.g. a missing extra: its message stands alone
-            raise
-        raise MindcapError(f"job spec{f' {source}' if source is not None else ''}: {exc}") from exc
 
 
 def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     """:func:`parse_spec` without the file named in its errors."""
     if not isinstance(data, dict):
-        raise MindcapError(f"must be a TOML table, got {_show(data)}")
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise MindcapError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}")
+        raise MindcapError(f"must be a TOML table, got {show(data)}")
+    check_known(data, _KEYS)
     for key in ("model", "arms", "langs", "design"):
         if key not in data:
-            raise MindcapError(f"lacks {key!r}")
+            raise SpecError(key, "is required")
     design = _str(data["design"], "design")
     if design not in DESIGNS:
         raise MindcapError(f"design {design!r}; use one of {', '.join(DESIGNS)}")
@@ -452,7 +364,7 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         k=k,
         design=design,
         caps=caps,
-        seed=_int(data.get("seed", 0), "seed", 0),
+        seed=check_seed(data.get("seed", 0)),
         shard_size=_int(data.get("shard_size", 250), "shard_size", 1),
         prompt_version=version,
         sampling=sampling,
@@ -470,15 +382,15 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
 
 def _identity(data: dict, base: Path | None, design: str) -> tuple[str, str, str, str]:
     """``(model, model_name, tokenizer, name)``: a relative model folder resolved against the spec's folder."""
-    model = _str(data["model"], "model")
+    model = check_model(data["model"], "model")
     if base is not None and not Path(model).is_absolute() and (base / model).is_dir():
         model = str((base / model).resolve())
-    model_name = _str(data["model_name"], "model_name") if data.get("model_name") else _default_model_name(model)
-    tokenizer = _str(data.get("tokenizer", model_name), "tokenizer")
-    name = _str(data.get("name", model_name + "-" + design), "name")
+    records = check_model(data["model_name"], "model_name") if data.get("model_name") else default_model_name(model)
+    tokenizer = _str(data.get("tokenizer", records), "tokenizer")
+    name = _str(data.get("name", records + "-" + design), "name")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise MindcapError(f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
-    return model, model_name, tokenizer, name
+    return model, records, tokenizer, name
 
 
 def _grid(data: dict, design: str) -> tuple[tuple[int, ...], int, int, int | None]:
@@ -486,7 +398,7 @@ def _grid(data: dict, design: str) -> tuple[tuple[int, ...], int, int, int | Non
     default_caps = {"replay": 4096, "announcement": 2048}
     if "caps" not in data and design not in default_caps:
         raise MindcapError(f"the {design} design needs caps (its budget grid)")
-    caps = _ints(data.get("caps", default_caps.get(design)), "caps", 1, MAX_CAP)
+    caps = _caps(data.get("caps", default_caps.get(design)), "caps")
     if design not in ("independent", "determinism") and len(caps) != 1:
         raise MindcapError(f"the {design} design takes one cap, got {list(caps)}")
     repeats, long_cap = _determinism(data, design, caps)
@@ -498,11 +410,9 @@ def _grid(data: dict, design: str) -> tuple[tuple[int, ...], int, int, int | Non
 
 def _decoding(data: dict, design: str) -> tuple[Sampling, Forcing]:
     """The ``[sampling]`` and ``[forcing]`` tables, checked."""
-    sampling = _table(Sampling, data.get("sampling", {}), "sampling")
+    sampling = check_sampling(data.get("sampling", {}), "sampling")
     forcing = _table(Forcing, data.get("forcing", {}), "forcing")
-    if sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
-        raise MindcapError("temperature must be >= 0 and top_p in (0, 1]")
-    _int(forcing.max_tokens, "forcing.max_tokens", 1, MAX_CAP)
+    check_cap(forcing.max_tokens, "forcing.max_tokens")
     if design == "determinism" and forcing.enabled:
         raise MindcapError("the determinism design takes no forcing (it rewrites capped decodes)")
     return sampling, forcing
@@ -511,9 +421,8 @@ def _decoding(data: dict, design: str) -> tuple[Sampling, Forcing]:
 def _announce(data: dict, design: str) -> tuple[tuple[int, ...], str]:
     """``(budgets, style)`` of the ``[announce]`` table, which the announcement design needs and only it takes."""
     announce = _typed(data.get("announce", {}), dict, "announce")
-    if set(announce) - {"budgets", "style"}:
-        raise MindcapError(f"[announce] takes budgets and style, got {', '.join(sorted(announce))}")
-    budgets = _ints(announce["budgets"], "announce.budgets", 1, MAX_CAP) if "budgets" in announce else ()
+    check_known(announce, ("budgets", "style"), "announce.")
+    budgets = _caps(announce["budgets"], "announce.budgets") if "budgets" in announce else ()
     style = _typed(announce.get("style", "natural"), str, "announce.style")
     if style not in ANNOUNCE_STYLES or style == "none":
         raise MindcapError(f"announce.style must be 'natural' or 'tag', got {style!r}")
@@ -552,10 +461,10 @@ def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizer
         tok = load_tokenizer(tokenizer, tokenizers_dir)
         return {p.lang: p.ratio for p in token_premium(tok, langs, n_boot=0, source=flores_source(data_dir))}
     if not isinstance(value, dict):
-        raise MindcapError(f'premiums must be a table (lang = r) or "flores", got {_show(value)}')
+        raise MindcapError(f'premiums must be a table (lang = r) or "flores", got {show(value)}')
     bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}
     if bad:
-        raise MindcapError(f"premiums must be numbers, got {_show(bad)}")
+        raise MindcapError(f"premiums must be numbers, got {show(bad)}")
     for lang, r in value.items():
         if not (math.isfinite(r) and r > 0):
             raise MindcapError(f"premiums must be finite and positive, got {lang} = {r}")
@@ -586,8 +495,7 @@ def request_seed(spec: JobSpec, arm: str, lang: str, cap: int, announced: int | 
 
     The determinism design leaves the cap out: every cap (and repeat) of an item shares one seed."""
     cap_key = "shared" if spec.design == "determinism" else cap
-    key = f"{spec.seed}|{spec.model_name}|{arm}|{lang}|{spec.design}|{cap_key}|{announced}|{item}"
-    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
+    return seed_hash(spec.seed, spec.model_name, arm, lang, spec.design, cap_key, announced, item, sep="|")
 
 
 def caps_for(spec: JobSpec, arm: str, lang: str) -> list[int]:

@@ -28,7 +28,6 @@ resumed run reproduces an uninterrupted one.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import tomllib
 from dataclasses import asdict, dataclass, field
@@ -37,8 +36,24 @@ from pathlib import Path
 from .._io import regular_file
 from ..errors import MindcapError
 from ..ledger.backends import BACKENDS
-from ..ledger.jobs import Sampling, ServerSpec, base_urls, server_options
-from ..tokenizer import canonical_model_name
+from ..spec import (
+    Sampling,
+    ServerSpec,
+    SpecError,
+    base_urls,
+    check_cap,
+    check_known,
+    check_model,
+    check_sampling,
+    check_seed,
+    default_model_name,
+    int_range,
+    judge_table,
+    reading,
+    seed_hash,
+    server_options,
+    show,
+)
 from .prompts import DEFAULT_VERSION, load_templates
 from .sequences import Chain, resolve_sequences
 from .texts import Text, load_texts, texts_hash
@@ -47,11 +62,6 @@ _KEYS = {
     "name", "model", "model_name", "backend", "texts", "sample", "sentences_per_text", "sequences", "max_tokens",
     "seed", "prompt_version", "sampling", "engine", "server", "judge",
 }  # fmt: skip
-_JUDGE_KEYS = {
-    "model", "model_name", "backend", "base_url", "max_tokens", "retries", "temperature", "top_p", "top_k",
-    "structured",
-}  # fmt: skip
-MAX_CAP = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,10 @@ class Model:
 
     path: str
     name: str
+
+
+#: the judge's sampling when ``[judge]`` sets none
+JUDGE_SAMPLING = Sampling(0.6, 0.95, 20)
 
 
 @dataclass(frozen=True)
@@ -74,7 +88,7 @@ class JudgeSpec:
     base_url: tuple[str, ...] = ()
     max_tokens: int = 1024
     retries: int = 2
-    sampling: Sampling = field(default_factory=lambda: Sampling(0.6, 0.95, 20))
+    sampling: Sampling = field(default_factory=lambda: JUDGE_SAMPLING)
     structured: bool = True
 
 
@@ -135,58 +149,36 @@ class RoundtripSpec:
 
 
 def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
-        bound = f"in {low}..{high}" if high is not None else f">= {low}"
-        raise MindcapError(f"{key} must be an integer {bound}, got {value!r}")
-    return value
-
-
-def _float(value: object, key: str) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-        raise MindcapError(f"{key} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
-def _bool(value: object, key: str) -> bool:
-    if not isinstance(value, bool):
-        raise MindcapError(f"{key} must be true or false, got {value!r}")
-    return value
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SpecError(key, f"must be of type int, got {show(value)}")
+    try:
+        return int_range(value, low, high)
+    except ValueError as exc:
+        raise SpecError(key, str(exc)) from None
 
 
 def _strs(value: object, key: str) -> list[str]:
-    items = value if isinstance(value, list) else [value]
-    if not items or not all(isinstance(v, str) and v.strip() for v in items):
-        raise MindcapError(f"{key} must be a non-empty string or a list of them, got {value!r}")
-    return [v.strip() for v in items]
-
-
-def _sampling(table: dict, key: str, default: Sampling) -> Sampling:
-    out = asdict(default)
-    for name in ("temperature", "top_p", "top_k"):
-        if name in table:
-            out[name] = (
-                _int(table[name], f"{key}.{name}", 0) if name == "top_k" else _float(table[name], f"{key}.{name}")
-            )
-    return Sampling(**out)
+    """One string or a non-empty list of them, each non-empty (a list's element named by its index)."""
+    if not isinstance(value, list):
+        return [check_model(value, key).strip()]
+    if not value:
+        raise SpecError(key, "must not be an empty list")
+    return [check_model(v, f"{key}[{i}]").strip() for i, v in enumerate(value)]
 
 
 def _backend(value: object, key: str) -> str:
     if value not in BACKENDS:
-        raise MindcapError(f"{key} must be one of {', '.join(BACKENDS)}, got {value!r}")
+        raise SpecError(key, f"must be one of {', '.join(BACKENDS)}, got {value!r}")
     return value
 
 
-def model_name(path: str) -> str:
-    """The records' name of a model: its registry name, else its folder or HF id's last part."""
-    return canonical_model_name(path) or canonical_model_name(path.rsplit("/", 1)[-1]) or Path(path.rstrip("/")).name
-
-
-def _models(data: dict, base: Path | None) -> tuple[Model, ...]:
-    paths = _strs(data["model"], "model")
+def _models(data: dict, base: Path | None, prefix: str = "") -> tuple[Model, ...]:
+    paths = _strs(data["model"], prefix + "model")
     paths = [
         str((base / p).resolve()) if base and not Path(p).is_absolute() and (base / p).is_dir() else p for p in paths
     ]
-    names = _strs(data["model_name"], "model_name") if "model_name" in data else [model_name(p) for p in paths]
+    given = "model_name" in data
+    names = _strs(data["model_name"], prefix + "model_name") if given else [default_model_name(p) for p in paths]
     if len(names) != len(paths):
         raise MindcapError(f"model_name lists {len(names)} names for {len(paths)} models")
     if len(set(names)) != len(names):
@@ -195,23 +187,21 @@ def _models(data: dict, base: Path | None) -> tuple[Model, ...]:
 
 
 def _judge(value: object, models: tuple[Model, ...], base: Path | None) -> JudgeSpec:
-    if not isinstance(value, dict):
-        raise MindcapError(f"[judge] must be a table, got {value!r}")
-    unknown = sorted(set(value) - _JUDGE_KEYS)
-    if unknown:
-        raise MindcapError(f"[judge] takes {', '.join(sorted(_JUDGE_KEYS))}, got unknown {', '.join(unknown)}")
+    judge_table(value)
     if "model" in value:
-        (model,) = _models({k: value[k] for k in ("model", "model_name") if k in value}, base)
+        (model,) = _models({k: v for k, v in value.items() if k in ("model", "model_name")}, base, "judge.")
     else:
         model = models[0]
     return JudgeSpec(
         model=model,
         backend=_backend(value["backend"], "judge.backend") if "backend" in value else None,
         base_url=base_urls(value["base_url"], "judge.base_url") if "base_url" in value else (),
-        max_tokens=_int(value.get("max_tokens", 1024), "judge.max_tokens", 1, MAX_CAP),
-        retries=_int(value.get("retries", 2), "judge.retries", 0, 100),
-        sampling=_sampling(value, "judge", JudgeSpec.__dataclass_fields__["sampling"].default_factory()),
-        structured=_bool(value.get("structured", True), "judge.structured"),
+        max_tokens=value.get("max_tokens", 1024),
+        retries=value.get("retries", 2),
+        sampling=check_sampling(
+            {k: v for k, v in value.items() if k in ("temperature", "top_p", "top_k")}, "judge", JUDGE_SAMPLING
+        ),
+        structured=value.get("structured", True),
     )
 
 
@@ -223,27 +213,21 @@ def parse_spec(
     source: str | os.PathLike[str] | None = None,
 ) -> RoundtripSpec:
     """Check a spec's plain data (as read from TOML) and load its texts; errors are one line naming ``source``."""
-    try:
+    with reading(source if source is not None else "round-trip spec"):
         return _parse(data, base, data_dir)
-    except MindcapError as exc:
-        if type(exc) is not MindcapError:
-            raise
-        raise MindcapError(f"round-trip spec{f' {source}' if source is not None else ''}: {exc}") from exc
 
 
 def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise MindcapError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}")
+    check_known(data, _KEYS)
     for key in ("model", "sequences"):
         if key not in data:
-            raise MindcapError(f"lacks {key!r}")
+            raise SpecError(key, "is required")
     models = _models(data, base)
     chains = resolve_sequences(_strs(data["sequences"], "sequences"))
     sources = {c.source for c in chains}
     if len(sources) != 1:
         raise MindcapError(f"all sequences must start from one source language, got {', '.join(sorted(sources))}")
-    seed = _int(data.get("seed", 0), "seed", 0)
+    seed = check_seed(data.get("seed", 0))
     sample = _int(data["sample"], "sample") if "sample" in data else None
     k = _int(data.get("sentences_per_text", 1), "sentences_per_text", 1, 1000)
     texts_source = _strs(data.get("texts", "flores:devtest"), "texts")[0]
@@ -260,10 +244,7 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
     load_templates(version)
     for table in ("sampling", "engine", "server"):
         if table in data and not isinstance(data[table], dict):
-            raise MindcapError(f"[{table}] must be a table, got {data[table]!r}")
-    sampling_table = data.get("sampling", {})
-    if set(sampling_table) - {"temperature", "top_p", "top_k"}:
-        raise MindcapError("[sampling] takes temperature, top_p, top_k")
+            raise SpecError(table, f"must be a table, got {show(data[table])}")
     return RoundtripSpec(
         name=_strs(data.get("name", "roundtrip"), "name")[0],
         models=models,
@@ -271,13 +252,13 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
         texts=tuple(texts),
         sequences=chains,
         judge=_judge(data.get("judge", {}), models, base),
-        max_tokens=_int(data.get("max_tokens", 1024), "max_tokens", 1, MAX_CAP),
+        max_tokens=check_cap(data.get("max_tokens", 1024), "max_tokens"),
         seed=seed,
         sample=sample,
         sentences_per_text=k,
         backend=_backend(data["backend"], "backend") if "backend" in data else None,
         prompt_version=version,
-        sampling=_sampling(sampling_table, "sampling", Sampling()),
+        sampling=check_sampling(data.get("sampling", {}), "sampling"),
         engine=dict(data.get("engine", {})),
         server=server_options(data["server"]) if "server" in data else None,
     )
@@ -302,17 +283,12 @@ def load_spec(path: str | os.PathLike[str], overrides: dict | None = None, *, da
 
 def hop_seed(spec: RoundtripSpec, model: str, text_id: str, sequence: str, hop: int) -> int:
     """Seed of one hop (31 bits of SHA-256)."""
-    return _hash(spec.seed, model, text_id, sequence, hop)
+    return seed_hash(spec.seed, model, text_id, sequence, hop)
 
 
 def judge_seed(spec: RoundtripSpec, model: str, text_id: str, sequence: str, attempt: int) -> int:
     """Seed of one judge attempt; a retry gets a new one."""
-    return _hash(spec.seed, "judge", model, text_id, sequence, attempt)
-
-
-def _hash(*parts: object) -> int:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    return seed_hash(spec.seed, "judge", model, text_id, sequence, attempt)
 
 
 def plan_roundtrip(spec: RoundtripSpec) -> dict:

@@ -42,6 +42,7 @@ from .._io import atomic_write_text, regular_file
 from .._json import dumps_strict
 from ..errors import MindcapError
 from ..resample import check_resamples
+from ..spec import check_known, check_model, check_seed, reading
 from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable
@@ -113,9 +114,10 @@ def load_protocol(path: str | Path) -> Protocol:
     """Parse and validate a protocol file (unknown keys are errors)."""
     path = Path(path)
     raw = _read(path)
-    unknown = set(raw) - _TOP_KEYS
-    if unknown:
-        raise MindcapError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
+    with reading(path):
+        check_known(raw, _TOP_KEYS)
+        seed = check_seed(raw.get("seed", 0))
+        model = check_model(raw["model"]) if raw.get("model") is not None else None
     name = str(raw.get("name") or "")
     if not name:
         raise MindcapError(f"{path}: a protocol needs a name")
@@ -135,10 +137,10 @@ def load_protocol(path: str | Path) -> Protocol:
             hypotheses=tuple(Hypothesis.from_dict(h, defaults) for h in hyps),
             alpha=float(raw.get("alpha", 0.05)),
             n_boot=int(raw.get("n_boot", 10_000)),
-            seed=int(raw.get("seed", 0)),
+            seed=seed,
             tail_factor=float(raw.get("tail_factor", 1.0)),
             frame=frame,
-            model=raw.get("model"),
+            model=model,
             premiums=raw.get("premiums"),
             parser=str(raw.get("parser", "strict")),
             outcomes={**DEFAULT_OUTCOMES, **outcomes},

@@ -27,7 +27,8 @@ most ``max_tokens`` output ids, ``length`` exactly at the cap and ``stop`` below
 last id ends a decode (a stop id of the request or a special token: vLLM 0.32 reports ``stop`` when EOS is the
 cap-th token). The reply's shape is a small strict pydantic model: strict mode refuses
 every coercion (``true`` is not an index, ``1.0`` not a token id), which hand-written ``isinstance`` checks
-missed (a bool is an int in Python), and spec readers are to move onto one such layer. The rules that need the
+missed (a bool is an int in Python); the options are checked by the spec layer's ``[server]`` rules
+(:func:`mindcap_tok.spec.check_server`). The rules that need the
 request (``n``, the cap, the vocabulary) are plain checks after it; each problem is named in one line.
 """
 
@@ -49,7 +50,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...errors import MindcapError, MissingExtraError, first_line
-from ..jobs import ServerSpec
+from ...spec import ServerSpec, check_server
 from . import ChatTokenizer, Completion, GenRequest
 
 #: statuses worth another attempt (besides connection errors and timeouts)
@@ -339,15 +340,7 @@ class ServerBackend:
         opts = options or ServerSpec()
         if not opts.base_url:
             raise MindcapError("the server backend needs a URL: --base-url http://HOST:8000/v1 or [server] base_url")
-        if not (isinstance(opts.concurrency, int) and opts.concurrency >= 1):
-            raise MindcapError(f"server concurrency must be an integer >= 1, got {opts.concurrency!r}")
-        if not (isinstance(opts.max_retries, int) and opts.max_retries >= 0):
-            raise MindcapError(f"server max_retries must be an integer >= 0, got {opts.max_retries!r}")
-        if not opts.timeout_s > 0:
-            raise MindcapError(f"server timeout_s must be > 0, got {opts.timeout_s!r}")
-        if opts.endpoint not in ("completions", "chat"):
-            raise MindcapError(f"server endpoint must be completions or chat, got {opts.endpoint!r}")
-        self.options = opts
+        self.options = check_server(opts)
         self.urls = tuple(u.rstrip("/") for u in opts.base_url)
         self.served_model = opts.model or model
         self.headers = {}

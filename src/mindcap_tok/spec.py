@@ -1,0 +1,319 @@
+"""One spec layer: the rules of every key that user configuration shares, and the one way a refusal reads.
+
+Generation job specs (:mod:`mindcap_tok.ledger.jobs`), round-trip specs (:mod:`mindcap_tok.roundtrip.spec`),
+their ``[server]`` and ``[judge]`` tables, the server backend's options and protocol files
+(:mod:`mindcap_tok.stats.protocol`) check their shared keys here, so that a value is refused (or taken) the same
+way by each of them:
+
+- sampling (:class:`Sampling`): ``temperature`` finite and >= 0; ``top_p`` in (0, 1]; ``top_k`` -1 (no top-k)
+  or >= 1. ``generate`` used to take any ``top_k`` and ``roundtrip`` any ``top_p`` >= 0; the stricter rule of
+  each is kept, and ``top_k = 0`` (which backends read as "off", like -1) is refused so that "off" has one
+  spelling;
+- caps (output-token caps, announced budgets, ``max_tokens``): integers in 1..:data:`MAX_CAP`;
+- seeds: integers >= 0 (``true`` is no 1 and ``1.5`` no seed); :func:`seed_hash` derives every request's seed;
+- model names: non-empty strings; :func:`default_model_name` is the name records carry when none is given;
+- unknown keys are refused, with the known ones listed.
+
+Every refusal is a :class:`SpecError` (``key``: dotted path, ``problem``) reading ``key: problem``; a reader
+names its file in front with :func:`spec_failure`: ``job.toml: sampling.top_p: must be in (0, 1], got 5.0``.
+
+Why pydantic (v2, strict mode) rather than msgspec: pydantic is already a core dependency (the server
+backend validates replies with it), so the layer adds nothing to install; its strict mode refuses every
+coercion (a bool for an int, ``"4"`` for 4, ``1.5`` for an int) and ``allow_inf_nan=False`` refuses NaN and
+infinities, where hand-written ``isinstance`` checks let ``True`` pass as 1; and its errors carry the location
+and input of each problem, from which :func:`_problem` writes our one-line messages. msgspec decodes faster,
+but specs are a few lines read once per run, and it would be a second validation library beside pydantic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from .errors import MindcapError
+from .tokenizer import canonical_model_name
+
+#: The largest output-token cap, announced budget or premium-scaled cap floor(r·B). The paper's budgets stop at
+#: 4,096 and no model decodes a million tokens in one request; a larger value is a typo, refused before it reaches
+#: the engine, the worst-case token count or the ledger's int64 ``cap`` column.
+MAX_CAP = 1 << 20
+ENDPOINTS = ("completions", "chat")
+
+
+class SpecError(MindcapError):
+    """A refused configuration value: ``key`` (dotted path, ``""`` for the whole spec) and ``problem``."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key, self.problem = key, problem
+        super().__init__(f"{key}: {problem}" if key else problem)
+
+
+def spec_failure(source: object, exc: MindcapError) -> MindcapError:
+    """The one-line error of a spec reader: ``source: key: problem`` (``source``: the file, or what was read)."""
+    return MindcapError(f"{source}: {exc}")
+
+
+@contextmanager
+def reading(source: object) -> Iterator[None]:
+    """Name ``source`` in front of every spec error raised inside (other errors, e.g. a missing extra, stand
+    alone)."""
+    try:
+        yield
+    except MindcapError as exc:
+        if type(exc) not in (MindcapError, SpecError):
+            raise
+        raise spec_failure(source, exc) from exc
+
+
+def show(value: object) -> str:
+    """A short one-line repr of ``value`` for an error message (booleans as TOML writes them)."""
+    text = str(value).lower() if isinstance(value, bool) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_known(table: Mapping, known: Iterable[str], prefix: str = "") -> None:
+    """Refuse the first key of ``table`` (in sorted order) that is not in ``known``."""
+    known = list(known)
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise SpecError(prefix + str(unknown[0]), f"unknown key; known: {', '.join(sorted(known))}")
+
+
+def int_range(value: int, low: int, high: int | None = None) -> int:
+    """``value`` when in ``low..high`` (the problem text of every integer range)."""
+    if value < low or (high is not None and value > high):
+        bound = f"in {low}..{high}" if high is not None else f">= {low}"
+        raise ValueError(f"must be an integer {bound}, got {value}")
+    return value
+
+
+def _between(low: int, high: int | None = None) -> AfterValidator:
+    return AfterValidator(lambda v: int_range(v, low, high))
+
+
+def _check(rule: Callable[[Any], bool], problem: str) -> AfterValidator:
+    def validate(value):
+        if not rule(value):
+            raise ValueError(problem.format(value))
+        return value
+
+    return AfterValidator(validate)
+
+
+Cap = Annotated[int, _between(1, MAX_CAP)]
+Seed = Annotated[int, _between(0)]
+ModelName = Annotated[str, _check(lambda v: bool(v.strip()), "must not be empty")]
+Temperature = Annotated[float, _check(lambda v: v >= 0, "must be >= 0, got {}")]
+TopP = Annotated[float, _check(lambda v: 0 < v <= 1, "must be in (0, 1], got {}")]
+TopK = Annotated[int, _check(lambda v: v == -1 or v >= 1, "must be -1 (no top-k) or >= 1, got {}")]
+Retries = Annotated[int, _between(0, 100)]
+
+_STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+_TYPES = {"int_type": "int", "float_type": "float (finite)", "finite_number": "float (finite)",
+          "string_type": "string", "bool_type": "bool", "list_type": "list", "dict_type": "table"}  # fmt: skip
+
+
+def _problem(err: Mapping, known: Iterable[str]) -> str:
+    """Our wording of one pydantic error."""
+    kind = err["type"]
+    if kind == "value_error":
+        return str(err["ctx"]["error"])
+    if kind == "extra_forbidden":
+        return f"unknown key; known: {', '.join(sorted(known))}"
+    if kind in _TYPES:
+        return f"must be of type {_TYPES[kind]}, got {show(err['input'])}"
+    return err["msg"][:1].lower() + err["msg"][1:]
+
+
+def _key(prefix: str, loc: tuple) -> str:
+    return (prefix + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")).rstrip(".")
+
+
+def validate(model: type[BaseModel], table: object, key: str) -> BaseModel:
+    """``table`` checked by ``model`` (strict: no coercion, no unknown keys), else a :class:`SpecError`."""
+    if not isinstance(table, dict):
+        raise SpecError(key, f"must be a table, got {show(table)}")
+    try:
+        return model.model_validate(table)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise SpecError(_key(key + ".", err["loc"]), _problem(err, model.model_fields)) from None
+
+
+_ADAPTERS: dict[object, TypeAdapter] = {}
+
+
+def check(kind: object, value: object, key: str):
+    """One value checked against a shared rule (``Cap``, ``Seed``, ``ModelName``, ...), else a :class:`SpecError`."""
+    adapter = _ADAPTERS.setdefault(kind, TypeAdapter(kind, config=ConfigDict(strict=True, allow_inf_nan=False)))
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise SpecError(_key(key, err["loc"]), _problem(err, ())) from None
+
+
+def check_cap(value: object, key: str) -> int:
+    """An output-token cap: an integer in 1..MAX_CAP."""
+    return check(Cap, value, key)
+
+
+def check_seed(value: object, key: str = "seed") -> int:
+    """A seed: an integer >= 0."""
+    return check(Seed, value, key)
+
+
+def check_model(value: object, key: str = "model") -> str:
+    """A model (path, HF id or registry name) or the name records carry: a non-empty string."""
+    return check(ModelName, value, key)
+
+
+def default_model_name(model: str) -> str:
+    """The records' name of a model: its registry name, else its folder or HF id's last part."""
+    return canonical_model_name(model) or canonical_model_name(model.rsplit("/", 1)[-1]) or Path(model.rstrip("/")).name
+
+
+def seed_hash(*parts: object, sep: str = "\x1f") -> int:
+    """A request's seed: 31 bits of the SHA-256 of ``parts`` joined by ``sep`` (independent of order and batching)."""
+    digest = hashlib.sha256(sep.join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+# -- sampling ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling parameters shared by every request of a job (or of a judge)."""
+
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = 20
+
+
+class _SamplingTable(BaseModel):
+    model_config = _STRICT
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    top_k: TopK | None = None
+
+
+def check_sampling(table: object, key: str = "sampling", default: Sampling | None = None) -> Sampling:
+    """A ``[sampling]`` table (or the sampling keys of ``[judge]``) over ``default``: only its keys, each checked.
+    An int passes for a float and is kept as written (``temperature = 1``)."""
+    validate(_SamplingTable, table, key)
+    base = default or Sampling()
+    return Sampling(**{f.name: table.get(f.name, getattr(base, f.name)) for f in fields(Sampling)})
+
+
+# -- the [server] table ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How the ``server`` backend reaches an OpenAI-compatible server (the ``[server]`` table).
+
+    ``base_url``: one or more URLs as the OpenAI client takes them (``http://host:8000/v1``); requests are spread
+    over them. ``api_key_env`` names the environment variable holding the key (never the key itself).
+    ``concurrency``: requests in flight per URL. ``model``: the served model name (default: the job's
+    ``model``). ``endpoint``: ``completions`` (prompt built locally, sent as ids) or ``chat`` (server-side
+    template). ``logprob_ids``: also ask for the ids through logprobs (vLLM before 0.10.2).
+    """
+
+    base_url: tuple[str, ...] = ()
+    api_key_env: str = ""
+    concurrency: int = 8
+    timeout_s: float = 600.0
+    max_retries: int = 5
+    model: str = ""
+    endpoint: str = "completions"
+    logprob_ids: bool = False
+
+
+_ENV_NAME = "must name an environment variable, got {!r}"
+
+
+class _ServerTable(BaseModel):
+    model_config = _STRICT
+    base_url: object = None  # one URL or a list: checked by base_urls
+    api_key_env: Annotated[str, _check(lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v), _ENV_NAME)] = ""
+    concurrency: Annotated[int, _between(1, 4096)] = 8
+    timeout_s: Annotated[float, _check(lambda v: v > 0, "must be > 0, got {}")] = 600.0
+    max_retries: Retries = 5
+    model: ModelName = "m"
+    endpoint: Annotated[str, _check(lambda v: v in ENDPOINTS, f"must be one of {', '.join(ENDPOINTS)}, got {{!r}}")] = (
+        "completions"
+    )
+    logprob_ids: bool = False
+
+
+def base_urls(value: object, key: str) -> tuple[str, ...]:
+    """One ``http(s)://`` URL or a non-empty list of them, trailing slashes dropped, each once."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise SpecError(key, "must not be an empty list")
+    urls = [check(ModelName, u, f"{key}[{i}]" if isinstance(value, list) else key) for i, u in enumerate(values)]
+    urls = [u.strip().rstrip("/") for u in urls]
+    for url in urls:
+        if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
+            raise SpecError(key, f"must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {url!r}")
+    if len(set(urls)) != len(urls):
+        raise SpecError(key, "lists a URL twice")
+    return tuple(urls)
+
+
+def server_options(value: object, key: str = "server") -> ServerSpec:
+    """Check a ``[server]`` table (see :class:`ServerSpec`); a key in the file itself is refused."""
+    if isinstance(value, dict) and "api_key" in value:
+        raise SpecError(f"{key}.api_key", "must not be in the file: put the key in an environment variable named by "
+                        "api_key_env")  # fmt: skip
+    validate(_ServerTable, value, key)
+    out = {name: v for name, v in value.items() if name != "base_url"}
+    if "timeout_s" in out:
+        out["timeout_s"] = float(out["timeout_s"])
+    if "base_url" in value:
+        out["base_url"] = base_urls(value["base_url"], f"{key}.base_url")
+    return ServerSpec(**out)
+
+
+def check_server(opts: ServerSpec, key: str = "server") -> ServerSpec:
+    """The options of a :class:`ServerSpec` built in code, by the ``[server]`` table's rules."""
+    table = {f.name: getattr(opts, f.name) for f in fields(ServerSpec) if f.name not in ("base_url", "api_key_env")}
+    if not table["model"]:
+        del table["model"]
+    if isinstance(table["timeout_s"], int) and not isinstance(table["timeout_s"], bool):
+        table["timeout_s"] = float(table["timeout_s"])
+    validate(_ServerTable, table, key)
+    return opts
+
+
+# -- the [judge] table -------------------------------------------------------------------------------------------
+
+
+class _JudgeTable(BaseModel):
+    """The shared keys of a round-trip spec's ``[judge]`` table (its backend is checked by the reader)."""
+
+    model_config = _STRICT
+    model: object = None  # one model or a list of one: checked by the reader, as the top-level model
+    model_name: object = None
+    backend: str = ""
+    base_url: object = None
+    max_tokens: Cap = 1024
+    retries: Retries = 2
+    temperature: Temperature = 0.6
+    top_p: TopP = 0.95
+    top_k: TopK = 20
+    structured: bool = True
+
+
+def judge_table(value: object, key: str = "judge") -> dict:
+    """A ``[judge]`` table checked key by key (strict types, shared rules, no unknown keys); returned as given."""
+    validate(_JudgeTable, value, key)
+    return value

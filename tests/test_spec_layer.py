@@ -1,0 +1,167 @@
+"""One spec layer: every reader of user configuration refuses the same bad value with the same ``key: problem``.
+
+Readers: the generation job spec, the round-trip spec, their ``[server]`` table, the round-trip ``[judge]``
+table and protocol files (for the keys each holds). Expected texts are written out by hand from the rules in
+``mindcap_tok/spec.py``; the seeds are recomputed here from their documented formula.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.ledger.jobs import parse_spec as parse_job
+from mindcap_tok.ledger.jobs import request_seed
+from mindcap_tok.roundtrip.spec import hop_seed, judge_seed
+from mindcap_tok.roundtrip.spec import parse_spec as parse_roundtrip
+from mindcap_tok.spec import MAX_CAP, Sampling, ServerSpec, check_server
+from mindcap_tok.stats.protocol import load_protocol
+
+JOB = {"model": "Qwen/Qwen3-8B", "arms": ["native"], "langs": ["de"], "items": [0], "k": 1, "design": "replay"}
+PROTOCOL = 'name = "p"\n[[hypotheses]]\nid = "H1"\nkind = "delta"\nlangs = ["de"]\nbudget = 64\n'
+
+
+@pytest.fixture
+def texts(tmp_path):
+    path = tmp_path / "texts.jsonl"
+    path.write_text("".join(json.dumps({"id": f"t{i}", "text": f"Text {i}."}) + "\n" for i in range(3)), "utf-8")
+    return str(path)
+
+
+def _job(change: dict) -> None:
+    parse_job({**JOB, **change}, source="job.toml")
+
+
+def _server(change: dict) -> None:
+    parse_job({**JOB, "server": {"base_url": "http://h:8000/v1", **change}}, source="job.toml")
+
+
+def _refusal(read, change: dict) -> str:
+    with pytest.raises(MindcapError) as err:
+        read(change)
+    message = str(err.value)
+    assert "\n" not in message
+    return message
+
+
+# (value, problem), then where each reader holds the key; None: the reader has no such key
+BAD = [
+    ({"top_p": 5.0}, "must be in (0, 1], got 5.0"),
+    ({"top_p": 0}, "must be in (0, 1], got 0.0"),
+    ({"top_k": -5}, "must be -1 (no top-k) or >= 1, got -5"),
+    ({"top_k": 0}, "must be -1 (no top-k) or >= 1, got 0"),
+    ({"temperature": -1}, "must be >= 0, got -1.0"),
+    ({"cap": 0}, f"must be an integer in 1..{MAX_CAP}, got 0"),
+    ({"cap": 2**31}, f"must be an integer in 1..{MAX_CAP}, got {2**31}"),
+    ({"seed": -1}, "must be an integer >= 0, got -1"),
+    ({"seed": True}, "must be of type int, got true"),
+    ({"seed": 1.5}, "must be of type int, got 1.5"),
+    ({"model": ""}, "must not be empty"),
+]
+SAMPLING = {"top_p", "top_k", "temperature"}
+
+
+def _job_key(name: str) -> str:
+    return f"sampling.{name}" if name in SAMPLING else {"cap": "caps"}.get(name, name)
+
+
+def _rt_key(name: str) -> str:
+    return f"sampling.{name}" if name in SAMPLING else {"cap": "max_tokens"}.get(name, name)
+
+
+def _nest(key: str, value: object) -> dict:
+    """``{"sampling.top_p": 5}`` as a nested table."""
+    head, _, tail = key.partition(".")
+    return {head: _nest(tail, value)} if tail else {key: value}
+
+
+@pytest.mark.parametrize(("bad", "problem"), BAD, ids=[f"{k}={v!r}" for (b, _) in BAD for k, v in b.items()])
+def test_every_reader_refuses_a_bad_value_alike(tmp_path, texts, bad, problem):
+    ((name, value),) = bad.items()
+    rt_base = {"model": "org/m", "sequences": "en>de>en", "texts": texts}
+
+    def roundtrip(change):
+        parse_roundtrip({**rt_base, **change}, source="rt.toml")
+
+    def judge(change):
+        parse_roundtrip({**rt_base, "judge": change}, source="rt.toml")
+
+    def protocol(change):
+        path = tmp_path / "p.toml"
+        path.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in change.items()) + PROTOCOL, "utf-8")
+        load_protocol(path)
+
+    seen = [
+        (_refusal(_job, _nest(_job_key(name), value)), f"job.toml: {_job_key(name)}: {problem}"),
+        (_refusal(roundtrip, _nest(_rt_key(name), value)), f"rt.toml: {_rt_key(name)}: {problem}"),
+    ]
+    judge_key = {"cap": "max_tokens"}.get(name, name)
+    if name != "seed":  # the judge has no seed of its own
+        seen.append((_refusal(judge, {judge_key: value}), f"rt.toml: judge.{judge_key}: {problem}"))
+    if name == "model":
+        seen.append((_refusal(_server, {"model": value}), f"job.toml: server.model: {problem}"))
+    if name in ("seed", "model"):
+        path = tmp_path / "p.toml"
+        seen.append((_refusal(protocol, {name: value}), f"{path}: {name}: {problem}"))
+    for got, want in seen:
+        assert got == want
+    assert len(seen) >= 3
+
+
+def test_a_cap_in_every_place_of_a_job_follows_one_rule():
+    for change, key in [
+        ({"caps": [64, 0]}, "caps[1]"),
+        ({"forcing": {"max_tokens": 0}}, "forcing.max_tokens"),
+        ({"design": "announcement", "announce": {"budgets": [0]}}, "announce.budgets[0]"),
+    ]:
+        assert _refusal(_job, change) == f"job.toml: {key}: must be an integer in 1..{MAX_CAP}, got 0"
+
+
+def test_every_reader_refuses_an_unknown_key_alike(tmp_path, texts):
+    rt_base = {"model": "org/m", "sequences": "en>de>en", "texts": texts}
+    path = tmp_path / "p.toml"
+    path.write_text("colour = 1\n" + PROTOCOL, "utf-8")
+    got = [
+        (_refusal(_job, {"colour": 1}), "job.toml: colour"),
+        (_refusal(_job, {"sampling": {"colour": 1}}), "job.toml: sampling.colour"),
+        (_refusal(_server, {"colour": 1}), "job.toml: server.colour"),
+        (_refusal(lambda c: parse_roundtrip({**rt_base, **c}, source="rt.toml"), {"colour": 1}), "rt.toml: colour"),
+        (_refusal(lambda c: parse_roundtrip({**rt_base, "judge": c}, source="rt.toml"), {"colour": 1}),
+         "rt.toml: judge.colour"),
+        (_refusal(lambda c: load_protocol(path), {}), f"{path}: colour"),
+    ]  # fmt: skip
+    for message, where in got:
+        assert message.startswith(f"{where}: unknown key; known: "), message
+
+
+def test_the_server_backend_checks_its_options_by_the_table_rules():
+    table = _refusal(_server, {"concurrency": 0})
+    with pytest.raises(MindcapError) as err:
+        check_server(ServerSpec(base_url=("http://h:8000/v1",), concurrency=0))
+    assert table == f"job.toml: {err.value}" == "job.toml: server.concurrency: must be an integer in 1..4096, got 0"
+
+
+def _hash31(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def test_good_specs_parse_as_before(texts):
+    sampling = {"temperature": 1, "top_p": 0.9, "top_k": -1}
+    job = parse_job({**JOB, "seed": 7, "caps": 512, "sampling": sampling})
+    assert (job.model_name, job.seed, job.caps, job.sampling) == ("qwen3-8b", 7, (512,), Sampling(1, 0.9, -1))
+    assert request_seed(job, "native", "deu_Latn", 512, None, 0) == _hash31(
+        "7|qwen3-8b|native|deu_Latn|replay|512|None|0"
+    )
+    rt = parse_roundtrip({"model": "Qwen/Qwen3-8B", "sequences": "en>de>en", "texts": texts, "seed": 7,
+                          "max_tokens": 512, "sampling": sampling, "judge": {"top_k": 5}})  # fmt: skip
+    assert (rt.models[0].name, rt.seed, rt.max_tokens, rt.sampling) == ("qwen3-8b", 7, 512, Sampling(1, 0.9, -1))
+    assert rt.judge.sampling == Sampling(0.6, 0.95, 5) and (rt.judge.max_tokens, rt.judge.retries) == (1024, 2)
+    assert hop_seed(rt, "qwen3-8b", "t0", "en>de>en", 1) == _hash31("7\x1fqwen3-8b\x1ft0\x1fen>de>en\x1f1")
+    assert judge_seed(rt, "m", "t0", "s", 0) == _hash31("7\x1fjudge\x1fm\x1ft0\x1fs\x1f0")
+    defaults = parse_job(JOB)
+    assert (defaults.sampling, defaults.seed, defaults.server) == (Sampling(0.6, 0.95, 20), 0, None)
+    server = parse_job({**JOB, "server": {"base_url": "http://h:8000/v1/", "timeout_s": 5, "model": "served"}}).server
+    assert server == ServerSpec(base_url=("http://h:8000/v1",), timeout_s=5.0, model="served")
