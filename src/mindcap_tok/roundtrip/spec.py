@@ -27,7 +27,6 @@ resumed run reproduces an uninterrupted one.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tomllib
 from dataclasses import asdict, dataclass, field
