@@ -388,6 +388,25 @@ def test_missing_vllm_names_the_extra(tmp_path, tiny, monkeypatch):
         load_backend("vllm", str(tiny), "t")
 
 
+def test_transformers_backend_takes_top_k_minus_one_as_no_top_k(tiny):
+    """The spec's one "off" spelling, top_k = -1, samples from the whole distribution: the same ids as transformers'
+    own generate with top_k = 0 (its "off") under the same seed."""
+    from mindcap_tok.ledger.backends import GenRequest, load_backend
+
+    b = load_backend("transformers", str(tiny), "t", {})
+    prompt = tuple(b.tok.hf("hello", add_special_tokens=False)["input_ids"])
+    req = GenRequest(prompt, n=2, max_tokens=8, seed=7, temperature=1.0, top_p=1.0, top_k=-1)
+    (got,) = b.generate([req])
+    ids = torch.tensor([prompt])
+    torch.manual_seed(7)
+    out = b.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=1.0, top_p=1.0,
+                           top_k=0, max_new_tokens=8, num_return_sequences=2, eos_token_id=list(b.eos),
+                           pad_token_id=b.pad)  # fmt: skip
+    for sample, c in zip(out[:, ids.shape[1] :].tolist(), got, strict=True):
+        stop = next((i for i, t in enumerate(sample) if t in b.eos), None)
+        assert c.ids == tuple(sample if stop is None else sample[: stop + 1])
+
+
 def test_transformers_backend_ignores_vllm_engine_options(tiny):
     from mindcap_tok.ledger.backends import load_backend
 

@@ -55,7 +55,8 @@ class TransformersBackend:
         for req in requests:
             stops = (*self.eos, *req.stop_ids)
             sampling = (
-                {"do_sample": True, "temperature": req.temperature, "top_p": req.top_p, "top_k": req.top_k}
+                # top_k -1 (the spec's "no top-k") is transformers' 0, which its TopKLogitsWarper would refuse
+                {"do_sample": True, "temperature": req.temperature, "top_p": req.top_p, "top_k": max(req.top_k, 0)}
                 if req.temperature > 0
                 else {"do_sample": False}
             )
