@@ -4,6 +4,7 @@ and of the fault-injecting proxy in front of a real vLLM server."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,12 +38,22 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+class _Server(ThreadingHTTPServer):
+    """Quiet about clients that hang up (a deadline passed, a killed client): socketserver would print that
+    traceback on the test process's stderr, where a CLI test reads its one-line error; any other error still
+    prints."""
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class LocalHTTP:
     """Serve ``get(handler)`` and ``post(handler, body)`` on 127.0.0.1 until :meth:`close`; ``url`` ends in ``/v1``."""
 
     def __init__(self, get: Callable[[Handler], None], post: Callable[[Handler, bytes], None]) -> None:
         self.get, self.post = get, post
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.httpd.routes = self
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
