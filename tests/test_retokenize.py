@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import multiprocessing as mp
 import subprocess
 import sys
@@ -187,14 +188,16 @@ def test_worker_processes_and_hf_encode_agree(qwen, flores_dir, monkeypatch):
         assert np.array_equal(run.emission, runs[2].emission, equal_nan=True)
 
 
-def test_an_encoder_that_disagrees_with_hf_is_dropped(qwen, llama, flores_dir, monkeypatch):
+def test_an_encoder_that_disagrees_with_hf_is_dropped(qwen, llama, flores_dir, monkeypatch, caplog):
     # an encoder of another tokenizer stands in for one a changed tokenizers release broke: caught on the
     # first traces, warned about, and HF's encode used instead
     wrong = PretokenEncoder.from_tokenizer(llama.tokenizer)
     monkeypatch.setattr(PretokenEncoder, "from_tokenizer", staticmethod(lambda tok: wrong))
     texts, golds = _thai_traces(flores_dir, 10)
-    with pytest.warns(UserWarning, match="differs from HF"):
+    with caplog.at_level(logging.WARNING, logger="mindcap_tok"):
         got = retokenize(texts, qwen, [1024], golds)
+    assert [r.name for r in caplog.records] == ["mindcap_tok.adaptation.retokenize"]
+    assert "differs from HF" in caplog.records[0].getMessage()
     assert got.n_tokens.tolist() == [len(e.ids) for e in qwen.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
 

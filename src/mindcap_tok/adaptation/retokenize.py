@@ -13,10 +13,10 @@ Cross-fitting: a trace of item ``i`` is retokenized only with an extension whose
 from __future__ import annotations
 
 import itertools
+import logging
 import multiprocessing as mp
 import os
 import pickle
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -35,6 +35,8 @@ from ..tokenizer import ResolvedTokenizer
 from .corpus import Corpus, as_corpus
 from .crossfit import FoldExtension
 from .saved import CrossFitSet, SavedExtension, resolved
+
+logger = logging.getLogger(__name__)
 
 #: most traces encoded and scored at once: bounds memory (Python id lists) at a few hundred MB
 CHUNK = 1024
@@ -145,7 +147,7 @@ def memo_encoder(tokenizer: ResolvedTokenizer, check: Sequence[str] = ()) -> Pre
         flat, splits = enc.encode_flat(check)
         ref, ref_splits = flatten_ids(encode_ids(tokenizer, check))
         if not (np.array_equal(flat, ref) and np.array_equal(splits, ref_splits)):
-            warnings.warn(f"{tokenizer.name}: memoised encoding differs from HF tokenizers; using HF", stacklevel=2)
+            logger.warning(f"{tokenizer.name}: memoised encoding differs from HF tokenizers; using HF")
             return None
     return enc
 

@@ -13,7 +13,6 @@ Tokenizers are resolved once, by the ledger's policy (:func:`~mindcap_tok.ledger
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from .._io import output_folder
 from .._json import dumps_strict, strict_json_value
+from .._tables import MISSING, is_missing, markdown_table
 from ..errors import MindcapError, MissingExtraError, first_line
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
@@ -52,8 +51,8 @@ _COLUMNS = (
     "tokenizer",
     "n_tokens",
 )
-#: what a missing value looks like in the Markdown report
-MISSING = "—"
+#: the report's number format: 4 significant digits
+FLOATFMT = ".4g"
 
 
 @dataclass
@@ -201,15 +200,10 @@ def _run_determinism(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c
 
 
 # -- headlines: one key figure per audit -----------------------------------------------------------------------
-def _missing(x) -> bool:
-    """None, NaN, ±inf, pd.NA or NaT."""
-    if isinstance(x, float):
-        return not math.isfinite(x)
-    return x is None or (pd.api.types.is_scalar(x) and bool(pd.isna(x)))
 
 
 def _pct(x) -> str:
-    return MISSING if _missing(x) else f"{100 * float(x):.1f}%"
+    return MISSING if is_missing(x) else f"{100 * float(x):.1f}%"
 
 
 def _pooled(table: pd.DataFrame, value: str, weight: str) -> float | None:
@@ -262,7 +256,7 @@ def _headline_normalizer(res: AuditResult) -> str:
     if delta.empty:
         return f"peak Δ_L: {MISSING} (no normalizer)"
     peaks = delta[delta["peak"]].groupby("normalizer", sort=False)["delta"].max()
-    shown = ", ".join(f"{name} {MISSING if _missing(v) else f'{100 * v:+.1f}'}" for name, v in peaks.items())
+    shown = ", ".join(f"{name} {MISSING if is_missing(v) else f'{100 * v:+.1f}'}" for name, v in peaks.items())
     return f"largest peak Δ_L (points): {shown}"
 
 
@@ -412,29 +406,6 @@ def run_audits(
 
 
 # -- the Markdown report ---------------------------------------------------------------------------------------
-def format_cell(value) -> str:
-    """A table cell: missing values as "—" (never ``nan``), floats to 4 significant digits."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if _missing(value):
-        return MISSING
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    """A pipe table of ``frame``: cells by :func:`format_cell`, numeric columns right-aligned."""
-    if frame.empty:
-        return "(empty)"
-    cells = frame.astype(object).map(format_cell)
-    align = tuple(
-        "right" if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]) else "left"
-        for c in frame.columns
-    )
-    return cells.to_markdown(index=False, disable_numparse=True, colalign=align)
-
-
 def headline_rows(suite: SuiteResult) -> list[dict[str, str]]:
     """One row per audit: its title, status, and key figure (the skip reason when skipped)."""
     rows = []
@@ -460,7 +431,7 @@ def render_markdown(suite: SuiteResult) -> str:
         "",
         "## Summary",
         "",
-        markdown_table(pd.DataFrame(headline_rows(suite))),
+        markdown_table(pd.DataFrame(headline_rows(suite)), FLOATFMT),
         "",
     ]
     for res in suite.results:
@@ -475,7 +446,7 @@ def render_markdown(suite: SuiteResult) -> str:
         )
         lines += [f"Settings: {settings}", ""]
         for tname, table in res.tables.items():
-            lines += [f"### {tname}", "", markdown_table(table), ""]
+            lines += [f"### {tname}", "", markdown_table(table, FLOATFMT), ""]
     return "\n".join(lines)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .._tables import FORMATS
 from ..budgets import MAX_BUDGET
 from ..errors import MindcapError
 from ..resample import check_resamples
@@ -58,13 +59,13 @@ no_verify_option = click.option(
     "damaged or altered shard is an error). For ledgers you trust, when reading speed matters.",
 )
 
-#: every command's --format choices: one set, with LaTeX where a table is the product
-FORMATS = ("table", "json", "csv", "md")
+#: every command's --format choices but LaTeX, which only commands whose product is a table take
+_NO_LATEX = tuple(f for f in FORMATS if f != "latex")
 
 
 def format_option(*, latex: bool = False):
     """``--format``: table (default), json, csv, md; ``latex`` adds LaTeX for commands whose product is a table."""
-    choices = (*FORMATS, "latex") if latex else FORMATS
+    choices = FORMATS if latex else _NO_LATEX
     return click.option(
         "--format",
         "fmt",

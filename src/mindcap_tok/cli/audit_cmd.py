@@ -170,5 +170,5 @@ def audit_command(
     paths = write_report(suite, out)
     for res in suite.results:
         note = "ok" if res.status == "ok" else f"skipped: {res.reason}"
-        click.echo(f"{res.name}: {note} ({res.summary.get('seconds', 0):.1f} s)")
-    click.echo("wrote " + ", ".join(str(p) for p in paths.values()))
+        click.echo(f"{res.name}: {note} ({res.summary.get('seconds', 0):.1f} s)", err=True)
+    click.echo("wrote " + ", ".join(str(p) for p in paths.values()), err=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import click
 
+from .. import _log
 from ..config import Config, load_config
 from ..errors import MindcapError
 from . import _parsing
@@ -80,6 +81,7 @@ class Group(_parsing.Group):
 @click.pass_context
 def cli(ctx: click.Context, data_dir: str | None, tokenizers_dir: str | None, debug: bool) -> None:
     """mindcap-tok: measure how much of a multilingual reasoning gap the output-token cap makes."""
+    _log.install()
     try:
         config = load_config(data_dir=data_dir, tokenizers_dir=tokenizers_dir)
     except MindcapError as exc:

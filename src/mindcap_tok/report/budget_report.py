@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._io import check_output_folder, output_folder
+from .._tables import markdown_table
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..stats.bootstrap import grid_bootstrap
@@ -19,7 +20,6 @@ from ..stats.premiums import premium_table
 from ..stats.subcdf import compare_prediction, predict_delta
 from ..stats.timing import emission_timing, timing_contrast
 from .budget_figures import plot_gap_curves, plot_native_curves
-from .markdown import markdown_table
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok report"

@@ -37,10 +37,10 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import logging
 import os
 import random
 import re
-import sys
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +59,7 @@ RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 MAX_WAIT_S = 60.0
 #: a token written by ``return_tokens_as_token_ids``
 _TOKEN_ID = re.compile(r"token_id:([0-9]+)")
+logger = logging.getLogger(__name__)
 
 
 class _Retry(Exception):
@@ -67,10 +68,6 @@ class _Retry(Exception):
     def __init__(self, message: str, after: float | None = None) -> None:
         super().__init__(message)
         self.after = after
-
-
-def _stderr(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -316,7 +313,7 @@ class ServerBackend:
     """Decode through one or more OpenAI-compatible servers (see the module docs).
 
     ``backoff_s`` is the first retry's base wait (doubled each attempt, jittered); ``warn`` receives the
-    run's warnings (default: one line on stderr each).
+    run's warnings (default: this module's logger, see :mod:`mindcap_tok._log`).
     """
 
     name = "server"
@@ -351,7 +348,7 @@ class ServerBackend:
             self.headers["Authorization"] = f"Bearer {key.strip()}"
         self.tok = ChatTokenizer(model, tokenizer_name)
         self.backoff_s = backoff_s
-        self.warn = warn or _stderr
+        self.warn = warn or logger.warning
         self.warned: set[str] = set()
         #: per URL: True once it refused vLLM's extensions (plain requests), False once it took them
         self.plain: dict[str, bool] = {}
