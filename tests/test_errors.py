@@ -11,6 +11,7 @@ from click.testing import CliRunner
 import mindcap_tok
 from ledger_factory import make_cell
 from mindcap_tok.cli.main import cli
+from mindcap_tok.config import ENV_CONFIG, load_config
 from mindcap_tok.errors import (
     BackendError,
     BadInputError,
@@ -25,6 +26,7 @@ from mindcap_tok.ledger.jobs import parse_spec
 from mindcap_tok.ledger.store import MANIFEST, Ledger
 from mindcap_tok.premium import token_premium
 from mindcap_tok.spec import SpecError, reading
+from mindcap_tok.stats.protocol import load_protocol
 from test_server_backend import LABEL, ONE_REQUEST, backend, fakes, hf, server_spec, tiny  # noqa: F401
 
 SRC = Path(mindcap_tok.__file__).parent  # the package under test
@@ -71,6 +73,25 @@ def test_bad_spec_value_is_a_spec_error_naming_file_and_key():
     assert isinstance(exc.value, BadInputError)
     assert (exc.value.key, exc.value.source) == ("sampling.top_p", "job.toml")
     assert str(exc.value) == "job.toml: sampling.top_p: must be in (0, 1], got 5.0"
+
+
+def test_spec_rules_of_a_reader_are_bad_input_naming_the_file():
+    data = {"model": "x", "arms": ["native"], "langs": ["deu_Latn"], "design": "nope"}
+    with pytest.raises(BadInputError) as exc:
+        parse_spec(data, source="job.toml")
+    assert exc.value.source == "job.toml"
+    assert str(exc.value) == "job.toml: design 'nope'; use one of replay, independent, announcement, determinism"
+
+
+def test_protocol_and_config_files_are_bad_input(tmp_path, monkeypatch):
+    proto = tmp_path / "p.toml"
+    proto.write_text("seed = 1\n", "utf-8")
+    with pytest.raises(BadInputError) as exc:
+        load_protocol(proto)
+    assert (exc.value.source, str(exc.value)) == (proto, f"{proto}: a protocol needs a name")
+    monkeypatch.setenv(ENV_CONFIG, str(tmp_path))
+    with pytest.raises(BadInputError, match=rf"^{ENV_CONFIG} names .*, which is not a file$"):
+        load_config()
 
 
 def test_missing_extra_from_require():
