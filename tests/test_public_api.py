@@ -89,7 +89,8 @@ def test_every_public_name_resolves_and_is_documented(name):
 
 def test_all_is_the_lazy_table_plus_the_errors_and_type_checkers_see_the_same_names():
     assert len(set(mindcap_tok.__all__)) == len(mindcap_tok.__all__)
-    assert set(mindcap_tok.__all__) == {"MindcapError", "MissingExtraError", *mindcap_tok._LAZY}
+    errors = {"MindcapError", "BadInputError", "DamagedDataError", "MissingExtraError", "BackendError"}
+    assert set(mindcap_tok.__all__) == {*errors, *mindcap_tok._LAZY}
     tree = ast.parse(INIT.read_text("utf-8"))
     guarded = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
     seen = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import MindcapError, MissingExtraError
+from .errors import BackendError, BadInputError, DamagedDataError, MindcapError, MissingExtraError
 
 if TYPE_CHECKING:
     from .adaptation.crossfit import extend_crossfit
@@ -123,7 +123,10 @@ _LAZY = {
 __all__ = [
     "AuditConfig",
     "AuditResult",
+    "BackendError",
+    "BadInputError",
     "Config",
+    "DamagedDataError",
     "GenerateResult",
     "ImportResult",
     "JobSpec",

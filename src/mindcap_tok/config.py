@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._io import regular_file
-from .errors import MindcapError
+from .errors import BadInputError
 
 CONFIG_NAME = "mindcap.toml"
 ENV_CONFIG = "MINDCAP_CONFIG"
@@ -104,7 +104,7 @@ def find_config_file(start: Path | None = None) -> Path | None:
     if env:
         path = Path(env).expanduser()
         if not path.is_file():
-            raise MindcapError(f"{ENV_CONFIG} names {path}, which is not a file")
+            raise BadInputError(f"{ENV_CONFIG} names {path}, which is not a file")
         return path.resolve()
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
@@ -119,11 +119,11 @@ def _read_config_file(path: Path) -> dict[str, Path]:
     try:
         raw = tomllib.loads(regular_file(path, "config file").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise MindcapError(f"cannot read config file {path}: {exc}") from exc
+        raise BadInputError(f"cannot read config file {path}: {exc}") from exc
     paths = raw.get("paths", {})
     unknown = sorted(set(paths) - set(ENV_VARS))
     if unknown:
-        raise MindcapError(f"config file {path}: unknown setting(s) {', '.join(unknown)} under [paths]")
+        raise BadInputError(f"config file {path}: unknown setting(s) {', '.join(unknown)} under [paths]")
     return {k: (path.parent / v).resolve() for k, v in paths.items()}
 
 

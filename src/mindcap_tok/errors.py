@@ -1,8 +1,66 @@
-"""The one exception type that the CLI turns into a one-line error message."""
+"""The exceptions the CLI turns into a one-line error message: :class:`MindcapError` and its kinds.
+
+Every error of the package is a :class:`MindcapError` (``except MindcapError`` catches them all, and the CLI
+prints ``error: <message>`` and exits 2 for each); its subclasses say what kind of problem it is, so that callers
+decide by class and fields rather than by reading messages:
+
+- :class:`BadInputError`: the user's input (an option, a spec value, a file of the wrong shape);
+- :class:`DamagedDataError`: data the package wrote or keeps (a ledger manifest or shard) that fails its checks;
+- :class:`MissingExtraError`: an optional dependency is not installed (``package``, ``extra``);
+- :class:`BackendError`: a generation backend or server failed (``url``, ``attempts``).
+
+``source`` (keyword-only, on every kind) names the file or thing being read when the problem was found; a spec
+reader sets it (:func:`mindcap_tok.spec.reading`) and ``str(exc)`` reads ``source: message``. Kinds whose message
+stands alone (a missing extra names its install command, a backend failure its URL) set ``names_source = False``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
 
 
 class MindcapError(Exception):
-    """A problem with the user's input or environment, explained in one line."""
+    """A problem with the user's input or environment, explained in one line (``source: message`` once the
+    file it was found in is known)."""
+
+    #: whether a reader names the file it was reading in front of this error (see :func:`locate`)
+    names_source: ClassVar[bool] = True
+
+    def __init__(self, *args: object, source: object = None) -> None:
+        super().__init__(*args)
+        self.source = source
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        return message if self.source is None else f"{self.source}: {message}"
+
+
+class BadInputError(MindcapError):
+    """The user's input is refused: an option, a configuration value, a file of the wrong shape.
+
+    ``key`` names the setting (dotted path) when there is one."""
+
+    def __init__(self, message: str, *, key: str | None = None, source: object = None) -> None:
+        super().__init__(message, source=source)
+        self.key = key
+
+
+class DamagedDataError(MindcapError):
+    """Stored data (a ledger manifest, a shard, an output) fails its checks; ``path`` names the file."""
+
+    def __init__(self, message: str, *, path: object = None, source: object = None) -> None:
+        super().__init__(message, source=source)
+        self.path = path
+
+
+class BackendError(MindcapError):
+    """A generation backend or server failed: ``url`` (when known) and ``attempts`` (tries made, when retried)."""
+
+    names_source = False
+
+    def __init__(self, message: str, *, url: str | None = None, attempts: int | None = None) -> None:
+        super().__init__(message)
+        self.url, self.attempts = url, attempts
 
 
 class MissingExtraError(MindcapError):
@@ -10,6 +68,8 @@ class MissingExtraError(MindcapError):
 
     ``package`` and ``extra`` are kept as attributes (a report that skips the part can name them);
     ``needed_by`` names what needs the package (e.g. ``the vllm backend``) in the message."""
+
+    names_source = False
 
     def __init__(self, package: str, extra: str, *, needed_by: str | None = None) -> None:
         install = f"pip install 'mindcap-tok[{extra}]'"
@@ -20,6 +80,14 @@ class MissingExtraError(MindcapError):
         )
         self.package = package
         self.extra = extra
+
+
+def locate(exc: MindcapError, source: object) -> bool:
+    """Name ``source`` on ``exc`` when its kind takes one and none is named yet; whether it did."""
+    if not exc.names_source or exc.source is not None:
+        return False
+    exc.source = source
+    return True
 
 
 def first_line(exc: BaseException) -> str:

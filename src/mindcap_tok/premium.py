@@ -37,7 +37,7 @@ from tokenizers import Tokenizer
 
 from .data.flores import SPLITS, flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
-from .errors import MindcapError
+from .errors import BadInputError, MindcapError
 from .resample import bootstrap_sums, check_resamples, scale_budget
 from .tokenizer import ResolvedTokenizer
 from .tokenizer_backends import Counter
@@ -172,7 +172,7 @@ def token_premium(
     family's own library even where tiktoken runs a ``tokenizer.json`` exactly and faster (module docstring).
     """
     if not 0 < ci < 1:
-        raise ValueError(f"ci must be in (0, 1), got {ci}")
+        raise BadInputError(f"ci must be in (0, 1), got {ci}", key="ci")
     if n_boot:  # 0: the premium without an interval (callers that need only the ratio)
         check_resamples(n_boot, ci)
     if protocol not in PROTOCOLS:

@@ -14,8 +14,9 @@ way by each of them:
 - model names: non-empty strings; :func:`default_model_name` is the name records carry when none is given;
 - unknown keys are refused, with the known ones listed.
 
-Every refusal is a :class:`SpecError` (``key``: dotted path, ``problem``) reading ``key: problem``; a reader
-names its file in front with :func:`spec_failure`: ``job.toml: sampling.top_p: must be in (0, 1], got 5.0``.
+Every refusal is a :class:`SpecError` (a :class:`~mindcap_tok.errors.BadInputError`; ``key``: dotted path,
+``problem``) reading ``key: problem``; a reader names its file in front with :func:`reading` (the error's
+``source``): ``job.toml: sampling.top_p: must be in (0, 1], got 5.0``.
 
 Why pydantic (v2, strict mode) rather than msgspec: pydantic is already a core dependency (the server
 backend validates replies with it), so the layer adds nothing to install; its strict mode refuses every
@@ -37,7 +38,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from .errors import MindcapError
+from .errors import BadInputError, MindcapError, locate
 from .tokenizer import canonical_model_name
 
 #: The largest output-token cap, announced budget or premium-scaled cap floor(r·B). The paper's budgets stop at
@@ -47,29 +48,23 @@ MAX_CAP = 1 << 20
 ENDPOINTS = ("completions", "chat")
 
 
-class SpecError(MindcapError):
+class SpecError(BadInputError):
     """A refused configuration value: ``key`` (dotted path, ``""`` for the whole spec) and ``problem``."""
 
     def __init__(self, key: str, problem: str) -> None:
-        self.key, self.problem = key, problem
-        super().__init__(f"{key}: {problem}" if key else problem)
-
-
-def spec_failure(source: object, exc: MindcapError) -> MindcapError:
-    """The one-line error of a spec reader: ``source: key: problem`` (``source``: the file, or what was read)."""
-    return MindcapError(f"{source}: {exc}")
+        super().__init__(f"{key}: {problem}" if key else problem, key=key)
+        self.problem = problem
 
 
 @contextmanager
 def reading(source: object) -> Iterator[None]:
-    """Name ``source`` in front of every spec error raised inside (other errors, e.g. a missing extra, stand
-    alone)."""
+    """Name ``source`` (the file, or what was read) in front of every error raised inside whose kind takes one
+    (:func:`~mindcap_tok.errors.locate`; a missing extra or a backend failure stands alone)."""
     try:
         yield
     except MindcapError as exc:
-        if type(exc) not in (MindcapError, SpecError):
-            raise
-        raise spec_failure(source, exc) from exc
+        locate(exc, source)
+        raise
 
 
 def show(value: object) -> str:

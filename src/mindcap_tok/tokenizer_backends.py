@@ -289,6 +289,8 @@ def _probe_texts(added: Sequence[str]) -> list[str]:
 class NotEligible(MindcapError):
     """A ``tokenizer.json`` whose pipeline tiktoken cannot run exactly."""
 
+    names_source = False  # its message stands alone (no spec file named in front)
+
 
 def _check(condition: bool, reason: str) -> None:
     if not condition:

@@ -133,6 +133,8 @@ class AuditFailed(MindcapError):
     Attributes: ``audit`` (its name) and ``cause`` (the exception).
     """
 
+    names_source = False  # its message stands alone (no spec file named in front)
+
     def __init__(self, audit: str, cause: BaseException) -> None:
         self.audit, self.cause = audit, cause
         kind = "" if isinstance(cause, MindcapError) else f"{type(cause).__name__}: "

@@ -59,7 +59,7 @@ from pathlib import Path
 from .._io import regular_file
 from ..data.languages import resolve_language
 from ..data.mgsm import N_ITEMS
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..resample import scale_budget
 from ..spec import (
     MAX_CAP,
@@ -283,16 +283,16 @@ def _items(value: object) -> tuple[int, ...]:
         return tuple(range(N_ITEMS))
     if isinstance(value, dict):
         if set(value) - {"sample", "seed"} or "sample" not in value:
-            raise MindcapError(f"items = {show(value)}: a sample is {{sample = N, seed = S}}")
+            raise BadInputError(f"items = {show(value)}: a sample is {{sample = N, seed = S}}")
         n = _int(value["sample"], "items.sample", 1, N_ITEMS)
         seed = check_seed(value.get("seed", 0), "items.seed")
         return tuple(sorted(random.Random(seed).sample(range(N_ITEMS), n)))
     if isinstance(value, list) and value:
         items = [_int(v, f"items[{i}]", 0, N_ITEMS - 1) for i, v in enumerate(value)]
         if len(set(items)) != len(items):
-            raise MindcapError("items lists an item twice")
+            raise BadInputError("items lists an item twice")
         return tuple(items)
-    raise MindcapError(f"items must be 'all', a list of item indices 0..{N_ITEMS - 1} or {{sample, seed}}")
+    raise BadInputError(f"items must be 'all', a list of item indices 0..{N_ITEMS - 1} or {{sample, seed}}")
 
 
 def parse_spec(
@@ -316,43 +316,43 @@ def parse_spec(
 def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     """:func:`parse_spec` without the file named in its errors."""
     if not isinstance(data, dict):
-        raise MindcapError(f"must be a TOML table, got {show(data)}")
+        raise BadInputError(f"must be a TOML table, got {show(data)}")
     check_known(data, _KEYS)
     for key in ("model", "arms", "langs", "design"):
         if key not in data:
             raise SpecError(key, "is required")
     design = _str(data["design"], "design")
     if design not in DESIGNS:
-        raise MindcapError(f"design {design!r}; use one of {', '.join(DESIGNS)}")
+        raise BadInputError(f"design {design!r}; use one of {', '.join(DESIGNS)}")
     model, model_name, tokenizer, name = _identity(data, base, design)
     arms = tuple(_list(data["arms"], str, "arms"))
     for arm in arms:
         if arm not in ARMS:
-            raise MindcapError(f"unknown arm {arm!r}; use one of {', '.join(ARMS)}")
+            raise BadInputError(f"unknown arm {arm!r}; use one of {', '.join(ARMS)}")
     langs = tuple(resolve_language(x) for x in _list(data["langs"], str, "langs"))
     version = _str(data.get("prompt_version", "mgsm-v1"), "prompt_version")
     covered = prompt_languages(version)
     for lang in langs:
         if lang not in covered:
-            raise MindcapError(f"prompt version {version} has no {lang}; it covers {', '.join(covered)}")
+            raise BadInputError(f"prompt version {version} has no {lang}; it covers {', '.join(covered)}")
     caps, k, repeats, long_cap = _grid(data, design)
     sampling, forcing = _decoding(data, design)
     if data.get("premiums") and design != "independent":
-        raise MindcapError("premiums (scaled caps) apply to the independent design only")
+        raise BadInputError("premiums (scaled caps) apply to the independent design only")
     premiums = _premiums(data.get("premiums", {}), tokenizer, langs, data_dir, tokenizers_dir)
     for lang, r in premiums.items():
         if not r > 0:
-            raise MindcapError(f"premiums must be positive, got {lang} = {r}")
+            raise BadInputError(f"premiums must be positive, got {lang} = {r}")
         try:
             too_large = scale_budget(r, max(caps)) > MAX_CAP
         except MindcapError:  # above even the largest budget
             too_large = True
         if too_large:
-            raise MindcapError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
+            raise BadInputError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
     budgets, style = _announce(data, design)
     scaled_arms = tuple(_list(data.get("scaled_arms", ["native"]), str, "scaled_arms", empty=True))
     if set(scaled_arms) - set(ARMS):
-        raise MindcapError(f"scaled_arms {list(scaled_arms)}; arms are {', '.join(ARMS)}")
+        raise BadInputError(f"scaled_arms {list(scaled_arms)}; arms are {', '.join(ARMS)}")
     return JobSpec(
         name=name,
         model=model,
@@ -389,7 +389,7 @@ def _identity(data: dict, base: Path | None, design: str) -> tuple[str, str, str
     tokenizer = _str(data.get("tokenizer", records), "tokenizer")
     name = _str(data.get("name", records + "-" + design), "name")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise MindcapError(f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
+        raise BadInputError(f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
     return model, records, tokenizer, name
 
 
@@ -397,14 +397,14 @@ def _grid(data: dict, design: str) -> tuple[tuple[int, ...], int, int, int | Non
     """``(caps, k, repeats, long_cap)``: the design's caps (replay and announcement have a default one)."""
     default_caps = {"replay": 4096, "announcement": 2048}
     if "caps" not in data and design not in default_caps:
-        raise MindcapError(f"the {design} design needs caps (its budget grid)")
+        raise BadInputError(f"the {design} design needs caps (its budget grid)")
     caps = _caps(data.get("caps", default_caps.get(design)), "caps")
     if design not in ("independent", "determinism") and len(caps) != 1:
-        raise MindcapError(f"the {design} design takes one cap, got {list(caps)}")
+        raise BadInputError(f"the {design} design takes one cap, got {list(caps)}")
     repeats, long_cap = _determinism(data, design, caps)
     k = _int(data.get("k", 1 if design == "determinism" else 8), "k", 1, MAX_K)
     if design == "determinism" and k != 1:
-        raise MindcapError(f"the determinism design decodes one sample per request (k = 1; use repeats), got k = {k}")
+        raise BadInputError(f"the determinism design decodes one sample per request (k = 1; use repeats), got k = {k}")
     return caps, k, repeats, long_cap
 
 
@@ -414,7 +414,7 @@ def _decoding(data: dict, design: str) -> tuple[Sampling, Forcing]:
     forcing = _table(Forcing, data.get("forcing", {}), "forcing")
     check_cap(forcing.max_tokens, "forcing.max_tokens")
     if design == "determinism" and forcing.enabled:
-        raise MindcapError("the determinism design takes no forcing (it rewrites capped decodes)")
+        raise BadInputError("the determinism design takes no forcing (it rewrites capped decodes)")
     return sampling, forcing
 
 
@@ -425,9 +425,9 @@ def _announce(data: dict, design: str) -> tuple[tuple[int, ...], str]:
     budgets = _caps(announce["budgets"], "announce.budgets") if "budgets" in announce else ()
     style = _typed(announce.get("style", "natural"), str, "announce.style")
     if style not in ANNOUNCE_STYLES or style == "none":
-        raise MindcapError(f"announce.style must be 'natural' or 'tag', got {style!r}")
+        raise BadInputError(f"announce.style must be 'natural' or 'tag', got {style!r}")
     if (design == "announcement") != bool(budgets):
-        raise MindcapError("the announcement design needs [announce] budgets, and only it takes them")
+        raise BadInputError("the announcement design needs [announce] budgets, and only it takes them")
     return budgets, style
 
 
@@ -436,16 +436,16 @@ def _determinism(data: dict, design: str, caps: tuple[int, ...]) -> tuple[int, i
     if design != "determinism":
         given = [key for key in ("repeats", "long_cap") if key in data]
         if given:
-            raise MindcapError(f"{' and '.join(given)} apply to the determinism design only")
+            raise BadInputError(f"{' and '.join(given)} apply to the determinism design only")
         return 1, None
     if "long_cap" not in data:
-        raise MindcapError("the determinism design needs long_cap (the long decode the caps are compared with)")
+        raise BadInputError("the determinism design needs long_cap (the long decode the caps are compared with)")
     long_cap = _int(data["long_cap"], "long_cap", 2, MAX_CAP)
     repeats = _int(data.get("repeats", 2), "repeats", 2, MAX_K)
     if len(set(caps)) != len(caps):
-        raise MindcapError(f"caps lists a cap twice: {list(caps)}")
+        raise BadInputError(f"caps lists a cap twice: {list(caps)}")
     if max(caps) >= long_cap:
-        raise MindcapError(f"every cap must be below long_cap = {long_cap}, got {max(caps)}")
+        raise BadInputError(f"every cap must be below long_cap = {long_cap}, got {max(caps)}")
     return repeats, long_cap
 
 
@@ -461,13 +461,13 @@ def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizer
         tok = load_tokenizer(tokenizer, tokenizers_dir)
         return {p.lang: p.ratio for p in token_premium(tok, langs, n_boot=0, source=flores_source(data_dir))}
     if not isinstance(value, dict):
-        raise MindcapError(f'premiums must be a table (lang = r) or "flores", got {show(value)}')
+        raise BadInputError(f'premiums must be a table (lang = r) or "flores", got {show(value)}')
     bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}
     if bad:
-        raise MindcapError(f"premiums must be numbers, got {show(bad)}")
+        raise BadInputError(f"premiums must be numbers, got {show(bad)}")
     for lang, r in value.items():
         if not (math.isfinite(r) and r > 0):
-            raise MindcapError(f"premiums must be finite and positive, got {lang} = {r}")
+            raise BadInputError(f"premiums must be finite and positive, got {lang} = {r}")
     return {resolve_language(lang): float(r) for lang, r in value.items()}
 
 
@@ -482,11 +482,11 @@ def load_spec(
     try:
         data = tomllib.loads(regular_file(path, "job spec").read_text("utf-8"))
     except OSError as exc:
-        raise MindcapError(f"cannot read job spec {path}: {exc}") from exc
+        raise BadInputError(f"cannot read job spec {path}: {exc}") from exc
     except UnicodeDecodeError as exc:
-        raise MindcapError(f"job spec {path} is not UTF-8 text: {exc}") from exc
+        raise BadInputError(f"job spec {path} is not UTF-8 text: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise MindcapError(f"job spec {path} is not valid TOML: {exc}") from exc
+        raise BadInputError(f"job spec {path} is not valid TOML: {exc}") from exc
     return parse_spec(data, path.resolve().parent, data_dir=data_dir, tokenizers_dir=tokenizers_dir, source=path)
 
 

@@ -100,6 +100,8 @@ class RecordError(MindcapError):
     Callers that know where records came from (the JSONL importer) map the positions to file lines.
     """
 
+    names_source = False  # its message stands alone (no spec file named in front)
+
     def __init__(self, message: str, index: int, other: int | None = None) -> None:
         super().__init__(message)
         self.index = index

@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 
 from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text, check_folder_path, regular_file
 from ..data.languages import resolve_language
-from ..errors import MindcapError, first_line
+from ..errors import DamagedDataError, MindcapError, first_line
 from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
 from .schema import (
     CELL_COLUMNS,
@@ -108,20 +108,20 @@ def _shard_info(entry: object, index: int, manifest: Path) -> ShardInfo:
     """A manifest shard entry as :class:`ShardInfo`; a malformed entry is a one-line error naming the manifest."""
     where = f"ledger manifest {manifest}: shard entry {index}"
     if not isinstance(entry, dict):
-        raise MindcapError(f"{where} is a {type(entry).__name__}, expected an object")
+        raise DamagedDataError(f"{where} is a {type(entry).__name__}, expected an object", path=manifest)
     missing = [k for k in _SHARD_FIELDS if k not in entry]
     extra = sorted(str(k) for k in entry if k not in _SHARD_FIELDS)
     if missing or extra:
         parts = [f"lacks {', '.join(missing)}"] if missing else []
         parts += [f"has unknown key(s) {', '.join(extra)}"] if extra else []
-        raise MindcapError(f"{where} {' and '.join(parts)}")
+        raise DamagedDataError(f"{where} {' and '.join(parts)}", path=manifest)
     for key, kind in _SHARD_FIELDS.items():
         value = entry[key]
         if type(value) is not kind or (kind is int and value < 0):
             what = "a non-negative integer" if kind is int else "a string"
-            raise MindcapError(f"{where}: {key} = {value!r} is not {what}")
+            raise DamagedDataError(f"{where}: {key} = {value!r} is not {what}", path=manifest)
     if not _HEX64.fullmatch(entry["sha256"]):
-        raise MindcapError(f"{where}: sha256 is not 64 lowercase hex digits")
+        raise DamagedDataError(f"{where}: sha256 is not 64 lowercase hex digits", path=manifest)
     return ShardInfo(**entry)
 
 
@@ -218,25 +218,36 @@ class Ledger:
         try:
             data = json.loads(self.manifest_path.read_text("utf-8"))
         except (OSError, ValueError) as exc:
-            raise MindcapError(f"ledger manifest {self.manifest_path} is unreadable: {exc}") from exc
+            raise DamagedDataError(
+                f"ledger manifest {self.manifest_path} is unreadable: {exc}", path=self.manifest_path
+            ) from exc
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise MindcapError(f"{self.manifest_path} is not a mindcap-tok ledger manifest")
+            raise DamagedDataError(
+                f"{self.manifest_path} is not a mindcap-tok ledger manifest", path=self.manifest_path
+            )
         if not isinstance(data.get("version", 0), int):
-            raise MindcapError(f"ledger manifest {self.manifest_path}: version {data['version']!r} is not an integer")
+            raise DamagedDataError(
+                f"ledger manifest {self.manifest_path}: version {data['version']!r} is not an integer",
+                path=self.manifest_path,
+            )
         if data.get("version", 0) > VERSION:
-            raise MindcapError(
-                f"{self.manifest_path} has format version {data['version']}; this mindcap-tok reads {VERSION}"
+            raise DamagedDataError(
+                f"{self.manifest_path} has format version {data['version']}; this mindcap-tok reads {VERSION}",
+                path=self.manifest_path,
             )
         kinds = (("shards", list), ("rows", int), ("tokenizers", dict), ("cells", dict), (TEXT_MISMATCH, dict))
         for key, kind in kinds:
             if key in data and (not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool))):
-                raise MindcapError(f"ledger manifest {self.manifest_path}: {key} is not a {kind.__name__}")
+                raise DamagedDataError(
+                    f"ledger manifest {self.manifest_path}: {key} is not a {kind.__name__}", path=self.manifest_path
+                )
         if "shards" not in data:
-            raise MindcapError(f"ledger manifest {self.manifest_path} lacks shards")
+            raise DamagedDataError(f"ledger manifest {self.manifest_path} lacks shards", path=self.manifest_path)
         for path, rows in data.get(TEXT_MISMATCH, {}).items():
             if not isinstance(rows, list) or not all(type(r) is int and r >= 0 for r in rows):
-                raise MindcapError(
-                    f"ledger manifest {self.manifest_path}: {TEXT_MISMATCH} of {path!r} is not a list of row numbers"
+                raise DamagedDataError(
+                    f"ledger manifest {self.manifest_path}: {TEXT_MISMATCH} of {path!r} is not a list of row numbers",
+                    path=self.manifest_path,
                 )
         return data
 
@@ -281,7 +292,9 @@ class Ledger:
         out = []
         for info, problem in self._entries(manifest):
             if problem is not None:
-                raise MindcapError(f"ledger manifest {self.manifest_path}: shard path {info.path!r} {problem}")
+                raise DamagedDataError(
+                    f"ledger manifest {self.manifest_path}: shard path {info.path!r} {problem}", path=self.manifest_path
+                )
             out.append(info)
         return out
 
@@ -310,17 +323,19 @@ class Ledger:
         path = self._file(shard)
         hint = f"(run `mindcap-tok ledger verify {self.root}`)"
         if self._outside(path):
-            raise MindcapError(f"cannot read ledger shard {path}: it resolves outside the ledger {hint}")
+            raise DamagedDataError(f"cannot read ledger shard {path}: it resolves outside the ledger {hint}", path=path)
         try:
             with pa.OSFile(str(regular_file(path, "ledger shard"))) as fh:
                 data = fh.read_buffer()
         except (OSError, pa.ArrowException) as exc:
-            raise MindcapError(f"cannot read ledger shard {path}: {_why(exc)} {hint}") from exc
+            raise DamagedDataError(f"cannot read ledger shard {path}: {_why(exc)} {hint}", path=path) from exc
         if data.size != shard.bytes:
             msg = f"{data.size} bytes, the manifest says {shard.bytes} (truncated or altered)"
-            raise MindcapError(f"cannot read ledger shard {path}: {msg} {hint}")
+            raise DamagedDataError(f"cannot read ledger shard {path}: {msg} {hint}", path=path)
         if _sha256(data) != shard.sha256:
-            raise MindcapError(f"cannot read ledger shard {path}: content differs from the manifest's SHA-256 {hint}")
+            raise DamagedDataError(
+                f"cannot read ledger shard {path}: content differs from the manifest's SHA-256 {hint}", path=path
+            )
         return data
 
     def _source(self, shard: ShardInfo) -> pa.Buffer | Path:
@@ -329,7 +344,9 @@ class Ledger:
             return self._shard_bytes(shard)
         path = self._file(shard)
         if self._outside(path):
-            raise MindcapError(f"cannot read ledger shard {path}: it resolves outside the ledger {self.root}")
+            raise DamagedDataError(
+                f"cannot read ledger shard {path}: it resolves outside the ledger {self.root}", path=path
+            )
         return regular_file(path, "ledger shard")
 
     def _read_shard(
@@ -345,7 +362,7 @@ class Ledger:
         except (OSError, pa.ArrowException) as exc:
             path = self._file(shard)
             msg = f"cannot read ledger shard {path}: {_why(exc)} (run `mindcap-tok ledger verify {self.root}`)"
-            raise MindcapError(msg) from exc
+            raise DamagedDataError(msg, path=path) from exc
 
     # -- writing ----------------------------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -29,6 +29,8 @@ class TokenizerMismatchError(MindcapError):
     ``recorded`` and ``actual`` (full SHA-256 hex digests).
     """
 
+    names_source = False  # its message stands alone (no spec file named in front)
+
     def __init__(self, name: str, used: str, recorded: str, actual: str) -> None:
         self.name, self.used, self.recorded, self.actual = name, used, recorded, actual
         given = "" if used == name else f" (resolved to {used})"

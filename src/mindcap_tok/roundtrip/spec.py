@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .._io import regular_file
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..ledger.backends import BACKENDS
 from ..spec import (
     Sampling,
@@ -179,9 +179,9 @@ def _models(data: dict, base: Path | None, prefix: str = "") -> tuple[Model, ...
     given = "model_name" in data
     names = _strs(data["model_name"], prefix + "model_name") if given else [default_model_name(p) for p in paths]
     if len(names) != len(paths):
-        raise MindcapError(f"model_name lists {len(names)} names for {len(paths)} models")
+        raise BadInputError(f"model_name lists {len(names)} names for {len(paths)} models")
     if len(set(names)) != len(names):
-        raise MindcapError(f"two models share a name ({', '.join(names)}); give model_name")
+        raise BadInputError(f"two models share a name ({', '.join(names)}); give model_name")
     return tuple(Model(p, n) for p, n in zip(paths, names, strict=True))
 
 
@@ -225,7 +225,7 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
     chains = resolve_sequences(_strs(data["sequences"], "sequences"))
     sources = {c.source for c in chains}
     if len(sources) != 1:
-        raise MindcapError(f"all sequences must start from one source language, got {', '.join(sorted(sources))}")
+        raise BadInputError(f"all sequences must start from one source language, got {', '.join(sorted(sources))}")
     seed = check_seed(data.get("seed", 0))
     sample = _int(data["sample"], "sample") if "sample" in data else None
     k = _int(data.get("sentences_per_text", 1), "sentences_per_text", 1, 1000)
@@ -269,7 +269,7 @@ def read_spec_file(path: str | os.PathLike[str]) -> dict:
         with open(regular_file(path, "round-trip spec"), "rb") as fh:
             return tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise MindcapError(f"cannot read round-trip spec {path}: {exc}") from exc
+        raise BadInputError(f"cannot read round-trip spec {path}: {exc}") from exc
 
 
 def load_spec(path: str | os.PathLike[str], overrides: dict | None = None, *, data_dir=None) -> RoundtripSpec:

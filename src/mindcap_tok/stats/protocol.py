@@ -40,7 +40,7 @@ import pandas as pd
 
 from .._io import atomic_write_text, regular_file
 from .._json import dumps_strict
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError, first_line
 from ..resample import check_resamples
 from ..spec import check_known, check_model, check_seed, reading
 from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, run_family
@@ -99,15 +99,15 @@ def _read(path: Path) -> dict:
 
             data = yaml.safe_load(text)
             if not isinstance(data, dict):
-                raise MindcapError(f"{path}: a protocol must be a mapping at the top level")
+                raise BadInputError("a protocol must be a mapping at the top level", source=path)
             return data
     except (tomllib.TOMLDecodeError, ValueError) as exc:
-        raise MindcapError(f"{path}: not valid {suffix[1:].upper()}: {str(exc).splitlines()[0]}") from exc
+        raise BadInputError(f"not valid {suffix[1:].upper()}: {first_line(exc)}", source=path) from exc
     except Exception as exc:  # yaml.YAMLError; yaml is imported lazily
         if type(exc).__module__.startswith("yaml"):
-            raise MindcapError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from exc
+            raise BadInputError(f"not valid YAML: {first_line(exc)}", source=path) from exc
         raise
-    raise MindcapError(f"{path}: protocol files are .toml, .yaml or .yml")
+    raise BadInputError("protocol files are .toml, .yaml or .yml", source=path)
 
 
 def load_protocol(path: str | Path) -> Protocol:
@@ -120,17 +120,17 @@ def load_protocol(path: str | Path) -> Protocol:
         model = check_model(raw["model"]) if raw.get("model") is not None else None
     name = str(raw.get("name") or "")
     if not name:
-        raise MindcapError(f"{path}: a protocol needs a name")
+        raise BadInputError("a protocol needs a name", source=path)
     hyps = raw.get("hypotheses") or []
     if not isinstance(hyps, list) or not hyps:
-        raise MindcapError(f"{path}: declare at least one [[hypotheses]] entry")
+        raise BadInputError("declare at least one [[hypotheses]] entry", source=path)
     defaults = {"model": raw.get("model")}
     frame = raw.get("frame", "replay")
     if frame not in FRAMES:
-        raise MindcapError(f"{path}: frame must be one of {', '.join(FRAMES)}")
+        raise BadInputError(f"frame must be one of {', '.join(FRAMES)}", source=path)
     outcomes = raw.get("outcomes", {})
     if not isinstance(outcomes, Mapping) or set(outcomes) - set(DEFAULT_OUTCOMES):
-        raise MindcapError(f"{path}: outcomes takes the keys {', '.join(DEFAULT_OUTCOMES)}")
+        raise BadInputError(f"outcomes takes the keys {', '.join(DEFAULT_OUTCOMES)}", source=path)
     try:
         proto = Protocol(
             name=name,
@@ -149,13 +149,13 @@ def load_protocol(path: str | Path) -> Protocol:
             description=str(raw.get("description", "")),
         )
     except (TypeError, ValueError) as exc:
-        raise MindcapError(f"{path}: {exc}") from exc
+        raise BadInputError(str(exc), source=path) from exc
     if not 0 < proto.alpha < 1 or proto.n_boot < 2 or proto.tail_factor < 1:
-        raise MindcapError(f"{path}: need 0 < alpha < 1, n_boot >= 2 and tail_factor >= 1")
+        raise BadInputError("need 0 < alpha < 1, n_boot >= 2 and tail_factor >= 1", source=path)
     try:
         check_resamples(proto.n_boot, 1 - proto.alpha, name="n_boot")
     except MindcapError as exc:
-        raise MindcapError(f"{path}: {exc} (level = 1 - alpha)") from None
+        raise BadInputError(f"{exc} (level = 1 - alpha)", source=path) from None
     return proto
 
 

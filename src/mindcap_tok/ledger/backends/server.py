@@ -49,7 +49,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ...errors import MindcapError, MissingExtraError, first_line
+from ...errors import BackendError, MindcapError, MissingExtraError, first_line
 from ...spec import ServerSpec, check_server
 from . import ChatTokenizer, Completion, GenRequest
 
@@ -483,7 +483,7 @@ class ServerBackend:
                 if wait is None:
                     wait = min(MAX_WAIT_S, self.backoff_s * 2**attempt) * self._jitter.uniform(0.5, 1.0)
                 await asyncio.sleep(wait)
-        raise MindcapError(f"{self._label(req)} failed after {attempts} attempt(s): {last}")
+        raise BackendError(f"{self._label(req)} failed after {attempts} attempt(s): {last}", url=url, attempts=attempts)
 
     async def _post(self, client, url: str, body: dict) -> _Answer:
         """One POST, the whole exchange (connect, send, headers, body) within ``timeout_s``."""
@@ -521,7 +521,7 @@ class ServerBackend:
             return f"no answer from {url} {within}"
         return f"no complete answer from {url} {within} (status {got.status}, received {got.received} bytes)"
 
-    def _refusal(self, url: str, resp, req: GenRequest) -> MindcapError:
+    def _refusal(self, url: str, resp, req: GenRequest) -> BackendError:
         """The one-line error of a non-retryable answer, with a hint for a wrong key or model name."""
         hint = ""
         if resp.status_code in (401, 403):
@@ -533,7 +533,7 @@ class ServerBackend:
                 "set [server] model; is the URL's path /v1?)"
             )
         message = server_message(resp.content, resp.reason_phrase)
-        return MindcapError(f"{self._label(req)}: {url} answered {resp.status_code}: {message}{hint}")
+        return BackendError(f"{self._label(req)}: {url} answered {resp.status_code}: {message}{hint}", url=url)
 
     async def _attempt(self, client, url: str, req: GenRequest) -> list[Completion]:
         plain = self.plain.get(url)

@@ -1,0 +1,147 @@
+"""The exception hierarchy under MindcapError: kinds, structured fields, and where each kind is raised."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import mindcap_tok
+from ledger_factory import make_cell
+from mindcap_tok.cli.main import cli
+from mindcap_tok.config import ENV_CONFIG, load_config
+from mindcap_tok.errors import (
+    BackendError,
+    BadInputError,
+    DamagedDataError,
+    MindcapError,
+    MissingExtraError,
+    locate,
+)
+from mindcap_tok.ledger.backends import require
+from mindcap_tok.ledger.generate import run_job
+from mindcap_tok.ledger.jobs import parse_spec
+from mindcap_tok.ledger.store import MANIFEST, Ledger
+from mindcap_tok.premium import token_premium
+from mindcap_tok.spec import SpecError, reading
+from mindcap_tok.stats.protocol import load_protocol
+from test_server_backend import LABEL, ONE_REQUEST, backend, fakes, hf, server_spec, tiny  # noqa: F401
+
+SRC = Path(mindcap_tok.__file__).parent  # the package under test
+#: the only ``raise ValueError(`` allowed in src: pydantic validators of the spec layer, which must raise
+#: ValueError for pydantic to report the value (``spec.validate``/``spec.check`` turn it into a SpecError)
+VALUE_ERROR_ALLOWED = {"spec.py": 2}
+
+
+@pytest.mark.parametrize("kind", [BadInputError, DamagedDataError, BackendError, MissingExtraError, SpecError])
+def test_every_kind_is_a_mindcap_error(kind):
+    assert issubclass(kind, MindcapError)
+    assert issubclass(SpecError, BadInputError)
+
+
+def test_fields_are_keyword_only_and_the_message_stays_one_line():
+    bad = BadInputError("must be positive", key="n_boot")
+    assert (str(bad), bad.key, bad.source) == ("must be positive", "n_boot", None)
+    damaged = DamagedDataError("shard truncated", path="L/x.parquet", source="L")
+    assert (str(damaged), damaged.path) == ("L: shard truncated", "L/x.parquet")
+    failed = BackendError("request failed", url="http://h/v1", attempts=3)
+    assert (str(failed), failed.url, failed.attempts) == ("request failed", "http://h/v1", 3)
+    with pytest.raises(TypeError):
+        BadInputError("x", "n_boot")  # the message's words, not fields, are positional
+    spec = SpecError("sampling.top_p", "must be in (0, 1], got 5.0")
+    assert (spec.key, spec.problem) == ("sampling.top_p", "must be in (0, 1], got 5.0")
+    assert str(spec) == "sampling.top_p: must be in (0, 1], got 5.0"
+
+
+def test_reading_names_the_source_by_field_and_keeps_the_kind():
+    with pytest.raises(SpecError) as exc, reading("job.toml"):
+        raise SpecError("k", "must be >= 1, got 0")
+    assert (exc.value.source, exc.value.key, str(exc.value)) == ("job.toml", "k", "job.toml: k: must be >= 1, got 0")
+    with pytest.raises(MissingExtraError) as missing, reading("job.toml"):
+        raise MissingExtraError("vllm", "vllm")
+    assert missing.value.source is None and not str(missing.value).startswith("job.toml")
+    inner = BadInputError("x", source="a.toml")
+    assert not locate(inner, "b.toml") and str(inner) == "a.toml: x"  # the first source named stays
+
+
+def test_bad_spec_value_is_a_spec_error_naming_file_and_key():
+    data = {"model": "x", "arms": ["native"], "langs": ["deu_Latn"], "design": "replay", "sampling": {"top_p": 5.0}}
+    with pytest.raises(SpecError) as exc:
+        parse_spec(data, source="job.toml")
+    assert isinstance(exc.value, BadInputError)
+    assert (exc.value.key, exc.value.source) == ("sampling.top_p", "job.toml")
+    assert str(exc.value) == "job.toml: sampling.top_p: must be in (0, 1], got 5.0"
+
+
+def test_spec_rules_of_a_reader_are_bad_input_naming_the_file():
+    data = {"model": "x", "arms": ["native"], "langs": ["deu_Latn"], "design": "nope"}
+    with pytest.raises(BadInputError) as exc:
+        parse_spec(data, source="job.toml")
+    assert exc.value.source == "job.toml"
+    assert str(exc.value) == "job.toml: design 'nope'; use one of replay, independent, announcement, determinism"
+
+
+def test_protocol_and_config_files_are_bad_input(tmp_path, monkeypatch):
+    proto = tmp_path / "p.toml"
+    proto.write_text("seed = 1\n", "utf-8")
+    with pytest.raises(BadInputError) as exc:
+        load_protocol(proto)
+    assert (exc.value.source, str(exc.value)) == (proto, f"{proto}: a protocol needs a name")
+    monkeypatch.setenv(ENV_CONFIG, str(tmp_path))
+    with pytest.raises(BadInputError, match=rf"^{ENV_CONFIG} names .*, which is not a file$"):
+        load_config()
+
+
+def test_missing_extra_from_require():
+    with pytest.raises(MissingExtraError) as exc:
+        require("mindcap_no_such_module", "vllm", "vllm")
+    assert (exc.value.package, exc.value.extra) == ("mindcap_no_such_module", "vllm")
+    assert str(exc.value) == "the vllm backend needs mindcap_no_such_module: pip install 'mindcap-tok[vllm]'"
+
+
+def test_damaged_shard_and_manifest_are_damaged_data(tmp_path, qwen):
+    root = tmp_path / "L"
+    (shard,) = Ledger(root).append(make_cell(qwen, n_items=2, n_samples=1), qwen)
+    path = root / shard.path
+    data = path.read_bytes()
+    path.write_bytes(data[:-5])
+    with pytest.raises(DamagedDataError) as exc:
+        Ledger(root).read()
+    assert exc.value.path == path
+    assert f"{len(data) - 5} bytes, the manifest says {len(data)}" in str(exc.value)
+    out = CliRunner().invoke(cli, ["ledger", "info", str(root)])  # still one line, exit 2
+    assert out.exit_code == 2 and out.output.startswith("error: cannot read ledger shard")
+    assert len(out.output.splitlines()) == 1
+    (root / MANIFEST).write_text('{"format": "something else"}', "utf-8")
+    with pytest.raises(DamagedDataError) as bad:
+        Ledger(root).read()
+    assert bad.value.path == root / MANIFEST
+
+
+def test_server_that_always_fails_is_a_backend_error(tmp_path, tiny, fakes, config):  # noqa: F811
+    fake = fakes()
+    fake.faults = ["500", "500"]
+    spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
+    with pytest.raises(BackendError) as exc:
+        run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+    assert (exc.value.attempts, exc.value.url) == (2, fake.url)
+    assert str(exc.value).startswith(f"{LABEL} failed after 2 attempt(s): ")
+
+
+@pytest.mark.parametrize("level", [0.0, 1.0, 1.5])
+def test_premium_with_a_bad_level_is_bad_input(qwen, level):
+    with pytest.raises(BadInputError) as exc:
+        token_premium(qwen, languages=["deu_Latn"], ci=level)
+    assert not isinstance(exc.value, ValueError)
+    assert (exc.value.key, str(exc.value)) == ("ci", f"ci must be in (0, 1), got {level}")
+
+
+def test_src_raises_no_value_error_for_user_input():
+    found = {}
+    for file in SRC.rglob("*.py"):
+        n = len(re.findall(r"raise ValueError\(", file.read_text("utf-8")))
+        if n:
+            found[str(file.relative_to(SRC))] = n
+    assert found == VALUE_ERROR_ALLOWED
