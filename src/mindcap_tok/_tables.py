@@ -10,12 +10,15 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ._json import dumps_strict
 from .errors import MindcapError
+
+if TYPE_CHECKING:  # pandas is imported where a table is rendered: every command imports FORMATS at start-up
+    import pandas as pd
 
 #: every ``--format`` a table can take; ``latex`` only where a table is the product
 FORMATS = ("table", "json", "csv", "md", "latex")
@@ -27,6 +30,8 @@ FLOATFMT = ".4f"
 
 def is_missing(value) -> bool:
     """None, NaN, ±inf, pd.NA or NaT: what strict JSON writes as null."""
+    import pandas as pd
+
     if isinstance(value, float):
         return not math.isfinite(value)
     return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
@@ -42,6 +47,8 @@ def format_cell(value, floatfmt: str = FLOATFMT) -> str:
 
 
 def _right_aligned(column: pd.Series) -> bool:
+    import pandas as pd
+
     return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
 
 
@@ -56,6 +63,7 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = FLOATFMT) -> str:
 
 
 def _plain_table(frame: pd.DataFrame, title: str | None, floatfmt: str) -> str:
+    import pandas as pd
     from rich.console import Console
     from rich.table import Table
 
@@ -77,6 +85,8 @@ def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: s
 
     LaTeX escapes ``_ % & # $ { } ~ ^ \\`` in headers and cells, so ``tha_Thai`` reads ``tha\\_Thai``.
     """
+    import pandas as pd
+
     if fmt == "json":
         return dumps_strict(list(rows)) + "\n"
     frame = pd.DataFrame(list(rows))
