@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from mindcap_tok.errors import (
     MindcapError,
     MissingExtraError,
     locate,
+    with_context,
 )
 from mindcap_tok.ledger.backends import require
 from mindcap_tok.ledger.generate import run_job
@@ -145,3 +147,81 @@ def test_src_raises_no_value_error_for_user_input():
         if n:
             found[str(file.relative_to(SRC))] = n
     assert found == VALUE_ERROR_ALLOWED
+
+
+# -- context added around an error keeps its kind ----------------------------------------------------------------
+def test_with_context_keeps_kind_and_fields():
+    missing = with_context(MissingExtraError("fasttext", "lid"), "ctx: here")
+    assert type(missing) is MissingExtraError and (missing.package, missing.extra) == ("fasttext", "lid")
+    assert str(missing) == "ctx: here"
+    damaged = with_context(DamagedDataError("truncated", path="L/x", source="L"), "reading L: truncated")
+    assert type(damaged) is DamagedDataError and (damaged.path, damaged.source) == ("L/x", None)
+    assert str(damaged) == "reading L: truncated"  # the source is in the message once, not twice
+
+
+def _no_sentencepiece(*args, **kwargs):
+    raise MissingExtraError("sentencepiece", "spm")
+
+
+EXTRA = "sentencepiece is not installed; install the 'spm' extra: pip install 'mindcap-tok[spm]'"
+
+
+def test_premiums_for_a_tokenizer_keep_a_missing_extra(monkeypatch):
+    from mindcap_tok import tokenizer
+    from mindcap_tok.stats import premiums
+
+    monkeypatch.setattr(tokenizer, "load_tokenizer", _no_sentencepiece)  # imported where it is used
+    with pytest.raises(MissingExtraError) as exc:
+        premiums.resolve_premiums(["gemma-3"], ["gemma-3"], ["deu_Latn"])
+    assert str(exc.value) == f"cannot compute premiums for 'gemma-3': {EXTRA}"
+
+
+def test_ledger_tokenizers_keep_a_missing_extra(monkeypatch):
+    from mindcap_tok.ledger import tokenizers
+
+    monkeypatch.setattr(tokenizers, "load_tokenizer", _no_sentencepiece)
+    with pytest.raises(MissingExtraError) as exc:
+        tokenizers.resolve_tokenizers(["gemma-3"], None)
+    assert str(exc.value).startswith(f"cannot load the tokenizer 'gemma-3' that these records name ({EXTRA}); ")
+
+
+def test_ledger_append_keeps_a_missing_extra(tmp_path, qwen, monkeypatch):
+    from mindcap_tok.ledger import store
+
+    monkeypatch.setattr(store, "load_tokenizer", _no_sentencepiece)
+    with pytest.raises(MissingExtraError) as exc:
+        Ledger(tmp_path / "L").append(make_cell(qwen, n_items=1, n_samples=1), None)
+    assert str(exc.value) == f"cannot check token ids of tokenizer 'qwen3-8b': {EXTRA}; pass the tokenizer to append()"
+
+
+HYPOTHESIS = '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 192\n'
+
+
+def test_protocol_premium_tokenizer_keeps_a_missing_extra(tmp_path, monkeypatch):
+    from mindcap_tok import tokenizer
+    from mindcap_tok.stats.protocol import protocol_inputs
+
+    monkeypatch.setattr(tokenizer, "load_tokenizer", _no_sentencepiece)
+    proto = tmp_path / "p.toml"
+    proto.write_text('name = "p"\nmodel = "gemma-3"\npremiums = "gemma-3"\n' + HYPOTHESIS, "utf-8")
+    with pytest.raises(MissingExtraError) as exc:
+        protocol_inputs(proto)
+    assert str(exc.value) == f"{proto}: cannot load its premiums tokenizer gemma-3: {EXTRA}"
+
+
+def test_import_keeps_damaged_data_found_after_a_committed_batch(tmp_path, qwen):
+    from mindcap_tok.ledger.importer import import_jsonl
+
+    src = tmp_path / "gen.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in make_cell(qwen, n_items=2, n_samples=1)), "utf-8")
+    root = tmp_path / "L"
+
+    def damage(records, _total):  # the first batch is committed: the ledger's manifest breaks before the second
+        (root / MANIFEST).write_text('{"format": "something else"}', "utf-8")
+
+    with pytest.raises(DamagedDataError) as exc:
+        import_jsonl(src, root, qwen, batch_records=1, on_progress=damage)
+    assert exc.value.path == root / MANIFEST
+    assert str(exc.value).endswith(
+        f"; 1 records before it were committed to {root} (rerun after fixing the line to continue)"
+    )

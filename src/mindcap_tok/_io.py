@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .errors import MindcapError
+from .errors import MindcapError, with_context
 
 #: the file that makes a folder a ledger, and the format it names (ledger/store.py writes it)
 LEDGER_MANIFEST = "_manifest.json"
@@ -264,7 +264,7 @@ def _pending_replace(target: Path, producer: str) -> str | None:
     try:
         _check_owned(old, producer)
     except MindcapError as exc:
-        raise MindcapError(f"an earlier run left {old}, which cannot be cleaned up: {exc}") from exc
+        raise with_context(exc, f"an earlier run left {old}, which cannot be cleaned up: {exc}") from exc
     return "finish" if os.path.lexists(target) else "restore"
 
 

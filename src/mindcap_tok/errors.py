@@ -90,6 +90,20 @@ def locate(exc: MindcapError, source: object) -> bool:
     return True
 
 
+def with_context(exc: MindcapError, message: str) -> MindcapError:
+    """A copy of ``exc`` that says ``message`` (the caller's context around ``str(exc)``), of the same kind and with
+    the same fields, so that a caller adding context never turns a missing extra or damaged data into a plain
+    error. ``message`` already holds ``exc``'s source, so the copy names none (a reader may name its own).
+
+    Raise it ``from exc``.
+    """
+    kind = type(exc)
+    copy = kind.__new__(kind, message)
+    copy.__dict__.update(exc.__dict__)
+    copy.args, copy.source = (message,), None
+    return copy
+
+
 def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message (its type when the message is empty)."""
     text = str(exc).strip()

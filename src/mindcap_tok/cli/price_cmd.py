@@ -9,7 +9,7 @@ from ..adaptation.extend import DEFAULT_MIN_FREQ
 from ..adaptation.price import Pricing, price_ledger
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import MindcapError, with_context
 from ..ledger.store import Ledger
 from ..tokenizer import load_tokenizer
 from ._options import (
@@ -137,7 +137,7 @@ def price_command(
         try:
             source = flores_source(state.config.data_dir.value)
         except MindcapError as exc:
-            raise MindcapError(f"{exc}; or pass --no-premium to skip the FLORES compression check") from exc
+            raise with_context(exc, f"{exc}; or pass --no-premium to skip the FLORES compression check") from exc
     ids_tok = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
     results: list[Pricing] = []
     with progress_bar("pricing", total=len(models) * len(codes)) as advance:

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from .._io import regular_file
 from ..data.mgsm import parse_gold
-from ..errors import MindcapError, first_line
+from ..errors import MindcapError, first_line, with_context
 from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
 from .schema import (
     CELL_COLUMNS,
@@ -325,8 +325,9 @@ def import_jsonl(
         done = result.added + result.skipped
         if not done:
             raise
-        raise MindcapError(
-            f"{exc}; {done:,} records before it were committed to {led.root} (rerun after fixing the line to continue)"
+        raise with_context(
+            exc,
+            f"{exc}; {done:,} records before it were committed to {led.root} (rerun after fixing the line to continue)",
         ) from exc
     except KeyboardInterrupt as exc:
         raise ImportInterrupted(stopped("interrupted")) from exc

@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 
 from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text, check_folder_path, regular_file
 from ..data.languages import resolve_language
-from ..errors import DamagedDataError, MindcapError, first_line
+from ..errors import DamagedDataError, MindcapError, first_line, with_context
 from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
 from .schema import (
     CELL_COLUMNS,
@@ -419,8 +419,8 @@ class Ledger:
                 try:
                     tok = load_tokenizer(name)
                 except MindcapError as exc:
-                    raise MindcapError(
-                        f"cannot check token ids of tokenizer {name!r}: {exc}; pass the tokenizer to append()"
+                    raise with_context(
+                        exc, f"cannot check token ids of tokenizer {name!r}: {exc}; pass the tokenizer to append()"
                     ) from exc
             entry = {"sha256": tok.sha256, "vocab_size": tok.vocab_size}
             if name in known and known[name]["sha256"] != entry["sha256"]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from ..errors import MindcapError
+from ..errors import MindcapError, with_context
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
 from .store import Ledger
 
@@ -84,9 +84,10 @@ def resolve_tokenizers(
             try:
                 tok = load_tokenizer(name, tokenizers_dir)
             except MindcapError as exc:
-                raise MindcapError(
+                raise with_context(
+                    exc,
                     f"cannot load the tokenizer {name!r} that these records name ({exc}); "
-                    "name the tokenizer their ids belong to with --tokenizer NAME|FILE"
+                    "name the tokenizer their ids belong to with --tokenizer NAME|FILE",
                 ) from exc
         check_tokenizer(name, tok, recorded, allow_mismatch)
         out[name] = tok

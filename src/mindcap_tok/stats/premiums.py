@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import MindcapError, with_context
 from ..premium import Premium
 from ..resample import scale_budget
 from ..tokenizer import canonical_model_name
@@ -146,7 +146,7 @@ def resolve_premiums(
             tok = load_tokenizer(name, tokenizers_dir)
         except MindcapError as exc:
             hint = "; pass --premiums (a tokenizer name, a premium JSON file, or lang=r)" if auto else ""
-            raise MindcapError(f"cannot compute premiums for {name!r}: {exc}{hint}") from exc
+            raise with_context(exc, f"cannot compute premiums for {name!r}: {exc}{hint}") from exc
         # only the ratios are used here, so the premium CI bootstrap is kept minimal
         rows = token_premium(tok, langs, ref=ref, n_boot=0, seed=0, source=flores_source(data_dir))
         for row in rows:

@@ -40,7 +40,7 @@ import pandas as pd
 
 from .._io import atomic_write_text, regular_file
 from .._json import dumps_strict
-from ..errors import BadInputError, MindcapError, first_line
+from ..errors import BadInputError, MindcapError, first_line, with_context
 from ..resample import check_resamples
 from ..spec import check_known, check_model, check_seed, reading
 from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, run_family
@@ -216,7 +216,7 @@ def protocol_inputs(
             try:
                 tok = load_tokenizer(spec, tokenizers_dir)
             except MindcapError as exc:
-                raise MindcapError(f"{path}: cannot load its premiums tokenizer {name}: {exc}") from exc
+                raise with_context(exc, f"{path}: cannot load its premiums tokenizer {name}: {exc}") from exc
             out[f"tokenizer {name}"] = tok.sha256
     return out
 
