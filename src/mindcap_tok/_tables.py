@@ -12,16 +12,13 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ._json import dumps_strict
+from .choices import FORMATS as FORMATS
 from .errors import MindcapError
 
 if TYPE_CHECKING:  # pandas is imported where a table is rendered: every command imports FORMATS at start-up
     import pandas as pd
 
-#: every ``--format`` a table can take; ``latex`` only where a table is the product
-FORMATS = ("table", "json", "csv", "md", "latex")
 #: how a missing value shows in a table (JSON has null, CSV an empty field)
 MISSING = "—"
 #: the default number format of a float cell
@@ -39,6 +36,8 @@ def is_missing(value) -> bool:
 
 def format_cell(value, floatfmt: str = FLOATFMT) -> str:
     """One cell as text: missing values as :data:`MISSING` (never ``nan``), floats by ``floatfmt``."""
+    import numpy as np  # here, not at the top: every command imports FORMATS at start-up (via choices)
+
     if isinstance(value, np.generic):
         value = value.item()
     if is_missing(value):

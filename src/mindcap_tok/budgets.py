@@ -10,14 +10,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .choices import MAX_BUDGET as MAX_BUDGET
+from .choices import SCORE_BUDGETS as SCORE_BUDGETS
+from .choices import SWEEP_BUDGETS as SWEEP_BUDGETS
 from .errors import MindcapError
-
-#: the paper's retrospective sweep grid (§3): what ``sweep``, ``report`` and the audits default to
-SWEEP_BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024)
-#: the scoring grid: the sweep grid plus the 2048/4096 extension (``score`` and ``score_ledger``'s default)
-SCORE_BUDGETS = (*SWEEP_BUDGETS, 2048, 4096)
-#: the largest budget accepted (a token count; 2**31 - 1, so every budget fits the ledger's int32 positions)
-MAX_BUDGET = 2**31 - 1
 
 
 def check_budgets(budgets: Iterable[int], *, sort: bool = False) -> np.ndarray:

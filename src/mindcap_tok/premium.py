@@ -35,16 +35,16 @@ from fractions import Fraction
 import numpy as np
 from tokenizers import Tokenizer
 
-from .data.flores import SPLITS, flores_file, flores_source, load_parallel
+from .choices import DEFAULT_LANGS as DEFAULT_LANGS
+from .choices import PREMIUM_SPLITS as PREMIUM_SPLITS
+from .choices import PROTOCOLS as PROTOCOLS
+from .data.flores import flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
 from .errors import BadInputError, MindcapError
 from .resample import bootstrap_sums, check_resamples, scale_budget
 from .tokenizer import ResolvedTokenizer
 from .tokenizer_backends import Counter
 
-DEFAULT_LANGS = ("de", "th", "sw")
-PREMIUM_SPLITS = (*SPLITS, "dev+devtest")
-PROTOCOLS = ("per-sentence", "petrov2023")
 ENGINES = ("auto", "reference")
 #: characters of text from which ``engine="auto"`` counts a byte-level tokenizer.json with tiktoken (about 30
 #: FLORES languages): building the engine, checks included, costs what tiktoken saves on 2.8 M (Qwen3) to 7.4 M

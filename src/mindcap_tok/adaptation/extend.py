@@ -34,15 +34,13 @@ from pathlib import Path
 import regex
 from tokenizers import Tokenizer
 
+from ..choices import DEFAULT_MIN_FREQ as DEFAULT_MIN_FREQ
 from ..errors import MindcapError
 from ..tokenizer import ResolvedTokenizer, is_byte_level
 from ..tokenizer_backends import parse_rank_file, tiktoken_files
 from ._bpe import PairLearner, RankLearner, Ranks
 from .corpus import Corpus, ItemId, as_corpus
 
-#: pair frequency floor of a fixed-count rule when none is given, and the default rule's floor when neither a size
-#: nor a frequency is given: a pair seen once is no evidence that the new token saves anything on new text
-DEFAULT_MIN_FREQ = 2
 #: the tokenizer families an extension can be learned for
 EXTENDABLE_FAMILIES = ("tokenizers", "tiktoken")
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .._tables import FORMATS
-from ..budgets import MAX_BUDGET
+from ..choices import FORMATS, MAX_BUDGET
 from ..errors import MindcapError
-from ..resample import check_resamples
 from ._parsing import MultiValueOption
 
 
@@ -92,6 +90,8 @@ def n_boot_option(default: int = 10_000):
 def check_n_boot(n_boot: int, level: float = 0.95) -> None:
     """Refuse ``--n-boot`` below the minimum for ``level`` before any work (the rule:
     :func:`mindcap_tok.resample.min_resamples`); the library refuses the same, later, on its own."""
+    from ..resample import check_resamples  # numpy: imported when a command runs, not for --help
+
     check_resamples(n_boot, level)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from ..errors import MindcapError
-from ..tokenizer import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
@@ -111,6 +110,7 @@ def audit_command(
     from ..data.mgsm import load_mgsm
     from ..ledger.store import Ledger
     from ..stats.premiums import resolve_premiums
+    from ..tokenizer import load_tokenizer
 
     data_dir, toks_dir = state.config.data_dir.value, state.config.tokenizers_dir.value
     # user inputs first: a bad --only, delimiter, labels file or --premiums fails the command before any audit runs

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from ..data.languages import aliases, flores_codes
-from ..tokenizer import registry
 from ._options import format_option
 from ._output import emit, render, to_json
 from ._parsing import Command
@@ -16,6 +15,8 @@ from ._parsing import Command
 @click.pass_obj
 def config_command(state, fmt: str) -> None:
     """Show the resolved data and tokenizer folders and where each setting came from."""
+    from ..tokenizer import registry
+
     info = state.config.as_dict()
     info["models"] = {"value": ", ".join(registry()), "source": "package registry"}
     if fmt == "json":

@@ -7,12 +7,9 @@ import time
 import click
 
 from .._io import check_new_folder
-from ..adaptation.corpus import load_corpus
-from ..adaptation.crossfit import extend_crossfit, summarize
-from ..adaptation.extend import DEFAULT_MIN_FREQ
+from ..choices import DEFAULT_MIN_FREQ
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
-from ..tokenizer import load_tokenizer
 from ._options import check_n_boot, format_option, multi_option, n_boot_option, out_dir_option
 from ._output import emit, render, to_json
 from ._parsing import Command
@@ -93,6 +90,10 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
     Fold k's extension learns only from items outside fold k; its manifest lists both item sets, and the
     FLORES devtest premium of the language before and after (bootstrap CIs) and the English token change.
     """
+    from ..adaptation.corpus import load_corpus
+    from ..adaptation.crossfit import extend_crossfit, summarize
+    from ..tokenizer import load_tokenizer
+
     if len(models) != 1 or len(langs) != 1:
         raise click.UsageError("extend takes one --model and one --lang")
     check_n_boot(n_boot)  # the premiums' CIs are at 0.95

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..ledger.backends import BACKENDS
-from ..ledger.generate import dry_run, run_job
+from ..choices import BACKENDS
 from ._options import multi_option, out_dir_option
 from ._parsing import Command
 from ._progress import throughput_bar
@@ -30,6 +29,8 @@ from ._progress import throughput_bar
 @click.pass_obj
 def generate_command(state, job: str, out: str, backend: str | None, base_url: tuple[str, ...], dry: bool) -> None:
     """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
+    from ..ledger.generate import dry_run, run_job
+
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value}
     if dry:
         plan = dry_run(job, out, **dirs)

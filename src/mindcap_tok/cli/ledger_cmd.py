@@ -7,8 +7,6 @@ from pathlib import Path
 
 import click
 
-from ..ledger.importer import ImportInterrupted, import_jsonl
-from ..ledger.store import Ledger
 from ._options import format_option, no_verify_option, out_dir_option, out_file_option
 from ._output import emit, render
 from ._parsing import Group
@@ -59,6 +57,8 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
     output_ids given, a record that finished by length holds cap ids, and its text is the decoding of its
     ids (special tokens skipped or kept); --allow-text-mismatch stores such records marked instead.
     """
+    from ..ledger.importer import ImportInterrupted, import_jsonl
+
     # a pipe can be read only once: count lines (for the progress bar) only in regular files
     total = _count_lines(file) if file != "-" and Path(file).is_file() else 0
     try:
@@ -88,6 +88,8 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
 @no_verify_option
 def info_command(ledger: str, fmt: str, out: str | None, no_verify: bool) -> None:
     """Cells, record counts, cap-hit rates and output-length quantiles of LEDGER."""
+    from ..ledger.store import Ledger
+
     led = Ledger(ledger, verify=not no_verify)
     frame = led.info()
     if fmt == "table":
@@ -104,6 +106,8 @@ def verify_command(ledger: str) -> None:
 
     Safe to run while an import appends: it waits for a commit in progress and checks one consistent state.
     """
+    from ..ledger.store import Ledger
+
     report = Ledger(ledger).verify()
     for note in report.notes:
         click.echo(f"note: {note}", err=True)

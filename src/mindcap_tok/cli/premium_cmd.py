@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
+from ..choices import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS
 from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
-from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
-from ..tokenizer import load_tokenizer
 from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option, out_file_option
 from ._output import emit, render, to_json
 from ._parsing import Command
@@ -85,6 +84,9 @@ def premium_command(
     state, models, langs, all_langs, ref, split, protocol, n_boot, seed, level, budgets, fmt, out, plot
 ) -> None:
     """Token premium r = tokens(L)/tokens(ref) on FLORES-200, with a paired bootstrap CI."""
+    from ..premium import token_premium
+    from ..tokenizer import load_tokenizer
+
     if plot and protocol == "petrov2023":
         raise click.UsageError("--plot draws CIs; --protocol petrov2023 has none")
     if all_langs and langs:

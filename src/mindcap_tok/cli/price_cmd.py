@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .._io import check_new_folder
-from ..adaptation.extend import DEFAULT_MIN_FREQ
-from ..adaptation.price import Pricing, price_ledger
+from ..choices import DEFAULT_MIN_FREQ
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
 from ..errors import MindcapError, with_context
-from ..ledger.store import Ledger
-from ..tokenizer import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
@@ -28,6 +27,9 @@ from ._options import (
 from ._output import emit, render, to_json
 from ._parsing import Command
 from ._progress import progress_bar
+
+if TYPE_CHECKING:
+    from ..adaptation.price import Pricing
 
 
 def _pts(x: float) -> str:
@@ -118,6 +120,10 @@ def price_command(
 
     Accuracies, deficits and gains are fractions in JSON/CSV and percentage points in the table.
     """
+    from ..adaptation.price import price_ledger
+    from ..ledger.store import Ledger
+    from ..tokenizer import load_tokenizer
+
     check_n_boot(n_boot, level)
     if bool(extension) == bool(learn_extension):
         raise click.UsageError("give either --extension DIR or --learn-extension")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from ..ledger.backends import BACKENDS
+from ..choices import BACKENDS
 from ._options import format_option, multi_option, n_boot_option, out_dir_option
 from ._output import emit, render, to_json
 from ._parsing import Group

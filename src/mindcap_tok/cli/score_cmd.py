@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .._io import check_output_folder, output_folder
-from ..budgets import SCORE_BUDGETS
+from ..choices import SCORE_BUDGETS, VARIANTS
 from ..errors import MindcapError
-from ..ledger.parse import VARIANTS
-from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
-from ..ledger.score import Scores, accuracy_curves, score_ledger
-from ..ledger.store import Ledger
-from ..ledger.tokenizers import resolve_tokenizers
-from ..tokenizer import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
@@ -26,8 +22,8 @@ from ._output import emit, render
 from ._parsing import Command
 from ._progress import progress_bar
 
-_COLUMNS = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason", "tokenizer"]
-
+if TYPE_CHECKING:
+    from ..ledger.score import Scores
 
 #: the command named in a --save folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok score --save"
@@ -70,10 +66,17 @@ def score_command(
     allow_tokenizer_mismatch,
 ) -> None:
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
+    from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
+    from ..ledger.score import accuracy_curves, score_ledger
+    from ..ledger.store import Ledger
+    from ..ledger.tokenizers import resolve_tokenizers
+    from ..tokenizer import load_tokenizer
+
+    columns = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason", "tokenizer"]
     if save:
         check_output_folder(save, PRODUCER)  # before the scoring, not after it
     led = Ledger(ledger_dir, verify=not no_verify)
-    records = led.read(model=models or None, arm=arms or None, lang=langs or None, columns=_COLUMNS)
+    records = led.read(model=models or None, arm=arms or None, lang=langs or None, columns=columns)
     if records.num_rows == 0:
         raise MindcapError(f"no records in {ledger_dir} match the selection")
     override = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None

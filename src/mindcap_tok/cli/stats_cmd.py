@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import click
-import pandas as pd
+from typing import TYPE_CHECKING
 
-from ..budgets import SWEEP_BUDGETS
+import click
+
+from ..choices import FRAMES, SWEEP_BUDGETS
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..report.budget_report import DELTA_COLUMNS, to_points
-from ..stats.curves import sweep
-from ..stats.grid import FRAMES
-from ..stats.premiums import lookup_premium, required_budgets, resolve_premiums
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
@@ -29,6 +26,9 @@ from ._options import (
 from ._output import emit, render, to_json
 from ._parsing import Command, Group
 from ._progress import progress_bar
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def load_scores(
@@ -55,6 +55,7 @@ def load_scores(
     from ..ledger.score import score_ledger
     from ..ledger.store import Ledger
     from ..ledger.tokenizers import resolve_tokenizers
+    from ..stats.premiums import resolve_premiums
     from ..tokenizer import load_tokenizer
 
     codes = [resolve_language(x) for x in langs]
@@ -124,6 +125,8 @@ def _sweep_inputs(state, common: dict):
 
 
 def _sweep_budgets(grid: list[int]):
+    from ..stats.premiums import lookup_premium, required_budgets
+
     def budgets_for(table, models, langs):
         ratios = [lookup_premium(table, m, lang) for m in models for lang in langs if lang != "eng_Latn"]
         return required_budgets(grid, ratios)
@@ -178,6 +181,9 @@ def sweep_command(state, fmt, out, **common) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
+    from ..report.budget_report import DELTA_COLUMNS, to_points
+    from ..stats.curves import sweep
+
     grid, scores, table, coverage = _sweep_inputs(state, common)
     result = sweep(
         scores.by_budget,
@@ -207,9 +213,10 @@ def sweep_command(state, fmt, out, **common) -> None:
             f"Δ_L sweep ({result.frame} frame, {result.n_boot} item resamples, seed {result.seed}, "
             f"{result.level:.0%} CIs{shared}; points)"
         )
-        keys = [c for c in rows.columns if c not in _DELTA_COLUMNS + _GAP_COLUMNS]
+        delta = ["premium", *DELTA_COLUMNS]
+        keys = [c for c in rows.columns if c not in delta + _GAP_COLUMNS]
         text = render(
-            rows[keys + [c for c in _DELTA_COLUMNS if c in rows]].to_dict(orient="records"),
+            rows[keys + [c for c in delta if c in rows]].to_dict(orient="records"),
             fmt,
             title=head,
             floatfmt=".2f",
@@ -229,7 +236,6 @@ def sweep_command(state, fmt, out, **common) -> None:
     emit(text, out)
 
 
-_DELTA_COLUMNS = ["premium", *DELTA_COLUMNS]
 _GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap"]
 
 

@@ -13,11 +13,11 @@ from functools import cache
 from pathlib import Path
 
 from .._io import regular_file
+from ..choices import SPLITS as SPLITS
 from ..config import hub_unavailable, load_config
 from ..errors import MindcapError, first_line
 from .languages import resolve_language
 
-SPLITS = ("dev", "devtest")
 DEFAULT_HF_DATASET = "hf:openlanguagedata/flores_plus"
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from itertools import accumulate
 
+from ..choices import VARIANTS as VARIANTS
 from ..errors import MindcapError
 
 _DIGIT_BLOCKS = {
@@ -48,16 +49,6 @@ _DIGIT_BLOCKS = {
 _NATIVE_TO_ASCII = str.maketrans({chr(base + d): str(d) for base in _DIGIT_BLOCKS.values() for d in range(10)})
 _NATIVE_CLASS = "".join(f"{chr(base)}-{chr(base + 9)}" for base in _DIGIT_BLOCKS.values())
 _SEPARATORS = ",.' \u00a0\u202f"
-
-#: variant name -> one-line description (the CLI and the audit list these)
-VARIANTS = {
-    "strict": "first line '#### <integer>' (ASCII digits, no separators); an unfinished last line counts",
-    "first": "same as strict",
-    "last": "the last answer line decides instead of the first",
-    "terminated": "only answer lines ended by a newline (or ending a completed trace) count",
-    "thousands": "tolerate thousands separators (5,600 / 5.600 / 1 234) in the integer",
-    "native-digits": "tolerate Thai, Bengali, Devanagari, Telugu, Arabic-Indic and full-width digits",
-}
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..choices import FRAMES as FRAMES
 from ..errors import MindcapError
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS  # cells and the generation settings that split them
 
-FRAMES = ("replay", "independent")
 _BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")
 
 

@@ -23,11 +23,11 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from ...byte_tables import byte_table
+from ...choices import BACKENDS as BACKENDS
 from ...errors import MindcapError, MissingExtraError, first_line
 from ...pretoken_cache import BYTE_LEVEL_PATTERN, PretokenEncoder
 from ...tokenizer import ResolvedTokenizer
 
-BACKENDS = ("vllm", "transformers", "server")
 #: user messages that show whether a chat template inserts the message verbatim (ChatTokenizer._frame)
 _SENTINEL = "\x1fmindcap-user-message\x1f"
 _PROBES = (
