@@ -165,3 +165,33 @@ def test_good_specs_parse_as_before(texts):
     assert (defaults.sampling, defaults.seed, defaults.server) == (Sampling(0.6, 0.95, 20), 0, None)
     server = parse_job({**JOB, "server": {"base_url": "http://h:8000/v1/", "timeout_s": 5, "model": "served"}}).server
     assert server == ServerSpec(base_url=("http://h:8000/v1",), timeout_s=5.0, model="served")
+
+
+# the protocol file's own keys: (key = value as TOML writes it, problem), each worked from the rules by hand
+PROTOCOL_BAD = [
+    ("alpha = 0", "must be in (0, 1), got 0.0"),
+    ("alpha = 1.0", "must be in (0, 1), got 1.0"),
+    ('alpha = "0.05"', "must be of type float (finite), got '0.05'"),
+    ("alpha = true", "must be of type float (finite), got true"),
+    ("n_boot = 1", "must be an integer >= 2, got 1"),
+    ("n_boot = 2000.0", "must be of type int, got 2000.0"),
+    ('n_boot = "2000"', "must be of type int, got '2000'"),
+    ("tail_factor = 0.5", "must be >= 1, got 0.5"),
+    ("tail_factor = nan", "must be of type float (finite), got nan"),
+    ('tail_factor = "1.3"', "must be of type float (finite), got '1.3'"),
+]
+
+
+@pytest.mark.parametrize(("line", "problem"), PROTOCOL_BAD, ids=[line for line, _ in PROTOCOL_BAD])
+def test_protocol_keys_are_refused_in_one_line_naming_file_and_key(tmp_path, line, problem):
+    path = tmp_path / "p.toml"
+    path.write_text(line + "\n" + PROTOCOL, "utf-8")
+    key = line.split(" = ")[0]
+    assert _refusal(lambda c: load_protocol(path), {}) == f"{path}: {key}: {problem}"
+
+
+def test_protocol_keys_in_range_parse_as_before(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text("alpha = 0.01\nn_boot = 200\ntail_factor = 2\n" + PROTOCOL, "utf-8")
+    proto = load_protocol(path)
+    assert (proto.alpha, proto.n_boot, proto.tail_factor) == (0.01, 200, 2.0)

@@ -109,6 +109,11 @@ Temperature = Annotated[float, _check(lambda v: v >= 0, "must be >= 0, got {}")]
 TopP = Annotated[float, _check(lambda v: 0 < v <= 1, "must be in (0, 1], got {}")]
 TopK = Annotated[int, _check(lambda v: v == -1 or v >= 1, "must be -1 (no top-k) or >= 1, got {}")]
 Retries = Annotated[int, _between(0, 100)]
+#: a protocol's family-wise error rate, its bootstrap resamples (the level's minimum is checked apart, see
+#: :func:`mindcap_tok.resample.check_resamples`) and its p-value tail factor
+Alpha = Annotated[float, _check(lambda v: 0 < v < 1, "must be in (0, 1), got {}")]
+Resamples = Annotated[int, _between(2)]
+TailFactor = Annotated[float, _check(lambda v: v >= 1, "must be >= 1, got {}")]
 
 _STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 _TYPES = {"int_type": "int", "float_type": "float (finite)", "finite_number": "float (finite)",

@@ -42,7 +42,7 @@ from .._io import atomic_write_text, regular_file
 from .._json import dumps_strict
 from ..errors import BadInputError, MindcapError, first_line, with_context
 from ..resample import check_resamples
-from ..spec import check_known, check_model, check_seed, reading
+from ..spec import Alpha, Resamples, TailFactor, check, check_known, check_model, check_seed, reading
 from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable
@@ -117,6 +117,9 @@ def load_protocol(path: str | Path) -> Protocol:
     with reading(path):
         check_known(raw, _TOP_KEYS)
         seed = check_seed(raw.get("seed", 0))
+        alpha = check(Alpha, raw.get("alpha", 0.05), "alpha")
+        n_boot = check(Resamples, raw.get("n_boot", 10_000), "n_boot")
+        tail_factor = check(TailFactor, raw.get("tail_factor", 1.0), "tail_factor")
         model = check_model(raw["model"]) if raw.get("model") is not None else None
     name = str(raw.get("name") or "")
     if not name:
@@ -135,10 +138,10 @@ def load_protocol(path: str | Path) -> Protocol:
         proto = Protocol(
             name=name,
             hypotheses=tuple(Hypothesis.from_dict(h, defaults) for h in hyps),
-            alpha=float(raw.get("alpha", 0.05)),
-            n_boot=int(raw.get("n_boot", 10_000)),
+            alpha=alpha,
+            n_boot=n_boot,
             seed=seed,
-            tail_factor=float(raw.get("tail_factor", 1.0)),
+            tail_factor=tail_factor,
             frame=frame,
             model=model,
             premiums=raw.get("premiums"),
@@ -150,8 +153,6 @@ def load_protocol(path: str | Path) -> Protocol:
         )
     except (TypeError, ValueError) as exc:
         raise BadInputError(str(exc), source=path) from exc
-    if not 0 < proto.alpha < 1 or proto.n_boot < 2 or proto.tail_factor < 1:
-        raise BadInputError("need 0 < alpha < 1, n_boot >= 2 and tail_factor >= 1", source=path)
     try:
         check_resamples(proto.n_boot, 1 - proto.alpha, name="n_boot")
     except MindcapError as exc:
