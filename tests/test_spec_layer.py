@@ -195,3 +195,19 @@ def test_protocol_keys_in_range_parse_as_before(tmp_path):
     path.write_text("alpha = 0.01\nn_boot = 200\ntail_factor = 2\n" + PROTOCOL, "utf-8")
     proto = load_protocol(path)
     assert (proto.alpha, proto.n_boot, proto.tail_factor) == (0.01, 200, 2.0)
+
+
+# a hypothesis's keys: each refusal names the file and the hypothesis (worked from the rules by hand)
+HYPOTHESIS_BAD = [
+    ('margin = "5"', "hypothesis H1: margin: must be of type float (finite), got '5'"),
+    ("margin = nan", "hypothesis H1: margin: must be of type float (finite), got nan"),
+    ("other_budget = 1.5", "hypothesis H1: other_budget must be an integer, got 1.5"),
+    ("colour = 1", "hypothesis H1: unknown key(s) colour"),
+]
+
+
+@pytest.mark.parametrize(("line", "problem"), HYPOTHESIS_BAD, ids=[line for line, _ in HYPOTHESIS_BAD])
+def test_hypothesis_keys_are_refused_in_one_line_naming_the_file(tmp_path, line, problem):
+    path = tmp_path / "p.toml"
+    path.write_text(PROTOCOL + line + "\n", "utf-8")
+    assert _refusal(lambda c: load_protocol(path), {}) == f"{path}: {problem}"

@@ -21,6 +21,7 @@ import pandas as pd
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..resample import check_resamples, scale_budget
+from ..spec import check
 from .bootstrap import Boot, grid_bootstrap
 from .curves import NATIVE, TRANSLATE
 from .grid import SETTING_COLUMNS, AccuracyGrid
@@ -72,7 +73,7 @@ class Hypothesis:
             id=hid,
             kind=kind,
             alternative=alternative,
-            margin=float(raw.pop("margin", 0.0)),
+            margin=check(float, raw.pop("margin", 0.0), f"hypothesis {hid}: margin"),
             budget=_int_or_none(raw.pop("budget", None), hid, "budget"),
             langs=tuple(resolve_language(x) for x in langs),
             other=resolve_language(raw["other"]) if raw.get("other") else None,

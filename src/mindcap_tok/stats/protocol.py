@@ -134,25 +134,26 @@ def load_protocol(path: str | Path) -> Protocol:
     outcomes = raw.get("outcomes", {})
     if not isinstance(outcomes, Mapping) or set(outcomes) - set(DEFAULT_OUTCOMES):
         raise BadInputError(f"outcomes takes the keys {', '.join(DEFAULT_OUTCOMES)}", source=path)
-    try:
-        proto = Protocol(
-            name=name,
-            hypotheses=tuple(Hypothesis.from_dict(h, defaults) for h in hyps),
-            alpha=alpha,
-            n_boot=n_boot,
-            seed=seed,
-            tail_factor=tail_factor,
-            frame=frame,
-            model=model,
-            premiums=raw.get("premiums"),
-            parser=str(raw.get("parser", "strict")),
-            outcomes={**DEFAULT_OUTCOMES, **outcomes},
-            native=str(raw.get("native", "native")),
-            translate=str(raw.get("translate", "translate-act")),
-            description=str(raw.get("description", "")),
-        )
-    except (TypeError, ValueError) as exc:
-        raise BadInputError(str(exc), source=path) from exc
+    with reading(path):  # a hypothesis's own errors name the file too
+        try:
+            proto = Protocol(
+                name=name,
+                hypotheses=tuple(Hypothesis.from_dict(h, defaults) for h in hyps),
+                alpha=alpha,
+                n_boot=n_boot,
+                seed=seed,
+                tail_factor=tail_factor,
+                frame=frame,
+                model=model,
+                premiums=raw.get("premiums"),
+                parser=str(raw.get("parser", "strict")),
+                outcomes={**DEFAULT_OUTCOMES, **outcomes},
+                native=str(raw.get("native", "native")),
+                translate=str(raw.get("translate", "translate-act")),
+                description=str(raw.get("description", "")),
+            )
+        except (TypeError, ValueError) as exc:
+            raise BadInputError(str(exc), source=path) from exc
     try:
         check_resamples(proto.n_boot, 1 - proto.alpha, name="n_boot")
     except MindcapError as exc:
