@@ -159,7 +159,7 @@ def compare_prediction(
     if both.empty:
         raise MindcapError("predicted and observed share no (cell, budget) rows")
     rows = []
-    for key, part in both.groupby(keys, sort=True):
+    for key, part in both.groupby(keys, sort=True, dropna=False):  # a setting may be unset (None)
         part = part.sort_values("budget")
         err = (part["predicted"] - part["delta"]).abs()
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
