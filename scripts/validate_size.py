@@ -25,7 +25,6 @@ import pandas as pd
 from rich.progress import track
 
 from mindcap_tok._io import atomic_write_text
-from mindcap_tok.resample import scale_budget
 from mindcap_tok.stats.bootstrap import grid_bootstrap
 from mindcap_tok.stats.family import family_budgets, run_family
 from mindcap_tok.stats.grid import AccuracyGrid
@@ -95,7 +94,6 @@ def size(
         "logit_mu": LOGIT_MU,
         "premiums": PREMIUMS,
         "budgets": budgets,
-        "scaled_budget": {lang: scale_budget(r, budgets[0]) for lang, r in PREMIUMS.items()},
         **{name: _rate(e) for name, e in errors.items()},
         "rejections_by_test": {
             name: dict(zip([h.id for h in proto.hypotheses], (v / datasets).round(5).tolist(), strict=True))
