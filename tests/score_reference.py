@@ -44,9 +44,21 @@ def reference_scores(
         texts = [decode(ids[:b]) for b in range(n + 1)]
         values = [p.parse(texts[b], complete=(b >= n and finish == "stop")) for b in range(n + 1)]
         scores.append([int(values[min(b, n)] == gold) if n else 0 for b in budgets])
-        emission.append(next((float(b) for b in range(1, n + 1) if values[b] is not None), np.nan))
+        emission.append(reference_emission(values))
         correct.append(int(values[n] == gold) if n else 0)
     return np.array(scores), np.array(emission), np.array(correct)
+
+
+def reference_emission(values: list) -> float:
+    """E from the answers read at budgets 0..n: the first budget from which every prefix reads the completed
+    trace's answer (``values[n]``); NaN when the completed trace has none."""
+    n = len(values) - 1
+    if n < 1 or values[n] is None:
+        return np.nan
+    b = n
+    while b > 1 and values[b - 1] == values[n]:
+        b -= 1
+    return float(b)
 
 
 def assert_equals_reference(res, ref: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:

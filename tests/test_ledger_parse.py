@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.parse import get_parser, parse_answer
 from mindcap_tok.ledger.score import score_prefixes
+from score_reference import reference_emission
 
 CASES = [
     # text, parser, complete, expected: worked by hand from the module's definitions
@@ -161,15 +162,14 @@ def test_fast_scorer_matches_decoding_every_prefix_on_random_splits(data, cut_se
     p = get_parser(parser)
     budgets = list(range(1, n + 2))
     res = score_prefixes([data], [ends], [gold], budgets, parser, complete=[complete])
-    ref = []
-    emission = np.nan
+    ref, values = [], [None]
     for b in budgets:
         take = min(b, n)
         prefix = data[: ends[take - 1]] if take else b""
         value = p.parse(prefix.decode("utf-8", "replace"), complete=complete and b >= n)
         ref.append(int(value == gold))
-        if value is not None and np.isnan(emission) and b <= n:
-            emission = b
+        values.append(value)
+    emission = reference_emission(values[: n + 1])
     assert res.scores[0].tolist() == ref
     assert res.correct[0] == (ref[-1] if n else 0)
     assert np.array_equal(res.emission, [emission], equal_nan=True)

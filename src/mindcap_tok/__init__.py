@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .roundtrip.run import RoundtripResult, open_backends, run_roundtrip
     from .roundtrip.spec import RoundtripSpec, plan_roundtrip
     from .roundtrip.spec import load_spec as load_roundtrip_spec
+    from .stats.confirm import Confirmation, confirm
     from .stats.curves import Sweep, sweep
     from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
     from .stats.timing import emission_timing
@@ -80,6 +81,8 @@ _LAZY = {
     # budget statistics and their report
     "Sweep": "stats.curves",
     "sweep": "stats.curves",
+    "Confirmation": "stats.confirm",
+    "confirm": "stats.confirm",
     "emission_timing": "stats.timing",
     "freeze_protocol": "stats.protocol",
     "load_protocol": "stats.protocol",
@@ -126,6 +129,7 @@ __all__ = [
     "BackendError",
     "BadInputError",
     "Config",
+    "Confirmation",
     "DamagedDataError",
     "GenerateResult",
     "ImportResult",
@@ -143,6 +147,7 @@ __all__ = [
     "SuiteResult",
     "Sweep",
     "accuracy_curves",
+    "confirm",
     "determinism_audit",
     "dry_run",
     "emission_timing",

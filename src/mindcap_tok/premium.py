@@ -1,4 +1,4 @@
-"""Token premiums r(m, L) on FLORES-200 with paired percentile bootstrap CIs.
+"""Token premiums r(m, L) on FLORES-200 (or parallel MGSM texts) with paired percentile bootstrap CIs.
 
 r(m, L) = total tokens of L / total tokens of the parallel reference (English), with model m's own
 tokenizer (any family: ``tokenizers``, ``tiktoken``, ``sentencepiece``), over every sentence pair of a split,
@@ -28,6 +28,7 @@ result names the library that ran; ``engine="reference"`` forces the family's ow
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
@@ -40,6 +41,7 @@ from .choices import PREMIUM_SPLITS as PREMIUM_SPLITS
 from .choices import PROTOCOLS as PROTOCOLS
 from .data.flores import flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
+from .data.mgsm import MGSM_CORPORA, mgsm_source, mgsm_texts
 from .errors import BadInputError, MindcapError
 from .resample import bootstrap_sums, check_resamples, scale_budget
 from .tokenizer import ResolvedTokenizer
@@ -109,7 +111,13 @@ def ratio_bootstrap(
 
 
 def load_split(codes: Sequence[str], split: str, source: str, ref: str, nfc: bool = True) -> dict[str, list[list[str]]]:
-    """Line-aligned sentences per language, one list per split file (``dev+devtest``: two lists)."""
+    """Line-aligned sentences per language, one list per split file (``dev+devtest``: two lists).
+
+    ``split`` may also name a parallel MGSM corpus (:data:`~mindcap_tok.data.mgsm.MGSM_CORPORA`: ``mgsm``, the
+    questions; ``mgsm-answers``, the exemplar answers), read from the MGSM folder ``source``."""
+    if split in MGSM_CORPORA:
+        norm = (lambda s: unicodedata.normalize("NFC", s)) if nfc else str
+        return {code: [[norm(t) for t in mgsm_texts(code, split, source)]] for code in dict.fromkeys([ref, *codes])}
     if split not in PREMIUM_SPLITS:
         raise MindcapError(f"unknown split {split!r}; use one of {', '.join(PREMIUM_SPLITS)}")
     parts = [load_parallel(codes, split=part, source=source, ref=ref, nfc=nfc) for part in split.split("+")]
@@ -163,7 +171,9 @@ def token_premium(
 ) -> list[Premium]:
     """Premium of each language against ``ref`` over a FLORES split, with paired bootstrap CIs.
 
-    ``split`` is ``dev``, ``devtest`` or ``dev+devtest`` (pooled). ``budgets`` adds floor(r·B) for each B.
+    ``split`` is ``dev``, ``devtest`` or ``dev+devtest`` (pooled), or a parallel MGSM corpus (``mgsm``: the 250
+    questions; ``mgsm-answers``: the 8 exemplar answers; ``source`` then names the MGSM folder), with the same
+    paired bootstrap over its pairs. ``budgets`` adds floor(r·B) for each B.
     ``protocol="petrov2023"`` encodes one joined string per language (see the module docstring; no CI).
     ``nfc`` NFC-normalises the text first; by default on, except for ``petrov2023`` (they used raw text).
     ``n_boot`` resamples give the CI at level ``ci`` (at least :func:`~mindcap_tok.resample.min_resamples` of
@@ -179,7 +189,7 @@ def token_premium(
         raise MindcapError(f"unknown premium protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
     codes = list(dict.fromkeys(resolve_language(lang) for lang in languages))
     ref_code = resolve_language(ref)
-    source = source or flores_source()
+    source = source or (str(mgsm_source()) if split in MGSM_CORPORA else flores_source())
     files = load_split(codes, split, source, ref_code, nfc=protocol != "petrov2023" if nfc is None else nfc)
     if protocol == "petrov2023":
         texts = {code: [petrov2023_string(parts)] for code, parts in files.items()}
@@ -189,7 +199,8 @@ def token_premium(
     counter = counting_engine(tokenizer, engine, (s for lines in texts.values() for s in lines))
     ref_counts = counter.count_tokens(texts[ref_code])
     if not ref_counts.sum():  # the premium divides by it
-        where = " + ".join(flores_file(source, ref_code, part) for part in split.split("+"))
+        parts = split.split("+")
+        where = split if split in MGSM_CORPORA else " + ".join(flores_file(source, ref_code, part) for part in parts)
         raise MindcapError(f"{where} has no tokens with {tokenizer.name}'s tokenizer")
     columns = []
     # a few languages per batched call: one call per language costs each library its per-call set-up (tiktoken

@@ -66,8 +66,8 @@ class Retokenized:
     (the whole trace when it is shorter), counted as the ledger's scorer counts it (special tokens add no
     text); ``fold[t]`` is the fold whose tokenizer encoded it (-1: unfolded). When golds were given,
     ``scores[t, j]`` is the parser's 0/1 score of that prefix, ``correct[t]`` the completed trace's score C and
-    ``emission[t]`` the first token position with a parseable answer (NaN: never), all from the ledger's
-    byte-position scorer.
+    ``emission[t]`` the first budget from which the prefix reads the completed trace's answer (NaN: never),
+    all from the ledger's byte-position scorer.
     """
 
     budgets: np.ndarray

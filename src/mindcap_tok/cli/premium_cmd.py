@@ -7,6 +7,7 @@ import click
 from ..choices import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS
 from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
+from ..data.mgsm import MGSM_CORPORA, MGSM_LANGUAGES, mgsm_language, mgsm_source
 from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option, out_file_option
 from ._output import emit, render, to_json
 from ._parsing import Command
@@ -58,11 +59,16 @@ def _csv_rows(results: list[dict]) -> list[dict]:
 @click.option("--all", "all_langs", is_flag=True, help="Every FLORES-200 language.")
 @click.option("--ref", default="eng_Latn", show_default=True, help="Reference language.")
 @click.option(
+    "--corpus",
+    type=click.Choice(["flores", *MGSM_CORPORA]),
+    default="flores",
+    show_default=True,
+    help="Parallel text: FLORES-200, the 250 MGSM questions (mgsm) or the 8 MGSM exemplar answers (mgsm-answers).",
+)
+@click.option(
     "--split",
     type=click.Choice(PREMIUM_SPLITS),
-    default="devtest",
-    show_default=True,
-    help="FLORES split; dev+devtest pools both (2009 pairs).",
+    help="FLORES split (default devtest); dev+devtest pools both (2009 pairs).",
 )
 @click.option(
     "--protocol",
@@ -81,9 +87,10 @@ def _csv_rows(results: list[dict]) -> list[dict]:
 @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw premiums with CIs to this PNG.")
 @click.pass_obj
 def premium_command(
-    state, models, langs, all_langs, ref, split, protocol, n_boot, seed, level, budgets, fmt, out, plot
+    state, models, langs, all_langs, ref, corpus, split, protocol, n_boot, seed, level, budgets, fmt, out, plot
 ) -> None:
-    """Token premium r = tokens(L)/tokens(ref) on FLORES-200, with a paired bootstrap CI."""
+    """Token premium r = tokens(L)/tokens(ref) on FLORES-200 (or parallel MGSM texts), with a paired bootstrap
+    CI over the text pairs."""
     from ..premium import token_premium
     from ..tokenizer import load_tokenizer
 
@@ -91,10 +98,19 @@ def premium_command(
         raise click.UsageError("--plot draws CIs; --protocol petrov2023 has none")
     if all_langs and langs:
         raise click.UsageError("give --lang or --all, not both")
-    languages = [c for c in flores_codes() if c != ref] if all_langs else list(langs or DEFAULT_LANGS)
+    if split and corpus != "flores":
+        raise click.UsageError("--split is a FLORES split; MGSM corpora have none")
+    every = flores_codes() if corpus == "flores" else MGSM_LANGUAGES
+    languages = [c for c in every if c != resolve_language(ref)] if all_langs else list(langs or DEFAULT_LANGS)
+    check = resolve_language if corpus == "flores" else mgsm_language
     for lang in (*languages, ref):  # cheap checks before the slow tokenizer load
-        resolve_language(lang)
-    source = flores_source(state.config.data_dir.value)
+        check(lang)
+    if corpus == "flores":
+        split = split or "devtest"
+        source, label = flores_source(state.config.data_dir.value), f"FLORES-200 {split}"
+    else:
+        split = corpus
+        source, label = str(mgsm_source(state.config.data_dir.value)), f"MGSM, {MGSM_CORPORA[corpus]}"
     results: list[dict] = []
     for model in models:
         tok = load_tokenizer(model, state.config.tokenizers_dir.value)
@@ -128,9 +144,9 @@ def premium_command(
         text = render(
             _table_rows(results, budgets),
             "table",
-            title=f"Token premium vs {results[0]['ref']} (FLORES-200 {split}, {n_boot} resamples, seed {seed})"
+            title=f"Token premium vs {results[0]['ref']} ({label}, {n_boot} resamples, seed {seed})"
             if protocol == "per-sentence"
-            else f"Token premium vs {results[0]['ref']} (FLORES-200 {split}, Petrov et al. 2023: one string, no CI)",
+            else f"Token premium vs {results[0]['ref']} ({label}, Petrov et al. 2023: one string, no CI)",
         )
         text += _table_notes(results)
     emit(text, out)

@@ -136,8 +136,26 @@ def _read_exemplars(folder: str) -> dict:
 
 def load_exemplars(lang: str, data_dir: str | os.PathLike[str] | None = None) -> list[Exemplar]:
     """The 8 few-shot exemplars of one language, with their numeric answers and equations."""
-    code = mgsm_language(lang)
-    raw = _read_exemplars(str(mgsm_source(data_dir)))
+    return _exemplars(str(mgsm_source(data_dir)), mgsm_language(lang))
+
+
+#: parallel MGSM texts a token premium can be measured on (``premium --corpus``): name -> what it holds
+MGSM_CORPORA = {"mgsm": "the 250 questions", "mgsm-answers": "the 8 exemplar answers"}
+
+
+def mgsm_texts(lang: str, corpus: str = "mgsm", folder: str | os.PathLike[str] | None = None) -> list[str]:
+    """Line-aligned MGSM texts of one language (as published): its questions (``mgsm``) or the chain-of-thought
+    answers of its 8 exemplars (``mgsm-answers``). ``folder`` is the MGSM folder (default: configured)."""
+    if corpus not in MGSM_CORPORA:
+        raise MindcapError(f"unknown MGSM corpus {corpus!r}; use one of {', '.join(MGSM_CORPORA)}")
+    where, code = str(folder or mgsm_source()), mgsm_language(lang)
+    if corpus == "mgsm":
+        return [it.question for it in _read_tsv(where, code)]
+    return [ex.answer for ex in _exemplars(where, code)]
+
+
+def _exemplars(folder: str, code: str) -> list[Exemplar]:
+    raw = _read_exemplars(folder)
     try:
         by_lang = raw["MGSM_EXEMPLARS"][short_name(code)]
         numbers = raw["EXEMPLAR_NUMBER_ANSWERS"]

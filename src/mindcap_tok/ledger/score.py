@@ -10,7 +10,8 @@ every prefix is quadratic, so instead:
    tokenizer's per-id byte lengths (any tokenizer: the same text retokenized with an extended tokenizer
    just has other cuts);
 3. numpy ``searchsorted`` of the cuts against the event offsets gives every (record, budget) score, the
-   emission position E and the completed-trace correctness C.
+   emission position E (the first budget from which every prefix reads the completed trace's answer, so a
+   budget ending inside ``#### 42478`` at ``#### 4`` is before E) and the completed-trace correctness C.
 
 What the parser sees is exactly ``tokenizer.decode(ids[:B], skip_special_tokens=True)``: special tokens
 add no text, and a cut inside a multi-byte character leaves U+FFFD (``errors="replace"``), which no answer
@@ -50,9 +51,16 @@ class _EventLists:
     p_lo: list[int] = field(default_factory=list)
     p_hi: list[int] = field(default_factory=list)
     p_ok: list[bool] = field(default_factory=list)
+    p_val: list[int] = field(default_factory=list)
     f_rec: list[int] = field(default_factory=list)
     f_t: list[int] = field(default_factory=list)
     f_ok: list[bool] = field(default_factory=list)
+    f_val: list[int] = field(default_factory=list)
+    codes: dict[int, int] = field(default_factory=dict)
+
+    def code(self, value: int) -> int:
+        """A small integer standing for an answer value (answers may not fit in int64)."""
+        return self.codes.setdefault(value, len(self.codes))
 
     def add_line(
         self, parser: Parser, rec: int, line: bytes, start: int, newline: bool, total: int, complete: bool, gold: int
@@ -66,6 +74,7 @@ class _EventLists:
                 self.p_lo.append(start + lo)
                 self.p_hi.append(start + hi)
                 self.p_ok.append(value == gold)
+                self.p_val.append(self.code(value))
             threshold = end
         elif newline:
             threshold = end + 1
@@ -77,6 +86,7 @@ class _EventLists:
             self.f_rec.append(rec)
             self.f_t.append(threshold)
             self.f_ok.append(cuts.full == gold)
+            self.f_val.append(self.code(cuts.full))
 
 
 def _scan_segment(
@@ -181,7 +191,8 @@ def _events_from_texts(
 # -- scoring --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PrefixScores:
-    """Per record: ``scores[r, b]`` (int8) at ``budgets[b]``, emission position E (float, NaN = never),
+    """Per record: ``scores[r, b]`` (int8) at ``budgets[b]``, emission position E (the first budget from which
+    every prefix reads the completed trace's answer; float, NaN = the completed trace has none),
     completed-trace correctness C (int8), and the number of tokens."""
 
     budgets: np.ndarray
@@ -214,61 +225,77 @@ def _score_events(
     p_lo = base[p_rec] + np.asarray(ev.p_lo, dtype=np.int64)
     p_hi = base[p_rec] + np.asarray(ev.p_hi, dtype=np.int64)
     p_ok = np.asarray(ev.p_ok, dtype=bool)
+    p_val = np.asarray(ev.p_val, dtype=np.int64)
     order = np.argsort(p_lo, kind="stable")
-    p_rec, p_lo, p_hi, p_ok = p_rec[order], p_lo[order], p_hi[order], p_ok[order]
+    p_rec, p_lo, p_hi, p_ok, p_val = p_rec[order], p_lo[order], p_hi[order], p_ok[order], p_val[order]
     f_rec = np.asarray(ev.f_rec, dtype=np.int64)
     f_t = base[f_rec] + np.asarray(ev.f_t, dtype=np.int64)
     f_ok = np.asarray(ev.f_ok, dtype=bool)
+    f_val = np.asarray(ev.f_val, dtype=np.int64)
     order = np.argsort(f_t, kind="stable")
-    f_rec, f_t, f_ok = f_rec[order], f_t[order], f_ok[order]
+    f_rec, f_t, f_ok, f_val = f_rec[order], f_t[order], f_ok[order], f_val[order]
     first_t = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     first_ok = np.zeros(n, dtype=bool)
+    first_val = np.full(n, -1, dtype=np.int64)
     recs, first_idx = np.unique(f_rec, return_index=True)
-    first_t[recs], first_ok[recs] = f_t[first_idx], f_ok[first_idx]
+    first_t[recs], first_ok[recs], first_val[recs] = f_t[first_idx], f_ok[first_idx], f_val[first_idx]
 
-    def answer_ok(rec: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """Whether the answer read at global cut ``g`` of record ``rec`` is correct."""
-        ok = np.zeros(g.shape, dtype=bool)
+    def answer_at(rec: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whether the answer read at global cut ``g`` of record ``rec`` is correct, and its value code (-1: none)."""
+        partial = np.zeros(g.shape, dtype=bool)
+        partial_ok, partial_val = partial, np.full(g.shape, -1, dtype=np.int64)
         if len(p_lo):
             k = np.searchsorted(p_lo, g, side="right") - 1
             kk = np.maximum(k, 0)
             partial = (k >= 0) & (g < p_hi[kk])
-            partial_ok = partial & p_ok[kk]
-        else:
-            partial = partial_ok = np.zeros(g.shape, dtype=bool)
+            partial_ok, partial_val = partial & p_ok[kk], np.where(partial, p_val[kk], -1)
         if parser.last:
-            full_ok = np.zeros(g.shape, dtype=bool)
+            full_ok, full_val = np.zeros(g.shape, dtype=bool), np.full(g.shape, -1, dtype=np.int64)
             if len(f_t):
                 k = np.searchsorted(f_t, g, side="right") - 1
                 kk = np.maximum(k, 0)
-                full_ok = (k >= 0) & (f_t[kk] >= base[rec]) & f_ok[kk]
-            ok = np.where(partial, partial_ok, full_ok)
-        else:
-            reached = g >= first_t[rec]
-            ok = np.where(reached, first_ok[rec], partial_ok)
-        return ok
+                full = (k >= 0) & (f_t[kk] >= base[rec])
+                full_ok, full_val = full & f_ok[kk], np.where(full, f_val[kk], -1)
+            return np.where(partial, partial_ok, full_ok), np.where(partial, partial_val, full_val)
+        reached = g >= first_t[rec]
+        return np.where(reached, first_ok[rec], partial_ok), np.where(reached, first_val[rec], partial_val)
 
     rec_idx = np.arange(n)
     scores = np.zeros((n, len(budgets)), dtype=np.int8)
     for b, budget in enumerate(budgets):
         take = np.minimum(n_tok, budget)
         g = np.where(has_tok, cut[np.maximum(splits[:-1] + take - 1, 0)] if len(cut) else 0, base)
-        scores[:, b] = answer_ok(rec_idx, g) & has_tok
+        scores[:, b] = answer_at(rec_idx, g)[0] & has_tok
     g_end = base + totals + 1
-    correct = (answer_ok(rec_idx, g_end) & has_tok).astype(np.int8)
-
-    emission = np.full(n, np.inf)
-    if len(p_lo):
-        k = np.searchsorted(cut, p_lo, side="left")
-        kk = np.minimum(k, len(cut) - 1)
-        hit = (k < len(cut)) & (cut[kk] < p_hi)
-        np.minimum.at(emission, p_rec[hit], (kk - splits[p_rec] + 1)[hit])
-    if len(f_t):
-        k = np.searchsorted(cut, f_t, side="left")
-        hit = k < splits[f_rec + 1]
-        np.minimum.at(emission, f_rec[hit], (k - splits[f_rec] + 1)[hit])
-    emission[np.isinf(emission)] = np.nan
+    end_ok, final = answer_at(rec_idx, g_end)
+    correct = (end_ok & has_tok).astype(np.int8)
+    bounds_rec = np.concatenate([p_rec, p_rec, f_rec])
+    bounds = np.concatenate([p_lo, p_hi, f_t])
+    emission = _emission(answer_at, splits, cut, np.where(has_tok, final, -1), bounds_rec, bounds)
     return PrefixScores(budgets, scores, emission, correct, n_tok.astype(np.int64))
+
+
+def _emission(
+    answer_at, splits: np.ndarray, cut: np.ndarray, final: np.ndarray, bounds_rec: np.ndarray, bounds: np.ndarray
+) -> np.ndarray:
+    """E per record: the first budget from which every prefix reads the completed trace's answer (NaN: none).
+
+    The answer read changes only at event boundaries, so the last token reading something else is, for some
+    boundary, the last token ending before it: E is one budget past the latest such token (1 if there is
+    none). With this E the strict score at B is C·1[E ≤ B] for every B ≥ E, and 0 just before E when C = 1
+    (a prefix ``#### 4`` of ``#### 42478`` is not yet the answer).
+    """
+    n = len(splits) - 1
+    emission = np.where(final >= 0, 1.0, np.nan)
+    if not len(bounds):
+        return emission
+    k = np.searchsorted(cut, bounds, side="left") - 1  # the last token ending before the boundary
+    valid = k >= splits[bounds_rec]
+    rec, k = bounds_rec[valid], k[valid]
+    other = answer_at(rec, cut[k])[1] != final[rec]
+    latest = np.zeros(n)
+    np.maximum.at(latest, rec[other], (k - splits[rec] + 2)[other])
+    return np.where(final >= 0, np.maximum(emission, latest), np.nan)
 
 
 def score_token_ids(
@@ -360,7 +387,8 @@ class Scores:
 
     ``by_budget``: one row per record x budget: cell and settings columns, ``item, sample, budget``,
     ``score`` (int8 strict score of the length-B prefix), ``truncated`` (record longer than B) and
-    ``emitted`` (E <= B). ``by_record``: ``n_tokens``, ``emission`` (E, NaN = never), ``correct`` (C),
+    ``emitted`` (E <= B). ``by_record``: ``n_tokens``, ``emission`` (E: the first budget from which every prefix
+    reads the completed trace's answer, NaN = none), ``correct`` (C),
     ``finish_reason``, ``cap`` per record.
     """
 

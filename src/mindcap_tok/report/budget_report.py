@@ -182,7 +182,8 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
             "## Sub-CDF consistency",
             "",
             "Δ_L predicted from G(t) = P(C=1, E ≤ t) of the records against "
-            "the swept Δ_L (exact in the replay frame); naive_mae: P(C=1)·P(E in window) instead.",
+            "the swept Δ_L (exact in the replay frame: E is the first budget from which the prefix reads the "
+            "completed trace's answer); naive_mae: P(C=1)·P(E in window) instead.",
             "",
             _md(tables["subcdf_check"]),
             "",

@@ -1,8 +1,11 @@
 """The correct-emission sub-CDF G(t) = P(C=1, E ≤ t) and the Δ_L prediction it gives (paper Eq. 1, §4.3).
 
 From one long-cap ledger's ``Scores.by_record`` (emission position E, completed-trace correctness C),
-Δ_L(B) is predicted as G(floor(r·B)) − G(B). In the replay frame the strict prefix score at B is
-C·1[E ≤ B], so the prediction equals the replay Δ_L exactly; against a second ledger (independent
+Δ_L(B) is predicted as G(floor(r·B)) − G(B). E is the first budget from which the prefix reads the completed
+trace's answer (the answer line complete: ``#### 4`` of ``#### 42478`` is not yet it), so in the replay frame
+the strict prefix score at B is C·1[E ≤ B] and the prediction equals the replay Δ_L exactly. The one
+exception is a prefix that reads the gold number only in passing (``#### 4`` of ``#### 42`` with gold 4, or a
+line that later becomes non-compliant). Against a second ledger (independent
 decodes, or held-out items) it is a consistency check scored by MAE and argmax agreement. The naive
 factorization P(C=1)·P(B < E ≤ floor(r·B)) ignores the dependence between C and E and is reported for
 contrast.
@@ -156,7 +159,7 @@ def compare_prediction(
     if both.empty:
         raise MindcapError("predicted and observed share no (cell, budget) rows")
     rows = []
-    for key, part in both.groupby(keys, sort=True):
+    for key, part in both.groupby(keys, sort=True, dropna=False):  # a setting may be unset (None)
         part = part.sort_values("budget")
         err = (part["predicted"] - part["delta"]).abs()
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))

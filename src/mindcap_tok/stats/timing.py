@@ -20,7 +20,8 @@ def _label(q: float) -> str:
 def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAULT_QUANTILES) -> pd.DataFrame:
     """One row per cell with emission and length quantiles and failure rates.
 
-    Columns: key columns, ``n``; ``emission_p10``/``_median``/``_p90`` over traces that emit a parseable
+    Columns: key columns, ``n``; ``emission_p10``/``_median``/``_p90`` of E (the first budget from which the
+    prefix reads the completed trace's answer, the sub-CDF's E) over traces that emit a parseable
     answer (numpy's linear-interpolation quantiles; NaN when none emits); ``never_emission`` (share with
     E = NaN within the cap); ``cap_hit`` (share stopped by the cap: ``finish_reason == "length"``, else
     ``n_tokens >= cap``); ``length_*`` quantiles and ``length_mean`` of ``n_tokens``; ``accuracy``
