@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .roundtrip.spec import RoundtripSpec, plan_roundtrip
     from .roundtrip.spec import load_spec as load_roundtrip_spec
     from .stats.curves import Sweep, sweep
+    from .stats.inputs import LedgerSelection, ScoredLedger, load_scored_ledger, sweep_budgets
     from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
     from .stats.timing import emission_timing
     from .tokenizer import ResolvedTokenizer, load_tokenizer
@@ -80,6 +81,10 @@ _LAZY = {
     # budget statistics and their report
     "Sweep": "stats.curves",
     "sweep": "stats.curves",
+    "LedgerSelection": "stats.inputs",
+    "ScoredLedger": "stats.inputs",
+    "load_scored_ledger": "stats.inputs",
+    "sweep_budgets": "stats.inputs",
     "emission_timing": "stats.timing",
     "freeze_protocol": "stats.protocol",
     "load_protocol": "stats.protocol",
@@ -131,6 +136,7 @@ __all__ = [
     "ImportResult",
     "JobSpec",
     "Ledger",
+    "LedgerSelection",
     "MindcapError",
     "MissingExtraError",
     "Premium",
@@ -139,6 +145,7 @@ __all__ = [
     "ResolvedTokenizer",
     "RoundtripResult",
     "RoundtripSpec",
+    "ScoredLedger",
     "Scores",
     "SuiteResult",
     "Sweep",
@@ -160,6 +167,7 @@ __all__ = [
     "load_mgsm",
     "load_protocol",
     "load_roundtrip_spec",
+    "load_scored_ledger",
     "load_tokenizer",
     "normalizer_audit",
     "open_backends",
@@ -178,6 +186,7 @@ __all__ = [
     "scale_budget",
     "score_ledger",
     "sweep",
+    "sweep_budgets",
     "token_premium",
     "translation_audit",
     "validation_agreement",

@@ -9,6 +9,7 @@ from .curves import Sweep, accuracy_table, delta_table, gap_table, sweep
 from .family import FamilyResult, Hypothesis, run_family
 from .grid import AccuracyGrid, accuracy_grid
 from .hypotheses import bootstrap_test, holm
+from .inputs import LedgerSelection, ScoredLedger, load_scored_ledger, sweep_budgets
 from .premiums import premium_table, required_budgets, resolve_premiums
 from .protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
 from .subcdf import compare_prediction, predict_delta, split_items, subcdf
@@ -19,6 +20,8 @@ __all__ = [
     "Boot",
     "FamilyResult",
     "Hypothesis",
+    "LedgerSelection",
+    "ScoredLedger",
     "Sweep",
     "accuracy_grid",
     "accuracy_table",
@@ -33,6 +36,7 @@ __all__ = [
     "holm",
     "item_bootstrap",
     "load_protocol",
+    "load_scored_ledger",
     "predict_delta",
     "premium_table",
     "required_budgets",
@@ -42,5 +46,6 @@ __all__ = [
     "split_items",
     "subcdf",
     "sweep",
+    "sweep_budgets",
     "verify_protocol",
 ]
