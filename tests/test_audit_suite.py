@@ -14,6 +14,7 @@ from mindcap_tok.audits import AuditConfig, chrf_scores, run_audits, translation
 from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.schema import validate_records
+from mindcap_tok.resample import Resampling
 from mindcap_tok.stats.premiums import premium_table
 
 REFS = {
@@ -81,8 +82,7 @@ def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
         references=REFS,
         translation_budgets=(16,),
         lid_hub=False,
-        n_boot=100,
-        seed=4,
+        resampling=Resampling(100, 4),
         tokenizers={"qwen3-8b": qwen},
     )
     suite = run_audits(ledger_dir, None, config)
@@ -107,7 +107,7 @@ def test_missing_extras_are_skipped_with_the_install_command(qwen, ledger_dir, t
     monkeypatch.setitem(sys.modules, "fasttext", None)
     monkeypatch.setitem(sys.modules, "sacrebleu", None)
     monkeypatch.setitem(sys.modules, "sacrebleu.metrics", None)
-    config = AuditConfig(budgets=(8,), references=REFS, n_boot=50, tokenizers={"qwen3-8b": qwen})
+    config = AuditConfig(budgets=(8,), references=REFS, resampling=Resampling(50), tokenizers={"qwen3-8b": qwen})
     suite = run_audits(ledger_dir, ["langid", "comet", "parity"], config)
     status = {r.name: (r.status, r.reason) for r in suite.results}
     assert status["parity"][0] == "ok"

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from .errors import BackendError, BadInputError, DamagedDataError, MindcapError, MissingExtraError
 
 if TYPE_CHECKING:
-    from .adaptation.crossfit import extend_crossfit
+    from .adaptation.crossfit import CrossFitting, extend_crossfit
     from .adaptation.extend import learn_extension
-    from .adaptation.price import Pricing, price_ledger
+    from .adaptation.price import GivenFolds, LearnedFolds, PriceSettings, Pricing, SavedFolds, price_ledger
     from .adaptation.retokenize import retokenize
     from .adaptation.saved import load_crossfit, load_extension
     from .audits._common import AuditResult
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from .ledger.parse import get_parser
     from .ledger.score import Scores, accuracy_curves, score_ledger
     from .ledger.store import Ledger
-    from .premium import Premium, token_premium
+    from .premium import Premium, PremiumText, token_premium
     from .report.budget_report import write_budget_report
     from .report.figures import plot_premiums
-    from .resample import scale_budget
+    from .resample import Resampling, scale_budget
     from .roundtrip.report import ReportResult, roundtrip_report
     from .roundtrip.run import RoundtripResult, open_backends, run_roundtrip
     from .roundtrip.spec import RoundtripSpec, plan_roundtrip
@@ -63,7 +63,9 @@ _LAZY = {
     "load_tokenizer": "tokenizer",
     # premiums
     "Premium": "premium",
+    "PremiumText": "premium",
     "token_premium": "premium",
+    "Resampling": "resample",
     "scale_budget": "resample",
     # the ledger: store, import, generation, scoring
     "Ledger": "ledger.store",
@@ -94,10 +96,15 @@ _LAZY = {
     "plot_premiums": "report.figures",
     # vocabulary extensions and ladder pricing
     "learn_extension": "adaptation.extend",
+    "CrossFitting": "adaptation.crossfit",
     "extend_crossfit": "adaptation.crossfit",
     "load_crossfit": "adaptation.saved",
     "load_extension": "adaptation.saved",
     "Pricing": "adaptation.price",
+    "PriceSettings": "adaptation.price",
+    "GivenFolds": "adaptation.price",
+    "SavedFolds": "adaptation.price",
+    "LearnedFolds": "adaptation.price",
     "price_ledger": "adaptation.price",
     "retokenize": "adaptation.retokenize",
     # audits
@@ -131,20 +138,27 @@ __all__ = [
     "BackendError",
     "BadInputError",
     "Config",
+    "CrossFitting",
     "DamagedDataError",
     "GenerateResult",
+    "GivenFolds",
     "ImportResult",
     "JobSpec",
+    "LearnedFolds",
     "Ledger",
     "LedgerSelection",
     "MindcapError",
     "MissingExtraError",
     "Premium",
+    "PremiumText",
+    "PriceSettings",
     "Pricing",
     "ReportResult",
+    "Resampling",
     "ResolvedTokenizer",
     "RoundtripResult",
     "RoundtripSpec",
+    "SavedFolds",
     "ScoredLedger",
     "Scores",
     "SuiteResult",

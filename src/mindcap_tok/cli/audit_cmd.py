@@ -110,6 +110,7 @@ def audit_command(
     from ..audits.suite import PRODUCER, select_audits
     from ..data.mgsm import load_mgsm
     from ..ledger.store import Ledger
+    from ..resample import Resampling
     from ..stats.premiums import resolve_premiums
 
     data_dir, toks_dir = state.config.data_dir.value, state.config.tokenizers_dir.value
@@ -160,8 +161,7 @@ def audit_command(
         validation_labels=labels,
         parity_per_stratum=parity_per_stratum,
         sesoi=sesoi / 100,
-        n_boot=n_boot,
-        seed=seed,
+        resampling=Resampling(n_boot, seed),
         tokenizers_dir=toks_dir,
         allow_tokenizer_mismatch=allow_tokenizer_mismatch,
         tokenizer=load_tokenizer(tokenizer, toks_dir) if tokenizer else None,

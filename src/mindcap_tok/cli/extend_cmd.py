@@ -8,7 +8,7 @@ import click
 
 from .._io import check_new_folder
 from ..adaptation.corpus import load_corpus
-from ..adaptation.crossfit import extend_crossfit, summarize
+from ..adaptation.crossfit import CrossFitting, extend_crossfit, summarize
 from ..adaptation.extend import DEFAULT_MIN_FREQ
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
@@ -108,11 +108,8 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
             base,
             data,
             code,
-            out=out,
-            folds=folds,
-            seed=seed,
-            size=size,
-            min_freq=min_freq,
+            learning=CrossFitting(folds, seed, size, min_freq),
+            out_dir=out,
             n_boot=n_boot,
             flores_source=source,
             on_progress=on_progress(advance),

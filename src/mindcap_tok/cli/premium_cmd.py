@@ -6,7 +6,8 @@ import click
 
 from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
-from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
+from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, PremiumText, token_premium
+from ..resample import Resampling
 from ..tokenizer import load_tokenizer
 from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option, out_file_option
 from ._output import emit, render, to_json
@@ -100,15 +101,11 @@ def premium_command(
             rows = token_premium(
                 tok,
                 languages,
-                ref=ref,
-                split=split,
-                n_boot=n_boot,
-                seed=seed,
-                ci=level,
-                budgets=budgets,
                 source=source,
+                text=PremiumText(split=split, ref=ref, protocol=protocol),
+                resampling=Resampling(n_boot, seed, level),
+                budgets=budgets,
                 on_progress=on_progress(advance),
-                protocol=protocol,
             )
         results.extend(r.as_dict() for r in rows)
     if fmt == "json":

@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..budgets import SWEEP_BUDGETS
 from ..report.budget_report import DELTA_COLUMNS, to_points
+from ..resample import Resampling
 from ..stats.curves import sweep
 from ..stats.grid import FRAMES
 from ..stats.inputs import sweep_budgets
@@ -70,6 +71,11 @@ def comparable_scores(scores, frame: str, common_items: bool, native: str = "nat
         scores, by_budget=coverage.keep(scores.by_budget), by_record=coverage.keep(scores.by_record)
     )
     return kept, coverage
+
+
+def _resampling(common: dict) -> Resampling:
+    """The shared ``--n-boot``/``--seed``/``--level`` options as one :class:`~mindcap_tok.resample.Resampling`."""
+    return Resampling(common["n_boot"], common["seed"], common["level"])
 
 
 def _sweep_inputs(state, common: dict):
@@ -144,9 +150,7 @@ def sweep_command(state, fmt, out, **common) -> None:
         scores.by_budget,
         table,
         grid,
-        n_boot=common["n_boot"],
-        seed=common["seed"],
-        level=common["level"],
+        resampling=_resampling(common),
         frame=common["frame"],
     )
     if fmt == "json":
@@ -220,12 +224,12 @@ def report_command(state, out, **common) -> None:
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
     grid, scores, table, coverage = _sweep_inputs(state, common)
     rep = write_budget_report(
-        scores.by_budget,
+        scores,
         table,
         out,
-        by_record=scores.by_record,
         budgets=grid,
-        **{k: common[k] for k in ("n_boot", "seed", "level", "frame")},
+        resampling=_resampling(common),
+        frame=common["frame"],
         notes=[coverage.footer().strip()] if coverage.footer() else [],
     )
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)

@@ -6,7 +6,7 @@ Holm control, and answer-emission timing. Inputs are the scoring contract's ``Sc
 
 from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, item_bootstrap
 from .curves import Sweep, accuracy_table, delta_table, gap_table, sweep
-from .family import FamilyResult, Hypothesis, run_family
+from .family import FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import AccuracyGrid, accuracy_grid
 from .hypotheses import bootstrap_test, holm
 from .inputs import LedgerSelection, ScoredLedger, load_scored_ledger, sweep_budgets
@@ -19,6 +19,7 @@ __all__ = [
     "AccuracyGrid",
     "Boot",
     "FamilyResult",
+    "FamilyTests",
     "Hypothesis",
     "LedgerSelection",
     "ScoredLedger",
