@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .audits.normalizer import normalizer_audit
     from .audits.parity import parity_audit
     from .audits.parser_audit import parser_audit
-    from .audits.suite import AuditConfig, SuiteResult, run_audits, write_report
+    from .audits.suite import AuditConfig, AuditInputs, SuiteResult, audit_inputs, run_audits, write_report
     from .audits.translation import translation_audit
     from .config import Config, load_config
     from .data.flores import load_flores
@@ -109,6 +109,8 @@ _LAZY = {
     "retokenize": "adaptation.retokenize",
     # audits
     "AuditConfig": "audits.suite",
+    "AuditInputs": "audits.suite",
+    "audit_inputs": "audits.suite",
     "AuditResult": "audits._common",
     "SuiteResult": "audits.suite",
     "run_audits": "audits.suite",
@@ -134,6 +136,7 @@ _LAZY = {
 #: the public API, grouped by stage in _LAZY above
 __all__ = [
     "AuditConfig",
+    "AuditInputs",
     "AuditResult",
     "BackendError",
     "BadInputError",
@@ -164,6 +167,7 @@ __all__ = [
     "SuiteResult",
     "Sweep",
     "accuracy_curves",
+    "audit_inputs",
     "determinism_audit",
     "dry_run",
     "emission_timing",

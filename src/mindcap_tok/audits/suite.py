@@ -365,6 +365,69 @@ def run_one(spec: AuditSpec, records: pa.Table, toks: Mapping[str, ResolvedToken
     return run
 
 
+@dataclass(frozen=True)
+class AuditInputs:
+    """What the audits read beside a ledger's records, found for its models and languages: FLORES premiums and
+    alternative normalizers (parser, normalizer), MGSM questions (COMET references and sources), and ``notes``
+    naming what could not be found (the parts that need it are left out)."""
+
+    premiums: PremiumTable | None = None
+    alternatives: Mapping[str, PremiumTable] = field(default_factory=dict)
+    references: Mapping[int, str] | None = None
+    sources: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def audit_inputs(
+    ledger: Ledger,
+    names: Sequence[str],
+    *,
+    premium_specs: Sequence[str] = (),
+    alt_premiums: Sequence[str] = (),
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> AuditInputs:
+    """The inputs the audits ``names`` need for ``ledger`` (what ``mindcap-tok audit`` assembles).
+
+    ``premium_specs`` are the user's (a bad one is an error); without them each model's own premiums are tried and
+    their absence is a note. ``alt_premiums``: alternative normalizers for the normalizer audit. An empty ledger
+    is an error: an audit of nothing must never read "ok".
+    """
+    import pyarrow.compute as pc
+
+    from ..data.mgsm import load_mgsm
+    from ..stats.premiums import resolve_premiums
+
+    cells = ledger.read(columns=["model", "lang"])
+    if cells.num_rows == 0:
+        raise MindcapError(f"no records in {ledger.root}: nothing to audit")
+    models = sorted(pc.unique(cells.column("model")).to_pylist())
+    langs = sorted(pc.unique(cells.column("lang")).to_pylist())
+    found: dict = {"notes": []}
+    if {"parser", "normalizer"} & set(names):
+        if premium_specs:  # the user's: a bad one is an error
+            found["premiums"] = resolve_premiums(premium_specs, models, langs, tokenizers_dir, data_dir)
+        else:
+            try:
+                found["premiums"] = resolve_premiums((), models, langs, tokenizers_dir, data_dir)
+            except MindcapError as exc:
+                found["notes"].append(f"no FLORES premiums ({exc}); premium-based parts are left out")
+    if "normalizer" in names:
+        found["alternatives"] = {
+            spec: resolve_premiums([spec], models, langs, tokenizers_dir, data_dir) for spec in alt_premiums
+        }
+    if "comet" in names:
+        sources: dict = {}
+        try:
+            found["references"] = {it.item: it.question for it in load_mgsm("eng_Latn", data_dir)}
+            for lang in langs:
+                sources.update({(lang, it.item): it.question for it in load_mgsm(lang, data_dir)})
+        except MindcapError as exc:
+            found["notes"].append(f"MGSM questions incomplete ({exc})")
+        found["sources"] = sources
+    return AuditInputs(**{**found, "notes": tuple(found["notes"])})
+
+
 def run_audits(
     source: str | os.PathLike[str] | Ledger | pa.Table,
     only: Sequence[str] | None = None,
