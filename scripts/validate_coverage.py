@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # simula
 
 from mindcap_tok._io import atomic_write_text
 from mindcap_tok.budgets import SWEEP_BUDGETS
+from mindcap_tok.resample import Resampling
 from mindcap_tok.stats.curves import sweep
 from mindcap_tok.stats.premiums import required_budgets
 from simulate import simulate, true_delta, validation_design
@@ -37,7 +38,7 @@ def coverage(datasets: int, n_boot: int, seed: int, level: float = 0.95) -> dict
     point, band = [], []
     for s in track(range(datasets), description="simulated ledgers"):
         grid = simulate(design, seed=seed + s).grid(need)
-        rows = sweep(grid, design.premiums, budgets, n_boot=n_boot, seed=seed + s, level=level).rows
+        rows = sweep(grid, design.premiums, budgets, resampling=Resampling(n_boot, seed + s, level)).rows
         for lang, part in rows.groupby("lang"):
             tr = truth[lang]
             point.append((part["ci_low"].to_numpy() <= tr) & (tr <= part["ci_high"].to_numpy()))

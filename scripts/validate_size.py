@@ -26,7 +26,7 @@ from rich.progress import track
 
 from mindcap_tok._io import atomic_write_text
 from mindcap_tok.stats.bootstrap import grid_bootstrap
-from mindcap_tok.stats.family import family_budgets, run_family
+from mindcap_tok.stats.family import FamilyTests, family_budgets, run_family
 from mindcap_tok.stats.grid import AccuracyGrid
 from mindcap_tok.stats.premiums import premium_table
 from mindcap_tok.stats.protocol import load_protocol
@@ -77,7 +77,8 @@ def size(
         grid = null_grid(model, budgets, n_items, k, item_sd, np.random.default_rng(seed + s))
         boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed + s)
         for name, factor in factors.items():
-            res = run_family(grid, proto.hypotheses, table, alpha=proto.alpha, tail_factor=factor, boot=boot)
+            tests = FamilyTests(alpha=proto.alpha, n_boot=n_boot, seed=seed + s, tail_factor=factor)
+            res = run_family(grid, proto.hypotheses, premiums=table, tests=tests, boot=boot)
             reject = (res.table["decision"] == "reject").to_numpy()
             errors[name][s] = reject.any()
             per_test[name] += reject

@@ -15,11 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from ledger_factory import make_record
-from mindcap_tok.adaptation.price import price_ledger
+from mindcap_tok.adaptation.price import GivenFolds, PriceSettings, price_ledger
 from mindcap_tok.adaptation.retokenize import FoldTokenizer
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
+from mindcap_tok.resample import Resampling
 
 
 def _records(tok, arm, items, right=lambda i: True, k=lambda i: 1, **kw):
@@ -149,11 +150,22 @@ def test_common_items_protocol_and_report(ledgers, tmp_path):
 
 def test_common_items_price_gap_equals_the_hand_computation(ledgers, qwen):
     with pytest.raises(MindcapError, match="100 and 10; 10 in common"):
-        price_ledger(ledgers["100v10"], "qwen3-8b", "th", [30], folds=[FoldTokenizer(qwen)], tokenizer=qwen, n_boot=50)
+        price_ledger(
+            ledgers["100v10"],
+            "qwen3-8b",
+            "th",
+            [30],
+            extension=GivenFolds([FoldTokenizer(qwen)]),
+            settings=PriceSettings(resampling=Resampling(50), tokenizer=qwen),
+        )
     p = price_ledger(
-        ledgers["100v10"], "qwen3-8b", "th", [30], folds=[FoldTokenizer(qwen)], tokenizer=qwen, n_boot=50,
-        common_items=True,
-    )  # fmt: skip
+        ledgers["100v10"],
+        "qwen3-8b",
+        "th",
+        [30],
+        extension=GivenFolds([FoldTokenizer(qwen)]),
+        settings=PriceSettings(resampling=Resampling(50), common_items=True, tokenizer=qwen),
+    )
     (row,) = p.rows
     assert (row.acc_native, row.acc_translate, row.G, row.n_items) == (0.5, 1.0, 0.5, 10)
     record = p.record(row)
@@ -187,7 +199,14 @@ def test_settings_that_split_cells_are_compared_apart_not_refused(qwen, tmp_path
     gaps = sorted((r["announced"] is not None, r["gap"]) for r in json.loads(res.stdout)["rows"])
     assert gaps == [(False, pytest.approx(0.0)), (True, pytest.approx(0.5))]
     with pytest.raises(MindcapError, match=r"cell qwen3-8b/native/tha_Thai mixes announced budgets 256 and —"):
-        price_ledger(root, "qwen3-8b", "th", [30], folds=[FoldTokenizer(qwen)], tokenizer=qwen, n_boot=50)
+        price_ledger(
+            root,
+            "qwen3-8b",
+            "th",
+            [30],
+            extension=GivenFolds([FoldTokenizer(qwen)]),
+            settings=PriceSettings(resampling=Resampling(50), tokenizer=qwen),
+        )
     short = _ledger(tmp_path / "short", qwen, _records(qwen, "native", range(4)),
                     _records(qwen, "translate-act", range(4)), _records(qwen, "native", range(4), **ann),
                     _records(qwen, "translate-act", range(3), **ann))  # fmt: skip

@@ -13,7 +13,7 @@ from ledger_factory import make_record
 from mindcap_tok.audits import behavioral_ratios, normalizer_audit, threshold_premium, trace_premiums
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.ledger.score import score_ledger
-from mindcap_tok.resample import bootstrap_counts
+from mindcap_tok.resample import Resampling, bootstrap_counts
 from mindcap_tok.stats.curves import delta_table
 from mindcap_tok.stats.premiums import premium_table
 
@@ -37,7 +37,7 @@ def test_behavioral_ratio_and_its_bootstrap(qwen):
         for (arm, item), ns in lengths.items()
         for s, n in enumerate(ns)
     ]
-    table = behavioral_ratios(validate_records(recs), n_boot=300, seed=5)
+    table = behavioral_ratios(validate_records(recs), resampling=Resampling(300, 5))
     row = table.iloc[0]
     assert row["ratio"] == pytest.approx((220 / 6) / (60 / 6)) and row["items"] == 3
     # the same percentile interval from an explicit loop over item resamples
@@ -77,7 +77,14 @@ def ledger(qwen):
 def test_delta_under_normalizers_matches_the_stats_module(qwen, ledger):
     budgets = [8, 12, 16]
     flores, alt = premium_table({"tha_Thai": 1.5}), premium_table({"tha_Thai": 2.25})
-    res = normalizer_audit(ledger, {"qwen3-8b": qwen}, budgets, flores, {"alt": alt}, n_boot=200, seed=1)
+    res = normalizer_audit(
+        ledger,
+        {"qwen3-8b": qwen},
+        budgets=budgets,
+        premiums=flores,
+        alternatives={"alt": alt},
+        resampling=Resampling(200, 1),
+    )
     delta = res.tables["delta"]
     every = sorted(set(range(1, 80)))
     scores = score_ledger(ledger, qwen, every).by_budget
@@ -108,7 +115,7 @@ def test_trace_premium_from_english_renderings(qwen, ledger):
     nat = frame[frame["arm"] == "native"]
     english = {(i, s): f"Think step {i} and sample {s}. " * 2 for i, s in zip(nat["item"], nat["sample"], strict=True)}
     rend = pd.DataFrame([{"lang": "th", "item": i, "sample": s, "english": e} for (i, s), e in english.items()])
-    table = trace_premiums(ledger, rend, {"qwen3-8b": qwen}, n_boot=200, seed=2)
+    table = trace_premiums(ledger, rend, {"qwen3-8b": qwen}, resampling=Resampling(200, 2))
 
     def count(text: str) -> int:
         return len(qwen.tokenizer.encode(unicodedata.normalize("NFC", text), add_special_tokens=False).ids)
@@ -117,7 +124,7 @@ def test_trace_premium_from_english_renderings(qwen, ledger):
     row = table.iloc[0]
     assert row["traces"] == 16 and row["items"] == 8 and row["r_trace"] == pytest.approx(expected)
     assert row["ci_low"] <= expected <= row["ci_high"]
-    res = normalizer_audit(ledger, {"qwen3-8b": qwen}, [8, 16], renderings=rend, n_boot=100)
+    res = normalizer_audit(ledger, {"qwen3-8b": qwen}, budgets=[8, 16], renderings=rend, resampling=Resampling(100))
     assert "trace" in set(res.tables["delta"]["normalizer"]) and "trace_premium" in res.tables
 
 
@@ -138,7 +145,7 @@ def test_malformed_renderings_are_one_line_errors(qwen, ledger, tmp_path):
     ]
     for frame, message in bad:
         with pytest.raises(MindcapError, match=message):
-            trace_premiums(ledger, frame, {"qwen3-8b": qwen}, n_boot=40)
+            trace_premiums(ledger, frame, {"qwen3-8b": qwen}, resampling=Resampling(40))
         frame.to_csv(path, index=False)
         with pytest.raises(MindcapError, match=f"renderings {path}"):
             load_renderings(path)

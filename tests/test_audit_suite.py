@@ -14,6 +14,7 @@ from mindcap_tok.audits import AuditConfig, chrf_scores, run_audits, translation
 from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.schema import validate_records
+from mindcap_tok.resample import Resampling
 from mindcap_tok.stats.premiums import premium_table
 
 REFS = {
@@ -81,8 +82,7 @@ def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
         references=REFS,
         translation_budgets=(16,),
         lid_hub=False,
-        n_boot=100,
-        seed=4,
+        resampling=Resampling(100, 4),
         tokenizers={"qwen3-8b": qwen},
     )
     suite = run_audits(ledger_dir, None, config)
@@ -107,7 +107,7 @@ def test_missing_extras_are_skipped_with_the_install_command(qwen, ledger_dir, t
     monkeypatch.setitem(sys.modules, "fasttext", None)
     monkeypatch.setitem(sys.modules, "sacrebleu", None)
     monkeypatch.setitem(sys.modules, "sacrebleu.metrics", None)
-    config = AuditConfig(budgets=(8,), references=REFS, n_boot=50, tokenizers={"qwen3-8b": qwen})
+    config = AuditConfig(budgets=(8,), references=REFS, resampling=Resampling(50), tokenizers={"qwen3-8b": qwen})
     suite = run_audits(ledger_dir, ["langid", "comet", "parity"], config)
     status = {r.name: (r.status, r.reason) for r in suite.results}
     assert status["parity"][0] == "ok"
@@ -356,3 +356,26 @@ def test_parity_prefixes_sort_as_numbers_whole_last(qwen):
     # the long record gives a unit per budget and its whole, the short one only its whole: every unit sampled
     assert by["prefix"].tolist() == ["64", "128", "512", "768", "whole"]
     assert by["sampled"].tolist() == [1, 1, 1, 1, 2]
+
+
+def test_audit_inputs_finds_premiums_and_mgsm_questions_for_the_ledger(qwen, tmp_path, config):
+    """What `mindcap-tok audit` assembles, as a library call: the user's premium for Thai (r = 3/2 exactly) and
+    the 250 MGSM questions in English and Thai; a model without a tokenizer gets a note, not an error."""
+    from fractions import Fraction
+
+    from ledger_factory import make_cell
+    from mindcap_tok import AuditInputs, audit_inputs
+
+    led = Ledger(tmp_path / "L")
+    led.append(make_cell(qwen, n_items=2, n_samples=1), qwen)
+    dirs = {"tokenizers_dir": config.tokenizers_dir.value, "data_dir": config.data_dir.value}
+    found = audit_inputs(led, ["comet", "normalizer"], premium_specs=["th=1.5"], alt_premiums=["th=2"], **dirs)
+    assert isinstance(found, AuditInputs) and found.notes == ()
+    assert list(found.premiums.values()) == [Fraction(3, 2)]
+    assert [list(t.values()) for t in found.alternatives.values()] == [[Fraction(2)]]
+    assert len(found.references) == 250 and len(found.sources) == 250
+    assert {lang for lang, _ in found.sources} == {"tha_Thai"}
+    other = Ledger(tmp_path / "M")
+    other.append(make_cell(qwen, n_items=1, n_samples=1, model="no-such-model"), qwen)
+    (note,) = audit_inputs(other, ["parser"], **dirs).notes
+    assert note.startswith("no FLORES premiums (") and note.endswith("premium-based parts are left out")

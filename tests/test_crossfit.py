@@ -15,6 +15,7 @@ from mindcap_tok.adaptation.corpus import flores_corpus
 from mindcap_tok.adaptation.saved import resolved
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
+from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenizer import CHAR_TO_BYTE
 
 THAI_CONSONANTS = [chr(c) for c in range(0x0E01, 0x0E2F)]
@@ -162,7 +163,7 @@ def test_failure_while_saving_leaves_nothing(qwen, tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_qwen_thai_flores_dev_extension_cuts_devtest_premium(qwen, flores_dir):
     ext = learn_extension(qwen, flores_corpus("th", "dev", flores_dir), size=3000)
-    effect = measure_effect(qwen, resolved(ext, "qwen3-8b+th"), "th", n_boot=1000, source=flores_dir)
+    effect = measure_effect(qwen, resolved(ext, "qwen3-8b+th"), "th", resampling=Resampling(1000), source=flores_dir)
     assert round(effect.before.premium, 3) == 2.551  # the paper's Qwen3 Thai premium
     assert effect.after.premium < effect.before.premium and effect.change_ci_high < 0
     assert abs(effect.english_token_change) < 5e-4

@@ -27,6 +27,7 @@ from mindcap_tok.ledger.generate import run_job
 from mindcap_tok.ledger.jobs import parse_spec
 from mindcap_tok.ledger.store import MANIFEST, Ledger
 from mindcap_tok.premium import token_premium
+from mindcap_tok.resample import Resampling
 from mindcap_tok.spec import SpecError, reading
 from mindcap_tok.stats.protocol import load_protocol
 from test_server_backend import LABEL, ONE_REQUEST, backend, fakes, hf, server_spec, tiny  # noqa: F401
@@ -135,9 +136,9 @@ def test_server_that_always_fails_is_a_backend_error(tmp_path, tiny, fakes, conf
 @pytest.mark.parametrize("level", [0.0, 1.0, 1.5])
 def test_premium_with_a_bad_level_is_bad_input(qwen, level):
     with pytest.raises(BadInputError) as exc:
-        token_premium(qwen, languages=["deu_Latn"], ci=level)
+        token_premium(qwen, languages=["deu_Latn"], resampling=Resampling(level=level))
     assert not isinstance(exc.value, ValueError)
-    assert (exc.value.key, str(exc.value)) == ("ci", f"ci must be in (0, 1), got {level}")
+    assert (exc.value.key, str(exc.value)) == ("level", f"confidence level must be in (0, 1), got {level}")
 
 
 def test_src_raises_no_value_error_for_user_input():

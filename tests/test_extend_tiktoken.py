@@ -18,10 +18,11 @@ from tiktoken.load import load_tiktoken_bpe
 
 from mindcap_tok.adaptation import learn_extension, load_extension, save_extension
 from mindcap_tok.adaptation.corpus import flores_corpus
-from mindcap_tok.adaptation.price import price_ledger
+from mindcap_tok.adaptation.price import PriceSettings, SavedFolds, price_ledger
 from mindcap_tok.adaptation.saved import resolved
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
+from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenizer import load_tokenizer
 
 SIZE = 2000
@@ -209,6 +210,13 @@ def test_price_with_a_tiktoken_extension(gpt4o, saved, devtest, tmp_path):
             )
     led = Ledger(tmp_path / "L")
     led.append(records, gpt4o)
-    p = price_ledger(led, "gpt-4o", "th", [16, 4096], extension=loaded.path, tokenizer=gpt4o, n_boot=50)
+    p = price_ledger(
+        led,
+        "gpt-4o",
+        "th",
+        [16, 4096],
+        extension=SavedFolds(loaded.path),
+        settings=PriceSettings(resampling=Resampling(50), tokenizer=gpt4o),
+    )
     big = p.rows[-1]
     assert big.acc_native_ext == pytest.approx(big.acc_native) and big.acc_native > 0

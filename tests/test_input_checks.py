@@ -25,6 +25,7 @@ from mindcap_tok.ledger.generate import dry_run
 from mindcap_tok.ledger.jobs import MAX_CAP, MAX_K, job_counts, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.store import Ledger
 from mindcap_tok.premium import token_premium
+from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenizer import ResolvedTokenizer
 
 BASE = 'model = "org/m"\narms = ["native"]\nlangs = ["de"]\n'
@@ -282,14 +283,14 @@ def test_empty_flores_files_are_named(tmp_path):
     with pytest.raises(MindcapError, match=f"FLORES file is empty: {re.escape(str(eng))}$"):
         load_parallel(["th"], "devtest", str(root / "flores200"))
     with pytest.raises(MindcapError, match=f"FLORES file is empty: {re.escape(str(eng))}$"):
-        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), n_boot=40)
+        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), resampling=Resampling(40))
 
 
 def test_empty_target_file_is_named(tmp_path):
     root = _flores(tmp_path, {"eng_Latn": "a\nb\n", "tha_Thai": ""})
     tha = root / "flores200" / "devtest" / "tha_Thai.devtest"
     with pytest.raises(MindcapError, match=f"FLORES file is empty: {re.escape(str(tha))}$"):
-        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), n_boot=40)
+        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), resampling=Resampling(40))
 
 
 def test_english_without_tokens_is_named(tmp_path):
@@ -297,7 +298,7 @@ def test_english_without_tokens_is_named(tmp_path):
     root = _flores(tmp_path, {"eng_Latn": " \n\t\n", "tha_Thai": "a b\nc\n"})
     eng = root / "flores200" / "devtest" / "eng_Latn.devtest"
     with pytest.raises(MindcapError, match=f"^{re.escape(str(eng))} has no tokens with ws's tokenizer$"):
-        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), n_boot=40)
+        token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), resampling=Resampling(40))
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from mindcap_tok.data.flores import load_parallel
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.premium import count_tokens, ratio_bootstrap, token_premium
-from mindcap_tok.resample import check_resamples, min_resamples, scale_budget
+from mindcap_tok.resample import Resampling, check_resamples, min_resamples, scale_budget
 from mindcap_tok.stats.bootstrap import item_bootstrap
 
 MAX_BUDGET = 2**31 - 1
@@ -51,7 +51,7 @@ def test_smallest_allowed_interval_contains_the_premium_on_flores(qwen, flores_d
     premium = counts.sum(axis=0) / ref.sum()
     n = min_resamples(level)
     for seed in range(20):
-        low, high = ratio_bootstrap(counts, ref, n, seed, level)
+        low, high = ratio_bootstrap(counts, ref, Resampling(n, seed, level))
         assert np.all(low <= premium) and np.all(premium <= high), (seed, low, premium, high)
 
 
@@ -66,11 +66,11 @@ def test_smallest_allowed_interval_contains_accuracy_on_mgsm_sized_items():
 
 def test_library_refuses_too_few_resamples(qwen, flores_dir):
     with pytest.raises(MindcapError, match=r"--n-boot 5 is too few resamples for level 0\.95: need at least 40"):
-        token_premium(qwen, ["th"], source=flores_dir, n_boot=5)
+        token_premium(qwen, ["th"], source=flores_dir, resampling=Resampling(5))
     with pytest.raises(MindcapError, match=r"need at least 10"):
         item_bootstrap(np.ones((5, 1)), n_boot=9, seed=0).ci(0.8)
     # n_boot=0: the premium alone, no interval (what callers needing only the ratio ask for)
-    (row,) = token_premium(qwen, ["th"], source=flores_dir, n_boot=0)
+    (row,) = token_premium(qwen, ["th"], source=flores_dir, resampling=Resampling(0))
     assert row.ci_low is None and row.ci_high is None and row.n_boot == 0 and row.premium > 2
 
 

@@ -8,7 +8,7 @@ from scipy import stats
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from mindcap_tok.premium import count_tokens, ratio_bootstrap, token_premium
-from mindcap_tok.resample import bootstrap_counts, bootstrap_sums, scale_budget
+from mindcap_tok.resample import Resampling, bootstrap_counts, bootstrap_sums, scale_budget
 from mindcap_tok.tokenizer import ResolvedTokenizer
 
 
@@ -36,7 +36,9 @@ def test_hand_worked_premium(tmp_path):
             "deu_Latn": ["y y", "y y y", "y"],
         },
     )
-    res = token_premium(_whitespace_tokenizer(), ["th", "de"], source=src, n_boot=200, seed=1, budgets=[64, 100, 256])
+    res = token_premium(
+        _whitespace_tokenizer(), ["th", "de"], source=src, resampling=Resampling(200, 1), budgets=[64, 100, 256]
+    )
     th, de = res
     assert (th.lang, th.tokens, th.ref_tokens, th.n_pairs) == ("tha_Thai", 15, 6, 3)
     assert th.premium == 2.5 and th.ratio == Fraction(5, 2)
@@ -75,7 +77,7 @@ def test_ratio_ci_agrees_with_scipy_percentile_bootstrap():
     rng = np.random.default_rng(3)
     ref = rng.integers(10, 40, size=300)
     lang = (ref * rng.uniform(1.5, 3.5, size=300)).astype(int)
-    low, high = ratio_bootstrap(lang[:, None], ref, n_boot=20000, seed=0, ci=0.95)
+    low, high = ratio_bootstrap(lang[:, None], ref, Resampling(20000, 0, 0.95))
     sp = stats.bootstrap(
         (lang, ref),
         lambda a, b, axis=-1: a.sum(axis=axis) / b.sum(axis=axis),
@@ -92,9 +94,9 @@ def test_ratio_ci_agrees_with_scipy_percentile_bootstrap():
 
 
 def test_reproducible_for_a_seed(qwen, flores_dir):
-    a = token_premium(qwen, ["th"], source=flores_dir, n_boot=500, seed=11)
-    b = token_premium(qwen, ["th"], source=flores_dir, n_boot=500, seed=11)
-    c = token_premium(qwen, ["th"], source=flores_dir, n_boot=500, seed=12)
+    a = token_premium(qwen, ["th"], source=flores_dir, resampling=Resampling(500, 11))
+    b = token_premium(qwen, ["th"], source=flores_dir, resampling=Resampling(500, 11))
+    c = token_premium(qwen, ["th"], source=flores_dir, resampling=Resampling(500, 12))
     assert a == b
     assert (a[0].ci_low, a[0].ci_high) != (c[0].ci_low, c[0].ci_high)
     assert a[0].seed == 11 and a[0].n_boot == 500
@@ -112,7 +114,7 @@ def test_reproduces_paper_premiums(model, expected, config, flores_dir):
     from mindcap_tok.tokenizer import load_tokenizer
 
     tok = load_tokenizer(model, config.tokenizers_dir.value)
-    res = {r.lang: r for r in token_premium(tok, ["de", "th", "sw"], source=flores_dir, n_boot=1000, seed=0)}
+    res = {r.lang: r for r in token_premium(tok, ["de", "th", "sw"], source=flores_dir, resampling=Resampling(1000, 0))}
     for code, value in expected.items():
         assert round(res[code].premium, 2) == value, (code, res[code].premium)
         assert res[code].ci_low < res[code].premium < res[code].ci_high
@@ -121,7 +123,7 @@ def test_reproduces_paper_premiums(model, expected, config, flores_dir):
 
 def test_qwen_thai_premium_matches_paper_precision(qwen, flores_dir):
     # paper §4.2 prints r = 2.550777 for Qwen Thai, and §6 prints 1.559 / 2.551 / 1.936
-    rows = token_premium(qwen, ["de", "th", "sw"], source=flores_dir, n_boot=40, seed=0, budgets=[256])
+    rows = token_premium(qwen, ["de", "th", "sw"], source=flores_dir, resampling=Resampling(40, 0), budgets=[256])
     res = {r.lang: r for r in rows}
     assert round(res["tha_Thai"].premium, 6) == 2.550777
     assert res["tha_Thai"].scaled_budgets == {256: 652}

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from mindcap_tok.cli.main import cli
-from mindcap_tok.premium import token_premium
+from mindcap_tok.premium import PremiumText, token_premium
+from mindcap_tok.resample import Resampling
 
 EXPECTED = {  # the issue's figures (Qwen3 tokenizer, point estimates, 3 decimals)
     "mgsm": {"deu_Latn": 1.337, "tha_Thai": 2.120, "swh_Latn": 1.736},
@@ -37,7 +38,9 @@ def _direct(qwen, mgsm_dir, corpus: str, lang: str) -> int:
 
 @pytest.mark.parametrize("corpus", ["mgsm", "mgsm-answers"])
 def test_mgsm_premiums_match_the_issue_and_a_direct_count(qwen, mgsm_dir, corpus):
-    rows = token_premium(qwen, ["de", "th", "sw"], split=corpus, source=str(mgsm_dir), n_boot=400, seed=1)
+    rows = token_premium(
+        qwen, ["de", "th", "sw"], source=str(mgsm_dir), text=PremiumText(split=corpus), resampling=Resampling(400, 1)
+    )
     ref = _direct(qwen, mgsm_dir, corpus, "eng_Latn")
     for r in rows:
         assert (r.tokens, r.ref_tokens) == (_direct(qwen, mgsm_dir, corpus, r.lang), ref)

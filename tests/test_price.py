@@ -38,12 +38,21 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from mindcap_tok.adaptation.price import load_traces, price_ledger, price_traces, sample_items
+from mindcap_tok.adaptation.price import (
+    GivenFolds,
+    LearnedFolds,
+    PriceSettings,
+    SavedFolds,
+    load_traces,
+    price_ledger,
+    price_traces,
+    sample_items,
+)
 from mindcap_tok.adaptation.retokenize import FoldTokenizer
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
-from mindcap_tok.resample import bootstrap_counts
+from mindcap_tok.resample import Resampling, bootstrap_counts
 from price_fixture import english_trace, save_tiny, thai_trace
 
 B_MAX, GOLD, WRONG = 64, 7, 3
@@ -105,7 +114,14 @@ def world(tmp_path_factory):
 @pytest.fixture(scope="module")
 def priced(world):
     ledger, base, _, folds = world
-    return price_ledger(ledger, "tiny", "th", [30, 63], folds=folds, tokenizer=base, n_boot=400, seed=3)
+    return price_ledger(
+        ledger,
+        "tiny",
+        "th",
+        [30, 63],
+        extension=GivenFolds(folds),
+        settings=PriceSettings(resampling=Resampling(400, 3), tokenizer=base),
+    )
 
 
 def test_hand_computed_table3_at_the_binding_cap(priced):
@@ -180,7 +196,14 @@ def test_triage_states_each_rung_and_warns_that_b_max_binds(priced):
 
 def test_sample_keeps_whole_items_of_both_arms(world):
     ledger, base, _, folds = world
-    p = price_ledger(ledger, "tiny", "th", [30], folds=folds, tokenizer=base, sample=4, seed=1, n_boot=50)
+    p = price_ledger(
+        ledger,
+        "tiny",
+        "th",
+        [30],
+        extension=GivenFolds(folds),
+        settings=PriceSettings(sample=4, resampling=Resampling(50, 1), tokenizer=base),
+    )
     assert len(p.items) == 4 and p.sample == 4
     assert p.rows[0].n_items == 4 and p.rows[0].n_native == p.rows[0].n_translate == 8
     assert list(sample_items(range(10), 4, 1)) == list(p.items)
@@ -190,7 +213,14 @@ def test_sample_keeps_whole_items_of_both_arms(world):
 def test_items_without_a_held_out_fold_are_refused(world):
     ledger, base, ext, _ = world
     with pytest.raises(MindcapError, match="held out by no fold"):
-        price_ledger(ledger, "tiny", "th", [30], folds=[FoldTokenizer(ext, frozenset(range(5)), 0)], tokenizer=base)
+        price_ledger(
+            ledger,
+            "tiny",
+            "th",
+            [30],
+            extension=GivenFolds([FoldTokenizer(ext, frozenset(range(5)), 0)]),
+            settings=PriceSettings(tokenizer=base),
+        )
 
 
 def test_cap_above_the_stored_prefix_is_refused(world):
@@ -247,8 +277,22 @@ def test_cli_rejects_a_missing_language(world):
 def test_saved_extension_prices_like_the_learned_one(world, tmp_path):
     ledger, base, _, _ = world
     out = tmp_path / "th-ext"
-    learned = price_ledger(ledger, "tiny", "th", [30], learn_size=1, tokenizer=base, n_boot=50, save_extension=out)
-    again = price_ledger(ledger, "tiny", "th", [30], extension=out, tokenizer=base, n_boot=50)
+    learned = price_ledger(
+        ledger,
+        "tiny",
+        "th",
+        [30],
+        extension=LearnedFolds(size=1, save_to=out),
+        settings=PriceSettings(resampling=Resampling(50), tokenizer=base),
+    )
+    again = price_ledger(
+        ledger,
+        "tiny",
+        "th",
+        [30],
+        extension=SavedFolds(out),
+        settings=PriceSettings(resampling=Resampling(50), tokenizer=base),
+    )
     for p in (learned, again):
         row = p.rows[0]
         assert (row.G3, row.ext_nat_gain) == pytest.approx((6 / 20, 3 / 20))
@@ -256,11 +300,13 @@ def test_saved_extension_prices_like_the_learned_one(world, tmp_path):
 
 
 def test_exactly_one_extension_source(world):
+    """The source is one value of a union type (issue 21: the type is the check); what is left to refuse at run
+    time is a value of no source type, and a learned extension with neither a size nor a frequency rule."""
     ledger, base, _, folds = world
-    with pytest.raises(MindcapError, match="exactly one extension"):
-        price_ledger(ledger, "tiny", "th", [30], tokenizer=base)
-    with pytest.raises(MindcapError, match="exactly one extension"):
-        price_ledger(ledger, "tiny", "th", [30], folds=folds, learn_min_freq=2, tokenizer=base)
+    with pytest.raises(MindcapError, match="extension must be GivenFolds, SavedFolds or LearnedFolds, got list"):
+        price_ledger(ledger, "tiny", "th", [30], extension=folds, settings=PriceSettings(tokenizer=base))
+    with pytest.raises(MindcapError, match=r"needs a size .* or a minimum pair frequency"):
+        LearnedFolds()
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +314,14 @@ def thai_extension(world, tmp_path_factory):
     """A cross-fitted extension learned on the Thai traces and saved by `price --save-extension`."""
     ledger, base, _, _ = world
     out = tmp_path_factory.mktemp("th") / "th-ext"
-    price_ledger(ledger, "tiny", "th", [30], learn_size=1, tokenizer=base, n_boot=40, save_extension=out)
+    price_ledger(
+        ledger,
+        "tiny",
+        "th",
+        [30],
+        extension=LearnedFolds(size=1, save_to=out),
+        settings=PriceSettings(resampling=Resampling(40), tokenizer=base),
+    )
     assert json.loads((out / "fold-0" / "manifest.json").read_text("utf-8"))["lang"] == "tha_Thai"
     return out
 
@@ -290,7 +343,14 @@ def test_an_extension_for_another_language_is_refused(world, thai_extension, tmp
     _, base, _, _ = world
     swahili = _relabelled_ledger(world, tmp_path / "sw", "swh_Latn")
     with pytest.raises(MindcapError, match=r"learned for tha_Thai, but the priced language is swh_Latn"):
-        price_ledger(swahili, "tiny", "sw", [30], extension=thai_extension, tokenizer=base, n_boot=40)
+        price_ledger(
+            swahili,
+            "tiny",
+            "sw",
+            [30],
+            extension=SavedFolds(thai_extension),
+            settings=PriceSettings(resampling=Resampling(40), tokenizer=base),
+        )
     result = CliRunner().invoke(
         cli, ["price", "--ledger", str(swahili.root), "--model", "tiny", "--lang", "sw", "--cap", "30",
               "--tokenizer", str(base.path), "--extension", str(thai_extension)],
@@ -311,19 +371,28 @@ def test_an_extension_that_records_no_language_is_refused(world, thai_extension,
     del manifest["lang"]
     (bare / "manifest.json").write_text(json.dumps(manifest), "utf-8")
     with pytest.raises(MindcapError, match="records no language, so it cannot be checked against tha_Thai"):
-        price_ledger(ledger, "tiny", "th", [30], extension=bare, tokenizer=base)
+        price_ledger(ledger, "tiny", "th", [30], extension=SavedFolds(bare), settings=PriceSettings(tokenizer=base))
 
 
 def test_an_extension_of_another_base_tokenizer_is_refused(world, thai_extension, tmp_path):
     _, _, ext, _ = world  # the hand-extended tokenizer as the ids' tokenizer: not the extension's base
     other = _relabelled_ledger(world, tmp_path / "other", tok=ext)
     with pytest.raises(MindcapError, match=r"extends a base tokenizer with sha256 .*but the ledger's ids come from"):
-        price_ledger(other, "tiny", "th", [30], extension=thai_extension, tokenizer=ext)
+        price_ledger(
+            other, "tiny", "th", [30], extension=SavedFolds(thai_extension), settings=PriceSettings(tokenizer=ext)
+        )
 
 
 def test_a_sample_larger_than_the_items_reports_the_items_used(world):
     ledger, base, _, folds = world
-    p = price_ledger(ledger, "tiny", "th", [30], folds=folds, tokenizer=base, sample=5000, n_boot=50)
+    p = price_ledger(
+        ledger,
+        "tiny",
+        "th",
+        [30],
+        extension=GivenFolds(folds),
+        settings=PriceSettings(sample=5000, resampling=Resampling(50), tokenizer=base),
+    )
     assert (p.sample, p.population, len(p.items)) == (10, 10, 10)
     assert p.record(p.rows[0])["sample"] == 10
     assert "note: a sample of 5000 items was asked for, but tiny tha_Thai has 10; all 10 are priced" in p.triage()

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from mindcap_tok.adaptation.extend import learn_extension
-from mindcap_tok.adaptation.price import price_ledger
+from mindcap_tok.adaptation.price import GivenFolds, LearnedFolds, PriceSettings, SavedFolds, price_ledger
 from mindcap_tok.adaptation.retokenize import FoldTokenizer
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.parse import get_parser
+from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenizer import load_tokenizer
 
 NAMES = ["gpt-4o", "gemma-3", "llama-2"]
@@ -79,7 +80,14 @@ def test_price_any_family_with_base_as_retokenizer(tmp_path, config, lines, name
     records = _records(tok, lines)
     led = Ledger(tmp_path / "L")
     led.append(records, tok)
-    p = price_ledger(led, name, "th", [CAP], folds=[FoldTokenizer(tok)], tokenizer=tok, n_boot=50)
+    p = price_ledger(
+        led,
+        name,
+        "th",
+        [CAP],
+        extension=GivenFolds([FoldTokenizer(tok)]),
+        settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
+    )
     row = p.rows[0]
     want_native = _reference_accuracy(tok, records, "native", CAP)
     want_translate = _reference_accuracy(tok, records, "translate-act", CAP)
@@ -88,7 +96,14 @@ def test_price_any_family_with_base_as_retokenizer(tmp_path, config, lines, name
     assert row.acc_translate == pytest.approx(want_translate)
     assert row.acc_native_max == pytest.approx(_reference_accuracy(tok, records, "native", 10_000))
     if tok.family == "tiktoken":  # extendable: learning on the traces prices like any other extension
-        learned = price_ledger(led, name, "th", [CAP], learn_size=3, tokenizer=tok, n_boot=50)
+        learned = price_ledger(
+            led,
+            name,
+            "th",
+            [CAP],
+            extension=LearnedFolds(size=3),
+            settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
+        )
         assert learned.rows[0].acc_native == pytest.approx(want_native)
         return
     with pytest.raises(
@@ -96,9 +111,23 @@ def test_price_any_family_with_base_as_retokenizer(tmp_path, config, lines, name
         match=rf"^{name} is a {tok.family} tokenizer, which cannot be extended yet; "
         r"extensions can be learned only for `tokenizers` byte-level BPE bases",
     ):
-        price_ledger(led, name, "th", [CAP], learn_size=3, tokenizer=tok, n_boot=50)
+        price_ledger(
+            led,
+            name,
+            "th",
+            [CAP],
+            extension=LearnedFolds(size=3),
+            settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
+        )
     with pytest.raises(MindcapError, match="cannot be extended yet"):
-        price_ledger(led, name, "th", [CAP], extension=tmp_path / "nowhere", tokenizer=tok, n_boot=50)
+        price_ledger(
+            led,
+            name,
+            "th",
+            [CAP],
+            extension=SavedFolds(tmp_path / "nowhere"),
+            settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
+        )
 
 
 @pytest.mark.parametrize("name", ["gemma-3", "llama-2"])  # SentencePiece; tiktoken bases can be extended

@@ -118,7 +118,8 @@ def test_pass_shares_and_means_by_hand(report):
 
 
 def test_token_ratios_premiums_and_cap_hits(report, qwen, flores_dir):
-    from mindcap_tok.premium import token_premium
+    from mindcap_tok.premium import PremiumText, token_premium
+    from mindcap_tok.resample import Resampling
 
     src = {k: len(qwen.encode(t)) for k, (t, _) in SOURCES.items()}
     table = report.hop_tokens.set_index(["sequence", "hop"])
@@ -128,7 +129,13 @@ def test_token_ratios_premiums_and_cap_hits(report, qwen, flores_dir):
             out = sum(len(qwen.encode(t)) for t in outputs[lang].values())  # the end-of-turn id is not counted
             assert (row["output_tokens"], row["source_tokens"]) == (out, sum(src.values()))
             assert row["token_ratio"] == pytest.approx(out / sum(src.values()))
-        (want,) = token_premium(qwen, [lang], ref="eng_Latn", split="devtest", n_boot=40, source=flores_dir)
+        (want,) = token_premium(
+            qwen,
+            [lang],
+            resampling=Resampling(40),
+            source=flores_dir,
+            text=PremiumText(split="devtest", ref="eng_Latn"),
+        )
         assert table.loc[(SEQ[lang], 1), "flores_premium"] == pytest.approx(want.premium)
         assert table.loc[(SEQ[lang], 2), "flores_premium"] == 1.0  # English against English
     assert table.loc[(SEQ["deu_Latn"], 1), "cap_hit_share"] == pytest.approx(1 / 3)

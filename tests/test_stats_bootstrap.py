@@ -9,7 +9,7 @@ from scipy import stats as sps
 
 from mindcap_tok.budgets import SWEEP_BUDGETS
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.resample import bootstrap_counts
+from mindcap_tok.resample import Resampling, bootstrap_counts
 from mindcap_tok.stats.bootstrap import Boot, item_bootstrap, ratio_difference
 from mindcap_tok.stats.curves import sweep
 from mindcap_tok.stats.premiums import required_budgets
@@ -157,7 +157,7 @@ def simulated_coverage():
     point, band = [], []
     for s in range(200):
         data = simulate(design, seed=50_000 + s)
-        res = sweep(data.grid(need), design.premiums, budgets, n_boot=500, seed=s)
+        res = sweep(data.grid(need), design.premiums, budgets, resampling=Resampling(500, s))
         for lang, part in res.rows.groupby("lang"):
             tr = truth[lang]
             point.append((part["ci_low"].to_numpy() <= tr) & (tr <= part["ci_high"].to_numpy()))

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from mindcap_tok.errors import MindcapError
+from mindcap_tok.resample import Resampling
 from mindcap_tok.stats.confirm import confirm, output_lengths
 
 CELL = {"model": "m", "arm": "native", "lang": "deu_Latn"}
@@ -52,7 +53,7 @@ def _independent():
 
 
 def test_confirm_rows_by_hand():
-    res = confirm(_replay(), _independent(), PREMIUMS, [2, 4], n_boot=4000, seed=3)
+    res = confirm(_replay(), _independent(), premiums=PREMIUMS, budgets=[2, 4], resampling=Resampling(4000, 3))
     rows = res.rows.set_index("budget")
     # replay acc: B=2 -> 1/4, 3 -> 2/4, 4 -> 2/4, 6 -> 4/4
     assert rows.loc[2, "predicted"] == 0.25 and rows.loc[4, "predicted"] == 0.5
@@ -92,4 +93,6 @@ def test_confirm_refuses_ledgers_without_a_shared_cell():
     ind = _independent()
     ind.by_budget["lang"] = "tha_Thai"
     with pytest.raises(MindcapError):
-        confirm(_replay(), ind, {**PREMIUMS, ("m", "tha_Thai"): 1.5}, [2, 4], n_boot=100)
+        confirm(
+            _replay(), ind, premiums={**PREMIUMS, ("m", "tha_Thai"): 1.5}, budgets=[2, 4], resampling=Resampling(100)
+        )

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from mindcap_tok.errors import MindcapError
+from mindcap_tok.resample import Resampling
 from mindcap_tok.stats.curves import accuracy_table, delta_table, gap_table, sweep
 from mindcap_tok.stats.grid import accuracy_grid
 from mindcap_tok.stats.premiums import (
@@ -128,7 +129,7 @@ def test_grid_from_frames_equals_direct_sums(sim):
 
 def test_sweep_point_estimates_crossovers_and_peaks(sim):
     design, _data, budgets, by_budget = sim
-    res = sweep(by_budget, design.premiums, budgets, n_boot=300, seed=1)
+    res = sweep(by_budget, design.premiums, budgets, resampling=Resampling(300, 1))
     ref = delta_table(by_budget, design.premiums, budgets)
     merged = res.rows.merge(ref, on=["model", "lang", "budget"], suffixes=("", "_ref"))
     np.testing.assert_allclose(merged["delta"], merged["delta_ref"])

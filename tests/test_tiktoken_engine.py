@@ -15,6 +15,7 @@ from mindcap_tok import premium
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.languages import flores_codes
 from mindcap_tok.premium import counting_engine, token_premium
+from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenizer import BYTE_TO_CHAR, ResolvedTokenizer, load_tokenizer
 from mindcap_tok.tokenizer_backends import NotEligible, tiktoken_engine
 from tokenizer_edits import edited
@@ -79,14 +80,14 @@ def test_same_counts_on_every_flores_line(engines, flores_dir, model):
 
 
 def test_premium_records_the_engine_and_agrees(qwen, flores_dir, monkeypatch):
-    ref = token_premium(qwen, ["th", "de"], source=flores_dir, n_boot=50, seed=0, engine="reference")
+    ref = token_premium(qwen, ["th", "de"], source=flores_dir, resampling=Resampling(50, 0), engine="reference")
     monkeypatch.setattr(premium, "TIKTOKEN_ENGINE_MIN_CHARS", 0)
-    fast = token_premium(qwen, ["th", "de"], source=flores_dir, n_boot=50, seed=0)
+    fast = token_premium(qwen, ["th", "de"], source=flores_dir, resampling=Resampling(50, 0))
     assert [r.engine for r in ref] == ["tokenizers"] * 2 and [r.engine for r in fast] == ["tiktoken"] * 2
     assert [r.as_dict() | {"engine": None} for r in fast] == [r.as_dict() | {"engine": None} for r in ref]
     assert fast[0].tokens == 70455  # tokenizers/README.md: Qwen3 Thai devtest
     with pytest.raises(premium.MindcapError, match="unknown counting engine 'fast'"):
-        token_premium(qwen, ["th"], source=flores_dir, n_boot=40, engine="fast")
+        token_premium(qwen, ["th"], source=flores_dir, resampling=Resampling(40), engine="fast")
 
 
 def test_small_jobs_and_other_families_use_their_own_library(qwen, config):

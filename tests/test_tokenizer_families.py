@@ -15,7 +15,8 @@ import pytest
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.petrov2023 import COLUMNS, petrov2023_lengths
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.premium import count_tokens, token_premium
+from mindcap_tok.premium import PremiumText, count_tokens, token_premium
+from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenizer import canonical_model_name, load_tokenizer
 
 # "hello world" -> ids, as listed in ../shared/tokenizers/README.md ("Added families")
@@ -185,9 +186,13 @@ def test_corrupt_sentencepiece_model(tmp_path):
 
 def test_pooled_split_adds_both_splits(toks, flores_dir):
     tok = toks["gemma-3"]
-    pooled = token_premium(tok, ["th"], split="dev+devtest", source=flores_dir, n_boot=100, seed=0)[0]
-    dev = token_premium(tok, ["th"], split="dev", source=flores_dir, n_boot=100, seed=0)[0]
-    devtest = token_premium(tok, ["th"], split="devtest", source=flores_dir, n_boot=100, seed=0)[0]
+    pooled = token_premium(
+        tok, ["th"], source=flores_dir, text=PremiumText(split="dev+devtest"), resampling=Resampling(100, 0)
+    )[0]
+    dev = token_premium(tok, ["th"], source=flores_dir, text=PremiumText(split="dev"), resampling=Resampling(100, 0))[0]
+    devtest = token_premium(
+        tok, ["th"], source=flores_dir, text=PremiumText(split="devtest"), resampling=Resampling(100, 0)
+    )[0]
     assert pooled.n_pairs == dev.n_pairs + devtest.n_pairs == 997 + 1012
     assert pooled.tokens == dev.tokens + devtest.tokens
     assert pooled.ref_tokens == dev.ref_tokens + devtest.ref_tokens
@@ -200,7 +205,7 @@ def test_petrov2023_protocol_matches_their_csv(model, config, flores_dir):
     tok = load_tokenizer(model, config.tokenizers_dir.value)
     # Thai and German, plus languages where NFC changes the text (their counts are of raw text)
     langs = ["tha_Thai", "deu_Latn", "kas_Deva", "fon_Latn"]
-    rows = token_premium(tok, langs, split="dev+devtest", source=flores_dir, protocol="petrov2023")
+    rows = token_premium(tok, langs, source=flores_dir, text=PremiumText(split="dev+devtest", protocol="petrov2023"))
     for r in rows:
         expected = theirs[r.lang] / theirs["eng_Latn"]
         assert abs(r.premium - expected) / expected < 1e-3, (model, r.lang, r.premium, expected)
@@ -217,7 +222,7 @@ def test_petrov2023_all_languages(model, config, flores_dir):
     assert len(theirs) == 204
     tok = load_tokenizer(model, config.tokenizers_dir.value)
     codes = [c for c in flores_codes() if c != "eng_Latn"]
-    rows = token_premium(tok, codes, split="dev+devtest", source=flores_dir, protocol="petrov2023")
+    rows = token_premium(tok, codes, source=flores_dir, text=PremiumText(split="dev+devtest", protocol="petrov2023"))
     expected = {r.lang: theirs[r.lang] / theirs["eng_Latn"] for r in rows}
     worst = max(abs(r.premium - expected[r.lang]) / expected[r.lang] for r in rows)
     assert worst < 1e-3

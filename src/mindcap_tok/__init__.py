@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from .errors import BackendError, BadInputError, DamagedDataError, MindcapError, MissingExtraError
 
 if TYPE_CHECKING:
-    from .adaptation.crossfit import extend_crossfit
+    from .adaptation.crossfit import CrossFitting, extend_crossfit
     from .adaptation.extend import learn_extension
-    from .adaptation.price import Pricing, price_ledger
+    from .adaptation.price import GivenFolds, LearnedFolds, PriceSettings, Pricing, SavedFolds, price_ledger
     from .adaptation.retokenize import retokenize
     from .adaptation.saved import load_crossfit, load_extension
     from .audits._common import AuditResult
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .audits.normalizer import normalizer_audit
     from .audits.parity import parity_audit
     from .audits.parser_audit import parser_audit
-    from .audits.suite import AuditConfig, SuiteResult, run_audits, write_report
+    from .audits.suite import AuditConfig, AuditInputs, SuiteResult, audit_inputs, run_audits, write_report
     from .audits.translation import translation_audit
     from .config import Config, load_config
     from .data.flores import load_flores
@@ -37,16 +37,17 @@ if TYPE_CHECKING:
     from .ledger.parse import get_parser
     from .ledger.score import Scores, accuracy_curves, score_ledger
     from .ledger.store import Ledger
-    from .premium import Premium, token_premium
+    from .premium import Premium, PremiumText, token_premium
     from .report.budget_report import write_budget_report
     from .report.figures import plot_premiums
-    from .resample import scale_budget
+    from .resample import Resampling, scale_budget
     from .roundtrip.report import ReportResult, roundtrip_report
     from .roundtrip.run import RoundtripResult, open_backends, run_roundtrip
     from .roundtrip.spec import RoundtripSpec, plan_roundtrip
     from .roundtrip.spec import load_spec as load_roundtrip_spec
     from .stats.confirm import Confirmation, confirm
     from .stats.curves import Sweep, sweep
+    from .stats.inputs import LedgerSelection, ScoredLedger, load_scored_ledger, sweep_budgets
     from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
     from .stats.timing import emission_timing
     from .tokenizer import ResolvedTokenizer, load_tokenizer
@@ -63,7 +64,9 @@ _LAZY = {
     "load_tokenizer": "tokenizer",
     # premiums
     "Premium": "premium",
+    "PremiumText": "premium",
     "token_premium": "premium",
+    "Resampling": "resample",
     "scale_budget": "resample",
     # the ledger: store, import, generation, scoring
     "Ledger": "ledger.store",
@@ -83,6 +86,10 @@ _LAZY = {
     "sweep": "stats.curves",
     "Confirmation": "stats.confirm",
     "confirm": "stats.confirm",
+    "LedgerSelection": "stats.inputs",
+    "ScoredLedger": "stats.inputs",
+    "load_scored_ledger": "stats.inputs",
+    "sweep_budgets": "stats.inputs",
     "emission_timing": "stats.timing",
     "freeze_protocol": "stats.protocol",
     "load_protocol": "stats.protocol",
@@ -92,14 +99,21 @@ _LAZY = {
     "plot_premiums": "report.figures",
     # vocabulary extensions and ladder pricing
     "learn_extension": "adaptation.extend",
+    "CrossFitting": "adaptation.crossfit",
     "extend_crossfit": "adaptation.crossfit",
     "load_crossfit": "adaptation.saved",
     "load_extension": "adaptation.saved",
     "Pricing": "adaptation.price",
+    "PriceSettings": "adaptation.price",
+    "GivenFolds": "adaptation.price",
+    "SavedFolds": "adaptation.price",
+    "LearnedFolds": "adaptation.price",
     "price_ledger": "adaptation.price",
     "retokenize": "adaptation.retokenize",
     # audits
     "AuditConfig": "audits.suite",
+    "AuditInputs": "audits.suite",
+    "audit_inputs": "audits.suite",
     "AuditResult": "audits._common",
     "SuiteResult": "audits.suite",
     "run_audits": "audits.suite",
@@ -125,28 +139,39 @@ _LAZY = {
 #: the public API, grouped by stage in _LAZY above
 __all__ = [
     "AuditConfig",
+    "AuditInputs",
     "AuditResult",
     "BackendError",
     "BadInputError",
     "Config",
     "Confirmation",
+    "CrossFitting",
     "DamagedDataError",
     "GenerateResult",
+    "GivenFolds",
     "ImportResult",
     "JobSpec",
+    "LearnedFolds",
     "Ledger",
+    "LedgerSelection",
     "MindcapError",
     "MissingExtraError",
     "Premium",
+    "PremiumText",
+    "PriceSettings",
     "Pricing",
     "ReportResult",
+    "Resampling",
     "ResolvedTokenizer",
     "RoundtripResult",
     "RoundtripSpec",
+    "SavedFolds",
+    "ScoredLedger",
     "Scores",
     "SuiteResult",
     "Sweep",
     "accuracy_curves",
+    "audit_inputs",
     "confirm",
     "determinism_audit",
     "dry_run",
@@ -165,6 +190,7 @@ __all__ = [
     "load_mgsm",
     "load_protocol",
     "load_roundtrip_spec",
+    "load_scored_ledger",
     "load_tokenizer",
     "normalizer_audit",
     "open_backends",
@@ -183,6 +209,7 @@ __all__ = [
     "scale_budget",
     "score_ledger",
     "sweep",
+    "sweep_budgets",
     "token_premium",
     "translation_audit",
     "validation_agreement",

@@ -42,8 +42,8 @@ from .choices import PROTOCOLS as PROTOCOLS
 from .data.flores import flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
 from .data.mgsm import MGSM_CORPORA, mgsm_source, mgsm_texts
-from .errors import BadInputError, MindcapError
-from .resample import bootstrap_sums, check_resamples, scale_budget
+from .errors import MindcapError
+from .resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums, scale_budget
 from .tokenizer import ResolvedTokenizer
 from .tokenizer_backends import Counter
 
@@ -97,15 +97,15 @@ def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str])
 
 
 def ratio_bootstrap(
-    counts: np.ndarray, ref_counts: np.ndarray, n_boot: int, seed: int, ci: float
+    counts: np.ndarray, ref_counts: np.ndarray, resampling: Resampling
 ) -> tuple[np.ndarray, np.ndarray]:
     """Paired percentile CIs of sum(counts[:, j]) / sum(ref_counts) for every column j.
 
     ``counts`` is (n_pairs, n_langs); returns (low, high) arrays of length n_langs.
     """
-    sums = bootstrap_sums(np.column_stack([ref_counts, counts]).astype(np.float64), n_boot, seed)
+    sums = bootstrap_sums(np.column_stack([ref_counts, counts]).astype(np.float64), resampling.n_boot, resampling.seed)
     ratios = sums[:, 1:] / sums[:, :1]
-    alpha = 1.0 - ci
+    alpha = 1.0 - resampling.level
     low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2], axis=0, overwrite_input=True)
     return low, high
 
@@ -117,7 +117,9 @@ def load_split(codes: Sequence[str], split: str, source: str, ref: str, nfc: boo
     questions; ``mgsm-answers``, the exemplar answers), read from the MGSM folder ``source``."""
     if split in MGSM_CORPORA:
         norm = (lambda s: unicodedata.normalize("NFC", s)) if nfc else str
-        return {code: [[norm(t) for t in mgsm_texts(code, split, source)]] for code in dict.fromkeys([ref, *codes])}
+        return {
+            code: [[norm(t) for t in mgsm_texts(code, split, folder=source)]] for code in dict.fromkeys([ref, *codes])
+        }
     if split not in PREMIUM_SPLITS:
         raise MindcapError(f"unknown split {split!r}; use one of {', '.join(PREMIUM_SPLITS)}")
     parts = [load_parallel(codes, split=part, source=source, ref=ref, nfc=nfc) for part in split.split("+")]
@@ -154,37 +156,42 @@ def counting_engine(tokenizer: ResolvedTokenizer, engine: str = "auto", texts: I
 LANGS_PER_CALL = 16
 
 
+@dataclass(frozen=True)
+class PremiumText:
+    """Which parallel text a premium counts: ``split`` (FLORES ``dev``, ``devtest`` or ``dev+devtest``, pooled; or
+    a parallel MGSM corpus, ``mgsm``: the 250 questions, ``mgsm-answers``: the 8 exemplar answers, with ``source``
+    naming the MGSM folder) against ``ref``, per sentence or by ``protocol="petrov2023"`` (one joined string per
+    language, see the module docstring; no CI); ``nfc`` NFC-normalises first (default: on, except for
+    ``petrov2023``, raw text)."""
+
+    split: str = "devtest"
+    ref: str = "eng_Latn"
+    protocol: str = "per-sentence"
+    nfc: bool | None = None
+
+
 def token_premium(
     tokenizer: ResolvedTokenizer,
     languages: Iterable[str] = DEFAULT_LANGS,
-    ref: str = "eng_Latn",
-    split: str = "devtest",
-    n_boot: int = 10_000,
-    seed: int = 0,
-    ci: float = 0.95,
-    budgets: Sequence[int] | None = None,
+    *,
     source: str | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-    protocol: str = "per-sentence",
-    nfc: bool | None = None,
+    text: PremiumText = PremiumText(),
+    resampling: Resampling = DEFAULT_RESAMPLING,
+    budgets: Sequence[int] | None = None,
     engine: str = "auto",
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> list[Premium]:
-    """Premium of each language against ``ref`` over a FLORES split, with paired bootstrap CIs.
+    """Premium of each language against ``text.ref`` over a FLORES split in ``source``, with paired bootstrap CIs.
 
-    ``split`` is ``dev``, ``devtest`` or ``dev+devtest`` (pooled), or a parallel MGSM corpus (``mgsm``: the 250
-    questions; ``mgsm-answers``: the 8 exemplar answers; ``source`` then names the MGSM folder), with the same
-    paired bootstrap over its pairs. ``budgets`` adds floor(r·B) for each B.
-    ``protocol="petrov2023"`` encodes one joined string per language (see the module docstring; no CI).
-    ``nfc`` NFC-normalises the text first; by default on, except for ``petrov2023`` (they used raw text).
-    ``n_boot`` resamples give the CI at level ``ci`` (at least :func:`~mindcap_tok.resample.min_resamples` of
-    it: 40 at 0.95); ``n_boot=0`` gives the premium alone (``ci_low = ci_high = None``, as ``petrov2023``).
-    ``on_progress(done, total)`` is called per language. ``engine="reference"`` counts with the tokenizer
-    family's own library even where tiktoken runs a ``tokenizer.json`` exactly and faster (module docstring).
+    ``text`` says which text and how (:class:`PremiumText`). ``budgets`` adds floor(r·B) for each B.
+    ``resampling`` gives the CI (its ``n_boot`` resamples at ``level``, at least
+    :func:`~mindcap_tok.resample.min_resamples` of it: 40 at 0.95); ``n_boot=0`` gives the premium alone
+    (``ci_low = ci_high = None``, as ``petrov2023``). ``on_progress(done, total)`` is called per language.
+    ``engine="reference"`` counts with the tokenizer family's own library even where tiktoken runs a
+    ``tokenizer.json`` exactly and faster (module docstring).
     """
-    if not 0 < ci < 1:
-        raise BadInputError(f"ci must be in (0, 1), got {ci}", key="ci")
-    if n_boot:  # 0: the premium without an interval (callers that need only the ratio)
-        check_resamples(n_boot, ci)
+    split, ref, protocol, nfc = text.split, text.ref, text.protocol, text.nfc
+    n_boot, seed, ci = resampling.n_boot, resampling.seed, resampling.level
     if protocol not in PROTOCOLS:
         raise MindcapError(f"unknown premium protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
     codes = list(dict.fromkeys(resolve_language(lang) for lang in languages))
@@ -216,7 +223,7 @@ def token_premium(
         low = high = [None] * len(codes)
         n_boot = 0
     else:
-        low, high = ratio_bootstrap(counts, ref_counts, n_boot, seed, ci)
+        low, high = ratio_bootstrap(counts, ref_counts, resampling)
     ref_total = int(ref_counts.sum())
     results = []
     for j, code in enumerate(codes):

@@ -6,12 +6,13 @@ Kept apart from the stages so that importing one (``stats``) does not load anoth
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from .budgets import MAX_BUDGET
-from .errors import MindcapError
+from .errors import BadInputError, MindcapError
 
 
 def scale_budget(r: float | Fraction, budget: int) -> int:
@@ -51,6 +52,36 @@ def check_resamples(n_boot: int, level: float, name: str = "--n-boot") -> None:
             f"{name} {n_boot} is too few resamples for level {float(level):g}: need at least {need} "
             f"(n_boot >= ceil(2/(1 - level)), so that each tail of the interval holds a resample)"
         )
+
+
+def check_level(level: float) -> None:
+    """Refuse a confidence level outside (0, 1) in one line."""
+    if not 0 < level < 1:
+        raise BadInputError(f"confidence level must be in (0, 1), got {level}", key="level")
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """How a bootstrap resamples: ``n_boot`` resamples drawn from ``seed``, percentile intervals at ``level``.
+
+    The three travel together through every premium, statistic, audit and pricing, so they are one object,
+    checked once at construction: a level outside (0, 1), or fewer resamples than :func:`min_resamples` asks
+    for, is a one-line error. ``n_boot=0`` asks for the estimate alone where a function allows it
+    (:func:`~mindcap_tok.premium.token_premium`).
+    """
+
+    n_boot: int = 10_000
+    seed: int = 0
+    level: float = 0.95
+
+    def __post_init__(self) -> None:
+        check_level(self.level)
+        if self.n_boot:
+            check_resamples(self.n_boot, self.level)
+
+
+#: the library's default resampling: 10,000 resamples, seed 0, 95% intervals
+DEFAULT_RESAMPLING = Resampling()
 
 
 def bootstrap_counts(n: int, n_boot: int, seed: int) -> np.ndarray:

@@ -1,7 +1,15 @@
 """Adaptation ladder rungs: vocabulary extensions (learn, cross-fit, save, apply)."""
 
 from .corpus import Corpus, as_corpus, flores_corpus, load_corpus, mgsm_corpus, text_file_corpus
-from .crossfit import FoldExtension, assign_folds, cross_fit, extend_crossfit, measure_folds, save_crossfit
+from .crossfit import (
+    CrossFitting,
+    FoldExtension,
+    assign_folds,
+    cross_fit,
+    extend_crossfit,
+    measure_folds,
+    save_crossfit,
+)
 from .effect import Effect, measure_effect
 from .extend import Extension, SizeRule, learn_extension, pre_token_counts
 from .saved import CrossFitSet, SavedExtension, apply_extension, load_crossfit, load_extension, save_extension
@@ -9,6 +17,7 @@ from .saved import CrossFitSet, SavedExtension, apply_extension, load_crossfit, 
 __all__ = [
     "Corpus",
     "CrossFitSet",
+    "CrossFitting",
     "Effect",
     "Extension",
     "FoldExtension",

@@ -19,6 +19,7 @@ from .._io import check_new_folder, new_folder
 from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
+from ..resample import Resampling
 from ..tokenizer import ResolvedTokenizer
 from .corpus import Corpus, ItemId, as_corpus
 from .effect import Effect, measure_effect
@@ -141,6 +142,7 @@ def cross_fit(
 def measure_folds(
     folds: Sequence[FoldExtension],
     lang: str,
+    *,
     split: str = "devtest",
     n_boot: int = 10_000,
     source: str | None = None,
@@ -152,7 +154,7 @@ def measure_folds(
         ext = fx.extension
         tok = resolved(ext, f"{ext.base.name}+{code}-fold{fx.fold}")
         start = time.perf_counter()
-        effect = measure_effect(ext.base, tok, code, split=split, n_boot=n_boot, seed=fx.seed, source=source)
+        effect = measure_effect(ext.base, tok, code, split=split, source=source, resampling=Resampling(n_boot, fx.seed))
         out.append(dataclasses.replace(fx, effect=effect, measure_seconds=time.perf_counter() - start))
     return out
 
@@ -171,13 +173,16 @@ def summarize(folds: Sequence[FoldExtension]) -> list[dict]:
     return [*rows, mean]
 
 
-def save_crossfit(folds: Sequence[FoldExtension], out: str | os.PathLike[str], extra: dict | None = None) -> list[dict]:
-    """Write ``out/fold-<k>/`` (tokenizer files + manifest) and ``out/summary.json`` atomically; return the rows.
+def save_crossfit(
+    folds: Sequence[FoldExtension], out_dir: str | os.PathLike[str], *, extra: dict | None = None
+) -> list[dict]:
+    """Write ``out_dir/fold-<k>/`` (tokenizer files + manifest) and ``out_dir/summary.json`` atomically; return
+    the rows.
 
     ``extra`` (e.g. the corpus identity and the command line) goes into every manifest and the summary.
     """
     rows = summarize(folds)
-    with new_folder(out) as tmp:
+    with new_folder(out_dir) as tmp:
         for fx in folds:
             sub = tmp / f"fold-{fx.fold}"
             sub.mkdir()
@@ -187,28 +192,39 @@ def save_crossfit(folds: Sequence[FoldExtension], out: str | os.PathLike[str], e
     return rows
 
 
+@dataclass(frozen=True)
+class CrossFitting:
+    """How cross-fitted extensions are learned: items split into ``folds`` folds by ``seed``; per fold ``size``
+    merges and/or merges of pairs seen at least ``min_freq`` times (see :func:`learn_extension`)."""
+
+    folds: int = 2
+    seed: int = 0
+    size: int | None = None
+    min_freq: int | None = None
+
+
 def extend_crossfit(
     base: ResolvedTokenizer,
     corpus: Corpus,
     lang: str,
-    out: str | os.PathLike[str] | None = None,
-    folds: int = 2,
-    seed: int = 0,
-    size: int | None = None,
-    min_freq: int | None = None,
+    *,
+    learning: CrossFitting = CrossFitting(),
+    out_dir: str | os.PathLike[str] | None = None,
     n_boot: int = 10_000,
     flores_source: str | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
 ) -> list[FoldExtension]:
-    """Learn, measure and (with ``out``) save cross-fitted extensions: what ``mindcap-tok extend`` runs.
+    """Learn, measure and (with ``out_dir``) save cross-fitted extensions: what ``mindcap-tok extend`` runs.
 
-    ``out`` is checked before learning starts, and nothing is written unless every fold succeeds.
+    Each fold's FLORES effect is measured with ``n_boot`` resamples seeded by its fold's seed. ``out_dir`` is
+    checked before learning starts, and nothing is written unless every fold succeeds.
     """
     code = resolve_language(lang)
-    if out is not None:
-        check_new_folder(out)
-    learned = cross_fit(base, corpus, folds, seed, size, min_freq, on_progress)
+    if out_dir is not None:
+        check_new_folder(out_dir)
+    fit = learning
+    learned = cross_fit(base, corpus, fit.folds, fit.seed, fit.size, fit.min_freq, on_progress)
     measured = measure_folds(learned, code, n_boot=n_boot, source=flores_source)
-    if out is not None:
-        save_crossfit(measured, out, {"lang": code})
+    if out_dir is not None:
+        save_crossfit(measured, out_dir, extra={"lang": code})
     return measured

@@ -12,8 +12,8 @@ import numpy as np
 
 from ..data.flores import load_parallel
 from ..data.languages import resolve_language
-from ..premium import Premium, count_tokens, token_premium
-from ..resample import bootstrap_sums, check_resamples
+from ..premium import Premium, PremiumText, count_tokens, token_premium
+from ..resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums, check_resamples
 from ..tokenizer import ResolvedTokenizer
 
 
@@ -49,19 +49,19 @@ def measure_effect(
     base: ResolvedTokenizer,
     extended: ResolvedTokenizer,
     lang: str,
+    *,
     split: str = "devtest",
-    n_boot: int = 10_000,
-    seed: int = 0,
-    ci: float = 0.95,
     source: str | None = None,
+    resampling: Resampling = DEFAULT_RESAMPLING,
 ) -> Effect:
     """Premium of ``lang`` on a FLORES split under both tokenizers, the paired CI of its change, English drift.
 
-    ``n_boot`` must reach :func:`~mindcap_tok.resample.min_resamples` at level ``ci``."""
-    check_resamples(n_boot, ci)
+    ``resampling.n_boot`` must be positive (the change needs an interval)."""
+    check_resamples(resampling.n_boot, resampling.level)  # 0 (no interval) is refused here
+    n_boot, seed, ci = resampling.n_boot, resampling.seed, resampling.level
     code = resolve_language(lang)
     before, after = (
-        token_premium(t, [code], split=split, n_boot=n_boot, seed=seed, ci=ci, source=source)[0]
+        token_premium(t, [code], source=source, text=PremiumText(split=split), resampling=resampling)[0]
         for t in (base, extended)
     )
     texts = load_parallel([code], split=split, source=source)

@@ -34,7 +34,7 @@ from ..ledger.parse import get_parser
 from ..ledger.schema import ARMS
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
-from ..resample import check_resamples
+from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..stats.grid import ArmCoverage, check_arms
 from ..tokenizer import ResolvedTokenizer, canonical_model_name
@@ -311,29 +311,84 @@ def _ci(boot: Boot, level: float) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(low), np.asarray(high)
 
 
+@dataclass(frozen=True)
+class GivenFolds:
+    """An extension given as fold tokenizers (each holding out its items)."""
+
+    folds: Sequence[FoldTokenizer]
+
+
+@dataclass(frozen=True)
+class SavedFolds:
+    """An extension saved by ``mindcap-tok extend`` or ``save_crossfit``: a cross-fit folder or one extension."""
+
+    path: str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class LearnedFolds:
+    """An extension learned on the priced NATIVE traces, cross-fitted by item: ``size`` merges per fold and/or
+    pairs seen at least ``min_freq`` times (one of them is needed), over ``folds`` folds; ``measure_premium``
+    adds each fold's FLORES premium before/after (from ``flores_source``); ``save_to`` keeps the folds in a new
+    folder."""
+
+    size: int | None = None
+    min_freq: int | None = None
+    folds: int = 2
+    measure_premium: bool = False
+    flores_source: str | None = None
+    save_to: str | os.PathLike[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.size is None and self.min_freq is None:
+            raise MindcapError("a learned extension needs a size (merges per fold) or a minimum pair frequency")
+
+
+#: where the priced extension comes from: exactly one of the three, by type
+ExtensionSource = GivenFolds | SavedFolds | LearnedFolds
+
+
+@dataclass(frozen=True)
+class PriceSettings:
+    """How a pricing runs: the answer ``parser``; a seeded ``sample`` of items (None: all); the bootstrap
+    (``resampling``, whose seed also draws the sample and the folds); pricing on the items both arms hold
+    (``common_items``); the ids' tokenizer (``tokenizer``, else by name from ``tokenizers_dir``; a hash other
+    than the ledger's is refused unless ``allow_tokenizer_mismatch``); and ``workers`` retokenizing
+    (default: every usable CPU)."""
+
+    parser: str = "strict"
+    sample: int | None = None
+    resampling: Resampling = DEFAULT_RESAMPLING
+    common_items: bool = False
+    tokenizer: ResolvedTokenizer | None = None
+    tokenizers_dir: str | None = None
+    allow_tokenizer_mismatch: bool = False
+    workers: int | None = None
+
+
+DEFAULT_PRICE_SETTINGS = PriceSettings()
+
+
 def price_traces(
     traces: Traces,
     folds: Sequence[FoldTokenizer],
     caps: Sequence[int],
     *,
-    parser: str = "strict",
-    n_boot: int = 10_000,
-    seed: int = 0,
-    ci: float = 0.95,
-    sample: int | None = None,
+    settings: PriceSettings = DEFAULT_PRICE_SETTINGS,
     extension: str = "extension",
     premiums: Mapping[int | None, tuple[float, float]] | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
-    workers: int | None = None,
 ) -> Pricing:
     """Table 3 for ``traces`` at each cap, given the extension's fold tokenizers.
 
     Both arms are re-encoded with the base tokenizer and with the fold tokenizer that held each item out, and
-    scored with the ledger's prefix scorer under ``parser``; the largest stored prefix is the completed trace.
-    ``premiums`` maps a fold to its FLORES premium (before, after) when it was measured; ``workers`` is the
-    number of processes retokenizing (default: every usable CPU); ``on_progress(done, total)`` counts traces
-    retokenized over both passes (base, then extension).
+    scored with the ledger's prefix scorer under ``settings.parser``; the largest stored prefix is the completed
+    trace. ``premiums`` maps a fold to its FLORES premium (before, after) when it was measured; ``extension``
+    describes the extension in the output; ``on_progress(done, total)`` counts traces retokenized over both
+    passes (base, then extension). ``settings.sample`` is only recorded here (the traces are already drawn).
     """
+    parser, sample, workers = settings.parser, settings.sample, settings.workers
+    n_boot, seed, ci = settings.resampling.n_boot, settings.resampling.seed, settings.resampling.level
     grid = check_budgets(caps, sort=True)
     if grid[-1] > traces.b_max:
         raise MindcapError(
@@ -519,62 +574,43 @@ def price_ledger(
     lang: str,
     caps: Sequence[int],
     *,
-    folds: Sequence[FoldTokenizer] | None = None,
-    extension: str | os.PathLike[str] | None = None,
-    learn_size: int | None = None,
-    learn_min_freq: int | None = None,
-    n_folds: int = 2,
-    tokenizer: ResolvedTokenizer | None = None,
-    tokenizers_dir: str | None = None,
-    parser: str = "strict",
-    sample: int | None = None,
-    seed: int = 0,
-    n_boot: int = 10_000,
-    ci: float = 0.95,
-    measure_premium: bool = False,
-    flores_source: str | None = None,
-    save_extension: str | os.PathLike[str] | None = None,
+    extension: ExtensionSource,
+    settings: PriceSettings = DEFAULT_PRICE_SETTINGS,
     on_progress: Callable[[int, int | None], None] | None = None,
-    workers: int | None = None,
-    allow_tokenizer_mismatch: bool = False,
-    common_items: bool = False,
 ) -> Pricing:
     """Price both token-count rungs for one model and language (what ``mindcap-tok price`` runs).
 
     The traces are first checked by :func:`~mindcap_tok.stats.grid.check_arms`: a cell mixing caps or other
     settings, samples per item differing by item, or arms covering different items are refused in one line;
-    with ``common_items`` the arms are priced on the items both hold (``Pricing.coverage`` records it).
+    with ``settings.common_items`` the arms are priced on the items both hold (``Pricing.coverage`` records it).
 
-    The extension is given as fold tokenizers (``folds``), a saved folder (``extension``), or learned here on the
-    NATIVE traces of the priced items, cross-fitted by item (``learn_size`` merges per fold, ``n_folds`` folds,
-    seeded with ``seed``; ``save_extension`` keeps them). ``sample`` prices a seeded random sample of items (every
-    trace of a drawn item, both arms); asked for more items than there are, it prices them all, and ``Pricing.sample``
-    is the number used (with a note). A saved extension must record the priced language and the ids' base.
-    ``measure_premium`` adds each learned fold's FLORES premium before/after.
-    ``workers``: processes retokenizing the traces (default: every usable CPU). The ids' tokenizer must be the one
-    the ledger recorded, unless ``allow_tokenizer_mismatch`` (see :func:`load_traces`).
+    ``extension`` is one of three sources (:data:`ExtensionSource`): fold tokenizers (:class:`GivenFolds`), a
+    saved folder (:class:`SavedFolds`; it must record the priced language and the ids' base), or cross-fitted
+    folds learned here on the NATIVE traces of the priced items (:class:`LearnedFolds`, seeded with
+    ``settings.resampling.seed``). ``settings.sample`` prices a seeded random sample of items (every trace of a
+    drawn item, both arms); asked for more items than there are, it prices them all, and ``Pricing.sample`` is
+    the number used (with a note). The ids' tokenizer must be the one the ledger recorded, unless
+    ``settings.allow_tokenizer_mismatch`` (see :func:`load_traces`).
     """
-    get_parser(parser)  # an unknown parser fails before any work
-    check_resamples(n_boot, ci)
-    learn = learn_size is not None or learn_min_freq is not None
-    given = (folds is not None) + (extension is not None) + learn
-    if given != 1:
-        raise MindcapError("give exactly one extension: fold tokenizers, a saved extension folder, or a size to learn")
+    get_parser(settings.parser)  # an unknown parser fails before any work
+    if not isinstance(extension, GivenFolds | SavedFolds | LearnedFolds):
+        raise MindcapError(f"extension must be GivenFolds, SavedFolds or LearnedFolds, got {type(extension).__name__}")
+    seed, sample = settings.resampling.seed, settings.sample
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     traces = load_traces(
         store,
         model,
         lang,
-        tokenizer=tokenizer,
-        tokenizers_dir=tokenizers_dir,
-        allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+        tokenizer=settings.tokenizer,
+        tokenizers_dir=settings.tokenizers_dir,
+        allow_tokenizer_mismatch=settings.allow_tokenizer_mismatch,
     )
     coverage = check_arms(
-        traces.frame.assign(model=traces.model, lang=traces.lang), pooled=True, common_items=common_items
+        traces.frame.assign(model=traces.model, lang=traces.lang), pooled=True, common_items=settings.common_items
     )
     if not coverage.restricted.empty:
         traces = traces.select(coverage.restricted["items"].iloc[0])
-    if folds is None:  # a saved or learned extension: only some families have one
+    if not isinstance(extension, GivenFolds):  # a saved or learned extension: only some families have one
         check_extendable(traces.base)
     population = int(traces.items.size)
     sample_note = []
@@ -586,33 +622,41 @@ def price_ledger(
                 f"has {population}; all {population} are priced"
             )
             sample = population
-    premiums: dict = {}
-    if extension is not None:
-        folds, premiums = load_extension_folds(extension, traces.base, traces.lang)
-        described = f"{Path(extension).name}, {len(folds)} fold(s)"
-    elif folds is None:
-        native = (traces.frame["arm"] == NATIVE).to_numpy()
-        corpus = ledger_corpus(
-            traces.frame["item"].to_numpy()[native],
-            [t for t, keep in zip(traces.texts, native, strict=True) if keep],
-            f"ledger:{traces.model}/native/{traces.lang}",
-        )
-        learned = cross_fit(traces.base, corpus, n_folds, seed, learn_size, learn_min_freq)
-        if measure_premium:
-            learned = measure_folds(learned, traces.lang, n_boot=n_boot, source=flores_source)
-            premiums = {fx.fold: (fx.effect.before.premium, fx.effect.after.premium) for fx in learned}
-        if save_extension is not None:
-            save_crossfit(learned, save_extension, {"lang": traces.lang, "ledger": str(store.root)})
-        folds = fold_tokenizers(learned, traces.lang)
-        merges = "/".join(str(fx.extension.n_merges) for fx in learned)
-        described = f"{merges} merges learned on NATIVE traces, {n_folds} cross-fitted folds"
-    else:
-        described = f"{len(folds)} fold tokenizer(s)"
+    folds, premiums, described = _extension_folds(extension, traces, settings.resampling, store)
     priced = price_traces(
-        traces, folds, caps, parser=parser, n_boot=n_boot, seed=seed, ci=ci, sample=sample,
-        extension=described, premiums=premiums, on_progress=on_progress, workers=workers,
+        traces, folds, caps, settings=dataclasses.replace(settings, sample=sample), extension=described,
+        premiums=premiums, on_progress=on_progress,
     )  # fmt: skip
     coverage_note = [coverage.footer().strip()] if coverage.footer() else []
     return dataclasses.replace(
         priced, population=population, coverage=coverage, notes=[*coverage_note, *sample_note, *priced.notes]
     )
+
+
+def _extension_folds(
+    extension: ExtensionSource, traces: Traces, resampling: Resampling, store: Ledger
+) -> tuple[list[FoldTokenizer], dict, str]:
+    """The fold tokenizers of ``extension`` for ``traces``, the folds' FLORES premiums (measured with
+    ``resampling.n_boot`` resamples), and a description; learned folds are seeded with ``resampling.seed``."""
+    if isinstance(extension, GivenFolds):
+        return list(extension.folds), {}, f"{len(extension.folds)} fold tokenizer(s)"
+    if isinstance(extension, SavedFolds):
+        folds, premiums = load_extension_folds(extension.path, traces.base, traces.lang)
+        return folds, premiums, f"{Path(extension.path).name}, {len(folds)} fold(s)"
+    learn = extension
+    native = (traces.frame["arm"] == NATIVE).to_numpy()
+    corpus = ledger_corpus(
+        traces.frame["item"].to_numpy()[native],
+        [t for t, keep in zip(traces.texts, native, strict=True) if keep],
+        f"ledger:{traces.model}/native/{traces.lang}",
+    )
+    learned = cross_fit(traces.base, corpus, learn.folds, resampling.seed, learn.size, learn.min_freq)
+    premiums: dict = {}
+    if learn.measure_premium:
+        learned = measure_folds(learned, traces.lang, n_boot=resampling.n_boot, source=learn.flores_source)
+        premiums = {fx.fold: (fx.effect.before.premium, fx.effect.after.premium) for fx in learned}
+    if learn.save_to is not None:
+        save_crossfit(learned, learn.save_to, extra={"lang": traces.lang, "ledger": str(store.root)})
+    merges = "/".join(str(fx.extension.n_merges) for fx in learned)
+    described = f"{merges} merges learned on NATIVE traces, {learn.folds} cross-fitted folds"
+    return fold_tokenizers(learned, traces.lang), premiums, described

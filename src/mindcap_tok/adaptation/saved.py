@@ -186,16 +186,16 @@ def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
 
 
 def save_extension(
-    ext: Extension, out: str | os.PathLike[str], manifest: dict | None = None, lang: str | None = None
+    ext: Extension, out_dir: str | os.PathLike[str], *, manifest: dict | None = None, lang: str | None = None
 ) -> Path:
-    """Save one extension to a new folder ``out`` (atomically), with ``manifest`` plus the learning record.
+    """Save one extension to a new folder ``out_dir`` (atomically), with ``manifest`` plus the learning record.
 
     ``lang`` (the language the merges were learned for) is recorded so that pricing can refuse another one.
     """
     extra = {"lang": resolve_language(lang)} if lang is not None else {}
-    with new_folder(out) as tmp:
+    with new_folder(out_dir) as tmp:
         write_extension(ext, tmp, {**extension_record(ext), **extra, **(manifest or {})})
-    return Path(out)
+    return Path(out_dir)
 
 
 def extension_language(manifest: dict) -> str | None:

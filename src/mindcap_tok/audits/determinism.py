@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from scipy.stats import norm
 
 from ..errors import MindcapError
+from ..resample import check_level
 from ._common import AuditResult, population_keys, skipped
 
 NAME = "determinism"
@@ -35,8 +36,7 @@ QUANTILES = (0.1, 0.5, 0.9)
 
 def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
     """The Wilson score interval of ``successes`` out of ``n`` at confidence ``level`` (``None`` when n = 0)."""
-    if not 0 < level < 1:
-        raise MindcapError(f"the confidence level must be in (0, 1), got {level}")
+    check_level(level)
     if n == 0:
         return None, None
     if not 0 <= successes <= n:

@@ -34,7 +34,7 @@ from .._io import regular_file
 from ..data.languages import resolve_language
 from ..errors import MindcapError, first_line
 from ..premium import count_tokens
-from ..resample import scale_budget
+from ..resample import Resampling, scale_budget
 from ..stats.bootstrap import Boot, bootstrap_weights, item_bootstrap
 from ..stats.curves import NATIVE, TRANSLATE
 from ..stats.premiums import PremiumTable, lookup_premium
@@ -65,8 +65,13 @@ def _ratio_boot(
         return Boot(a.estimate / b.estimate, a.replicates / b.replicates, seed)
 
 
-def behavioral_ratios(records: pa.Table, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+#: the audits' resampling: 2,000 item resamples, seed 0, 95% intervals
+AUDIT_RESAMPLING = Resampling(n_boot=2000)
+
+
+def behavioral_ratios(records: pa.Table, *, resampling: Resampling = AUDIT_RESAMPLING) -> pd.DataFrame:
     """Mean native / mean translate-act output length per matching population, with a percentile CI."""
+    n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     keys = population_keys(records)
     pair = [k for k in keys if k != "arm"]
     frame = records.select([*keys, "item", "n_tokens"]).to_pandas()
@@ -150,9 +155,8 @@ def trace_premiums(
     records: pa.Table,
     renderings: pd.DataFrame,
     tokenizers: Mapping[str, ResolvedTokenizer],
-    n_boot: int = 2000,
-    seed: int = 0,
-    level: float = 0.95,
+    *,
+    resampling: Resampling = AUDIT_RESAMPLING,
 ) -> pd.DataFrame:
     """Same-content trace premium per (model, lang): native trace tokens / English rendering tokens.
 
@@ -160,6 +164,7 @@ def trace_premiums(
     native trace rendered in English; rows without a native record are ignored, malformed rows are an error
     (see :func:`check_renderings`).
     """
+    n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     rend = check_renderings(renderings)
     nat = records.filter(pc.equal(records.column("arm"), NATIVE))
     frame = nat.select(["model", "lang", "item", "sample", "text", "tokenizer"]).to_pandas()
@@ -217,20 +222,20 @@ def threshold_premium(acc: np.ndarray, t0: int, budgets: Sequence[int], sesoi: f
 def normalizer_audit(
     records: pa.Table,
     tokenizers: Mapping[str, ResolvedTokenizer],
+    *,
     budgets: Sequence[int],
     premiums: PremiumTable | None = None,
     alternatives: Mapping[str, PremiumTable] | None = None,
     renderings: pd.DataFrame | None = None,
     sesoi: float = 0.05,
     search_factor: float = 1.5,
-    n_boot: int = 2000,
-    seed: int = 0,
-    level: float = 0.95,
+    resampling: Resampling = AUDIT_RESAMPLING,
 ) -> AuditResult:
     """The normalizer-sensitivity tables (see the module docs); accuracies and Δ_L are proportions."""
     grid = sorted({int(b) for b in budgets})
-    behavioral = behavioral_ratios(records, n_boot, seed, level)
-    trace = trace_premiums(records, renderings, tokenizers, n_boot, seed, level) if renderings is not None else None
+    n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
+    behavioral = behavioral_ratios(records, resampling=resampling)
+    trace = trace_premiums(records, renderings, tokenizers, resampling=resampling) if renderings is not None else None
     nat = records.filter(pc.equal(records.column("arm"), NATIVE))
     keys = population_keys(nat)
     frame = nat.select([*keys, "item"]).to_pandas()

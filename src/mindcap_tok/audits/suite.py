@@ -29,12 +29,13 @@ from .._tables import MISSING, is_missing, markdown_table
 from ..errors import MindcapError, MissingExtraError, first_line
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
+from ..resample import Resampling
 from ..stats.premiums import PremiumTable
 from ..tokenizer import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, skipped
 from .determinism import determinism_audit
 from .langid import LidSettings, langid_audit, load_lid_model, validation_csv
-from .normalizer import normalizer_audit
+from .normalizer import AUDIT_RESAMPLING, normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
 from .translation import translation_audit
@@ -57,7 +58,8 @@ FLOATFMT = ".4g"
 
 @dataclass
 class AuditConfig:
-    """Inputs and settings of the suite; every random procedure uses ``seed`` (recorded in the output).
+    """Inputs and settings of the suite; every random procedure uses ``resampling.seed`` (recorded in the output),
+    every bootstrap ``resampling``.
 
     ``tokenizer`` scores every record's ids (``--tokenizer``); else ``tokenizers`` (by name) are used before
     loading from ``tokenizers_dir``; either way a tokenizer whose hash differs from the one the ledger recorded
@@ -81,9 +83,7 @@ class AuditConfig:
     parity_per_stratum: int = 20
     sesoi: float = 0.05
     search_factor: float = 1.5
-    n_boot: int = 2000
-    seed: int = 0
-    level: float = 0.95
+    resampling: Resampling = AUDIT_RESAMPLING
     tokenizer: ResolvedTokenizer | None = None
     tokenizers: Mapping[str, ResolvedTokenizer] | None = None
     tokenizers_dir: str | None = None
@@ -148,7 +148,7 @@ def _run_langid(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Aud
         model=load_lid_model(c.lid_model, hub=c.lid_hub),
         settings=c.lid,
         validation_per_cell=c.validation_per_cell,
-        seed=c.seed,
+        seed=c.resampling.seed,
         returned=c.validation_labels,
         criterion=c.criterion,
     )
@@ -175,7 +175,9 @@ def _run_parser(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Aud
 
 def _run_parity(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
     return AuditRun(
-        parity_audit(records, tokenizers=toks, budgets=c.budgets, per_stratum=c.parity_per_stratum, seed=c.seed)
+        parity_audit(
+            records, tokenizers=toks, budgets=c.budgets, per_stratum=c.parity_per_stratum, seed=c.resampling.seed
+        )
     )
 
 
@@ -190,15 +192,13 @@ def _run_normalizer(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c:
             renderings=c.renderings,
             sesoi=c.sesoi,
             search_factor=c.search_factor,
-            n_boot=c.n_boot,
-            seed=c.seed,
-            level=c.level,
+            resampling=c.resampling,
         )
     )
 
 
 def _run_determinism(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
-    return AuditRun(determinism_audit(records, level=c.level))
+    return AuditRun(determinism_audit(records, level=c.resampling.level))
 
 
 # -- headlines: one key figure per audit -----------------------------------------------------------------------
@@ -365,6 +365,69 @@ def run_one(spec: AuditSpec, records: pa.Table, toks: Mapping[str, ResolvedToken
     return run
 
 
+@dataclass(frozen=True)
+class AuditInputs:
+    """What the audits read beside a ledger's records, found for its models and languages: FLORES premiums and
+    alternative normalizers (parser, normalizer), MGSM questions (COMET references and sources), and ``notes``
+    naming what could not be found (the parts that need it are left out)."""
+
+    premiums: PremiumTable | None = None
+    alternatives: Mapping[str, PremiumTable] = field(default_factory=dict)
+    references: Mapping[int, str] | None = None
+    sources: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def audit_inputs(
+    ledger: Ledger,
+    names: Sequence[str],
+    *,
+    premium_specs: Sequence[str] = (),
+    alt_premiums: Sequence[str] = (),
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> AuditInputs:
+    """The inputs the audits ``names`` need for ``ledger`` (what ``mindcap-tok audit`` assembles).
+
+    ``premium_specs`` are the user's (a bad one is an error); without them each model's own premiums are tried and
+    their absence is a note. ``alt_premiums``: alternative normalizers for the normalizer audit. An empty ledger
+    is an error: an audit of nothing must never read "ok".
+    """
+    import pyarrow.compute as pc
+
+    from ..data.mgsm import load_mgsm
+    from ..stats.premiums import resolve_premiums
+
+    cells = ledger.read(columns=["model", "lang"])
+    if cells.num_rows == 0:
+        raise MindcapError(f"no records in {ledger.root}: nothing to audit")
+    models = sorted(pc.unique(cells.column("model")).to_pylist())
+    langs = sorted(pc.unique(cells.column("lang")).to_pylist())
+    found: dict = {"notes": []}
+    if {"parser", "normalizer"} & set(names):
+        if premium_specs:  # the user's: a bad one is an error
+            found["premiums"] = resolve_premiums(premium_specs, models, langs, tokenizers_dir, data_dir)
+        else:
+            try:
+                found["premiums"] = resolve_premiums((), models, langs, tokenizers_dir, data_dir)
+            except MindcapError as exc:
+                found["notes"].append(f"no FLORES premiums ({exc}); premium-based parts are left out")
+    if "normalizer" in names:
+        found["alternatives"] = {
+            spec: resolve_premiums([spec], models, langs, tokenizers_dir, data_dir) for spec in alt_premiums
+        }
+    if "comet" in names:
+        sources: dict = {}
+        try:
+            found["references"] = {it.item: it.question for it in load_mgsm("eng_Latn", data_dir)}
+            for lang in langs:
+                sources.update({(lang, it.item): it.question for it in load_mgsm(lang, data_dir)})
+        except MindcapError as exc:
+            found["notes"].append(f"MGSM questions incomplete ({exc})")
+        found["sources"] = sources
+    return AuditInputs(**{**found, "notes": tuple(found["notes"])})
+
+
 def run_audits(
     source: str | os.PathLike[str] | Ledger | pa.Table,
     only: Sequence[str] | None = None,
@@ -456,11 +519,11 @@ def render_markdown(suite: SuiteResult) -> str:
 PRODUCER = "mindcap-tok audit"
 
 
-def write_report(suite: SuiteResult, out: str | os.PathLike[str]) -> dict[str, Path]:
-    """Write ``audit.md``, ``audit.json`` and (after langid) ``langid_validation.csv`` as the folder ``out``.
+def write_report(suite: SuiteResult, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write ``audit.md``, ``audit.json`` and (after langid) ``langid_validation.csv`` as the folder ``out_dir``.
 
     Every file is rendered before anything is written, and the folder is staged and moved into place in one
-    step. ``out`` must be absent, empty or an earlier audit report (:func:`~mindcap_tok._io.output_folder`).
+    step. ``out_dir`` must be absent, empty or an earlier audit report (:func:`~mindcap_tok._io.output_folder`).
     """
     texts = {
         "markdown": ("audit.md", render_markdown(suite)),
@@ -468,7 +531,7 @@ def write_report(suite: SuiteResult, out: str | os.PathLike[str]) -> dict[str, P
     }
     if suite.validation_sample is not None:
         texts["validation"] = ("langid_validation.csv", validation_csv(suite.validation_sample))
-    with output_folder(out, PRODUCER) as tmp:
+    with output_folder(out_dir, PRODUCER) as tmp:
         for name, text in texts.values():
             (tmp / name).write_text(text, encoding="utf-8")
-    return {key: Path(out) / name for key, (name, _) in texts.items()}
+    return {key: Path(out_dir) / name for key, (name, _) in texts.items()}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from ..errors import MindcapError
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
@@ -97,8 +96,6 @@ def audit_command(
     allow_tokenizer_mismatch,
 ) -> None:
     """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
-    import pyarrow.compute as pc
-
     check_n_boot(n_boot)  # the audits' CIs are at 0.95
 
     from .._io import check_output_folder
@@ -106,10 +103,9 @@ def audit_command(
     from ..audits.langid import load_validation_labels
     from ..audits.normalizer import load_renderings
     from ..audits.segments import DEFAULT_DELIMITER, check_delimiter
-    from ..audits.suite import PRODUCER, select_audits
-    from ..data.mgsm import load_mgsm
+    from ..audits.suite import PRODUCER, audit_inputs, select_audits
     from ..ledger.store import Ledger
-    from ..stats.premiums import resolve_premiums
+    from ..resample import Resampling
     from ..tokenizer import load_tokenizer
 
     data_dir, toks_dir = state.config.data_dir.value, state.config.tokenizers_dir.value
@@ -119,37 +115,18 @@ def audit_command(
     labels = load_validation_labels(validation_labels) if validation_labels else None
     check_output_folder(out, PRODUCER)
     led = Ledger(ledger, verify=not no_verify)
-    cells = led.read(columns=["model", "lang"])
-    if cells.num_rows == 0:  # an audit of nothing must never read "ok"
-        raise MindcapError(f"no records in {ledger}: nothing to audit")
-    models = sorted(pc.unique(cells.column("model")).to_pylist())
-    langs = sorted(pc.unique(cells.column("lang")).to_pylist())
-    premiums, alternatives = None, {}
-    if {"parser", "normalizer"} & set(names):
-        if premium_specs:  # the user's: a bad one is an error
-            premiums = resolve_premiums(premium_specs, models, langs, toks_dir, data_dir)
-        else:
-            try:
-                premiums = resolve_premiums((), models, langs, toks_dir, data_dir)
-            except MindcapError as exc:
-                click.echo(f"note: no FLORES premiums ({exc}); premium-based parts are left out", err=True)
-    if "normalizer" in names:
-        alternatives = {spec: resolve_premiums([spec], models, langs, toks_dir, data_dir) for spec in alt_premiums}
-    references, sources = None, {}
-    if "comet" in names:
-        try:
-            references = {it.item: it.question for it in load_mgsm("eng_Latn", data_dir)}
-            for lang in langs:
-                sources.update({(lang, it.item): it.question for it in load_mgsm(lang, data_dir)})
-        except MindcapError as exc:
-            click.echo(f"note: MGSM questions incomplete ({exc})", err=True)
+    found = audit_inputs(
+        led, names, premium_specs=premium_specs, alt_premiums=alt_premiums, tokenizers_dir=toks_dir, data_dir=data_dir
+    )
+    for note in found.notes:
+        click.echo(f"note: {note}", err=True)
     config = AuditConfig(
         budgets=budgets or AuditConfig.budgets,
-        premiums=premiums,
-        alternatives=alternatives,
+        premiums=found.premiums,
+        alternatives=found.alternatives,
         renderings=load_renderings(renderings) if renderings else None,
-        references=references,
-        sources=sources,
+        references=found.references,
+        sources=found.sources,
         comet_checkpoint=comet_checkpoint,
         translation_budgets=translation_budgets,
         lid_model=lid_model,
@@ -160,8 +137,7 @@ def audit_command(
         validation_labels=labels,
         parity_per_stratum=parity_per_stratum,
         sesoi=sesoi / 100,
-        n_boot=n_boot,
-        seed=seed,
+        resampling=Resampling(n_boot, seed),
         tokenizers_dir=toks_dir,
         allow_tokenizer_mismatch=allow_tokenizer_mismatch,
         tokenizer=load_tokenizer(tokenizer, toks_dir) if tokenizer else None,

@@ -19,7 +19,7 @@ from ._options import (
 )
 from ._output import emit, render, to_json
 from ._parsing import Command
-from .stats_cmd import _sweep_budgets, load_scores
+from .stats_cmd import _resampling, load_scores
 
 _LEDGER = click.Path(exists=True, file_okay=False)
 
@@ -58,18 +58,23 @@ def confirm_command(state, replay, independent, budgets, n_boot, seed, level, fm
     inside the discovery interval, the sub-CDF prediction and its error; per cell the argmax check and the
     sub-CDF MAE; per cell and cap the mean output lengths (independent vs truncated discovery traces)."""
     from ..stats.confirm import confirm
+    from ..stats.inputs import sweep_budgets
 
     check_n_boot(n_boot, level)  # before the scoring
     grid = budgets or list(SWEEP_BUDGETS)
-    args = (_sweep_budgets(grid), common["models"], common["langs"], common["parser"], common["premium_specs"])
     kw = {
+        "models": common["models"],
+        "langs": common["langs"],
+        "parser": common["parser"],
         "verify": not common["no_verify"],
         "allow_tokenizer_mismatch": common["allow_tokenizer_mismatch"],
         "tokenizer": common["tokenizer"],
     }
-    rep, table = load_scores(state, replay, *args, **kw)
-    ind, _ = load_scores(state, independent, *args, **kw)
-    result = confirm(rep, ind, table, grid, n_boot=n_boot, seed=seed, level=level)
+    rep, table = load_scores(state, replay, sweep_budgets(grid), common["premium_specs"], **kw)
+    ind, _ = load_scores(state, independent, sweep_budgets(grid), common["premium_specs"], **kw)
+    result = confirm(
+        rep, ind, premiums=table, budgets=grid, resampling=_resampling({"n_boot": n_boot, "seed": seed, "level": level})
+    )
     if fmt == "json":
         text = to_json({**result.as_dict(), "units": "fractions"})
     elif fmt == "csv":

@@ -91,7 +91,7 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
     FLORES devtest premium of the language before and after (bootstrap CIs) and the English token change.
     """
     from ..adaptation.corpus import load_corpus
-    from ..adaptation.crossfit import extend_crossfit, summarize
+    from ..adaptation.crossfit import CrossFitting, extend_crossfit, summarize
     from ..tokenizer import load_tokenizer
 
     if len(models) != 1 or len(langs) != 1:
@@ -109,11 +109,8 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
             base,
             data,
             code,
-            out=out,
-            folds=folds,
-            seed=seed,
-            size=size,
-            min_freq=min_freq,
+            learning=CrossFitting(folds, seed, size, min_freq),
+            out_dir=out,
             n_boot=n_boot,
             flores_source=source,
             on_progress=on_progress(advance),

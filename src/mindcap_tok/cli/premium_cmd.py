@@ -91,7 +91,8 @@ def premium_command(
 ) -> None:
     """Token premium r = tokens(L)/tokens(ref) on FLORES-200 (or parallel MGSM texts), with a paired bootstrap
     CI over the text pairs."""
-    from ..premium import token_premium
+    from ..premium import PremiumText, token_premium
+    from ..resample import Resampling
     from ..tokenizer import load_tokenizer
 
     if plot and protocol == "petrov2023":
@@ -118,15 +119,11 @@ def premium_command(
             rows = token_premium(
                 tok,
                 languages,
-                ref=ref,
-                split=split,
-                n_boot=n_boot,
-                seed=seed,
-                ci=level,
-                budgets=budgets,
                 source=source,
+                text=PremiumText(split=split, ref=ref, protocol=protocol),
+                resampling=Resampling(n_boot, seed, level),
+                budgets=budgets,
                 on_progress=on_progress(advance),
-                protocol=protocol,
             )
         results.extend(r.as_dict() for r in rows)
     if fmt == "json":

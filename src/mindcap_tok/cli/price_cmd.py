@@ -29,7 +29,7 @@ from ._parsing import Command
 from ._progress import progress_bar
 
 if TYPE_CHECKING:
-    from ..adaptation.price import Pricing
+    from ..adaptation.price import ExtensionSource, Pricing
 
 
 def _pts(x: float) -> str:
@@ -80,6 +80,35 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
     return rows
 
 
+def _extension_source(state, options: dict, *, n_cells: int, n_langs: int) -> ExtensionSource:
+    """The ``--extension``/``--learn-extension`` options as one extension source; their misuse is a usage error."""
+    from ..adaptation.price import LearnedFolds, SavedFolds
+
+    extension, learn, size, min_freq = (options[k] for k in ("extension", "learn_extension", "size", "min_freq"))
+    save = options["save_extension"]
+    if bool(extension) == bool(learn):
+        raise click.UsageError("give either --extension DIR or --learn-extension")
+    if extension and (size or min_freq or save):
+        raise click.UsageError("--size, --min-freq and --save-extension go with --learn-extension")
+    if extension and n_langs > 1:
+        raise click.UsageError("a saved extension belongs to one language; give one --lang with --extension")
+    if save and n_cells > 1:
+        raise click.UsageError("--save-extension keeps one model's and one language's folds; price them one at a time")
+    if extension:
+        return SavedFolds(extension)
+    if save:
+        check_new_folder(save)  # before the learning, not after it
+    source = None
+    if options["measure_premium"]:
+        try:
+            source = flores_source(state.config.data_dir.value)
+        except MindcapError as exc:
+            raise with_context(exc, f"{exc}; or pass --no-premium to skip the FLORES compression check") from exc
+    if size is None and min_freq is None:
+        min_freq = DEFAULT_MIN_FREQ  # the default rule, as `extend`'s
+    return LearnedFolds(size, min_freq, options["folds"], options["measure_premium"], source, save)
+
+
 @click.command("price", cls=Command)
 @click.option("--ledger", "ledger_dir", required=True, type=click.Path(file_okay=False), help="Ledger folder.")
 @multi_option("--model", "models", default=["qwen3-8b"], show_default=True, help="Model(s) priced.")
@@ -94,7 +123,7 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
     help="Minimum pair frequency for --learn-extension (neither --size nor --min-freq: every merge whose pair "
     f"occurs at least {DEFAULT_MIN_FREQ} times, as in extend).",
 )
-@click.option("--folds", "n_folds", type=click.IntRange(min=2), default=2, show_default=True, help="Cross-fit folds.")
+@click.option("--folds", type=click.IntRange(min=2), default=2, show_default=True, help="Cross-fit folds.")
 @click.option("--save-extension", type=click.Path(), help="Keep the learned folds in this new folder.")
 @click.option("--premium/--no-premium", "measure_premium", default=True, show_default=True,
               help="Measure each learned fold's FLORES premium before/after.")  # fmt: skip
@@ -111,55 +140,38 @@ def _fold_rows(results: list[Pricing]) -> list[dict]:
 @allow_tokenizer_mismatch_option
 @common_items_option
 @click.pass_obj
-def price_command(
-    state, ledger_dir, models, langs, caps, extension, learn_extension, size, min_freq, n_folds, save_extension,
-    measure_premium, tokenizer, parser, sample, seed, n_boot, level, fmt, out, workers, no_verify,
-    allow_tokenizer_mismatch, common_items,
-) -> None:  # fmt: skip
+def price_command(state, ledger_dir, models, langs, caps, fmt, out, no_verify, **options) -> None:
     """Triage the adaptation ladder: what raising the cap and extending the vocabulary recover, with CIs.
 
     Accuracies, deficits and gains are fractions in JSON/CSV and percentage points in the table.
     """
-    from ..adaptation.price import price_ledger
+    from ..adaptation.price import PriceSettings, price_ledger
     from ..ledger.store import Ledger
+    from ..resample import Resampling
     from ..tokenizer import load_tokenizer
 
-    check_n_boot(n_boot, level)
-    if bool(extension) == bool(learn_extension):
-        raise click.UsageError("give either --extension DIR or --learn-extension")
-    if learn_extension and size is None and min_freq is None:
-        min_freq = DEFAULT_MIN_FREQ  # the default rule, as `extend`'s
-    if extension and (size or min_freq or save_extension):
-        raise click.UsageError("--size, --min-freq and --save-extension go with --learn-extension")
+    check_n_boot(options["n_boot"], options["level"])
     codes = [resolve_language(lang) for lang in langs]
-    if extension and len(codes) > 1:
-        raise click.UsageError("a saved extension belongs to one language; give one --lang with --extension")
-    if save_extension and len(codes) * len(models) > 1:
-        raise click.UsageError("--save-extension keeps one model's and one language's folds; price them one at a time")
-    if save_extension:
-        check_new_folder(save_extension)  # before the learning, not after it
-    source = None
-    if learn_extension and measure_premium:
-        try:
-            source = flores_source(state.config.data_dir.value)
-        except MindcapError as exc:
-            raise with_context(exc, f"{exc}; or pass --no-premium to skip the FLORES compression check") from exc
-    ids_tok = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
+    extension = _extension_source(state, options, n_cells=len(codes) * len(models), n_langs=len(codes))
+    tokenizer = options["tokenizer"]
+    settings = PriceSettings(
+        parser=options["parser"],
+        sample=options["sample"],
+        resampling=Resampling(options["n_boot"], options["seed"], options["level"]),
+        common_items=options["common_items"],
+        tokenizer=load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None,
+        tokenizers_dir=state.config.tokenizers_dir.value,
+        allow_tokenizer_mismatch=options["allow_tokenizer_mismatch"],
+        workers=options["workers"],
+    )
     results: list[Pricing] = []
     with progress_bar("pricing", total=len(models) * len(codes)) as advance:
         for model in models:
             for code in codes:
-                priced = price_ledger(
-                    Ledger(ledger_dir, verify=not no_verify), model, code, list(caps), extension=extension,
-                    learn_size=size if learn_extension else None,
-                    learn_min_freq=min_freq if learn_extension else None, n_folds=n_folds,
-                    tokenizer=ids_tok, tokenizers_dir=state.config.tokenizers_dir.value, parser=parser,
-                    sample=sample, seed=seed, n_boot=n_boot, ci=level, measure_premium=measure_premium,
-                    flores_source=source, save_extension=save_extension, workers=workers,
-                    allow_tokenizer_mismatch=allow_tokenizer_mismatch, common_items=common_items,
-                )  # fmt: skip
-                results.append(priced)
+                ledger = Ledger(ledger_dir, verify=not no_verify)
+                results.append(price_ledger(ledger, model, code, list(caps), extension=extension, settings=settings))
                 advance()
+    n_boot, seed, parser = options["n_boot"], options["seed"], options["parser"]
     triage = "\n".join(line for p in results for line in p.triage())
     if fmt == "json":
         emit(to_json([p.record(r) for p in results for r in p.rows]), out)

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 import click
 
 from ..choices import FRAMES, SWEEP_BUDGETS
-from ..data.languages import resolve_language
-from ..errors import MindcapError
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
@@ -25,69 +23,41 @@ from ._options import (
 )
 from ._output import emit, render, to_json
 from ._parsing import Command, Group
-from ._progress import progress_bar
+from ._progress import on_progress, progress_bar
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..resample import Resampling
 
-def load_scores(
-    state,
-    ledger: str,
-    budgets_for,
-    models=(),
-    langs=(),
-    parser: str = "strict",
-    premium_specs=(),
-    verify: bool = True,
-    allow_tokenizer_mismatch: bool = False,
-    tokenizer: str | None = None,
-):
-    """Read a ledger, resolve premiums for its models/languages, score it at ``budgets_for(table, models, langs)``.
 
-    Returns (scores, premium table). Each record's ids are scored with its own tokenizer (the ``tokenizer``
-    column), resolved through the configured tokenizers folder and checked against the hash the ledger recorded
-    (:func:`~mindcap_tok.ledger.tokenizers.resolve_tokenizers`; ``allow_tokenizer_mismatch`` accepts a
-    mismatch; ``tokenizer`` names one tokenizer for every record instead). ``verify``: check shard hashes on read.
-    """
-    import pyarrow.compute as pc
+def load_scores(state, ledger: str, budgets_for, premium_specs=(), **selection):
+    """:func:`~mindcap_tok.stats.inputs.load_scored_ledger` with the configured folders and a progress bar
+    (over 5,000 records); ``selection``: :class:`~mindcap_tok.stats.inputs.LedgerSelection`'s fields.
+    Returns (scores, premium table)."""
+    from contextlib import ExitStack
 
-    from ..ledger.score import score_ledger
-    from ..ledger.store import Ledger
-    from ..ledger.tokenizers import resolve_tokenizers
-    from ..stats.premiums import resolve_premiums
-    from ..tokenizer import load_tokenizer
+    from ..stats.inputs import LedgerSelection, load_scored_ledger
 
-    codes = [resolve_language(x) for x in langs]
-    led = Ledger(ledger, verify=verify)
-    table = led.read(model=list(models) or None, lang=codes or None)
-    if table.num_rows == 0:
-        raise MindcapError(f"no records in {ledger}" + (" after --model/--lang filters" if models or langs else ""))
-    ledger_models = sorted(pc.unique(table.column("model")).to_pylist())
-    ledger_langs = sorted(pc.unique(table.column("lang")).to_pylist())
-    premiums = resolve_premiums(
-        premium_specs, ledger_models, ledger_langs, state.config.tokenizers_dir.value, state.config.data_dir.value
-    )
-    budgets = budgets_for(premiums, ledger_models, ledger_langs)
-    if "tokenizer" not in table.column_names:
-        raise MindcapError(f"{ledger}: records have no 'tokenizer' column naming the tokenizer of their ids")
-    override = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
-    toks = resolve_tokenizers(
-        table.column("tokenizer").to_pylist(),
-        led,
-        override=override,
-        tokenizers_dir=state.config.tokenizers_dir.value,
-        allow_mismatch=allow_tokenizer_mismatch,
-    )
-    with progress_bar("scoring prefixes", total=table.num_rows, enabled=table.num_rows > 5000) as advance:
-        last = [0]
+    with ExitStack() as stack:
+        report = []
 
-        def step(done, total):
-            advance(done - last[0])
-            last[0] = done
+        def step(done: int, total: int) -> None:
+            if not report:  # the bar opens once the number of records is known
+                bar = progress_bar("scoring prefixes", total=total, enabled=total > 5000)
+                report.append(on_progress(stack.enter_context(bar)))
+            report[0](done, total)
 
-        scores = score_ledger(table, toks, budgets, parser=parser, on_progress=step)
-    return scores, premiums
+        scored = load_scored_ledger(
+            ledger,
+            budgets_for,
+            tokenizers_dir=state.config.tokenizers_dir.value,
+            data_dir=state.config.data_dir.value,
+            premium_specs=premium_specs,
+            selection=LedgerSelection(**selection),
+            on_progress=step,
+        )
+    return scored.scores, scored.premiums
 
 
 def comparable_scores(scores, frame: str, common_items: bool, native: str = "native", translate: str = "translate-act"):
@@ -104,34 +74,33 @@ def comparable_scores(scores, frame: str, common_items: bool, native: str = "nat
     return kept, coverage
 
 
+def _resampling(common: dict) -> Resampling:
+    """The shared ``--n-boot``/``--seed``/``--level`` options as one :class:`~mindcap_tok.resample.Resampling`."""
+    from ..resample import Resampling
+
+    return Resampling(common["n_boot"], common["seed"], common["level"])
+
+
 def _sweep_inputs(state, common: dict):
     """The budget grid, the checked scores, the premium table and the arms' coverage of ``sweep``/``report``."""
+    from ..stats.inputs import sweep_budgets
+
     check_n_boot(common["n_boot"], common["level"])  # before the scoring
     grid = common["budgets"] or list(SWEEP_BUDGETS)
     scores, table = load_scores(
         state,
         common["ledger"],
-        _sweep_budgets(grid),
-        common["models"],
-        common["langs"],
-        common["parser"],
+        sweep_budgets(grid),
         common["premium_specs"],
+        models=common["models"],
+        langs=common["langs"],
+        parser=common["parser"],
         verify=not common["no_verify"],
         allow_tokenizer_mismatch=common["allow_tokenizer_mismatch"],
         tokenizer=common["tokenizer"],
     )
     scores, coverage = comparable_scores(scores, common["frame"], common["common_items"])
     return grid, scores, table, coverage
-
-
-def _sweep_budgets(grid: list[int]):
-    from ..stats.premiums import lookup_premium, required_budgets
-
-    def budgets_for(table, models, langs):
-        ratios = [lookup_premium(table, m, lang) for m in models for lang in langs if lang != "eng_Latn"]
-        return required_budgets(grid, ratios)
-
-    return budgets_for
 
 
 _common = [
@@ -189,9 +158,7 @@ def sweep_command(state, fmt, out, **common) -> None:
         scores.by_budget,
         table,
         grid,
-        n_boot=common["n_boot"],
-        seed=common["seed"],
-        level=common["level"],
+        resampling=_resampling(common),
         frame=common["frame"],
     )
     if fmt == "json":
@@ -265,12 +232,12 @@ def report_command(state, out, **common) -> None:
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
     grid, scores, table, coverage = _sweep_inputs(state, common)
     rep = write_budget_report(
-        scores.by_budget,
+        scores,
         table,
         out,
-        by_record=scores.by_record,
         budgets=grid,
-        **{k: common[k] for k in ("n_boot", "seed", "level", "frame")},
+        resampling=_resampling(common),
+        frame=common["frame"],
         notes=[coverage.footer().strip()] if coverage.footer() else [],
     )
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
@@ -329,10 +296,9 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
         state,
         ledger,
         lambda t, m, _: family_budgets(proto.hypotheses, t, m),
-        [proto.model] if proto.model else [],
-        (),
-        proto.parser,
         specs,
+        models=[proto.model] if proto.model else [],
+        parser=proto.parser,
         verify=not no_verify,
         allow_tokenizer_mismatch=allow_tokenizer_mismatch,
         tokenizer=tokenizer,

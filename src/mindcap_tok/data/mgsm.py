@@ -143,7 +143,7 @@ def load_exemplars(lang: str, data_dir: str | os.PathLike[str] | None = None) ->
 MGSM_CORPORA = {"mgsm": "the 250 questions", "mgsm-answers": "the 8 exemplar answers"}
 
 
-def mgsm_texts(lang: str, corpus: str = "mgsm", folder: str | os.PathLike[str] | None = None) -> list[str]:
+def mgsm_texts(lang: str, corpus: str = "mgsm", *, folder: str | os.PathLike[str] | None = None) -> list[str]:
     """Line-aligned MGSM texts of one language (as published): its questions (``mgsm``) or the chain-of-thought
     answers of its 8 exemplars (``mgsm-answers``). ``folder`` is the MGSM folder (default: configured)."""
     if corpus not in MGSM_CORPORA:

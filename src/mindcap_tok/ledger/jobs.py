@@ -60,7 +60,7 @@ from .._io import regular_file
 from ..data.languages import resolve_language
 from ..data.mgsm import N_ITEMS
 from ..errors import BadInputError, MindcapError
-from ..resample import scale_budget
+from ..resample import Resampling, scale_budget
 from ..spec import (
     MAX_CAP,
     Sampling,
@@ -459,7 +459,10 @@ def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizer
         from ..tokenizer import load_tokenizer
 
         tok = load_tokenizer(tokenizer, tokenizers_dir)
-        return {p.lang: p.ratio for p in token_premium(tok, langs, n_boot=0, source=flores_source(data_dir))}
+        return {
+            p.lang: p.ratio
+            for p in token_premium(tok, langs, source=flores_source(data_dir), resampling=Resampling(n_boot=0))
+        }
     if not isinstance(value, dict):
         raise BadInputError(f'premiums must be a table (lang = r) or "flores", got {show(value)}')
     bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}

@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -13,12 +14,17 @@ from .._io import check_output_folder, output_folder
 from .._tables import markdown_table
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
+from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.bootstrap import grid_bootstrap
 from ..stats.curves import NATIVE, Sweep, accuracy_table, sweep
 from ..stats.grid import accuracy_grid
 from ..stats.premiums import premium_table
 from ..stats.subcdf import compare_prediction, predict_delta
 from ..stats.timing import emission_timing, timing_contrast
+
+if TYPE_CHECKING:
+    from ..ledger.score import Scores
+
 from .budget_figures import plot_gap_curves, plot_native_curves
 
 #: the command named in the report folder's marker; only it may replace the folder's files
@@ -66,14 +72,12 @@ def _md(frame: pd.DataFrame) -> str:
 
 
 def write_budget_report(
-    by_budget: pd.DataFrame,
+    scores: Scores | pd.DataFrame,
     premiums,
     out_dir: str | os.PathLike[str],
-    by_record: pd.DataFrame | None = None,
+    *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
-    n_boot: int = 10_000,
-    seed: int = 0,
-    level: float = 0.95,
+    resampling: Resampling = DEFAULT_RESAMPLING,
     frame: str = "replay",
     native: str = NATIVE,
     notes: Sequence[str] = (),
@@ -82,14 +86,17 @@ def write_budget_report(
 
     The folder is built beside ``out_dir`` and moved into place in one step, so readers never see a
     half-written report. ``out_dir`` must be absent, empty or an earlier report (see
-    :func:`~mindcap_tok._io.check_output_folder`). ``by_record`` adds answer-emission timing and the sub-CDF
-    consistency check. ``notes`` are printed in ``report.md`` (e.g. the items a comparison was restricted to).
+    :func:`~mindcap_tok._io.check_output_folder`). ``scores``: a ledger's :class:`~mindcap_tok.ledger.score.Scores`
+    (its ``by_record`` adds answer-emission timing and the sub-CDF consistency check), or a ``by_budget`` frame
+    alone. ``notes`` are printed in ``report.md`` (e.g. the items a comparison was restricted to).
     """
     check_output_folder(out_dir, PRODUCER)
+    by_budget, by_record = (scores, None) if isinstance(scores, pd.DataFrame) else (scores.by_budget, scores.by_record)
+    level = resampling.level
     table = premium_table(premiums)
     grid = accuracy_grid(by_budget, frame)
-    boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
-    result = sweep(grid, table, budgets, level=level, native=native, boot=boot)
+    boot = grid_bootstrap(grid, n_boot=resampling.n_boot, seed=resampling.seed)
+    result = sweep(grid, table, budgets, resampling=resampling, native=native, boot=boot)
     curves = accuracy_table(grid, boot=boot, level=level)
     native_curves = curves[curves["arm"] == native]
     tables: dict[str, pd.DataFrame] = {

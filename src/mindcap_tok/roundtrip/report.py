@@ -227,12 +227,15 @@ def flores_premiums(
     tokenizer: ResolvedTokenizer, langs: Sequence[str], ref: str, source: str | None, seed: int = 0
 ) -> dict[str, float]:
     """FLORES-200 devtest premium of each language against ``ref`` for ``tokenizer`` (``ref`` itself: 1)."""
-    from ..premium import token_premium
+    from ..premium import PremiumText, token_premium
+    from ..resample import Resampling
 
     out = {lang: 1.0 for lang in langs if lang == ref}
     others = [lang for lang in dict.fromkeys(langs) if lang != ref]
     if others:
-        for p in token_premium(tokenizer, others, ref=ref, split="devtest", n_boot=200, seed=seed, source=source):
+        for p in token_premium(
+            tokenizer, others, source=source, text=PremiumText(ref=ref), resampling=Resampling(200, seed)
+        ):
             out[p.lang] = p.premium
     return out
 

@@ -6,9 +6,10 @@ Holm control, and answer-emission timing. Inputs are the scoring contract's ``Sc
 
 from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, item_bootstrap
 from .curves import Sweep, accuracy_table, delta_table, gap_table, sweep
-from .family import FamilyResult, Hypothesis, run_family
+from .family import FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import AccuracyGrid, accuracy_grid
 from .hypotheses import bootstrap_test, holm
+from .inputs import LedgerSelection, ScoredLedger, load_scored_ledger, sweep_budgets
 from .premiums import premium_table, required_budgets, resolve_premiums
 from .protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
 from .subcdf import compare_prediction, predict_delta, split_items, subcdf
@@ -18,7 +19,10 @@ __all__ = [
     "AccuracyGrid",
     "Boot",
     "FamilyResult",
+    "FamilyTests",
     "Hypothesis",
+    "LedgerSelection",
+    "ScoredLedger",
     "Sweep",
     "accuracy_grid",
     "accuracy_table",
@@ -33,6 +37,7 @@ __all__ = [
     "holm",
     "item_bootstrap",
     "load_protocol",
+    "load_scored_ledger",
     "predict_delta",
     "premium_table",
     "required_budgets",
@@ -42,5 +47,6 @@ __all__ = [
     "split_items",
     "subcdf",
     "sweep",
+    "sweep_budgets",
     "verify_protocol",
 ]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MindcapError
-from ..resample import bootstrap_counts, check_resamples
+from ..resample import bootstrap_counts, check_level, check_resamples
 from .grid import AccuracyGrid
 
 
@@ -92,7 +92,7 @@ class Boot:
         """Pointwise percentile interval: the (1−level)/2 and (1+level)/2 quantiles of the replicates.
 
         Refused below :func:`~mindcap_tok.resample.min_resamples` replicates for ``level`` (each tail needs one)."""
-        _check_level(level)
+        check_level(level)
         check_resamples(self.n_boot, level)
         low, high = np.quantile(self.replicates, [(1 - level) / 2, (1 + level) / 2], axis=0)
         return low, high
@@ -114,7 +114,7 @@ class Boot:
         Points with zero variance get a zero-width band. Returns (low, high, c) where ``c`` has the
         statistic's shape without its last axis.
         """
-        _check_level(level)
+        check_level(level)
         if self.studentized:
             s_hat, s_rep = self.se_estimate, self.se_replicates
         else:
@@ -139,11 +139,6 @@ class Boot:
     def prob_positive(self) -> np.ndarray:
         """Share of replicates in which the statistic is strictly positive (e.g. P*(one arm leads))."""
         return (self.replicates > 0).mean(axis=0)
-
-
-def _check_level(level: float) -> None:
-    if not 0 < level < 1:
-        raise MindcapError(f"confidence level must be in (0, 1), got {level}")
 
 
 def _weighted_sums(weights: np.ndarray, values: np.ndarray) -> np.ndarray:

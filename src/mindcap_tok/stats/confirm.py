@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
+from ..resample import DEFAULT_RESAMPLING, Resampling
 from .bootstrap import Boot, grid_bootstrap
 from .curves import NATIVE, _row_keys, _scaled, arm_pairs, sweep
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, accuracy_grid, require_columns
@@ -133,11 +134,10 @@ def output_lengths(replay: pd.DataFrame, independent: pd.DataFrame) -> pd.DataFr
 def confirm(
     replay: Any,
     independent: Any,
+    *,
     premiums,
     budgets: Sequence[int] = SWEEP_BUDGETS,
-    n_boot: int = 10_000,
-    seed: int = 0,
-    level: float = 0.95,
+    resampling: Resampling = DEFAULT_RESAMPLING,
     native: str = NATIVE,
 ) -> Confirmation:
     """Check the replay ledger's predictions on an independent ledger.
@@ -149,15 +149,15 @@ def confirm(
     discovery interval), ``independent`` with ``independent_se``, ``inside`` (ci_low ≤ independent ≤ ci_high),
     ``subcdf_predicted`` and ``subcdf_error`` (subcdf_predicted − independent). ``cells`` (per native cell):
     ``predicted_budget`` (the discovery peak), ``independent_argmax``, ``argmax_agree``, ``subcdf_mae`` and
-    ``subcdf_max_abs_error``. ``lengths``: :func:`output_lengths`. One resampling (``n_boot``, ``seed``) per
+    ``subcdf_max_abs_error``. ``lengths``: :func:`output_lengths`. One item resampling (``resampling``) per
     ledger; every value is a proportion.
     """
     table = premium_table(premiums)
     budgets = sorted({int(b) for b in budgets})
-    disc = sweep(replay.by_budget, table, budgets, n_boot=n_boot, seed=seed, level=level, native=native)
+    disc = sweep(replay.by_budget, table, budgets, resampling=resampling, native=native)
     grid = accuracy_grid(independent.by_budget, "independent")
-    boot = grid_bootstrap(grid, n_boot, seed)
-    ind = sweep(grid, table, budgets, level=level, native=native, boot=boot)
+    boot = grid_bootstrap(grid, resampling.n_boot, resampling.seed)
+    ind = sweep(grid, table, budgets, resampling=resampling, native=native, boot=boot)
     on = [c for c in _keys(disc.rows) if c in ind.rows.columns]
     d = disc.rows[[*on, "budget", "delta", "ci_low", "ci_high"]].rename(columns={"delta": "predicted"})
     i = ind.rows[[*on, "budget", "delta"]].rename(columns={"delta": "independent"})
@@ -187,6 +187,6 @@ def confirm(
         lengths=output_lengths(replay.by_record, independent.by_record),
         n_boot=boot.n_boot,
         seed=boot.seed,
-        level=level,
+        level=resampling.level,
         premiums=disc.premiums,
     )

@@ -16,7 +16,7 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..ledger.schema import ARMS
-from ..resample import scale_budget
+from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, premium_table
@@ -204,9 +204,8 @@ def sweep(
     scores: pd.DataFrame | AccuracyGrid,
     premiums,
     budgets: Sequence[int] = SWEEP_BUDGETS,
-    n_boot: int = 10_000,
-    seed: int = 0,
-    level: float = 0.95,
+    *,
+    resampling: Resampling = DEFAULT_RESAMPLING,
     frame: str = "replay",
     native: str = NATIVE,
     translate: str = TRANSLATE,
@@ -216,9 +215,11 @@ def sweep(
     the peak (argmax) with its stability, and, where a translate cell exists, gap(B) with CIs, the bootstrap
     probability that native leads, and the crossovers.
 
-    One item-clustered resampling (``n_boot``, ``seed``) serves every cell and budget; pass ``boot``
-    (from :func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` on the same grid) to reuse one.
+    One item-clustered resampling (``resampling``: its ``n_boot`` and ``seed``; intervals at its ``level``)
+    serves every cell and budget; pass ``boot`` (from :func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` on the
+    same grid) to reuse one (``resampling`` then gives only the level).
     """
+    n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     grid = as_grid(scores, frame)
     budgets = [int(b) for b in budgets]
     if not budgets or len(set(budgets)) != len(budgets):

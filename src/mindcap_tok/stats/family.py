@@ -214,15 +214,25 @@ class FamilyResult:
     tail_factor: float
 
 
+@dataclass(frozen=True)
+class FamilyTests:
+    """How a family is tested, as a protocol file declares it: Holm at ``alpha`` on one item-clustered
+    resampling (``n_boot`` resamples from ``seed``; the tests' level is 1 − ``alpha``), every test's
+    ``tail_factor``, and the ``outcomes`` labels (over :data:`DEFAULT_OUTCOMES`)."""
+
+    alpha: float = 0.05
+    n_boot: int = 10_000
+    seed: int = 0
+    tail_factor: float = 1.0
+    outcomes: Mapping[str, str] | None = None
+
+
 def run_family(
     grid: AccuracyGrid,
     hypotheses: Sequence[Hypothesis],
+    *,
     premiums: PremiumTable | None = None,
-    alpha: float = 0.05,
-    n_boot: int = 10_000,
-    seed: int = 0,
-    tail_factor: float = 1.0,
-    outcomes: Mapping[str, str] | None = None,
+    tests: FamilyTests = FamilyTests(),
     native: str = NATIVE,
     translate: str = TRANSLATE,
     boot: Boot | None = None,
@@ -232,14 +242,16 @@ def run_family(
     Table columns: ``id``, ``kind``, ``alternative``, ``margin`` (points), ``estimate`` (points; the
     component with the largest test statistic when several), ``components`` (every component),
     ``se`` (points), ``p_value``, ``holm_threshold``, ``p_adjusted``, ``decision`` (reject/retain).
-    ``n_boot`` must reach :func:`~mindcap_tok.resample.min_resamples` at level 1 − ``alpha``.
+    ``tests.n_boot`` (or ``boot``'s, to reuse one resampling) must reach
+    :func:`~mindcap_tok.resample.min_resamples` at level 1 − ``tests.alpha``.
     """
+    alpha, n_boot, seed, tail_factor = tests.alpha, tests.n_boot, tests.seed, tests.tail_factor
     if not hypotheses:
         raise MindcapError("the family declares no hypotheses")
     ids = [h.id for h in hypotheses]
     if len(set(ids)) != len(ids):
         raise MindcapError(f"hypothesis ids must be unique, got {ids}")
-    labels = {**DEFAULT_OUTCOMES, **(outcomes or {})}
+    labels = {**DEFAULT_OUTCOMES, **(tests.outcomes or {})}
     check_resamples(n_boot if boot is None else boot.n_boot, 1 - alpha)  # the tests' level is 1 - alpha
     est = _Estimands(grid, premiums, native, translate)
     if boot is None:

@@ -15,7 +15,7 @@ from .._io import regular_file
 from ..data.languages import resolve_language
 from ..errors import MindcapError, with_context
 from ..premium import Premium
-from ..resample import scale_budget
+from ..resample import Resampling, scale_budget
 from ..tokenizer import canonical_model_name
 
 #: (model or None for "any model", FLORES code) -> r
@@ -129,7 +129,7 @@ def resolve_premiums(
     apply to every model in the ledger. No spec: each model's own tokenizer (paper §3).
     """
     from ..data.flores import flores_source
-    from ..premium import token_premium
+    from ..premium import PremiumText, token_premium
     from ..tokenizer import load_tokenizer
 
     specs = list(specs or [])
@@ -148,7 +148,9 @@ def resolve_premiums(
             hint = "; pass --premiums (a tokenizer name, a premium JSON file, or lang=r)" if auto else ""
             raise with_context(exc, f"cannot compute premiums for {name!r}: {exc}{hint}") from exc
         # only the ratios are used here, so the premium CI bootstrap is kept minimal
-        rows = token_premium(tok, langs, ref=ref, n_boot=0, seed=0, source=flores_source(data_dir))
+        rows = token_premium(
+            tok, langs, source=flores_source(data_dir), text=PremiumText(ref=ref), resampling=Resampling(n_boot=0)
+        )
         for row in rows:
             r = row.ratio
             table[(name if auto else row.model, row.lang)] = r

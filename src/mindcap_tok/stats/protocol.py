@@ -43,7 +43,7 @@ from .._json import dumps_strict
 from ..errors import BadInputError, MindcapError, first_line, with_context
 from ..resample import check_resamples
 from ..spec import Alpha, Resamples, TailFactor, check, check_known, check_model, check_seed, reading
-from .family import DEFAULT_OUTCOMES, FamilyResult, Hypothesis, run_family
+from .family import DEFAULT_OUTCOMES, FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable
 
@@ -391,12 +391,8 @@ def run_protocol(proto: Protocol, by_budget: pd.DataFrame, premiums: PremiumTabl
     return run_family(
         grid,
         proto.hypotheses,
-        premiums,
-        alpha=proto.alpha,
-        n_boot=proto.n_boot,
-        seed=proto.seed,
-        tail_factor=proto.tail_factor,
-        outcomes=proto.outcomes,
+        premiums=premiums,
+        tests=FamilyTests(proto.alpha, proto.n_boot, proto.seed, proto.tail_factor, proto.outcomes),
         native=proto.native,
         translate=proto.translate,
     )
