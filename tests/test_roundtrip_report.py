@@ -40,6 +40,8 @@ BACK = {  # hop-2 outputs (back in English); t3 via French is empty: a failed ch
                  "t3": ""},
 }  # fmt: skip
 MQM = {"deu_Latn": {"t1": 100.0, "t2": 94.0, "t3": 79.0}, "fra_Latn": {"t1": 80.0, "t2": 50.0}}
+ISSUES = {100.0: (0, 0, 0), 94.0: (6, 0, 0), 79.0: (1, 4, 0), 80.0: (0, 4, 0), 50.0: (0, 0, 2)}  # (minor, major,
+# critical) behind each MQM above: the report recomputes MQM from the counts
 CAPPED = {("t2", "deu_Latn", 1)}
 SEQ = {lang: f"eng_Latn>{lang}>eng_Latn" for lang in ("deu_Latn", "fra_Latn")}
 REPO = Path(__file__).resolve().parents[1]
@@ -82,9 +84,9 @@ def run(tmp_path_factory, qwen):
             judged.append({"model": "qwen3-8b", "text_id": tid, "sequence": SEQ[lang], "attempt": 0,
                            "judge_model": "qwen3-8b", "seed": 1, "cap": 64, "template_id": "j", "prompt_ids": [1],
                            "output_ids": [2], "raw": "{}", "finish_reason": "stop", "parse": "strict", "mqm": mqm,
-                           "judge_score": mqm - 10, "classification": "7-good", "n_minor": 0, "n_major": 0,
-                           "n_critical": 0, "n_bad_severity": 0, "issues": "[]", "error": None,
-                           "generator": "hand"})  # fmt: skip
+                           "judge_score": mqm - 10, "classification": "7-good", "n_minor": ISSUES[mqm][0],
+                           "n_major": ISSUES[mqm][1], "n_critical": ISSUES[mqm][2], "n_bad_severity": 0,
+                           "issues": "[]", "error": None, "generator": "hand"})  # fmt: skip
     store.write(judge_file(0), judged, JUDGE_SCHEMA)
     return tmp_path / "run"
 
@@ -187,8 +189,8 @@ def test_languages_lid176_cannot_label_are_unscored():
 def test_files_strict_json_and_markdown(report):
     out = report.out_dir
     assert set(report.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
-                                 "truncation.csv", "langid.csv", "samples.csv", "hops.csv", "pass_share.png",
-                                 "token_cost.png"}  # fmt: skip
+                                 "truncation.csv", "langid.csv", "inconsistent.csv", "samples.csv", "hops.csv",
+                                 "pass_share.png", "token_cost.png"}  # fmt: skip
     for name in report.files:
         assert (out / name).is_file()
     data = strict_loads((out / "report.json").read_text("utf-8"))
@@ -287,8 +289,8 @@ def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monke
     assert _metric(result, "sequence", SEQ["deu_Latn"], "pass_share") == pytest.approx(2 / 3)
     assert result.truncation.set_index("sequence").loc["all", "capped_hop_share"] == pytest.approx(1 / 12)
     assert set(result.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
-                                 "truncation.csv", "langid.csv", "samples.csv", "hops.csv", "pass_share.png",
-                                 "token_cost.png"}  # fmt: skip
+                                 "truncation.csv", "langid.csv", "inconsistent.csv", "samples.csv", "hops.csv",
+                                 "pass_share.png", "token_cost.png"}  # fmt: skip
     data = strict_loads((result.out_dir / "report.json").read_text("utf-8"))
     assert data["skipped"] == {"chrf": hint} and data["chrf"] == [] and len(data["metrics"]) == len(result.metrics)
     md = (result.out_dir / "report.md").read_text("utf-8")

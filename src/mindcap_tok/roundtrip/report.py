@@ -2,8 +2,10 @@
 
 What it holds (``report.md``, ``report.json``, CSVs, two figures):
 
-- pass share (MQM ≥ 80), mean MQM and mean judge score per model × sequence, resource group and text
-  category, with the bootstrap SEs over texts of :func:`~.metrics.roundtrip_metrics`;
+- pass share (MQM ≥ 80), mean raw MQM (not floored: it can be negative) and mean judge score per model ×
+  sequence, resource group and text category, with the bootstrap SEs over texts of
+  :func:`~.metrics.roundtrip_metrics`;
+- per judge, the replies whose classification contradicts their issues (``inconsistent.csv``);
 - chrF (sacrebleu defaults: the back-translation is English) of each back-translation against its source, and
   COMET given a checkpoint (extra ``comet``, its own environment; the source is both COMET's source and its
   reference, as a round trip has no other);
@@ -147,6 +149,27 @@ def _rebuild(root: Path, store: RunStore, manifest: dict, loaded: list[Text]) ->
     samples = pd.DataFrame([sample_row(c, seed=spec["seed"]) for c in chains])
     hops = pd.DataFrame(hop_rows) if hop_rows else pd.DataFrame(columns=["model", "text_id", "sequence", "hop"])
     return RunData(manifest, {t.id: t for t in loaded}, hops, samples)
+
+
+# -- judge consistency ------------------------------------------------------------------------------------------
+
+_CLASH_COLS = ["judge_model", "model", "text_id", "sequence", "classification", "mqm", "inconsistent"]
+
+
+def inconsistency_table(samples: pd.DataFrame) -> pd.DataFrame:
+    """The judged samples whose judge reply's classification contradicts its issues (:func:`~.mqm.inconsistency`),
+    one row each, by judge."""
+    clash = samples[samples["inconsistent"].notna()]
+    return clash[_CLASH_COLS].sort_values(["judge_model", "model", "text_id", "sequence"]).reset_index(drop=True)
+
+
+def judge_consistency(samples: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Per judge: judged samples and how many of its replies contradict their issues."""
+    judged = samples[samples["status"] == "judged"]
+    return {
+        str(judge): {"judged": len(g), "inconsistent": int(g["inconsistent"].notna().sum())}
+        for judge, g in judged.groupby("judge_model", sort=True)
+    }
 
 
 # -- chrF -------------------------------------------------------------------------------------------------------
@@ -490,8 +513,9 @@ def roundtrip_report(
         "comet_checkpoint": None if comet_checkpoint is None else os.path.basename(str(comet_checkpoint)),
         "skipped": skipped,
     }  # fmt: skip
+    summary["judge_consistency"] = judge_consistency(samples)
     tables = {"metrics": metrics, "chrf": chrf, "hop_tokens": hop_tokens, "truncation": truncation,
-              "langid": langid}  # fmt: skip
+              "langid": langid, "inconsistent": inconsistency_table(samples)}  # fmt: skip
     files: list[str] = []
     with output_folder(out, PRODUCER) as tmp:
         for name, frame in tables.items():
@@ -577,6 +601,11 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
     for by, title in (("overall", "Overall"), ("sequence", "Per sequence"), ("resource", "Per resource group"),
                       ("category", "Per text category")):  # fmt: skip
         parts += [f"## {title}", "", _md(m[m["by"] == by], stat_cols), ""]
+    parts += ["## Judge replies that contradict their issues", "",
+              "A class 1–3 (meaning lost) with no major or critical issue, or `10-perfect` with a critical one; "
+              "such samples are still scored from their issues.", "",
+              *(f"- {j}: {v['inconsistent']} of {v['judged']} judged" for j, v in summary["judge_consistency"].items()),
+              "", _md(tables["inconsistent"]), ""]  # fmt: skip
     scores = " and ".join(_PARTS[m] for m in ("chrf", "comet") if f"mean_{m}" in tables["chrf"]) or "chrF"
     parts += [f"## {scores} of the back-translation against its source", ""]
     for metric in ("chrf", "comet"):

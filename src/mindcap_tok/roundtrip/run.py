@@ -24,7 +24,7 @@ import pandas as pd
 from ..errors import MindcapError
 from ..ledger.backends import GenRequest, load_backend
 from ..ledger.jobs import ServerSpec
-from .mqm import parse_judge, passes
+from .mqm import inconsistency, mqm_score, parse_judge, passes
 from .prompts import judge_prompt, judge_schema, template_id, translation_prompt
 from .sequences import Chain
 from .spec import RoundtripSpec, hop_seed, judge_seed, plan_roundtrip
@@ -215,19 +215,22 @@ def apply_judge(index: Mapping[tuple[str, str, str], ChainState], row: Mapping) 
 
 
 def sample_row(c: ChainState, *, seed: int) -> dict:
-    """The sample of a replayed chain: its status (judged, failed: MQM 0, unjudged), MQM, pass, judge score and
-    back-translation; ``seed`` is the run's, recorded with it."""
+    """The sample of a replayed chain: its status (judged, failed: MQM 0, unjudged), raw MQM (recomputed from the
+    record's issue counts, so runs stored with the old floor read back raw), pass, judge score, the judge's
+    inconsistency (:func:`~.mqm.inconsistency`) and back-translation; ``seed`` is the run's, recorded with it."""
     j = c.judgement
     if c.failed_hop is not None:
         status, mqm, score = FAILED, 0.0, None
     elif j is None:
         status, mqm, score = UNJUDGED, None, None
     else:
-        status, mqm, score = JUDGED, j["mqm"], j["judge_score"]
+        status, mqm, score = JUDGED, mqm_score(j["n_minor"], j["n_major"], j["n_critical"]), j["judge_score"]
+    clash = inconsistency(j["classification"], j["n_major"], j["n_critical"]) if status == JUDGED else None
     return {
         "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "resource": c.resource,
         "category": c.category, "status": status, "failed_hop": c.failed_hop, "capped_hops": c.capped_hops,
-        "judge_attempts": c.attempts, "parse": j["parse"] if j else None, "mqm": mqm,
+        "judge_attempts": c.attempts, "judge_model": j["judge_model"] if j else None,
+        "parse": j["parse"] if j else None, "mqm": mqm, "inconsistent": clash,
         "passed": None if status == UNJUDGED else passes(mqm), "judge_score": score,
         "classification": j["classification"] if j else None, "n_bad_severity": j["n_bad_severity"] if j else 0,
         "back_translation": c.current if c.finished else None, "seed": seed,
