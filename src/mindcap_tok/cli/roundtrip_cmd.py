@@ -15,23 +15,29 @@ from ._output import emit, render, to_json
 from ._parsing import Group
 from ._progress import progress_bar
 
-_TABLE_COLUMNS = ("model", "by", "group", "n_texts", "n_failed", "n_unjudged", "pass_share", "pass_share_se",
-                  "mean_mqm", "mean_judge_score")  # fmt: skip
+_TABLE_COLUMNS = ("model", "judge_model", "by", "group", "n_texts", "n_failed", "n_unjudged", "pass_share",
+                  "pass_share_se", "mean_mqm", "mean_judge_score")  # fmt: skip
 
 
 def _overrides(model, texts, sample, sequences, max_tokens, seed, judge_flags: dict, spec_judge) -> dict:
-    """Spec keys given on the command line (``None``: keep the file's); ``judge_flags``: the ``--judge-*`` ones."""
+    """Spec keys given on the command line (``None``: keep the file's); ``judge_flags``: the ``--judge-*`` ones
+    (several ``--judge-model``: one judge each, the file's first ``[judge]`` table and the flags shared)."""
     out: dict = {"texts": texts, "sample": sample, "max_tokens": max_tokens, "seed": seed}
     if model:
         out["model"] = list(model)
     if sequences:
         out["sequences"] = [s.strip() for item in sequences for s in item.split(",") if s.strip()]
+    if isinstance(spec_judge, list):
+        if not judge_flags["model"] and all(v in (None, []) for v in judge_flags.values()):
+            return out  # the file's judges as they are
+        spec_judge = spec_judge[0] if spec_judge else {}
     judge = dict(spec_judge)
-    if judge_flags["model"]:
-        judge["model"] = judge_flags["model"]
-        judge.pop("model_name", None)
     judge.update({k: v for k, v in judge_flags.items() if k != "model" and v not in (None, [])})
-    if judge:
+    models = list(judge_flags["model"] or [])
+    if models:
+        judge.pop("model_name", None)
+        out["judge"] = [{**judge, "model": m} for m in models] if len(models) > 1 else {**judge, "model": models[0]}
+    elif judge:
         out["judge"] = judge
     return out
 
@@ -82,7 +88,9 @@ class _JobArgument(click.Argument):
 @multi_option("--sequences", help="Presets (lit:e-asia ... lit:all) or chains like en>de>th>en.")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Output-token cap of every hop.")
 @click.option("--seed", type=int, default=None, help="Seed of the sample, the hops and the judge.")
-@click.option("--judge-model", default=None, help="Judge model [default: the first tested model].")
+@multi_option(
+    "--judge-model", help="Judge model(s); several judge every back-translation each [default: the first tested model]."
+)
 @click.option("--judge-backend", type=click.Choice(BACKENDS), default=None, help="Judge engine [default: --backend].")
 @multi_option("--judge-base-url", help="Judge server URL(s) (the judge then runs on a server).")
 @click.option("--judge-structured/--no-judge-structured", default=None,
@@ -109,7 +117,7 @@ def roundtrip_command(
         emit(to_json(plan) if fmt == "json" else render([plan], fmt, title="round-trip plan"), None)
         return
     backends, judge = open_backends(spec, backend)
-    total = plan["waves"] + 1 + spec.judge.retries
+    total = plan["waves"] + 1 + max(j.retries for j in spec.judges)
     with progress_bar("round trip waves", total) as advance:
         result = run_roundtrip(spec, out, backends, judge, on_wave=lambda name, rows: advance())
     metrics = roundtrip_metrics(result.samples, seed=spec.seed)

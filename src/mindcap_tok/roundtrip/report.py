@@ -5,7 +5,9 @@ What it holds (``report.md``, ``report.json``, CSVs, two figures):
 - pass share (MQM ≥ 80), mean raw MQM (not floored: it can be negative) and mean judge score per model ×
   sequence, resource group and text category, with the bootstrap SEs over texts of
   :func:`~.metrics.roundtrip_metrics`;
-- per judge, the replies whose classification contradicts their issues (``inconsistent.csv``);
+- per judge, the replies whose classification contradicts their issues (``inconsistent.csv``); with several
+  judges every metric per judge, and the rank agreement of the models between judges and between the three
+  metrics (:func:`~.agreement.judge_agreement`: Spearman ρ, Kendall τ, one-sided permutation p-values);
 - chrF (sacrebleu defaults: the back-translation is English) of each back-translation against its source, and
   COMET given a checkpoint (extra ``comet``, its own environment; the source is both COMET's source and its
   reference, as a round trip has no other);
@@ -43,9 +45,11 @@ from ..errors import MindcapError, MissingExtraError
 from ..metrics import chrf_scores, comet_scores, label_segments, lid_labels, load_lid_model, macrolanguages
 from ..metrics.langid import MIN_LETTERS, THRESHOLD
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from .agreement import MIN_MODELS, N_PERM, judge_agreement
 from .metrics import N_BOOT, roundtrip_metrics
 from .run import apply_hop, apply_judge, new_chains, sample_row
 from .sequences import Chain
+from .spec import judge_names
 from .store import MANIFEST, RunStore
 from .texts import Text, load_texts, texts_hash
 
@@ -146,7 +150,8 @@ def _rebuild(root: Path, store: RunStore, manifest: dict, loaded: list[Text]) ->
         apply_judge(index, row)
     if not hop_rows:
         raise MindcapError(f"run {root} holds no hop records yet; run it first")
-    samples = pd.DataFrame([sample_row(c, seed=spec["seed"]) for c in chains])
+    judges = judge_names(spec)
+    samples = pd.DataFrame([sample_row(c, judge=j, seed=spec["seed"]) for c in chains for j in judges])
     hops = pd.DataFrame(hop_rows) if hop_rows else pd.DataFrame(columns=["model", "text_id", "sequence", "hop"])
     return RunData(manifest, {t.id: t for t in loaded}, hops, samples)
 
@@ -375,21 +380,24 @@ def _plt():
 
 
 def plot_pass_share(metrics: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Bars of pass share (MQM ≥ 80) per sequence, one colour per model, ±1 bootstrap SE."""
+    """Bars of pass share (MQM ≥ 80) per sequence, one colour per model (per model and judge with several judges),
+    ±1 bootstrap SE."""
     from ..report.figures import save_figure
 
     plt = _plt()
     rows = metrics[metrics["by"] == "sequence"]
     seqs = list(dict.fromkeys(rows["group"]))
-    models = list(dict.fromkeys(rows["model"]))
+    several = rows["judge_model"].nunique() > 1
+    bars = list(rows.groupby(["model", "judge_model"], sort=False))
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 * len(seqs) + 2), 3.8))
-    width = 0.8 / max(1, len(models))
-    for k, model in enumerate(models):
-        sub = rows[rows["model"] == model].set_index("group").reindex(seqs)
-        x = np.arange(len(seqs)) + (k - (len(models) - 1) / 2) * width
+    width = 0.8 / max(1, len(bars))
+    for k, ((model, judge), sub) in enumerate(bars):
+        sub = sub.set_index("group").reindex(seqs)
+        x = np.arange(len(seqs)) + (k - (len(bars) - 1) / 2) * width
         share = sub["pass_share"].astype(float).to_numpy()
         se = sub["pass_share_se"].astype(float).fillna(0).to_numpy()
-        ax.bar(x, np.nan_to_num(share), width, yerr=se, capsize=2, label=model)
+        label = f"{model} / {judge}" if several else model
+        ax.bar(x, np.nan_to_num(share), width, yerr=se, capsize=2, label=label)
     ax.set_xticks(range(len(seqs)), seqs, rotation=30, ha="right", fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("pass share (MQM ≥ 80)")
@@ -465,7 +473,7 @@ def roundtrip_report(
     if comet_checkpoint is not None:
         samples = _optional("comet", lambda s: add_comet(s, data.texts, comet_checkpoint), samples, skipped, notes)
     metrics = roundtrip_metrics(samples, n_boot=n_boot, seed=seed)
-    chrf = chrf_table(samples)
+    chrf = chrf_table(samples[samples["judge_model"] == judge_names(spec)[0]])  # one row per chain: judge-free
     if tokenizers is None:
         toks, tok_notes = model_tokenizers(spec["models"], tokenizers_dir)
         notes += tok_notes
@@ -514,8 +522,13 @@ def roundtrip_report(
         "skipped": skipped,
     }  # fmt: skip
     summary["judge_consistency"] = judge_consistency(samples)
+    agreement = judge_agreement(metrics, n_perm=N_PERM, seed=seed)
+    summary["agreement"] = {"n_permutations": N_PERM, "seed": seed, "alternative": "greater", "unit": "model",
+                            "min_models": MIN_MODELS}  # fmt: skip
+    if agreement.empty:
+        notes.append(f"rank agreement skipped: it needs at least {MIN_MODELS} models scored")
     tables = {"metrics": metrics, "chrf": chrf, "hop_tokens": hop_tokens, "truncation": truncation,
-              "langid": langid, "inconsistent": inconsistency_table(samples)}  # fmt: skip
+              "langid": langid, "inconsistent": inconsistency_table(samples), "agreement": agreement}  # fmt: skip
     files: list[str] = []
     with output_folder(out, PRODUCER) as tmp:
         for name, frame in tables.items():
@@ -584,8 +597,8 @@ def _md(frame: pd.DataFrame, cols: Sequence[str] | None = None, fmt: str = ".4f"
 
 def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], files: list[str]) -> str:
     m, c = tables["metrics"], summary["counts"]
-    stat_cols = ["model", "group", "n_texts", "n_failed", "n_unjudged", "pass_share", "pass_share_se", "mean_mqm",
-                 "mean_mqm_se", "mean_judge_score", "mean_judge_score_se"]  # fmt: skip
+    stat_cols = ["model", "judge_model", "group", "n_texts", "n_failed", "n_unjudged", "pass_share", "pass_share_se",
+                 "mean_mqm", "mean_mqm_se", "mean_judge_score", "mean_judge_score_se"]  # fmt: skip
     b = summary["bootstrap"]
     parts = [
         f"# Round-trip report: {summary['run']}",
@@ -606,6 +619,11 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
               "such samples are still scored from their issues.", "",
               *(f"- {j}: {v['inconsistent']} of {v['judged']} judged" for j, v in summary["judge_consistency"].items()),
               "", _md(tables["inconsistent"]), ""]  # fmt: skip
+    a = summary["agreement"]
+    parts += ["## Rank agreement (models)", "",
+              f"Between judges (per metric) and between metrics (per judge): Spearman ρ and Kendall τ of the models' "
+              f"overall scores, one-sided permutation p-values ({a['n_permutations']} permutations, exact when n! is "
+              f"fewer; seed {a['seed']}).", "", _md(tables["agreement"]), ""]  # fmt: skip
     scores = " and ".join(_PARTS[m] for m in ("chrf", "comet") if f"mean_{m}" in tables["chrf"]) or "chrF"
     parts += [f"## {scores} of the back-translation against its source", ""]
     for metric in ("chrf", "comet"):

@@ -19,6 +19,10 @@ A spec::
     [judge]                             # model, model_name, backend, base_url, max_tokens, retries,
                                         # temperature, top_p, top_k (default: the first model, 1024, 2, 0.6, 0.95, 20),
                                         # structured (default true: the reply's JSON schema goes with each request)
+    # or several judges, each judging every back-translation: [[judge]] tables (a list), each with its own model
+
+A run with several judges keeps the first as :attr:`RoundtripSpec.judge` (its identity is a one-judge run's when
+there is one judge, so older run folders still resume).
 
 Seeds: hop ``h`` of (model, text, sequence) gets ``H(seed, model, text, sequence, h)``, judge attempt ``a``
 ``H(seed, "judge", model, text, sequence, a)`` (SHA-256, 31 bits): independent of batching and order, so a
@@ -100,7 +104,7 @@ class RoundtripSpec:
     texts_source: str
     texts: tuple[Text, ...]
     sequences: tuple[Chain, ...]
-    judge: JudgeSpec
+    judges: tuple[JudgeSpec, ...]
     max_tokens: int = 1024
     seed: int = 0
     sample: int | None = None
@@ -111,8 +115,18 @@ class RoundtripSpec:
     engine: dict = field(default_factory=dict)
     server: ServerSpec | None = None
 
+    @property
+    def judge(self) -> JudgeSpec:
+        """The first judge (the only one of a one-judge run)."""
+        return self.judges[0]
+
     def identity(self) -> dict:
         """What fixes the records: a folder holding another identity is another run."""
+        judges = [
+            {"model": j.model.name, "max_tokens": j.max_tokens, "sampling": asdict(j.sampling),
+             "structured": j.structured}
+            for j in self.judges
+        ]  # fmt: skip
         return {
             "models": [m.name for m in self.models],
             "texts": texts_hash(self.texts),
@@ -121,9 +135,8 @@ class RoundtripSpec:
             "seed": self.seed,
             "prompt_version": self.prompt_version,
             "sampling": asdict(self.sampling),
-            "judge": {"model": self.judge.model.name, "max_tokens": self.judge.max_tokens,
-                      "sampling": asdict(self.judge.sampling), "structured": self.judge.structured},
-        }  # fmt: skip
+            "judge": judges[0] if len(judges) == 1 else judges,
+        }
 
     def as_dict(self) -> dict:
         """Plain data for the run's manifest (texts by count, not content)."""
@@ -139,12 +152,21 @@ class RoundtripSpec:
             "seed": self.seed,
             "prompt_version": self.prompt_version,
             "sampling": asdict(self.sampling),
-            "judge": {
-                "model": asdict(self.judge.model), "backend": self.judge.backend, "max_tokens": self.judge.max_tokens,
-                "retries": self.judge.retries, "sampling": asdict(self.judge.sampling),
-                "structured": self.judge.structured,
-            },
-        }  # fmt: skip
+            "judge": _judge_dict(self.judge),
+            "judges": [_judge_dict(j) for j in self.judges],
+        }
+
+
+def _judge_dict(judge: JudgeSpec) -> dict:
+    return {
+        "model": asdict(judge.model), "backend": judge.backend, "max_tokens": judge.max_tokens,
+        "retries": judge.retries, "sampling": asdict(judge.sampling), "structured": judge.structured,
+    }  # fmt: skip
+
+
+def judge_names(spec: dict) -> list[str]:
+    """The judges' model names of a manifest's spec (``as_dict``; manifests before several judges hold one)."""
+    return [j["model"]["name"] for j in spec.get("judges", [spec["judge"]])]
 
 
 def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
@@ -185,20 +207,33 @@ def _models(data: dict, base: Path | None, prefix: str = "") -> tuple[Model, ...
     return tuple(Model(p, n) for p, n in zip(paths, names, strict=True))
 
 
-def _judge(value: object, models: tuple[Model, ...], base: Path | None) -> JudgeSpec:
-    judge_table(value)
+def _judges(value: object, models: tuple[Model, ...], base: Path | None) -> tuple[JudgeSpec, ...]:
+    """``[judge]`` (one table) or ``[[judge]]`` (a non-empty list of tables, one per judge, names distinct)."""
+    if not isinstance(value, list):
+        return (_judge(value, models, base, "judge"),)
+    if not value:
+        raise SpecError("judge", "must not be an empty list")
+    judges = tuple(_judge(v, models, base, f"judge[{i}]") for i, v in enumerate(value))
+    names = [j.model.name for j in judges]
+    if len(set(names)) != len(names):
+        raise BadInputError(f"two judges share a name ({', '.join(names)}); give each its model_name")
+    return judges
+
+
+def _judge(value: object, models: tuple[Model, ...], base: Path | None, key: str) -> JudgeSpec:
+    judge_table(value, key)
     if "model" in value:
-        (model,) = _models({k: v for k, v in value.items() if k in ("model", "model_name")}, base, "judge.")
+        (model,) = _models({k: v for k, v in value.items() if k in ("model", "model_name")}, base, f"{key}.")
     else:
         model = models[0]
     return JudgeSpec(
         model=model,
-        backend=_backend(value["backend"], "judge.backend") if "backend" in value else None,
-        base_url=base_urls(value["base_url"], "judge.base_url") if "base_url" in value else (),
+        backend=_backend(value["backend"], f"{key}.backend") if "backend" in value else None,
+        base_url=base_urls(value["base_url"], f"{key}.base_url") if "base_url" in value else (),
         max_tokens=value.get("max_tokens", 1024),
         retries=value.get("retries", 2),
         sampling=check_sampling(
-            {k: v for k, v in value.items() if k in ("temperature", "top_p", "top_k")}, "judge", JUDGE_SAMPLING
+            {k: v for k, v in value.items() if k in ("temperature", "top_p", "top_k")}, key, JUDGE_SAMPLING
         ),
         structured=value.get("structured", True),
     )
@@ -250,7 +285,7 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
         texts_source=texts_source,
         texts=tuple(texts),
         sequences=chains,
-        judge=_judge(data.get("judge", {}), models, base),
+        judges=_judges(data.get("judge", {}), models, base),
         max_tokens=check_cap(data.get("max_tokens", 1024), "max_tokens"),
         seed=seed,
         sample=sample,
@@ -303,7 +338,8 @@ def plan_roundtrip(spec: RoundtripSpec) -> dict:
         "chains": chains,
         "waves": max(c.hops for c in spec.sequences),
         "translation_requests": translations,
-        "judge_requests": chains,
-        "max_judge_requests": chains * (1 + spec.judge.retries),
+        "judges": len(spec.judges),
+        "judge_requests": chains * len(spec.judges),
+        "max_judge_requests": chains * sum(1 + j.retries for j in spec.judges),
         "worst_case_tokens": translations * spec.max_tokens,
     }
