@@ -1,5 +1,6 @@
 """`mindcap-tok roundtrip [JOB.toml] --out-dir DIR`: round-trip translation through language sequences, MQM-judged;
-`mindcap-tok roundtrip report RUN_DIR --out-dir REPORT`: the report of a finished run.
+`mindcap-tok roundtrip report RUN_DIR --out-dir REPORT`: the report of a finished run;
+`mindcap-tok roundtrip compare RUN_DIR... [--reference-ranking FILE.csv] --out-dir DIR`: a leaderboard across runs.
 
 ``roundtrip`` is a click group that runs a job when its first argument is not a subcommand name, so the
 original ``roundtrip JOB.toml --out-dir DIR`` invocation keeps working (a job file named ``report`` is given as
@@ -21,18 +22,21 @@ _TABLE_COLUMNS = ("model", "judge_model", "by", "group", "n_texts", "n_failed", 
 
 def _overrides(model, texts, sample, sequences, max_tokens, seed, judge_flags: dict, spec_judge) -> dict:
     """Spec keys given on the command line (``None``: keep the file's); ``judge_flags``: the ``--judge-*`` ones
-    (several ``--judge-model``: one judge each, the file's first ``[judge]`` table and the flags shared)."""
+    (several ``--judge-model``: one judge each, sharing the file's first judge table and the flags; no
+    ``--judge-model``: the file's judges, each with the flags)."""
     out: dict = {"texts": texts, "sample": sample, "max_tokens": max_tokens, "seed": seed}
     if model:
         out["model"] = list(model)
     if sequences:
         out["sequences"] = [s.strip() for item in sequences for s in item.split(",") if s.strip()]
+    shared = {k: v for k, v in judge_flags.items() if k != "model" and v not in (None, [])}
+    if isinstance(spec_judge, list) and not judge_flags["model"]:
+        if shared:  # the file's judges, each with the flags
+            out["judge"] = [{**(t if isinstance(t, dict) else {}), **shared} for t in spec_judge]
+        return out
     if isinstance(spec_judge, list):
-        if not judge_flags["model"] and all(v in (None, []) for v in judge_flags.values()):
-            return out  # the file's judges as they are
-        spec_judge = spec_judge[0] if spec_judge else {}
-    judge = dict(spec_judge)
-    judge.update({k: v for k, v in judge_flags.items() if k != "model" and v not in (None, [])})
+        spec_judge = spec_judge[0] if spec_judge and isinstance(spec_judge[0], dict) else {}
+    judge = {**spec_judge, **shared}
     models = list(judge_flags["model"] or [])
     if models:
         judge.pop("model_name", None)
@@ -71,7 +75,7 @@ class _JobArgument(click.Argument):
 
 @click.group(
     "roundtrip", cls=_RunOrSubcommand, invoke_without_command=True,
-    subcommand_metavar="| report RUN_DIR ...",
+    subcommand_metavar="| report RUN_DIR ... | compare RUN_DIR... ...",
 )  # fmt: skip
 @click.argument("job", cls=_JobArgument, required=False, type=click.Path(exists=True, dir_okay=False))
 @out_dir_option("Run folder (hop waves, judge rounds).")
@@ -174,3 +178,42 @@ def roundtrip_report_command(
     overall = result.metrics[result.metrics["by"].isin(("overall", "sequence"))]
     rows = overall.to_dict("records") if fmt == "csv" else overall[list(_TABLE_COLUMNS)].to_dict("records")
     emit(render(rows, fmt, title="round trip report"), None)
+
+
+@roundtrip_command.command("compare")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@out_dir_option("Comparison folder (leaderboard CSV, JSON, Markdown, figures).")
+@click.option(
+    "--reference-ranking",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="CSV of an outside ranking (model,score; e.g. LMArena Elo): Spearman rho with a permutation p.",
+)
+@click.option("--allow-mixed", is_flag=True, help="Compare runs that used different texts, sequences or judges.")
+@n_boot_option()
+@click.option("--n-perm", type=click.IntRange(min=1), default=None, help="Permutations of the p-value [10000].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap and permutations.")
+@format_option()
+@click.pass_obj
+def roundtrip_compare_command(state, run_dirs, out, reference_ranking, allow_mixed, n_boot, n_perm, seed, fmt):
+    """Leaderboard of every model in the given runs: pass share, raw MQM and judge score per judge (overall, per
+    sequence, resource group and category) with bootstrap SEs, the share of bootstrap replicates in which each
+    model keeps its rank, and Spearman rho against an outside ranking."""
+    from ..roundtrip.agreement import N_PERM
+    from ..roundtrip.compare import CompareOptions, compare_runs
+
+    opts = CompareOptions(n_boot=n_boot, n_perm=n_perm or N_PERM, seed=seed, allow_mixed=allow_mixed,
+                          data_dir=state.config.data_dir.value)  # fmt: skip
+    result = compare_runs(run_dirs=list(run_dirs), out_dir=out, reference=reference_ranking, options=opts)
+    if fmt == "json":
+        emit(to_json({"out_dir": str(result.out_dir), "files": list(result.files), "mixed": result.summary["mixed"],
+                      "leaderboard": result.leaderboard.to_dict("records"),
+                      "against_reference": result.reference.to_dict("records")}), None)  # fmt: skip
+        return
+    for note in result.summary["notes"]:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"wrote {len(result.files)} files to {result.out_dir}", err=True)
+    cols = ["rank", "model", "judge_model", "pass_share", "pass_share_se", "mean_mqm", "mean_judge_score",
+            "rank_kept_share"]  # fmt: skip
+    rows = result.leaderboard.to_dict("records") if fmt == "csv" else result.leaderboard[cols].to_dict("records")
+    emit(render(rows, fmt, title="round-trip leaderboard"), None)

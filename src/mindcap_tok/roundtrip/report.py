@@ -432,7 +432,8 @@ def plot_token_cost(hop_tokens: pd.DataFrame, path: str | os.PathLike[str]) -> N
 # -- the report -------------------------------------------------------------------------------------------------
 
 
-def _inside(path: Path, folder: Path) -> bool:
+def inside_folder(path: Path, folder: Path) -> bool:
+    """``path`` is ``folder`` or inside it (paths made absolute, links not followed)."""
     a, b = Path(os.path.abspath(path)), Path(os.path.abspath(folder))
     return a == b or b in a.parents
 
@@ -461,7 +462,7 @@ def roundtrip_report(
     ``comet_checkpoint``: also score each back-translation with COMET (``<dir>/checkpoints/model.ckpt``; extra
     ``comet``). ``seed``: of the bootstrap (default: the run's)."""
     run, out = Path(run_dir), Path(out_dir)
-    if _inside(out, run) or _inside(run, out):
+    if inside_folder(out, run) or inside_folder(run, out):
         raise MindcapError(f"write the report outside the run folder {run} (and not around it)")
     check_output_folder(out, PRODUCER)
     data = read_run(run, texts, data_dir)
