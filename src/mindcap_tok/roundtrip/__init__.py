@@ -3,9 +3,9 @@ for MQM issues by an LLM; pass share (MQM ≥ 80) with a bootstrap SE over texts
 
 Modules: ``sequences`` (presets and chains), ``prompts`` (versioned templates), ``texts`` (FLORES paragraphs,
 user files), ``spec`` (job specs and :func:`plan_roundtrip`), ``store`` (the run folder), ``run``
-(:func:`run_roundtrip`: hop waves and judge rounds), ``mqm`` (judge replies and MQM), ``metrics``, ``agreement`` (rank agreement), ``report``
-(:func:`roundtrip_report`: the report folder of a finished run), ``compare`` (:func:`compare_runs`: a leaderboard
-across runs).
+(:func:`run_roundtrip`: hop waves and judge rounds), ``mqm`` (judge replies and MQM), ``metrics``,
+``agreement`` (rank agreement), ``report`` (:func:`roundtrip_report`: the report folder of a finished run),
+``compare`` (:func:`compare_runs`: a leaderboard across runs).
 """
 
 from __future__ import annotations
