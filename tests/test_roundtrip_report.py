@@ -189,7 +189,8 @@ def test_languages_lid176_cannot_label_are_unscored():
 def test_files_strict_json_and_markdown(report):
     out = report.out_dir
     assert set(report.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
-                                 "truncation.csv", "langid.csv", "inconsistent.csv", "agreement.csv", "samples.csv",
+                                 "truncation.csv", "langid.csv", "inconsistent.csv", "agreement.csv", "hop_quality.csv",
+                                 "samples.csv",
                                  "hops.csv",
                                  "pass_share.png", "token_cost.png"}  # fmt: skip
     for name in report.files:
@@ -290,7 +291,8 @@ def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monke
     assert _metric(result, "sequence", SEQ["deu_Latn"], "pass_share") == pytest.approx(2 / 3)
     assert result.truncation.set_index("sequence").loc["all", "capped_hop_share"] == pytest.approx(1 / 12)
     assert set(result.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
-                                 "truncation.csv", "langid.csv", "inconsistent.csv", "agreement.csv", "samples.csv",
+                                 "truncation.csv", "langid.csv", "inconsistent.csv", "agreement.csv", "hop_quality.csv",
+                                 "samples.csv",
                                  "hops.csv",
                                  "pass_share.png", "token_cost.png"}  # fmt: skip
     data = strict_loads((result.out_dir / "report.json").read_text("utf-8"))

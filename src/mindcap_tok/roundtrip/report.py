@@ -15,6 +15,9 @@ What it holds (``report.md``, ``report.json``, CSVs, two figures):
   an end-of-turn token are not counted), beside the FLORES-200 devtest premium of the hop's language for that
   tokenizer (skipped with a note when FLORES is not configured); the share of hops that hit their cap and of
   chains with any capped hop;
+- for FLORES texts, quality along the chain: every hop's output against the FLORES text in that hop's language
+  (chrF; COMET given a checkpoint), the drop hop by hop and the hop of the largest drop, beside the token ratio
+  (``hop_quality.csv``; FLORES is parallel, so every hop has a reference);
 - language-ID compliance of every hop's output with fastText ``lid.176`` (a hop is determinate with at least
   20 letters and top probability ≥ 0.5; languages the model cannot label are listed as unscored).
 
@@ -51,7 +54,7 @@ from .run import apply_hop, apply_judge, new_chains, sample_row
 from .sequences import Chain
 from .spec import judge_names
 from .store import MANIFEST, RunStore
-from .texts import Text, load_texts, texts_hash
+from .texts import Text, flores_references, flores_split, load_texts, texts_hash
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok roundtrip report"
@@ -326,6 +329,69 @@ def truncation_table(detail: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# -- quality along the chain (FLORES texts) ---------------------------------------------------------------------
+
+
+def add_hop_references(detail: pd.DataFrame, split: str, data_dir) -> pd.DataFrame:
+    """A copy of ``detail`` with ``reference``/``src_reference``: each hop's FLORES text in its target/source
+    language (FLORES is parallel: the same sentences in every language)."""
+    out = detail.copy()
+    ids = sorted(set(out["text_id"]))
+    refs = {lang: flores_references(split, ids, lang, data_dir) for lang in set(out["tgt_lang"]) | set(out["src_lang"])}
+    out["reference"] = [refs[lang][t] for lang, t in zip(out["tgt_lang"], out["text_id"], strict=True)]
+    out["src_reference"] = [refs[lang][t] for lang, t in zip(out["src_lang"], out["text_id"], strict=True)]
+    return out
+
+
+def add_hop_chrf(detail: pd.DataFrame) -> pd.DataFrame:
+    """A copy with ``ref_chrf``: chrF of each non-empty hop output against its FLORES reference (missing for an
+    empty hop); :class:`MissingExtraError` without sacrebleu."""
+    out = detail.copy()
+    has = ~out["empty"].astype(bool).to_numpy()
+    scores = np.full(len(out), np.nan)
+    if has.any():
+        scores[has] = chrf_scores(out.loc[has, "text"].tolist(), out.loc[has, "reference"].tolist())
+    out["ref_chrf"] = scores
+    return out
+
+
+def add_hop_comet(detail: pd.DataFrame, checkpoint) -> pd.DataFrame:
+    """A copy with ``ref_comet``: COMET of each non-empty hop output, its source the FLORES text in the hop's
+    source language and its reference the one in its target language; :class:`MissingExtraError` without
+    ``comet``."""
+    out = detail.copy()
+    has = ~out["empty"].astype(bool).to_numpy()
+    scores = np.full(len(out), np.nan)
+    if has.any():
+        sel = out.loc[has]
+        scores[has] = comet_scores(sel["src_reference"].tolist(), sel["text"].tolist(), sel["reference"].tolist(),
+                                   checkpoint)  # fmt: skip
+    out["ref_comet"] = scores
+    return out
+
+
+def hop_quality_table(detail: pd.DataFrame, hop_tokens: pd.DataFrame) -> pd.DataFrame:
+    """Per model × sequence × hop: mean chrF (and COMET) of the hop outputs against FLORES in the hop's language,
+    the drop from the previous hop (hop 0 is the source: chrF 100 against itself), ``largest_drop`` marking the
+    hop of each chain where quality fell most, beside the hop's token ratio."""
+    if "ref_chrf" not in detail:
+        return pd.DataFrame()
+    scores = [c for c in ("ref_chrf", "ref_comet") if c in detail]
+    keys = ["model", "sequence", "hop", "tgt_lang"]
+    table = detail.groupby(keys, sort=False).agg(
+        n_scored=("ref_chrf", "count"), **{f"mean_{c}": (c, "mean") for c in scores}
+    ).reset_index()  # fmt: skip
+    table = table.sort_values(["model", "sequence", "hop"], kind="stable")
+    prev = table.groupby(["model", "sequence"])["mean_ref_chrf"].shift(1).fillna(100.0)
+    table["chrf_drop"] = prev - table["mean_ref_chrf"]
+    worst = table.groupby(["model", "sequence"])["chrf_drop"].transform("max")
+    table["largest_drop"] = table["chrf_drop"].eq(worst) & table["chrf_drop"].notna()
+    ratio = hop_tokens[["model", "sequence", "hop", "token_ratio"]] if len(hop_tokens) else None
+    if ratio is not None:
+        table = table.merge(ratio, on=["model", "sequence", "hop"], how="left")
+    return table.reset_index(drop=True)
+
+
 # -- language ID ------------------------------------------------------------------------------------------------
 
 
@@ -495,6 +561,7 @@ def roundtrip_report(
             premiums.update({(model, lang): r for lang, r in got.items()})
     hop_tokens = hop_token_table(detail, premiums)
     truncation = truncation_table(detail)
+    detail, hop_quality = _hop_quality(detail, hop_tokens, spec, data_dir, comet_checkpoint, skipped, notes)
     langid, unscored, lid_info = pd.DataFrame(), [], None
     if lid and len(detail):
         try:
@@ -529,14 +596,17 @@ def roundtrip_report(
     if agreement.empty:
         notes.append(f"rank agreement skipped: it needs at least {MIN_MODELS} models scored")
     tables = {"metrics": metrics, "chrf": chrf, "hop_tokens": hop_tokens, "truncation": truncation,
-              "langid": langid, "inconsistent": inconsistency_table(samples), "agreement": agreement}  # fmt: skip
+              "langid": langid, "inconsistent": inconsistency_table(samples), "agreement": agreement,
+              "hop_quality": hop_quality}  # fmt: skip
     files: list[str] = []
     with output_folder(out, PRODUCER) as tmp:
         for name, frame in tables.items():
             frame.to_csv(tmp / f"{name}.csv", index=False)
             files.append(f"{name}.csv")
         samples.to_csv(tmp / "samples.csv", index=False)
-        detail.drop(columns=["text"]).to_csv(tmp / "hops.csv", index=False)
+        detail.drop(columns=["text", "reference", "src_reference"], errors="ignore").to_csv(
+            tmp / "hops.csv", index=False
+        )
         files += ["samples.csv", "hops.csv"]
         if (metrics["by"] == "sequence").any():
             plot_pass_share(metrics, tmp / "pass_share.png")
@@ -554,7 +624,13 @@ def roundtrip_report(
 
 
 #: the report's optional parts, each needing an extra: key in ``skipped`` -> its name in notes and Markdown
-_PARTS = {"chrf": "chrF", "comet": "COMET", "langid": "language ID"}
+_PARTS = {
+    "chrf": "chrF",
+    "comet": "COMET",
+    "langid": "language ID",
+    "hop_chrf": "chrF along the chain",
+    "hop_comet": "COMET along the chain",
+}
 
 
 def _optional(
@@ -568,6 +644,24 @@ def _optional(
         skipped[part] = str(exc)
         notes.append(f"{_PARTS[part]} skipped: {exc}")
         return samples
+
+
+def _hop_quality(detail, hop_tokens, spec: dict, data_dir, comet_checkpoint, skipped: dict, notes: list[str]):
+    """``(detail, hop quality table)``: for FLORES texts each hop scored against FLORES in its language (chrF;
+    COMET with a checkpoint), each part skipped with a note when its extra is missing; else an empty table."""
+    split = flores_split(spec["texts"])
+    if split is None or not len(detail):
+        notes.append("quality along the chain skipped: it needs FLORES texts (each hop's reference in its language)")
+        return detail, pd.DataFrame()
+    try:
+        detail = add_hop_references(detail, split, data_dir)
+    except MindcapError as exc:
+        notes.append(f"quality along the chain skipped: {exc}")
+        return detail, pd.DataFrame()
+    detail = _optional("hop_chrf", add_hop_chrf, detail, skipped, notes)
+    if comet_checkpoint is not None:
+        detail = _optional("hop_comet", lambda d: add_hop_comet(d, comet_checkpoint), detail, skipped, notes)
+    return detail, hop_quality_table(detail, hop_tokens)
 
 
 def _flores(flores: str | bool | None, data_dir, notes: list[str]) -> str | None:
@@ -636,6 +730,10 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
               "Output tokens / source tokens with the model's own tokenizer (ratio of totals, special ids not "
               "counted), beside the FLORES-200 devtest premium of the hop's language.", "",
               _md(tables["hop_tokens"]), "", "## Truncation", "", _md(tables["truncation"]), ""]  # fmt: skip
+    parts += ["## Quality along the chain (FLORES references)", "",
+              "Each hop's output against the FLORES text in that hop's language (chrF; COMET with a checkpoint); "
+              "`chrf_drop`: from the previous hop (hop 0: the source, 100); `largest_drop` marks where the chain "
+              "lost most.", "", _md(tables["hop_quality"], fmt=".2f"), ""]  # fmt: skip
     parts += ["## Language ID of hop outputs", ""]
     if summary["langid"]:
         info = summary["langid"]

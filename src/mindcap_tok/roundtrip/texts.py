@@ -73,6 +73,28 @@ def flores_texts(
     return out
 
 
+def flores_split(source: str) -> str | None:
+    """The FLORES split a run's ``texts`` names (``flores:devtest`` -> ``devtest``), ``None`` for a file."""
+    split = source.removeprefix("flores:")
+    return split if source.startswith("flores:") and split in SPLITS else None
+
+
+def flores_references(
+    split: str, ids: Sequence[str], lang: str, data_dir: str | os.PathLike[str] | None = None
+) -> dict[str, str]:
+    """The text of each FLORES text id (``devtest:<first>[-<last>]``) in ``lang``: the same sentences, parallel in
+    every language, joined as :func:`flores_texts` joins them."""
+    lines = load_flores(lang, split, flores_source(data_dir))
+    out = {}
+    for ident in ids:
+        span = ident.removeprefix(f"{split}:")
+        first, _, last = span.partition("-")
+        if not first.isdigit() or not (last or first).isdigit() or not ident.startswith(f"{split}:"):
+            raise MindcapError(f"text id {ident!r} is not a FLORES {split} text id")
+        out[ident] = " ".join(lines[int(first) : int(last or first) + 1])
+    return out
+
+
 def _row(row: object, where: str) -> Text:
     if not isinstance(row, dict):
         raise MindcapError(f"{where}: expected an object with id and text")
