@@ -10,7 +10,7 @@ import pytest
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.backends import Completion, GenRequest
-from mindcap_tok.roundtrip import parse_spec, roundtrip_metrics, run_roundtrip
+from mindcap_tok.roundtrip import parse_spec, plan_roundtrip, roundtrip_metrics, run_roundtrip
 from mindcap_tok.roundtrip.prompts import translation_prompt
 from mindcap_tok.roundtrip.spec import hop_seed, judge_seed
 from mindcap_tok.roundtrip.store import RunStore
@@ -355,3 +355,23 @@ def test_cli_several_judge_models(capsys):
              "--judge-model", "org/j1", "org/j2", "--dry-run", "--format", "json"])  # fmt: skip
     plan = json.loads(capsys.readouterr().out)
     assert (plan["judges"], plan["chains"], plan["judge_requests"], plan["max_judge_requests"]) == (2, 4, 8, 24)
+
+
+def test_per_model_sampling_and_caps(tmp_path, tiny, backend, texts_file):
+    per_model = {"a": {"temperature": 0.3, "max_tokens": 4}}
+    spec = make_spec(tiny, texts_file, model=[str(tiny), str(tiny)], model_name=["a", "b"], sequences=["en>sw>en"],
+                     per_model=per_model)  # fmt: skip
+    assert spec.models[0].sampling.temperature == 0.3 and spec.models[0].sampling.top_p == 0.95  # over [sampling]
+    assert spec.models[1].sampling is None and spec.model_cap(spec.models[1]) == 6
+    assert spec.identity()["per_model"] == {"a": {"sampling": {"temperature": 0.3, "top_p": 0.95, "top_k": 20},
+                                                  "max_tokens": 4}}  # fmt: skip
+    assert "per_model" not in make_spec(tiny, texts_file).identity()  # one-setting runs keep their identity
+    assert plan_roundtrip(spec)["worst_case_tokens"] == 3 * 2 * 4 + 3 * 2 * 6  # texts x hops x cap, per model
+    rec = {"a": Recording(backend), "b": Recording(backend)}
+    run_roundtrip(spec, tmp_path / "run", rec, FakeJudge(backend.tok, judge_reply))
+    assert {(r.max_tokens, r.temperature) for r in rec["a"].seen} == {(4, 0.3)}
+    assert {(r.max_tokens, r.temperature) for r in rec["b"].seen} == {(6, 0.8)}
+    with pytest.raises(MindcapError, match=r"per_model\.c: unknown key; known: a, b"):
+        make_spec(tiny, texts_file, model=[str(tiny), str(tiny)], model_name=["a", "b"], per_model={"c": {}})
+    with pytest.raises(MindcapError, match=r"per_model\.a\.seed: unknown key"):
+        make_spec(tiny, texts_file, model_name="a", model=str(tiny), per_model={"a": {"seed": 1}})

@@ -146,7 +146,7 @@ def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends)
             )
             for c in live
         ]
-        reqs = _requests(backend, asks, spec.max_tokens, spec.sampling)
+        reqs = _requests(backend, asks, spec.model_cap(model), spec.model_sampling(model))
         generator = _generator(backend)
         for c, r, (pids, oids, text, finish) in zip(live, reqs, _decode(backend, reqs), strict=True):
             rows.append({

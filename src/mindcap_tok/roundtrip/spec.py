@@ -14,6 +14,7 @@ A spec::
     seed = 0
     prompt_version = "roundtrip-v1"
     [sampling]                          # temperature, top_p, top_k of the translations
+    [per_model."qwen3-8b"]              # one model's own temperature, top_p, top_k, max_tokens (LiT Table 10)
     [engine]                            # passed to the backend (vLLM options)
     [server]                            # the server backend (as `generate`'s [server] table)
     [judge]                             # model, model_name, backend, base_url, max_tokens, retries,
@@ -63,16 +64,20 @@ from .texts import Text, load_texts, texts_hash
 
 _KEYS = {
     "name", "model", "model_name", "backend", "texts", "sample", "sentences_per_text", "sequences", "max_tokens",
-    "seed", "prompt_version", "sampling", "engine", "server", "judge",
+    "seed", "prompt_version", "sampling", "engine", "server", "judge", "per_model",
 }  # fmt: skip
+_PER_MODEL_KEYS = ("temperature", "top_p", "top_k", "max_tokens")
 
 
 @dataclass(frozen=True)
 class Model:
-    """A model to test: where it loads from and the name its records carry."""
+    """A model to test: where it loads from, the name its records carry, and its own translation sampling and
+    cap (``None``: the run's; ``[per_model.<name>]``)."""
 
     path: str
     name: str
+    sampling: Sampling | None = None
+    max_tokens: int | None = None
 
 
 #: the judge's sampling when ``[judge]`` sets none
@@ -120,6 +125,14 @@ class RoundtripSpec:
         """The first judge (the only one of a one-judge run)."""
         return self.judges[0]
 
+    def model_sampling(self, model: Model) -> Sampling:
+        """The translation sampling of ``model``: its own, else the run's."""
+        return model.sampling or self.sampling
+
+    def model_cap(self, model: Model) -> int:
+        """The hop cap of ``model``: its own, else the run's ``max_tokens``."""
+        return model.max_tokens or self.max_tokens
+
     def identity(self) -> dict:
         """What fixes the records: a folder holding another identity is another run."""
         judges = [
@@ -136,7 +149,16 @@ class RoundtripSpec:
             "prompt_version": self.prompt_version,
             "sampling": asdict(self.sampling),
             "judge": judges[0] if len(judges) == 1 else judges,
+        } | self._per_model_identity()
+
+    def _per_model_identity(self) -> dict:
+        """``per_model`` settings when a model has its own (absent otherwise: older identities unchanged)."""
+        own = {
+            m.name: {"sampling": asdict(self.model_sampling(m)), "max_tokens": self.model_cap(m)}
+            for m in self.models
+            if m.sampling is not None or m.max_tokens is not None
         }
+        return {"per_model": own} if own else {}
 
     def as_dict(self) -> dict:
         """Plain data for the run's manifest (texts by count, not content)."""
@@ -205,6 +227,28 @@ def _models(data: dict, base: Path | None, prefix: str = "") -> tuple[Model, ...
     if len(set(names)) != len(names):
         raise BadInputError(f"two models share a name ({', '.join(names)}); give model_name")
     return tuple(Model(p, n) for p, n in zip(paths, names, strict=True))
+
+
+def _per_model(value: object, models: tuple[Model, ...], sampling: Sampling) -> tuple[Model, ...]:
+    """The models with their ``[per_model.<name>]`` settings (a table per model name, over the run's sampling)."""
+    if not isinstance(value, dict):
+        raise SpecError("per_model", f"must be a table of model names, got {show(value)}")
+    names = [m.name for m in models]
+    check_known(value, names, "per_model.")
+    out = []
+    for m in models:
+        table = value.get(m.name)
+        if table is None:
+            out.append(m)
+            continue
+        key = f"per_model.{m.name}"
+        if not isinstance(table, dict):
+            raise SpecError(key, f"must be a table, got {show(table)}")
+        check_known(table, _PER_MODEL_KEYS, f"{key}.")
+        own = {k: v for k, v in table.items() if k != "max_tokens"}
+        cap = check_cap(table["max_tokens"], f"{key}.max_tokens") if "max_tokens" in table else None
+        out.append(Model(m.path, m.name, check_sampling(own, key, sampling) if own else None, cap))
+    return tuple(out)
 
 
 def _judges(value: object, models: tuple[Model, ...], base: Path | None) -> tuple[JudgeSpec, ...]:
@@ -279,6 +323,9 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
     for table in ("sampling", "engine", "server"):
         if table in data and not isinstance(data[table], dict):
             raise SpecError(table, f"must be a table, got {show(data[table])}")
+    sampling = check_sampling(data.get("sampling", {}), "sampling")
+    if "per_model" in data:
+        models = _per_model(data["per_model"], models, sampling)
     return RoundtripSpec(
         name=_strs(data.get("name", "roundtrip"), "name")[0],
         models=models,
@@ -292,7 +339,7 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
         sentences_per_text=k,
         backend=_backend(data["backend"], "backend") if "backend" in data else None,
         prompt_version=version,
-        sampling=check_sampling(data.get("sampling", {}), "sampling"),
+        sampling=sampling,
         engine=dict(data.get("engine", {})),
         server=server_options(data["server"]) if "server" in data else None,
     )
@@ -330,6 +377,7 @@ def plan_roundtrip(spec: RoundtripSpec) -> dict:
     and the worst-case translation output tokens."""
     chains = len(spec.texts) * len(spec.sequences) * len(spec.models)
     translations = len(spec.texts) * len(spec.models) * sum(c.hops for c in spec.sequences)
+    per_model = len(spec.texts) * sum(c.hops for c in spec.sequences)
     return {
         "name": spec.name,
         "texts": len(spec.texts),
@@ -341,5 +389,5 @@ def plan_roundtrip(spec: RoundtripSpec) -> dict:
         "judges": len(spec.judges),
         "judge_requests": chains * len(spec.judges),
         "max_judge_requests": chains * sum(1 + j.retries for j in spec.judges),
-        "worst_case_tokens": translations * spec.max_tokens,
+        "worst_case_tokens": sum(per_model * spec.model_cap(m) for m in spec.models),
     }
