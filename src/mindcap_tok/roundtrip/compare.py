@@ -268,7 +268,12 @@ def _markdown(summary: dict, board, metrics, against, notes: list[str]) -> str:
     if summary["mixed"]:
         parts += [f"**Mixed runs**: they used different {', '.join(summary['mixed'])} (compared as asked).", ""]
     parts += ["## Leaderboard", "", _md(board), ""]
-    for by, title in (("sequence", "Per sequence"), ("resource", "Per resource group"), ("category", "Per category")):
+    for by, title in (
+        ("sequence", "Per sequence"),
+        ("resource", "Per resource group"),
+        ("category", "Per category"),
+        ("subcategory", "Per subcategory"),
+    ):
         parts += [f"## {title}", "", _md(metrics[metrics["by"] == by]), ""]
     if summary["reference"]:
         r = summary["reference"]

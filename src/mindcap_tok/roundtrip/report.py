@@ -707,7 +707,7 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
         "",
     ]
     for by, title in (("overall", "Overall"), ("sequence", "Per sequence"), ("resource", "Per resource group"),
-                      ("category", "Per text category")):  # fmt: skip
+                      ("category", "Per text category"), ("subcategory", "Per text subcategory")):  # fmt: skip
         parts += [f"## {title}", "", _md(m[m["by"] == by], stat_cols), ""]
     parts += ["## Judge replies that contradict their issues", "",
               "A class 1–3 (meaning lost) with no major or critical issue, or `10-perfect` with a critical one; "

@@ -49,6 +49,7 @@ class ChainState:
     langs: tuple[str, ...]
     resource: str
     category: str
+    subcategory: str | None
     source: str
     current: str
     done_hops: int = 0
@@ -162,7 +163,7 @@ def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends)
 def new_chains(models: Sequence[str], texts: Sequence[Text], sequences: Sequence[Chain]) -> list[ChainState]:
     """One chain per model × text × sequence, in that order, before any hop."""
     return [
-        ChainState(m, t.id, c.name, c.langs, c.resource, t.category, t.text, t.text)
+        ChainState(m, t.id, c.name, c.langs, c.resource, t.category, t.subcategory, t.text, t.text)
         for m in models
         for t in texts
         for c in sequences
@@ -235,7 +236,8 @@ def sample_row(c: ChainState, *, judge: str, seed: int) -> dict:
     clash = inconsistency(j["classification"], j["n_major"], j["n_critical"]) if status == JUDGED else None
     return {
         "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "resource": c.resource,
-        "category": c.category, "status": status, "failed_hop": c.failed_hop, "capped_hops": c.capped_hops,
+        "category": c.category, "subcategory": c.subcategory, "status": status, "failed_hop": c.failed_hop,
+        "capped_hops": c.capped_hops,
         "judge_attempts": c.attempts.get(judge, 0), "judge_model": judge,
         "parse": j["parse"] if j else None, "mqm": mqm, "inconsistent": clash,
         "passed": None if status == UNJUDGED else passes(mqm), "judge_score": score,
