@@ -13,6 +13,7 @@ A spec::
     max_tokens = 1024                   # cap of every hop
     seed = 0
     prompt_version = "roundtrip-v1"
+    prompts = "my-prompts.json"         # or the job's own templates (the packaged file's schema); SHA-256 recorded
     [sampling]                          # temperature, top_p, top_k of the translations
     [per_model."qwen3-8b"]              # one model's own temperature, top_p, top_k, max_tokens (LiT Table 10)
     [engine]                            # passed to the backend (vLLM options)
@@ -58,13 +59,13 @@ from ..spec import (
     server_options,
     show,
 )
-from .prompts import DEFAULT_VERSION, load_templates
+from .prompts import DEFAULT_VERSION, load_templates, prompt_file
 from .sequences import Chain, resolve_sequences
 from .texts import Text, load_texts, texts_hash
 
 _KEYS = {
     "name", "model", "model_name", "backend", "texts", "sample", "sentences_per_text", "sequences", "max_tokens",
-    "seed", "prompt_version", "sampling", "engine", "server", "judge", "per_model",
+    "seed", "prompt_version", "sampling", "engine", "server", "judge", "per_model", "prompts",
 }  # fmt: skip
 _PER_MODEL_KEYS = ("temperature", "top_p", "top_k", "max_tokens")
 
@@ -119,6 +120,7 @@ class RoundtripSpec:
     sampling: Sampling = field(default_factory=Sampling)
     engine: dict = field(default_factory=dict)
     server: ServerSpec | None = None
+    prompts_sha256: str | None = None
 
     @property
     def judge(self) -> JudgeSpec:
@@ -140,16 +142,20 @@ class RoundtripSpec:
              "structured": j.structured}
             for j in self.judges
         ]  # fmt: skip
-        return {
-            "models": [m.name for m in self.models],
-            "texts": texts_hash(self.texts),
-            "sequences": [list(c.langs) for c in self.sequences],
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            "prompt_version": self.prompt_version,
-            "sampling": asdict(self.sampling),
-            "judge": judges[0] if len(judges) == 1 else judges,
-        } | self._per_model_identity()
+        return (
+            {
+                "models": [m.name for m in self.models],
+                "texts": texts_hash(self.texts),
+                "sequences": [list(c.langs) for c in self.sequences],
+                "max_tokens": self.max_tokens,
+                "seed": self.seed,
+                "prompt_version": self.prompt_version,
+                "sampling": asdict(self.sampling),
+                "judge": judges[0] if len(judges) == 1 else judges,
+            }
+            | self._per_model_identity()
+            | ({"prompts_sha256": self.prompts_sha256} if self.prompts_sha256 else {})
+        )
 
     def _per_model_identity(self) -> dict:
         """``per_model`` settings when a model has its own (absent otherwise: older identities unchanged)."""
@@ -176,6 +182,7 @@ class RoundtripSpec:
             "sampling": asdict(self.sampling),
             "judge": _judge_dict(self.judge),
             "judges": [_judge_dict(j) for j in self.judges],
+            "prompts_sha256": self.prompts_sha256,
         }
 
 
@@ -319,6 +326,12 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
         base=base,
     )
     version = _strs(data.get("prompt_version", DEFAULT_VERSION), "prompt_version")[0]
+    sha = None
+    if "prompts" in data:
+        if "prompt_version" in data:
+            raise BadInputError("give prompts (a file) or prompt_version (a packaged one), not both")
+        given = Path(_strs(data["prompts"], "prompts")[0])
+        version, sha = prompt_file(base / given if base and not given.is_absolute() else given)
     load_templates(version)
     for table in ("sampling", "engine", "server"):
         if table in data and not isinstance(data[table], dict):
@@ -342,6 +355,7 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
         sampling=sampling,
         engine=dict(data.get("engine", {})),
         server=server_options(data["server"]) if "server" in data else None,
+        prompts_sha256=sha,
     )
 
 
