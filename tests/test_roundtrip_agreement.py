@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from mindcap_tok.roundtrip.agreement import rank_agreement
-from mindcap_tok.roundtrip.report import roundtrip_report
+from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report
 from roundtrip_factory import write_run
 
 
@@ -71,7 +71,9 @@ def report(tmp_path_factory, qwen):
     }
     run = write_run(tmp, qwen, texts, judged, models=("m1", "m2", "m3"), judges=("judge-a", "judge-b"))
     toks = dict.fromkeys(("m1", "m2", "m3"), qwen)
-    return roundtrip_report(run, tmp / "rep", tokenizers=toks, flores=False, lid=False, n_boot=50)
+    return roundtrip_report(
+        run, tmp / "rep", options=ReportOptions(tokenizers=toks, flores=False, lid=False, n_boot=50)
+    )
 
 
 def test_report_agreement_between_judges_and_metrics(report):
@@ -100,5 +102,7 @@ def test_report_agreement_between_judges_and_metrics(report):
 
 def test_one_model_has_no_agreement_and_says_so(tmp_path, qwen):
     run = write_run(tmp_path, qwen, {"t0": "One text."}, {("qwen3-8b", "qwen3-8b", "t0"): ("7-good", 0, 0, 0)})
-    result = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=9)
+    result = roundtrip_report(
+        run, tmp_path / "rep", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=9)
+    )
     assert "rank agreement skipped: it needs at least 3 models scored" in result.notes

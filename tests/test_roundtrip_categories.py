@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mindcap_tok.roundtrip.report import roundtrip_report
+from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report
 from mindcap_tok.roundtrip.texts import file_texts
 from roundtrip_factory import write_run
 
@@ -33,7 +33,9 @@ def test_subcategories_read_and_reported(tmp_path, qwen):
     ]
     judged = {("qwen3-8b", "qwen3-8b", t): ("7-good", *v) for t, v in ISSUES.items()}
     run = write_run(tmp_path / "r", qwen, None, judged, source={"texts": str(path)})
-    rep = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=9)
+    rep = roundtrip_report(
+        run, tmp_path / "rep", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=9)
+    )
     m = rep.metrics.set_index(["by", "group"])
     assert m.loc[("subcategory", "pragmatics/implicit"), "pass_share"] == pytest.approx(0.5)
     assert m.loc[("subcategory", "pragmatics/implicit"), "mean_mqm"] == pytest.approx(75.0)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from mindcap_tok.data.flores import load_flores
-from mindcap_tok.roundtrip.report import roundtrip_report
+from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report
 from roundtrip_factory import SEQ, write_run
 
 SOURCE = {"texts": "flores:devtest", "sample": 2}
@@ -26,7 +26,9 @@ def test_hops_scored_against_flores_in_their_language(tmp_path, qwen, flores_dir
     outputs |= {(2, i): eng[line[i]][: len(eng[line[i]]) // 2] for i in ids}
     judged = {("qwen3-8b", "qwen3-8b", i): ("7-good", 0, 0, 0) for i in ids}
     run = write_run(tmp_path, qwen, None, judged, source=SOURCE, outputs=outputs)
-    rep = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=9)
+    rep = roundtrip_report(
+        run, tmp_path / "rep", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=9)
+    )
     q = pd.read_csv(rep.out_dir / "hop_quality.csv").set_index("hop")
     chrf = sacrebleu.metrics.CHRF()
     back = [chrf.sentence_score(outputs[(2, i)], [eng[line[i]]]).score for i in ids]
@@ -41,5 +43,7 @@ def test_hops_scored_against_flores_in_their_language(tmp_path, qwen, flores_dir
 
 def test_file_texts_have_no_references(tmp_path, qwen):
     run = write_run(tmp_path, qwen, {"t0": "One text."}, {("qwen3-8b", "qwen3-8b", "t0"): ("7-good", 0, 0, 0)})
-    rep = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=9)
+    rep = roundtrip_report(
+        run, tmp_path / "rep", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=9)
+    )
     assert any(n.startswith("quality along the chain skipped: it needs FLORES texts") for n in rep.notes)

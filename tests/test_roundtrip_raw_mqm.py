@@ -9,7 +9,7 @@ import pytest
 
 from mindcap_tok.roundtrip import mqm_score
 from mindcap_tok.roundtrip.mqm import inconsistency
-from mindcap_tok.roundtrip.report import roundtrip_report
+from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report
 from roundtrip_factory import write_run
 
 TEXTS = {f"t{i}": f"Sentence number {i} is about the weather in the village." for i in range(1, 5)}
@@ -45,7 +45,9 @@ def report(tmp_path_factory, qwen):
     judged = {("qwen3-8b", "judge-a", t): v for t, v in JUDGED.items()}
     judged |= {("qwen3-8b", "judge-b", t): GOOD for t in TEXTS}
     run = write_run(tmp, qwen, TEXTS, judged, judges=("judge-a", "judge-b"))
-    return roundtrip_report(run, tmp / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=50)
+    return roundtrip_report(
+        run, tmp / "rep", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=50)
+    )
 
 
 def test_report_mean_mqm_is_raw_and_can_be_negative(report):

@@ -15,7 +15,7 @@ import pytest
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.roundtrip import parse_spec
-from mindcap_tok.roundtrip.report import PRODUCER, label_hops, roundtrip_report
+from mindcap_tok.roundtrip.report import PRODUCER, ReportOptions, label_hops, roundtrip_report
 from mindcap_tok.roundtrip.store import HOP_SCHEMA, JUDGE_SCHEMA, RunStore, hop_file, judge_file
 
 SOURCES = {
@@ -93,7 +93,9 @@ def run(tmp_path_factory, qwen):
 
 @pytest.fixture(scope="module")
 def report(run, qwen, flores_dir):
-    return roundtrip_report(run, run.parent / "report", tokenizers={"qwen3-8b": qwen}, flores=flores_dir, n_boot=200)
+    return roundtrip_report(
+        run, run.parent / "report", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=flores_dir, n_boot=200)
+    )
 
 
 def _metric(result, by, group, col):
@@ -207,27 +209,29 @@ def test_files_strict_json_and_markdown(report):
 
 def test_reruns_replace_and_foreign_folders_are_refused(run, tmp_path, qwen):
     kw = {"tokenizers": {"qwen3-8b": qwen}, "flores": False, "lid": False, "n_boot": 50}
-    first = roundtrip_report(run, tmp_path / "rep", **kw)
+    first = roundtrip_report(run, tmp_path / "rep", options=ReportOptions(**kw))
     assert any("FLORES premiums skipped" in n for n in first.notes)
     assert first.hop_tokens["flores_premium"].isna().all()
-    roundtrip_report(run, tmp_path / "rep", **kw)  # its own earlier output: replaced
+    roundtrip_report(run, tmp_path / "rep", options=ReportOptions(**kw))  # its own earlier output: replaced
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "x.csv").write_text("x")
     with pytest.raises(MindcapError, match="did not write"):
-        roundtrip_report(run, tmp_path / "foreign", **kw)
+        roundtrip_report(run, tmp_path / "foreign", options=ReportOptions(**kw))
     with pytest.raises(MindcapError, match="outside the run folder"):
-        roundtrip_report(run, run / "report", **kw)
+        roundtrip_report(run, run / "report", options=ReportOptions(**kw))
     with pytest.raises(MindcapError, match="not a round-trip run folder"):
-        roundtrip_report(tmp_path / "foreign", tmp_path / "rep2", **kw)
+        roundtrip_report(tmp_path / "foreign", tmp_path / "rep2", options=ReportOptions(**kw))
 
 
 def test_texts_that_differ_from_the_runs_are_refused(run, tmp_path, qwen):
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"id": "t1", "text": "Something else."}) + "\n", "utf-8")
     with pytest.raises(MindcapError, match="differ from the ones run"):
-        roundtrip_report(run, tmp_path / "rep", texts=other, tokenizers={"qwen3-8b": qwen}, lid=False)
+        roundtrip_report(
+            run, tmp_path / "rep", options=ReportOptions(texts=other, tokenizers={"qwen3-8b": qwen}, lid=False)
+        )
     with pytest.raises(MindcapError, match=r"cannot reload the run's source texts.*--texts"):
-        roundtrip_report(run, tmp_path / "rep", texts=tmp_path / "missing.jsonl", lid=False)
+        roundtrip_report(run, tmp_path / "rep", options=ReportOptions(texts=tmp_path / "missing.jsonl", lid=False))
 
 
 def run_cli(args: list[str], code: int = 0) -> None:
@@ -282,7 +286,9 @@ def _block_sacrebleu(monkeypatch) -> None:
 
 def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monkeypatch):
     _block_sacrebleu(monkeypatch)
-    result = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=200)
+    result = roundtrip_report(
+        run, tmp_path / "rep", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=200)
+    )
     hint = "sacrebleu is not installed; install the 'chrf' extra: pip install 'mindcap-tok[chrf]'"
     assert result.summary["skipped"] == {"chrf": hint}
     assert f"chrF skipped: {hint}" in result.notes
@@ -304,7 +310,9 @@ def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monke
 def test_without_the_lid_extra_the_report_skips_only_language_id(run, tmp_path, qwen, monkeypatch):
     pytest.importorskip("sacrebleu")
     monkeypatch.setitem(sys.modules, "fasttext", None)  # as without the lid extra
-    result = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=50)
+    result = roundtrip_report(
+        run, tmp_path / "rep", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=50)
+    )
     hint = "fasttext-numpy2 is not installed; install the 'lid' extra: pip install 'mindcap-tok[lid]'"
     assert result.summary["skipped"] == {"langid": hint} and f"language ID skipped: {hint}" in result.notes
     assert result.langid.empty and result.summary["langid"] is None and result.samples["chrf"].notna().sum() == 5

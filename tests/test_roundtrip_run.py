@@ -316,7 +316,7 @@ def test_two_judges_on_local_servers_judge_every_back_translation(tmp_path, tiny
     gives every metric per judge and lists judge-b's inconsistent replies."""
     from local_http import LocalHTTP
     from mindcap_tok.roundtrip import open_backends
-    from mindcap_tok.roundtrip.report import roundtrip_report
+    from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report
 
     def server(reply: str) -> LocalHTTP:
         def post(h, raw: bytes) -> None:
@@ -339,8 +339,11 @@ def test_two_judges_on_local_servers_judge_every_back_translation(tmp_path, tiny
     assert result.written[-1] == "judge/round-00.parquet" and len(result.samples) == 6  # 3 chains x 2 judges
     by_judge = result.samples.groupby("judge_model")["mqm"].apply(list).to_dict()
     assert by_judge == {"judge-a": [94.0] * 3, "judge-b": [100.0] * 3}
-    rep = roundtrip_report(tmp_path / "run", tmp_path / "rep", tokenizers={"tiny-qwen3": qwen}, flores=False,
-                           lid=False, n_boot=20)  # fmt: skip
+    rep = roundtrip_report(
+        tmp_path / "run",
+        tmp_path / "rep",
+        options=ReportOptions(tokenizers={"tiny-qwen3": qwen}, flores=False, lid=False, n_boot=20),
+    )
     over = rep.metrics[rep.metrics["by"] == "overall"].set_index("judge_model")
     assert over.loc["judge-a", "mean_mqm"] == 94.0 and over.loc["judge-b", "mean_judge_score"] == 10.0
     assert rep.summary["judge_consistency"] == {"judge-a": {"judged": 3, "inconsistent": 0},

@@ -161,13 +161,23 @@ def roundtrip_report_command(
     """Report a finished round-trip run: pass share, MQM and judge score with bootstrap SEs, chrF (COMET with a
     checkpoint), token cost per hop beside FLORES premiums, cap hits and language ID of every hop, as Markdown,
     JSON, CSV and figures."""
-    from ..roundtrip.report import roundtrip_report
+    from ..roundtrip.report import ReportOptions, roundtrip_report
 
     result = roundtrip_report(
-        run_dir, out, texts=texts, data_dir=state.config.data_dir.value,
-        tokenizers_dir=state.config.tokenizers_dir.value, flores=False if no_premiums else None, lid=not no_lid,
-        lid_model=lid_model, comet_checkpoint=comet_checkpoint, n_boot=n_boot, seed=seed,
-    )  # fmt: skip
+        run_dir,
+        out,
+        options=ReportOptions(
+            texts=texts,
+            data_dir=state.config.data_dir.value,
+            tokenizers_dir=state.config.tokenizers_dir.value,
+            flores=False if no_premiums else None,
+            lid=not no_lid,
+            lid_model=lid_model,
+            comet_checkpoint=comet_checkpoint,
+            n_boot=n_boot,
+            seed=seed,
+        ),
+    )
     if fmt == "json":
         emit(to_json({"out_dir": str(result.out_dir), "files": list(result.files), "notes": list(result.notes),
                       "counts": result.summary["counts"]}), None)  # fmt: skip

