@@ -38,7 +38,7 @@ def test_mqm_by_hand():
     assert mqm_score(1, 4, 0) == 79.0  # one point under: fails
     assert mqm_score(0, 0, 1) == 75.0
     assert mqm_score(1, 1, 3) == 19.0  # 100 - 1 - 5 - 75
-    assert mqm_score(10, 10, 10) == 0.0  # 100 - 310, floored
+    assert mqm_score(10, 10, 10) == -210.0  # 100 - 310: raw, not floored (LiT Appendix B)
     assert passes(80.0) and not passes(79.0) and not passes(None)
 
 

@@ -9,14 +9,19 @@ import pytest
 pytestmark = pytest.mark.comet
 comet = pytest.importorskip("comet", reason="needs the comet extra (its own environment, see scripts/test-all.sh)")
 
-from mindcap_tok.roundtrip.report import roundtrip_report  # noqa: E402
+from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report  # noqa: E402
 from test_audit_comet import checkpoint  # noqa: E402, F401 (a fixture)
 from test_roundtrip_report import BACK, SEQ, SOURCES, run  # noqa: E402, F401 (run: a fixture)
 
 
 def test_comet_of_each_back_translation_is_what_comet_predicts(run, qwen, checkpoint, tmp_path):  # noqa: F811
-    result = roundtrip_report(run, tmp_path / "report", tokenizers={"qwen3-8b": qwen}, flores=False, lid=False,
-                              comet_checkpoint=checkpoint, n_boot=50)  # fmt: skip
+    result = roundtrip_report(
+        run,
+        tmp_path / "report",
+        options=ReportOptions(
+            tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, comet_checkpoint=checkpoint, n_boot=50
+        ),
+    )
     pairs = [(tid, lang, back) for lang, by_text in BACK.items() for tid, back in by_text.items() if back]
     triples = [{"src": SOURCES[t][0], "mt": b, "ref": SOURCES[t][0]} for t, _, b in pairs]
     model = comet.load_from_checkpoint(str(checkpoint))

@@ -15,7 +15,7 @@ import pytest
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.roundtrip import parse_spec
-from mindcap_tok.roundtrip.report import PRODUCER, label_hops, roundtrip_report
+from mindcap_tok.roundtrip.report import PRODUCER, ReportOptions, label_hops, roundtrip_report
 from mindcap_tok.roundtrip.store import HOP_SCHEMA, JUDGE_SCHEMA, RunStore, hop_file, judge_file
 
 SOURCES = {
@@ -40,6 +40,8 @@ BACK = {  # hop-2 outputs (back in English); t3 via French is empty: a failed ch
                  "t3": ""},
 }  # fmt: skip
 MQM = {"deu_Latn": {"t1": 100.0, "t2": 94.0, "t3": 79.0}, "fra_Latn": {"t1": 80.0, "t2": 50.0}}
+ISSUES = {100.0: (0, 0, 0), 94.0: (6, 0, 0), 79.0: (1, 4, 0), 80.0: (0, 4, 0), 50.0: (0, 0, 2)}  # (minor, major,
+# critical) behind each MQM above: the report recomputes MQM from the counts
 CAPPED = {("t2", "deu_Latn", 1)}
 SEQ = {lang: f"eng_Latn>{lang}>eng_Latn" for lang in ("deu_Latn", "fra_Latn")}
 REPO = Path(__file__).resolve().parents[1]
@@ -82,16 +84,18 @@ def run(tmp_path_factory, qwen):
             judged.append({"model": "qwen3-8b", "text_id": tid, "sequence": SEQ[lang], "attempt": 0,
                            "judge_model": "qwen3-8b", "seed": 1, "cap": 64, "template_id": "j", "prompt_ids": [1],
                            "output_ids": [2], "raw": "{}", "finish_reason": "stop", "parse": "strict", "mqm": mqm,
-                           "judge_score": mqm - 10, "classification": "7-good", "n_minor": 0, "n_major": 0,
-                           "n_critical": 0, "n_bad_severity": 0, "issues": "[]", "error": None,
-                           "generator": "hand"})  # fmt: skip
+                           "judge_score": mqm - 10, "classification": "7-good", "n_minor": ISSUES[mqm][0],
+                           "n_major": ISSUES[mqm][1], "n_critical": ISSUES[mqm][2], "n_bad_severity": 0,
+                           "issues": "[]", "error": None, "generator": "hand"})  # fmt: skip
     store.write(judge_file(0), judged, JUDGE_SCHEMA)
     return tmp_path / "run"
 
 
 @pytest.fixture(scope="module")
 def report(run, qwen, flores_dir):
-    return roundtrip_report(run, run.parent / "report", tokenizers={"qwen3-8b": qwen}, flores=flores_dir, n_boot=200)
+    return roundtrip_report(
+        run, run.parent / "report", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=flores_dir, n_boot=200)
+    )
 
 
 def _metric(result, by, group, col):
@@ -194,8 +198,10 @@ def test_languages_lid176_cannot_label_are_unscored():
 def test_files_strict_json_and_markdown(report):
     out = report.out_dir
     assert set(report.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
-                                 "truncation.csv", "langid.csv", "samples.csv", "hops.csv", "pass_share.png",
-                                 "token_cost.png"}  # fmt: skip
+                                 "truncation.csv", "langid.csv", "inconsistent.csv", "agreement.csv", "hop_quality.csv",
+                                 "samples.csv",
+                                 "hops.csv",
+                                 "pass_share.png", "token_cost.png"}  # fmt: skip
     for name in report.files:
         assert (out / name).is_file()
     data = strict_loads((out / "report.json").read_text("utf-8"))
@@ -210,27 +216,29 @@ def test_files_strict_json_and_markdown(report):
 
 def test_reruns_replace_and_foreign_folders_are_refused(run, tmp_path, qwen):
     kw = {"tokenizers": {"qwen3-8b": qwen}, "flores": False, "lid": False, "n_boot": 50}
-    first = roundtrip_report(run, tmp_path / "rep", **kw)
+    first = roundtrip_report(run, tmp_path / "rep", options=ReportOptions(**kw))
     assert any("FLORES premiums skipped" in n for n in first.notes)
     assert first.hop_tokens["flores_premium"].isna().all()
-    roundtrip_report(run, tmp_path / "rep", **kw)  # its own earlier output: replaced
+    roundtrip_report(run, tmp_path / "rep", options=ReportOptions(**kw))  # its own earlier output: replaced
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "x.csv").write_text("x")
     with pytest.raises(MindcapError, match="did not write"):
-        roundtrip_report(run, tmp_path / "foreign", **kw)
+        roundtrip_report(run, tmp_path / "foreign", options=ReportOptions(**kw))
     with pytest.raises(MindcapError, match="outside the run folder"):
-        roundtrip_report(run, run / "report", **kw)
+        roundtrip_report(run, run / "report", options=ReportOptions(**kw))
     with pytest.raises(MindcapError, match="not a round-trip run folder"):
-        roundtrip_report(tmp_path / "foreign", tmp_path / "rep2", **kw)
+        roundtrip_report(tmp_path / "foreign", tmp_path / "rep2", options=ReportOptions(**kw))
 
 
 def test_texts_that_differ_from_the_runs_are_refused(run, tmp_path, qwen):
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"id": "t1", "text": "Something else."}) + "\n", "utf-8")
     with pytest.raises(MindcapError, match="differ from the ones run"):
-        roundtrip_report(run, tmp_path / "rep", texts=other, tokenizers={"qwen3-8b": qwen}, lid=False)
+        roundtrip_report(
+            run, tmp_path / "rep", options=ReportOptions(texts=other, tokenizers={"qwen3-8b": qwen}, lid=False)
+        )
     with pytest.raises(MindcapError, match=r"cannot reload the run's source texts.*--texts"):
-        roundtrip_report(run, tmp_path / "rep", texts=tmp_path / "missing.jsonl", lid=False)
+        roundtrip_report(run, tmp_path / "rep", options=ReportOptions(texts=tmp_path / "missing.jsonl", lid=False))
 
 
 def run_cli(args: list[str], code: int = 0) -> None:
@@ -285,7 +293,9 @@ def _block_sacrebleu(monkeypatch) -> None:
 
 def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monkeypatch):
     _block_sacrebleu(monkeypatch)
-    result = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=200)
+    result = roundtrip_report(
+        run, tmp_path / "rep", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=200)
+    )
     hint = "sacrebleu is not installed; install the 'chrf' extra: pip install 'mindcap-tok[chrf]'"
     assert result.summary["skipped"] == {"chrf": hint}
     assert f"chrF skipped: {hint}" in result.notes
@@ -294,8 +304,10 @@ def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monke
     assert _metric(result, "sequence", SEQ["deu_Latn"], "pass_share") == pytest.approx(2 / 3)
     assert result.truncation.set_index("sequence").loc["all", "capped_hop_share"] == pytest.approx(1 / 12)
     assert set(result.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
-                                 "truncation.csv", "langid.csv", "samples.csv", "hops.csv", "pass_share.png",
-                                 "token_cost.png"}  # fmt: skip
+                                 "truncation.csv", "langid.csv", "inconsistent.csv", "agreement.csv", "hop_quality.csv",
+                                 "samples.csv",
+                                 "hops.csv",
+                                 "pass_share.png", "token_cost.png"}  # fmt: skip
     data = strict_loads((result.out_dir / "report.json").read_text("utf-8"))
     assert data["skipped"] == {"chrf": hint} and data["chrf"] == [] and len(data["metrics"]) == len(result.metrics)
     md = (result.out_dir / "report.md").read_text("utf-8")
@@ -305,7 +317,9 @@ def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monke
 def test_without_the_lid_extra_the_report_skips_only_language_id(run, tmp_path, qwen, monkeypatch):
     pytest.importorskip("sacrebleu")
     monkeypatch.setitem(sys.modules, "fasttext", None)  # as without the lid extra
-    result = roundtrip_report(run, tmp_path / "rep", tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=50)
+    result = roundtrip_report(
+        run, tmp_path / "rep", options=ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, n_boot=50)
+    )
     hint = "fasttext-numpy2 is not installed; install the 'lid' extra: pip install 'mindcap-tok[lid]'"
     assert result.summary["skipped"] == {"langid": hint} and f"language ID skipped: {hint}" in result.notes
     assert result.langid.empty and result.summary["langid"] is None and result.samples["chrf"].notna().sum() == 5

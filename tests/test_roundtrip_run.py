@@ -10,7 +10,7 @@ import pytest
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.backends import Completion, GenRequest
-from mindcap_tok.roundtrip import parse_spec, roundtrip_metrics, run_roundtrip
+from mindcap_tok.roundtrip import parse_spec, plan_roundtrip, roundtrip_metrics, run_roundtrip
 from mindcap_tok.roundtrip.prompts import translation_prompt
 from mindcap_tok.roundtrip.spec import hop_seed, judge_seed
 from mindcap_tok.roundtrip.store import RunStore
@@ -305,3 +305,76 @@ def test_the_judge_runs_on_a_server(tmp_path, tiny, backend, texts_file):
     assert schema["properties"]["issues"]["items"]["properties"]["severity"]["enum"] == ["minor", "major", "critical"]
     samples = result.samples
     assert samples["mqm"].tolist() == [94.0] * 3 and samples["judge_score"].tolist() == [88.0] * 3
+
+
+NONSENSE = json.dumps({"score": 10, "classification": "1-nonsense", "issues": []})
+
+
+def test_two_judges_on_local_servers_judge_every_back_translation(tmp_path, tiny, backend, texts_file, qwen):
+    """Two judges, each a real local OpenAI-compatible server with a fixed reply (judge-a: GOOD, MQM 94; judge-b:
+    '1-nonsense' with no issue, MQM 100 and inconsistent): every back-translation is judged by each, the report
+    gives every metric per judge and lists judge-b's inconsistent replies."""
+    from local_http import LocalHTTP
+    from mindcap_tok.roundtrip import open_backends
+    from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report
+
+    def server(reply: str) -> LocalHTTP:
+        def post(h, raw: bytes) -> None:
+            n = json.loads(raw)["n"]
+            h.reply(200, {"choices": [{"index": i, "text": reply, "finish_reason": "stop"} for i in range(n)]})
+
+        return LocalHTTP(lambda h: h.reply(404, {"error": {"message": "Not Found"}}), post)
+
+    a, b = server(GOOD), server(NONSENSE)
+    try:
+        judges = [{"model": str(tiny), "model_name": name, "base_url": [s.url], "retries": 0}
+                  for name, s in (("judge-a", a), ("judge-b", b))]  # fmt: skip
+        spec = make_spec(tiny, texts_file, sequences=["en>sw>en"], judge=judges)
+        backends, judge = open_backends(spec, "transformers")
+        assert set(judge) == {"judge-a", "judge-b"} and judge["judge-a"] is not judge["judge-b"]
+        result = run_roundtrip(spec, tmp_path / "run", backends, judge)
+    finally:
+        a.close()
+        b.close()
+    assert result.written[-1] == "judge/round-00.parquet" and len(result.samples) == 6  # 3 chains x 2 judges
+    by_judge = result.samples.groupby("judge_model")["mqm"].apply(list).to_dict()
+    assert by_judge == {"judge-a": [94.0] * 3, "judge-b": [100.0] * 3}
+    rep = roundtrip_report(
+        tmp_path / "run",
+        tmp_path / "rep",
+        options=ReportOptions(tokenizers={"tiny-qwen3": qwen}, flores=False, lid=False, n_boot=20),
+    )
+    over = rep.metrics[rep.metrics["by"] == "overall"].set_index("judge_model")
+    assert over.loc["judge-a", "mean_mqm"] == 94.0 and over.loc["judge-b", "mean_judge_score"] == 10.0
+    assert rep.summary["judge_consistency"] == {"judge-a": {"judged": 3, "inconsistent": 0},
+                                                "judge-b": {"judged": 3, "inconsistent": 3}}  # fmt: skip
+    # resuming reads both judges' replies back from the one round file, asking no server
+    again = run_roundtrip(spec, tmp_path / "run", backends, {"judge-a": None, "judge-b": None})
+    assert again.written == [] and again.samples["mqm"].tolist() == result.samples["mqm"].tolist()
+
+
+def test_cli_several_judge_models(capsys):
+    run_cli(["roundtrip", "--out-dir", "unused", "--model", "org/m", "--sequences", "en>de>en", "--sample", "4",
+             "--judge-model", "org/j1", "org/j2", "--dry-run", "--format", "json"])  # fmt: skip
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["judges"], plan["chains"], plan["judge_requests"], plan["max_judge_requests"]) == (2, 4, 8, 24)
+
+
+def test_per_model_sampling_and_caps(tmp_path, tiny, backend, texts_file):
+    per_model = {"a": {"temperature": 0.3, "max_tokens": 4}}
+    spec = make_spec(tiny, texts_file, model=[str(tiny), str(tiny)], model_name=["a", "b"], sequences=["en>sw>en"],
+                     per_model=per_model)  # fmt: skip
+    assert spec.models[0].sampling.temperature == 0.3 and spec.models[0].sampling.top_p == 0.95  # over [sampling]
+    assert spec.models[1].sampling is None and spec.model_cap(spec.models[1]) == 6
+    assert spec.identity()["per_model"] == {"a": {"sampling": {"temperature": 0.3, "top_p": 0.95, "top_k": 20},
+                                                  "max_tokens": 4}}  # fmt: skip
+    assert "per_model" not in make_spec(tiny, texts_file).identity()  # one-setting runs keep their identity
+    assert plan_roundtrip(spec)["worst_case_tokens"] == 3 * 2 * 4 + 3 * 2 * 6  # texts x hops x cap, per model
+    rec = {"a": Recording(backend), "b": Recording(backend)}
+    run_roundtrip(spec, tmp_path / "run", rec, FakeJudge(backend.tok, judge_reply))
+    assert {(r.max_tokens, r.temperature) for r in rec["a"].seen} == {(4, 0.3)}
+    assert {(r.max_tokens, r.temperature) for r in rec["b"].seen} == {(6, 0.8)}
+    with pytest.raises(MindcapError, match=r"per_model\.c: unknown key; known: a, b"):
+        make_spec(tiny, texts_file, model=[str(tiny), str(tiny)], model_name=["a", "b"], per_model={"c": {}})
+    with pytest.raises(MindcapError, match=r"per_model\.a\.seed: unknown key"):
+        make_spec(tiny, texts_file, model_name="a", model=str(tiny), per_model={"a": {"seed": 1}})

@@ -1,5 +1,6 @@
 """`mindcap-tok roundtrip [JOB.toml] --out-dir DIR`: round-trip translation through language sequences, MQM-judged;
-`mindcap-tok roundtrip report RUN_DIR --out-dir REPORT`: the report of a finished run.
+`mindcap-tok roundtrip report RUN_DIR --out-dir REPORT`: the report of a finished run;
+`mindcap-tok roundtrip compare RUN_DIR... [--reference-ranking FILE.csv] --out-dir DIR`: a leaderboard across runs.
 
 ``roundtrip`` is a click group that runs a job when its first argument is not a subcommand name, so the
 original ``roundtrip JOB.toml --out-dir DIR`` invocation keeps working (a job file named ``report`` is given as
@@ -15,23 +16,32 @@ from ._output import emit, render, to_json
 from ._parsing import Group
 from ._progress import progress_bar
 
-_TABLE_COLUMNS = ("model", "by", "group", "n_texts", "n_failed", "n_unjudged", "pass_share", "pass_share_se",
-                  "mean_mqm", "mean_judge_score")  # fmt: skip
+_TABLE_COLUMNS = ("model", "judge_model", "by", "group", "n_texts", "n_failed", "n_unjudged", "pass_share",
+                  "pass_share_se", "mean_mqm", "mean_judge_score")  # fmt: skip
 
 
 def _overrides(model, texts, sample, sequences, max_tokens, seed, judge_flags: dict, spec_judge) -> dict:
-    """Spec keys given on the command line (``None``: keep the file's); ``judge_flags``: the ``--judge-*`` ones."""
+    """Spec keys given on the command line (``None``: keep the file's); ``judge_flags``: the ``--judge-*`` ones
+    (several ``--judge-model``: one judge each, sharing the file's first judge table and the flags; no
+    ``--judge-model``: the file's judges, each with the flags)."""
     out: dict = {"texts": texts, "sample": sample, "max_tokens": max_tokens, "seed": seed}
     if model:
         out["model"] = list(model)
     if sequences:
         out["sequences"] = [s.strip() for item in sequences for s in item.split(",") if s.strip()]
-    judge = dict(spec_judge)
-    if judge_flags["model"]:
-        judge["model"] = judge_flags["model"]
+    shared = {k: v for k, v in judge_flags.items() if k != "model" and v not in (None, [])}
+    if isinstance(spec_judge, list) and not judge_flags["model"]:
+        if shared:  # the file's judges, each with the flags
+            out["judge"] = [{**(t if isinstance(t, dict) else {}), **shared} for t in spec_judge]
+        return out
+    if isinstance(spec_judge, list):
+        spec_judge = spec_judge[0] if spec_judge and isinstance(spec_judge[0], dict) else {}
+    judge = {**spec_judge, **shared}
+    models = list(judge_flags["model"] or [])
+    if models:
         judge.pop("model_name", None)
-    judge.update({k: v for k, v in judge_flags.items() if k != "model" and v not in (None, [])})
-    if judge:
+        out["judge"] = [{**judge, "model": m} for m in models] if len(models) > 1 else {**judge, "model": models[0]}
+    elif judge:
         out["judge"] = judge
     return out
 
@@ -65,7 +75,7 @@ class _JobArgument(click.Argument):
 
 @click.group(
     "roundtrip", cls=_RunOrSubcommand, invoke_without_command=True,
-    subcommand_metavar="| report RUN_DIR ...",
+    subcommand_metavar="| report RUN_DIR ... | compare RUN_DIR... ...",
 )  # fmt: skip
 @click.argument("job", cls=_JobArgument, required=False, type=click.Path(exists=True, dir_okay=False))
 @out_dir_option("Run folder (hop waves, judge rounds).")
@@ -82,7 +92,9 @@ class _JobArgument(click.Argument):
 @multi_option("--sequences", help="Presets (lit:e-asia ... lit:all) or chains like en>de>th>en.")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Output-token cap of every hop.")
 @click.option("--seed", type=int, default=None, help="Seed of the sample, the hops and the judge.")
-@click.option("--judge-model", default=None, help="Judge model [default: the first tested model].")
+@multi_option(
+    "--judge-model", help="Judge model(s); several judge every back-translation each [default: the first tested model]."
+)
 @click.option("--judge-backend", type=click.Choice(BACKENDS), default=None, help="Judge engine [default: --backend].")
 @multi_option("--judge-base-url", help="Judge server URL(s) (the judge then runs on a server).")
 @click.option("--judge-structured/--no-judge-structured", default=None,
@@ -109,7 +121,7 @@ def roundtrip_command(
         emit(to_json(plan) if fmt == "json" else render([plan], fmt, title="round-trip plan"), None)
         return
     backends, judge = open_backends(spec, backend)
-    total = plan["waves"] + 1 + spec.judge.retries
+    total = plan["waves"] + 1 + max(j.retries for j in spec.judges)
     with progress_bar("round trip waves", total) as advance:
         result = run_roundtrip(spec, out, backends, judge, on_wave=lambda name, rows: advance())
     metrics = roundtrip_metrics(result.samples, seed=spec.seed)
@@ -149,13 +161,23 @@ def roundtrip_report_command(
     """Report a finished round-trip run: pass share, MQM and judge score with bootstrap SEs, chrF (COMET with a
     checkpoint), token cost per hop beside FLORES premiums, cap hits and language ID of every hop, as Markdown,
     JSON, CSV and figures."""
-    from ..roundtrip.report import roundtrip_report
+    from ..roundtrip.report import ReportOptions, roundtrip_report
 
     result = roundtrip_report(
-        run_dir, out, texts=texts, data_dir=state.config.data_dir.value,
-        tokenizers_dir=state.config.tokenizers_dir.value, flores=False if no_premiums else None, lid=not no_lid,
-        lid_model=lid_model, comet_checkpoint=comet_checkpoint, n_boot=n_boot, seed=seed,
-    )  # fmt: skip
+        run_dir,
+        out,
+        options=ReportOptions(
+            texts=texts,
+            data_dir=state.config.data_dir.value,
+            tokenizers_dir=state.config.tokenizers_dir.value,
+            flores=False if no_premiums else None,
+            lid=not no_lid,
+            lid_model=lid_model,
+            comet_checkpoint=comet_checkpoint,
+            n_boot=n_boot,
+            seed=seed,
+        ),
+    )
     if fmt == "json":
         emit(to_json({"out_dir": str(result.out_dir), "files": list(result.files), "notes": list(result.notes),
                       "counts": result.summary["counts"]}), None)  # fmt: skip
@@ -166,3 +188,42 @@ def roundtrip_report_command(
     overall = result.metrics[result.metrics["by"].isin(("overall", "sequence"))]
     rows = overall.to_dict("records") if fmt == "csv" else overall[list(_TABLE_COLUMNS)].to_dict("records")
     emit(render(rows, fmt, title="round trip report"), None)
+
+
+@roundtrip_command.command("compare")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@out_dir_option("Comparison folder (leaderboard CSV, JSON, Markdown, figures).")
+@click.option(
+    "--reference-ranking",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="CSV of an outside ranking (model,score; e.g. LMArena Elo): Spearman rho with a permutation p.",
+)
+@click.option("--allow-mixed", is_flag=True, help="Compare runs that used different texts, sequences or judges.")
+@n_boot_option()
+@click.option("--n-perm", type=click.IntRange(min=1), default=None, help="Permutations of the p-value [10000].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap and permutations.")
+@format_option()
+@click.pass_obj
+def roundtrip_compare_command(state, run_dirs, out, reference_ranking, allow_mixed, n_boot, n_perm, seed, fmt):
+    """Leaderboard of every model in the given runs: pass share, raw MQM and judge score per judge (overall, per
+    sequence, resource group and category) with bootstrap SEs, the share of bootstrap replicates in which each
+    model keeps its rank, and Spearman rho against an outside ranking."""
+    from ..roundtrip.agreement import N_PERM
+    from ..roundtrip.compare import CompareOptions, compare_runs
+
+    opts = CompareOptions(n_boot=n_boot, n_perm=n_perm or N_PERM, seed=seed, allow_mixed=allow_mixed,
+                          data_dir=state.config.data_dir.value)  # fmt: skip
+    result = compare_runs(run_dirs=list(run_dirs), out_dir=out, reference=reference_ranking, options=opts)
+    if fmt == "json":
+        emit(to_json({"out_dir": str(result.out_dir), "files": list(result.files), "mixed": result.summary["mixed"],
+                      "leaderboard": result.leaderboard.to_dict("records"),
+                      "against_reference": result.reference.to_dict("records")}), None)  # fmt: skip
+        return
+    for note in result.summary["notes"]:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"wrote {len(result.files)} files to {result.out_dir}", err=True)
+    cols = ["rank", "model", "judge_model", "pass_share", "pass_share_se", "mean_mqm", "mean_judge_score",
+            "rank_kept_share"]  # fmt: skip
+    rows = result.leaderboard.to_dict("records") if fmt == "csv" else result.leaderboard[cols].to_dict("records")
+    emit(render(rows, fmt, title="round-trip leaderboard"), None)

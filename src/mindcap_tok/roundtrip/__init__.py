@@ -3,15 +3,18 @@ for MQM issues by an LLM; pass share (MQM ≥ 80) with a bootstrap SE over texts
 
 Modules: ``sequences`` (presets and chains), ``prompts`` (versioned templates), ``texts`` (FLORES paragraphs,
 user files), ``spec`` (job specs and :func:`plan_roundtrip`), ``store`` (the run folder), ``run``
-(:func:`run_roundtrip`: hop waves and judge rounds), ``mqm`` (judge replies and MQM), ``metrics``, ``report``
-(:func:`roundtrip_report`: the report folder of a finished run).
+(:func:`run_roundtrip`: hop waves and judge rounds), ``mqm`` (judge replies and MQM), ``metrics``,
+``agreement`` (rank agreement), ``report`` (:func:`roundtrip_report`: the report folder of a finished run),
+``compare`` (:func:`compare_runs`: a leaderboard across runs).
 """
 
 from __future__ import annotations
 
+from .agreement import judge_agreement, rank_agreement
+from .compare import CompareOptions, CompareResult, compare_runs
 from .metrics import roundtrip_metrics, text_bootstrap
 from .mqm import Judgement, mqm_score, parse_judge, passes
-from .report import ReportResult, read_run, roundtrip_report
+from .report import ReportOptions, ReportResult, read_run, roundtrip_report
 from .run import RoundtripResult, open_backends, run_roundtrip
 from .sequences import Chain, presets, resolve_sequences
 from .spec import RoundtripSpec, load_spec, parse_spec, plan_roundtrip
@@ -19,11 +22,16 @@ from .texts import Text, load_texts
 
 __all__ = [
     "Chain",
+    "CompareOptions",
+    "CompareResult",
     "Judgement",
+    "ReportOptions",
     "ReportResult",
     "RoundtripResult",
     "RoundtripSpec",
     "Text",
+    "compare_runs",
+    "judge_agreement",
     "load_spec",
     "load_texts",
     "mqm_score",
@@ -33,6 +41,7 @@ __all__ = [
     "passes",
     "plan_roundtrip",
     "presets",
+    "rank_agreement",
     "read_run",
     "resolve_sequences",
     "roundtrip_metrics",

@@ -1,6 +1,7 @@
 """Round-trip metrics: pass share (MQM ≥ 80), mean MQM and mean judge score, with a bootstrap SE over texts.
 
-Per model, over all sequences and by sequence, resource group and text category. As in LiT (Table 2) each
+Per model and judge (a sample is one chain as one judge scored it), over all sequences and by sequence, resource
+group, text category and subcategory. As in LiT (Table 2) each
 text's values are first averaged across the group's sequences, then texts are resampled (10,000 resamples by
 default, ``resample.bootstrap_counts``): a text keeps all its sequences together (paired). A failed sample
 (an empty hop ended its chain) counts as MQM 0, not passed, and has no judge score; an unjudged sample is left
@@ -36,10 +37,10 @@ def text_bootstrap(
     return mean, float(np.std(estimates, ddof=1)), n
 
 
-def _row(model: str, by: str, group: str, frame: pd.DataFrame, n_boot: int, seed: int) -> dict:
+def _row(model: str, judge: str, by: str, group: str, frame: pd.DataFrame, n_boot: int, seed: int) -> dict:
     scored = frame[frame["status"] != "unjudged"]
     row = {
-        "model": model, "by": by, "group": group, "n_texts": int(frame["text_id"].nunique()),
+        "model": model, "judge_model": judge, "by": by, "group": group, "n_texts": int(frame["text_id"].nunique()),
         "n_samples": len(frame), "n_failed": int((frame["status"] == "failed").sum()),
         "n_unjudged": int((frame["status"] == "unjudged").sum()),
     }  # fmt: skip
@@ -50,12 +51,16 @@ def _row(model: str, by: str, group: str, frame: pd.DataFrame, n_boot: int, seed
 
 
 def roundtrip_metrics(samples: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
-    """One row per model × (overall | sequence | resource | category) group: counts, the three statistics and
-    their SEs (fractions: a pass share is in [0, 1]; MQM and judge scores on their 0–100 scale)."""
+    """One row per model × judge × (overall | sequence | resource | category | subcategory: ``category/sub``, for
+    texts with a second level) group: counts, the three statistics
+    and their SEs (fractions: a pass share is in [0, 1]; MQM and judge scores on their 0–100 scale)."""
     rows = []
-    for model, frame in samples.groupby("model", sort=False):
-        rows.append(_row(model, "overall", "all", frame, n_boot, seed))
+    for (model, judge), frame in samples.groupby(["model", "judge_model"], sort=False):
+        rows.append(_row(model, judge, "overall", "all", frame, n_boot, seed))
         for by in ("sequence", "resource", "category"):
             for group, sub in frame.groupby(by, sort=False):
-                rows.append(_row(model, by, str(group), sub, n_boot, seed))
+                rows.append(_row(model, judge, by, str(group), sub, n_boot, seed))
+        two = frame[frame["subcategory"].notna()] if "subcategory" in frame else frame.iloc[:0]
+        for (cat, sub_cat), sub in two.groupby(["category", "subcategory"], sort=False):
+            rows.append(_row(model, judge, "subcategory", f"{cat}/{sub_cat}", sub, n_boot, seed))
     return pd.DataFrame(rows)

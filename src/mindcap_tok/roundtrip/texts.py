@@ -4,7 +4,8 @@
 ``devtest:<first>-<last>`` (``devtest:<i>`` when k = 1), category the FLORES domain of its first sentence
 (``wikinews``, ``wikivoyage``, ``wikibooks``; ``flores`` when no metadata file is there). ``sample = N`` keeps
 N texts drawn with ``random.Random(seed)``, in corpus order. A file has one text per JSONL line or CSV row
-with ``id``, ``text`` and optional ``category``; duplicate ids and empty texts are one-line errors.
+with ``id``, ``text``, optional ``category`` and optional ``subcategory`` (a second level, as LiT's robustness
+subset has); duplicate ids and empty texts are one-line errors.
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ UNCATEGORIZED = "uncategorized"
 
 @dataclass(frozen=True)
 class Text:
-    """One source text."""
+    """One source text; ``subcategory`` is the second level of its category (``None``: none)."""
 
     id: str
     text: str
     category: str
+    subcategory: str | None = None
 
 
 def texts_hash(texts: Sequence[Text]) -> str:
@@ -73,16 +75,39 @@ def flores_texts(
     return out
 
 
+def flores_split(source: str) -> str | None:
+    """The FLORES split a run's ``texts`` names (``flores:devtest`` -> ``devtest``), ``None`` for a file."""
+    split = source.removeprefix("flores:")
+    return split if source.startswith("flores:") and split in SPLITS else None
+
+
+def flores_references(
+    split: str, ids: Sequence[str], lang: str, data_dir: str | os.PathLike[str] | None = None
+) -> dict[str, str]:
+    """The text of each FLORES text id (``devtest:<first>[-<last>]``) in ``lang``: the same sentences, parallel in
+    every language, joined as :func:`flores_texts` joins them."""
+    lines = load_flores(lang, split, flores_source(data_dir))
+    out = {}
+    for ident in ids:
+        span = ident.removeprefix(f"{split}:")
+        first, _, last = span.partition("-")
+        if not first.isdigit() or not (last or first).isdigit() or not ident.startswith(f"{split}:"):
+            raise MindcapError(f"text id {ident!r} is not a FLORES {split} text id")
+        out[ident] = " ".join(lines[int(first) : int(last or first) + 1])
+    return out
+
+
 def _row(row: object, where: str) -> Text:
     if not isinstance(row, dict):
         raise MindcapError(f"{where}: expected an object with id and text")
-    ident, text, cat = row.get("id"), row.get("text"), row.get("category")
+    ident, text, cat, sub = row.get("id"), row.get("text"), row.get("category"), row.get("subcategory")
     if ident is None or (isinstance(ident, str) and not ident.strip()) or isinstance(ident, bool | dict | list):
         raise MindcapError(f"{where}: missing or empty id")
     if not isinstance(text, str) or not text.strip():
         raise MindcapError(f"{where}: text {ident!r} is empty")
     category = cat.strip() if isinstance(cat, str) and cat.strip() else UNCATEGORIZED
-    return Text(str(ident).strip(), text, category)
+    subcategory = sub.strip() if isinstance(sub, str) and sub.strip() else None
+    return Text(str(ident).strip(), text, category, subcategory)
 
 
 def file_texts(path: str | os.PathLike[str]) -> list[Text]:

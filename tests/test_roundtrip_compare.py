@@ -1,0 +1,101 @@
+"""`roundtrip compare`: a leaderboard across hand-built runs (tests/roundtrip_factory.py), rank stability, Spearman
+ρ against an outside ranking with an exact permutation p-value worked by hand, mixed runs refused, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mindcap_tok.cli.main import main
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.roundtrip.compare import CompareOptions, compare_runs
+from roundtrip_factory import write_run
+
+TEXTS = {f"t{i}": f"Text {i} tells of the market by the harbour at dawn." for i in range(4)}
+ISSUES = {100: (0, 0, 0), 70: (0, 6, 0), 50: (0, 0, 2)}
+MQMS = {"m1": (100, 100, 100, 100), "m2": (100, 100, 70, 70), "m3": (50, 50, 50, 100)}  # pass 1, 1/2, 1/4
+OPTS = CompareOptions(n_boot=200, seed=2)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, qwen):
+    tmp = tmp_path_factory.mktemp("cmp")
+    out = []
+    for model, vals in MQMS.items():
+        judged = {(model, "judge", t): ("7-good", *ISSUES[v]) for t, v in zip(TEXTS, vals, strict=True)}
+        out.append(write_run(tmp / model, qwen, TEXTS, judged, models=(model,), judges=("judge",)))
+    other = {"t9": "A different text altogether, about trains."}
+    mixed = write_run(tmp / "m4", qwen, other, {("m4", "judge", "t9"): ("7-good", 0, 0, 0)}, models=("m4",),
+                      judges=("judge",))  # fmt: skip
+    ref = tmp / "elo.csv"
+    ref.write_text("model,score\nm1,1400\nm2,1380\nm3,1390\n", "utf-8")
+    return out, mixed, ref
+
+
+def test_leaderboard_ranks_stability_and_reference(runs, tmp_path):
+    dirs, _, ref = runs
+    result = compare_runs(run_dirs=dirs, out_dir=tmp_path / "cmp", reference=ref, options=OPTS)
+    board = result.leaderboard.set_index("model")
+    assert board["rank"].to_dict() == {"m1": 1, "m2": 2, "m3": 3}
+    assert board["pass_share"].to_dict() == {"m1": 1.0, "m2": 0.5, "m3": 0.25}
+    assert board.loc["m2", "mean_mqm"] == pytest.approx(85.0) and board.loc["m3", "mean_mqm"] == pytest.approx(62.5)
+    # m1 passes every text: no replicate puts anyone above it (a tie keeps rank 1)
+    assert board.loc["m1", "rank_kept_share"] == 1.0
+    assert 0 < board.loc["m3", "rank_kept_share"] < 1 and board.loc["m2", "pass_share_se"] > 0
+    # reference ranks m1 > m3 > m2 against m1 > m2 > m3: ρ = 1 - 6·2/24 = 0.5; exact one-sided p: 3 of 3! pairings
+    (row,) = result.reference.to_dict("records")
+    assert row["rho"] == pytest.approx(0.5) and row["p_one_sided"] == pytest.approx(3 / 6)
+    assert row["n_permutations"] == 6 and row["n_models"] == 3
+    assert set(result.files) == {"leaderboard.csv", "metrics.csv", "compare.json", "compare.md", "leaderboard.png",
+                                 "reference.csv", "reference.png"}  # fmt: skip
+    data = json.loads((tmp_path / "cmp" / "compare.json").read_text("utf-8"))
+    assert data["mixed"] == [] and data["reference"]["n_permutations"] == 10_000
+    assert {m["by"] for m in data["metrics"]} == {"overall", "sequence", "resource", "category"}
+    assert "## Against the reference ranking" in (tmp_path / "cmp" / "compare.md").read_text("utf-8")
+
+
+def test_mixed_runs_are_refused_unless_allowed(runs, tmp_path):
+    dirs, mixed, _ = runs
+    with pytest.raises(MindcapError, match=r"different texts; give --allow-mixed"):
+        compare_runs(run_dirs=[*dirs, mixed], out_dir=tmp_path / "a", options=OPTS)
+    result = compare_runs(run_dirs=[*dirs, mixed], out_dir=tmp_path / "b",
+                          options=CompareOptions(n_boot=50, allow_mixed=True))  # fmt: skip
+    assert result.summary["mixed"] == ["texts"]
+    assert "**Mixed runs**: they used different texts" in (tmp_path / "b" / "compare.md").read_text("utf-8")
+    with pytest.raises(MindcapError, match="is in two runs"):
+        compare_runs(run_dirs=[dirs[0], dirs[0]], out_dir=tmp_path / "c", options=OPTS)
+
+
+def run_cli(args: list[str], code: int = 0) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == code
+
+
+def test_cli_compare_and_a_bad_reference(runs, tmp_path, capsys):
+    dirs, _, ref = runs
+    run_cli(["roundtrip", "compare", *map(str, dirs), "--reference-ranking", str(ref), "--out-dir",
+             str(tmp_path / "cli"), "--n-boot", "50", "--format", "json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert [r["model"] for r in out["leaderboard"]] == ["m1", "m2", "m3"]
+    assert out["against_reference"][0]["rho"] == pytest.approx(0.5)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,elo\nm1,1\n", "utf-8")
+    run_cli(["roundtrip", "compare", str(dirs[0]), "--reference-ranking", str(bad), "--out-dir", str(tmp_path / "x")],
+            code=2)  # fmt: skip
+    err = capsys.readouterr().err
+    assert "lacks the column(s) score (model,score)" in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_judge_flags_apply_to_each_judge_of_the_file():
+    from mindcap_tok.cli.roundtrip_cmd import _overrides
+
+    flags = {"model": [], "backend": None, "base_url": ["http://j:8000/v1"], "structured": False}
+    file_judges = [{"model": "a", "retries": 0}, {"model": "b"}]
+    got = _overrides((), None, None, (), None, None, flags, file_judges)["judge"]
+    assert got == [{"model": "a", "retries": 0, "base_url": ["http://j:8000/v1"], "structured": False},
+                   {"model": "b", "base_url": ["http://j:8000/v1"], "structured": False}]  # fmt: skip
+    two = _overrides((), None, None, (), None, None, {**flags, "model": ["x", "y"]}, {"retries": 1})["judge"]
+    assert [j["model"] for j in two] == ["x", "y"] and all(j["retries"] == 1 and not j["structured"] for j in two)
