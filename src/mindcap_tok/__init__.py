@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .stats.curves import Sweep, sweep
     from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
     from .stats.timing import emission_timing
-    from .tokenizer import ResolvedTokenizer, load_tokenizer
+    from .tokenization.load import ResolvedTokenizer, load_tokenizer
 
 #: public name -> "module" (relative to the package) or "module:attribute" where the two names differ
 _LAZY = {
@@ -58,8 +58,8 @@ _LAZY = {
     "load_flores": "data.flores",
     "load_mgsm": "data.mgsm",
     "resolve_language": "data.languages",
-    "ResolvedTokenizer": "tokenizer",
-    "load_tokenizer": "tokenizer",
+    "ResolvedTokenizer": "tokenization.load",
+    "load_tokenizer": "tokenization.load",
     # premiums
     "Premium": "premium",
     "token_premium": "premium",

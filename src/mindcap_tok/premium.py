@@ -39,8 +39,8 @@ from .data.flores import SPLITS, flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
 from .errors import BadInputError, MindcapError
 from .resample import bootstrap_sums, check_resamples, scale_budget
-from .tokenizer import ResolvedTokenizer
-from .tokenizer_backends import Counter
+from .tokenization.load import ResolvedTokenizer
+from .tokenization.tiktoken_engine import Counter
 
 DEFAULT_LANGS = ("de", "th", "sw")
 PREMIUM_SPLITS = (*SPLITS, "dev+devtest")

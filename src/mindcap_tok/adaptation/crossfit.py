@@ -19,7 +19,7 @@ from .._io import check_new_folder, new_folder
 from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.load import ResolvedTokenizer
 from .corpus import Corpus, ItemId, as_corpus
 from .effect import Effect, measure_effect
 from .extend import Extension, learn_extension

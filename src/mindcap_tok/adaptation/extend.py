@@ -35,8 +35,9 @@ import regex
 from tokenizers import Tokenizer
 
 from ..errors import MindcapError
-from ..tokenizer import ResolvedTokenizer, is_byte_level
-from ..tokenizer_backends import parse_rank_file, tiktoken_files
+from ..tokenization.bytelevel import is_byte_level
+from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.tiktoken_family import parse_rank_file, tiktoken_files
 from ._bpe import PairLearner, RankLearner, Ranks
 from .corpus import Corpus, ItemId, as_corpus
 

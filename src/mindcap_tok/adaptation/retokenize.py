@@ -27,11 +27,11 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from ..budgets import check_budgets
-from ..byte_tables import ByteTable, byte_table
 from ..errors import MindcapError
 from ..ledger.score import score_token_ids
-from ..pretoken_cache import PretokenEncoder
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.byte_tables import ByteTable, byte_table
+from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.pretoken_cache import PretokenEncoder
 from .corpus import Corpus, as_corpus
 from .crossfit import FoldExtension
 from .saved import CrossFitSet, SavedExtension, resolved

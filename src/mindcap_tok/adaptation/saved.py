@@ -30,8 +30,8 @@ from .._io import new_folder, regular_file
 from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..tokenizer import ResolvedTokenizer, load_tokenizer
-from ..tokenizer_backends import build_tiktoken, load_tiktoken, tiktoken_sha256
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.tiktoken_family import build_tiktoken, load_tiktoken, tiktoken_sha256
 from .corpus import ItemId
 from .extend import Extension, base_bpe, base_tiktoken
 

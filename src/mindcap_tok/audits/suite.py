@@ -30,7 +30,7 @@ from ..errors import MindcapError, MissingExtraError, first_line
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
 from ..stats.premiums import PremiumTable
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.load import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, skipped
 from .determinism import determinism_audit
 from .langid import LidSettings, langid_audit, load_lid_model, validation_csv

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import MindcapError
-from ..tokenizer import load_tokenizer
+from ..tokenization.load import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..data.languages import aliases, flores_codes
-from ..tokenizer import registry
+from ..tokenization.registry import registry
 from ._options import format_option
 from ._output import emit, render, to_json
 from ._parsing import Command

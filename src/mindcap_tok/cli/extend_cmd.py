@@ -12,7 +12,7 @@ from ..adaptation.crossfit import extend_crossfit, summarize
 from ..adaptation.extend import DEFAULT_MIN_FREQ
 from ..data.flores import flores_source
 from ..data.languages import resolve_language
-from ..tokenizer import load_tokenizer
+from ..tokenization.load import load_tokenizer
 from ._options import check_n_boot, format_option, multi_option, n_boot_option, out_dir_option
 from ._output import emit, render, to_json
 from ._parsing import Command

@@ -7,7 +7,7 @@ import click
 from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
 from ..premium import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS, token_premium
-from ..tokenizer import load_tokenizer
+from ..tokenization.load import load_tokenizer
 from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option, out_file_option
 from ._output import emit, render, to_json
 from ._parsing import Command

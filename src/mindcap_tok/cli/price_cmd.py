@@ -11,7 +11,7 @@ from ..data.flores import flores_source
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..ledger.store import Ledger
-from ..tokenizer import load_tokenizer
+from ..tokenization.load import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,

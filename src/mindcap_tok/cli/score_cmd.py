@@ -12,7 +12,7 @@ from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from ..ledger.score import Scores, accuracy_curves, score_ledger
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
-from ..tokenizer import load_tokenizer
+from ..tokenization.load import load_tokenizer
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,

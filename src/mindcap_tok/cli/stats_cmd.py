@@ -55,7 +55,7 @@ def load_scores(
     from ..ledger.score import score_ledger
     from ..ledger.store import Ledger
     from ..ledger.tokenizers import resolve_tokenizers
-    from ..tokenizer import load_tokenizer
+    from ..tokenization.load import load_tokenizer
 
     codes = [resolve_language(x) for x in langs]
     led = Ledger(ledger, verify=verify)

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 from ..errors import MindcapError
-from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .store import Ledger
 
 #: the command-line spelling of ``allow_mismatch=True``

@@ -22,10 +22,10 @@ from string import ascii_letters
 import numpy as np
 from tokenizers import Tokenizer
 
-from ...byte_tables import byte_table
 from ...errors import MindcapError, MissingExtraError, first_line
-from ...pretoken_cache import BYTE_LEVEL_PATTERN, PretokenEncoder
-from ...tokenizer import ResolvedTokenizer
+from ...tokenization.byte_tables import byte_table
+from ...tokenization.load import ResolvedTokenizer
+from ...tokenization.pretoken_cache import BYTE_LEVEL_PATTERN, PretokenEncoder
 
 BACKENDS = ("vllm", "transformers", "server")
 #: user messages that show whether a chat template inserts the message verbatim (ChatTokenizer._frame)

@@ -31,7 +31,7 @@ import numpy as np
 import regex
 from tokenizers import Tokenizer
 
-from .tokenizer import BYTE_TO_CHAR
+from .bytelevel import BYTE_TO_CHAR
 
 #: rows (distinct pre-tokens) memoised before the memo is emptied (a few hundred MB at most)
 MAX_CACHED = 2_000_000
