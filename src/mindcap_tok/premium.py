@@ -134,7 +134,7 @@ def counting_engine(tokenizer: ResolvedTokenizer, engine: str = "auto", texts: I
         raise MindcapError(f"unknown counting engine {engine!r}; use one of {', '.join(ENGINES)}")
     if (
         engine == "auto"
-        and tokenizer.family == "tokenizers"
+        and tokenizer.tokenizer is not None
         and sum(map(len, texts)) >= TIKTOKEN_ENGINE_MIN_CHARS
         and tokenizer.tiktoken_engine is not None
     ):

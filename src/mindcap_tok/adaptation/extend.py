@@ -44,8 +44,6 @@ from .corpus import Corpus, ItemId, as_corpus
 #: pair frequency floor of a fixed-count rule when none is given, and the default rule's floor when neither a size
 #: nor a frequency is given: a pair seen once is no evidence that the new token saves anything on new text
 DEFAULT_MIN_FREQ = 2
-#: the tokenizer families an extension can be learned for
-EXTENDABLE_FAMILIES = ("tokenizers", "tiktoken")
 
 
 def check_extendable(base: ResolvedTokenizer) -> None:
@@ -54,7 +52,7 @@ def check_extendable(base: ResolvedTokenizer) -> None:
     SentencePiece bases are refused: their ledgers are scored and retokenized with any tokenizer, but no
     extension of theirs can be learned or saved yet.
     """
-    if base.family not in EXTENDABLE_FAMILIES:
+    if base.extension_format is None:
         raise MindcapError(
             f"{base.name} is a {base.family} tokenizer, which cannot be extended yet; extensions can be learned "
             "only for `tokenizers` byte-level BPE bases (a tokenizer.json such as qwen3-8b, llama-3.1-8b, "
@@ -166,7 +164,7 @@ class BaseTiktoken:
 def base_tiktoken(base: ResolvedTokenizer) -> BaseTiktoken:
     """Read the base's rank file and ``encoding.json`` (the files it was loaded from)."""
     check_extendable(base)
-    if base.family != "tiktoken" or base.path is None:
+    if base.extension_format != "ranks" or base.path is None:
         raise MindcapError(f"{base.name} is not a tiktoken encoding loaded from a .tiktoken file")
     spec_file = tiktoken_files(base.path)
     data = base.path.read_bytes()
@@ -318,15 +316,37 @@ class Extension:
         """The base's (and the extension's) tokenizer family."""
         return self.base.family
 
+    @property
+    def writes_ranks(self) -> bool:
+        """True when the extension is new tiktoken ranks (a ``.tiktoken`` file), False for new BPE merges."""
+        return self.base.extension_format == "ranks"
+
     @cached_property
     def tokenizer(self) -> Tokenizer:
-        """The extended Hugging Face tokenizer, built in memory (see :func:`.saved.tokenizer_json`).
+        """The extended Hugging Face tokenizer, built in memory (see :func:`tokenizer_json`).
 
         ``tokenizers`` bases only; any family: :func:`.saved.resolved`.
         """
-        from .saved import tokenizer_json
-
         return Tokenizer.from_str(tokenizer_json(self))
+
+
+def tokenizer_json(ext: Extension) -> str:
+    """The extended ``tokenizer.json`` text: base vocabulary and merges untouched, new ones appended.
+
+    Added tokens are also written into the model vocabulary at their own ids. Without that the vocabulary would
+    have a gap below the new ids, and ``tokenizers`` re-numbers added tokens that are missing from the model
+    vocabulary from ``len(vocab)`` on load, which would silently move every special token (ENVIRONMENT.md).
+    """
+    info = base_bpe(ext.base)
+    data = json.loads(info.text)
+    model = data["model"]
+    vocab = model["vocab"]
+    for i, content in sorted(info.added.items()):
+        vocab.setdefault(content, i)
+    for k, s in enumerate(ext.new_tokens):
+        vocab[s] = ext.first_new_id + k
+    model["merges"].extend(f"{a} {b}" if info.merges_as_strings else [a, b] for a, b in ext.merges)
+    return json.dumps(data, ensure_ascii=False)
 
 
 def learn_extension(
@@ -349,7 +369,7 @@ def learn_extension(
         raise MindcapError(f"corpus {corpus.name!r} is empty")
     start = time.perf_counter()
     learner: PairLearner
-    if base.family == "tiktoken":
+    if base.extension_format == "ranks":
         tinfo = base_tiktoken(base)
         word_strings, words, freqs = tiktoken_words(base, corpus.texts())
         strings: list = tinfo.strings()
@@ -361,7 +381,7 @@ def learn_extension(
         raise MindcapError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")
     tokens_before = sum(len(seg) * f for seg, f in zip(words, freqs, strict=True))
     first_new = len(strings)
-    if base.family == "tiktoken":
+    if base.extension_format == "ranks":
         word_bytes = [w.encode("utf-8") for w in word_strings]
         learner = RankLearner(words, freqs, strings, dict(tinfo.ranks), first_new, word_bytes)
     else:
