@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mindcap_tok.tokenization.base import TokenizerBackend
 from mindcap_tok.tokenization.load import load_tokenizer
+from mindcap_tok.tokenization.pipeline import pipeline
 from mindcap_tok.tokenization.tiktoken_family import build_tiktoken
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mindcap_tok"
@@ -64,3 +65,29 @@ def test_a_tiktoken_built_in_memory_is_hashed_as_its_files():
     spec = b'{"name": "tiny", "pat_str": "\\\\S+|\\\\s+", "special_tokens": {"<|end|>": 257}}'
     assert json.loads(spec)["pat_str"] == r"\S+|\s+"
     assert backend.content_sha256() == hashlib.sha256(rank_file + spec).hexdigest()
+
+
+#: a tokenizer.json parsed by hand: json.loads of the tokenizer's text or of one of its nodes' state
+_OWN_PARSE = re.compile(r"json\.loads\([^)]*(to_str|__getstate__)\(")
+
+
+def test_only_the_pipeline_module_parses_a_tokenizer_json():
+    # bytelevel.is_byte_level reads the decoder's state alone (no pipeline reader needs the decoder)
+    own = [
+        f"{p.relative_to(PACKAGE)}"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if p.name not in ("pipeline.py", "bytelevel.py") and _OWN_PARSE.search(p.read_text("utf-8"))
+    ]
+    assert own == []
+
+
+def test_the_pipeline_is_parsed_once_and_reads_the_file(config, qwen):
+    path = config.tokenizers_dir.value / "qwen3" / "tokenizer.json"
+    by_hand = json.loads(path.read_text("utf-8"))
+    pipe = pipeline(qwen.tokenizer)
+    assert pipeline(qwen.tokenizer) is pipe  # one parse per distinct text
+    assert pipe.model_type == by_hand["model"]["type"] == "BPE"
+    assert [n["type"] for n in pipe.normalizers] == ["NFC"]
+    assert [s["type"] for s in pipe.pre_tokenizers] == ["Split", "ByteLevel"]
+    assert pipe.pre_tokenizer_types == {"Sequence", "Split", "ByteLevel"}
+    assert [t["content"] for t in pipe.added_tokens] == [t["content"] for t in by_hand["added_tokens"]]

@@ -26,7 +26,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -37,6 +37,7 @@ from tokenizers import Tokenizer
 from ..errors import MindcapError
 from ..tokenization.bytelevel import is_byte_level
 from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.pipeline import parse_pipeline, pipeline
 from ..tokenization.tiktoken_family import parse_rank_file, tiktoken_files
 from ._bpe import PairLearner, RankLearner, Ranks
 from .corpus import Corpus, ItemId, as_corpus
@@ -185,28 +186,15 @@ def tiktoken_words(base: ResolvedTokenizer, texts: Iterable[str]) -> tuple[list[
     return strings, [list(enc._encode_single_piece(w)) for w in strings], [counts[w] for w in strings]
 
 
-def _walk_types(node) -> Iterator[str]:
-    if isinstance(node, dict):
-        if "type" in node:
-            yield node["type"]
-        for value in node.values():
-            yield from _walk_types(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk_types(value)
-
-
 @lru_cache(maxsize=4)
 def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     """Parse and check the base tokenizer: byte-level BPE, no dropout, no word prefixes or suffixes."""
     check_extendable(base)
-    text = base.path.read_text(encoding="utf-8") if base.path is not None else base.tokenizer.to_str()
-    data = json.loads(text)
-    model = data.get("model") or {}
-    kind = model.get("type")
+    pipe = parse_pipeline(base.path.read_text(encoding="utf-8")) if base.path is not None else pipeline(base.tokenizer)
+    model, kind = pipe.model, pipe.model_type
     if kind != "BPE":
         raise MindcapError(f"{base.name}: only byte-level BPE tokenizers can be extended; its model is {kind}")
-    if "ByteLevel" not in set(_walk_types(data.get("pre_tokenizer"))) or not is_byte_level(base.tokenizer):
+    if "ByteLevel" not in pipe.pre_tokenizer_types or not is_byte_level(base.tokenizer):
         raise MindcapError(
             f"{base.name}: a BPE model without a byte-level pre-tokenizer and decoder (e.g. SentencePiece BPE) "
             "cannot be extended: only byte-level BPE (GPT-2 style) is supported"
@@ -219,12 +207,12 @@ def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     as_strings = bool(raw) and isinstance(raw[0], str)
     merges = [tuple(m.split(" ", 1)) if as_strings else tuple(m) for m in raw]
     return BaseBPE(
-        text=text,
+        text=pipe.text,
         vocab=dict(model["vocab"]),
         merges=merges,
         merges_as_strings=as_strings,
         ignore_merges=bool(model.get("ignore_merges")),
-        added={t["id"]: t["content"] for t in data.get("added_tokens", [])},
+        added={t["id"]: t["content"] for t in pipe.added_tokens},
     )
 
 

@@ -3,7 +3,6 @@ one tiktoken runs exactly (:func:`tiktoken_engine`)."""
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from tokenizers import Tokenizer
 from ..errors import MindcapError, first_line
 from .base import TokenizerBackend
 from .bytelevel import CHAR_TO_BYTE, TO_LATIN1
+from .pipeline import pipeline
 
 
 class TiktokenEngine:
@@ -157,15 +157,13 @@ def tiktoken_engine(tok: Tokenizer) -> TiktokenEngine:
     runs Oniguruma, tiktoken fancy-regex). Characters newer than Python's Unicode tables are not covered by the
     probe; the tests check identical counts on all of FLORES-200.
     """
-    spec = json.loads(tok.to_str())
-    model, pre, norm = spec["model"], spec.get("pre_tokenizer") or {}, spec.get("normalizer")
+    pipe = pipeline(tok)
+    model, norm, norms, steps = pipe.model, pipe.normalizer, pipe.normalizers, pipe.pre_tokenizers
     _check(model.get("type") == "BPE", f"model {model.get('type')}, not BPE")
     _check(not model.get("dropout"), "BPE dropout")
     _check(not model.get("byte_fallback"), "byte fallback")
     _check(not model.get("continuing_subword_prefix") and not model.get("end_of_word_suffix"), "subword affixes")
-    norms = norm.get("normalizers", []) if norm and norm.get("type") == "Sequence" else [norm] if norm else []
     _check(len(norms) <= 1 and all(n.get("type") == "NFC" for n in norms), f"normaliser {norm}")
-    steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
     _check(
         len(steps) == 2 and steps[0].get("type") == "Split" and steps[1].get("type") == "ByteLevel",
         "pre-tokeniser is not one Split then ByteLevel",

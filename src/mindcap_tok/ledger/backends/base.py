@@ -6,7 +6,6 @@ these without importing the module that imports it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from tokenizers import Tokenizer
 from ...errors import MindcapError, first_line
 from ...tokenization.byte_tables import byte_table
 from ...tokenization.load import ResolvedTokenizer
+from ...tokenization.pipeline import pipeline
 from ...tokenization.pretoken_cache import BYTE_LEVEL_PATTERN, PretokenEncoder
 
 #: user messages that show whether a chat template inserts the message verbatim (ChatTokenizer._frame)
@@ -55,8 +55,7 @@ _MAX_LINES = 100_000
 def _lines_safe(tokenizer: Tokenizer) -> bool:
     """Whether ``tokenizer`` splits a text where a line starts with an ASCII letter (see :data:`_LINE_SAFE`):
     its regex is one of those and no added token spans such a line start."""
-    pre = json.loads(tokenizer.pre_tokenizer.__getstate__()) if tokenizer.pre_tokenizer is not None else {}
-    steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+    steps = pipeline(tokenizer).pre_tokenizers
     patterns = [s["pattern"].get("Regex") for s in steps if s.get("type") == "Split"] or [BYTE_LEVEL_PATTERN]
     return patterns[0] in _LINE_SAFE and not any(
         re.search(r"\n[A-Za-z]", t.content) for t in tokenizer.get_added_tokens_decoder().values()
