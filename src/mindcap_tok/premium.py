@@ -21,7 +21,7 @@ One string has no resampling units, so that protocol reports ``ci_low = ci_high 
 and ``n_boot = 0``; ``n_pairs`` is the number of sentence pairs joined.
 
 Counting engine: each family's own library, except that a byte-level BPE ``tokenizer.json`` which tiktoken runs
-exactly (Qwen3, Llama 3.1, Mistral NeMo, Whisper: :func:`mindcap_tok.tokenizer_backends.tiktoken_engine`) is
+exactly (Qwen3, Llama 3.1, Mistral NeMo, Whisper: :func:`mindcap_tok.tokenization.tiktoken_engine.tiktoken_engine`) is
 counted by tiktoken when there is enough text for its faster encoding to repay building it. ``engine`` in each
 result names the library that ran; ``engine="reference"`` forces the family's own.
 """

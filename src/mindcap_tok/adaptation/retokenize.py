@@ -285,7 +285,7 @@ def retokenize(
 
     Scoring is the ledger's own :func:`~mindcap_tok.ledger.score.score_token_ids` on the new ids, so prefixes
     are read exactly as for stored ids; ``complete[t]`` says trace ``t`` stopped by itself (finish reason
-    ``stop``). Encoding gives HF's ids: memoised per pre-token (:mod:`mindcap_tok.pretoken_cache`) on
+    ``stop``). Encoding gives HF's ids: memoised per pre-token (:mod:`mindcap_tok.tokenization.pretoken_cache`) on
     ``workers`` processes (default: every usable CPU), or with HF's own encode when ``memo`` is False or the
     tokenizer's pipeline is not covered. ``on_progress(done, total)`` counts traces after each chunk.
     """

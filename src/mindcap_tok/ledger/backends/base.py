@@ -162,7 +162,7 @@ class ChatTokenizer:
 
         A verbatim template (see :meth:`_frame`) is rendered once and each prompt is ``prefix + user + suffix``.
         The prompts are encoded together: for the registry's byte-level BPEs memoised per pre-token
-        (:class:`~mindcap_tok.pretoken_cache.PretokenEncoder`) and, under :data:`_LINE_SAFE`, per line (a
+        (:class:`~mindcap_tok.tokenization.pretoken_cache.PretokenEncoder`) and, under :data:`_LINE_SAFE`, per line (a
         template's fixed lines are encoded once); for other tokenizers in one batch call. The first prompt of
         every batch is also built by :meth:`chat`; should the two differ, this tokenizer falls back to
         :meth:`chat` for good."""
