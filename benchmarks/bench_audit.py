@@ -26,7 +26,7 @@ from mindcap_tok.data.mgsm import load_mgsm, mgsm_gold
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.parse import parse_answer
 from mindcap_tok.stats.premiums import premium_table
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 LANGS = ("deu_Latn", "tha_Thai", "swh_Latn")
 BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024)

@@ -26,7 +26,7 @@ from bpe_reference import reference_merges
 from mindcap_tok.adaptation import learn_extension
 from mindcap_tok.adaptation.corpus import lines_corpus
 from mindcap_tok.data.flores import load_flores
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 LANGS = (
     "tha_Thai",

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from mindcap_tok.ledger import Ledger
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 ARMS = ("native", "translate-act")
 LANGS = ("tha_Thai", "deu_Latn", "swh_Latn", "jpn_Jpan")

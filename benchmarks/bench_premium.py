@@ -21,8 +21,8 @@ import numpy as np
 from mindcap_tok.data import flores
 from mindcap_tok.data.languages import flores_codes
 from mindcap_tok.premium import token_premium
-from mindcap_tok.tokenizer import load_tokenizer
-from mindcap_tok.tokenizer_backends import tiktoken_engine
+from mindcap_tok.tokenization.load import load_tokenizer
+from mindcap_tok.tokenization.tiktoken_engine import tiktoken_engine
 
 
 class Timer:

@@ -34,7 +34,7 @@ from mindcap_tok.budgets import SCORE_BUDGETS
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.mgsm import mgsm_gold
 from mindcap_tok.ledger.parse import parse_answer
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 ITEMS = 250
 TOKENS_PER_CHAR = 0.45  # Qwen3 on Thai FLORES (≈ 2.2 characters per token), to size the traces

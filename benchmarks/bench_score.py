@@ -19,11 +19,11 @@ import numpy as np
 import pyarrow as pa
 
 from mindcap_tok.budgets import SCORE_BUDGETS
-from mindcap_tok.byte_tables import byte_table
 from mindcap_tok.data.mgsm import mgsm_gold
 from mindcap_tok.ledger.parse import get_parser
 from mindcap_tok.ledger.score import score_ledger
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.byte_tables import byte_table
+from mindcap_tok.tokenization.load import load_tokenizer
 
 
 def synthetic_ledger(tok, n: int, length: int, seed: int) -> pa.Table:

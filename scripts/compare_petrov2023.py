@@ -14,7 +14,7 @@ import argparse
 from mindcap_tok.data.languages import flores_codes
 from mindcap_tok.data.petrov2023 import COLUMNS, petrov2023_lengths
 from mindcap_tok.premium import token_premium
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 
 def compare(model: str, nfc: bool = False) -> dict:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 
 from mindcap_tok.adaptation.extend import base_bpe, base_words
-from mindcap_tok.tokenizer import ResolvedTokenizer
+from mindcap_tok.tokenization.load import ResolvedTokenizer
 
 
 def _bpe(symbols: list[int], ranks: dict[tuple[int, int], tuple[int, int]]) -> list[int]:

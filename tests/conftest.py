@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mindcap_tok.config import load_config
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mindcap_tok.tokenizer import ResolvedTokenizer
+from mindcap_tok.tokenization.load import ResolvedTokenizer
 
 
 def make_record(

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from mindcap_tok.tokenizer import BYTE_TO_CHAR, ResolvedTokenizer, load_tokenizer
+from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
+from mindcap_tok.tokenization.load import ResolvedTokenizer, load_tokenizer
 
 EOS = "<|endoftext|>"
 

@@ -16,7 +16,7 @@ from mindcap_tok.adaptation.saved import resolved
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.resample import Resampling
-from mindcap_tok.tokenizer import CHAR_TO_BYTE
+from mindcap_tok.tokenization.bytelevel import CHAR_TO_BYTE
 
 THAI_CONSONANTS = [chr(c) for c in range(0x0E01, 0x0E2F)]
 

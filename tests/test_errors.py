@@ -168,7 +168,7 @@ EXTRA = "sentencepiece is not installed; install the 'spm' extra: pip install 'm
 
 
 def test_premiums_for_a_tokenizer_keep_a_missing_extra(monkeypatch):
-    from mindcap_tok import tokenizer
+    from mindcap_tok.tokenization import load as tokenizer
     from mindcap_tok.stats import premiums
 
     monkeypatch.setattr(tokenizer, "load_tokenizer", _no_sentencepiece)  # imported where it is used
@@ -199,7 +199,7 @@ HYPOTHESIS = '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 1
 
 
 def test_protocol_premium_tokenizer_keeps_a_missing_extra(tmp_path, monkeypatch):
-    from mindcap_tok import tokenizer
+    from mindcap_tok.tokenization import load as tokenizer
     from mindcap_tok.stats.protocol import protocol_inputs
 
     monkeypatch.setattr(tokenizer, "load_tokenizer", _no_sentencepiece)

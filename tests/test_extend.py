@@ -22,7 +22,8 @@ from mindcap_tok.adaptation.corpus import as_corpus, flores_corpus
 from mindcap_tok.adaptation.extend import PreTokenizer, base_bpe
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.tokenizer import BYTE_TO_CHAR, load_tokenizer
+from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
+from mindcap_tok.tokenization.load import load_tokenizer
 
 SPECIALS = ("<|endoftext|>", "<|im_end|>")
 

@@ -23,7 +23,7 @@ from mindcap_tok.adaptation.saved import resolved
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.resample import Resampling
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 SIZE = 2000
 

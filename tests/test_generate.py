@@ -17,7 +17,7 @@ from mindcap_tok.ledger.generate import dry_run, run_job
 from mindcap_tok.ledger.jobs import caps_for, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.ledger.store import Ledger
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 from tiny_model import build_tiny_model
 
 try:

@@ -15,7 +15,7 @@ from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.importer import ImportInterrupted, import_jsonl
 from mindcap_tok.ledger.schema import to_canonical
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 
 def _jsonl(path, rows):

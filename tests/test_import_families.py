@@ -14,7 +14,7 @@ from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.importer import import_jsonl
 from mindcap_tok.ledger.score import score_ledger
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 TEXT = "hello world\n#### 5"
 # Gemma 3: hello ▁world \n #### ▁ 5 ; Llama 2 (dummy prefix): ▁hello ▁world <0x0A> #### ▁ 5

@@ -26,7 +26,7 @@ from mindcap_tok.ledger.jobs import MAX_CAP, MAX_K, job_counts, load_spec, parse
 from mindcap_tok.ledger.store import Ledger
 from mindcap_tok.premium import token_premium
 from mindcap_tok.resample import Resampling
-from mindcap_tok.tokenizer import ResolvedTokenizer
+from mindcap_tok.tokenization.load import ResolvedTokenizer
 
 BASE = 'model = "org/m"\narms = ["native"]\nlangs = ["de"]\n'
 REPLAY = BASE + 'design = "replay"\n'

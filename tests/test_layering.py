@@ -10,8 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mindcap_tok"
 #: stage (top-level module or subpackage of mindcap_tok) -> layer; a module may import its own layer or lower
 LAYERS = {
     "errors": 0, "_io": 0, "_json": 0, "_tables": 0, "_log": 0, "config": 0, "choices": 0,
-    "data": 1, "tokenizer": 1, "tokenizer_backends": 1, "pretoken_cache": 1, "resample": 1, "budgets": 1,
-    "byte_tables": 1, "spec": 1,
+    "data": 1, "tokenization": 1, "resample": 1, "budgets": 1, "spec": 1,
     "premium": 2, "metrics": 2,
     "ledger": 3,
     "stats": 4,
@@ -89,3 +88,61 @@ def test_the_walk_finds_a_violation(tmp_path):
         "mindcap_tok.stats._layering_probe (layer 4) imports mindcap_tok.cli.main (layer 8)",
         "mindcap_tok.stats._layering_probe (layer 4) imports mindcap_tok.audits (layer 6)",
     ]
+
+
+def _import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the package's modules it imports (module level and in functions), ``from pkg import mod``
+    resolved to the module where ``pkg.mod`` is one; a package's own ``__init__`` counts as a module."""
+    paths = sorted(root.rglob("*.py"))
+    modules = {_module(p, root) for p in paths}
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        source = _module(path, root)
+        targets = set()
+        for _, target in _imports(path, root):
+            while target not in modules and "." in target:  # pkg.mod.name -> pkg.mod
+                target = target.rpartition(".")[0]
+            if target in modules and target != source:
+                targets.add(target)
+        graph[source] = targets - EXEMPT
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (its modules in order, the first repeated at the end), or [] when none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        state[node] = 2
+        path.pop()
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return []
+
+
+def test_no_import_cycle_between_modules():
+    # in-function imports count: they hide a cycle from the interpreter, not from the design
+    assert _cycle(_import_graph()) == []
+
+
+def test_the_cycle_search_finds_a_hidden_cycle(tmp_path):
+    # a.py imports b at module level, b.py imports a inside a function: a cycle
+    root = tmp_path / "mindcap_tok"
+    (root / "stats").mkdir(parents=True)
+    (root / "stats" / "a.py").write_text("from . import b\n", "utf-8")
+    (root / "stats" / "b.py").write_text("def f():\n    from .a import x\n", "utf-8")
+    (root / "stats" / "c.py").write_text("from .a import y\n", "utf-8")
+    graph = _import_graph(root)
+    assert graph["mindcap_tok.stats.c"] == {"mindcap_tok.stats.a"}
+    assert _cycle(graph) == ["mindcap_tok.stats.a", "mindcap_tok.stats.b", "mindcap_tok.stats.a"]

@@ -17,7 +17,7 @@ from mindcap_tok.ledger.score import (
     score_prefixes,
     score_token_ids,
 )
-from mindcap_tok.tokenizer import BYTE_TO_CHAR
+from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
 from score_reference import assert_equals_reference, reference_scores, trace_frame
 
 PARSERS = ["strict", "last", "terminated", "thousands", "native-digits", "last+terminated"]

@@ -171,7 +171,7 @@ def test_ledger_import_refuses_a_fifo_but_reads_standard_input(tmp_path, qwen):
 # -- tokenizers -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["tokenizer.json", "x.tiktoken", "x.model"])
 def test_a_fifo_tokenizer_file_is_one_line(tmp_path, name):
-    from mindcap_tok.tokenizer import load_tokenizer
+    from mindcap_tok.tokenization.load import load_tokenizer
 
     path = fifo(tmp_path / "tok" / name)
     (tmp_path / "tok" / "encoding.json").write_text('{"name": "x", "pat_str": ".", "special_tokens": {}}')
@@ -181,7 +181,7 @@ def test_a_fifo_tokenizer_file_is_one_line(tmp_path, name):
 
 
 def test_a_fifo_encoding_json_is_one_line(tmp_path, config):
-    from mindcap_tok.tokenizer import load_tokenizer
+    from mindcap_tok.tokenization.load import load_tokenizer
 
     folder = tmp_path / "o200k"
     folder.mkdir()

@@ -9,7 +9,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from mindcap_tok.premium import count_tokens, ratio_bootstrap, token_premium
 from mindcap_tok.resample import Resampling, bootstrap_counts, bootstrap_sums, scale_budget
-from mindcap_tok.tokenizer import ResolvedTokenizer
+from mindcap_tok.tokenization.load import ResolvedTokenizer
 
 
 def _whitespace_tokenizer() -> ResolvedTokenizer:
@@ -111,7 +111,7 @@ def test_reproducible_for_a_seed(qwen, flores_dir):
     ],
 )
 def test_reproduces_paper_premiums(model, expected, config, flores_dir):
-    from mindcap_tok.tokenizer import load_tokenizer
+    from mindcap_tok.tokenization.load import load_tokenizer
 
     tok = load_tokenizer(model, config.tokenizers_dir.value)
     res = {r.lang: r for r in token_premium(tok, ["de", "th", "sw"], source=flores_dir, resampling=Resampling(1000, 0))}

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import AddedToken, Tokenizer, normalizers
 
-from mindcap_tok import pretoken_cache
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.languages import flores_codes
-from mindcap_tok.pretoken_cache import PretokenEncoder
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization import pretoken_cache
+from mindcap_tok.tokenization.load import load_tokenizer
+from mindcap_tok.tokenization.pretoken_cache import PretokenEncoder
 from price_fixture import save_tiny
 from tokenizer_edits import edited
 

@@ -17,7 +17,7 @@ from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.parse import get_parser
 from mindcap_tok.resample import Resampling
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
 
 NAMES = ["gpt-4o", "gemma-3", "llama-2"]
 CAP = 24

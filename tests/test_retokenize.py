@@ -28,7 +28,7 @@ from mindcap_tok.adaptation.retokenize import (
 from mindcap_tok.budgets import check_budgets
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.pretoken_cache import PretokenEncoder
+from mindcap_tok.tokenization.pretoken_cache import PretokenEncoder
 from price_fixture import EOS, english_trace, save_tiny, thai_trace
 
 
@@ -209,7 +209,7 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path):
     script.write_text(
         textwrap.dedent(f"""
         import importlib
-        from mindcap_tok.tokenizer import load_tokenizer
+        from mindcap_tok.tokenization.load import load_tokenizer
         from mindcap_tok.adaptation.retokenize import retokenize
         importlib.import_module("mindcap_tok.adaptation.retokenize").PARALLEL_MIN_CHARS = 0
         tok = load_tokenizer({str(tmp_path / "tiny")!r})

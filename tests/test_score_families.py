@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mindcap_tok.byte_tables import byte_table
 from mindcap_tok.ledger.score import score_ledger, score_prefixes
-from mindcap_tok.tokenizer import load_tokenizer
+from mindcap_tok.tokenization.byte_tables import byte_table
+from mindcap_tok.tokenization.load import load_tokenizer
 from score_reference import assert_equals_reference, reference_scores, trace_frame
 
 NAMES = ["gemma-3", "llama-2", "gpt-4o"]

@@ -120,7 +120,7 @@ KNOWN: dict[str, set[str]] = {
     "mindcap_tok.stats.subcdf:compare_prediction": {"positional"},
     "mindcap_tok.stats.subcdf:predict_delta": {"positional"},
     "mindcap_tok.stats.timing:timing_contrast": {"positional"},
-    "mindcap_tok.tokenizer_backends:build_tiktoken": {"positional"},
+    "mindcap_tok.tokenization.tiktoken_family:build_tiktoken": {"positional"},
 }
 
 

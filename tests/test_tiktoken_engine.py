@@ -16,8 +16,9 @@ from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.languages import flores_codes
 from mindcap_tok.premium import counting_engine, token_premium
 from mindcap_tok.resample import Resampling
-from mindcap_tok.tokenizer import BYTE_TO_CHAR, ResolvedTokenizer, load_tokenizer
-from mindcap_tok.tokenizer_backends import NotEligible, tiktoken_engine
+from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
+from mindcap_tok.tokenization.load import ResolvedTokenizer, load_tokenizer
+from mindcap_tok.tokenization.tiktoken_engine import NotEligible, tiktoken_engine
 from tokenizer_edits import edited
 
 EXTRA = [

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.tokenizer import canonical_model_name, load_tokenizer
+from mindcap_tok.tokenization.load import load_tokenizer
+from mindcap_tok.tokenization.registry import canonical_model_name
 
 
 def test_aliases_resolve_to_registry_names():
@@ -59,7 +60,7 @@ def test_byte_lengths_known_tokens(qwen, llama):
 @given(st.text(max_size=60))
 def test_byte_lengths_sum_to_text_bytes(text):
     """Decoding ids concatenates token bytes, so per-id byte lengths must add up to the encoded text."""
-    import mindcap_tok.tokenizer as t
+    import mindcap_tok.tokenization.load as t
 
     for name in ("qwen3", "llama3.1"):
         tok = _cached(name, t)

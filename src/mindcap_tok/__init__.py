@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .stats.inputs import LedgerSelection, ScoredLedger, load_scored_ledger, sweep_budgets
     from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
     from .stats.timing import emission_timing
-    from .tokenizer import ResolvedTokenizer, load_tokenizer
+    from .tokenization.load import ResolvedTokenizer, load_tokenizer
 
 #: public name -> "module" (relative to the package) or "module:attribute" where the two names differ
 _LAZY = {
@@ -60,8 +60,8 @@ _LAZY = {
     "load_flores": "data.flores",
     "load_mgsm": "data.mgsm",
     "resolve_language": "data.languages",
-    "ResolvedTokenizer": "tokenizer",
-    "load_tokenizer": "tokenizer",
+    "ResolvedTokenizer": "tokenization.load",
+    "load_tokenizer": "tokenization.load",
     # premiums
     "Premium": "premium",
     "PremiumText": "premium",

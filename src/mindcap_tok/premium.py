@@ -21,7 +21,7 @@ One string has no resampling units, so that protocol reports ``ci_low = ci_high 
 and ``n_boot = 0``; ``n_pairs`` is the number of sentence pairs joined.
 
 Counting engine: each family's own library, except that a byte-level BPE ``tokenizer.json`` which tiktoken runs
-exactly (Qwen3, Llama 3.1, Mistral NeMo, Whisper: :func:`mindcap_tok.tokenizer_backends.tiktoken_engine`) is
+exactly (Qwen3, Llama 3.1, Mistral NeMo, Whisper: :func:`mindcap_tok.tokenization.tiktoken_engine.tiktoken_engine`) is
 counted by tiktoken when there is enough text for its faster encoding to repay building it. ``engine`` in each
 result names the library that ran; ``engine="reference"`` forces the family's own.
 """
@@ -44,8 +44,8 @@ from .data.languages import resolve_language
 from .data.mgsm import MGSM_CORPORA, mgsm_source, mgsm_texts
 from .errors import MindcapError
 from .resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums, scale_budget
-from .tokenizer import ResolvedTokenizer
-from .tokenizer_backends import Counter
+from .tokenization.load import ResolvedTokenizer
+from .tokenization.tiktoken_engine import Counter
 
 ENGINES = ("auto", "reference")
 #: characters of text from which ``engine="auto"`` counts a byte-level tokenizer.json with tiktoken (about 30
@@ -144,7 +144,7 @@ def counting_engine(tokenizer: ResolvedTokenizer, engine: str = "auto", texts: I
         raise MindcapError(f"unknown counting engine {engine!r}; use one of {', '.join(ENGINES)}")
     if (
         engine == "auto"
-        and tokenizer.family == "tokenizers"
+        and tokenizer.tokenizer is not None
         and sum(map(len, texts)) >= TIKTOKEN_ENGINE_MIN_CHARS
         and tokenizer.tiktoken_engine is not None
     ):

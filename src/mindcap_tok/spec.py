@@ -39,7 +39,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from .errors import BadInputError, MindcapError, locate
-from .tokenizer import canonical_model_name
+from .tokenization.registry import canonical_model_name
 
 #: The largest output-token cap, announced budget or premium-scaled cap floor(r·B). The paper's budgets stop at
 #: 4,096 and no model decodes a million tokens in one request; a larger value is a typo, refused before it reaches

@@ -20,7 +20,7 @@ from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..resample import Resampling
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.load import ResolvedTokenizer
 from .corpus import Corpus, ItemId, as_corpus
 from .effect import Effect, measure_effect
 from .extend import Extension, learn_extension

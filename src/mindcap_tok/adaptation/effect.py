@@ -14,7 +14,7 @@ from ..data.flores import load_parallel
 from ..data.languages import resolve_language
 from ..premium import Premium, PremiumText, count_tokens, token_premium
 from ..resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums, check_resamples
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.load import ResolvedTokenizer
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -36,13 +36,12 @@ from tokenizers import Tokenizer
 
 from ..choices import DEFAULT_MIN_FREQ as DEFAULT_MIN_FREQ
 from ..errors import MindcapError
-from ..tokenizer import ResolvedTokenizer, is_byte_level
-from ..tokenizer_backends import parse_rank_file, tiktoken_files
+from ..tokenization.bytelevel import is_byte_level
+from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.pipeline import parse_pipeline, pipeline
+from ..tokenization.tiktoken_family import parse_rank_file, tiktoken_files
 from ._bpe import PairLearner, RankLearner, Ranks
 from .corpus import Corpus, ItemId, as_corpus
-
-#: the tokenizer families an extension can be learned for
-EXTENDABLE_FAMILIES = ("tokenizers", "tiktoken")
 
 
 def check_extendable(base: ResolvedTokenizer) -> None:
@@ -51,7 +50,7 @@ def check_extendable(base: ResolvedTokenizer) -> None:
     SentencePiece bases are refused: their ledgers are scored and retokenized with any tokenizer, but no
     extension of theirs can be learned or saved yet.
     """
-    if base.family not in EXTENDABLE_FAMILIES:
+    if base.extension_format is None:
         raise MindcapError(
             f"{base.name} is a {base.family} tokenizer, which cannot be extended yet; extensions can be learned "
             "only for `tokenizers` byte-level BPE bases (a tokenizer.json such as qwen3-8b, llama-3.1-8b, "
@@ -163,7 +162,7 @@ class BaseTiktoken:
 def base_tiktoken(base: ResolvedTokenizer) -> BaseTiktoken:
     """Read the base's rank file and ``encoding.json`` (the files it was loaded from)."""
     check_extendable(base)
-    if base.family != "tiktoken" or base.path is None:
+    if base.extension_format != "ranks" or base.path is None:
         raise MindcapError(f"{base.name} is not a tiktoken encoding loaded from a .tiktoken file")
     spec_file = tiktoken_files(base.path)
     data = base.path.read_bytes()
@@ -184,28 +183,15 @@ def tiktoken_words(base: ResolvedTokenizer, texts: Iterable[str]) -> tuple[list[
     return strings, [list(enc._encode_single_piece(w)) for w in strings], [counts[w] for w in strings]
 
 
-def _walk_types(node) -> Iterator[str]:
-    if isinstance(node, dict):
-        if "type" in node:
-            yield node["type"]
-        for value in node.values():
-            yield from _walk_types(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk_types(value)
-
-
 @lru_cache(maxsize=4)
 def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     """Parse and check the base tokenizer: byte-level BPE, no dropout, no word prefixes or suffixes."""
     check_extendable(base)
-    text = base.path.read_text(encoding="utf-8") if base.path is not None else base.tokenizer.to_str()
-    data = json.loads(text)
-    model = data.get("model") or {}
-    kind = model.get("type")
+    pipe = parse_pipeline(base.path.read_text(encoding="utf-8")) if base.path is not None else pipeline(base.tokenizer)
+    model, kind = pipe.model, pipe.model_type
     if kind != "BPE":
         raise MindcapError(f"{base.name}: only byte-level BPE tokenizers can be extended; its model is {kind}")
-    if "ByteLevel" not in set(_walk_types(data.get("pre_tokenizer"))) or not is_byte_level(base.tokenizer):
+    if "ByteLevel" not in pipe.pre_tokenizer_types or not is_byte_level(base.tokenizer):
         raise MindcapError(
             f"{base.name}: a BPE model without a byte-level pre-tokenizer and decoder (e.g. SentencePiece BPE) "
             "cannot be extended: only byte-level BPE (GPT-2 style) is supported"
@@ -218,12 +204,12 @@ def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     as_strings = bool(raw) and isinstance(raw[0], str)
     merges = [tuple(m.split(" ", 1)) if as_strings else tuple(m) for m in raw]
     return BaseBPE(
-        text=text,
+        text=pipe.text,
         vocab=dict(model["vocab"]),
         merges=merges,
         merges_as_strings=as_strings,
         ignore_merges=bool(model.get("ignore_merges")),
-        added={t["id"]: t["content"] for t in data.get("added_tokens", [])},
+        added={t["id"]: t["content"] for t in pipe.added_tokens},
     )
 
 
@@ -315,15 +301,37 @@ class Extension:
         """The base's (and the extension's) tokenizer family."""
         return self.base.family
 
+    @property
+    def writes_ranks(self) -> bool:
+        """True when the extension is new tiktoken ranks (a ``.tiktoken`` file), False for new BPE merges."""
+        return self.base.extension_format == "ranks"
+
     @cached_property
     def tokenizer(self) -> Tokenizer:
-        """The extended Hugging Face tokenizer, built in memory (see :func:`.saved.tokenizer_json`).
+        """The extended Hugging Face tokenizer, built in memory (see :func:`tokenizer_json`).
 
         ``tokenizers`` bases only; any family: :func:`.saved.resolved`.
         """
-        from .saved import tokenizer_json
-
         return Tokenizer.from_str(tokenizer_json(self))
+
+
+def tokenizer_json(ext: Extension) -> str:
+    """The extended ``tokenizer.json`` text: base vocabulary and merges untouched, new ones appended.
+
+    Added tokens are also written into the model vocabulary at their own ids. Without that the vocabulary would
+    have a gap below the new ids, and ``tokenizers`` re-numbers added tokens that are missing from the model
+    vocabulary from ``len(vocab)`` on load, which would silently move every special token (ENVIRONMENT.md).
+    """
+    info = base_bpe(ext.base)
+    data = json.loads(info.text)
+    model = data["model"]
+    vocab = model["vocab"]
+    for i, content in sorted(info.added.items()):
+        vocab.setdefault(content, i)
+    for k, s in enumerate(ext.new_tokens):
+        vocab[s] = ext.first_new_id + k
+    model["merges"].extend(f"{a} {b}" if info.merges_as_strings else [a, b] for a, b in ext.merges)
+    return json.dumps(data, ensure_ascii=False)
 
 
 def learn_extension(
@@ -346,7 +354,7 @@ def learn_extension(
         raise MindcapError(f"corpus {corpus.name!r} is empty")
     start = time.perf_counter()
     learner: PairLearner
-    if base.family == "tiktoken":
+    if base.extension_format == "ranks":
         tinfo = base_tiktoken(base)
         word_strings, words, freqs = tiktoken_words(base, corpus.texts())
         strings: list = tinfo.strings()
@@ -358,7 +366,7 @@ def learn_extension(
         raise MindcapError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")
     tokens_before = sum(len(seg) * f for seg, f in zip(words, freqs, strict=True))
     first_new = len(strings)
-    if base.family == "tiktoken":
+    if base.extension_format == "ranks":
         word_bytes = [w.encode("utf-8") for w in word_strings]
         learner = RankLearner(words, freqs, strings, dict(tinfo.ranks), first_new, word_bytes)
     else:

@@ -37,7 +37,8 @@ from ..ledger.tokenizers import resolve_tokenizers
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..stats.grid import ArmCoverage, check_arms
-from ..tokenizer import ResolvedTokenizer, canonical_model_name
+from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.registry import canonical_model_name
 from .crossfit import cross_fit, measure_folds, save_crossfit
 from .extend import check_extendable
 from .retokenize import (

@@ -27,11 +27,11 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from ..budgets import check_budgets
-from ..byte_tables import ByteTable, byte_table
 from ..errors import MindcapError
 from ..ledger.score import score_token_ids
-from ..pretoken_cache import PretokenEncoder
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.byte_tables import ByteTable, byte_table
+from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.pretoken_cache import PretokenEncoder
 from .corpus import Corpus, as_corpus
 from .crossfit import FoldExtension
 from .saved import CrossFitSet, SavedExtension, resolved
@@ -122,9 +122,9 @@ def prefix_byte_lengths(
 
 def encode_ids(tokenizer: ResolvedTokenizer, texts: Sequence[str]) -> list[list[int]]:
     """Token ids of each text, no special tokens added (HF: ``encode_batch_fast``, no offsets computed)."""
-    if tokenizer.family != "tokenizers":
-        return tokenizer.encode_batch(texts)
     tok = tokenizer.tokenizer
+    if tok is None:
+        return tokenizer.encode_batch(texts)
     encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
     return [e.ids for e in encode(list(texts), add_special_tokens=False)]
 
@@ -140,7 +140,7 @@ def memo_encoder(tokenizer: ResolvedTokenizer, check: Sequence[str] = ()) -> Pre
     ``check`` is a few of the texts about to be encoded: a disagreement (a tokenizers release that changed
     its regex engine, say) warns and returns None, so HF's own encode is used.
     """
-    if tokenizer.family != "tokenizers":  # tiktoken and sentencepiece are fast native encoders already
+    if tokenizer.tokenizer is None:  # tiktoken and sentencepiece are fast native encoders already
         return None
     enc = PretokenEncoder.from_tokenizer(tokenizer.tokenizer)
     if enc is not None and check:
@@ -239,7 +239,7 @@ def _retokenize_folds(
     workers = usable_cpus() if workers is None else max(1, int(workers))
     size = max(64, min(CHUNK, -(-n // (4 * workers))))
     tasks = [(k, rows[lo : lo + size]) for k, rows in enumerate(rows_of) for lo in range(0, rows.size, size)]
-    args = ([(t.tokenizer if t.family == "tokenizers" else t) if e is None else e
+    args = ([(t if t.tokenizer is None else t.tokenizer) if e is None else e
              for t, e in zip(tokenizers, encoders, strict=True)],
             [byte_table(t) for t in tokenizers], grid, parser)  # fmt: skip
 
@@ -285,7 +285,7 @@ def retokenize(
 
     Scoring is the ledger's own :func:`~mindcap_tok.ledger.score.score_token_ids` on the new ids, so prefixes
     are read exactly as for stored ids; ``complete[t]`` says trace ``t`` stopped by itself (finish reason
-    ``stop``). Encoding gives HF's ids: memoised per pre-token (:mod:`mindcap_tok.pretoken_cache`) on
+    ``stop``). Encoding gives HF's ids: memoised per pre-token (:mod:`mindcap_tok.tokenization.pretoken_cache`) on
     ``workers`` processes (default: every usable CPU), or with HF's own encode when ``memo`` is False or the
     tokenizer's pipeline is not covered. ``on_progress(done, total)`` counts traces after each chunk.
     """
@@ -351,7 +351,7 @@ def decode_traces(tokenizer: ResolvedTokenizer, output_ids: Sequence[Sequence[in
     tokens no text, as for stored ids, so keeping them changes token counts only, never what is parsed.
     tiktoken and SentencePiece encode special-token text as ordinary text, so for them special ids are dropped.
     """
-    if tokenizer.family != "tokenizers":
+    if tokenizer.tokenizer is None:
         special = tokenizer.special_ids
         return [tokenizer.decode([int(i) for i in ids if int(i) not in special]) for ids in output_ids]
     return tokenizer.tokenizer.decode_batch([list(ids) for ids in output_ids], skip_special_tokens=False)

@@ -30,8 +30,8 @@ from .._io import new_folder, regular_file
 from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..tokenizer import ResolvedTokenizer, load_tokenizer
-from ..tokenizer_backends import build_tiktoken, load_tiktoken, tiktoken_sha256
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.tiktoken_family import build_tiktoken, load_tiktoken, tiktoken_sha256
 from .corpus import ItemId
 from .extend import Extension, base_bpe, base_tiktoken
 
@@ -40,25 +40,6 @@ SUMMARY = "summary.json"
 FORMAT = "mindcap-tok/extension/1"
 #: files copied from the base tokenizer's folder so transformers sees the same special tokens and templates
 COPIED_FILES = ("tokenizer_config.json", "special_tokens_map.json")
-
-
-def tokenizer_json(ext: Extension) -> str:
-    """The extended ``tokenizer.json`` text: base vocabulary and merges untouched, new ones appended.
-
-    Added tokens are also written into the model vocabulary at their own ids. Without that the vocabulary would
-    have a gap below the new ids, and ``tokenizers`` re-numbers added tokens that are missing from the model
-    vocabulary from ``len(vocab)`` on load, which would silently move every special token (ENVIRONMENT.md).
-    """
-    info = base_bpe(ext.base)
-    data = json.loads(info.text)
-    model = data["model"]
-    vocab = model["vocab"]
-    for i, content in sorted(info.added.items()):
-        vocab.setdefault(content, i)
-    for k, s in enumerate(ext.new_tokens):
-        vocab[s] = ext.first_new_id + k
-    model["merges"].extend(f"{a} {b}" if info.merges_as_strings else [a, b] for a, b in ext.merges)
-    return json.dumps(data, ensure_ascii=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,7 +122,7 @@ def check_extended(tok: Tokenizer, ext: Extension) -> None:
 
 def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
     """The extended tokenizer as a :class:`ResolvedTokenizer` (checked; its ``sha256`` is that of the saved file)."""
-    if ext.family == "tiktoken":
+    if ext.writes_ranks:
         files = tiktoken_extension_files(ext)
         info = base_tiktoken(ext.base)
         backend = build_tiktoken(files.spec["name"], info.pat_str, files.ranks, info.specials, f"extension of {name}")
@@ -154,7 +135,7 @@ def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
 
 def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
     """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest."""
-    if ext.family == "tiktoken":
+    if ext.writes_ranks:
         files = tiktoken_extension_files(ext)
         (folder / files.rank_name).write_bytes(files.rank_data)
         (folder / "encoding.json").write_bytes(files.spec_data)
@@ -210,9 +191,9 @@ def extension_record(ext: Extension) -> dict:
     tiktoken bases: ``merges`` counts the ranks longer than one byte, ``ignore_merges`` is true (a piece that is
     a token is emitted whole) and ``family`` is recorded.
     """
-    if ext.family == "tiktoken":
+    if ext.writes_ranks:
         tinfo = base_tiktoken(ext.base)
-        n_merges, ignore, family = tinfo.n_merges, True, {"family": "tiktoken"}
+        n_merges, ignore, family = tinfo.n_merges, True, {"family": ext.family}
     else:
         info = base_bpe(ext.base)
         n_merges, ignore, family = len(info.merges), info.ignore_merges, {}

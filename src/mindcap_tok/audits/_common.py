@@ -13,7 +13,7 @@ from ..errors import MindcapError
 from ..ledger.parse import Parser
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from ..ledger.score import score_by_tokenizer
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.load import ResolvedTokenizer
 
 #: the cell and the settings that split its records into populations (as the scorer and stats do), when present
 POPULATION_COLUMNS = (*CELL_COLUMNS, *SETTING_COLUMNS)

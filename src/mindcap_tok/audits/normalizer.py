@@ -38,7 +38,7 @@ from ..resample import Resampling, scale_budget
 from ..stats.bootstrap import Boot, bootstrap_weights, item_bootstrap
 from ..stats.curves import NATIVE, TRANSLATE
 from ..stats.premiums import PremiumTable, lookup_premium
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, population_keys, score_matrix
 
 

@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..ledger.score import flat_ids
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, population_keys, stratified_sample
 
 CLASSES = ("agree", "special-token markup", "whitespace clean-up", "partial UTF-8", "other")

@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..byte_tables import ByteTable, byte_table
 from ..ledger.parse import Parser, get_parser
 from ..ledger.score import flat_ids
 from ..resample import scale_budget
 from ..stats.premiums import PremiumTable, lookup_premium
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.byte_tables import ByteTable, byte_table
+from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, population_keys
 
 #: variants whose peak movement is reported against strict

@@ -31,7 +31,7 @@ from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
 from ..resample import Resampling
 from ..stats.premiums import PremiumTable
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.load import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, skipped
 from .determinism import determinism_audit
 from .langid import LidSettings, langid_audit, load_lid_model, validation_csv

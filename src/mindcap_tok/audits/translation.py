@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ..errors import MindcapError
 from ..metrics import chrf_scores, comet_scores
 from ..stats.curves import NATIVE, TRANSLATE
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, population_keys, score_matrix, skipped
 from .segments import DEFAULT_DELIMITER, split_translate_act
 

@@ -106,7 +106,7 @@ def audit_command(
     from ..audits.suite import PRODUCER, audit_inputs, select_audits
     from ..ledger.store import Ledger
     from ..resample import Resampling
-    from ..tokenizer import load_tokenizer
+    from ..tokenization.load import load_tokenizer
 
     data_dir, toks_dir = state.config.data_dir.value, state.config.tokenizers_dir.value
     # user inputs first: a bad --only, delimiter, labels file or --premiums fails the command before any audit runs

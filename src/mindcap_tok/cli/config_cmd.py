@@ -15,7 +15,7 @@ from ._parsing import Command
 @click.pass_obj
 def config_command(state, fmt: str) -> None:
     """Show the resolved data and tokenizer folders and where each setting came from."""
-    from ..tokenizer import registry
+    from ..tokenization.registry import registry
 
     info = state.config.as_dict()
     info["models"] = {"value": ", ".join(registry()), "source": "package registry"}

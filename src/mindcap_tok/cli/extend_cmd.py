@@ -92,7 +92,7 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
     """
     from ..adaptation.corpus import load_corpus
     from ..adaptation.crossfit import CrossFitting, extend_crossfit, summarize
-    from ..tokenizer import load_tokenizer
+    from ..tokenization.load import load_tokenizer
 
     if len(models) != 1 or len(langs) != 1:
         raise click.UsageError("extend takes one --model and one --lang")

@@ -93,7 +93,7 @@ def premium_command(
     CI over the text pairs."""
     from ..premium import PremiumText, token_premium
     from ..resample import Resampling
-    from ..tokenizer import load_tokenizer
+    from ..tokenization.load import load_tokenizer
 
     if plot and protocol == "petrov2023":
         raise click.UsageError("--plot draws CIs; --protocol petrov2023 has none")

@@ -148,7 +148,7 @@ def price_command(state, ledger_dir, models, langs, caps, fmt, out, no_verify, *
     from ..adaptation.price import PriceSettings, price_ledger
     from ..ledger.store import Ledger
     from ..resample import Resampling
-    from ..tokenizer import load_tokenizer
+    from ..tokenization.load import load_tokenizer
 
     check_n_boot(options["n_boot"], options["level"])
     codes = [resolve_language(lang) for lang in langs]

@@ -70,7 +70,7 @@ def score_command(
     from ..ledger.score import accuracy_curves, score_ledger
     from ..ledger.store import Ledger
     from ..ledger.tokenizers import resolve_tokenizers
-    from ..tokenizer import load_tokenizer
+    from ..tokenization.load import load_tokenizer
 
     columns = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason", "tokenizer"]
     if save:

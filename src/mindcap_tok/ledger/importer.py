@@ -36,7 +36,8 @@ import pyarrow.compute as pc
 from .._io import regular_file
 from ..data.mgsm import parse_gold
 from ..errors import MindcapError, first_line, with_context
-from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.registry import canonical_model_name
 from .schema import (
     CELL_COLUMNS,
     COLUMNS,

@@ -456,7 +456,7 @@ def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizer
     if value == "flores":
         from ..data.flores import flores_source
         from ..premium import token_premium
-        from ..tokenizer import load_tokenizer
+        from ..tokenization.load import load_tokenizer
 
         tok = load_tokenizer(tokenizer, tokenizers_dir)
         return {

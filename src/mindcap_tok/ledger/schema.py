@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..tokenizer import canonical_model_name
+from ..tokenization.registry import canonical_model_name
 
 ARMS = ("native", "translate-act", "pivot", "code-switched")
 ANNOUNCE_STYLES = ("none", "natural", "tag")

@@ -34,9 +34,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..budgets import SCORE_BUDGETS, check_budgets
-from ..byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, byte_table, gather_bytes
 from ..errors import MindcapError
-from ..tokenizer import ResolvedTokenizer
+from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, byte_table, gather_bytes
+from ..tokenization.load import ResolvedTokenizer
 from .parse import Parser, get_parser
 from .schema import CELL_COLUMNS, SETTING_COLUMNS
 from .tokenizers import resolve_tokenizers

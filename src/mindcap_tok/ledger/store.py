@@ -47,7 +47,8 @@ import pyarrow.parquet as pq
 from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text, check_folder_path, regular_file
 from ..data.languages import resolve_language
 from ..errors import DamagedDataError, MindcapError, first_line, with_context
-from ..tokenizer import ResolvedTokenizer, canonical_model_name, load_tokenizer
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.registry import canonical_model_name
 from .schema import (
     CELL_COLUMNS,
     KEY_COLUMNS,

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 from ..errors import MindcapError, with_context
-from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .store import Ledger
 
 #: the command-line spelling of ``allow_mismatch=True``

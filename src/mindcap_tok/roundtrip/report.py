@@ -47,7 +47,7 @@ from .._tables import markdown_table
 from ..errors import MindcapError, MissingExtraError
 from ..metrics import chrf_scores, comet_scores, label_segments, lid_labels, load_lid_model, macrolanguages
 from ..metrics.langid import MIN_LETTERS, THRESHOLD
-from ..tokenizer import ResolvedTokenizer, load_tokenizer
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .agreement import MIN_MODELS, N_PERM, judge_agreement
 from .metrics import N_BOOT, roundtrip_metrics
 from .run import apply_hop, apply_judge, new_chains, sample_row

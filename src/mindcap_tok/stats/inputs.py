@@ -77,7 +77,7 @@ def load_scored_ledger(
     from ..ledger.score import score_ledger
     from ..ledger.store import Ledger
     from ..ledger.tokenizers import resolve_tokenizers
-    from ..tokenizer import load_tokenizer
+    from ..tokenization.load import load_tokenizer
 
     sel = selection
     codes = [resolve_language(x) for x in sel.langs]

@@ -16,7 +16,7 @@ from ..data.languages import resolve_language
 from ..errors import MindcapError, with_context
 from ..premium import Premium
 from ..resample import Resampling, scale_budget
-from ..tokenizer import canonical_model_name
+from ..tokenization.registry import canonical_model_name
 
 #: (model or None for "any model", FLORES code) -> r
 PremiumTable = dict[tuple[str | None, str], Fraction]
@@ -130,7 +130,7 @@ def resolve_premiums(
     """
     from ..data.flores import flores_source
     from ..premium import PremiumText, token_premium
-    from ..tokenizer import load_tokenizer
+    from ..tokenization.load import load_tokenizer
 
     specs = list(specs or [])
     langs = [c for c in dict.fromkeys(resolve_language(x) for x in languages) if c != resolve_language(ref)]

@@ -213,7 +213,7 @@ def protocol_inputs(
             except OSError as exc:
                 raise MindcapError(f"{path}: cannot read its premiums file {name}: {exc.strerror or exc}") from exc
         else:
-            from ..tokenizer import load_tokenizer
+            from ..tokenization.load import load_tokenizer
 
             try:
                 tok = load_tokenizer(spec, tokenizers_dir)

@@ -9,7 +9,7 @@ free replies tolerantly and retries those it cannot parse.
 from __future__ import annotations
 
 from ...errors import MindcapError, first_line
-from . import ChatTokenizer, Completion, GenRequest
+from .base import ChatTokenizer, Completion, GenRequest
 
 
 def trim(ids: list[int], stops: set[int], max_tokens: int) -> Completion:

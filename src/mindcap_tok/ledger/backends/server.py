@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...errors import BackendError, MindcapError, MissingExtraError, first_line
 from ...spec import ServerSpec, check_server
-from . import ChatTokenizer, Completion, GenRequest
+from .base import ChatTokenizer, Completion, GenRequest
 
 #: statuses worth another attempt (besides connection errors and timeouts)
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})

@@ -10,7 +10,7 @@ backend).
 from __future__ import annotations
 
 from ...errors import MindcapError, first_line
-from . import ChatTokenizer, Completion, GenRequest
+from .base import ChatTokenizer, Completion, GenRequest
 
 
 class VllmBackend:

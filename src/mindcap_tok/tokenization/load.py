@@ -1,4 +1,4 @@
-"""Resolve a model name to a tokenizer of any family, and the UTF-8 bytes of every token id.
+"""Resolve a model name to a tokenizer of any family.
 
 A name is a registry entry (``qwen3-8b``, ``gpt-4o``, ``gemma-3``, ... see ``resources/tokenizers.toml``), a
 folder, a tokenizer file, or a Hugging Face id (``org/name``). Files pick the library: ``tokenizer.json`` (or
@@ -9,72 +9,33 @@ any ``.json``) -> ``tokenizers``; ``*.tiktoken`` plus the ``encoding.json`` besi
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from importlib import resources
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 from tokenizers import Tokenizer
 
-from ._io import regular_file
-from .config import hub_unavailable, load_config
-from .errors import MindcapError, first_line
-from .tokenizer_backends import (
-    Backend,
-    HFBackend,
-    NotEligible,
-    TiktokenEngine,
-    load_sentencepiece,
-    load_tiktoken,
-    tiktoken_engine,
-)
-
-
-@dataclass(frozen=True)
-class RegistryEntry:
-    name: str
-    aliases: tuple[str, ...]
-    folder: str
-    hf_id: str | None
-
-
-def registry() -> dict[str, RegistryEntry]:
-    """Known model names, from the packaged registry file (``hf_id`` is ``None`` where none exists)."""
-    return dict(_registry())
-
-
-@lru_cache(maxsize=1)
-def _registry() -> dict[str, RegistryEntry]:
-    # read once per process: the packaged file cannot change under it, and ledger reads and appends look up every
-    # stored model name (canonical_model_name), which re-reading the TOML made ~250 µs each
-    raw = tomllib.loads(resources.files("mindcap_tok.resources").joinpath("tokenizers.toml").read_text("utf-8"))
-    return {
-        name: RegistryEntry(name, tuple(v.get("aliases", ())), v["folder"], v.get("hf_id")) for name, v in raw.items()
-    }
-
-
-def canonical_model_name(name: str) -> str | None:
-    """The registry name for ``name`` or one of its aliases (case-insensitive), else ``None``."""
-    low = name.lower()
-    for entry in _registry().values():
-        if low == entry.name.lower() or low in (a.lower() for a in entry.aliases):
-            return entry.name
-    return None
+from .._io import regular_file
+from ..config import hub_unavailable, load_config
+from ..errors import MindcapError, first_line
+from .base import ExtensionFormat, TokenizerBackend
+from .hf import HFBackend, read_tokenizer_file
+from .registry import canonical_model_name, registry
+from .sentencepiece_family import load_sentencepiece
+from .tiktoken_engine import NotEligible, TiktokenEngine, tiktoken_engine
+from .tiktoken_family import load_tiktoken
 
 
 class ResolvedTokenizer:
     """A tokenizer of any family plus where it came from and a content hash for manifests.
 
-    One interface over three libraries (see :mod:`mindcap_tok.tokenizer_backends`): :meth:`encode`,
-    :meth:`encode_batch` and :meth:`count_tokens` (never special tokens), :meth:`decode`, :meth:`decode_batch`,
-    :attr:`token_bytes`, :attr:`byte_lengths`, :attr:`vocab_size`, :attr:`special_ids`, :attr:`sha256` and
-    :attr:`family` (``tokenizers``, ``tiktoken`` or ``sentencepiece``). :attr:`tokenizer` is the Hugging Face
-    ``tokenizers.Tokenizer`` for code that still needs one; other families raise a one-line MindcapError.
+    A :class:`~.base.TokenizerBackend` over one of three libraries: :meth:`encode`, :meth:`encode_batch` and
+    :meth:`count_tokens` (never special tokens), :meth:`decode`, :meth:`decode_batch`, :attr:`token_bytes`,
+    :attr:`byte_lengths`, :attr:`vocab_size`, :attr:`special_ids`, :attr:`sha256` and :attr:`family`
+    (``tokenizers``, ``tiktoken`` or ``sentencepiece``). Capabilities instead of family names: :attr:`tokenizer`
+    (the Hugging Face ``tokenizers.Tokenizer``, or ``None``), :attr:`dummy_prefix`, :attr:`extension_format`.
 
     Built from a Hugging Face tokenizer as ``ResolvedTokenizer(name, tokenizer, source, path)``, or from any
     back end with ``backend=`` (and ``sha256=``, the hash of its files).
@@ -87,7 +48,7 @@ class ResolvedTokenizer:
         source: str = "",
         path: Path | None = None,
         *,
-        backend: Backend | None = None,
+        backend: TokenizerBackend | None = None,
         sha256: str | None = None,
     ) -> None:
         if backend is None:
@@ -110,14 +71,14 @@ class ResolvedTokenizer:
         return self.backend.family
 
     @property
-    def tokenizer(self) -> Tokenizer:
-        """The Hugging Face tokenizer (``tokenizers`` family only)."""
-        if isinstance(self.backend, HFBackend):
-            return self.backend.hf
-        raise MindcapError(
-            f"{self.name} is a {self.family} tokenizer; this command needs a Hugging Face tokenizer.json "
-            f"and does not support the {self.family} family yet"
-        )
+    def tokenizer(self) -> Tokenizer | None:
+        """The Hugging Face tokenizer where the family has one (``tokenizers``), else ``None``."""
+        return self.backend.hf
+
+    @property
+    def extension_format(self) -> ExtensionFormat | None:
+        """How a learned vocabulary extension of this tokenizer is written, or ``None``: it cannot be extended."""
+        return self.backend.extension_format
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``, without special tokens."""
@@ -151,14 +112,14 @@ class ResolvedTokenizer:
 
         The concatenated :attr:`token_bytes` of ``encode(text)`` are then ``" " + text``.
         """
-        return bool(getattr(self.backend, "dummy_prefix", False))
+        return self.backend.dummy_prefix
 
     @cached_property
     def sha256(self) -> str:
         """SHA-256 of the tokenizer file(s) (for ``tokenizer.json``: its bytes, or its serialisation)."""
         if self.path is not None:
             return hashlib.sha256(self.path.read_bytes()).hexdigest()
-        return hashlib.sha256(self.tokenizer.to_str().encode("utf-8")).hexdigest()
+        return self.backend.content_sha256()
 
     @cached_property
     def token_bytes(self) -> list[bytes]:
@@ -179,71 +140,12 @@ class ResolvedTokenizer:
     def tiktoken_engine(self) -> TiktokenEngine | None:
         """This byte-level BPE ``tokenizer.json`` run by tiktoken (same ids, faster), or ``None`` where tiktoken
         cannot run it exactly or the family is not ``tokenizers`` (built on first use: about a second)."""
-        if not isinstance(self.backend, HFBackend):
+        if self.backend.hf is None:
             return None
         try:
             return tiktoken_engine(self.backend.hf)
         except NotEligible:
             return None
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    # GPT-2's byte <-> printable-character table, which every byte-level BPE uses.
-    # tokenizers does not expose it, so it is rebuilt here (it is 10 lines of public spec).
-    keep = (
-        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    chars = keep[:]
-    extra = 0
-    for b in range(256):
-        if b not in keep:
-            keep.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return dict(zip(keep, map(chr, chars), strict=True))
-
-
-BYTE_TO_CHAR = _bytes_to_unicode()
-CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
-# str.translate table: byte-level symbol -> the Latin-1 character of its byte, so ``.encode("latin-1")`` gives bytes
-TO_LATIN1 = {ord(c): b for c, b in CHAR_TO_BYTE.items()}
-
-
-def is_byte_level(tok: Tokenizer) -> bool:
-    """True when the tokenizer decodes with the byte-level decoder (GPT-2 style BPE)."""
-    if tok.decoder is None:
-        return False
-    dec = json.loads(tok.decoder.__getstate__())
-    types = [dec.get("type")] + [d.get("type") for d in dec.get("decoders", [])]
-    return "ByteLevel" in types
-
-
-def token_bytes(tok: Tokenizer) -> list[bytes]:
-    """The bytes each id decodes to: byte-level symbols mapped back to bytes, added tokens as their text.
-
-    Decoding a sequence of ids yields the concatenation of these bytes, so the byte length of a prefix
-    of B tokens is a cumulative sum (later stages score budgets by byte position).
-    """
-    n = tok.get_vocab_size(with_added_tokens=True)
-    out: list[bytes] = [b""] * n
-    added_tokens = tok.get_added_tokens_decoder()
-    if is_byte_level(tok):
-        for piece, i in tok.get_vocab(with_added_tokens=False).items():
-            if i in added_tokens:  # also in the model vocab (DeepSeek-V3's specials): set below, as text
-                continue
-            out[i] = piece.translate(TO_LATIN1).encode("latin-1")
-    else:
-        for i in range(n):
-            out[i] = tok.decode([i], skip_special_tokens=False).encode("utf-8")
-    for i, added in added_tokens.items():
-        out[i] = added.content.encode("utf-8")
-    return out
-
-
-@lru_cache(maxsize=8)
-def _read_tokenizer_file(path: Path, mtime_ns: int) -> Tokenizer:
-    # parsing a 150k-vocabulary file takes seconds; the mtime key reloads a file that changed
-    return Tokenizer.from_file(str(path))
 
 
 def _from_file(path: Path, name: str) -> ResolvedTokenizer:
@@ -255,7 +157,7 @@ def _from_file(path: Path, name: str) -> ResolvedTokenizer:
         sp_backend, digest = load_sentencepiece(path)
         return ResolvedTokenizer(name, source=str(path), path=path, backend=sp_backend, sha256=digest)
     try:
-        tok = _read_tokenizer_file(path, path.stat().st_mtime_ns)
+        tok = read_tokenizer_file(path, path.stat().st_mtime_ns)
     except Exception as exc:  # tokenizers raises bare Exception subclasses for bad files
         raise MindcapError(f"cannot read tokenizer file {path}: {first_line(exc)}") from exc
     return ResolvedTokenizer(name=name, tokenizer=tok, source=str(path), path=path)

@@ -20,7 +20,6 @@ engines agree (the tests compare every assigned code point, in several contexts,
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import sys
 import unicodedata
@@ -31,7 +30,8 @@ import numpy as np
 import regex
 from tokenizers import Tokenizer
 
-from .tokenizer import BYTE_TO_CHAR
+from .bytelevel import BYTE_TO_CHAR
+from .pipeline import Pipeline, pipeline
 
 #: rows (distinct pre-tokens) memoised before the memo is emptied (a few hundred MB at most)
 MAX_CACHED = 2_000_000
@@ -80,11 +80,10 @@ class _Column:
         return self._data[: self.size]
 
 
-def _split_pattern(spec: dict) -> str | None:
+def _split_pattern(pipe: Pipeline) -> str | None:
     """The pre-tokenizer's split regex when it is ``Split(regex, isolated)`` + ``ByteLevel`` (no regex, no prefix
     space) or ``ByteLevel`` alone with its regex and no prefix space; None for any other pre-tokenizer."""
-    pre = spec.get("pre_tokenizer") or {}
-    steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+    steps = list(pipe.pre_tokenizers)
     if [s.get("type") for s in steps] == ["ByteLevel"]:
         level = steps[0]
         return BYTE_LEVEL_PATTERN if level.get("use_regex", True) and not level.get("add_prefix_space") else None
@@ -96,24 +95,24 @@ def _split_pattern(spec: dict) -> str | None:
     return None if level.get("use_regex") or level.get("add_prefix_space") else split["pattern"]["Regex"]
 
 
-def _unsupported(spec: dict) -> str | None:
-    """Why ``spec`` (a tokenizer.json) is outside the covered pipeline, or None when it is covered."""
-    norm = spec.get("normalizer")
+def _unsupported(pipe: Pipeline, tokenizer: Tokenizer) -> str | None:
+    """Why ``pipe`` (a tokenizer.json) is outside the covered pipeline, or None when it is covered."""
+    norm = pipe.normalizer
     if norm is not None and norm.get("type") != "NFC":
         return f"normalizer {norm.get('type')}"
-    if _split_pattern(spec) is None:
+    if _split_pattern(pipe) is None:
         return "pre-tokenizer other than Split(regex, isolated) + ByteLevel, or ByteLevel with its regex"
-    model = spec.get("model", {})
+    model = pipe.model
     if model.get("type") != "BPE" or model.get("dropout") or model.get("byte_fallback"):
         return "model other than a plain BPE"
     if model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
         return "BPE with subword affixes"
-    for added in spec.get("added_tokens", []):
+    for added in pipe.added_tokens:
         if added.get("lstrip") or added.get("rstrip") or added.get("single_word"):
             return f"added token {added.get('content')!r} strips or matches single words"
         if added.get("normalized"):  # HF matches these in a second pass, on the normalized text
             return f"added token {added.get('content')!r} is matched after normalization"
-    if spec.get("truncation") or spec.get("padding"):
+    if tokenizer.truncation or tokenizer.padding:
         return "truncation or padding is set"
     return None
 
@@ -126,15 +125,15 @@ class PretokenEncoder:
     pre-token (a str) can collide with one.
     """
 
-    def __init__(self, tokenizer: Tokenizer, spec: dict) -> None:
+    def __init__(self, tokenizer: Tokenizer, pipe: Pipeline) -> None:
         self._tokenizer = tokenizer
-        self._nfc = spec.get("normalizer") is not None
-        self._split = regex.compile(_split_pattern(spec))
+        self._nfc = pipe.normalizer is not None
+        self._split = regex.compile(_split_pattern(pipe))
         self._reclassified = _reclassified()
-        added = sorted({a["content"]: a["id"] for a in spec.get("added_tokens", [])}, key=len, reverse=True)
+        added = sorted({a["content"]: a["id"] for a in pipe.added_tokens}, key=len, reverse=True)
         # longest first: Python's leftmost-first alternation then picks HF's leftmost-longest added token
         self._added = re.compile("(" + "|".join(map(re.escape, added)) + ")") if added else None
-        self._added_ids = {a["content"]: a["id"] for a in spec.get("added_tokens", [])}
+        self._added_ids = {a["content"]: a["id"] for a in pipe.added_tokens}
         self._reset()
 
     def _reset(self) -> None:
@@ -148,11 +147,11 @@ class PretokenEncoder:
     @classmethod
     def from_tokenizer(cls, tokenizer: Tokenizer) -> PretokenEncoder | None:
         """An encoder for ``tokenizer``, or None when its pipeline is not one this module reproduces."""
-        spec = json.loads(tokenizer.to_str())
-        if _unsupported(spec) or getattr(tokenizer, "encode_special_tokens", False):
+        pipe = pipeline(tokenizer)
+        if _unsupported(pipe, tokenizer) or getattr(tokenizer, "encode_special_tokens", False):
             return None
         try:
-            return cls(tokenizer, spec)
+            return cls(tokenizer, pipe)
         except regex.error:  # Oniguruma syntax the regex module does not read
             return None
 

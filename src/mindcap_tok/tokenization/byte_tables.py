@@ -12,8 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .errors import MindcapError
-from .tokenizer import ResolvedTokenizer
+from ..errors import MindcapError
+from .load import ResolvedTokenizer
 
 _HASH, _NEWLINE = ord("#"), ord("\n")
 #: ``ByteTable.flags`` bits: the id's bytes hold ``#`` / a newline

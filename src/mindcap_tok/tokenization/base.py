@@ -1,0 +1,69 @@
+"""The one interface every tokenizer family implements, and what the families share.
+
+A back end wraps one library (``tokenizers``, ``tiktoken`` or ``sentencepiece``) and answers the same questions:
+encode without special tokens, decode, the UTF-8 bytes of every id, vocabulary size, special ids, a content hash.
+Capability attributes say what a family can do, so that no code outside this subpackage branches on its name:
+``hf`` (the Hugging Face ``tokenizers.Tokenizer``, or ``None``), ``dummy_prefix`` (a space is prepended to the
+input) and ``extension_format`` (how a learned vocabulary extension is written, or ``None``: not extendable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+#: the libraries a tokenizer can come from
+FAMILIES = ("tokenizers", "tiktoken", "sentencepiece")
+#: how a learned extension is written: new BPE merges in a tokenizer.json, or new ranks in a .tiktoken file
+ExtensionFormat = Literal["merges", "ranks"]
+
+
+@runtime_checkable
+class TokenizerBackend(Protocol):
+    """What every family's back end answers (see the module docstring)."""
+
+    family: str
+    dummy_prefix: bool
+    extension_format: ExtensionFormat | None
+
+    @property
+    def hf(self) -> Any:
+        """The Hugging Face ``tokenizers.Tokenizer`` (``None`` for other families)."""
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text``, no special tokens."""
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids of every text, no special tokens (one batched call)."""
+
+    def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
+        """int64 token count of every text, no special tokens."""
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (special tokens kept)."""
+
+    def decode_batch(self, ids: Sequence[Sequence[int]], skip_special_tokens: bool) -> list[str]:
+        """The text of every id sequence; ``skip_special_tokens`` leaves special tokens out."""
+
+    def token_bytes(self) -> list[bytes]:
+        """The bytes each id decodes to (index = id)."""
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        """Ids of special/control tokens."""
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids."""
+
+    def content_sha256(self) -> str:
+        """SHA-256 of the tokenizer's content (its serialisation), for a tokenizer not read from a file."""
+
+
+def without(ids: Sequence[Sequence[int]], drop: frozenset[int]) -> list[list[int]]:
+    """Every id sequence as a list, ids in ``drop`` left out."""
+    if not drop:
+        return [list(x) for x in ids]
+    return [[i for i in x if i not in drop] for x in ids]

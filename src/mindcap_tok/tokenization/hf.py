@@ -1,0 +1,73 @@
+"""The ``tokenizers`` family: a Hugging Face ``tokenizer.json``."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from .base import ExtensionFormat
+from .bytelevel import token_bytes
+
+
+class HFBackend:
+    """A Hugging Face ``tokenizers.Tokenizer`` (family ``tokenizers``)."""
+
+    family = "tokenizers"
+    dummy_prefix = False
+    extension_format: ExtensionFormat | None = "merges"
+
+    def __init__(self, tok: Tokenizer) -> None:
+        self.hf = tok
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text``, no special tokens."""
+        return self.hf.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids of every text, no special tokens (one batched, multi-threaded call)."""
+        return [e.ids for e in self.hf.encode_batch(list(texts), add_special_tokens=False)]
+
+    def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
+        """int64 token count of every text, no special tokens."""
+        encode = getattr(self.hf, "encode_batch_fast", self.hf.encode_batch)
+        return np.fromiter(
+            (len(e.ids) for e in encode(list(texts), add_special_tokens=False)), dtype=np.int64, count=len(texts)
+        )
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (special tokens kept)."""
+        return self.hf.decode(list(ids), skip_special_tokens=False)
+
+    def decode_batch(self, ids: Sequence[Sequence[int]], skip_special_tokens: bool) -> list[str]:
+        """The text of every id sequence (one multi-threaded call)."""
+        seqs = [x if isinstance(x, list) else list(x) for x in ids]  # lists pass as they are (no copy)
+        return self.hf.decode_batch(seqs, skip_special_tokens=skip_special_tokens)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids, added and special tokens included."""
+        return self.hf.get_vocab_size(with_added_tokens=True)
+
+    @cached_property
+    def special_ids(self) -> frozenset[int]:
+        """Ids of added tokens marked special."""
+        return frozenset(i for i, t in self.hf.get_added_tokens_decoder().items() if t.special)
+
+    def token_bytes(self) -> list[bytes]:
+        """The bytes each id decodes to (index = id)."""
+        return token_bytes(self.hf)
+
+    def content_sha256(self) -> str:
+        """SHA-256 of the ``tokenizer.json`` serialisation."""
+        return hashlib.sha256(self.hf.to_str().encode("utf-8")).hexdigest()
+
+
+@lru_cache(maxsize=8)
+def read_tokenizer_file(path: Path, mtime_ns: int) -> Tokenizer:
+    # parsing a 150k-vocabulary file takes seconds; the mtime key reloads a file that changed
+    return Tokenizer.from_file(str(path))

@@ -1,0 +1,116 @@
+"""The ``sentencepiece`` family: a SentencePiece ``.model`` protobuf (``sentencepiece`` imported only on load)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import regular_file
+from ..errors import MindcapError, first_line
+from .base import ExtensionFormat, without
+
+_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+class SentencePieceBackend:
+    """A ``sentencepiece.SentencePieceProcessor`` (family ``sentencepiece``).
+
+    ``dummy_prefix`` is true when the model prepends ``▁`` to its input (Llama 2): that space belongs to the
+    first token's bytes, so the concatenated bytes of ``encode(text)`` are ``" " + text``; ``decode`` drops it.
+    """
+
+    family = "sentencepiece"
+    hf = None
+    extension_format: ExtensionFormat | None = None
+
+    def __init__(self, sp: Any) -> None:
+        self.sp = sp
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text``, no BOS/EOS."""
+        return self.sp.encode(text)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids of every text, no BOS/EOS (one call on the list; sentencepiece threads it)."""
+        return self.sp.encode(list(texts))
+
+    def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
+        """int64 token count of every text."""
+        ids = self.encode_batch(texts)
+        return np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (sentencepiece's own decode)."""
+        return self.sp.decode(list(ids))
+
+    def decode_batch(self, ids: Sequence[Sequence[int]], skip_special_tokens: bool) -> list[str]:
+        """The text of every id sequence (one call on the list); skipping drops control and unknown ids first."""
+        seqs = without(ids, self.special_ids if skip_special_tokens else frozenset())
+        return self.sp.decode(seqs) if seqs else []
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of pieces."""
+        return self.sp.get_piece_size()
+
+    @cached_property
+    def special_ids(self) -> frozenset[int]:
+        """Control pieces (``<s>``, ``</s>``, ``<pad>``...) and the unknown piece."""
+        n = self.sp.get_piece_size()
+        return frozenset(i for i in range(n) if self.sp.is_control(i) or self.sp.is_unknown(i))
+
+    @cached_property
+    def dummy_prefix(self) -> bool:
+        """True when the model adds a leading ``▁`` to every input."""
+        return self.sp.encode("a", out_type=str)[:1] == ["▁a"]
+
+    def token_bytes(self) -> list[bytes]:
+        """``▁`` → space; ``<0xNN>`` byte-fallback pieces → that byte; control and unknown pieces as their text."""
+        sp = self.sp
+        out: list[bytes] = []
+        for i in range(sp.get_piece_size()):
+            piece = sp.id_to_piece(i)
+            if sp.is_byte(i):
+                m = _BYTE_PIECE.fullmatch(piece)
+                out.append(bytes([int(m.group(1), 16)]) if m else b"")
+            elif sp.is_control(i) or sp.is_unknown(i):
+                out.append(piece.encode("utf-8"))
+            else:
+                out.append(piece.replace("▁", " ").encode("utf-8"))
+        return out
+
+    def content_sha256(self) -> str:
+        """SHA-256 of the serialised model protobuf."""
+        return _sha256(self.sp.serialized_model_proto())
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@lru_cache(maxsize=4)
+def _read_sentencepiece(path: Path, mtime_ns: int) -> tuple[SentencePieceBackend, str]:
+    try:
+        import sentencepiece
+    except ImportError as exc:
+        raise MindcapError("sentencepiece is not installed (pip install sentencepiece)") from exc
+    data = path.read_bytes()
+    try:
+        sp = sentencepiece.SentencePieceProcessor(model_proto=data)
+    except Exception as exc:  # RuntimeError / OSError from the C++ parser
+        raise MindcapError(f"cannot read SentencePiece model {path}: {first_line(exc)}") from exc
+    if sp.get_piece_size() == 0:
+        raise MindcapError(f"cannot read SentencePiece model {path}: it has no pieces")
+    return SentencePieceBackend(sp), _sha256(data)
+
+
+def load_sentencepiece(path: Path) -> tuple[SentencePieceBackend, str]:
+    """Back end for a SentencePiece ``.model`` file, and the file's SHA-256."""
+    path = regular_file(path.resolve(), "SentencePiece model")
+    return _read_sentencepiece(path, path.stat().st_mtime_ns)
