@@ -47,10 +47,10 @@ class Splits:
 
 @dataclass(frozen=True)
 class Consistency:
-    """The split-half check (proportions): ``cells`` one row per native cell (its keys, ``n_items``, ``splits``,
-    ``mae``/``mae_sd``/``mae_min``/``mae_max`` over splits, ``peak_agree`` (splits whose predicted peak budget is
-    the observed one) and ``peak_agree_share``); ``splits`` one row per cell and split (``split``, ``seed``,
-    ``n_predict``, ``n_observe``, and :func:`~.subcdf.compare_prediction`'s columns)."""
+    """The split-half check (proportions): ``cells`` one row per native cell (its keys, ``premium``, ``n_items``,
+    ``splits``, ``mae``/``mae_sd``/``mae_min``/``mae_max`` over splits, ``peak_agree`` (splits whose predicted peak
+    budget is the observed one) and ``peak_agree_share``); ``splits`` one row per cell and split (``split``,
+    ``seed``, ``premium``, ``n_predict``, ``n_observe``, and :func:`~.subcdf.compare_prediction`'s columns)."""
 
     cells: pd.DataFrame
     splits: pd.DataFrame
@@ -125,7 +125,8 @@ def consistency(
             split = {**keys, "split": s}
             predicted_rows += [{**split, "budget": b, "predicted": p} for b, p in zip(budgets, pred, strict=True)]
             observed_rows += [{**split, "budget": b, "delta": d} for b, d in zip(budgets, obs, strict=True)]
-            sizes.append({**split, "seed": seed, "n_predict": len(first), "n_observe": len(second)})
+            halves = {"n_predict": len(first), "n_observe": len(second)}
+            sizes.append({**split, "seed": seed, "premium": float(r), **halves})
     on = [*_group_keys(observed), "split"]
     per_split = pd.DataFrame(sizes).merge(
         compare_prediction(pd.DataFrame(predicted_rows), pd.DataFrame(observed_rows), on=on), on=on, how="left"
@@ -148,6 +149,7 @@ def _per_cell(per_split: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         rows.append(
             {
                 **dict(zip(keys, key, strict=True)),
+                "premium": float(part["premium"].iloc[0]),
                 "n_items": int(part["n_predict"].iloc[0] + part["n_observe"].iloc[0]),
                 "splits": len(part),
                 "mae": float(mae.mean()),
