@@ -71,7 +71,9 @@ def test_one_split_has_no_sd_and_bad_settings_are_refused():
         Splits(0)
     with pytest.raises(MindcapError, match="no scores at budget"):
         consistency(scores, {"de": 3.0}, budgets=[50, 100], splits=Splits(1))
-    with pytest.raises(MindcapError, match="at least two items"):
+    with pytest.raises(MindcapError, match="split seed must be a whole number of at least 0"):
+        Splits(2, seed=-1)
+    with pytest.raises(MindcapError, match="cell m/native/deu_Latn has 1 item: a split-half check needs at least two"):
         consistency(_scores([("native", 0, 0, 40, 1)], [50, 100]), {"de": 2.0}, budgets=[50], splits=Splits(1))
 
 
@@ -165,3 +167,5 @@ def test_cli_table_shows_points_and_bad_splits_is_one_line(ledger):
     assert md.exit_code == 0 and " 50.00 |" in md.output and " 35.36 |" in md.output  # 1/2, sqrt(1/8): points
     bad = _run(ledger, "--splits", "0")
     assert bad.exit_code == 2 and "--splits" in bad.output and "Traceback" not in bad.output
+    negative = _run(ledger, "--seed", "-1")
+    assert negative.exit_code == 2 and negative.output.count("\n") == 1 and "split seed" in negative.output

@@ -374,6 +374,7 @@ def consistency_command(state, ledger, premium_specs, budgets, splits, seed, fmt
     from ..stats.inputs import sweep_budgets
 
     grid = budgets or list(SWEEP_BUDGETS)
+    settings = Splits(splits, seed)  # refused before the scoring
     scores, table = load_scores(
         state,
         ledger,
@@ -386,7 +387,7 @@ def consistency_command(state, ledger, premium_specs, budgets, splits, seed, fmt
         allow_tokenizer_mismatch=selection["allow_tokenizer_mismatch"],
         tokenizer=selection["tokenizer"],
     )
-    result = consistency(scores, table, budgets=grid, splits=Splits(splits, seed))
+    result = consistency(scores, table, budgets=grid, splits=settings)
     if fmt == "json":
         text = to_json({**result.as_dict(), "units": "fractions"})
     elif fmt == "csv":

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Splits:
     """How many seeded split-halves to draw: split ``s`` is ``split_items(items, seed + s)``, so split 0 is the
-    one :func:`~.subcdf.split_items` draws from ``seed``. Checked at construction (``n`` of at least 1)."""
+    one :func:`~.subcdf.split_items` draws from ``seed``. Checked at construction (``n`` of at least 1, ``seed``
+    of at least 0)."""
 
     n: int = 20
     seed: int = 0
@@ -39,6 +40,8 @@ class Splits:
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
             raise MindcapError(f"splits must be a whole number of at least 1, got {self.n!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise MindcapError(f"the split seed must be a whole number of at least 0, got {self.seed!r}")
 
     def seeds(self) -> list[int]:
         """The seed of each split, in order."""
@@ -118,6 +121,9 @@ def consistency(
         bi, si = observed.budget_index(budgets), observed.budget_index(scaled)
         gbi, gsi = emitted.budget_index(budgets), emitted.budget_index(scaled)
         items = observed.items[observed.count[:, cell].sum(axis=1) > 0]
+        if len(items) < 2:
+            named = "/".join(str(observed.cells.at[cell, k]) for k in ("model", "arm", "lang"))
+            raise MindcapError(f"cell {named} has {len(items)} item: a split-half check needs at least two")
         for s, seed in enumerate(splits.seeds()):
             first, second = split_items(items, seed)
             pred = _half_delta(emitted, cell, _positions(emitted, first), gbi, gsi)
