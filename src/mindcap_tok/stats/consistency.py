@@ -84,6 +84,31 @@ def _positions(grid: AccuracyGrid, items: np.ndarray) -> np.ndarray:
     return np.searchsorted(grid.items, items)
 
 
+def _cell_splits(
+    emitted: AccuracyGrid, observed: AccuracyGrid, cell: int, *, table, budgets: list[int], splits: Splits
+) -> tuple[list[dict], list[dict], list[dict]]:
+    """One cell's rows for every split: predicted Δ_L (G on the first half), observed Δ_L (strict scores on the
+    second half) per budget, and the split's seed, premium and half sizes."""
+    keys = {k: observed.cells.at[cell, k] for k in _group_keys(observed)}
+    r, scaled = _scaled(table, observed, cell, budgets)
+    bi, si = observed.budget_index(budgets), observed.budget_index(scaled)
+    gbi, gsi = emitted.budget_index(budgets), emitted.budget_index(scaled)
+    items = observed.items[observed.count[:, cell].sum(axis=1) > 0]
+    if len(items) < 2:
+        named = "/".join(str(observed.cells.at[cell, k]) for k in ("model", "arm", "lang"))
+        raise MindcapError(f"cell {named} has {len(items)} item: a split-half check needs at least two")
+    predicted, seen, sizes = [], [], []
+    for s, seed in enumerate(splits.seeds()):
+        first, second = split_items(items, seed)
+        pred = _half_delta(emitted, cell, _positions(emitted, first), gbi, gsi)
+        obs = _half_delta(observed, cell, _positions(observed, second), bi, si)
+        split = {**keys, "split": s}
+        predicted += [{**split, "budget": b, "predicted": p} for b, p in zip(budgets, pred, strict=True)]
+        seen += [{**split, "budget": b, "delta": d} for b, d in zip(budgets, obs, strict=True)]
+        sizes.append({**split, "seed": seed, "premium": float(r), "n_predict": len(first), "n_observe": len(second)})
+    return predicted, seen, sizes
+
+
 def consistency(
     scores: Scores,
     premiums,
@@ -116,23 +141,10 @@ def consistency(
         raise MindcapError("by_record and by_budget hold different cells; pass one scoring's Scores")
     predicted_rows, observed_rows, sizes = [], [], []
     for cell in range(len(observed.cells)):
-        keys = {k: observed.cells.at[cell, k] for k in _group_keys(observed)}
-        r, scaled = _scaled(table, observed, cell, budgets)
-        bi, si = observed.budget_index(budgets), observed.budget_index(scaled)
-        gbi, gsi = emitted.budget_index(budgets), emitted.budget_index(scaled)
-        items = observed.items[observed.count[:, cell].sum(axis=1) > 0]
-        if len(items) < 2:
-            named = "/".join(str(observed.cells.at[cell, k]) for k in ("model", "arm", "lang"))
-            raise MindcapError(f"cell {named} has {len(items)} item: a split-half check needs at least two")
-        for s, seed in enumerate(splits.seeds()):
-            first, second = split_items(items, seed)
-            pred = _half_delta(emitted, cell, _positions(emitted, first), gbi, gsi)
-            obs = _half_delta(observed, cell, _positions(observed, second), bi, si)
-            split = {**keys, "split": s}
-            predicted_rows += [{**split, "budget": b, "predicted": p} for b, p in zip(budgets, pred, strict=True)]
-            observed_rows += [{**split, "budget": b, "delta": d} for b, d in zip(budgets, obs, strict=True)]
-            halves = {"n_predict": len(first), "n_observe": len(second)}
-            sizes.append({**split, "seed": seed, "premium": float(r), **halves})
+        rows = _cell_splits(emitted, observed, cell, table=table, budgets=budgets, splits=splits)
+        predicted_rows += rows[0]
+        observed_rows += rows[1]
+        sizes += rows[2]
     on = [*_group_keys(observed), "split"]
     per_split = pd.DataFrame(sizes).merge(
         compare_prediction(pd.DataFrame(predicted_rows), pd.DataFrame(observed_rows), on=on), on=on, how="left"
