@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .roundtrip.spec import RoundtripSpec, plan_roundtrip
     from .roundtrip.spec import load_spec as load_roundtrip_spec
     from .stats.confirm import Confirmation, confirm
+    from .stats.consistency import Consistency, Splits, consistency
     from .stats.curves import Sweep, sweep
     from .stats.inputs import LedgerSelection, ScoredLedger, load_scored_ledger, sweep_budgets
     from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
@@ -86,6 +87,9 @@ _LAZY = {
     "sweep": "stats.curves",
     "Confirmation": "stats.confirm",
     "confirm": "stats.confirm",
+    "Consistency": "stats.consistency",
+    "Splits": "stats.consistency",
+    "consistency": "stats.consistency",
     "LedgerSelection": "stats.inputs",
     "ScoredLedger": "stats.inputs",
     "load_scored_ledger": "stats.inputs",
@@ -145,6 +149,7 @@ __all__ = [
     "BadInputError",
     "Config",
     "Confirmation",
+    "Consistency",
     "CrossFitting",
     "DamagedDataError",
     "GenerateResult",
@@ -168,11 +173,13 @@ __all__ = [
     "SavedFolds",
     "ScoredLedger",
     "Scores",
+    "Splits",
     "SuiteResult",
     "Sweep",
     "accuracy_curves",
     "audit_inputs",
     "confirm",
+    "consistency",
     "determinism_audit",
     "dry_run",
     "emission_timing",

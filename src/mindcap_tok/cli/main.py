@@ -36,6 +36,7 @@ COMMANDS = {
     "sweep": ("stats_cmd", "sweep_command"),
     "report": ("stats_cmd", "report_command"),
     "confirm": ("confirm_cmd", "confirm_command"),
+    "consistency": ("stats_cmd", "consistency_command"),
     "protocol": ("stats_cmd", "protocol_group"),
     "price": ("price_cmd", "price_command"),
     "generate": ("generate_cmd", "generate_command"),

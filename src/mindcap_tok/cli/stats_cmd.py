@@ -103,17 +103,32 @@ def _sweep_inputs(state, common: dict):
     return grid, scores, table, coverage
 
 
-_common = [
-    click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder."),
-    multi_option(
-        "--premiums",
-        "premium_specs",
-        help="Tokenizer name (qwen3-8b), a `mindcap-tok premium --format json` file, or lang=r; repeatable. "
-        "Default: each model's own tokenizer.",
-    ),
-    budgets_option(help=f"Budgets B, 64,128 or 64 128 (default {','.join(map(str, SWEEP_BUDGETS))})."),
+_ledger_option = click.option(
+    "--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder."
+)
+_premiums_option = multi_option(
+    "--premiums",
+    "premium_specs",
+    help="Tokenizer name (qwen3-8b), a `mindcap-tok premium --format json` file, or lang=r; repeatable. "
+    "Default: each model's own tokenizer.",
+)
+_budgets_option = budgets_option(help=f"Budgets B, 64,128 or 64 128 (default {','.join(map(str, SWEEP_BUDGETS))}).")
+_seed_option = click.option("--seed", type=int, default=0, show_default=True)
+#: the records a statistic reads and how they are scored (every command here)
+_selection = [
     multi_option("--model", "models", help="Only these models."),
     multi_option("--lang", "langs", help="Only these languages."),
+    click.option("--parser", default="strict", show_default=True, help="Answer parser variant."),
+    no_verify_option,
+    tokenizer_option,
+    allow_tokenizer_mismatch_option,
+]
+
+_common = [
+    _ledger_option,
+    _premiums_option,
+    _budgets_option,
+    *_selection[:2],
     click.option(
         "--frame",
         type=click.Choice(FRAMES),
@@ -122,12 +137,9 @@ _common = [
         help="replay: prefixes of one long ledger; independent: each record's own cap is its budget.",
     ),
     n_boot_option(),
-    click.option("--seed", type=int, default=0, show_default=True),
+    _seed_option,
     level_option,
-    click.option("--parser", default="strict", show_default=True, help="Answer parser variant."),
-    no_verify_option,
-    tokenizer_option,
-    allow_tokenizer_mismatch_option,
+    *_selection[2:],
     common_items_option,
 ]
 
@@ -332,4 +344,59 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
         )
         text = render(result.table.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
         text += f"\noutcome: {result.outcome}\n" + coverage.footer()
+    emit(text, out)
+
+
+#: the consistency check's columns that hold proportions (shown as points in tables)
+_MAE_COLUMNS = ("mae", "mae_sd", "mae_min", "mae_max")
+
+
+@click.command("consistency", cls=Command)
+@_apply([_ledger_option, _premiums_option, _budgets_option])
+@click.option(
+    "--splits",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Seeded split-halves per cell: split s splits the items with seed S + s.",
+)
+@_seed_option
+@_apply(_selection)
+@format_option()
+@out_file_option()
+@click.pass_obj
+def consistency_command(state, ledger, premium_specs, budgets, splits, seed, fmt, out, **selection) -> None:
+    """The split-half consistency check (paper Appendix J), replay frame: per NATIVE cell, G(t) from one seeded
+    half of the items predicts Δ_L(B) on the other half; the MAE over the budgets, whether the predicted peak
+    budget is the observed one, and their spread over repeated splits. JSON and CSV hold fractions; the table
+    shows points."""
+    from ..stats.consistency import Splits, consistency
+    from ..stats.inputs import sweep_budgets
+
+    grid = budgets or list(SWEEP_BUDGETS)
+    settings = Splits(splits, seed)  # refused before the scoring
+    scores, table = load_scores(
+        state,
+        ledger,
+        sweep_budgets(grid),
+        premium_specs,
+        models=selection["models"],
+        langs=selection["langs"],
+        parser=selection["parser"],
+        verify=not selection["no_verify"],
+        allow_tokenizer_mismatch=selection["allow_tokenizer_mismatch"],
+        tokenizer=selection["tokenizer"],
+    )
+    result = consistency(scores, table, budgets=grid, splits=settings)
+    if fmt == "json":
+        text = to_json({**result.as_dict(), "units": "fractions"})
+    elif fmt == "csv":
+        text = render(result.cells.to_dict(orient="records"), "csv")
+    else:
+        cells, shared = _drop_shared_settings(result.cells.assign(**{c: 100 * result.cells[c] for c in _MAE_COLUMNS}))
+        title = (
+            f"Split-half consistency (replay frame, {result.n_splits} splits from seed {result.seed}, budgets "
+            f"{','.join(map(str, result.budgets))}{shared}; MAE in points)"
+        )
+        text = render(cells.to_dict(orient="records"), fmt, title=title, floatfmt=".2f")
     emit(text, out)

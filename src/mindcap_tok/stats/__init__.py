@@ -5,6 +5,7 @@ Holm control, and answer-emission timing. Inputs are the scoring contract's ``Sc
 """
 
 from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, item_bootstrap
+from .consistency import Consistency, Splits, consistency
 from .curves import Sweep, accuracy_table, delta_table, gap_table, sweep
 from .family import FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import AccuracyGrid, accuracy_grid
@@ -18,17 +19,20 @@ from .timing import emission_timing
 __all__ = [
     "AccuracyGrid",
     "Boot",
+    "Consistency",
     "FamilyResult",
     "FamilyTests",
     "Hypothesis",
     "LedgerSelection",
     "ScoredLedger",
+    "Splits",
     "Sweep",
     "accuracy_grid",
     "accuracy_table",
     "bootstrap_test",
     "bootstrap_weights",
     "compare_prediction",
+    "consistency",
     "delta_table",
     "emission_timing",
     "freeze_protocol",
