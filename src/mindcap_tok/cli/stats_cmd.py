@@ -151,6 +151,7 @@ def sweep_command(state, fmt, out, **common) -> None:
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
     from ..report.budget_report import DELTA_COLUMNS, to_points
+    from ..stats.binding import binding_regime, binding_rows
     from ..stats.curves import sweep
 
     grid, scores, table, coverage = _sweep_inputs(state, common)
@@ -161,18 +162,20 @@ def sweep_command(state, fmt, out, **common) -> None:
         resampling=_resampling(common),
         frame=common["frame"],
     )
+    binding = binding_regime(result, scores.by_record)
     if fmt == "json":
         text = to_json(
             {
                 **result.as_dict(),
                 "rows": result.rows.to_dict(orient="records"),
                 "peaks": result.peaks.to_dict(orient="records"),
+                "binding": binding.to_dict(orient="records"),
                 **coverage.as_dict(),
                 "units": "fractions",
             }
         )
     elif fmt == "csv":
-        text = render(result.rows.to_dict(orient="records"), "csv")
+        text = render(binding_rows(result, scores.by_record).to_dict(orient="records"), "csv")
     else:  # readable width: settings shared by every row go into the title, Δ_L and the gap in two tables
         rows, peaks = to_points(result.rows), to_points(result.peaks)
         rows, peaks, cross, shared = _drop_shared_settings(rows, peaks, result.crossovers)
@@ -199,10 +202,16 @@ def sweep_command(state, fmt, out, **common) -> None:
         text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")
         if len(cross):
             text += "\n" + render(cross.to_dict(orient="records"), fmt, title="Crossovers", floatfmt=".3f")
+        text += "\n" + render(
+            binding.drop(columns=["budgets"]).astype({"band_binds": str, "emission_binds": str}).to_dict("records"),
+            fmt,
+            title=f"Binding regime: budgets where the band excludes 0; where correct answers emit in {_WINDOW}",
+        )
         text += coverage.footer()
     emit(text, out)
 
 
+_WINDOW = "(B, floor(r·B)]"
 _GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap"]
 
 

@@ -15,6 +15,7 @@ from .._tables import markdown_table
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import DEFAULT_RESAMPLING, Resampling
+from ..stats.binding import binding_regime
 from ..stats.bootstrap import grid_bootstrap
 from ..stats.curves import NATIVE, Sweep, accuracy_table, sweep
 from ..stats.grid import accuracy_grid
@@ -104,6 +105,7 @@ def write_budget_report(
         "peaks": result.peaks,
         "crossovers": result.crossovers,
         "accuracy": curves,
+        "binding": binding_regime(result, by_record, native=native),
     }
     notes = list(notes)
     if by_record is not None:
@@ -164,6 +166,14 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         "## Sweep",
         "",
         _md(result.rows[cols]),
+        "",
+        "## Binding regime",
+        "",
+        "Budgets B (as ranges of swept budgets) where the simultaneous band of Δ_L(B) excludes 0 (band_binds) and "
+        "where correct answer lines still appear in (B, floor(r·B)], i.e. some correct trace has its emission E in "
+        "that window (emission_binds; needs the ledger's records).",
+        "",
+        _md(tables["binding"].drop(columns=["budgets"])),
         "",
         "## Crossovers",
         "",
