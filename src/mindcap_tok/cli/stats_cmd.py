@@ -266,8 +266,11 @@ def protocol_freeze(state, file, tag) -> None:
     annotated git tag carrying them)."""
     from ..stats.protocol import freeze_protocol
 
-    rec = freeze_protocol(file, tag=tag, tokenizers_dir=state.config.tokenizers_dir.value)
+    cfg = state.config
+    rec = freeze_protocol(file, tag=tag, tokenizers_dir=cfg.tokenizers_dir.value, data_dir=cfg.data_dir.value)
     click.echo(f"frozen {rec.protocol}: sha256 {rec.sha256}")
+    if rec.bstar is not None:
+        click.echo(f"  B* = {rec.bstar}")
     for name, sha in (rec.inputs or {}).items():
         click.echo(f"  with {name}: sha256 {sha}")
     if rec.tag:
@@ -328,6 +331,7 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
                 "n_boot": result.n_boot,
                 "seed": result.seed,
                 "tail_factor": result.tail_factor,
+                "bstar": proto.bstar,
                 **coverage.as_dict(),
                 "units": "fractions",
                 "decisions": decisions.to_dict(orient="records"),
@@ -337,7 +341,7 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
         title = (
             f"Protocol {proto.name} (sha256 {record.sha256[:12]}…, frozen {record.frozen_at}); Holm at "
             f"α={result.alpha}, {result.n_boot} item resamples, seed {result.seed}, tail factor "
-            f"{result.tail_factor:g}; estimates in points"
+            f"{result.tail_factor:g}{'' if proto.bstar is None else f', B* = {proto.bstar}'}; estimates in points"
         )
         text = render(result.table.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
         text += f"\noutcome: {result.outcome}\n" + coverage.footer()
