@@ -339,3 +339,28 @@ def check_bstar(value: object, key: str = "bstar") -> int | BstarRule:
     if isinstance(value, int) and not isinstance(value, bool):
         return check(Cap, value, key)
     raise SpecError(key, f"must be a budget or a table {{from = [512, 1024], max_scaled = 4096}}, got {show(value)}")
+
+
+# -- token prices ------------------------------------------------------------------------------------------------
+
+Price = Annotated[float, _check(lambda v: v >= 0, "must be >= 0, got {}")]
+OutputPrice = Annotated[float, _check(lambda v: v > 0, "must be > 0, got {}")]
+
+
+class _PriceTable(BaseModel):
+    """One model's token prices in dollars per million tokens (``{input = 0.15, output = 0.6}``)."""
+
+    model_config = _STRICT
+    input: Price
+    output: OutputPrice
+
+
+def check_prices(value: object, key: str = "prices") -> dict[str, tuple[float, float]]:
+    """A ``[prices]`` table, model -> ``{input, output}`` dollars per million tokens, as model -> (input, output)."""
+    if not isinstance(value, dict) or not value:
+        raise SpecError(key, f"must be a non-empty table of models, got {show(value)}")
+    out = {}
+    for model, entry in value.items():
+        validate(_PriceTable, entry, f"{key}.{model}")
+        out[check_model(model, f"{key}.{model}")] = (float(entry["input"]), float(entry["output"]))
+    return out

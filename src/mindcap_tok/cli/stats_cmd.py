@@ -252,6 +252,60 @@ def report_command(state, out, **common) -> None:
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
 
 
+@click.command("cost-grid", cls=Command)
+@click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TOML ([MODEL] input = .., output = ..) or CSV (model,input,output): dollars per million tokens.",
+)
+@click.option(
+    "--protocol", "protocol_file", type=click.Path(exists=True, dir_okay=False), help="Use this protocol's [prices]."
+)
+@budgets_option(help=f"Reference budgets B (default {','.join(map(str, SWEEP_BUDGETS))}).")
+@click.option(
+    "--reference",
+    default="lang=eng_Latn",
+    show_default=True,
+    help="The reference cell: lang=L, arm=A, or both (arm=translate-act,lang=th); matched within a model.",
+)
+@multi_option("--model", "models", help="Only these models.")
+@format_option()
+@out_file_option()
+def cost_grid_command(ledger, prices_file, protocol_file, budgets, reference, models, fmt, out) -> None:
+    """Budgets whose dollar cost per item (in_price·prompt_tokens + out_price·B, the ledger's mean prompt tokens
+    per cell) matches the reference cell's at each reference budget B; the grid, prices and reference recorded."""
+    from ..errors import MindcapError
+    from ..stats.cost import ledger_prompt_tokens, load_prices, matched_cost_grid
+    from ..stats.protocol import load_protocol
+
+    if (prices_file is None) == (protocol_file is None):
+        raise MindcapError("give the token prices with exactly one of --prices FILE and --protocol FILE")
+    prices = load_prices(prices_file) if prices_file else load_protocol(protocol_file).prices
+    if not prices:
+        raise MindcapError(f"{protocol_file} declares no [prices]")
+    ref = dict(part.partition("=")[::2] for part in reference.split(","))
+    grid = matched_cost_grid(
+        ledger_prompt_tokens(ledger, models=models),
+        prices,
+        budgets=budgets or list(SWEEP_BUDGETS),
+        reference=ref,
+    )
+    if fmt == "json":
+        text = to_json(
+            {
+                "reference": ref,
+                "prices": {m: {"input": i, "output": o} for m, (i, o) in prices.items()},
+                "units": "dollars per item; prices in dollars per million tokens",
+                "grid": grid.to_dict(orient="records"),
+            }
+        )
+    else:
+        text = render(grid.to_dict(orient="records"), fmt, title=f"Matched-cost grid (reference {reference})")
+    emit(text, out)
+
+
 @click.group("protocol", cls=Group)
 def protocol_group() -> None:
     """Pre-specified test families: freeze a protocol file before the data exist, test it afterwards."""

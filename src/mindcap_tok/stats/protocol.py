@@ -54,6 +54,7 @@ from ..spec import (
     check_bstar,
     check_known,
     check_model,
+    check_prices,
     check_seed,
     reading,
 )
@@ -77,6 +78,7 @@ _TOP_KEYS = {
     "native",
     "translate",
     "bstar",
+    "prices",
 }
 
 
@@ -100,6 +102,8 @@ class Protocol:
     description: str = ""
     #: B*, typed or computed from the file's ``bstar`` rule; ``budget = "bstar"`` in a hypothesis stands for it
     bstar: int | None = None
+    #: token prices, model -> (input, output) dollars per million tokens (``mindcap-tok cost-grid --protocol``)
+    prices: Mapping[str, tuple[float, float]] | None = None
 
 
 def _read(path: Path) -> dict:
@@ -261,6 +265,7 @@ def load_protocol(path: str | Path, *, bstar: int | None = None) -> Protocol:
                 translate=str(raw.get("translate", "translate-act")),
                 description=str(raw.get("description", "")),
                 bstar=value() if "bstar" in raw else None,
+                prices=check_prices(raw["prices"]) if "prices" in raw else None,
             )
         except (TypeError, ValueError) as exc:
             raise BadInputError(str(exc), source=path) from exc
