@@ -353,7 +353,7 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
     from pathlib import Path
 
     from ..stats.family import family_budgets
-    from ..stats.protocol import load_protocol, protocol_premium_specs, run_protocol, verify_protocol
+    from ..stats.protocol import gate_protocol, load_protocol, protocol_premium_specs, run_protocol, verify_protocol
 
     record = verify_protocol(file, tokenizers_dir=state.config.tokenizers_dir.value)
     proto = load_protocol(file)
@@ -371,8 +371,9 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
     )
     scores, coverage = comparable_scores(scores, proto.frame, common_items, proto.native, proto.translate)
     result = run_protocol(proto, scores.by_budget, table)
+    gates, gated = gate_protocol(proto, result, by_record=scores.by_record)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
-        decisions = result.table.assign(**{c: result.table[c] / 100 for c in ("margin", "estimate", "se")})
+        decisions = gated.assign(**{c: gated[c] / 100 for c in ("margin", "estimate", "se")})
         text = to_json(
             {
                 "protocol": proto.name,
@@ -389,6 +390,7 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
                 **coverage.as_dict(),
                 "units": "fractions",
                 "decisions": decisions.to_dict(orient="records"),
+                "announcement_gate": gates.to_dict(orient="records"),
             }
         )
     else:
@@ -397,6 +399,14 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
             f"α={result.alpha}, {result.n_boot} item resamples, seed {result.seed}, tail factor "
             f"{result.tail_factor:g}{'' if proto.bstar is None else f', B* = {proto.bstar}'}; estimates in points"
         )
-        text = render(result.table.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
+        text = render(gated.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
+        if len(gates):
+            text += "\n" + render(
+                gates.to_dict(orient="records"),
+                fmt,
+                title="Announcement gate: median-length reduction from the loosest to the tightest announced budget "
+                f"(a retained null in a cell below {proto.announcement_gate:.0%} is uninformative)",
+                floatfmt=".3f",
+            )
         text += f"\noutcome: {result.outcome}\n" + coverage.footer()
     emit(text, out)

@@ -58,6 +58,7 @@ from ..spec import (
     check_seed,
     reading,
 )
+from .announcement import DEFAULT_GATE, announcement_gate, gate_decisions
 from .family import DEFAULT_OUTCOMES, FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, resolve_premiums
@@ -79,6 +80,7 @@ _TOP_KEYS = {
     "translate",
     "bstar",
     "prices",
+    "announcement_gate",
 }
 
 
@@ -104,6 +106,8 @@ class Protocol:
     bstar: int | None = None
     #: token prices, model -> (input, output) dollars per million tokens (``mindcap-tok cost-grid --protocol``)
     prices: Mapping[str, tuple[float, float]] | None = None
+    #: the median-length reduction an announcement must reach for a null about it to count (Appendix I)
+    announcement_gate: float = DEFAULT_GATE
 
 
 def _read(path: Path) -> dict:
@@ -266,6 +270,7 @@ def load_protocol(path: str | Path, *, bstar: int | None = None) -> Protocol:
                 description=str(raw.get("description", "")),
                 bstar=value() if "bstar" in raw else None,
                 prices=check_prices(raw["prices"]) if "prices" in raw else None,
+                announcement_gate=check(Alpha, raw.get("announcement_gate", DEFAULT_GATE), "announcement_gate"),
             )
         except (TypeError, ValueError) as exc:
             raise BadInputError(str(exc), source=path) from exc
@@ -521,3 +526,25 @@ def run_protocol(proto: Protocol, by_budget: pd.DataFrame, premiums: PremiumTabl
         native=proto.native,
         translate=proto.translate,
     )
+
+
+def announced_terms(proto: Protocol) -> dict[str, list[dict]]:
+    """Per hypothesis id, the cells (model, arm, lang and settings) of its terms that name an announced budget."""
+    out: dict[str, list[dict]] = {}
+    for h in proto.hypotheses:
+        for term in (h.a, h.b):
+            if term and term.get("announced") is not None:
+                cell = {k: v for k, v in term.items() if k not in ("budget", "scaled", "announced")}
+                if h.model and "model" not in cell:
+                    cell["model"] = h.model
+                out.setdefault(h.id, []).append(cell)
+    return out
+
+
+def gate_protocol(
+    proto: Protocol, result: FamilyResult, *, by_record: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The announcement gate of the ledger's cells (:func:`~.announcement.announcement_gate` at the protocol's
+    ``announcement_gate``) and the family's decisions with ``clears_gate`` and ``informative``."""
+    table = announcement_gate(by_record, gate=proto.announcement_gate)
+    return table, gate_decisions(result.table, terms=announced_terms(proto), gate_table=table)
