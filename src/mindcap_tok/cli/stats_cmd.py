@@ -170,6 +170,7 @@ def sweep_command(state, fmt, out, **common) -> None:
                 "rows": result.rows.to_dict(orient="records"),
                 "peaks": result.peaks.to_dict(orient="records"),
                 "binding": binding.to_dict(orient="records"),
+                "forcing": _forcing(scores.by_record).to_dict(orient="records"),
                 **coverage.as_dict(),
                 "units": "fractions",
             }
@@ -202,6 +203,10 @@ def sweep_command(state, fmt, out, **common) -> None:
         text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")
         if len(cross):
             text += "\n" + render(cross.to_dict(orient="records"), fmt, title="Crossovers", floatfmt=".3f")
+        forcing = _forcing(scores.by_record)
+        if len(forcing):
+            title = "Forcing by population: truncated by the cap vs finished by themselves (accuracy as a fraction)"
+            text += "\n" + render(forcing.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
         text += "\n" + render(
             binding.drop(columns=["budgets"]).astype({"band_binds": str, "emission_binds": str}).to_dict("records"),
             fmt,
@@ -209,6 +214,15 @@ def sweep_command(state, fmt, out, **common) -> None:
         )
         text += coverage.footer()
     emit(text, out)
+
+
+def _forcing(by_record: pd.DataFrame) -> pd.DataFrame:
+    """Forcing results by population (empty when no record was forced)."""
+    from ..stats.forcing import forcing_populations
+
+    if "forcing" not in by_record or not by_record["forcing"].fillna(False).astype(bool).any():
+        return by_record.iloc[:0, :0]
+    return forcing_populations(by_record)
 
 
 _WINDOW = "(B, floor(r·B)]"

@@ -18,6 +18,7 @@ from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.binding import binding_regime
 from ..stats.bootstrap import grid_bootstrap
 from ..stats.curves import NATIVE, Sweep, accuracy_table, sweep
+from ..stats.forcing import forcing_populations
 from ..stats.grid import accuracy_grid
 from ..stats.premiums import premium_table
 from ..stats.subcdf import compare_prediction, predict_delta
@@ -108,6 +109,8 @@ def write_budget_report(
         "binding": binding_regime(result, by_record, native=native),
     }
     notes = list(notes)
+    if by_record is not None and "forcing" in by_record and by_record["forcing"].fillna(False).astype(bool).any():
+        tables["forcing"] = forcing_populations(by_record)
     if by_record is not None:
         timing = emission_timing(by_record)
         tables["timing"] = timing
@@ -194,6 +197,17 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         ]
     if "timing_contrast" in tables:
         parts += ["### Early-tail contrast (NATIVE − TRANSLATE-ACT p10)", "", _md(tables["timing_contrast"]), ""]
+    if "forcing" in tables:
+        parts += [
+            "## Forcing, by population",
+            "",
+            "Forced cells split into traces the cap truncated (then forced) and traces that finished by themselves "
+            "(forced when they had no answer line, under forcing.unanswered; the records do not mark which finished "
+            "traces were forced). Accuracy of the completed trace; the pooled row is shown beside, never instead.",
+            "",
+            _md(tables["forcing"]),
+            "",
+        ]
     if "subcdf_check" in tables:
         parts += [
             "## Sub-CDF consistency",
