@@ -168,8 +168,8 @@ EXTRA = "sentencepiece is not installed; install the 'spm' extra: pip install 'm
 
 
 def test_premiums_for_a_tokenizer_keep_a_missing_extra(monkeypatch):
-    from mindcap_tok.tokenization import load as tokenizer
     from mindcap_tok.stats import premiums
+    from mindcap_tok.tokenization import load as tokenizer
 
     monkeypatch.setattr(tokenizer, "load_tokenizer", _no_sentencepiece)  # imported where it is used
     with pytest.raises(MissingExtraError) as exc:
@@ -199,8 +199,8 @@ HYPOTHESIS = '[[hypotheses]]\nid = "H1"\nkind = "delta"\nlang = "th"\nbudget = 1
 
 
 def test_protocol_premium_tokenizer_keeps_a_missing_extra(tmp_path, monkeypatch):
-    from mindcap_tok.tokenization import load as tokenizer
     from mindcap_tok.stats.protocol import protocol_inputs
+    from mindcap_tok.tokenization import load as tokenizer
 
     monkeypatch.setattr(tokenizer, "load_tokenizer", _no_sentencepiece)
     proto = tmp_path / "p.toml"

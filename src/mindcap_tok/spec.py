@@ -36,7 +36,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .errors import BadInputError, MindcapError, locate
 from .tokenization.registry import canonical_model_name
@@ -144,7 +144,8 @@ def validate(model: type[BaseModel], table: object, key: str) -> BaseModel:
         return model.model_validate(table)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise SpecError(_key(key + ".", err["loc"]), _problem(err, model.model_fields)) from None
+        known = [f.alias or name for name, f in model.model_fields.items()]  # as the file spells them
+        raise SpecError(_key(key + ".", err["loc"]), _problem(err, known)) from None
 
 
 _ADAPTERS: dict[object, TypeAdapter] = {}
@@ -317,3 +318,49 @@ def judge_table(value: object, key: str = "judge") -> dict:
     """A ``[judge]`` table checked key by key (strict types, shared rules, no unknown keys); returned as given."""
     validate(_JudgeTable, value, key)
     return value
+
+
+# -- a protocol's B* ---------------------------------------------------------------------------------------------
+
+
+class BstarRule(BaseModel):
+    """A protocol's ``bstar = {from = [512, 1024], max_scaled = 4096}``: B* is the largest B in ``from`` whose
+    premium-scaled budget floor(r·B) stays within ``max_scaled`` for every language of the protocol (paper §3)."""
+
+    model_config = _STRICT
+    candidates: Annotated[list[Cap], Field(alias="from", min_length=1)]
+    max_scaled: Cap
+
+
+def check_bstar(value: object, key: str = "bstar") -> int | BstarRule:
+    """A typed B* (a cap) or the rule table that computes it (:class:`BstarRule`)."""
+    if isinstance(value, dict):
+        return validate(BstarRule, value, key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check(Cap, value, key)
+    raise SpecError(key, f"must be a budget or a table {{from = [512, 1024], max_scaled = 4096}}, got {show(value)}")
+
+
+# -- token prices ------------------------------------------------------------------------------------------------
+
+Price = Annotated[float, _check(lambda v: v >= 0, "must be >= 0, got {}")]
+OutputPrice = Annotated[float, _check(lambda v: v > 0, "must be > 0, got {}")]
+
+
+class _PriceTable(BaseModel):
+    """One model's token prices in dollars per million tokens (``{input = 0.15, output = 0.6}``)."""
+
+    model_config = _STRICT
+    input: Price
+    output: OutputPrice
+
+
+def check_prices(value: object, key: str = "prices") -> dict[str, tuple[float, float]]:
+    """A ``[prices]`` table, model -> ``{input, output}`` dollars per million tokens, as model -> (input, output)."""
+    if not isinstance(value, dict) or not value:
+        raise SpecError(key, f"must be a non-empty table of models, got {show(value)}")
+    out = {}
+    for model, entry in value.items():
+        validate(_PriceTable, entry, f"{key}.{model}")
+        out[check_model(model, f"{key}.{model}")] = (float(entry["input"]), float(entry["output"]))
+    return out

@@ -35,6 +35,7 @@ COMMANDS = {
     "score": ("score_cmd", "score_command"),
     "sweep": ("stats_cmd", "sweep_command"),
     "report": ("stats_cmd", "report_command"),
+    "cost-grid": ("stats_cmd", "cost_grid_command"),
     "confirm": ("confirm_cmd", "confirm_command"),
     "consistency": ("stats_cmd", "consistency_command"),
     "protocol": ("stats_cmd", "protocol_group"),

@@ -163,6 +163,7 @@ def sweep_command(state, fmt, out, **common) -> None:
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
     from ..report.budget_report import DELTA_COLUMNS, to_points
+    from ..stats.binding import binding_regime, binding_rows
     from ..stats.curves import sweep
 
     grid, scores, table, coverage = _sweep_inputs(state, common)
@@ -173,18 +174,21 @@ def sweep_command(state, fmt, out, **common) -> None:
         resampling=_resampling(common),
         frame=common["frame"],
     )
+    binding = binding_regime(result, scores.by_record)
     if fmt == "json":
         text = to_json(
             {
                 **result.as_dict(),
                 "rows": result.rows.to_dict(orient="records"),
                 "peaks": result.peaks.to_dict(orient="records"),
+                "binding": binding.to_dict(orient="records"),
+                "forcing": _forcing(scores.by_record).to_dict(orient="records"),
                 **coverage.as_dict(),
                 "units": "fractions",
             }
         )
     elif fmt == "csv":
-        text = render(result.rows.to_dict(orient="records"), "csv")
+        text = render(binding_rows(result, scores.by_record).to_dict(orient="records"), "csv")
     else:  # readable width: settings shared by every row go into the title, Δ_L and the gap in two tables
         rows, peaks = to_points(result.rows), to_points(result.peaks)
         rows, peaks, cross, shared = _drop_shared_settings(rows, peaks, result.crossovers)
@@ -211,10 +215,29 @@ def sweep_command(state, fmt, out, **common) -> None:
         text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")
         if len(cross):
             text += "\n" + render(cross.to_dict(orient="records"), fmt, title="Crossovers", floatfmt=".3f")
+        forcing = _forcing(scores.by_record)
+        if len(forcing):
+            title = "Forcing by population: truncated by the cap vs finished by themselves (accuracy as a fraction)"
+            text += "\n" + render(forcing.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
+        text += "\n" + render(
+            binding.drop(columns=["budgets"]).astype({"band_binds": str, "emission_binds": str}).to_dict("records"),
+            fmt,
+            title=f"Binding regime: budgets where the band excludes 0; where correct answers emit in {_WINDOW}",
+        )
         text += coverage.footer()
     emit(text, out)
 
 
+def _forcing(by_record: pd.DataFrame) -> pd.DataFrame:
+    """Forcing results by population (empty when no record was forced)."""
+    from ..stats.forcing import forcing_populations
+
+    if "forcing" not in by_record or not by_record["forcing"].fillna(False).astype(bool).any():
+        return by_record.iloc[:0, :0]
+    return forcing_populations(by_record)
+
+
+_WINDOW = "(B, floor(r·B)]"
 _GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap"]
 
 
@@ -255,6 +278,60 @@ def report_command(state, out, **common) -> None:
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
 
 
+@click.command("cost-grid", cls=Command)
+@click.option("--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder.")
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TOML ([MODEL] input = .., output = ..) or CSV (model,input,output): dollars per million tokens.",
+)
+@click.option(
+    "--protocol", "protocol_file", type=click.Path(exists=True, dir_okay=False), help="Use this protocol's [prices]."
+)
+@budgets_option(help=f"Reference budgets B (default {','.join(map(str, SWEEP_BUDGETS))}).")
+@click.option(
+    "--reference",
+    default="lang=eng_Latn",
+    show_default=True,
+    help="The reference cell: lang=L, arm=A, or both (arm=translate-act,lang=th); matched within a model.",
+)
+@multi_option("--model", "models", help="Only these models.")
+@format_option()
+@out_file_option()
+def cost_grid_command(ledger, prices_file, protocol_file, budgets, reference, models, fmt, out) -> None:
+    """Budgets whose dollar cost per item (in_price·prompt_tokens + out_price·B, the ledger's mean prompt tokens
+    per cell) matches the reference cell's at each reference budget B; the grid, prices and reference recorded."""
+    from ..errors import MindcapError
+    from ..stats.cost import ledger_prompt_tokens, load_prices, matched_cost_grid
+    from ..stats.protocol import load_protocol
+
+    if (prices_file is None) == (protocol_file is None):
+        raise MindcapError("give the token prices with exactly one of --prices FILE and --protocol FILE")
+    prices = load_prices(prices_file) if prices_file else load_protocol(protocol_file).prices
+    if not prices:
+        raise MindcapError(f"{protocol_file} declares no [prices]")
+    ref = dict(part.partition("=")[::2] for part in reference.split(","))
+    grid = matched_cost_grid(
+        ledger_prompt_tokens(ledger, models=models),
+        prices,
+        budgets=budgets or list(SWEEP_BUDGETS),
+        reference=ref,
+    )
+    if fmt == "json":
+        text = to_json(
+            {
+                "reference": ref,
+                "prices": {m: {"input": i, "output": o} for m, (i, o) in prices.items()},
+                "units": "dollars per item; prices in dollars per million tokens",
+                "grid": grid.to_dict(orient="records"),
+            }
+        )
+    else:
+        text = render(grid.to_dict(orient="records"), fmt, title=f"Matched-cost grid (reference {reference})")
+    emit(text, out)
+
+
 @click.group("protocol", cls=Group)
 def protocol_group() -> None:
     """Pre-specified test families: freeze a protocol file before the data exist, test it afterwards."""
@@ -269,8 +346,11 @@ def protocol_freeze(state, file, tag) -> None:
     annotated git tag carrying them)."""
     from ..stats.protocol import freeze_protocol
 
-    rec = freeze_protocol(file, tag=tag, tokenizers_dir=state.config.tokenizers_dir.value)
+    cfg = state.config
+    rec = freeze_protocol(file, tag=tag, tokenizers_dir=cfg.tokenizers_dir.value, data_dir=cfg.data_dir.value)
     click.echo(f"frozen {rec.protocol}: sha256 {rec.sha256}")
+    if rec.bstar is not None:
+        click.echo(f"  B* = {rec.bstar}")
     for name, sha in (rec.inputs or {}).items():
         click.echo(f"  with {name}: sha256 {sha}")
     if rec.tag:
@@ -299,7 +379,7 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
     from pathlib import Path
 
     from ..stats.family import family_budgets
-    from ..stats.protocol import load_protocol, protocol_premium_specs, run_protocol, verify_protocol
+    from ..stats.protocol import gate_protocol, load_protocol, protocol_premium_specs, run_protocol, verify_protocol
 
     record = verify_protocol(file, tokenizers_dir=state.config.tokenizers_dir.value)
     proto = load_protocol(file)
@@ -317,8 +397,9 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
     )
     scores, coverage = comparable_scores(scores, proto.frame, common_items, proto.native, proto.translate)
     result = run_protocol(proto, scores.by_budget, table)
+    gates, gated = gate_protocol(proto, result, by_record=scores.by_record)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
-        decisions = result.table.assign(**{c: result.table[c] / 100 for c in ("margin", "estimate", "se")})
+        decisions = gated.assign(**{c: gated[c] / 100 for c in ("margin", "estimate", "se")})
         text = to_json(
             {
                 "protocol": proto.name,
@@ -331,18 +412,28 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
                 "n_boot": result.n_boot,
                 "seed": result.seed,
                 "tail_factor": result.tail_factor,
+                "bstar": proto.bstar,
                 **coverage.as_dict(),
                 "units": "fractions",
                 "decisions": decisions.to_dict(orient="records"),
+                "announcement_gate": gates.to_dict(orient="records"),
             }
         )
     else:
         title = (
             f"Protocol {proto.name} (sha256 {record.sha256[:12]}…, frozen {record.frozen_at}); Holm at "
             f"α={result.alpha}, {result.n_boot} item resamples, seed {result.seed}, tail factor "
-            f"{result.tail_factor:g}; estimates in points"
+            f"{result.tail_factor:g}{'' if proto.bstar is None else f', B* = {proto.bstar}'}; estimates in points"
         )
-        text = render(result.table.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
+        text = render(gated.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
+        if len(gates):
+            text += "\n" + render(
+                gates.to_dict(orient="records"),
+                fmt,
+                title="Announcement gate: median-length reduction from the loosest to the tightest announced budget "
+                f"(a retained null in a cell below {proto.announcement_gate:.0%} is uninformative)",
+                floatfmt=".3f",
+            )
         text += f"\noutcome: {result.outcome}\n" + coverage.footer()
     emit(text, out)
 

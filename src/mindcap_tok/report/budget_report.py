@@ -15,8 +15,10 @@ from .._tables import markdown_table
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import DEFAULT_RESAMPLING, Resampling
+from ..stats.binding import binding_regime
 from ..stats.bootstrap import grid_bootstrap
 from ..stats.curves import NATIVE, Sweep, accuracy_table, sweep
+from ..stats.forcing import forcing_populations
 from ..stats.grid import accuracy_grid
 from ..stats.premiums import premium_table
 from ..stats.subcdf import compare_prediction, predict_delta
@@ -104,8 +106,11 @@ def write_budget_report(
         "peaks": result.peaks,
         "crossovers": result.crossovers,
         "accuracy": curves,
+        "binding": binding_regime(result, by_record, native=native),
     }
     notes = list(notes)
+    if by_record is not None and "forcing" in by_record and by_record["forcing"].fillna(False).astype(bool).any():
+        tables["forcing"] = forcing_populations(by_record)
     if by_record is not None:
         timing = emission_timing(by_record)
         tables["timing"] = timing
@@ -165,6 +170,14 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         "",
         _md(result.rows[cols]),
         "",
+        "## Binding regime",
+        "",
+        "Budgets B (as ranges of swept budgets) where the simultaneous band of Δ_L(B) excludes 0 (band_binds) and "
+        "where correct answer lines still appear in (B, floor(r·B)], i.e. some correct trace has its emission E in "
+        "that window (emission_binds; needs the ledger's records).",
+        "",
+        _md(tables["binding"].drop(columns=["budgets"])),
+        "",
         "## Crossovers",
         "",
         "Consecutive budgets between which the leading arm changes (native_lead_prob: bootstrap P(native leads)).",
@@ -184,6 +197,17 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         ]
     if "timing_contrast" in tables:
         parts += ["### Early-tail contrast (NATIVE − TRANSLATE-ACT p10)", "", _md(tables["timing_contrast"]), ""]
+    if "forcing" in tables:
+        parts += [
+            "## Forcing, by population",
+            "",
+            "Forced cells split into traces the cap truncated (then forced) and traces that finished by themselves "
+            "(forced when they had no answer line, under forcing.unanswered; the records do not mark which finished "
+            "traces were forced). Accuracy of the completed trace; the pooled row is shown beside, never instead.",
+            "",
+            _md(tables["forcing"]),
+            "",
+        ]
     if "subcdf_check" in tables:
         parts += [
             "## Sub-CDF consistency",

@@ -17,12 +17,13 @@ Example (TOML)::
     n_boot = 10000
     seed = 0
     tail_factor = 1.3
+    bstar = {from = [512, 1024], max_scaled = 4096}   # or typed: bstar = 1024
 
     [[hypotheses]]
     id = "H1-existence"
     kind = "delta"
     langs = ["de", "th", "sw"]
-    budget = 1024
+    budget = "bstar"               # B*, computed by the rule at the freeze and recorded there
 """
 
 from __future__ import annotations
@@ -31,21 +32,36 @@ import hashlib
 import json
 import subprocess
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
 
 from .._io import atomic_write_text, regular_file
 from .._json import dumps_strict
+from ..data.languages import resolve_language
 from ..errors import BadInputError, MindcapError, first_line, with_context
-from ..resample import check_resamples
-from ..spec import Alpha, Resamples, TailFactor, check, check_known, check_model, check_seed, reading
+from ..resample import check_resamples, scale_budget
+from ..spec import (
+    Alpha,
+    BstarRule,
+    Resamples,
+    TailFactor,
+    check,
+    check_bstar,
+    check_known,
+    check_model,
+    check_prices,
+    check_seed,
+    reading,
+)
+from .announcement import DEFAULT_GATE, announcement_gate, gate_decisions
 from .family import DEFAULT_OUTCOMES, FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
-from .premiums import PremiumTable
+from .premiums import PremiumTable, lookup_premium, resolve_premiums
 
 _TOP_KEYS = {
     "name",
@@ -62,6 +78,9 @@ _TOP_KEYS = {
     "hypotheses",
     "native",
     "translate",
+    "bstar",
+    "prices",
+    "announcement_gate",
 }
 
 
@@ -83,6 +102,12 @@ class Protocol:
     native: str = "native"
     translate: str = "translate-act"
     description: str = ""
+    #: B*, typed or computed from the file's ``bstar`` rule; ``budget = "bstar"`` in a hypothesis stands for it
+    bstar: int | None = None
+    #: token prices, model -> (input, output) dollars per million tokens (``mindcap-tok cost-grid --protocol``)
+    prices: Mapping[str, tuple[float, float]] | None = None
+    #: the median-length reduction an announcement must reach for a null about it to count (Appendix I)
+    announcement_gate: float = DEFAULT_GATE
 
 
 def _read(path: Path) -> dict:
@@ -110,12 +135,102 @@ def _read(path: Path) -> dict:
     raise BadInputError("protocol files are .toml, .yaml or .yml", source=path)
 
 
-def load_protocol(path: str | Path) -> Protocol:
-    """Parse and validate a protocol file (unknown keys are errors)."""
+def bstar_from_rule(rule: BstarRule, premiums: Sequence[Fraction | float]) -> int:
+    """The largest B of ``rule.candidates`` with floor(r·B) <= ``rule.max_scaled`` for every premium r (§3)."""
+    fits = [b for b in rule.candidates if all(scale_budget(r, b) <= rule.max_scaled for r in premiums)]
+    if not fits:
+        worst = max(premiums)
+        raise MindcapError(
+            f"bstar: no budget of {rule.candidates} keeps floor(r·B) <= {rule.max_scaled} at the largest "
+            f"premium r = {float(worst):.4f}"
+        )
+    return max(fits)
+
+
+def _languages(hyps: Sequence[Mapping]) -> list[str]:
+    """Every language a protocol's hypotheses name (``lang``, ``langs``, ``other``, the terms' ``lang``)."""
+    out = []
+    for h in hyps:
+        langs = h.get("langs") or []
+        for lang in [*([langs] if isinstance(langs, str) else langs), h.get("lang"), h.get("other")]:
+            out.append(lang)
+        out += [t.get("lang") for t in (h.get("a"), h.get("b")) if isinstance(t, Mapping)]
+    return list(dict.fromkeys(resolve_language(x) for x in out if x))
+
+
+def compute_bstar(
+    path: str | Path, *, tokenizers_dir: str | Path | None = None, data_dir: str | Path | None = None
+) -> int | None:
+    """B* of the protocol at ``path``: typed, or computed by its ``bstar`` rule over its premiums for every language
+    its hypotheses name (premiums as ``protocol test`` resolves them); None when the file declares none."""
+    path = Path(path)
+    raw = _read(path)
+    with reading(path):
+        setting = check_bstar(raw["bstar"]) if "bstar" in raw else None
+    if not isinstance(setting, BstarRule):
+        return setting
+    model = raw.get("model")
+    specs = [resolved for _, resolved in _premium_entries(raw.get("premiums"), path.parent)]
+    langs = [c for c in _languages(raw.get("hypotheses") or []) if c != "eng_Latn"]
+    table = resolve_premiums(specs, [model] if model else [], langs, tokenizers_dir, data_dir)
+    with reading(path):
+        return bstar_from_rule(setting, [lookup_premium(table, str(model or ""), lang) for lang in langs])
+
+
+def _with_bstar(hyps: list, bstar: Callable[[], int]) -> list:
+    """The hypotheses with every ``"bstar"`` budget (``budget``, ``other_budget``, a term's ``budget``) replaced."""
+
+    def swap(table: Mapping) -> dict:
+        out = dict(table)
+        for key in ("budget", "other_budget"):
+            if out.get(key) == "bstar":
+                out[key] = bstar()
+        return out
+
+    return [
+        {k: swap(v) if k in ("a", "b") and isinstance(v, Mapping) else v for k, v in swap(h).items()}
+        if isinstance(h, Mapping)
+        else h
+        for h in hyps
+    ]
+
+
+def _declared_bstar(path: Path, raw: Mapping, computed: int | None) -> Callable[[], int]:
+    """B* as a hypothesis reads it: the typed value, ``computed``, or the one the freeze recorded."""
+
+    def value() -> int:
+        setting = check_bstar(raw["bstar"]) if "bstar" in raw else None
+        if setting is None:
+            raise BadInputError('a budget "bstar" needs a top-level bstar (a budget or a rule)', source=path)
+        if not isinstance(setting, BstarRule):
+            return setting
+        if computed is not None:
+            return computed
+        sidecar = freeze_path(path)
+        record = _read_record(sidecar) if sidecar.exists() else None
+        recorded = record.bstar if record and record.sha256 == protocol_hash(path) else None  # this file's freeze
+        if recorded is None:
+            raise BadInputError(
+                "bstar is computed from its rule when the protocol is frozen: run `mindcap-tok protocol freeze` first",
+                source=path,
+            )
+        return recorded
+
+    return value
+
+
+def load_protocol(path: str | Path, *, bstar: int | None = None) -> Protocol:
+    """Parse and validate a protocol file (unknown keys are errors).
+
+    A ``bstar`` rule's value is ``bstar`` when given (see :func:`compute_bstar`), else the one its freeze recorded.
+    """
     path = Path(path)
     raw = _read(path)
     with reading(path):
         check_known(raw, _TOP_KEYS)
+        value = _declared_bstar(path, raw, bstar)
+        if "bstar" in raw:
+            value()  # a bad rule or a missing freeze is refused even when no hypothesis reads B*
         seed = check_seed(raw.get("seed", 0))
         alpha = check(Alpha, raw.get("alpha", 0.05), "alpha")
         n_boot = check(Resamples, raw.get("n_boot", 10_000), "n_boot")
@@ -127,6 +242,8 @@ def load_protocol(path: str | Path) -> Protocol:
     hyps = raw.get("hypotheses") or []
     if not isinstance(hyps, list) or not hyps:
         raise BadInputError("declare at least one [[hypotheses]] entry", source=path)
+    with reading(path):
+        hyps = _with_bstar(hyps, value)
     defaults = {"model": raw.get("model")}
     frame = raw.get("frame", "replay")
     if frame not in FRAMES:
@@ -151,6 +268,9 @@ def load_protocol(path: str | Path) -> Protocol:
                 native=str(raw.get("native", "native")),
                 translate=str(raw.get("translate", "translate-act")),
                 description=str(raw.get("description", "")),
+                bstar=value() if "bstar" in raw else None,
+                prices=check_prices(raw["prices"]) if "prices" in raw else None,
+                announcement_gate=check(Alpha, raw.get("announcement_gate", DEFAULT_GATE), "announcement_gate"),
             )
         except (TypeError, ValueError) as exc:
             raise BadInputError(str(exc), source=path) from exc
@@ -169,9 +289,8 @@ def protocol_hash(path: str | Path) -> str:
         raise MindcapError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
 
 
-def _premium_entries(proto: Protocol, folder: str | Path) -> list[tuple[str, str]]:
+def _premium_entries(raw: str | Mapping | list | None, folder: str | Path) -> list[tuple[str, str]]:
     """(spec as written, spec with relative paths resolved against ``folder``) for each declared premium."""
-    raw = proto.premiums
     if raw is None:
         return []
     if isinstance(raw, Mapping):
@@ -189,7 +308,7 @@ def protocol_premium_specs(proto: Protocol, folder: str | Path) -> list[str]:
 
     A spec is ``lang=r``, a premium JSON file (``*.json``) or a tokenizer (a name, a folder or a file).
     """
-    return [resolved for _, resolved in _premium_entries(proto, folder)]
+    return [resolved for _, resolved in _premium_entries(proto.premiums, folder)]
 
 
 def protocol_inputs(
@@ -204,7 +323,7 @@ def protocol_inputs(
     path = Path(path)
     proto = proto or load_protocol(path)
     out: dict[str, str] = {}
-    for name, spec in _premium_entries(proto, path.parent):
+    for name, spec in _premium_entries(proto.premiums, path.parent):
         if "=" in spec:
             continue
         if spec.lower().endswith(".json"):
@@ -241,6 +360,7 @@ class FreezeRecord:
     commit: str | None = None
     file_committed: bool | None = None
     inputs: dict[str, str] | None = None  # name -> sha256 of each file the protocol names (None: older records)
+    bstar: int | None = None  # B* (computed when the protocol gives a rule), None when it declares none
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -286,7 +406,11 @@ def _check_inputs(path: Path, record: FreezeRecord, current: Mapping[str, str]) 
 
 
 def freeze_protocol(
-    path: str | Path, tag: bool | None = None, tokenizers_dir: str | Path | None = None
+    path: str | Path,
+    tag: bool | None = None,
+    tokenizers_dir: str | Path | None = None,
+    *,
+    data_dir: str | Path | None = None,
 ) -> FreezeRecord:
     """Record the protocol's hash and those of the files it names (sidecar JSON) and, in a git repository,
     an annotated tag at HEAD.
@@ -295,13 +419,18 @@ def freeze_protocol(
     never tags. Freezing again with the same bytes returns the existing record; a file whose bytes
     changed after a freeze is refused (a changed protocol is a new protocol: save it under a new name), and
     so is one whose named files changed. Existing tags are never moved or overwritten. ``tokenizers_dir``
-    resolves tokenizers named as premiums (see :func:`protocol_inputs`).
+    resolves tokenizers named as premiums (see :func:`protocol_inputs`); with ``data_dir`` (FLORES-200) they also
+    give the premiums a ``bstar`` rule is computed from (:func:`compute_bstar`), and the record keeps B*.
     """
     path = Path(path)
-    proto = load_protocol(path)  # only valid protocols can be frozen
+    sidecar = freeze_path(path)
+    if sidecar.exists() and _read_record(sidecar).sha256 == protocol_hash(path):
+        bstar = _read_record(sidecar).bstar  # frozen already: B* stays as recorded
+    else:
+        bstar = compute_bstar(path, tokenizers_dir=tokenizers_dir, data_dir=data_dir)
+    proto = load_protocol(path, bstar=bstar)  # only valid protocols can be frozen
     sha = protocol_hash(path)
     inputs = protocol_inputs(path, proto, tokenizers_dir)
-    sidecar = freeze_path(path)
     if sidecar.exists():
         old = _read_record(sidecar)
         if old.sha256 != sha:
@@ -341,6 +470,7 @@ def freeze_protocol(
         commit=commit,
         file_committed=committed,
         inputs=inputs,
+        bstar=proto.bstar,
     )
     atomic_write_text(sidecar, dumps_strict(record.as_dict()) + "\n")
     return record
@@ -396,3 +526,25 @@ def run_protocol(proto: Protocol, by_budget: pd.DataFrame, premiums: PremiumTabl
         native=proto.native,
         translate=proto.translate,
     )
+
+
+def announced_terms(proto: Protocol) -> dict[str, list[dict]]:
+    """Per hypothesis id, the cells (model, arm, lang and settings) of its terms that name an announced budget."""
+    out: dict[str, list[dict]] = {}
+    for h in proto.hypotheses:
+        for term in (h.a, h.b):
+            if term and term.get("announced") is not None:
+                cell = {k: v for k, v in term.items() if k not in ("budget", "scaled", "announced")}
+                if h.model and "model" not in cell:
+                    cell["model"] = h.model
+                out.setdefault(h.id, []).append(cell)
+    return out
+
+
+def gate_protocol(
+    proto: Protocol, result: FamilyResult, *, by_record: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The announcement gate of the ledger's cells (:func:`~.announcement.announcement_gate` at the protocol's
+    ``announcement_gate``) and the family's decisions with ``clears_gate`` and ``informative``."""
+    table = announcement_gate(by_record, gate=proto.announcement_gate)
+    return table, gate_decisions(result.table, terms=announced_terms(proto), gate_table=table)
