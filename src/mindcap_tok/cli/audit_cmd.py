@@ -68,35 +68,9 @@ from ._parsing import Command
 @tokenizer_option
 @allow_tokenizer_mismatch_option
 @click.pass_obj
-def audit_command(
-    state,
-    ledger,
-    out,
-    only,
-    premium_specs,
-    alt_premiums,
-    renderings,
-    budgets,
-    translation_budgets,
-    lid_model,
-    no_hub,
-    lid_threshold,
-    min_letters,
-    delimiter,
-    comet_checkpoint,
-    validation_per_cell,
-    validation_labels,
-    criterion,
-    parity_per_stratum,
-    sesoi,
-    n_boot,
-    seed,
-    no_verify,
-    tokenizer,
-    allow_tokenizer_mismatch,
-) -> None:
+def audit_command(state, ledger, out, only, **options) -> None:
     """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
-    check_n_boot(n_boot)  # the audits' CIs are at 0.95
+    check_n_boot(options["n_boot"])  # the audits' CIs are at 0.95
 
     from .._io import check_output_folder
     from ..audits import AuditConfig, LidSettings, run_audits, write_report
@@ -111,35 +85,41 @@ def audit_command(
     data_dir, toks_dir = state.config.data_dir.value, state.config.tokenizers_dir.value
     # user inputs first: a bad --only, delimiter, labels file or --premiums fails the command before any audit runs
     names = select_audits([o for part in only for o in part.split(",") if o])
-    delimiter = check_delimiter(delimiter or DEFAULT_DELIMITER)
-    labels = load_validation_labels(validation_labels) if validation_labels else None
+    delimiter = check_delimiter(options["delimiter"] or DEFAULT_DELIMITER)
+    labels_file, renderings, tokenizer = options["validation_labels"], options["renderings"], options["tokenizer"]
+    labels = load_validation_labels(labels_file) if labels_file else None
     check_output_folder(out, PRODUCER)
-    led = Ledger(ledger, verify=not no_verify)
+    led = Ledger(ledger, verify=not options["no_verify"])
     found = audit_inputs(
-        led, names, premium_specs=premium_specs, alt_premiums=alt_premiums, tokenizers_dir=toks_dir, data_dir=data_dir
+        led,
+        names,
+        premium_specs=options["premium_specs"],
+        alt_premiums=options["alt_premiums"],
+        tokenizers_dir=toks_dir,
+        data_dir=data_dir,
     )
     for note in found.notes:
         click.echo(f"note: {note}", err=True)
     config = AuditConfig(
-        budgets=budgets or AuditConfig.budgets,
+        budgets=options["budgets"] or AuditConfig.budgets,
         premiums=found.premiums,
         alternatives=found.alternatives,
         renderings=load_renderings(renderings) if renderings else None,
         references=found.references,
         sources=found.sources,
-        comet_checkpoint=comet_checkpoint,
-        translation_budgets=translation_budgets,
-        lid_model=lid_model,
-        lid_hub=not no_hub,
-        lid=LidSettings(threshold=lid_threshold, min_letters=min_letters, delimiter=delimiter),
-        validation_per_cell=validation_per_cell,
-        criterion=criterion / 100,
+        comet_checkpoint=options["comet_checkpoint"],
+        translation_budgets=options["translation_budgets"],
+        lid_model=options["lid_model"],
+        lid_hub=not options["no_hub"],
+        lid=LidSettings(threshold=options["lid_threshold"], min_letters=options["min_letters"], delimiter=delimiter),
+        validation_per_cell=options["validation_per_cell"],
+        criterion=options["criterion"] / 100,
         validation_labels=labels,
-        parity_per_stratum=parity_per_stratum,
-        sesoi=sesoi / 100,
-        resampling=Resampling(n_boot, seed),
+        parity_per_stratum=options["parity_per_stratum"],
+        sesoi=options["sesoi"] / 100,
+        resampling=Resampling(options["n_boot"], options["seed"]),
         tokenizers_dir=toks_dir,
-        allow_tokenizer_mismatch=allow_tokenizer_mismatch,
+        allow_tokenizer_mismatch=options["allow_tokenizer_mismatch"],
         tokenizer=load_tokenizer(tokenizer, toks_dir) if tokenizer else None,
     )
     suite = run_audits(led, names, config)
