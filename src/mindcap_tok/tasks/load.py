@@ -14,6 +14,8 @@ from ..spec import reading, validate
 from .model import Task, check_task
 
 _BUILTIN = "mindcap_tok.tasks.builtin"
+#: the task of a job (or record) that names none: everything written before tasks is MGSM
+DEFAULT_TASK = "mgsm"
 
 
 def builtin_tasks() -> list[str]:
