@@ -136,3 +136,15 @@ def test_a_task_file_by_path(tmp_path):
         load_task(tmp_path / "bad.toml")
     with pytest.raises(MindcapError, match="unknown task 'belebel'"):
         load_task("belebel")
+
+
+def test_the_readme_task_example_is_a_valid_task(tmp_path):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    start = readme.index('name = "my-quiz"')
+    (tmp_path / "quiz.toml").write_text(readme[start : readme.index("```", start)], "utf-8")
+    task = load_task(tmp_path / "quiz.toml")
+    p = task_prompt(task, TaskItem(0, "deu_Latn", {"q": "2 + 2?"}, 4), "native")
+    assert p.text == (
+        "Löse die Aufgabe. Denke Schritt für Schritt auf Deutsch nach. Beende mit einer letzten Zeile der Form "
+        '"#### <ganze Zahl>".\n\nAufgabe: 2 + 2?'
+    )
