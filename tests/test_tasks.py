@@ -119,6 +119,7 @@ def test_a_task_prompt_from_its_templates():
         ({"answer__type": "math"}, "gold.type: must be string for math answers"),
         ({"answer__type": "boolean"}, "answer.type: input should be"),
         ({"gold__type": "float"}, "gold.type: input should be"),
+        ({"prompts": "mgsm-v1"}, "source.fields: must map question: the templates of mgsm-v1 format it"),
     ],
 )
 def test_a_bad_task_file_is_one_line_naming_the_key(changes, message):

@@ -143,6 +143,8 @@ def _check_arms(task: Task) -> None:
     if task.prompts is None:
         for name, arm in task.arms.items():
             _check_templates(task, name, arm)
+    elif "question" not in task.source.fields:
+        raise SpecError("source.fields", f"must map question: the templates of {task.prompts} format it")
 
 
 def _check_templates(task: Task, name: str, arm: Arm) -> None:
