@@ -58,7 +58,7 @@ def _parquet(path: Path, rows: list[dict]) -> None:
 
 def test_belebele_through_datasets_on_a_hub_folder(tmp_path, hf_cache):
     _hub_folder(tmp_path / "facebook" / "belebele", "deu_Latn", "data/deu_Latn.jsonl", lambda p: _jsonl(p, BELEBELE))
-    items = load_items(load_task("belebele"), "deu_Latn", tmp_path)
+    items = load_items(load_task("belebele"), "deu_Latn", data_dir=tmp_path)
     assert [it.gold for it in items] == ["3", "1"]
     assert items[0].fields == {"passage": "Anna hat drei Katzen.", "question": "Wie viele Katzen hat Anna?",
                                "answer1": "eine", "answer2": "zwei", "answer3": "drei", "answer4": "vier"}  # fmt: skip
@@ -68,7 +68,7 @@ def test_belebele_through_datasets_on_a_hub_folder(tmp_path, hf_cache):
 def test_global_mmlu_lite_through_datasets_on_a_hub_folder_of_parquet(tmp_path, hf_cache):
     root = tmp_path / "CohereLabs" / "Global-MMLU-Lite"
     _hub_folder(root, "fr", "fr/test-00000-of-00001.parquet", lambda p: _parquet(p, MMLU))
-    (item,) = load_items(load_task("global-mmlu-lite"), "fra_Latn", tmp_path)
+    (item,) = load_items(load_task("global-mmlu-lite"), "fra_Latn", data_dir=tmp_path)
     assert item.gold == "B"
     assert item.fields == {"question": "Quelle planète est la plus grande ?", "a": "Mars", "b": "Jupiter",
                            "c": "Vénus", "d": "Mercure"}  # fmt: skip
@@ -78,7 +78,7 @@ def test_mmath_from_the_authors_json_under_the_data_folder(tmp_path):
     (tmp_path / "mmath").mkdir()
     rows = [{"question": "Compute $1/2 + 1/4$.", "answer": "\\frac{3}{4}", "data_source": "MATH-500"}]
     (tmp_path / "mmath" / "zh.json").write_text(json.dumps(rows), "utf-8")
-    (item,) = load_items(load_task("mmath"), "zho_Hans", tmp_path)
+    (item,) = load_items(load_task("mmath"), "zho_Hans", data_dir=tmp_path)
     assert (item.gold, item.fields) == ("\\frac{3}{4}", {"question": "Compute $1/2 + 1/4$."})
 
 

@@ -44,11 +44,11 @@ def test_a_belebele_job_builds_its_prompts(data_dir):
     spec = parse_spec({**JOB, "task": "belebele"}, data_dir=data_dir)
     assert (spec.task, spec.task_file, spec.items, spec.prompt_version) == ("belebele", "", (0, 1), "belebele-v1")
     assert spec.as_dict()["task"] == "belebele"
-    task, items = spec_task(spec), load_items(spec_task(spec), "deu_Latn", data_dir)
+    task, items = spec_task(spec), load_items(spec_task(spec), "deu_Latn", data_dir=data_dir)
     requests = [r for shard in plan_job(spec).shards for r in shard.requests]
     assert [(r.arm, r.item) for r in requests] == [("native", 0), ("native", 1), ("translate-act", 0),
                                                    ("translate-act", 1)]  # fmt: skip
-    prompts = [task_prompt(task, items[r.item], r.arm) for r in requests]
+    prompts = [task_prompt(task, items[r.item], arm=r.arm) for r in requests]
     assert prompts[0].text == (
         "Lies den Text und beantworte die Frage. Denke Schritt für Schritt auf Deutsch nach. Beende deine Antwort "
         'mit einer letzten Zeile der Form "#### <Nummer>", die nur die Nummer der richtigen Antwort enthält '

@@ -80,25 +80,25 @@ def test_mgsm_prompts_are_todays_byte_for_byte():
     assert len(expected) == 4 * 11 * 3
     for case in expected:
         item = TaskItem(0, case["lang"], {"question": "Q: 2 + 3 = ?"}, 5)
-        p = task_prompt(task, item, case["arm"], case["announced"], case["style"])
+        p = task_prompt(task, item, arm=case["arm"], announced=case["announced"], style=case["style"])
         assert (p.text, p.template_id) == (case["text"], case["template_id"]), case
 
 
 def test_a_task_prompt_from_its_templates():
     task = parse_task(_small())
     item = TaskItem(3, "eng_Latn", {"q": "1 + {1}?"}, 2)
-    p = task_prompt(task, item, "native", 256, "natural")
+    p = task_prompt(task, item, arm="native", announced=256, style="natural")
     assert p.text == 'Solve. End with a final line "#### <integer>". You have 256 tokens.\n\nProblem: 1 + {1}?'
     assert p.template_id == "tiny-v2:native:eng_Latn:natural"
-    p = task_prompt(task, TaskItem(3, "deu_Latn", {"q": "x"}, 2), "translate-act", 64, "tag")
+    p = task_prompt(task, TaskItem(3, "deu_Latn", {"q": "x"}, 2), arm="translate-act", announced=64, style="tag")
     assert p.text == "Translate to English, then solve.\n\nTOKEN_BUDGET: 64\n\nProblem: x"
-    assert task_prompt(task, TaskItem(0, "deu_Latn", {"q": "x"}, 2), "native").text == (
+    assert task_prompt(task, TaskItem(0, "deu_Latn", {"q": "x"}, 2), arm="native").text == (
         'Löse. Ende mit einer Zeile "#### <Zahl>".\n\nAufgabe: x'
     )
     with pytest.raises(MindcapError, match="no announcement sentence"):
-        task_prompt(task, TaskItem(0, "deu_Latn", {"q": "x"}, 2), "native", 64)
+        task_prompt(task, TaskItem(0, "deu_Latn", {"q": "x"}, 2), arm="native", announced=64)
     with pytest.raises(MindcapError, match="has no arm 'pivot'"):
-        task_prompt(task, item, "pivot")
+        task_prompt(task, item, arm="pivot")
 
 
 @pytest.mark.parametrize(
@@ -144,7 +144,7 @@ def test_the_readme_task_example_is_a_valid_task(tmp_path):
     start = readme.index('name = "my-quiz"')
     (tmp_path / "quiz.toml").write_text(readme[start : readme.index("```", start)], "utf-8")
     task = load_task(tmp_path / "quiz.toml")
-    p = task_prompt(task, TaskItem(0, "deu_Latn", {"q": "2 + 2?"}, 4), "native")
+    p = task_prompt(task, TaskItem(0, "deu_Latn", {"q": "2 + 2?"}, 4), arm="native")
     assert p.text == (
         "Löse die Aufgabe. Denke Schritt für Schritt auf Deutsch nach. Beende mit einer letzten Zeile der Form "
         '"#### <ganze Zahl>".\n\nAufgabe: 2 + 2?'

@@ -163,7 +163,7 @@ class _Runner:
 
     def item(self, lang: str, item: int) -> TaskItem:
         if lang not in self.items:
-            self.items[lang] = load_items(self.task, lang, self.data_dir)
+            self.items[lang] = load_items(self.task, lang, data_dir=self.data_dir)
         return self.items[lang][item]
 
     def prompt(self, arm: str, lang: str, item: int, announced: int | None) -> tuple[str, list[int], str, str]:
@@ -171,7 +171,7 @@ class _Runner:
         key = (arm, lang, item, announced)
         if key not in self.prompts:
             style = self.spec.announce_style if announced is not None else "none"
-            p = task_prompt(self.task, self.item(lang, item), arm, announced, style)
+            p = task_prompt(self.task, self.item(lang, item), arm=arm, announced=announced, style=style)
             text, ids = self.backend.tok.chat(p.text)
             self.prompts[key] = (text, ids, p.template_id, p.text)
         return self.prompts[key]

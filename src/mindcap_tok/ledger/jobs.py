@@ -403,7 +403,7 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         tokenizer=tokenizer,
         arms=arms,
         langs=langs,
-        items=_items(data.get("items", "all"), item_count(task, langs, data_dir)),
+        items=_items(data.get("items", "all"), item_count(task, langs, data_dir=data_dir)),
         k=k,
         design=design,
         caps=caps,

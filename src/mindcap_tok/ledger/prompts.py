@@ -120,7 +120,9 @@ def _style(announced: int | None, style: str | None) -> str:
     return style
 
 
-def task_prompt(task: Task, item: TaskItem, arm: str, announced: int | None = None, style: str | None = None) -> Prompt:
+def task_prompt(
+    task: Task, item: TaskItem, *, arm: str, announced: int | None = None, style: str | None = None
+) -> Prompt:
     """The prompt of one item of ``task`` (in the item's language) for ``arm``: from the task's template file
     (MGSM: :func:`build_prompt`, byte for byte) or from the arm's template of that language."""
     if arm not in task.arms:

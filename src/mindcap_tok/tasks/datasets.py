@@ -138,7 +138,7 @@ def _from_hub(task: Task, lang: str, data_dir) -> tuple[list, str]:
     return rows, f"{where} ({config}, {task.source.split})"
 
 
-def load_items(task: Task, lang: str, data_dir: str | os.PathLike[str] | None = None) -> list[TaskItem]:
+def load_items(task: Task, lang: str, *, data_dir: str | os.PathLike[str] | None = None) -> list[TaskItem]:
     """Every item of ``task`` in ``lang`` (a FLORES code of the task), in source row order."""
     if lang not in task.languages:
         raise BadInputError(f"task {task.name} has no {lang}; its languages are {', '.join(task.languages)}")
@@ -148,12 +148,12 @@ def load_items(task: Task, lang: str, data_dir: str | os.PathLike[str] | None = 
     return [_item(task, lang, i, row, where) for i, row in enumerate(rows)]
 
 
-def item_count(task: Task, langs: list[str] | tuple[str, ...], data_dir=None) -> int:
+def item_count(task: Task, langs: list[str] | tuple[str, ...], *, data_dir=None) -> int:
     """The number of items every language of ``langs`` has (MGSM's 250 without reading them); a language with
     another count is refused, since items are the same problems in every language."""
     if task.source.loader == "mgsm":
         return N_ITEMS
-    counts = {lang: len(load_items(task, lang, data_dir)) for lang in langs}
+    counts = {lang: len(load_items(task, lang, data_dir=data_dir)) for lang in langs}
     if len(set(counts.values())) > 1:
         raise BadInputError(f"task {task.name} has different item counts by language: {counts}")
     return next(iter(counts.values()))

@@ -24,7 +24,7 @@ def builtin_tasks() -> list[str]:
     return sorted(f.name.removesuffix(".toml") for f in files if f.name.endswith(".toml"))
 
 
-def parse_task(data: object, source: object = "task", base: Path | None = None) -> Task:
+def parse_task(data: object, source: object = "task", *, base: Path | None = None) -> Task:
     """A task from the plain data of a TOML file, checked; relative source ``files`` (other than those under
     ``{data_dir}``) resolved against ``base``, the task file's folder."""
     with reading(source):
@@ -60,4 +60,4 @@ def load_task(name_or_path: str | os.PathLike[str]) -> Task:
     path = Path(text)
     if path.suffix != ".toml" and not path.exists():
         raise BadInputError(f"unknown task {text!r}: give a task file (.toml) or one of {', '.join(builtin_tasks())}")
-    return parse_task(_read(path, "task file"), path, path.resolve().parent)
+    return parse_task(_read(path, "task file"), path, base=path.resolve().parent)
