@@ -331,7 +331,9 @@ def _check_cells(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], data
             raise BadInputError(f"unknown arm {arm!r}; use one of {', '.join(task.arms)}")
     if task.prompts is None:
         if "prompt_version" in data:
-            raise BadInputError(f"prompt_version applies to template-file tasks (mgsm), not to task {task.name}")
+            raise BadInputError(
+                f"prompt_version applies to tasks whose prompts are a template file, not to task {task.name}"
+            )
         for lang in langs:
             if lang not in task.languages:
                 raise BadInputError(f"task {task.name} has no {lang}; its languages are {', '.join(task.languages)}")
