@@ -137,7 +137,8 @@ def _key(prefix: str, loc: tuple) -> str:
 
 
 def validate(model: type[BaseModel], table: object, key: str) -> BaseModel:
-    """``table`` checked by ``model`` (strict: no coercion, no unknown keys), else a :class:`SpecError`."""
+    """``table`` checked by ``model`` (strict: no coercion, no unknown keys), else a :class:`SpecError`;
+    ``key`` is the table's dotted path (``""``: the whole file)."""
     if not isinstance(table, dict):
         raise SpecError(key, f"must be a table, got {show(table)}")
     try:
@@ -145,7 +146,7 @@ def validate(model: type[BaseModel], table: object, key: str) -> BaseModel:
     except ValidationError as exc:
         err = exc.errors()[0]
         known = [f.alias or name for name, f in model.model_fields.items()]  # as the file spells them
-        raise SpecError(_key(key + ".", err["loc"]), _problem(err, known)) from None
+        raise SpecError(_key(f"{key}." if key else "", err["loc"]), _problem(err, known)) from None
 
 
 _ADAPTERS: dict[object, TypeAdapter] = {}

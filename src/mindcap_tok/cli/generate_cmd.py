@@ -25,13 +25,22 @@ from ._progress import throughput_bar
     metavar="URL",
     help="OpenAI-compatible server(s) (http://HOST:8000/v1) for the server backend; several spread the requests.",
 )
+@click.option(
+    "--task",
+    metavar="NAME|FILE",
+    default=None,
+    help="The task to generate: a built-in one (mgsm, belebele, global-mmlu-lite, mmath) or a task file (.toml); "
+    "replaces the job's `task` [default: the job's, else mgsm].",
+)
 @click.option("--dry-run", "dry", is_flag=True, help="Print requests, shards and worst-case tokens; generate nothing.")
 @click.pass_obj
-def generate_command(state, job: str, out: str, backend: str | None, base_url: tuple[str, ...], dry: bool) -> None:
+def generate_command(
+    state, job: str, out: str, backend: str | None, base_url: tuple[str, ...], task: str | None, dry: bool
+) -> None:
     """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
     from ..ledger.generate import dry_run, run_job
 
-    dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value}
+    dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value, "task": task}
     if dry:
         plan = dry_run(job, out, **dirs)
         click.echo(

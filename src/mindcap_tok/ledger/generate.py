@@ -26,13 +26,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from .._io import atomic_write_text, regular_file
-from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
 from ..spec import ServerSpec, base_urls
+from ..tasks.datasets import TaskItem, load_items
+from ..tasks.load import DEFAULT_TASK
 from .backends import Completion, GenRequest, load_backend
-from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job
+from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job, spec_task
 from .parse import parse_answer
-from .prompts import build_prompt
+from .prompts import task_prompt
 from .schema import KEY_COLUMNS
 from .store import Ledger, key_tuples
 
@@ -152,15 +153,17 @@ def _write_job(ledger: Ledger, plan: Plan) -> None:
 class _Runner:
     def __init__(self, spec: JobSpec, backend, data_dir) -> None:
         self.spec, self.backend, self.data_dir = spec, backend, data_dir
-        self.items: dict[str, list[MgsmItem]] = {}
+        task = spec_task(spec)
+        self.task = task.model_copy(update={"prompts": spec.prompt_version}) if task.prompts else task
+        self.items: dict[str, list[TaskItem]] = {}
         self.prompts: dict[tuple, tuple[str, list[int], str, str]] = {}
         self.forcing_ids = tuple(backend.tok.encode(spec.forcing.text)) if spec.forcing.enabled else ()
         self.newlines = backend.tok.newline_ids() if spec.forcing.enabled else ()
         self.specials = set(backend.tok.hf.all_special_ids)
 
-    def item(self, lang: str, item: int) -> MgsmItem:
+    def item(self, lang: str, item: int) -> TaskItem:
         if lang not in self.items:
-            self.items[lang] = load_mgsm(lang, self.data_dir)
+            self.items[lang] = load_items(self.task, lang, data_dir=self.data_dir)
         return self.items[lang][item]
 
     def prompt(self, arm: str, lang: str, item: int, announced: int | None) -> tuple[str, list[int], str, str]:
@@ -168,7 +171,7 @@ class _Runner:
         key = (arm, lang, item, announced)
         if key not in self.prompts:
             style = self.spec.announce_style if announced is not None else "none"
-            p = build_prompt(self.item(lang, item).question, arm, lang, announced, style, self.spec.prompt_version)
+            p = task_prompt(self.task, self.item(lang, item), arm=arm, announced=announced, style=style)
             text, ids = self.backend.tok.chat(p.text)
             self.prompts[key] = (text, ids, p.template_id, p.text)
         return self.prompts[key]
@@ -270,7 +273,8 @@ class _Runner:
                         "output_ids": list(c.ids),
                         "text": next(texts),
                         "finish_reason": c.finish_reason,
-                        "gold": self.item(r.lang, r.item).answer,
+                        "gold": self.item(r.lang, r.item).gold,
+                        **({} if spec.task == DEFAULT_TASK else {"task": spec.task}),
                         "generator": self.backend.name,
                         "generator_version": self.backend.version,
                         "tokenizer": spec.tokenizer,
@@ -310,19 +314,29 @@ class _Progress:
             self._report()
 
 
+def _spec(job: JobSpec | str | os.PathLike[str], data_dir, tokenizers_dir, task) -> JobSpec:
+    """The job's spec: given, or read from its file (with ``task`` in place of the file's)."""
+    if isinstance(job, JobSpec):
+        if task is not None:
+            raise MindcapError("a task replaces the one of a spec file, not of a parsed JobSpec")
+        return job
+    return load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir, task=task)
+
+
 def dry_run(
     job: JobSpec | str | os.PathLike[str],
     ledger: str | os.PathLike[str] | Ledger | None = None,
     *,
     data_dir: str | os.PathLike[str] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
+    task: str | os.PathLike[str] | None = None,
 ) -> dict:
     """A job's counts (requests, records, shards, worst-case output tokens) and, given a ledger, shards done.
 
     The counts are worked out arithmetically (:func:`~mindcap_tok.ledger.jobs.job_counts`); shards are only
-    listed, one at a time, when the ledger already holds records of the job.
+    listed, one at a time, when the ledger already holds records of the job. ``task`` replaces the spec file's.
     """
-    spec = job if isinstance(job, JobSpec) else load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
+    spec = _spec(job, data_dir, tokenizers_dir, task)
     out = job_counts(spec)
     if ledger is not None:
         stored = _stored_samples(ledger if isinstance(ledger, Ledger) else Ledger(ledger), spec)
@@ -342,6 +356,7 @@ def run_job(
     base_url: Sequence[str] = (),
     on_progress: Callable[[int, int | None], None] | None = None,
     on_tokens: Callable[[int], None] | None = None,
+    task: str | os.PathLike[str] | None = None,
 ) -> GenerateResult:
     """Generate the records of ``job`` (a spec or a TOML path) into ``ledger``; see the module docs.
 
@@ -352,9 +367,10 @@ def run_job(
     Progress, as running counts of this run: ``on_progress(done, total)`` counts requests (``total``: those of
     the shards left; first called with 0 once there is work) and ``on_tokens(tokens)`` output tokens, called
     just before each ``on_progress``. The server backend reports each request as it finishes, the in-process
-    backends each shard; forcing continuations add their tokens when their shard ends.
+    backends each shard; forcing continuations add their tokens when their shard ends. ``task`` (a built-in
+    task's name or a task file) replaces the spec file's ``task``.
     """
-    spec = job if isinstance(job, JobSpec) else load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir)
+    spec = _spec(job, data_dir, tokenizers_dir, task)
     server = spec.server
     if base_url:
         server = replace(server or ServerSpec(), base_url=base_urls(list(base_url), "--base-url"))

@@ -3,10 +3,11 @@
 A spec (see ``examples/jobs/``)::
 
     name = "qwen3-replay"
+    task = "mgsm"                     # a built-in task (mgsm, belebele, global-mmlu-lite, mmath) or a task file
     model = "Qwen/Qwen3-8B"          # HF id or local folder
     model_name = "qwen3-8b"           # the ledger's `model` column (default: registry name or folder name)
-    arms = ["native", "translate-act"]
-    langs = ["deu_Latn", "tha_Thai"]
+    arms = ["native", "translate-act"]  # arms of the task
+    langs = ["deu_Latn", "tha_Thai"]    # languages of the task
     items = "all"                     # or a list of item indices, or {sample = 50, seed = 1}
     k = 8                             # samples per item, at most MAX_K = 10,000
     design = "replay"                 # replay | independent | announcement | determinism
@@ -32,7 +33,8 @@ line naming the key and the file.
 
 Seeds: each request (one prompt, ``k`` samples) gets ``seed = H(spec seed, model, arm, lang, design, cap,
 announced, item)`` (SHA-256, 31 bits), so seeds vary by cap and no two budgets replay one trajectory; they do
-not depend on shard size or order, so a resumed run reproduces an uninterrupted one.
+not depend on shard size or order, so a resumed run reproduces an uninterrupted one. A task other than MGSM
+adds its name to the hash (MGSM's seeds are those of the jobs written before tasks).
 
 The determinism design measures two things a serving stack may break: (a) ``repeats`` identical requests
 (same prompt, seed, cap) and (b) one decode per cap in ``caps`` and one at ``long_cap``, all with the SAME seed
@@ -58,7 +60,6 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..data.languages import resolve_language
-from ..data.mgsm import N_ITEMS
 from ..errors import BadInputError, MindcapError
 from ..resample import Resampling, scale_budget
 from ..spec import (
@@ -78,8 +79,11 @@ from ..spec import (
     server_options,
     show,
 )
+from ..tasks.datasets import item_count
+from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
+from ..tasks.model import Task
 from .prompts import prompt_languages
-from .schema import ANNOUNCE_STYLES, ARMS, DESIGNS
+from .schema import ANNOUNCE_STYLES, DESIGNS
 
 #: The most samples per item (``k``) a spec may ask for. The paper draws k = 8 and a variance study needs a few
 #: hundred; far above that a value is a typo (k = 10**12 would plan 10**12 records per prompt and ask the engine
@@ -117,6 +121,9 @@ class JobSpec:
     caps: tuple[int, ...]
     seed: int = 0
     shard_size: int = 250
+    #: the task's name, and the task file it was read from (``""`` for a built-in task)
+    task: str = DEFAULT_TASK
+    task_file: str = ""
     prompt_version: str = "mgsm-v1"
     sampling: Sampling = field(default_factory=Sampling)
     premiums: dict[str, float | Fraction] = field(default_factory=dict)
@@ -138,8 +145,13 @@ class JobSpec:
     def as_dict(self) -> dict:
         """Plain data (JSON-ready), stored with the output; a measured premium is kept exact as ``"tokens/ref"``.
         ``server`` appears only when the spec has a ``[server]`` table, ``repeats`` and ``long_cap`` only in
-        the determinism design (so the stored specs of the other designs are unchanged)."""
+        the determinism design, ``task`` only for a task other than MGSM and ``task_file`` only for a user's (so
+        the stored specs written before them are unchanged)."""
         out = asdict(self)
+        if self.task == DEFAULT_TASK and not self.task_file:
+            del out["task"]
+        if not self.task_file:
+            del out["task_file"]
         if self.server is None:
             del out["server"]
         if self.design != "determinism":
@@ -149,7 +161,7 @@ class JobSpec:
 
 
 #: the keys a spec file may hold: JobSpec's fields, with the two announcement fields written as one [announce] table
-_KEYS = {f.name for f in fields(JobSpec)} - {"announce_budgets", "announce_style"} | {"announce"}
+_KEYS = {f.name for f in fields(JobSpec)} - {"announce_budgets", "announce_style", "task_file"} | {"announce"}
 
 
 @dataclass(frozen=True)
@@ -278,21 +290,60 @@ def _table(cls: type, value: object, key: str):
     return cls(**{name: _typed(v, type(defaults[name]), f"{key}.{name}") for name, v in table.items()})
 
 
-def _items(value: object) -> tuple[int, ...]:
+def _items(value: object, n_items: int) -> tuple[int, ...]:
+    """The item indices of ``items`` (``"all"``, a list, or a seeded sample) among the task's ``n_items``."""
     if value == "all":
-        return tuple(range(N_ITEMS))
+        return tuple(range(n_items))
     if isinstance(value, dict):
         if set(value) - {"sample", "seed"} or "sample" not in value:
             raise BadInputError(f"items = {show(value)}: a sample is {{sample = N, seed = S}}")
-        n = _int(value["sample"], "items.sample", 1, N_ITEMS)
+        n = _int(value["sample"], "items.sample", 1, n_items)
         seed = check_seed(value.get("seed", 0), "items.seed")
-        return tuple(sorted(random.Random(seed).sample(range(N_ITEMS), n)))
+        return tuple(sorted(random.Random(seed).sample(range(n_items), n)))
     if isinstance(value, list) and value:
-        items = [_int(v, f"items[{i}]", 0, N_ITEMS - 1) for i, v in enumerate(value)]
+        items = [_int(v, f"items[{i}]", 0, n_items - 1) for i, v in enumerate(value)]
         if len(set(items)) != len(items):
             raise BadInputError("items lists an item twice")
         return tuple(items)
-    raise BadInputError(f"items must be 'all', a list of item indices 0..{N_ITEMS - 1} or {{sample, seed}}")
+    raise BadInputError(f"items must be 'all', a list of item indices 0..{n_items - 1} or {{sample, seed}}")
+
+
+def _task(value: object, base: Path | None) -> tuple[Task, str]:
+    """The job's task and the file it came from (``""``: built in); a relative file is read from ``base``."""
+    ref = _str(value, "task")
+    if ref in builtin_tasks():
+        return load_task(ref), ""
+    path = Path(ref)
+    if base is not None and not path.is_absolute():
+        path = base / path
+    return load_task(path), str(path.resolve())
+
+
+def spec_task(spec: JobSpec) -> Task:
+    """The task a job generates (read again from its file for a user's task)."""
+    return load_task(spec.task_file or spec.task)
+
+
+def _check_cells(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], data: dict) -> str:
+    """Refuse arms and languages the task lacks; the prompt version in force (MGSM's template files only)."""
+    for arm in arms:
+        if arm not in task.arms:
+            raise BadInputError(f"unknown arm {arm!r}; use one of {', '.join(task.arms)}")
+    if task.prompts is None:
+        if "prompt_version" in data:
+            raise BadInputError(
+                f"prompt_version applies to tasks whose prompts are a template file, not to task {task.name}"
+            )
+        for lang in langs:
+            if lang not in task.languages:
+                raise BadInputError(f"task {task.name} has no {lang}; its languages are {', '.join(task.languages)}")
+        return task.template_version
+    version = _str(data.get("prompt_version", task.prompts), "prompt_version")
+    covered = prompt_languages(version)
+    for lang in langs:
+        if lang not in covered:
+            raise BadInputError(f"prompt version {version} has no {lang}; it covers {', '.join(covered)}")
+    return version
 
 
 def parse_spec(
@@ -325,16 +376,10 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     if design not in DESIGNS:
         raise BadInputError(f"design {design!r}; use one of {', '.join(DESIGNS)}")
     model, model_name, tokenizer, name = _identity(data, base, design)
+    task, task_file = _task(data.get("task", DEFAULT_TASK), base)
     arms = tuple(_list(data["arms"], str, "arms"))
-    for arm in arms:
-        if arm not in ARMS:
-            raise BadInputError(f"unknown arm {arm!r}; use one of {', '.join(ARMS)}")
     langs = tuple(resolve_language(x) for x in _list(data["langs"], str, "langs"))
-    version = _str(data.get("prompt_version", "mgsm-v1"), "prompt_version")
-    covered = prompt_languages(version)
-    for lang in langs:
-        if lang not in covered:
-            raise BadInputError(f"prompt version {version} has no {lang}; it covers {', '.join(covered)}")
+    version = _check_cells(task, arms, langs, data)
     caps, k, repeats, long_cap = _grid(data, design)
     sampling, forcing = _decoding(data, design)
     if data.get("premiums") and design != "independent":
@@ -351,8 +396,8 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
             raise BadInputError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
     budgets, style = _announce(data, design)
     scaled_arms = tuple(_list(data.get("scaled_arms", ["native"]), str, "scaled_arms", empty=True))
-    if set(scaled_arms) - set(ARMS):
-        raise BadInputError(f"scaled_arms {list(scaled_arms)}; arms are {', '.join(ARMS)}")
+    if set(scaled_arms) - set(task.arms):
+        raise BadInputError(f"scaled_arms {list(scaled_arms)}; arms are {', '.join(task.arms)}")
     return JobSpec(
         name=name,
         model=model,
@@ -360,12 +405,14 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         tokenizer=tokenizer,
         arms=arms,
         langs=langs,
-        items=_items(data.get("items", "all")),
+        items=_items(data.get("items", "all"), item_count(task, langs, data_dir=data_dir)),
         k=k,
         design=design,
         caps=caps,
         seed=check_seed(data.get("seed", 0)),
         shard_size=_int(data.get("shard_size", 250), "shard_size", 1),
+        task=task.name,
+        task_file=task_file,
         prompt_version=version,
         sampling=sampling,
         premiums=premiums,
@@ -479,8 +526,10 @@ def load_spec(
     *,
     data_dir: str | os.PathLike[str] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
+    task: str | os.PathLike[str] | None = None,
 ) -> JobSpec:
-    """Read and check a TOML job spec (``data_dir``, ``tokenizers_dir``: as for :func:`parse_spec`)."""
+    """Read and check a TOML job spec (``data_dir``, ``tokenizers_dir``: as for :func:`parse_spec`). ``task``
+    (``--task``: a built-in task or a task file, relative to the working folder) replaces the file's ``task``."""
     path = Path(path)
     try:
         data = tomllib.loads(regular_file(path, "job spec").read_text("utf-8"))
@@ -490,6 +539,9 @@ def load_spec(
         raise BadInputError(f"job spec {path} is not UTF-8 text: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise BadInputError(f"job spec {path} is not valid TOML: {exc}") from exc
+    if task is not None:
+        task = os.fspath(task)
+        data = {**data, "task": task if task in builtin_tasks() else str(Path(task).resolve())}
     return parse_spec(data, path.resolve().parent, data_dir=data_dir, tokenizers_dir=tokenizers_dir, source=path)
 
 
@@ -498,7 +550,8 @@ def request_seed(spec: JobSpec, arm: str, lang: str, cap: int, announced: int | 
 
     The determinism design leaves the cap out: every cap (and repeat) of an item shares one seed."""
     cap_key = "shared" if spec.design == "determinism" else cap
-    return seed_hash(spec.seed, spec.model_name, arm, lang, spec.design, cap_key, announced, item, sep="|")
+    task = () if spec.task == DEFAULT_TASK else (spec.task,)
+    return seed_hash(spec.seed, spec.model_name, *task, arm, lang, spec.design, cap_key, announced, item, sep="|")
 
 
 def caps_for(spec: JobSpec, arm: str, lang: str) -> list[int]:

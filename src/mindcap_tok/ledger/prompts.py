@@ -22,11 +22,15 @@ from importlib import resources
 from ..data.languages import resolve_language
 from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
+from ..tasks.datasets import TaskItem
+from ..tasks.model import EVERY_LANGUAGE, Task
 from .schema import ANNOUNCE_STYLES, ARMS
 
 DEFAULT_VERSION = "mgsm-v1"
 _PACKAGE = "mindcap_tok.resources.prompts"
 _ENGLISH_ARMS = ("translate-act", "code-switched")
+#: the machine-readable announcement line of task templates (as in mgsm-v1)
+TAG = "TOKEN_BUDGET: {budget}"
 
 
 @dataclass(frozen=True)
@@ -91,13 +95,7 @@ def build_prompt(
     data = load_templates(version)
     if code not in data["languages"]:
         raise MindcapError(f"prompt version {version} has no {code}; it covers {', '.join(data['languages'])}")
-    style = style or ("none" if announced is None else "natural")
-    if style not in ANNOUNCE_STYLES:
-        raise MindcapError(f"unknown announcement style {style!r}; use one of {', '.join(ANNOUNCE_STYLES)}")
-    if (style == "none") != (announced is None):
-        raise MindcapError("give an announced budget with announcement style 'natural' or 'tag', and none with 'none'")
-    if announced is not None and announced <= 0:
-        raise MindcapError(f"announced budget must be positive, got {announced}")
+    style = _style(announced, style)
     local = data["languages"][code]
     voice = data["english"] if arm in _ENGLISH_ARMS else local
     instruction = voice[arm].format(language=local["name_en"]) if arm == "code-switched" else voice[arm]
@@ -108,6 +106,40 @@ def build_prompt(
         blocks.append(data["tag"].format(budget=announced))
     blocks.append(f"{voice['label']} {question}")
     return Prompt("\n\n".join(blocks), template_id(arm, code, style, version), arm, code, announced, style)
+
+
+def _style(announced: int | None, style: str | None) -> str:
+    """The announcement style in force (``none`` without a budget, ``natural`` with one), checked with it."""
+    style = style or ("none" if announced is None else "natural")
+    if style not in ANNOUNCE_STYLES:
+        raise MindcapError(f"unknown announcement style {style!r}; use one of {', '.join(ANNOUNCE_STYLES)}")
+    if (style == "none") != (announced is None):
+        raise MindcapError("give an announced budget with announcement style 'natural' or 'tag', and none with 'none'")
+    if announced is not None and announced <= 0:
+        raise MindcapError(f"announced budget must be positive, got {announced}")
+    return style
+
+
+def task_prompt(
+    task: Task, item: TaskItem, *, arm: str, announced: int | None = None, style: str | None = None
+) -> Prompt:
+    """The prompt of one item of ``task`` (in the item's language) for ``arm``: from the task's template file
+    (MGSM: :func:`build_prompt`, byte for byte) or from the arm's template of that language."""
+    if arm not in task.arms:
+        raise MindcapError(f"task {task.name} has no arm {arm!r}; its arms are {', '.join(task.arms)}")
+    if task.prompts is not None:
+        return build_prompt(item.fields["question"], arm, item.lang, announced, style, task.prompts)
+    style = _style(announced, style)
+    templates = task.arms[arm].templates
+    tpl = templates.get(item.lang) or templates[EVERY_LANGUAGE]
+    instruction = tpl.instruction.format(**item.fields)
+    if style == "natural":
+        if tpl.announce is None:
+            raise MindcapError(f"task {task.name}, arm {arm}, {item.lang}: no announcement sentence (announce)")
+        instruction = f"{instruction} {tpl.announce.format(budget=announced)}"
+    blocks = [instruction, *([TAG.format(budget=announced)] if style == "tag" else []), tpl.body.format(**item.fields)]
+    tid = f"{task.template_version}:{arm}:{item.lang}:{style}"
+    return Prompt("\n\n".join(blocks), tid, arm, item.lang, announced, style)
 
 
 def mgsm_prompts(

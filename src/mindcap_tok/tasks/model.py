@@ -1,0 +1,191 @@
+"""The task model: a benchmark as data (its dataset source, languages, arms and templates, answer and gold types).
+
+A task file is TOML, checked by these pydantic models in strict mode (no coercion, no unknown keys) through the
+spec layer (:func:`mindcap_tok.spec.validate`), so every refusal reads ``file: key: problem``. The checks that
+span keys (the native arm exists, every arm covers every language, a template uses only fields the source maps)
+are in :func:`check_task`. See the README's "Tasks" section for the format.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..data.languages import resolve_language
+from ..errors import MindcapError
+from ..spec import SpecError
+
+_STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+#: a task or arm name: it names files and ledger values
+Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+#: the key of an arm's template that stands for every language the arm has no template of its own for
+EVERY_LANGUAGE = "*"
+
+
+class Source(BaseModel):
+    """Where a task's items come from: exactly one of ``loader`` (a loader of :mod:`mindcap_tok.data`),
+    ``files`` (a local file per language: ``.jsonl``, ``.json``, ``.csv`` or ``.parquet``, with ``{lang}``
+    (FLORES code) or ``{config}`` in its path, relative to the task file) or ``dataset`` (a Hugging Face id,
+    loaded with ``datasets.load_dataset(dataset, config, split=split)``; a folder ``<data_dir>/<dataset>`` in
+    the hub's layout is used instead when it exists). ``fields`` maps each template placeholder to a column."""
+
+    model_config = _STRICT
+    loader: Literal["mgsm"] | None = None
+    files: str | None = None
+    dataset: str | None = None
+    configs: dict[str, str] = {}
+    split: str = "test"
+    fields: dict[str, str] = {}
+    #: where the data lives when it is not on the Hub (e.g. only in the authors' repository)
+    url: str = ""
+
+
+class Template(BaseModel):
+    """One arm's wording in one language: ``instruction`` [+ ' ' + ``announce``], blank line, [``TOKEN_BUDGET``
+    line, blank line], ``body`` (the item, formatted with the source's fields; write a literal brace twice)."""
+
+    model_config = _STRICT
+    instruction: str
+    body: str
+    announce: str | None = None
+
+
+class Arm(BaseModel):
+    """A prompting strategy of the task: its templates by FLORES code (``"*"``: every other language)."""
+
+    model_config = _STRICT
+    description: str = ""
+    templates: dict[str, Template] = {}
+
+
+class AnswerSpec(BaseModel):
+    """The answer type and what its parser needs: ``labels`` (choice), ``pattern`` (regex, one named group
+    ``answer``) and named lenient ``variants`` (variant -> language -> answer phrases)."""
+
+    model_config = _STRICT
+    type: Literal["integer", "choice", "math", "regex"]
+    labels: list[str] | None = None
+    pattern: str | None = None
+    variants: dict[str, dict[str, list[str]]] = {}
+
+
+class GoldSpec(BaseModel):
+    """The gold answer: its column, its type (``integer`` for integer answers, else ``string``) and its
+    normalisation (``strip``: surrounding white space; ``no-commas``: thousands separators, ``5,600`` -> 5600)."""
+
+    model_config = _STRICT
+    field: str = "answer"
+    type: Literal["integer", "string"]
+    normalise: list[Literal["strip", "no-commas"]] = ["strip"]
+
+
+class Task(BaseModel):
+    """A benchmark as data (see the module docs). ``prompts`` names a shipped template file
+    (``resources/prompts/<prompts>.json``) used instead of the arms' templates (MGSM's ``mgsm-v1``)."""
+
+    model_config = _STRICT
+    name: Name
+    version: Annotated[int, Field(ge=1)]
+    description: str = ""
+    licence: str
+    source: Source
+    languages: Annotated[list[str], Field(min_length=1)]
+    arms: dict[str, Arm]
+    native: str
+    comparator: str
+    answer: AnswerSpec
+    gold: GoldSpec
+    prompts: str | None = None
+    #: optional few-shot exemplars: language -> list of rows (the source's fields and the gold field)
+    exemplars: dict[str, list[dict[str, str]]] = {}
+
+    @property
+    def template_version(self) -> str:
+        """The prefix of every template id: the template file's version, else ``<name>-v<version>``."""
+        return self.prompts or f"{self.name}-v{self.version}"
+
+
+def _placeholders(text: str, key: str) -> set[str]:
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError as exc:
+        raise SpecError(key, f"is not a valid template ({exc}; write a literal brace twice)") from None
+
+
+def _check_source(task: Task) -> None:
+    src = task.source
+    given = [k for k in ("loader", "files", "dataset") if getattr(src, k)]
+    if len(given) != 1:
+        raise SpecError("source", f"give exactly one of loader, files, dataset (got {', '.join(given) or 'none'})")
+    for lang in src.configs:
+        if lang not in task.languages:
+            raise SpecError(f"source.configs.{lang}", "is not one of the task's languages")
+    if src.files:
+        names = _placeholders(src.files, "source.files")
+        if names - {"lang", "config", "data_dir"}:
+            raise SpecError("source.files", f"may use {{lang}}, {{config}} and {{data_dir}}, got {sorted(names)}")
+        if not {"lang", "config"} & names:
+            raise SpecError("source.files", "must contain {lang} or {config} (one file per language)")
+
+
+def _check_arms(task: Task) -> None:
+    for role in ("native", "comparator"):
+        if getattr(task, role) not in task.arms:
+            raise SpecError(role, f"names no arm; arms: {', '.join(task.arms)}")
+    if task.native == task.comparator:
+        raise SpecError("comparator", "must differ from the native arm")
+    for arm in task.arms:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", arm):
+            raise SpecError(f"arms.{arm}", "an arm name is lower-case letters, digits, '.', '_' or '-'")
+    if task.prompts is None:
+        for name, arm in task.arms.items():
+            _check_templates(task, name, arm)
+    elif "question" not in task.source.fields:
+        raise SpecError("source.fields", f"must map question: the templates of {task.prompts} format it")
+
+
+def _check_templates(task: Task, name: str, arm: Arm) -> None:
+    fields = set(task.source.fields)
+    for lang in task.languages:
+        if lang not in arm.templates and EVERY_LANGUAGE not in arm.templates:
+            raise SpecError(f"arms.{name}.templates", f"has no template for {lang} (nor a '*' one)")
+    for lang, tpl in arm.templates.items():
+        key = f"arms.{name}.templates.{lang}"
+        if lang != EVERY_LANGUAGE and lang not in task.languages:
+            raise SpecError(key, "is not one of the task's languages")
+        for part in ("instruction", "body"):
+            unknown = _placeholders(getattr(tpl, part), f"{key}.{part}") - fields
+            if unknown:
+                raise SpecError(f"{key}.{part}", f"uses {sorted(unknown)}, not fields of the source ({sorted(fields)})")
+        if tpl.announce is not None and _placeholders(tpl.announce, f"{key}.announce") != {"budget"}:
+            raise SpecError(f"{key}.announce", "must use the placeholder {budget} and no other")
+
+
+def _check_answer(task: Task) -> None:
+    kind = task.answer.type
+    if kind == "choice" and not task.answer.labels:
+        raise SpecError("answer.labels", "a choice answer needs its labels")
+    if kind == "regex" and not task.answer.pattern:
+        raise SpecError("answer.pattern", "a regex answer needs its pattern")
+    if (kind == "integer") != (task.gold.type == "integer"):
+        raise SpecError("gold.type", f"must be {'integer' if kind == 'integer' else 'string'} for {kind} answers")
+
+
+def check_task(task: Task) -> Task:
+    """``task`` once the rules that span keys hold (see the module docs), else a :class:`SpecError`."""
+    for i, lang in enumerate(task.languages):
+        try:
+            code = resolve_language(lang)
+        except MindcapError as exc:
+            raise SpecError(f"languages[{i}]", str(exc)) from None
+        if code != lang:
+            raise SpecError(f"languages[{i}]", f"must be a FLORES-200 code: {code}, not {lang!r}")
+    if len(set(task.languages)) != len(task.languages):
+        raise SpecError("languages", "lists a language twice")
+    _check_source(task)
+    _check_arms(task)
+    _check_answer(task)
+    return task
