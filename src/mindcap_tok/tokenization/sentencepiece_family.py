@@ -27,7 +27,7 @@ class SentencePieceBackend:
 
     family = "sentencepiece"
     hf = None
-    extension_format: ExtensionFormat | None = None
+    extension_format: ExtensionFormat | None = "pieces"
 
     def __init__(self, sp: Any) -> None:
         self.sp = sp
@@ -85,9 +85,60 @@ class SentencePieceBackend:
                 out.append(piece.replace("▁", " ").encode("utf-8"))
         return out
 
+    def model_proto(self) -> Any:
+        """A fresh parsed copy of the model's ``ModelProto`` (needs ``protobuf``; imported here, lazily)."""
+        proto = model_pb2().ModelProto()
+        proto.ParseFromString(self.sp.serialized_model_proto())
+        return proto
+
+    def base_symbols(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's segmentation as piece strings, byte-fallback runs folded back into their characters.
+
+        SentencePiece BPE merges from characters, unknown ones included, and turns unknown symbols into
+        ``<0xNN>`` bytes only after merging; folding the bytes back gives the symbols merging ended with.
+        """
+        sp = self.sp
+        out = []
+        for ids in self.encode_batch(texts):
+            symbols: list[str] = []
+            run = bytearray()
+            for i in ids:
+                if sp.is_byte(i):
+                    m = _BYTE_PIECE.fullmatch(sp.id_to_piece(i))
+                    run.append(int(m.group(1), 16) if m else 0)
+                    continue
+                if run:
+                    symbols.extend(run.decode("utf-8", errors="replace"))
+                    run.clear()
+                symbols.append(sp.id_to_piece(i))
+            symbols.extend(run.decode("utf-8", errors="replace"))
+            out.append(symbols)
+        return out
+
     def content_sha256(self) -> str:
         """SHA-256 of the serialised model protobuf."""
         return _sha256(self.sp.serialized_model_proto())
+
+
+def model_pb2() -> Any:
+    """``sentencepiece``'s protobuf module for ``.model`` files (a one-line error without ``protobuf``)."""
+    try:
+        from sentencepiece import sentencepiece_model_pb2
+    except ImportError as exc:
+        raise MindcapError(
+            f"reading SentencePiece model files needs protobuf (pip install 'protobuf>=4'): {exc}"
+        ) from exc
+    return sentencepiece_model_pb2
+
+
+def processor(data: bytes) -> Any:
+    """A ``SentencePieceProcessor`` over serialised model bytes (a one-line error if they do not load)."""
+    import sentencepiece
+
+    try:
+        return sentencepiece.SentencePieceProcessor(model_proto=data)
+    except Exception as exc:  # RuntimeError / OSError from the C++ parser
+        raise MindcapError(f"sentencepiece cannot load the model: {first_line(exc)}") from exc
 
 
 def _sha256(data: bytes) -> str:
