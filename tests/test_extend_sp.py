@@ -8,17 +8,24 @@ is compared piece by piece with the base's, and FLORES devtest segmentations are
 from __future__ import annotations
 
 import json
+import unicodedata
 from itertools import accumulate
 
 import numpy as np
 import pytest
 import sentencepiece
+from click.testing import CliRunner
 from sentencepiece import sentencepiece_model_pb2 as pb2
+from tokenizers import Tokenizer
 
 from mindcap_tok.adaptation import learn_extension, load_extension, save_extension
 from mindcap_tok.adaptation.corpus import flores_corpus
 from mindcap_tok.adaptation.extend_sp import new_scores
+from mindcap_tok.adaptation.price import PriceSettings, SavedFolds, price_ledger
+from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
+from mindcap_tok.ledger import Ledger
+from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenization.load import load_tokenizer
 
 UNK, CONTROL, NORMAL = 2, 3, 1
@@ -89,7 +96,10 @@ def test_new_scores_are_below_and_distinct_in_float32():
     assert len(set(many.tolist())) == 5000 and (np.diff(many) < 0).all()
 
 
-@pytest.fixture(scope="module", params=["llama-2", "gemma-3"])
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param("llama-2", marks=pytest.mark.slow), pytest.param("gemma-3", marks=pytest.mark.slow)],
+)
 def saved(request, config, flores_dir, tmp_path_factory):
     base = load_tokenizer(request.param, config.tokenizers_dir.value)
     ext = learn_extension(base, flores_corpus("th", "dev", flores_dir), size=150)
@@ -139,3 +149,88 @@ def test_devtest_invariants(saved, devtest):
             assert abs(n_after - n_before) / n_before < 0.0005, (n_before, n_after, changed)
         else:
             assert n_after < n_before
+
+
+def test_transformers_tokenizer_json_only_where_it_segments_like_the_model(saved, devtest):
+    base, _, folder = saved
+    export = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["transformers"]
+    if base.name == "llama-2":  # pieces built from the Thai characters Llama 2 lacks: unreachable in HF
+        assert export["tokenizer_json"] is None and export["probe_differing"] > 0
+        assert "--add-missing-characters" in export["remedy"] and not (folder / "transformers").exists()
+        return
+    assert export == {"tokenizer_json": "transformers/tokenizer.json", "probe_texts": 997, "probe_differing": 0}
+    hf = Tokenizer.from_file(str(folder / "transformers" / "tokenizer.json"))
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    for lines in devtest.values():
+        assert [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)] == sp.encode(lines)
+
+
+@pytest.mark.slow
+def test_llama2_with_missing_characters_added_first(config, flores_dir, devtest, tmp_path):
+    from transformers import AutoTokenizer
+
+    base = load_tokenizer("llama-2", config.tokenizers_dir.value)
+    ext = learn_extension(base, flores_corpus("th", "dev", flores_dir), size=150, add_missing_characters=True)
+    text = "".join(flores_corpus("th", "dev", flores_dir).texts())
+    unknown = tuple(sorted({c for c in text if c != " " and base.backend.sp.piece_to_id(c) == 0}))  # 0 = <unk>
+    assert ext.pieces.missing_characters == unknown and len(unknown) == 22
+    assert ext.new_tokens[:22] == unknown and ext.n_merges == 150 and ext.n_new_tokens == 172
+    folder = save_extension(ext, tmp_path / "ext", lang="th")
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["sentencepiece"]["add_missing_characters"] is True
+    assert manifest["transformers"]["probe_differing"] == 0
+    hf = AutoTokenizer.from_pretrained(str(folder / "transformers"))
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    for lines in devtest.values():
+        assert [hf.encode(x, add_special_tokens=False) for x in lines] == sp.encode(lines)
+
+
+@pytest.fixture(scope="module")
+def small(config, flores_dir, tmp_path_factory):
+    base = load_tokenizer("llama-2", config.tokenizers_dir.value)
+    ext = learn_extension(base, flores_corpus("th", "dev", flores_dir), size=30)
+    return base, save_extension(ext, tmp_path_factory.mktemp("small") / "llama-2-th", lang="th")
+
+
+def test_saved_extension_works_as_a_tokenizer_for_premium_and_price(small, devtest, tmp_path):
+    base, folder = small
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    tok = load_tokenizer(str(folder))
+    assert tok.family == "sentencepiece" and tok.vocab_size == 32_030 and tok.sha256 == manifest["tokenizer_sha256"]
+    res = CliRunner().invoke(
+        cli, ["premium", "--model", str(folder), "--lang", "th", "--n-boot", "50", "--format", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.stdout)[0]
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    count = {c: sum(map(len, sp.encode([unicodedata.normalize("NFC", x) for x in v]))) for c, v in devtest.items()}
+    assert (row["tokens"], row["ref_tokens"]) == (count["tha_Thai"], count["eng_Latn"])
+    records = []
+    for arm, code in (("native", "tha_Thai"), ("translate-act", "eng_Latn")):
+        for item in range(6):
+            text = f"{devtest[code][item][:60]}\n#### {7 if item % 3 else 8}"  # items 0 and 3 wrong: 4/6 right
+            ids = [*base.encode(text), 2]
+            records.append(
+                {
+                    "model": "llama-2",
+                    "arm": arm,
+                    "lang": "tha_Thai",
+                    "item": item,
+                    "sample": 0,
+                    "seed": 0,
+                    "cap": 4096,
+                    "prompt": "q",
+                    "prompt_ids": [3],
+                    "output_ids": ids,
+                    "text": text,
+                    "finish_reason": "stop",
+                    "gold": 7,
+                    "generator": "hand",
+                    "tokenizer": "llama-2",
+                }
+            )
+    led = Ledger(tmp_path / "L")
+    led.append(records, base)
+    settings = PriceSettings(resampling=Resampling(50), tokenizer=base)
+    p = price_ledger(led, "llama-2", "th", [4096], extension=SavedFolds(folder), settings=settings)
+    assert p.rows[0].acc_native_ext == pytest.approx(4 / 6) and p.rows[0].acc_native == pytest.approx(4 / 6)

@@ -35,7 +35,7 @@ from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
-from ..tokenization.sentencepiece_family import SentencePieceBackend, load_sentencepiece, processor
+from ..tokenization.sentencepiece_family import SentencePieceBackend, hf_tokenizer_json, load_sentencepiece, processor
 from ..tokenization.tiktoken_family import build_tiktoken, load_tiktoken, tiktoken_sha256
 from .corpus import ItemId
 from .extend import Extension, base_bpe, base_tiktoken
@@ -44,6 +44,14 @@ from .extend_sp import extended_model
 MANIFEST = "manifest.json"
 #: the extended SentencePiece model's file name in a saved extension folder
 SP_MODEL = "tokenizer.model"
+#: where a SentencePiece extension's tokenizer.json for transformers goes (beside it, it would shadow the .model)
+HF_FOLDER = "transformers"
+#: what to do when the tokenizer.json cannot segment like the .model
+HF_REMEDY = (
+    "pieces built from characters missing from the base vocabulary are unreachable in transformers (it turns "
+    "unknown characters into bytes before merging); relearn with --add-missing-characters (add_missing_characters"
+    "=True), which adds them as single-character pieces first and so changes their base segmentation"
+)
 SUMMARY = "summary.json"
 FORMAT = "mindcap-tok/extension/1"
 #: files copied from the base tokenizer's folder so transformers sees the same special tokens and templates
@@ -113,6 +121,33 @@ def sentencepiece_model(ext: Extension) -> bytes:
     """The serialised extended ``.model`` of a SentencePiece extension."""
     assert ext.pieces is not None
     return extended_model(ext.base, ext.pieces)
+
+
+@dataclass(frozen=True)
+class TransformersExport:
+    """The ``tokenizer.json`` of a SentencePiece extension and its probe: ``text`` is ``None`` when the probe found
+    texts that it segments unlike the ``.model``."""
+
+    text: str | None
+    probed: int
+    differing: int
+
+    def as_dict(self) -> dict:
+        written = self.text is not None
+        out = {"tokenizer_json": f"{HF_FOLDER}/tokenizer.json" if written else None}
+        out |= {"probe_texts": self.probed, "probe_differing": self.differing}
+        return out if written else {**out, "remedy": HF_REMEDY}
+
+
+@lru_cache(maxsize=8)
+def transformers_export(ext: Extension) -> TransformersExport:
+    """Convert the extended ``.model`` to a ``tokenizer.json`` and probe it on every training text."""
+    text = hf_tokenizer_json(sentencepiece_model(ext))
+    hf = Tokenizer.from_str(text)
+    texts = list(ext.segmentation)
+    got = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    differing = sum(tuple(g) != ext.segmentation[t] for t, g in zip(texts, got, strict=True))
+    return TransformersExport(text if differing == 0 else None, len(texts), differing)
 
 
 def check_extended_pieces(tok: ResolvedTokenizer, ext: Extension) -> None:
@@ -220,7 +255,13 @@ def _write_pieces(ext: Extension, folder: Path, manifest: dict) -> dict:
     check_extended_pieces(ResolvedTokenizer(folder.name, backend=backend, sha256=digest), ext)
     if digest != hashlib.sha256(data).hexdigest():
         raise MindcapError(f"{folder}: the written model does not hash as built (disk error?)")
-    full = {**manifest, "tokenizer_sha256": digest}
+    export = transformers_export(ext)
+    if export.text is not None:
+        (folder / HF_FOLDER).mkdir()
+        (folder / HF_FOLDER / "tokenizer.json").write_text(export.text, encoding="utf-8")
+        config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
+        (folder / HF_FOLDER / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    full = {**manifest, "tokenizer_sha256": digest, "transformers": export.as_dict()}
     (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
     return full
 

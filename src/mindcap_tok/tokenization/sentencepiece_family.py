@@ -165,3 +165,38 @@ def load_sentencepiece(path: Path) -> tuple[SentencePieceBackend, str]:
     """Back end for a SentencePiece ``.model`` file, and the file's SHA-256."""
     path = regular_file(path.resolve(), "SentencePiece model")
     return _read_sentencepiece(path, path.stat().st_mtime_ns)
+
+
+def hf_tokenizer_json(data: bytes) -> str:
+    """A ``tokenizer.json`` for ``transformers`` equivalent to a SentencePiece BPE model where it can be.
+
+    The Hugging Face BPE merges pairs by rank, so every split of a NORMAL or USER_DEFINED piece into two such
+    pieces becomes a merge ranked by the piece's score (highest first), with byte fallback and SentencePiece's
+    whitespace handling (``▁``, the dummy prefix). HF turns unknown characters into bytes *before* merging, so a
+    piece built from a character the vocabulary lacks is unreachable there: callers probe before trusting it.
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, normalizers
+    from tokenizers.models import BPE
+
+    proto = model_pb2().ModelProto()
+    proto.ParseFromString(data)
+    pieces = list(proto.pieces)
+    strings, types = [p.piece for p in pieces], [p.type for p in pieces]
+    vocab = {s: i for i, s in enumerate(strings)}
+    mergeable = {s for s, t in zip(strings, types, strict=True) if t in (1, 4)}
+    scores = [p.score for p in pieces]
+    order = sorted((i for i, t in enumerate(types) if t in (1, 4)), key=lambda i: -scores[i])
+    merges = []
+    for i in order:
+        s = strings[i]
+        merges.extend((s[:k], s[k:]) for k in range(1, len(s)) if s[:k] in mergeable and s[k:] in mergeable)
+    unk = next((s for s, t in zip(strings, types, strict=True) if t == 2), None)
+    tok = Tokenizer(BPE(vocab, merges, unk_token=unk, fuse_unk=True, byte_fallback=True))
+    dummy = proto.normalizer_spec.add_dummy_prefix
+    steps = [normalizers.Prepend("▁")] if dummy else []
+    tok.normalizer = normalizers.Sequence([*steps, normalizers.Replace(" ", "▁")])
+    strip = [decoders.Strip(" ", 1, 0)] if dummy else []
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), *strip])
+    tok.add_special_tokens([AddedToken(p.piece, special=True, normalized=False) for p in pieces if p.type == 3])
+    tok.add_tokens([AddedToken(p.piece, special=False, normalized=False) for p in pieces if p.type == 4])
+    return tok.to_str()
