@@ -80,6 +80,17 @@ def test_tiny_model_pieces_scores_and_segmentation_by_hand(tmp_path):
     assert load_extension(folder).encode("bca") == [3, 9, 4]
 
 
+def test_unknown_piece_is_never_merged_nor_added(tmp_path):
+    tiny = _tiny_model(tmp_path)
+    # no byte fallback: x is <unk> (id 0), not a missing character to add, and no new piece may contain it
+    assert tiny.encode("xbc xbc") == [3, 0, 5, 6, 3, 0, 5, 6]
+    ext = learn_extension(tiny, [(0, "xbc xbc")], min_freq=1, add_missing_characters=True)
+    assert ext.merges == (("b", "c"),) and ext.new_tokens == ("bc",) and ext.pieces.missing_characters == ()
+    folder = save_extension(ext, tmp_path / "ext")
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    assert sp.encode("xbc xbc") == [3, 0, 9, 3, 0, 9]
+
+
 def test_unigram_model_is_refused_in_one_line(tmp_path):
     tiny = _tiny_model(tmp_path, model_type=1)
     with pytest.raises(MindcapError) as info:

@@ -308,10 +308,10 @@ def learn_pieces(
     mergeable = {p.piece: (p.score, i) for i, p in enumerate(proto.pieces) if p.type in (NORMAL, USER_DEFINED)}
     frozen = {i for i, p in enumerate(proto.pieces) if p.type != NORMAL}
     min_score = min(p.score for p in proto.pieces)
-    missing = sorted({s for line in lines for s in line if s not in mergeable})
+    base_ids = {s: i for i, s in enumerate(taken)}  # <unk> (no byte fallback) keeps its frozen base id
+    missing = sorted({s for line in lines for s in line if s not in base_ids})
     strings = [*taken, *missing]
-    ids = {s: i for i, s in enumerate(taken) if s in mergeable} | {s: n_base + k for k, s in enumerate(missing)}
-    frozen |= {ids[s] for s in missing if len(s) != 1}  # an unknown piece (no byte fallback) stays as it is
+    ids = base_ids | {s: n_base + k for k, s in enumerate(missing)}
     line_words = [[tuple(ids[s] for s in w) for w in _words([line], rules.split_by_whitespace)] for line in lines]
     counts = Counter(w for ws in line_words for w in ws)
     word_index = {w: k for k, w in enumerate(counts)}
