@@ -245,3 +245,24 @@ def test_saved_extension_works_as_a_tokenizer_for_premium_and_price(small, devte
     settings = PriceSettings(resampling=Resampling(50), tokenizer=base)
     p = price_ledger(led, "llama-2", "th", [4096], extension=SavedFolds(folder), settings=settings)
     assert p.rows[0].acc_native_ext == pytest.approx(4 / 6) and p.rows[0].acc_native == pytest.approx(4 / 6)
+
+
+def test_extend_command_cross_fits_a_sentencepiece_model(tmp_path):
+    tiny = _tiny_model(tmp_path)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("abc abc\nabc ab\nbc abc\nabc bc\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["extend", "--model", str(tiny.path), "--lang", "th", "--corpus", str(corpus), "--size", "1"]
+    res = CliRunner().invoke(
+        cli, [*args, "--min-freq", "1", "--n-boot", "50", "--out-dir", str(out), "--format", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [r["fold"] for r in rows] == [0, 1, "mean"] and all(r["transformers_tokenizer_json"] for r in rows[:2])
+    for k in (0, 1):
+        manifest = json.loads((out / f"fold-{k}" / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["new_tokens"] == 1 and manifest["first_new_id"] == 9 and manifest["training_items"]
+        assert set(manifest["training_items"]).isdisjoint(manifest["held_out_items"])
+        assert (out / f"fold-{k}" / "tokenizer.model").is_file()
+        assert (out / f"fold-{k}" / "transformers" / "tokenizer.json").is_file()
+        assert load_extension(out / f"fold-{k}").tokenizer.vocab_size == 10
