@@ -20,7 +20,6 @@ from mindcap_tok.adaptation import learn_extension, load_extension, save_extensi
 from mindcap_tok.adaptation.corpus import flores_corpus
 from mindcap_tok.adaptation.price import PriceSettings, SavedFolds, price_ledger
 from mindcap_tok.adaptation.saved import resolved
-from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenization.load import load_tokenizer
@@ -173,13 +172,10 @@ def test_tiny_rank_file_by_hand(tmp_path):
     assert loaded.tokenizer.token_bytes[258] == b""  # the gap stays unused
 
 
-def test_sentencepiece_is_refused_in_one_line(config):
+def test_sentencepiece_is_extendable_now(config):
     tok = load_tokenizer("llama-2", config.tokenizers_dir.value)
-    with pytest.raises(MindcapError) as info:
-        learn_extension(tok, [(0, "สวัสดีครับ สวัสดีครับ")], size=1)
-    message = str(info.value)
-    assert "\n" not in message and "is a sentencepiece tokenizer" in message
-    assert "`tokenizers` byte-level BPE" in message and "`tiktoken`" in message
+    ext = learn_extension(tok, [(0, "สวัสดีครับ สวัสดีครับ")], size=1)
+    assert ext.n_merges == 1 and ext.first_new_id == 32_000  # the Unigram refusal is in test_extend_sp.py
 
 
 def test_price_with_a_tiktoken_extension(gpt4o, saved, devtest, tmp_path):

@@ -1,8 +1,8 @@
 """Pricing ledgers whose ids come from tiktoken or SentencePiece tokenizers (gpt-4o, Gemma 3, Llama 2).
 
 Retokenizing with the base itself must reproduce the accuracy of decoding and parsing every stored prefix
-(computed here with the tokenizer's own library); learning or loading an extension of a family that cannot
-be extended yet is a one-line error naming the family that can.
+(computed here with the tokenizer's own library); every family can learn an extension on the traces and price
+with it (the SentencePiece learner itself is tested in test_extend_sp.py).
 """
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mindcap_tok.adaptation.extend import learn_extension
-from mindcap_tok.adaptation.price import GivenFolds, LearnedFolds, PriceSettings, SavedFolds, price_ledger
+from mindcap_tok.adaptation.price import GivenFolds, LearnedFolds, PriceSettings, price_ledger
 from mindcap_tok.adaptation.retokenize import FoldTokenizer
-from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.parse import get_parser
 from mindcap_tok.resample import Resampling
@@ -95,45 +93,12 @@ def test_price_any_family_with_base_as_retokenizer(tmp_path, config, lines, name
     assert row.acc_native == pytest.approx(want_native) and row.acc_native_ext == pytest.approx(want_native)
     assert row.acc_translate == pytest.approx(want_translate)
     assert row.acc_native_max == pytest.approx(_reference_accuracy(tok, records, "native", 10_000))
-    if tok.family == "tiktoken":  # extendable: learning on the traces prices like any other extension
-        learned = price_ledger(
-            led,
-            name,
-            "th",
-            [CAP],
-            extension=LearnedFolds(size=3),
-            settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
-        )
-        assert learned.rows[0].acc_native == pytest.approx(want_native)
-        return
-    with pytest.raises(
-        MindcapError,
-        match=rf"^{name} is a {tok.family} tokenizer, which cannot be extended yet; "
-        r"extensions can be learned only for `tokenizers` byte-level BPE bases",
-    ):
-        price_ledger(
-            led,
-            name,
-            "th",
-            [CAP],
-            extension=LearnedFolds(size=3),
-            settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
-        )
-    with pytest.raises(MindcapError, match="cannot be extended yet"):
-        price_ledger(
-            led,
-            name,
-            "th",
-            [CAP],
-            extension=SavedFolds(tmp_path / "nowhere"),
-            settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
-        )
-
-
-@pytest.mark.parametrize("name", ["gemma-3", "llama-2"])  # SentencePiece; tiktoken bases can be extended
-def test_learning_an_extension_is_refused_in_one_line(config, name):
-    tok = load_tokenizer(name, config.tokenizers_dir.value)
-    with pytest.raises(MindcapError) as info:
-        learn_extension(tok, [(0, "สวัสดีครับ สวัสดีครับ")], size=1)
-    assert "\n" not in str(info.value) and "`tokenizers` byte-level BPE" in str(info.value)
-    assert f"is a {tok.family} tokenizer" in str(info.value) and "`tiktoken` bases" in str(info.value)
+    learned = price_ledger(  # every family is extendable: learning on the traces prices like any extension
+        led,
+        name,
+        "th",
+        [CAP],
+        extension=LearnedFolds(size=3),
+        settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
+    )
+    assert learned.rows[0].acc_native == pytest.approx(want_native)

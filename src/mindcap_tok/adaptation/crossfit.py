@@ -24,7 +24,7 @@ from ..tokenization.load import ResolvedTokenizer
 from .corpus import Corpus, ItemId, as_corpus
 from .effect import Effect, measure_effect
 from .extend import Extension, learn_extension
-from .saved import SUMMARY, extension_record, resolved, write_extension
+from .saved import SUMMARY, extension_record, resolved, transformers_export, write_extension
 
 
 def _sort_key(item: ItemId) -> tuple[int, int | str]:
@@ -101,6 +101,8 @@ class FoldExtension:
                 "premium_change_ci": [e.change_ci_low, e.change_ci_high],
                 "english_token_change": e.english_token_change,
             }
+        if self.extension.pieces is not None:  # SentencePiece: is there a tokenizer.json for transformers?
+            row["transformers_tokenizer_json"] = transformers_export(self.extension).text is not None
         row["seconds"] = round(self.extension.seconds, 3)  # learning the merges
         if self.effect is not None:
             row["measure_seconds"] = round(self.measure_seconds, 3)
@@ -115,11 +117,12 @@ def cross_fit(
     size: int | None = None,
     min_freq: int | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
+    add_missing_characters: bool = False,
 ) -> list[FoldExtension]:
     """Learn one extension per fold on the text of every item outside that fold.
 
     ``on_progress(merges, total)`` counts merges learned over all folds (``total`` = folds × size, or None under
-    a frequency rule).
+    a frequency rule); ``add_missing_characters``: see :func:`~.extend.learn_extension`.
     """
     corpus = as_corpus(corpus)
     if not corpus.items:
@@ -134,7 +137,9 @@ def cross_fit(
         sub = corpus.select(training, name=f"{corpus.name} without fold {f} of {folds} (seed {seed})")
         before = sum(fx.extension.n_merges for fx in out)
         report = (lambda n, _, before=before: on_progress(before + n, total)) if on_progress else None
-        ext = learn_extension(base, sub, size=size, min_freq=min_freq, on_progress=report)
+        ext = learn_extension(
+            base, sub, size=size, min_freq=min_freq, on_progress=report, add_missing_characters=add_missing_characters
+        )
         out.append(FoldExtension(f, folds, seed, held_out, training, corpus.identity(), ext))
     return out
 
@@ -195,12 +200,14 @@ def save_crossfit(
 @dataclass(frozen=True)
 class CrossFitting:
     """How cross-fitted extensions are learned: items split into ``folds`` folds by ``seed``; per fold ``size``
-    merges and/or merges of pairs seen at least ``min_freq`` times (see :func:`learn_extension`)."""
+    merges and/or merges of pairs seen at least ``min_freq`` times (see :func:`learn_extension`);
+    ``add_missing_characters`` (SentencePiece bases) first adds the characters the base vocabulary lacks."""
 
     folds: int = 2
     seed: int = 0
     size: int | None = None
     min_freq: int | None = None
+    add_missing_characters: bool = False
 
 
 def extend_crossfit(
@@ -223,7 +230,9 @@ def extend_crossfit(
     if out_dir is not None:
         check_new_folder(out_dir)
     fit = learning
-    learned = cross_fit(base, corpus, fit.folds, fit.seed, fit.size, fit.min_freq, on_progress)
+    learned = cross_fit(
+        base, corpus, fit.folds, fit.seed, fit.size, fit.min_freq, on_progress, fit.add_missing_characters
+    )
     measured = measure_folds(learned, code, n_boot=n_boot, source=flores_source)
     if out_dir is not None:
         save_crossfit(measured, out_dir, extra={"lang": code})

@@ -1,7 +1,7 @@
 """Learn a vocabulary extension: new byte-level BPE merges appended after a base tokenizer's merges.
 
-Two families can be extended: ``tokenizers`` byte-level BPE (a ``tokenizer.json``) and ``tiktoken`` (a ``.tiktoken``
-rank file plus ``encoding.json``).
+Three families can be extended: ``tokenizers`` byte-level BPE (a ``tokenizer.json``), ``tiktoken`` (a ``.tiktoken``
+rank file plus ``encoding.json``) and SentencePiece BPE (a ``.model``: new pieces appended, see :mod:`.extend_sp`).
 
 The corpus is pre-tokenized exactly as the base tokenizer does it (its added tokens split off, its own
 normalizer and pre-tokenizer), every distinct pre-token is segmented by the base BPE model (so Llama 3's
@@ -42,19 +42,18 @@ from ..tokenization.pipeline import parse_pipeline, pipeline
 from ..tokenization.tiktoken_family import parse_rank_file, tiktoken_files
 from ._bpe import PairLearner, RankLearner, Ranks
 from .corpus import Corpus, ItemId, as_corpus
+from .extend_sp import PieceExtension, learn_pieces
 
 
 def check_extendable(base: ResolvedTokenizer) -> None:
-    """Raise a one-line error unless ``base``'s family can be extended (``tokenizers`` byte-level BPE, tiktoken).
-
-    SentencePiece bases are refused: their ledgers are scored and retokenized with any tokenizer, but no
-    extension of theirs can be learned or saved yet.
-    """
+    """Raise a one-line error unless ``base``'s family can be extended (``tokenizers`` byte-level BPE, tiktoken,
+    SentencePiece; a SentencePiece Unigram model is refused when learning starts, saying why)."""
     if base.extension_format is None:
         raise MindcapError(
             f"{base.name} is a {base.family} tokenizer, which cannot be extended yet; extensions can be learned "
             "only for `tokenizers` byte-level BPE bases (a tokenizer.json such as qwen3-8b, llama-3.1-8b, "
-            "deepseek-v3) and `tiktoken` bases (a .tiktoken rank file such as gpt-4o, gpt-4)"
+            "deepseek-v3), `tiktoken` bases (a .tiktoken rank file such as gpt-4o, gpt-4) and SentencePiece BPE "
+            "models (a .model such as gemma-3, llama-2)"
         )
 
 
@@ -287,6 +286,8 @@ class Extension:
     tokens_before: int = 0
     tokens_after: int = 0
     seconds: float = 0.0
+    #: SentencePiece bases: the appended pieces, their scores and rules (``segmentation`` is then per text)
+    pieces: PieceExtension | None = field(default=None, repr=False)
 
     @property
     def n_merges(self) -> int:
@@ -340,18 +341,23 @@ def learn_extension(
     size: int | None = None,
     min_freq: int | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
+    add_missing_characters: bool = False,
 ) -> Extension:
     """Learn new merges on ``corpus_items`` (``(item_id, text)`` pairs), continuing ``base``'s BPE.
 
     ``size`` fixes the number of merges (an error if the corpus cannot supply that many pairs occurring at least
     ``min_freq`` times, default 2); ``min_freq`` alone learns every merge down to that pair frequency.
     ``on_progress(merges, size)`` is called every 100 merges (``size`` None under a frequency rule).
+    ``add_missing_characters`` (SentencePiece bases only) first appends every training character the base
+    vocabulary lacks as a single-character piece, so that ``transformers`` can reach pieces built from them.
     """
     check_extendable(base)
     rule = SizeRule.of(size, min_freq)
     corpus = as_corpus(corpus_items)
     if not corpus.items:
         raise MindcapError(f"corpus {corpus.name!r} is empty")
+    if base.extension_format == "pieces":
+        return _learn_pieces(base, corpus, rule, on_progress, add_missing_characters)
     start = time.perf_counter()
     learner: PairLearner
     if base.extension_format == "ranks":
@@ -372,11 +378,7 @@ def learn_extension(
     else:
         learner = PairLearner(words, freqs, strings, dict(info.vocab), first_new, len(info.merges), info.ranks)
     learned = learner.run(rule.size, rule.min_freq, on_progress)
-    if rule.size is not None and len(learned) < rule.size:
-        raise MindcapError(
-            f"corpus {corpus.name!r} supports only {len(learned)} merges of pairs seen at least {rule.min_freq} "
-            f"times; asked for {rule.size} (use a smaller size, a lower minimum frequency or more text)"
-        )
+    _check_size(corpus, rule, len(learned))
     seconds = time.perf_counter() - start
     return Extension(
         base=base,
@@ -391,4 +393,40 @@ def learn_extension(
         tokens_before=tokens_before,
         tokens_after=sum(len(seg) * f for seg, f in zip(learner.words, freqs, strict=True)),
         seconds=seconds,
+    )
+
+
+def _check_size(corpus: Corpus, rule: SizeRule, learned: int) -> None:
+    if rule.size is not None and learned < rule.size:
+        raise MindcapError(
+            f"corpus {corpus.name!r} supports only {learned} merges of pairs seen at least {rule.min_freq} "
+            f"times; asked for {rule.size} (use a smaller size, a lower minimum frequency or more text)"
+        )
+
+
+def _learn_pieces(
+    base: ResolvedTokenizer,
+    corpus: Corpus,
+    rule: SizeRule,
+    on_progress: Callable[[int, int | None], None] | None,
+    add_missing_characters: bool,
+) -> Extension:
+    """A SentencePiece extension (see :mod:`.extend_sp`); ``segmentation`` maps each training text to its ids."""
+    texts = corpus.texts()
+    got = learn_pieces(base, texts, rule.size, rule.min_freq, add_missing_characters, on_progress)
+    _check_size(corpus, rule, len(got.merges))
+    return Extension(
+        base=base,
+        corpus=corpus.identity(),
+        size_rule=rule,
+        merges=got.merges,
+        merge_counts=got.counts,
+        new_tokens=got.extension.pieces,
+        first_new_id=base.vocab_size,
+        segmentation=got.extension.lines,
+        word_counts=dict(Counter(texts)),
+        tokens_before=got.tokens_before,
+        tokens_after=got.tokens_after,
+        seconds=got.seconds,
+        pieces=got.extension,
     )

@@ -10,6 +10,10 @@ A tiktoken base gives a folder with ``<base stem>-extended.tiktoken`` (the base 
 ranks appended as ``<base64 bytes> <rank>`` lines) and ``encoding.json`` (the base's, with the new file name,
 the new rank file's ``sha256`` when the base's records one, and ``n_ranks``), plus the same ``manifest.json``.
 Its ``tokenizer_sha256`` is the hash tiktoken tokenizers are known by (rank file bytes then ``encoding.json``).
+
+A SentencePiece base gives a folder with ``tokenizer.model`` (the base ``ModelProto`` with the new pieces appended,
+loadable by ``sentencepiece``: the artifact of record, hashed as ``tokenizer_sha256``) and the same
+``manifest.json``, whose ``sentencepiece`` entry records scores, trainer-spec rules and missing characters.
 """
 
 from __future__ import annotations
@@ -31,11 +35,23 @@ from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.sentencepiece_family import SentencePieceBackend, hf_tokenizer_json, load_sentencepiece, processor
 from ..tokenization.tiktoken_family import build_tiktoken, load_tiktoken, tiktoken_sha256
 from .corpus import ItemId
 from .extend import Extension, base_bpe, base_tiktoken
+from .extend_sp import extended_model
 
 MANIFEST = "manifest.json"
+#: the extended SentencePiece model's file name in a saved extension folder
+SP_MODEL = "tokenizer.model"
+#: where a SentencePiece extension's tokenizer.json for transformers goes (beside it, it would shadow the .model)
+HF_FOLDER = "transformers"
+#: what to do when the tokenizer.json cannot segment like the .model
+HF_REMEDY = (
+    "pieces built from characters missing from the base vocabulary are unreachable in transformers (it turns "
+    "unknown characters into bytes before merging); relearn with --add-missing-characters (add_missing_characters"
+    "=True), which adds them as single-character pieces first and so changes their base segmentation"
+)
 SUMMARY = "summary.json"
 FORMAT = "mindcap-tok/extension/1"
 #: files copied from the base tokenizer's folder so transformers sees the same special tokens and templates
@@ -100,6 +116,62 @@ def check_extended_tiktoken(tok: ResolvedTokenizer, ext: Extension) -> None:
             raise MindcapError(f"new token {b!r} is not at id {ext.first_new_id + k}")
 
 
+@lru_cache(maxsize=8)
+def sentencepiece_model(ext: Extension) -> bytes:
+    """The serialised extended ``.model`` of a SentencePiece extension."""
+    assert ext.pieces is not None
+    return extended_model(ext.base, ext.pieces)
+
+
+@dataclass(frozen=True)
+class TransformersExport:
+    """The ``tokenizer.json`` of a SentencePiece extension and its probe: ``text`` is ``None`` when the probe found
+    texts that it segments unlike the ``.model``."""
+
+    text: str | None
+    probed: int
+    differing: int
+
+    def as_dict(self) -> dict:
+        written = self.text is not None
+        out = {"tokenizer_json": f"{HF_FOLDER}/tokenizer.json" if written else None}
+        out |= {"probe_texts": self.probed, "probe_differing": self.differing}
+        return out if written else {**out, "remedy": HF_REMEDY}
+
+
+@lru_cache(maxsize=8)
+def transformers_export(ext: Extension) -> TransformersExport:
+    """Convert the extended ``.model`` to a ``tokenizer.json`` and probe it on every training text."""
+    text = hf_tokenizer_json(sentencepiece_model(ext))
+    hf = Tokenizer.from_str(text)
+    texts = list(ext.segmentation)
+    got = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    differing = sum(tuple(g) != ext.segmentation[t] for t, g in zip(texts, got, strict=True))
+    return TransformersExport(text if differing == 0 else None, len(texts), differing)
+
+
+def check_extended_pieces(tok: ResolvedTokenizer, ext: Extension) -> None:
+    """Raise unless every base piece keeps its id and bytes, new pieces sit where planned, and the model segments
+    every training text exactly as the learner did."""
+    base_bytes = ext.base.token_bytes
+    got = tok.token_bytes
+    if len(got) != ext.first_new_id + ext.n_new_tokens:
+        raise MindcapError(f"extended model has {len(got)} pieces, expected {ext.first_new_id + ext.n_new_tokens}")
+    moved = [i for i, b in enumerate(base_bytes) if got[i] != b]
+    if moved:
+        raise MindcapError(f"extended model changed {len(moved)} base pieces (e.g. id {moved[0]})")
+    if tok.special_ids != ext.base.special_ids:
+        raise MindcapError("extended model changed the control and unknown ids")
+    sp = tok.backend.sp  # type: ignore[attr-defined]
+    for k, s in enumerate(ext.new_tokens):
+        if sp.id_to_piece(ext.first_new_id + k) != s:
+            raise MindcapError(f"new piece {s!r} is not at id {ext.first_new_id + k}")
+    texts = list(ext.segmentation)
+    differ = sum(tuple(a) != ext.segmentation[t] for t, a in zip(texts, tok.encode_batch(texts), strict=True))
+    if differ:
+        raise MindcapError(f"extended model segments {differ} training texts unlike the learner (a bug)")
+
+
 def check_extended(tok: Tokenizer, ext: Extension) -> None:
     """Raise unless every base token (added and special included) keeps its id and new tokens sit where planned."""
     base_vocab = ext.base.tokenizer.get_vocab(with_added_tokens=True)
@@ -129,6 +201,13 @@ def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
         tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=files.sha256)
         check_extended_tiktoken(tok, ext)
         return tok
+    if ext.pieces is not None:
+        data = sentencepiece_model(ext)
+        digest = hashlib.sha256(data).hexdigest()
+        backend = SentencePieceBackend(processor(data))
+        tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=digest)
+        check_extended_pieces(tok, ext)
+        return tok
     check_extended(ext.tokenizer, ext)
     return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
 
@@ -147,6 +226,8 @@ def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
         full = {**manifest, "tokenizer_sha256": digest}
         (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
         return full
+    if ext.pieces is not None:
+        return _write_pieces(ext, folder, manifest)
     text = ext.tokenizer.to_str()  # tokenizers' own serialisation, so the file hash equals ResolvedTokenizer.sha256
     (folder / "tokenizer.json").write_text(text, encoding="utf-8")
     base_dir = ext.base.path.parent if ext.base.path is not None else None
@@ -162,6 +243,25 @@ def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
     reloaded = Tokenizer.from_file(str(folder / "tokenizer.json"))
     check_extended(reloaded, ext)
     full = {**manifest, "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
+    return full
+
+
+def _write_pieces(ext: Extension, folder: Path, manifest: dict) -> dict:
+    """Write the extended ``tokenizer.model`` and ``manifest.json``; the model is reloaded from disk and checked."""
+    data = sentencepiece_model(ext)
+    (folder / SP_MODEL).write_bytes(data)
+    backend, digest = load_sentencepiece(folder / SP_MODEL)
+    check_extended_pieces(ResolvedTokenizer(folder.name, backend=backend, sha256=digest), ext)
+    if digest != hashlib.sha256(data).hexdigest():
+        raise MindcapError(f"{folder}: the written model does not hash as built (disk error?)")
+    export = transformers_export(ext)
+    if export.text is not None:
+        (folder / HF_FOLDER).mkdir()
+        (folder / HF_FOLDER / "tokenizer.json").write_text(export.text, encoding="utf-8")
+        config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
+        (folder / HF_FOLDER / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    full = {**manifest, "tokenizer_sha256": digest, "transformers": export.as_dict()}
     (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
     return full
 
@@ -191,9 +291,14 @@ def extension_record(ext: Extension) -> dict:
     tiktoken bases: ``merges`` counts the ranks longer than one byte, ``ignore_merges`` is true (a piece that is
     a token is emitted whole) and ``family`` is recorded.
     """
+    extra: dict = {}
     if ext.writes_ranks:
         tinfo = base_tiktoken(ext.base)
         n_merges, ignore, family = tinfo.n_merges, True, {"family": ext.family}
+    elif ext.pieces is not None:
+        # SentencePiece: no merge list; base pieces merge by score, every one before any new piece
+        n_merges, ignore, family = 0, False, {"family": ext.family}
+        extra = {"sentencepiece": ext.pieces.as_dict()}
     else:
         info = base_bpe(ext.base)
         n_merges, ignore, family = len(info.merges), info.ignore_merges, {}
@@ -219,6 +324,7 @@ def extension_record(ext: Extension) -> dict:
         "training_tokens_before": ext.tokens_before,
         "training_tokens_after": ext.tokens_after,
         "seconds": round(ext.seconds, 3),
+        **extra,
     }
 
 

@@ -59,7 +59,7 @@ def _table_rows(rows: list[dict]) -> list[dict]:
     default=["qwen3-8b"],
     show_default=True,
     help="Base tokenizer: registry name, folder, tokenizer.json/.tiktoken path or HF id "
-    "(byte-level BPE tokenizer.json, or tiktoken such as gpt-4o).",
+    "(byte-level BPE tokenizer.json, tiktoken such as gpt-4o, SentencePiece BPE such as gemma-3, llama-2).",
 )
 @multi_option("--lang", "langs", required=True, help="Target language (FLORES code or alias).")
 @click.option(
@@ -75,23 +75,31 @@ def _table_rows(rows: list[dict]) -> list[dict]:
     help=f"Minimum pair frequency (alone: learn every merge down to it; with --size: default {DEFAULT_MIN_FREQ}). "
     f"Neither given: every merge whose pair occurs at least {DEFAULT_MIN_FREQ} times.",
 )
+@click.option(
+    "--add-missing-characters",
+    is_flag=True,
+    help="SentencePiece bases: first add every training character the base vocabulary lacks as a piece (changes "
+    "those characters' base segmentation from bytes to one piece; lets transformers reach pieces built from them).",
+)
 @click.option("--folds", type=click.IntRange(min=2), default=2, show_default=True, help="Cross-fitting folds.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fold split and the bootstrap.")
 @n_boot_option()
 @out_dir_option("New folder for fold-<k>/ extensions and summary.json (must not exist).")
 @format_option()
 @click.pass_obj
-def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_boot, out, fmt) -> None:
+def extend_command(state, models, langs, corpus, size, min_freq, add_missing_characters, folds, seed, n_boot, out, fmt):
     """Learn cross-fitted byte-level BPE extensions (merges appended after the base merges) and measure them.
 
     tiktoken bases (gpt-4o, gpt-4) get new ranks after the largest id in use (specials keep their ids) and are
-    saved as a .tiktoken rank file plus encoding.json; SentencePiece bases are refused.
+    saved as a .tiktoken rank file plus encoding.json; SentencePiece BPE bases (gemma-3, llama-2) get NORMAL pieces
+    appended with scores below every base score, saved as tokenizer.model (Unigram models are refused).
 
     Fold k's extension learns only from items outside fold k; its manifest lists both item sets, and the
     FLORES devtest premium of the language before and after (bootstrap CIs) and the English token change.
     """
     from ..adaptation.corpus import load_corpus
     from ..adaptation.crossfit import CrossFitting, extend_crossfit, summarize
+    from ..adaptation.saved import HF_REMEDY
     from ..tokenization.load import load_tokenizer
 
     if len(models) != 1 or len(langs) != 1:
@@ -109,7 +117,7 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
             base,
             data,
             code,
-            learning=CrossFitting(folds, seed, size, min_freq),
+            learning=CrossFitting(folds, seed, size, min_freq, add_missing_characters),
             out_dir=out,
             n_boot=n_boot,
             flores_source=source,
@@ -124,4 +132,8 @@ def extend_command(state, models, langs, corpus, size, min_freq, folds, seed, n_
         title = f"{base.name} + {code} extension from {data.name} ({folds} folds, seed {seed}); premium on devtest"
         text = render(_table_rows(rows), fmt, title=title)
     emit(text, None)
+    if any(r.get("transformers_tokenizer_json") is False for r in rows):
+        click.echo(
+            f"note: no tokenizer.json for transformers (it would segment unlike the .model): {HF_REMEDY}", err=True
+        )
     click.echo(f"wrote {out} in {time.perf_counter() - start:.0f} s", err=True)

@@ -16,8 +16,9 @@ import numpy as np
 
 #: the libraries a tokenizer can come from
 FAMILIES = ("tokenizers", "tiktoken", "sentencepiece")
-#: how a learned extension is written: new BPE merges in a tokenizer.json, or new ranks in a .tiktoken file
-ExtensionFormat = Literal["merges", "ranks"]
+#: how a learned extension is written: new BPE merges in a tokenizer.json, new ranks in a .tiktoken file, or new
+#: pieces appended to a SentencePiece ``.model``
+ExtensionFormat = Literal["merges", "ranks", "pieces"]
 
 
 @runtime_checkable

@@ -27,7 +27,7 @@ class SentencePieceBackend:
 
     family = "sentencepiece"
     hf = None
-    extension_format: ExtensionFormat | None = None
+    extension_format: ExtensionFormat | None = "pieces"
 
     def __init__(self, sp: Any) -> None:
         self.sp = sp
@@ -85,9 +85,60 @@ class SentencePieceBackend:
                 out.append(piece.replace("▁", " ").encode("utf-8"))
         return out
 
+    def model_proto(self) -> Any:
+        """A fresh parsed copy of the model's ``ModelProto`` (needs ``protobuf``; imported here, lazily)."""
+        proto = model_pb2().ModelProto()
+        proto.ParseFromString(self.sp.serialized_model_proto())
+        return proto
+
+    def base_symbols(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's segmentation as piece strings, byte-fallback runs folded back into their characters.
+
+        SentencePiece BPE merges from characters, unknown ones included, and turns unknown symbols into
+        ``<0xNN>`` bytes only after merging; folding the bytes back gives the symbols merging ended with.
+        """
+        sp = self.sp
+        out = []
+        for ids in self.encode_batch(texts):
+            symbols: list[str] = []
+            run = bytearray()
+            for i in ids:
+                if sp.is_byte(i):
+                    m = _BYTE_PIECE.fullmatch(sp.id_to_piece(i))
+                    run.append(int(m.group(1), 16) if m else 0)
+                    continue
+                if run:
+                    symbols.extend(run.decode("utf-8", errors="replace"))
+                    run.clear()
+                symbols.append(sp.id_to_piece(i))
+            symbols.extend(run.decode("utf-8", errors="replace"))
+            out.append(symbols)
+        return out
+
     def content_sha256(self) -> str:
         """SHA-256 of the serialised model protobuf."""
         return _sha256(self.sp.serialized_model_proto())
+
+
+def model_pb2() -> Any:
+    """``sentencepiece``'s protobuf module for ``.model`` files (a one-line error without ``protobuf``)."""
+    try:
+        from sentencepiece import sentencepiece_model_pb2
+    except ImportError as exc:
+        raise MindcapError(
+            f"reading SentencePiece model files needs protobuf (pip install 'protobuf>=4'): {exc}"
+        ) from exc
+    return sentencepiece_model_pb2
+
+
+def processor(data: bytes) -> Any:
+    """A ``SentencePieceProcessor`` over serialised model bytes (a one-line error if they do not load)."""
+    import sentencepiece
+
+    try:
+        return sentencepiece.SentencePieceProcessor(model_proto=data)
+    except Exception as exc:  # RuntimeError / OSError from the C++ parser
+        raise MindcapError(f"sentencepiece cannot load the model: {first_line(exc)}") from exc
 
 
 def _sha256(data: bytes) -> str:
@@ -114,3 +165,38 @@ def load_sentencepiece(path: Path) -> tuple[SentencePieceBackend, str]:
     """Back end for a SentencePiece ``.model`` file, and the file's SHA-256."""
     path = regular_file(path.resolve(), "SentencePiece model")
     return _read_sentencepiece(path, path.stat().st_mtime_ns)
+
+
+def hf_tokenizer_json(data: bytes) -> str:
+    """A ``tokenizer.json`` for ``transformers`` equivalent to a SentencePiece BPE model where it can be.
+
+    The Hugging Face BPE merges pairs by rank, so every split of a NORMAL or USER_DEFINED piece into two such
+    pieces becomes a merge ranked by the piece's score (highest first), with byte fallback and SentencePiece's
+    whitespace handling (``▁``, the dummy prefix). HF turns unknown characters into bytes *before* merging, so a
+    piece built from a character the vocabulary lacks is unreachable there: callers probe before trusting it.
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, normalizers
+    from tokenizers.models import BPE
+
+    proto = model_pb2().ModelProto()
+    proto.ParseFromString(data)
+    pieces = list(proto.pieces)
+    strings, types = [p.piece for p in pieces], [p.type for p in pieces]
+    vocab = {s: i for i, s in enumerate(strings)}
+    mergeable = {s for s, t in zip(strings, types, strict=True) if t in (1, 4)}
+    scores = [p.score for p in pieces]
+    order = sorted((i for i, t in enumerate(types) if t in (1, 4)), key=lambda i: -scores[i])
+    merges = []
+    for i in order:
+        s = strings[i]
+        merges.extend((s[:k], s[k:]) for k in range(1, len(s)) if s[:k] in mergeable and s[k:] in mergeable)
+    unk = next((s for s, t in zip(strings, types, strict=True) if t == 2), None)
+    tok = Tokenizer(BPE(vocab, merges, unk_token=unk, fuse_unk=True, byte_fallback=True))
+    dummy = proto.normalizer_spec.add_dummy_prefix
+    steps = [normalizers.Prepend("▁")] if dummy else []
+    tok.normalizer = normalizers.Sequence([*steps, normalizers.Replace(" ", "▁")])
+    strip = [decoders.Strip(" ", 1, 0)] if dummy else []
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), *strip])
+    tok.add_special_tokens([AddedToken(p.piece, special=True, normalized=False) for p in pieces if p.type == 3])
+    tok.add_tokens([AddedToken(p.piece, special=False, normalized=False) for p in pieces if p.type == 4])
+    return tok.to_str()
