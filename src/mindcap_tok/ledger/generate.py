@@ -33,7 +33,7 @@ from .backends import Completion, GenRequest, load_backend
 from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job
 from .parse import parse_answer
 from .prompts import build_prompt
-from .schema import KEY_COLUMNS
+from .schema import DEFAULT_TASK, KEY_COLUMNS
 from .store import Ledger, key_tuples
 
 
@@ -72,6 +72,7 @@ def _request_key(spec: JobSpec, r: Request) -> tuple:
         "model": spec.model_name,
         "arm": r.arm,
         "lang": r.lang,
+        "task": DEFAULT_TASK,  # jobs generate the default task's records (they name no task)
         "design": spec.design,
         "cap": r.cap,
         "announced": r.announced,
