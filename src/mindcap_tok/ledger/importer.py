@@ -47,6 +47,7 @@ from .schema import (
     DEFAULT_TASK,
     REQUIRED,
     SETTING_COLUMNS,
+    TASK_COLUMNS,
     RecordError,
     check_token_ids,
     describe,
@@ -148,7 +149,8 @@ class _Tokenizers:
 #: the keys of an import line, for messages and help
 RECORD_KEYS = (
     f"a record has the keys {', '.join(REQUIRED)} and optionally "
-    f"{', '.join(k for k in COLUMNS if k not in REQUIRED and k not in ('tokenizer', 'n_tokens'))}"
+    f"{', '.join(k for k in COLUMNS if k not in (*REQUIRED, *TASK_COLUMNS, 'tokenizer', 'n_tokens'))}, "
+    f"{', '.join(TASK_COLUMNS)}"
 )
 
 
