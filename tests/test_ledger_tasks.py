@@ -156,3 +156,32 @@ def test_import_refuses_a_gold_of_the_wrong_type_in_one_line(tmp_path, qwen, cha
     args = ["ledger", "import", str(src), "--out-dir", str(tmp_path / "L"), "--tokenizer", "qwen3-8b"]
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1 and "gen.jsonl:2: " in res.stderr
+
+
+def test_score_rows_carry_the_task_and_keep_tasks_apart(tmp_path, qwen):
+    # MGSM: per item sample 0 right, sample 1 wrong (accuracy 1/2); a user's integer task: always right (1)
+    mine = [make_record(qwen, "#### 7\n", item=i, sample=s, task="my-task", gold=7) for i in range(2) for s in range(2)]
+    Ledger(tmp_path / "L").append([*make_cell(qwen, n_items=2, n_samples=2), *mine], qwen)
+    args = ["score", "--ledger", str(tmp_path / "L"), "--budgets", "100", "--format", "json"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    rows = rows["curves"] if isinstance(rows, dict) else rows
+    assert sorted((r["task"], r["accuracy"], r["n"]) for r in rows) == [("mgsm", 0.5, 4), ("my-task", 1.0, 4)]
+
+
+def test_stats_and_adaptation_know_no_task_by_name():
+    """Tasks are data: statistics and pricing read the ``task`` column, never compare it with a task's name."""
+    import ast
+
+    import mindcap_tok
+
+    names = {"mgsm", "belebele", "global-mmlu-lite", "mmath"}
+    root = Path(mindcap_tok.__file__).parent
+    found = []
+    for path in sorted([*root.glob("stats/**/*.py"), *root.glob("adaptation/**/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() in names:
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
+    # corpus.py names the MGSM questions as a text corpus for learning extensions: a data source, not a task
+    assert [f for f in found if not f.startswith("adaptation/corpus.py:")] == []
