@@ -126,6 +126,7 @@ def test_common_items_sweep_gap_is_computed_on_the_items_both_arms_hold(ledgers,
     assert row["gap"] == pytest.approx(0.5) and row["acc_native"] == pytest.approx(0.5) and row["n_items"] == 10
     assert data["common_items"] is True
     settings = {"design": "replay", "cap": 4096, "announced": None, "announce_style": "none", "forcing": False}
+    settings = {"task": "mgsm", **settings}  # output rows carry the task (issue 22)
     assert data["arm_items"] == [
         {"model": "qwen3-8b", "lang": "tha_Thai", **settings, "items_native": 100, "items_translate-act": 10,
          "common": 10}

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import shutil
 from fractions import Fraction
 
 import numpy as np
@@ -221,6 +222,15 @@ def test_items_without_a_held_out_fold_are_refused(world):
             extension=GivenFolds([FoldTokenizer(ext, frozenset(range(5)), 0)]),
             settings=PriceSettings(tokenizer=base),
         )
+
+
+def test_a_cell_mixing_tasks_is_refused(world, tmp_path):
+    ledger, base, _, folds = world
+    shutil.copytree(ledger.root, tmp_path / "L")
+    mixed = Ledger(tmp_path / "L")
+    mixed.append([_record(base, "native", 0, 2, _native_text("A")) | {"task": "my-task"}], tokenizer=base)
+    with pytest.raises(MindcapError, match=r"cell tiny/native/tha_Thai mixes tasks mgsm and my-task"):
+        price_ledger(mixed, "tiny", "th", [30], extension=GivenFolds(folds), settings=PriceSettings(tokenizer=base))
 
 
 def test_cap_above_the_stored_prefix_is_refused(world):

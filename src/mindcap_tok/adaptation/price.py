@@ -55,6 +55,7 @@ from .saved import SUMMARY, CrossFitSet, SavedExtension, extension_language, loa
 NATIVE, TRANSLATE = ARMS[0], ARMS[1]
 _COLUMNS = [
     "arm",
+    "task",
     "item",
     "sample",
     "cap",

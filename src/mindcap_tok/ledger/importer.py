@@ -1,10 +1,13 @@
 """Import generations produced elsewhere (one JSON object per line) into a ledger.
 
 Each line holds ``model, arm, lang, item, sample, seed, cap, announced, prompt, prompt_ids, output_ids, text,
-finish_reason, gold, generator`` and optionally ``announce_style, forcing, design, template_id,
-generator_version``. When ``output_ids`` (or ``prompt_ids``) is missing, the text is tokenized with the
-ledger tokenizer and the record is marked ``retokenized`` (decode-then-encode does not round-trip, so such
-token counts are approximations of what the model generated).
+finish_reason, gold, generator`` and optionally ``task`` (default ``mgsm``), ``announce_style, forcing, design,
+template_id, generator_version``. The gold has its task's type (:func:`gold_type`): an integer for MGSM (a
+string such as ``"1,000"`` is read as MGSM gold answers are), a string for a choice or math task (``"3"``,
+``"\\frac{1}{2}"``); a user task's gold is stored as given (int in ``gold``, str in ``gold_text``).
+When ``output_ids`` (or ``prompt_ids``) is missing, the text is tokenized with the ledger tokenizer and the
+record is marked ``retokenized`` (decode-then-encode does not round-trip, so such token counts are
+approximations of what the model generated).
 
 The file is imported in batches, each committed atomically: an interrupted import leaves a valid ledger
 holding the batches committed so far, and rerunning the same command skips the records already stored
@@ -41,8 +44,10 @@ from ..tokenization.registry import canonical_model_name
 from .schema import (
     CELL_COLUMNS,
     COLUMNS,
+    DEFAULT_TASK,
     REQUIRED,
     SETTING_COLUMNS,
+    TASK_COLUMNS,
     RecordError,
     check_token_ids,
     describe,
@@ -144,7 +149,8 @@ class _Tokenizers:
 #: the keys of an import line, for messages and help
 RECORD_KEYS = (
     f"a record has the keys {', '.join(REQUIRED)} and optionally "
-    f"{', '.join(k for k in COLUMNS if k not in REQUIRED and k not in ('tokenizer', 'n_tokens'))}"
+    f"{', '.join(k for k in COLUMNS if k not in (*REQUIRED, *TASK_COLUMNS, 'tokenizer', 'n_tokens'))}, "
+    f"{', '.join(TASK_COLUMNS)}"
 )
 
 
@@ -155,8 +161,7 @@ def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, 
     if unknown:
         raise MindcapError(f"{where}: unknown key(s) {', '.join(unknown)}; {RECORD_KEYS}")
     rec = dict(obj)
-    if isinstance(rec.get("gold"), str):
-        rec["gold"] = parse_gold(rec["gold"], where)
+    _check_gold_type(rec, where)
     retokenized = rec.get("retokenized", False)
     if not isinstance(retokenized, bool):
         raise MindcapError(f"{where}: retokenized = {retokenized!r} is not a valid bool (true or false is required)")
@@ -170,6 +175,34 @@ def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, 
     rec["retokenized"] = retokenized
     rec["tokenizer"] = tokenizer.name
     return rec, retokenized, generated
+
+
+#: the gold type of each built-in task. Until the importer reads the task files (``tasks/``), it names them here;
+#: any other task is a user's, whose records are taken as they come
+_BUILTIN_GOLD: dict[str, type] = {DEFAULT_TASK: int, "belebele": str, "global-mmlu-lite": str, "mmath": str}
+
+
+def gold_type(task: str) -> type | None:
+    """The Python type of a task's gold (``int`` or ``str``); ``None`` for a user's task (any type stored as given)."""
+    return _BUILTIN_GOLD.get(task)
+
+
+def _check_gold_type(rec: dict, where: str) -> None:
+    """Refuse a gold of the wrong type for the record's task (naming the line and field); read an integer task's
+    text gold as MGSM gold answers are read (``"1,000"`` -> 1000), as imports always did."""
+    task = rec.get("task", DEFAULT_TASK)
+    if not isinstance(task, str):
+        raise MindcapError(f"{where}: task = {task!r} is not a string (a task name, default {DEFAULT_TASK!r})")
+    want, gold = gold_type(task), rec.get("gold")
+    if want is int and rec.get("gold_text") is not None:
+        raise MindcapError(f"{where}: gold_text is given, but task {task!r} takes an integer gold (give it as gold)")
+    if want is int and isinstance(gold, str):
+        try:
+            rec["gold"] = parse_gold(gold)
+        except MindcapError as exc:
+            raise MindcapError(f"{where}: gold = {gold!r} is not an integer, but task {task!r} takes one") from exc
+    if want is str and isinstance(gold, int) and not isinstance(gold, bool):
+        raise MindcapError(f'{where}: gold = {gold} is an integer, but task {task!r} takes a text gold ("{gold}")')
 
 
 def check_capped_lengths(table: pa.Table, generated: np.ndarray) -> None:

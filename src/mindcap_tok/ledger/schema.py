@@ -1,8 +1,13 @@
 """The ledger record: one row per generation, its Arrow schema, and the checks every append runs.
 
 Token ids are the source of truth (decode-then-encode does not round-trip); ``text`` is kept for reading.
-A *cell* is (model, arm, lang); with the generation settings (design, cap, announcement, forcing) it names
-the population a record belongs to, and (cell, settings, item, sample) must be unique.
+A *cell* is (model, arm, lang); with the generation settings (task, design, cap, announcement, forcing) it
+names the population a record belongs to, and (cell, settings, item, sample) must be unique.
+
+Each record carries its ``task`` (default :data:`DEFAULT_TASK`) and one gold value of the task's type: an
+integer in ``gold`` or a string in ``gold_text``. Records whose task is the default are stored in the layout
+ledgers had before tasks (:data:`LEGACY_STORAGE_SCHEMA`), bit for bit; :func:`with_task_columns` reads such
+shards with ``task`` filled in and ``gold_text`` null.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import pyarrow.compute as pc
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
+from ..tasks.load import DEFAULT_TASK
 from ..tokenization.registry import canonical_model_name
 
 ARMS = ("native", "translate-act", "pivot", "code-switched")
@@ -26,7 +32,7 @@ FINISH_REASONS = ("stop", "length")
 
 CELL_COLUMNS = ("model", "arm", "lang")
 #: generation settings that, with the cell, name one population of records
-SETTING_COLUMNS = ("design", "cap", "announced", "announce_style", "forcing")
+SETTING_COLUMNS = ("task", "design", "cap", "announced", "announce_style", "forcing")
 #: columns that identify one record; duplicates are rejected
 KEY_COLUMNS = (*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample")
 
@@ -36,6 +42,7 @@ SCHEMA = pa.schema(
         pa.field("model", pa.string(), nullable=False),
         pa.field("arm", pa.string(), nullable=False),
         pa.field("lang", pa.string(), nullable=False),
+        pa.field("task", pa.string(), nullable=False),
         pa.field("item", pa.int64(), nullable=False),
         pa.field("sample", pa.int64(), nullable=False),
         pa.field("seed", pa.int64(), nullable=False),
@@ -50,7 +57,9 @@ SCHEMA = pa.schema(
         pa.field("output_ids", _IDS, nullable=False),
         pa.field("text", pa.string(), nullable=False),
         pa.field("finish_reason", pa.string(), nullable=False),
-        pa.field("gold", pa.int64(), nullable=False),
+        # exactly one of the two is set: an integer gold (MGSM) or a text gold (a choice label, a math answer)
+        pa.field("gold", pa.int64(), nullable=True),
+        pa.field("gold_text", pa.string(), nullable=True),
         pa.field("generator", pa.string(), nullable=False),
         pa.field("generator_version", pa.string(), nullable=False),
         pa.field("tokenizer", pa.string(), nullable=False),
@@ -76,8 +85,10 @@ REQUIRED = (
     "gold",
     "generator",
 )
-#: filled when absent: announce_style is "none" when nothing is announced, tokenizer defaults to the model
+#: filled when absent: announce_style is "none" when nothing is announced, tokenizer defaults to the model;
+#: ``gold`` is required unless ``gold_text`` is given
 DEFAULTS = {
+    "task": DEFAULT_TASK,
     "announced": None,
     "forcing": False,
     "design": "replay",
@@ -89,6 +100,12 @@ DEFAULTS = {
 #: hive folder names); :func:`to_canonical` turns them back into plain strings
 _DICT = pa.dictionary(pa.int32(), pa.string())
 STORAGE_SCHEMA = pa.schema([pa.field(f.name, _DICT, nullable=False) if f.name in CELL_COLUMNS else f for f in SCHEMA])
+#: the columns shards written before tasks lack
+TASK_COLUMNS = ("task", "gold_text")
+#: the shard layout before tasks, still written for shards whose records all have the default task
+LEGACY_STORAGE_SCHEMA = pa.schema(
+    [f.with_nullable(False) if f.name == "gold" else f for f in STORAGE_SCHEMA if f.name not in TASK_COLUMNS]
+)
 
 Records = pa.Table | pd.DataFrame | Iterable[Mapping]
 
@@ -147,12 +164,13 @@ def _from_dicts(records: Iterable[Mapping]) -> pa.Table:
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise RecordError(f"record {i} is a {type(row).__name__}, expected a mapping of column -> value", i)
+    rows = [_split_gold(row, i) for i, row in enumerate(rows)]
     names = [c for c in COLUMNS if any(c in r for r in rows)]
     extra = sorted({k for r in rows for k in r} - set(COLUMNS))
     if extra:
         raise MindcapError(f"unknown column(s) {', '.join(extra)}; the ledger columns are {', '.join(COLUMNS)}")
     for i, row in enumerate(rows):
-        missing = [c for c in REQUIRED if c not in row]
+        missing = [c for c in REQUIRED if c not in row and not (c == "gold" and "gold_text" in row)]
         if missing:
             raise RecordError(f"{_describe_values(row, i)} lacks {', '.join(missing)}", i)
     columns = {}
@@ -174,6 +192,16 @@ def _from_dicts(records: Iterable[Mapping]) -> pa.Table:
                     ) from exc
             raise
     return pa.table(columns)
+
+
+def _split_gold(row: Mapping, i: int) -> Mapping:
+    """The record with a text ``gold`` (a choice label, a math answer) moved to ``gold_text``: the gold's Python
+    type says where it is stored (int -> ``gold``, str -> ``gold_text``)."""
+    if not isinstance(row.get("gold"), str):
+        return row
+    if row.get("gold_text") is not None:
+        raise RecordError(f"{_describe_values(row, i)} gives both gold and gold_text; a record has one gold value", i)
+    return {**row, "gold": None, "gold_text": row["gold"]}
 
 
 #: columns whose Python values must have exactly the right kind: ``pa.array(values, type=int64)`` would
@@ -399,6 +427,43 @@ def duplicate_row(table: pa.Table) -> tuple[int, int] | None:
     return earlier, later
 
 
+def _gold_columns(table: pa.Table) -> pa.Table:
+    """Both gold columns, the absent one null; a text ``gold`` column alone (a frame of text golds) becomes
+    ``gold_text``. Without either column the table is returned as given (reported as lacking ``gold``)."""
+    names = table.column_names
+    if "gold" not in names and "gold_text" not in names:
+        return table
+    if "gold" in names and "gold_text" not in names and _kind(table.schema.field("gold").type) == "str":
+        return table.rename_columns(["gold_text" if c == "gold" else c for c in names]).append_column(
+            SCHEMA.field("gold"), pa.nulls(table.num_rows, pa.int64())
+        )
+    for name in ("gold", "gold_text"):
+        if name not in names:
+            table = table.append_column(SCHEMA.field(name), pa.nulls(table.num_rows, SCHEMA.field(name).type))
+    return table
+
+
+def _check_gold(table: pa.Table) -> None:
+    """Each record holds exactly one gold value, a task name, and the default task's gold is an integer."""
+    gold, text, task = table.column("gold"), table.column("gold_text"), table.column("task")
+    checks = (
+        (pc.and_(pc.is_null(gold), pc.is_null(text)), lambda row: "gold is missing (null)"),
+        (
+            pc.and_(pc.is_valid(gold), pc.is_valid(text)),
+            lambda row: "holds both gold and gold_text; a record has one gold value",
+        ),
+        (pc.equal(task, ""), lambda row: "task is empty; name the task (default " + repr(DEFAULT_TASK) + ")"),
+        (
+            pc.and_(pc.equal(task, DEFAULT_TASK), pc.is_valid(text)),
+            lambda row: f"gold = {_show(text[row].as_py())} is text, but task {DEFAULT_TASK!r} takes an integer gold",
+        ),
+    )
+    for bad, message in checks:
+        if pc.any(bad).as_py():
+            row = _first(bad.combine_chunks())
+            raise _record_error(table, row, message(row))
+
+
 def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = None) -> pa.Table:
     """Check records and return them as a table in :data:`SCHEMA` (defaults filled, language aliases resolved).
 
@@ -411,6 +476,7 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
     extra = sorted(set(table.column_names) - set(COLUMNS))
     if extra:
         raise MindcapError(f"unknown column(s) {', '.join(extra)}; the ledger columns are {', '.join(COLUMNS)}")
+    table = _gold_columns(table)
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing:
         raise MindcapError(f"records lack required column(s) {', '.join(missing)} (all records, from record 0 on)")
@@ -449,6 +515,7 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
         if not field.nullable and table.column(field.name).null_count:
             row = _first(pc.is_null(table.column(field.name)).combine_chunks())
             raise _record_error(table, row, f"{field.name} is missing (null)")
+    _check_gold(table)
     _check_choice(table, "arm", ARMS)
     _check_choice(table, "announce_style", ANNOUNCE_STYLES)
     _check_choice(table, "design", DESIGNS)
@@ -488,8 +555,23 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
 
 
 def to_storage(table: pa.Table) -> pa.Table:
-    """A validated table as stored in shards (cell columns dictionary-encoded)."""
+    """A validated table as stored in shards (cell columns dictionary-encoded); records that all have the
+    default task are stored in :data:`LEGACY_STORAGE_SCHEMA`, so such shards are the bytes written before tasks
+    (and readers of that layout still read them)."""
+    if pc.all(pc.equal(table.column("task"), DEFAULT_TASK)).as_py():
+        return table.drop_columns(list(TASK_COLUMNS)).cast(LEGACY_STORAGE_SCHEMA)
     return table.cast(STORAGE_SCHEMA)
+
+
+def with_task_columns(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """Shard data read as ``columns`` (in that order): a legacy shard's absent ``task`` (the default) and
+    ``gold_text`` (null) filled in. ``table`` holds the other requested columns the shard has."""
+    n = table.num_rows
+    for name in TASK_COLUMNS:
+        if name in columns and name not in table.column_names:
+            fill = pa.repeat(pa.scalar(DEFAULT_TASK), n) if name == "task" else pa.nulls(n, pa.string())
+            table = table.append_column(STORAGE_SCHEMA.field(name), fill)
+    return table.select(list(columns))
 
 
 def to_canonical(table: pa.Table) -> pa.Table:

@@ -19,6 +19,8 @@ manifest's size and SHA-256 (``Ledger(path, verify=False)`` skips that).
 Readers: ``pandas.read_parquet(DIR)`` and ``pyarrow.parquet.read_table(DIR)`` (hive partitions merged with
 the dictionary-encoded cell columns stored inside each shard), ``pyarrow.dataset.dataset(DIR)`` and
 ``datasets.load_dataset("parquet", data_files="DIR/**/*.parquet")`` (cell columns read from the files).
+Shards whose records all have the default task keep the layout of ledgers written before tasks (no ``task``,
+no ``gold_text``); :meth:`Ledger.read` fills those in, the generic readers above see them missing (null).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from ..tokenization.registry import canonical_model_name
 from .schema import (
     CELL_COLUMNS,
     KEY_COLUMNS,
+    LEGACY_STORAGE_SCHEMA,
     SCHEMA,
     SETTING_COLUMNS,
     STORAGE_SCHEMA,
@@ -63,12 +66,16 @@ from .schema import (
     to_canonical,
     to_storage,
     validate_records,
+    with_task_columns,
 )
 
 MANIFEST = LEDGER_MANIFEST
 FORMAT = LEDGER_FORMAT
-#: the manifest format this reads: 1, or 2 where some records are marked (:data:`TEXT_MISMATCH`)
-VERSION = 2
+#: the manifest format this reads: 1; 2 where some records are marked (:data:`TEXT_MISMATCH`); 3 where some
+#: shards carry the ``task`` and ``gold_text`` columns (records of a task other than the default). Each append
+#: writes the lowest version its ledger needs, so ledgers of the default task stay readable by older readers.
+VERSION = 3
+_MARKED_VERSION = 2
 _PENDING = ".pending"
 #: manifest key (format version 2) listing, per shard path, the rows stored with a text that is not the decoding
 #: of their output ids (``ledger import --allow-text-mismatch``); a manifest without it marks nothing
@@ -355,11 +362,17 @@ class Ledger:
     ) -> pa.Table:
         """One shard (checked unless ``verify=False``), as stored (cell columns dictionary-encoded)."""
         source = self._source(shard) if source is None else source
-        cols = list(columns) if columns is not None else None
+        wanted = list(STORAGE_SCHEMA.names if columns is None else columns)
         try:
+            # a shard in the layout before tasks lacks task and gold_text: read what it has, then fill them in
+            file = pa.BufferReader(source) if isinstance(source, pa.Buffer) else source
+            held = set(pq.read_schema(file).names)
+            cols = [c for c in wanted if c in held]
             if isinstance(source, pa.Buffer):  # in memory: nothing to pre-buffer
-                return pq.read_table(pa.BufferReader(source), columns=cols, pre_buffer=False)
-            return pq.read_table(source, columns=cols)
+                table = pq.read_table(pa.BufferReader(source), columns=cols, pre_buffer=False)
+            else:
+                table = pq.read_table(source, columns=cols)
+            return with_task_columns(table, wanted)
         except (OSError, pa.ArrowException) as exc:
             path = self._file(shard)
             msg = f"cannot read ledger shard {path}: {_why(exc)} (run `mindcap-tok ledger verify {self.root}`)"
@@ -505,10 +518,13 @@ class Ledger:
                 return []
             flags = None if check_new is None else check_new(table, np.flatnonzero(~stored))
             marked = np.zeros(table.num_rows, bool) if flags is None else np.asarray(flags, bool)
-            written, marks = self._write_shards(table, manifest, marked)
+            written, marks, tasks = self._write_shards(table, manifest, marked)
             shards = manifest["shards"] + [s.__dict__ for s in written]
             tokenizers = {**manifest.get("tokenizers", {}), **tok_entries}
-            self._commit(manifest, shards, tokenizers, {**manifest.get(TEXT_MISMATCH, {}), **marks})
+            all_marks = {**manifest.get(TEXT_MISMATCH, {}), **marks}
+            before = manifest.get("version", 1) if manifest["shards"] else 1
+            version = max(before, VERSION if tasks else _MARKED_VERSION if all_marks else 1)
+            self._commit(manifest, shards, tokenizers, all_marks, version)
             for s in written:
                 final = self.root / s.path
                 os.replace(final.with_name("." + final.name + _PENDING), final)
@@ -516,14 +532,16 @@ class Ledger:
 
     def _write_shards(
         self, table: pa.Table, manifest: dict, marked: np.ndarray
-    ) -> tuple[list[ShardInfo], dict[str, list[int]]]:
-        """Write one pending shard per cell; return them and, per shard path, the rows flagged in ``marked``."""
+    ) -> tuple[list[ShardInfo], dict[str, list[int]], bool]:
+        """Write one pending shard per cell; return them, per shard path the rows flagged in ``marked``, and
+        whether any shard has the layout with task columns (a task other than the default)."""
         frame = table.select(list(CELL_COLUMNS)).to_pandas()
         groups = frame.groupby(list(CELL_COLUMNS), sort=True).indices
         seq = len(manifest["shards"])
-        written, marks = [], {}
+        written, marks, tasks = [], {}, False
         for (model, arm, lang), rows in groups.items():
             part = to_storage(table.take(pa.array(rows)))
+            tasks = tasks or not part.schema.equals(LEGACY_STORAGE_SCHEMA)
             sink = pa.BufferOutputStream()
             pq.write_table(part, sink, compression="zstd")
             data = sink.getvalue().to_pybytes()
@@ -539,16 +557,18 @@ class Ledger:
             if marked[rows].any():
                 marks[rel] = np.flatnonzero(marked[rows]).tolist()
             seq += 1
-        return written, marks
+        return written, marks, tasks
 
-    def _commit(self, manifest: dict, shards: list[dict], tokenizers: dict, marks: dict[str, list[int]]) -> None:
+    def _commit(
+        self, manifest: dict, shards: list[dict], tokenizers: dict, marks: dict[str, list[int]], version: int
+    ) -> None:
         cells: dict[str, int] = {}
         for s in shards:
             key = "/".join((s["model"], s["arm"], s["lang"]))
             cells[key] = cells.get(key, 0) + s["rows"]
         out = {
             "format": FORMAT,
-            "version": VERSION if marks else 1,  # a ledger without marks stays readable by version-1 readers
+            "version": version,
             "created": manifest.get("created", _now()),
             "updated": _now(),
             "rows": sum(s["rows"] for s in shards),
@@ -720,9 +740,10 @@ class Ledger:
                 continue
             if table.num_rows != s.rows:
                 report.problems.append(f"{s.path}: {table.num_rows} rows, manifest says {s.rows}")
-            if not table.schema.equals(STORAGE_SCHEMA):
+            if not (table.schema.equals(STORAGE_SCHEMA) or table.schema.equals(LEGACY_STORAGE_SCHEMA)):
                 report.problems.append(f"{s.path}: schema differs from the ledger schema")
                 continue
+            table = with_task_columns(table, STORAGE_SCHEMA.names)
             cells = _cells(to_canonical(table))
             if cells - {s.model_cell}:
                 other = sorted(cells - {s.model_cell})

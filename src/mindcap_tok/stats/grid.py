@@ -183,6 +183,7 @@ def accuracy_grid(
 
 #: how a mixed setting is named in a refusal ("cell m/native/tha_Thai mixes caps 256 and 512")
 _SETTING_NAMES = {
+    "task": "tasks",
     "design": "designs",
     "cap": "caps",
     "announced": "announced budgets",

@@ -1,0 +1,187 @@
+"""The ledger carries each record's task and a gold of the task's type (issue 22).
+
+Ledgers written before tasks read unchanged (a fixture written by that code, ``tests/data/ledger_v2``); records of
+the default task are still stored in that layout, bit for bit; other tasks' shards add ``task`` and ``gold_text``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ledger_factory import make_cell, make_record
+from mindcap_tok.cli.main import cli
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.ledger import Ledger
+from mindcap_tok.ledger.importer import import_jsonl
+from mindcap_tok.ledger.schema import KEY_COLUMNS, SETTING_COLUMNS, validate_records
+
+OLD = Path(__file__).parent / "data" / "ledger_v2"
+
+
+def _old_records(qwen) -> list[dict]:
+    """The records tests/data/make_ledger_v2.py wrote into the fixture (same factory, same arguments)."""
+    return make_cell(qwen, n_items=2, n_samples=2) + make_cell(qwen, n_items=2, n_samples=2, arm="translate-act")
+
+
+def _by_key(rows: list[dict]) -> dict[tuple, dict]:
+    return {(r["arm"], r["item"], r["sample"]): r for r in rows}
+
+
+@pytest.fixture
+def old_ledger(tmp_path) -> Ledger:
+    shutil.copytree(OLD, tmp_path / "L")
+    return Ledger(tmp_path / "L")
+
+
+def test_a_ledger_written_before_tasks_reads_unchanged_as_mgsm(old_ledger, qwen):
+    stored = _by_key(old_ledger.read().to_pylist())
+    expected = _by_key(_old_records(qwen))
+    assert stored.keys() == expected.keys() and len(old_ledger) == 8 and old_ledger.verify().ok
+    for key, rec in expected.items():
+        row = stored[key]
+        assert {c: row[c] for c in rec} == rec, key  # every value given, as given
+        assert row["task"] == "mgsm" and row["gold_text"] is None and row["n_tokens"] == len(rec["output_ids"])
+    assert old_ledger.info()["task"].tolist() == ["mgsm", "mgsm"]
+
+
+def test_default_task_shards_keep_the_bytes_written_before_tasks(tmp_path, qwen):
+    led = Ledger(tmp_path / "L")
+    led.append(_old_records(qwen), qwen)
+    old = json.loads((OLD / "_manifest.json").read_text())
+    assert sorted(s.sha256 for s in led.shards()) == sorted(s["sha256"] for s in old["shards"])
+    assert led.manifest()["version"] == 1
+
+
+def test_old_and_new_layout_shards_read_together(old_ledger, qwen):
+    choice = [make_record(qwen, "#### 3\n", arm="pivot", item=i, task="belebele", gold="3") for i in range(2)]
+    same_key = make_record(qwen, "#### 3\n", item=0, sample=0, task="belebele", gold="3")  # key of an MGSM record
+    old_ledger.append([*choice, same_key], qwen)
+    assert old_ledger.manifest()["version"] == 3 and old_ledger.verify().ok
+    rows = old_ledger.read().to_pylist()
+    tasks = sorted((r["task"], r["arm"], r["gold"], r["gold_text"]) for r in rows)
+    assert tasks == [
+        *[("belebele", "native", None, "3")],
+        *[("belebele", "pivot", None, "3")] * 2,
+        *sorted(("mgsm", r["arm"], r["gold"], None) for r in _old_records(qwen)),
+    ]
+    old_ledger.append(make_cell(qwen, n_items=1, n_samples=1, arm="pivot"), qwen)  # an MGSM shard after: still 3
+    assert old_ledger.manifest()["version"] == 3 and len(old_ledger.read(arm="pivot", columns=["task"])) == 3
+    again = Ledger(old_ledger.root)  # rerunning the same append skips what is stored, old layout and new
+    assert again.append([*_old_records(qwen), *choice], qwen, skip_existing=True) == []
+
+
+def test_the_gold_type_decides_its_column(qwen):
+    rows = [
+        make_record(qwen, "#### 3\n", task="belebele", gold="3"),
+        make_record(qwen, "#### 3\n", item=1, task="mine", gold=7),
+        make_record(qwen, "#### 3\n", item=2),
+    ]
+    table = validate_records(rows)
+    assert table.column("task").to_pylist() == ["belebele", "mine", "mgsm"]
+    assert table.column("gold").to_pylist() == [None, 7, 18]
+    assert table.column("gold_text").to_pylist() == ["3", None, None]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"gold": "12"}, r"gold = '12' is text, but task 'mgsm' takes an integer gold"),
+        ({"gold": True}, r"gold = True is not a valid int64"),
+        ({"task": "belebele", "gold": 3, "gold_text": "3"}, r"holds both gold and gold_text"),
+        ({"task": "belebele", "gold": "3", "gold_text": "3"}, r"gives both gold and gold_text"),
+        ({"gold": None}, r"gold is missing \(null\)"),
+        ({"task": ""}, r"task is empty"),
+        ({"task": None}, r"task is missing \(null\)"),
+    ],
+)
+def test_a_record_holds_one_gold_of_its_task_type(qwen, changes, message):
+    with pytest.raises(MindcapError, match=r"^record 0 \(model=qwen3-8b .*\):? " + message):
+        validate_records([make_record(qwen, "#### 18\n") | changes])
+
+
+def test_task_separates_populations(qwen):
+    assert "task" in SETTING_COLUMNS and "task" in KEY_COLUMNS
+    mgsm, other = make_record(qwen, "#### 18\n"), make_record(qwen, "#### 18\n", task="mine")
+    assert validate_records([mgsm, other]).num_rows == 2
+    with pytest.raises(MindcapError, match=r"record 1 .* duplicates record 0"):
+        validate_records([other, other])
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_import_accepts_a_task_and_its_typed_gold(tmp_path, qwen):
+    rows = [
+        make_record(qwen, "#### 3\n", task="belebele", gold="3"),
+        make_record(qwen, "#### 18\n", item=1, gold="1,000"),  # an MGSM gold answer as text, read as MGSM's
+        make_record(qwen, "#### x\n", item=2, task="my-task", gold=5),  # a user's task: as given
+        make_record(qwen, "#### x\n", item=3, task="my-task", gold="\\frac{1}{2}"),
+        make_record(qwen, "#### B\n", item=4, task="global-mmlu-lite", gold_text="B") | {"gold": None},
+    ]
+    res = import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", qwen)
+    assert res.added == 5
+    got = sorted((r["item"], r["task"], r["gold"], r["gold_text"]) for r in Ledger(tmp_path / "L").read().to_pylist())
+    assert got == [
+        (0, "belebele", None, "3"),
+        (1, "mgsm", 1000, None),
+        (2, "my-task", 5, None),
+        (3, "my-task", None, "\\frac{1}{2}"),
+        (4, "global-mmlu-lite", None, "B"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"gold": "twelve"}, r"gold = 'twelve' is not an integer, but task 'mgsm' takes one"),
+        ({"task": "belebele", "gold": 3}, r"gold = 3 is an integer, but task 'belebele' takes a text gold"),
+        ({"task": "mmath", "gold": 2}, r"gold = 2 is an integer, but task 'mmath' takes a text gold"),
+        ({"gold_text": "12"} | {"gold": None}, r"gold_text is given, but task 'mgsm' takes an integer gold"),
+        ({"task": 3}, r"task = 3 is not a string"),
+    ],
+)
+def test_import_refuses_a_gold_of_the_wrong_type_in_one_line(tmp_path, qwen, changes, message):
+    rows = [make_record(qwen, "#### 18\n"), make_record(qwen, "#### 18\n", item=1) | changes]
+    src = _jsonl(tmp_path / "gen.jsonl", rows)
+    with pytest.raises(MindcapError, match=r"^.*gen\.jsonl:2: " + message):
+        import_jsonl(src, tmp_path / "L", qwen)
+    assert not (tmp_path / "L" / "_manifest.json").exists()
+    args = ["ledger", "import", str(src), "--out-dir", str(tmp_path / "L"), "--tokenizer", "qwen3-8b"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1 and "gen.jsonl:2: " in res.stderr
+
+
+def test_score_rows_carry_the_task_and_keep_tasks_apart(tmp_path, qwen):
+    # MGSM: per item sample 0 right, sample 1 wrong (accuracy 1/2); a user's integer task: always right (1)
+    mine = [make_record(qwen, "#### 7\n", item=i, sample=s, task="my-task", gold=7) for i in range(2) for s in range(2)]
+    Ledger(tmp_path / "L").append([*make_cell(qwen, n_items=2, n_samples=2), *mine], qwen)
+    args = ["score", "--ledger", str(tmp_path / "L"), "--budgets", "100", "--format", "json"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    rows = rows["curves"] if isinstance(rows, dict) else rows
+    assert sorted((r["task"], r["accuracy"], r["n"]) for r in rows) == [("mgsm", 0.5, 4), ("my-task", 1.0, 4)]
+
+
+def test_stats_and_adaptation_know_no_task_by_name():
+    """Tasks are data: statistics and pricing read the ``task`` column, never compare it with a task's name."""
+    import ast
+
+    import mindcap_tok
+
+    names = {"mgsm", "belebele", "global-mmlu-lite", "mmath"}
+    root = Path(mindcap_tok.__file__).parent
+    found = []
+    for path in sorted([*root.glob("stats/**/*.py"), *root.glob("adaptation/**/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() in names:
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
+    # corpus.py names the MGSM questions as a text corpus for learning extensions: a data source, not a task
+    assert [f for f in found if not f.startswith("adaptation/corpus.py:")] == []
