@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from mindcap_tok.ledger.parse import get_parser
+from mindcap_tok.tasks.answers import get_parser
 
 
 def trace_frame(tok, traces: Iterable[tuple[list[int], int, str]]) -> pd.DataFrame:

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mindcap_tok"
 LAYERS = {
     "errors": 0, "_io": 0, "_json": 0, "_tables": 0, "_log": 0, "config": 0, "choices": 0,
     "data": 1, "tokenization": 1, "resample": 1, "budgets": 1, "spec": 1,
-    "premium": 2, "metrics": 2,
+    "premium": 2, "metrics": 2, "tasks": 2,
     "ledger": 3,
     "stats": 4,
     "adaptation": 5,

@@ -29,9 +29,9 @@ from .._io import atomic_write_text, regular_file
 from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
 from ..spec import ServerSpec, base_urls
+from ..tasks.answers.integer import parse_answer
 from .backends import Completion, GenRequest, load_backend
 from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job
-from .parse import parse_answer
 from .prompts import build_prompt
 from .schema import KEY_COLUMNS
 from .store import Ledger, key_tuples

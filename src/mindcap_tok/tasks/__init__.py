@@ -1,0 +1,1 @@
+"""Tasks as data: task files, their datasets, prompts and answer types."""
