@@ -133,12 +133,24 @@ def _scan_segment(
 
 
 def _scan_lines(ev: _EventLists, parser: Parser, rec: int, data: bytes, total: int, complete: bool, gold: Gold) -> None:
-    """Add events for every line of record ``rec``'s whole text ``data``."""
-    start = 0
-    for line in data.split(b"\n"):
-        end = start + len(line)
-        ev.add_line(parser, rec, line, start, end < len(data), total, complete, gold)
-        start = end + 1
+    """Add events for the lines of record ``rec``'s whole text ``data`` that match the parser's trigger (every
+    line without one), found in the decoded text: its lines are the byte lines', decoded one by one."""
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    starts = np.concatenate([[0], newlines + 1])
+    ends = np.append(newlines, len(data))
+    trigger = getattr(parser, "trigger", None)
+    if trigger is None:
+        lines = range(len(starts))
+    else:
+        text = data.decode("utf-8", "replace")
+        hits = [m.start() for m in trigger.finditer(text)]
+        if not hits:
+            return
+        text_newlines = np.flatnonzero(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32) == 10)
+        lines = np.unique(np.searchsorted(text_newlines, hits))
+    for i in lines:
+        lo, hi = int(starts[i]), int(ends[i])
+        ev.add_line(parser, rec, data[lo:hi], lo, hi < len(data), total, complete, gold)
 
 
 def _events_from_ids(

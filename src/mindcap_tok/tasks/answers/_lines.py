@@ -9,7 +9,9 @@ a multi-byte character ends in U+FFFD), so the scorer needs no decoding per budg
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
+from functools import cache
 
 from .integer import AnswerLine, LineCuts
 
@@ -19,8 +21,8 @@ class LineParser:
 
     last: bool
     terminated: bool
-    #: an ASCII string every line with an answer in some prefix contains (``None``: any line may hold one)
-    trigger: str | None = None
+    #: a pattern that every line with an answer in some prefix matches (``None``: any line may hold one)
+    trigger: re.Pattern[str] | None = None
 
     def line_value(self, line: str) -> Hashable | None:  # pragma: no cover - every type defines it
         raise NotImplementedError
@@ -57,7 +59,7 @@ class LineParser:
     @property
     def needs_hash(self) -> bool:
         """Whether every answer line holds ``####`` (a scorer may then skip lines without ``#``)."""
-        return self.trigger == "####"
+        return self.trigger is not None and self.trigger.pattern == "####"
 
     @property
     def versions(self) -> dict[str, str]:
@@ -68,7 +70,7 @@ class LineParser:
         """How a line reads at every cut ``1 <= k < len(line)`` and whole (see the integer type's ``line_cuts``)."""
         text = line.decode("utf-8", "replace")
         full = self.line_value(text)
-        if self.trigger is not None and self.trigger not in text:
+        if self.trigger is not None and self.trigger.search(text) is None:
             return LineCuts((), full)
         partial: list[list] = []
         for k in range(1, len(line)):
@@ -80,3 +82,9 @@ class LineParser:
             else:
                 partial.append([k, k + 1, value])
         return LineCuts(tuple((lo, hi, v) for lo, hi, v in partial), full)
+
+
+@cache
+def any_of(patterns: tuple[str | None, ...]) -> re.Pattern[str] | None:
+    """One trigger matching where any of ``patterns`` does (``None`` if one of them may match anywhere)."""
+    return None if None in patterns else re.compile("|".join(patterns))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from ...errors import MindcapError
-from ._lines import LineParser
+from ._lines import LineParser, any_of
 from .integer import LineCuts
 
 VARIANTS = {
@@ -49,12 +49,13 @@ class ChoiceParser(LineParser):
     terminated: bool = False
 
     @property
-    def trigger(self) -> str | None:  # type: ignore[override]
-        return None if self.forms else "####"
+    def trigger(self) -> re.Pattern[str] | None:  # type: ignore[override]
+        """``####`` or the start of each lenient form (a standalone label may be anywhere: every line is read)."""
+        return _patterns(self.labels, self.forms, self.phrases)[2]
 
     def line_value(self, line: str) -> str | None:
         """The label ``line`` reads, or ``None``."""
-        strict, lenient = _patterns(self.labels, self.forms, self.phrases)
+        strict, lenient, _ = _patterns(self.labels, self.forms, self.phrases)
         m = strict.fullmatch(line)
         if m is not None:
             return m.group("label")
@@ -77,20 +78,24 @@ def _cached_cuts(parser: ChoiceParser, line: bytes) -> LineCuts:
 @cache
 def _patterns(
     labels: tuple[str, ...], forms: tuple[str, ...], phrases: tuple[str, ...]
-) -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...]]:
+) -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...], re.Pattern[str] | None]:
     label = "(?P<label>" + "|".join(re.escape(x) for x in sorted(labels, key=len, reverse=True)) + ")"
     strict = re.compile(rf"[ \t]*####[ \t]*{label}[ \t\r]*")
-    after = rf"[ \t]*[:：]?[ \t]*\(?{label}\)?{_ALONE_AFTER}"
+    after = rf"[ \t]*[:：]?[ \t]*\(?{label}"
+    end = rf"\)?{_ALONE_AFTER}"
     words = {"answer": [r"answer(?:[ \t]+is)?"], "phrases": [re.escape(p) for p in phrases]}
-    lenient = []
+    lenient, starts = [], ["####"]  # a trigger: what every line with a reading in some prefix holds
     for form in forms:
         if form == "paren":
-            lenient.append(re.compile(rf"\({label}\)"))
+            starts.append(rf"\({label}\)")
+            lenient.append(re.compile(starts[-1]))
         elif form == "label":
+            starts.append(None)
             lenient.append(re.compile(rf"(?<![0-9A-Za-z]){label}{_ALONE_AFTER}"))
         elif words[form]:
-            lenient.append(re.compile(rf"(?i:{'|'.join(words[form])}){after}"))
-    return strict, tuple(lenient)
+            starts.append(rf"(?i:{'|'.join(words[form])}){after}")  # the form without its optional end
+            lenient.append(re.compile(starts[-1] + end))
+    return strict, tuple(lenient), any_of(tuple(s.replace("?P<label>", "?:") if s else s for s in starts))
 
 
 @cache

@@ -21,7 +21,7 @@ from functools import cache, lru_cache
 from importlib import metadata
 
 from ...errors import MindcapError, MissingExtraError
-from ._lines import LineParser
+from ._lines import LineParser, any_of
 from .integer import LineCuts
 
 VARIANTS = {
@@ -44,8 +44,9 @@ class MathParser(LineParser):
     terminated: bool = False
 
     @property
-    def trigger(self) -> str | None:  # type: ignore[override]
-        return None if self.boxed else "####"
+    def trigger(self) -> re.Pattern[str] | None:  # type: ignore[override]
+        """``####``, or a box too."""
+        return any_of(("####", r"\\boxed\{") if self.boxed else ("####",))
 
     def line_value(self, line: str) -> str | None:
         """The answer string ``line`` reads, or ``None``."""
