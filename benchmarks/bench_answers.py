@@ -118,17 +118,14 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=4_096)
     ap.add_argument("--slice", type=int, default=20, help="records checked against decoding the grid prefixes")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cases", nargs="+", default=["choice:strict", "choice:paren+answer", "math:strict", "math:boxed"])
     args = ap.parse_args()
     tok = load_tokenizer("qwen3-8b")
     byte_table(tok)
     math.equivalent("1", "1.0")  # import math-verify (and sympy) once: not part of scoring time
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    cases = [
-        ("choice", "strict", Answer("choice", list("ABCD"))),
-        ("choice", "paren+answer", Answer("choice", list("ABCD"))),
-        ("math", "strict", Answer("math")),
-        ("math", "boxed", Answer("math")),
-    ]
+    answers = {"choice": Answer("choice", list("ABCD")), "math": Answer("math")}
+    cases = [(kind, variant, answers[kind]) for kind, _, variant in (c.partition(":") for c in args.cases)]
     tables = {}
     for kind, variant, answer in cases:
         if kind not in tables:
