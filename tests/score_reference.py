@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from mindcap_tok.ledger.parse import get_parser
+from mindcap_tok.tasks.answers import get_parser
 
 
 def trace_frame(tok, traces: Iterable[tuple[list[int], int, str]]) -> pd.DataFrame:
@@ -34,18 +34,21 @@ def trace_frame(tok, traces: Iterable[tuple[list[int], int, str]]) -> pd.DataFra
 
 
 def reference_scores(
-    decode: Callable[[list[int]], str], frame: pd.DataFrame, budgets: list[int], parser: str
+    decode: Callable[[list[int]], str], frame: pd.DataFrame, budgets: list[int], parser
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Scores (records x budgets), emission and correctness from parsing ``decode`` of every prefix."""
+    """Scores (records x budgets), emission and correctness from parsing ``decode`` of every prefix.
+
+    ``parser`` is a parser or an integer variant's name; an answer read is judged by ``parser.correct``."""
     p = get_parser(parser)
     scores, emission, correct = [], [], []
     for ids, gold, finish in zip(frame["output_ids"], frame["gold"], frame["finish_reason"], strict=True):
         n = len(ids)
         texts = [decode(ids[:b]) for b in range(n + 1)]
         values = [p.parse(texts[b], complete=(b >= n and finish == "stop")) for b in range(n + 1)]
-        scores.append([int(values[min(b, n)] == gold) if n else 0 for b in budgets])
+        ok = [v is not None and p.correct(v, gold) for v in values]  # integers: v == gold
+        scores.append([int(ok[min(b, n)]) if n else 0 for b in budgets])
         emission.append(reference_emission(values))
-        correct.append(int(values[n] == gold) if n else 0)
+        correct.append(int(ok[n]) if n else 0)
     return np.array(scores), np.array(emission), np.array(correct)
 
 

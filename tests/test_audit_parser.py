@@ -8,9 +8,9 @@ import pytest
 from ledger_factory import make_record
 from mindcap_tok.audits import parser_audit, read_records
 from mindcap_tok.audits._common import score_matrix
-from mindcap_tok.ledger.parse import parse_answer
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.stats.premiums import premium_table
+from mindcap_tok.tasks.answers.integer import parse_answer
 
 PLANTED = [  # (text, gold, rescued, unstable)
     ("คิด\n#### 125\n", 12, True, True),  # reads 12 = gold while "#### 12" is unfinished; completes as 125

@@ -136,7 +136,7 @@ def test_extensions_learned_on_ledger_traces_are_cross_fitted(tiny):
 
 def test_scores_equal_decoding_every_prefix(tiny):
     # slow reference: the paper's description, decode the first B extended ids and parse that text
-    from mindcap_tok.ledger.parse import get_parser
+    from mindcap_tok.tasks.answers import get_parser
 
     base, ext = tiny
     texts = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mindcap_tok.adaptation.retokenize import decode_traces, retokenize
-from mindcap_tok.ledger.parse import get_parser
+from mindcap_tok.tasks.answers import get_parser
 from mindcap_tok.tokenization.load import load_tokenizer
 
 NAMES = ["gpt-4o", "gemma-3", "llama-2"]

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from .ledger.importer import ImportResult, import_jsonl
     from .ledger.jobs import JobSpec
     from .ledger.jobs import load_spec as load_job_spec
-    from .ledger.parse import get_parser
     from .ledger.score import Scores, accuracy_curves, score_ledger
     from .ledger.store import Ledger
     from .premium import Premium, PremiumText, token_premium
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
     from .stats.inputs import LedgerSelection, ScoredLedger, load_scored_ledger, sweep_budgets
     from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
     from .stats.timing import emission_timing
+    from .tasks.answers import get_parser
     from .tokenization.load import ResolvedTokenizer, load_tokenizer
 
 #: public name -> "module" (relative to the package) or "module:attribute" where the two names differ
@@ -78,7 +78,7 @@ _LAZY = {
     "GenerateResult": "ledger.generate",
     "dry_run": "ledger.generate",
     "run_job": "ledger.generate",
-    "get_parser": "ledger.parse",
+    "get_parser": "tasks.answers",
     "Scores": "ledger.score",
     "accuracy_curves": "ledger.score",
     "score_ledger": "ledger.score",

@@ -30,13 +30,13 @@ import pandas as pd
 from ..budgets import check_budgets
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..ledger.parse import get_parser
 from ..ledger.schema import ARMS
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..stats.grid import ArmCoverage, check_arms
+from ..tasks.answers import get_parser
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.registry import canonical_model_name
 from .crossfit import cross_fit, measure_folds, save_crossfit

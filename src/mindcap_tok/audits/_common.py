@@ -10,9 +10,9 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import MindcapError
-from ..ledger.parse import Parser
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from ..ledger.score import score_by_tokenizer
+from ..tasks.answers.integer import Parser
 from ..tokenization.load import ResolvedTokenizer
 
 #: the cell and the settings that split its records into populations (as the scorer and stats do), when present

@@ -10,7 +10,7 @@ strict parser read it from an *unfinished* last line (the paper's prefix-only ru
 - for native populations, with premiums: the native gains inside ``(B, floor(rB)]`` (strict score 0 at B,
   1 at floor(rB)) and the share of them that are **genuinely terminated** (the ``terminated`` parser also
   scores 1 at floor(rB)); and how the Δ_L peak moves when a terminated answer line is required or native
-  digits are accepted (the variants of :mod:`mindcap_tok.ledger.parse`).
+  digits are accepted (the variants of :mod:`mindcap_tok.tasks.answers.integer`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..ledger.parse import Parser, get_parser
 from ..ledger.score import flat_ids
 from ..resample import scale_budget
 from ..stats.premiums import PremiumTable, lookup_premium
+from ..tasks.answers import get_parser
+from ..tasks.answers.integer import Parser
 from ..tokenization.byte_tables import ByteTable, byte_table
 from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, population_keys

@@ -1,6 +1,7 @@
 """The ledger: stored generations (token ids are the source of truth), prompts, answer parsing, prefix scoring."""
 
-from .parse import Parser, get_parser, parse_answer
+from ..tasks.answers import get_parser
+from ..tasks.answers.integer import Parser, parse_answer
 from .schema import ARMS, KEY_COLUMNS, SCHEMA, validate_records
 from .score import Scores, accuracy_curves, score_ledger, score_prefixes, score_token_ids
 from .store import Ledger, VerifyReport

@@ -28,11 +28,10 @@ from dataclasses import dataclass, field, replace
 from .._io import atomic_write_text, regular_file
 from ..errors import MindcapError
 from ..spec import ServerSpec, base_urls
+from ..tasks.answers.integer import parse_answer
 from ..tasks.datasets import TaskItem, load_items
-from ..tasks.load import DEFAULT_TASK
 from .backends import Completion, GenRequest, load_backend
 from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job, spec_task
-from .parse import parse_answer
 from .prompts import task_prompt
 from .schema import KEY_COLUMNS
 from .store import Ledger, key_tuples

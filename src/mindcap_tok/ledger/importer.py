@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 from .._io import regular_file
 from ..data.mgsm import parse_gold
 from ..errors import MindcapError, first_line, with_context
+from ..tasks.load import builtin_tasks, load_task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.registry import canonical_model_name
 from .schema import (
@@ -177,14 +178,12 @@ def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, 
     return rec, retokenized, generated
 
 
-#: the gold type of each built-in task. Until the importer reads the task files (``tasks/``), it names them here;
-#: any other task is a user's, whose records are taken as they come
-_BUILTIN_GOLD: dict[str, type] = {DEFAULT_TASK: int, "belebele": str, "global-mmlu-lite": str, "mmath": str}
-
-
 def gold_type(task: str) -> type | None:
-    """The Python type of a task's gold (``int`` or ``str``); ``None`` for a user's task (any type stored as given)."""
-    return _BUILTIN_GOLD.get(task)
+    """The Python type of a built-in task's gold (``int`` or ``str``, from its task file); ``None`` for a user's
+    task (any type stored as given)."""
+    if task not in builtin_tasks():
+        return None
+    return int if load_task(task).gold.type == "integer" else str
 
 
 def _check_gold_type(rec: dict, where: str) -> None:

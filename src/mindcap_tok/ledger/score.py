@@ -3,15 +3,19 @@
 Budget B means the decoded first B output tokens (the paper's prefix-defined budgets). Decoding and parsing
 every prefix is quadratic, so instead:
 
-1. each trace's text is parsed once into *answer events* at byte offsets: for every line holding ``####``,
-   the byte cuts at which its unfinished prefix reads as an answer (``Parser.line_cuts``) and the cut from
-   which the whole line is visible (its end; for ``terminated``, one past its newline);
+1. each trace's text is parsed once into *answer events* at byte offsets: for every line holding ``####``
+   (every line, for an answer type whose lines need not hold it: ``parser.needs_hash`` False), the byte cuts
+   at which its unfinished prefix reads as an answer (``Parser.line_cuts``) and the cut from which the whole
+   line is visible (its end; for ``terminated``, one past its newline);
 2. each budget B becomes a byte cut: the byte length of the first B tokens, a cumulative sum of the
    tokenizer's per-id byte lengths (any tokenizer: the same text retokenized with an extended tokenizer
    just has other cuts);
 3. numpy ``searchsorted`` of the cuts against the event offsets gives every (record, budget) score, the
    emission position E (the first budget from which every prefix reads the completed trace's answer, so a
    budget ending inside ``#### 42478`` at ``#### 4`` is before E) and the completed-trace correctness C.
+
+Any answer type works (:mod:`mindcap_tok.tasks.answers`): an event is correct when ``parser.correct(value,
+gold)``, golds being ints (integer tasks) or strings (the others).
 
 What the parser sees is exactly ``tokenizer.decode(ids[:B], skip_special_tokens=True)``: special tokens
 add no text, and a cut inside a multi-byte character leaves U+FFFD (``errors="replace"``), which no answer
@@ -25,7 +29,7 @@ tokenizers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,13 +39,16 @@ import pyarrow.compute as pc
 
 from ..budgets import SCORE_BUDGETS, check_budgets
 from ..errors import MindcapError
+from ..tasks.answers import AnswerParser as Parser
+from ..tasks.answers import get_parser, task_parser
 from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, byte_table, gather_bytes
 from ..tokenization.load import ResolvedTokenizer
-from .parse import Parser, get_parser
 from .schema import CELL_COLUMNS, SETTING_COLUMNS
 from .tokenizers import resolve_tokenizers
 
 _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
+#: a record's gold answer: an int (integer tasks), a string (the others), None (unknown: never correct)
+Gold = int | str | None
 
 
 # -- answer events --------------------------------------------------------------------------------------------
@@ -51,19 +58,19 @@ class _EventLists:
     p_lo: list[int] = field(default_factory=list)
     p_hi: list[int] = field(default_factory=list)
     p_ok: list[bool] = field(default_factory=list)
-    p_val: list[int] = field(default_factory=list)
+    p_val: list[Hashable] = field(default_factory=list)
     f_rec: list[int] = field(default_factory=list)
     f_t: list[int] = field(default_factory=list)
     f_ok: list[bool] = field(default_factory=list)
-    f_val: list[int] = field(default_factory=list)
-    codes: dict[int, int] = field(default_factory=dict)
+    f_val: list[Hashable] = field(default_factory=list)
+    codes: dict[Hashable, int] = field(default_factory=dict)
 
-    def code(self, value: int) -> int:
+    def code(self, value: Hashable) -> int:
         """A small integer standing for an answer value (answers may not fit in int64)."""
         return self.codes.setdefault(value, len(self.codes))
 
     def add_line(
-        self, parser: Parser, rec: int, line: bytes, start: int, newline: bool, total: int, complete: bool, gold: int
+        self, parser: Parser, rec: int, line: bytes, start: int, newline: bool, total: int, complete: bool, gold: Gold
     ) -> None:
         """Events of one line ``[start, start + len(line))`` of record ``rec`` (cut positions in record bytes)."""
         cuts = parser.line_cuts(line)
@@ -73,7 +80,7 @@ class _EventLists:
                 self.p_rec.append(rec)
                 self.p_lo.append(start + lo)
                 self.p_hi.append(start + hi)
-                self.p_ok.append(value == gold)
+                self.p_ok.append(gold is not None and parser.correct(value, gold))
                 self.p_val.append(self.code(value))
             threshold = end
         elif newline:
@@ -85,7 +92,7 @@ class _EventLists:
         if cuts.full is not None:
             self.f_rec.append(rec)
             self.f_t.append(threshold)
-            self.f_ok.append(cuts.full == gold)
+            self.f_ok.append(gold is not None and parser.correct(cuts.full, gold))
             self.f_val.append(self.code(cuts.full))
 
 
@@ -99,10 +106,13 @@ def _scan_segment(
     tail_complete: bool,
     total: int,
     complete: bool,
-    gold: int,
+    gold: Gold,
     seen: set,
 ) -> None:
     """Add events for the complete lines holding ``####`` in ``seg`` (record bytes from ``seg_start``)."""
+    if not parser.needs_hash:  # ``seg`` is the whole record: every line may hold an answer
+        _scan_lines(ev, parser, rec, seg, total, complete, gold)
+        return
     pos = seg.find(b"####")
     while pos != -1:
         ls = seg.rfind(b"\n", 0, pos) + 1
@@ -122,6 +132,27 @@ def _scan_segment(
         pos = seg.find(b"####", le)
 
 
+def _scan_lines(ev: _EventLists, parser: Parser, rec: int, data: bytes, total: int, complete: bool, gold: Gold) -> None:
+    """Add events for the lines of record ``rec``'s whole text ``data`` that match the parser's trigger (every
+    line without one), found in the decoded text: its lines are the byte lines', decoded one by one."""
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    starts = np.concatenate([[0], newlines + 1])
+    ends = np.append(newlines, len(data))
+    trigger = getattr(parser, "trigger", None)
+    if trigger is None:
+        lines = range(len(starts))
+    else:
+        text = data.decode("utf-8", "replace")
+        hits = [m.start() for m in trigger.finditer(text)]
+        if not hits:
+            return
+        text_newlines = np.flatnonzero(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32) == 10)
+        lines = np.unique(np.searchsorted(text_newlines, hits))
+    for i in lines:
+        lo, hi = int(starts[i]), int(ends[i])
+        ev.add_line(parser, rec, data[lo:hi], lo, hi < len(data), total, complete, gold)
+
+
 def _events_from_ids(
     ids: np.ndarray,
     splits: np.ndarray,
@@ -129,12 +160,18 @@ def _events_from_ids(
     cut: np.ndarray,
     base: np.ndarray,
     totals: np.ndarray,
-    golds: Sequence[int],
+    golds: Sequence[Gold],
     complete: np.ndarray,
     parser: Parser,
 ) -> _EventLists:
-    """Answer events of token-id traces, decoding only the lines around tokens that hold ``#``."""
+    """Answer events of token-id traces, decoding only the lines around tokens that hold ``#`` (every line of
+    every record for a parser that does not need ``#``)."""
     ev = _EventLists()
+    if not parser.needs_hash:
+        rec = np.flatnonzero(np.diff(splits) > 0)
+        return _scan_windows(
+            ev, ids, splits, table, cut, base, totals, golds, complete, parser, splits[rec], splits[rec + 1] - 1, rec
+        )
     flagged = np.flatnonzero(table.flags[ids])
     kinds = table.flags[ids[flagged]]
     hashes = flagged[(kinds & HAS_HASH) > 0]
@@ -152,7 +189,25 @@ def _events_from_ids(
     after = np.where(j < len(newlines), newlines[np.minimum(j, len(newlines) - 1)], np.iinfo(np.int64).max)
     we = np.minimum(after, last_tok)
     windows = np.unique(np.stack([ws, we, rec], axis=1), axis=0)
-    ws, we, rec = windows[:, 0], windows[:, 1], windows[:, 2]
+    return _scan_windows(ev, ids, splits, table, cut, base, totals, golds, complete, parser, *windows.T)
+
+
+def _scan_windows(
+    ev: _EventLists,
+    ids: np.ndarray,
+    splits: np.ndarray,
+    table: ByteTable,
+    cut: np.ndarray,
+    base: np.ndarray,
+    totals: np.ndarray,
+    golds: Sequence[Gold],
+    complete: np.ndarray,
+    parser: Parser,
+    ws: np.ndarray,
+    we: np.ndarray,
+    rec: np.ndarray,
+) -> _EventLists:
+    """Add the events of token windows ``ids[ws[w]:we[w] + 1]`` of records ``rec[w]`` (sorted, whole lines)."""
     counts = we - ws + 1
     tok_idx = np.repeat(ws - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
     window_ids = ids[tok_idx].astype(np.int64)
@@ -180,7 +235,7 @@ def _events_from_ids(
 
 
 def _events_from_texts(
-    texts: Sequence[bytes], golds: Sequence[int], complete: np.ndarray, parser: Parser
+    texts: Sequence[bytes], golds: Sequence[Gold], complete: np.ndarray, parser: Parser
 ) -> _EventLists:
     ev = _EventLists()
     for r, data in enumerate(texts):
@@ -302,7 +357,7 @@ def score_token_ids(
     ids: np.ndarray,
     splits: np.ndarray,
     table: ByteTable | ResolvedTokenizer,
-    golds: Sequence[int],
+    golds: Sequence[Gold],
     budgets: Sequence[int],
     parser: str | Parser = "strict",
     complete: np.ndarray | Sequence[bool] | None = None,
@@ -348,7 +403,7 @@ def score_token_ids(
 def score_prefixes(
     texts: Sequence[bytes | str],
     token_ends: Sequence[np.ndarray],
-    golds: Sequence[int],
+    golds: Sequence[Gold],
     budgets: Sequence[int],
     parser: str | Parser = "strict",
     complete: np.ndarray | Sequence[bool] | None = None,
@@ -397,6 +452,8 @@ class Scores:
     parser: str
     budgets: tuple[int, ...]
     tokenizers: dict[str, str]
+    #: versions of the libraries that judged answers (``{"math-verify": "0.9.0"}`` for math tasks)
+    versions: dict[str, str] = field(default_factory=dict)
 
 
 def flat_ids(column) -> tuple[np.ndarray, np.ndarray]:
@@ -423,8 +480,8 @@ def score_by_tokenizer(
 
     ``tokenizers`` maps the ``tokenizer`` column's names to tokenizers (resolve them with
     :func:`mindcap_tok.ledger.tokenizers.resolve_tokenizers`); one tokenizer scores every record. Needs the
-    ``output_ids``, ``gold`` and ``finish_reason`` columns; records are scored in chunks of about 8M tokens and
-    ``on_progress(done, total)`` is called after each chunk.
+    ``output_ids``, ``gold`` (or ``gold_text``) and ``finish_reason`` columns (see :func:`record_golds`);
+    records are scored in chunks of about 8M tokens and ``on_progress(done, total)`` is called after each chunk.
     """
     parser = get_parser(parser)
     grid = check_budgets(budgets)
@@ -441,7 +498,7 @@ def score_by_tokenizer(
         if missing:
             raise MindcapError(f"no tokenizer given for {missing[0]!r}")
     finish = table.column("finish_reason").to_numpy(zero_copy_only=False)
-    golds = table.column("gold").to_pylist()
+    golds = record_golds(table)
     scores = np.zeros((n, len(grid)), dtype=np.int8)
     emission = np.full(n, np.nan)
     correct = np.zeros(n, dtype=np.int8)
@@ -473,6 +530,55 @@ def score_by_tokenizer(
     return PrefixScores(grid, scores, emission, correct, n_tokens)
 
 
+def record_golds(table: pa.Table) -> list[Gold]:
+    """Each record's gold: its ``gold_text`` where set (non-integer tasks), else its ``gold`` (ints, may be null)."""
+    n = table.num_rows
+    ints = table.column("gold").to_pylist() if "gold" in table.column_names else [None] * n
+    if "gold_text" not in table.column_names:
+        return ints
+    return [g if t is None else t for g, t in zip(ints, table.column("gold_text").to_pylist(), strict=True)]
+
+
+def _task_rows(table: pa.Table) -> dict[str, np.ndarray]:
+    """Row indices per task, in first-seen order (no ``task`` column: every record is MGSM's)."""
+    if "task" not in table.column_names:
+        return {"mgsm": np.arange(table.num_rows)}
+    tasks = np.asarray(table.column("task").fill_null("mgsm").to_numpy(zero_copy_only=False), dtype=object)
+    return {str(t): np.flatnonzero(tasks == t) for t in dict.fromkeys(tasks)}
+
+
+def _score_tasks(
+    table: pa.Table, toks, grid: np.ndarray, parser: str | Parser, on_progress
+) -> tuple[PrefixScores, dict[str, str], str]:
+    """Prefix scores of every record with its task's parser (``parser`` names the variant, or is one parser for
+    all), the versions of the libraries that judged, and the parser name."""
+    groups = _task_rows(table)
+    parsers = {
+        task: get_parser(parser) if hasattr(parser, "line_cuts") else task_parser(task, parser) for task in groups
+    }
+    if len(groups) == 1:
+        (task,) = groups
+        res = score_by_tokenizer(table, toks, grid, parsers[task], on_progress)
+    else:
+        n = table.num_rows
+        res = PrefixScores(
+            grid, np.zeros((n, len(grid)), np.int8), np.full(n, np.nan), np.zeros(n, np.int8), np.zeros(n, np.int64)
+        )
+        done = 0
+        for task, rows in groups.items():
+            progress = None if on_progress is None else lambda k, _, d=done: on_progress(d + k, n)
+            part = score_by_tokenizer(table.take(pa.array(rows)), toks, grid, parsers[task], progress)
+            done += len(rows)
+            res.scores[rows], res.emission[rows], res.correct[rows], res.n_tokens[rows] = (
+                part.scores,
+                part.emission,
+                part.correct,
+                part.n_tokens,
+            )
+    versions = {k: v for p in parsers.values() for k, v in p.versions.items()}
+    return res, versions, "+".join(dict.fromkeys(p.name for p in parsers.values()))
+
+
 def score_ledger(
     records: pd.DataFrame | pa.Table,
     tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None,
@@ -486,11 +592,15 @@ def score_ledger(
     tokenizers; a name it lacks (every name for ``None``) is loaded by name. Checking them against a ledger's
     recorded hashes is :func:`mindcap_tok.ledger.tokenizers.resolve_tokenizers`'s job (every command does it).
     ``on_progress(done, total)`` is called after each chunk of records.
+
+    Each record is read with its task's answer type (a ``task`` column; none: MGSM's integers) and the variant
+    ``parser`` names (a parser object is used for every record); its gold is ``gold_text`` where set, else ``gold``.
     """
-    parser = get_parser(parser)
     grid = check_budgets(budgets)
     table = records if isinstance(records, pa.Table) else pa.Table.from_pandas(records, preserve_index=False)
-    need = [*CELL_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason"]
+    need = [*CELL_COLUMNS, "item", "sample", "output_ids", "finish_reason"]
+    if "gold_text" not in table.column_names:
+        need.append("gold")
     missing = [c for c in need if c not in table.column_names]
     if missing:
         raise MindcapError(f"records lack column(s) {', '.join(missing)} needed for scoring")
@@ -508,7 +618,7 @@ def score_ledger(
             raise MindcapError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
         toks = resolve_tokenizers(table.column("tokenizer").to_numpy(zero_copy_only=False), given=tokenizer)
         sha = {name: tok.sha256 for name, tok in toks.items()}
-    res = score_by_tokenizer(table, toks, grid, parser, on_progress)
+    res, versions, name = _score_tasks(table, toks, grid, parser, on_progress)
     scores, emission, correct, n_tokens = res.scores, res.emission, res.correct, res.n_tokens
     nb = len(grid)
     by_budget = keys.loc[keys.index.repeat(nb)].reset_index(drop=True)
@@ -523,7 +633,7 @@ def score_ledger(
     by_record["finish_reason"] = finish
     if "cap" in table.column_names and "cap" not in by_record:
         by_record["cap"] = table.column("cap").to_numpy()
-    return Scores(by_budget, by_record, parser.name, tuple(int(b) for b in grid), sha)
+    return Scores(by_budget, by_record, name, tuple(int(b) for b in grid), sha, versions)
 
 
 def accuracy_curves(by_budget: pd.DataFrame) -> pd.DataFrame:

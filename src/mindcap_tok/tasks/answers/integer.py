@@ -1,4 +1,4 @@
-"""Answer parsing: the paper's strict ``#### <integer>`` line, and named variants for the robustness audit.
+"""The integer answer type: the paper's strict ``#### <integer>`` line, and named variants for the robustness audit.
 
 A *line* is what lies between two ``"\\n"`` characters (only ``"\\n"`` splits lines). The **strict** parser
 (the paper's scoring rule, intention to treat) reads a line as an answer line when the whole line is
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from itertools import accumulate
 
-from ..choices import VARIANTS as VARIANTS
-from ..errors import MindcapError
+from ...choices import VARIANTS as VARIANTS
+from ...errors import MindcapError
 
 _DIGIT_BLOCKS = {
     "thai": 0x0E50,
@@ -100,6 +100,20 @@ class Parser:
     def score(self, text: str, gold: int, complete: bool = False) -> int:
         """1 if the answer read from ``text`` equals ``gold``, else 0 (intention to treat)."""
         return int(self.parse(text, complete) == gold)
+
+    def correct(self, value: int, gold: int) -> bool:
+        """Whether an answer read equals the gold integer."""
+        return value == gold
+
+    @property
+    def needs_hash(self) -> bool:
+        """Every answer line holds ``####``: a scorer may skip lines without ``#``."""
+        return True
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """Versions of the libraries that judge answers (none: plain equality)."""
+        return {}
 
     def line_cuts(self, line: bytes) -> LineCuts:
         """How a line reads at every cut: the values of its unfinished prefixes and of the whole line.
@@ -182,8 +196,8 @@ _MODIFIERS = {"last", "terminated", "thousands", "native-digits"}
 
 
 @cache
-def get_parser(spec: str | Parser = "strict") -> Parser:
-    """A parser from its name: ``strict``/``first``, a variant, or variants joined by ``+``."""
+def integer_parser(spec: str | Parser = "strict") -> Parser:
+    """An integer parser from its name: ``strict``/``first``, a variant, or variants joined by ``+``."""
     if isinstance(spec, Parser):
         return spec
     parts = [p.strip().lower() for p in str(spec).split("+") if p.strip()]
@@ -205,4 +219,4 @@ def get_parser(spec: str | Parser = "strict") -> Parser:
 
 def parse_answer(text: str, parser: str | Parser = "strict", complete: bool = False) -> int | None:
     """The answer ``parser`` reads from ``text`` (see the module docs), or ``None``."""
-    return get_parser(parser).parse(text, complete)
+    return integer_parser(parser).parse(text, complete)

@@ -1,0 +1,83 @@
+"""Answer types: one module per type, each parser reading answer lines with byte offsets for prefix scoring.
+
+Every parser has ``name``, ``last``, ``terminated``, ``line_value(line)``, ``line_cuts(line_bytes)``,
+``parse(text, complete)``, ``correct(value, gold)``, ``needs_hash`` (every answer line holds ``####``) and
+``versions`` (the libraries that judge answers). Values are hashable: ``int`` for integer, ``str`` otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, Protocol
+
+from ...choices import VARIANTS as INTEGER_VARIANTS
+from ...errors import MindcapError
+from . import choice, math, regex
+from .integer import LineCuts, integer_parser
+
+#: answer type -> its variant names and one-line descriptions
+VARIANTS: dict[str, dict[str, str]] = {
+    "integer": INTEGER_VARIANTS,
+    "choice": choice.VARIANTS,
+    "math": math.VARIANTS,
+    "regex": regex.VARIANTS,
+}
+
+
+class AnswerParser(Protocol):
+    """What the scorer and the audits need of a parser, whatever its answer type."""
+
+    name: str
+    last: bool
+    terminated: bool
+
+    def line_value(self, line: str) -> Hashable | None: ...
+    def line_cuts(self, line: bytes) -> LineCuts: ...
+    def parse(self, text: str, complete: bool = False) -> Hashable | None: ...
+    def correct(self, value: Any, gold: Any) -> bool: ...
+    @property
+    def needs_hash(self) -> bool: ...
+    @property
+    def versions(self) -> dict[str, str]: ...
+
+
+class AnswerLike(Protocol):
+    """The fields of a task's answer spec a parser is built from (``tasks.model.AnswerSpec``)."""
+
+    type: str
+    labels: Sequence[str] | None
+    pattern: str | None
+    variants: Mapping[str, Any]
+
+
+def get_parser(spec: Any = "strict", answer: AnswerLike | None = None) -> AnswerParser:
+    """The parser named ``spec`` (a variant, or variants joined by ``+``) for ``answer``'s type (none: integer).
+
+    A parser object is returned as it is. Choice tasks give their ``labels`` and, for the ``phrases`` variant,
+    ``variants["phrases"]`` (language -> answer phrases); regex tasks their ``pattern``.
+    """
+    if hasattr(spec, "line_cuts"):
+        return spec
+    kind = "integer" if answer is None else answer.type
+    if kind == "integer":
+        return integer_parser(spec)
+    if kind == "choice":
+        phrases = (answer.variants or {}).get("phrases") or {}
+        flat = tuple(dict.fromkeys(p for lang in sorted(phrases) for p in phrases[lang]))
+        return choice.choice_parser(spec, tuple(answer.labels or ()), flat)
+    if kind == "math":
+        return math.math_parser(spec)
+    if kind == "regex":
+        if not answer.pattern:
+            raise MindcapError("a regex answer type needs a pattern with a named group 'answer'")
+        return regex.regex_parser(spec, answer.pattern)
+    raise MindcapError(f"unknown answer type {kind!r}; use one of {', '.join(VARIANTS)}")
+
+
+def task_parser(task: str, spec: Any = "strict") -> AnswerParser:
+    """The parser named ``spec`` for the answer type of ``task``: a built-in task's name or a task file's path
+    (:func:`~mindcap_tok.tasks.load.load_task`)."""
+    from ..load import load_task
+
+    answer = load_task(task).answer
+    return get_parser(spec, None if answer.type == "integer" else answer)
