@@ -58,7 +58,7 @@ def test_default_task_shards_keep_the_bytes_written_before_tasks(tmp_path, qwen)
 
 
 def test_old_and_new_layout_shards_read_together(old_ledger, qwen):
-    choice = [make_record(qwen, "#### 3\n", arm="pivot", item=i, task="belebele", gold="3") for i in range(2)]
+    choice = [make_record(qwen, "#### 3\n", arm="translate-act", item=i, task="belebele", gold="3") for i in range(2)]
     same_key = make_record(qwen, "#### 3\n", item=0, sample=0, task="belebele", gold="3")  # key of an MGSM record
     old_ledger.append([*choice, same_key], qwen)
     assert old_ledger.manifest()["version"] == 3 and old_ledger.verify().ok
@@ -66,11 +66,11 @@ def test_old_and_new_layout_shards_read_together(old_ledger, qwen):
     tasks = sorted((r["task"], r["arm"], r["gold"], r["gold_text"]) for r in rows)
     assert tasks == [
         *[("belebele", "native", None, "3")],
-        *[("belebele", "pivot", None, "3")] * 2,
+        *[("belebele", "translate-act", None, "3")] * 2,
         *sorted(("mgsm", r["arm"], r["gold"], None) for r in _old_records(qwen)),
     ]
     old_ledger.append(make_cell(qwen, n_items=1, n_samples=1, arm="pivot"), qwen)  # an MGSM shard after: still 3
-    assert old_ledger.manifest()["version"] == 3 and len(old_ledger.read(arm="pivot", columns=["task"])) == 3
+    assert old_ledger.manifest()["version"] == 3 and old_ledger.read(arm="pivot", columns=["task"]).num_rows == 1
     again = Ledger(old_ledger.root)  # rerunning the same append skips what is stored, old layout and new
     assert again.append([*_old_records(qwen), *choice], qwen, skip_existing=True) == []
 
@@ -158,16 +158,50 @@ def test_import_refuses_a_gold_of_the_wrong_type_in_one_line(tmp_path, qwen, cha
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1 and "gen.jsonl:2: " in res.stderr
 
 
+_MY_TASK = """name = "my-task"
+version = 1
+licence = "CC-BY-4.0"
+languages = ["tha_Thai"]
+native = "native"
+comparator = "translate-act"
+[source]
+files = "quiz-{lang}.jsonl"
+fields = { q = "question" }
+[answer]
+type = "integer"
+[gold]
+field = "answer"
+type = "integer"
+[arms.native.templates."*"]
+instruction = "Solve it."
+body = "{q}"
+[arms.translate-act.templates."*"]
+instruction = "Translate, then solve it."
+body = "{q}"
+"""
+
+
 def test_score_rows_carry_the_task_and_keep_tasks_apart(tmp_path, qwen):
-    # MGSM: per item sample 0 right, sample 1 wrong (accuracy 1/2); a user's integer task: always right (1)
+    # MGSM: per item sample 0 right, sample 1 wrong (accuracy 1/2); a user's integer task: always right (1);
+    # Belebele (choice 1-4, gold "3"): "#### 3" right, "#### 2" wrong (1/2)
     mine = [make_record(qwen, "#### 7\n", item=i, sample=s, task="my-task", gold=7) for i in range(2) for s in range(2)]
-    Ledger(tmp_path / "L").append([*make_cell(qwen, n_items=2, n_samples=2), *mine], qwen)
+    bele = [make_record(qwen, f"#### {a}\n", item=i, task="belebele", gold="3") for i, a in enumerate("32")]
+    Ledger(tmp_path / "L").append([*make_cell(qwen, n_items=2, n_samples=2), *mine, *bele], qwen)
+    (tmp_path / "my-task.toml").write_text(_MY_TASK, "utf-8")
     args = ["score", "--ledger", str(tmp_path / "L"), "--budgets", "100", "--format", "json"]
-    res = CliRunner().invoke(cli, args)
+    res = CliRunner().invoke(cli, [*args, "--task", str(tmp_path / "my-task.toml")])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     rows = rows["curves"] if isinstance(rows, dict) else rows
-    assert sorted((r["task"], r["accuracy"], r["n"]) for r in rows) == [("mgsm", 0.5, 4), ("my-task", 1.0, 4)]
+    assert sorted((r["task"], r["accuracy"], r["n"]) for r in rows) == [
+        ("belebele", 0.5, 2),
+        ("mgsm", 0.5, 4),
+        ("my-task", 1.0, 4),
+    ]
+    # without its task file, a user's task cannot be read: one line naming the task and the option
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1
+    assert "task 'my-task', which is not built in" in res.stderr and "--task FILE" in res.stderr
 
 
 def test_stats_and_adaptation_know_no_task_by_name():
@@ -185,3 +219,22 @@ def test_stats_and_adaptation_know_no_task_by_name():
                 found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
     # corpus.py names the MGSM questions as a text corpus for learning extensions: a data source, not a task
     assert [f for f in found if not f.startswith("adaptation/corpus.py:")] == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"arm": "my-arm"}, r"arm = 'my-arm'; use one of native, translate-act, pivot, code-switched"),
+        ({"task": "belebele", "gold": "3", "arm": "pivot"}, r"arm = 'pivot'; use one of native"),
+        ({"task": "mine", "arm": ""}, r"arm is empty"),
+    ],
+)
+def test_a_record_names_an_arm_of_its_task(qwen, changes, message):
+    ok = make_record(qwen, "#### 18\n")
+    with pytest.raises(MindcapError, match=r"^record 1 \(model=qwen3-8b .*\):? " + message):
+        validate_records([ok, make_record(qwen, "#### 18\n", item=1) | changes])
+
+
+def test_a_users_task_keeps_its_own_arms(qwen):
+    rows = [make_record(qwen, "#### 18\n", task="mine", arm=arm) for arm in ("zero-shot", "few-shot")]
+    assert validate_records(rows).column("arm").to_pylist() == ["zero-shot", "few-shot"]

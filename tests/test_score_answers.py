@@ -10,7 +10,6 @@ import pytest
 from mindcap_tok.data.mgsm import load_mgsm
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.score import byte_table, score_ledger, score_prefixes
-from mindcap_tok.tasks import answers
 from mindcap_tok.tasks.answers import get_parser
 from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
 from score_reference import assert_equals_reference, reference_scores, trace_frame
@@ -149,17 +148,47 @@ def test_math_scores_by_hand(qwen):
     assert res.versions == get_parser("strict", MATH).versions and res.parser == "strict"
 
 
-def test_score_ledger_reads_task_and_gold_text(qwen, monkeypatch):
+_QUIZ = """name = "quiz"
+version = 1
+licence = "CC-BY-4.0"
+languages = ["eng_Latn"]
+native = "native"
+comparator = "translate-act"
+[source]
+files = "quiz-{lang}.jsonl"
+fields = { q = "question" }
+[answer]
+type = "choice"
+labels = ["A", "B", "C", "D"]
+[gold]
+field = "answer"
+type = "string"
+[arms.native.templates."*"]
+instruction = "Answer."
+body = "{q}"
+[arms.translate-act.templates."*"]
+instruction = "Translate, then answer."
+body = "{q}"
+"""
+
+
+def test_score_ledger_reads_task_and_gold_text(qwen, tmp_path):
     enc = lambda s: qwen.tokenizer.encode(s, add_special_tokens=False).ids  # noqa: E731
     texts = ["#### 5\n", "#### B\n", "#### 6\n", "#### C\n"]
     frame = trace_frame(qwen, [(enc(t), None, "stop") for t in texts]).assign(
         task=["mgsm", "quiz", None, "quiz"], gold=[5, None, 5, None], gold_text=[None, "B", None, "D"]
     )
-    with pytest.raises(MindcapError, match="no answer type known for task 'quiz'"):
+    with pytest.raises(MindcapError, match="task 'quiz', which is not built in"):
         score_ledger(frame, qwen, [100])
-    monkeypatch.setitem(answers.TASK_ANSWERS, "quiz", ABCD)  # what loading the task file wires
+    (tmp_path / "quiz.toml").write_text(_QUIZ, "utf-8")
     progress = []
-    res = score_ledger(frame, qwen, [100], on_progress=lambda done, total: progress.append((done, total)))
+    res = score_ledger(
+        frame,
+        qwen,
+        [100],
+        on_progress=lambda done, total: progress.append((done, total)),
+        tasks=[tmp_path / "quiz.toml"],
+    )
     # by hand: mgsm reads 5 (gold 5) and 6 (gold 5, task null = mgsm); the quiz reads B (gold B) and C (gold D)
     assert res.by_record["correct"].tolist() == [1, 1, 0, 0] and res.by_budget["score"].tolist() == [1, 1, 0, 0]
     assert progress[-1] == (4, 4) and res.parser == "strict"

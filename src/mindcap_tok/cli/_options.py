@@ -132,6 +132,14 @@ tokenizer_option = click.option(
     "one each record names).",
 )
 
+#: records of a task that is not built in are read with their task file's answer type
+task_files_option = multi_option(
+    "--task",
+    "tasks",
+    metavar="FILE",
+    help="Task file (.toml) of records whose task is not built in (their answer type and gold); repeatable.",
+)
+
 #: every command that scores a ledger checks each tokenizer's file hash against the one the manifest recorded for
 #: its name (mindcap_tok.ledger.tokenizers.resolve_tokenizers); this accepts a mismatch
 allow_tokenizer_mismatch_option = click.option(

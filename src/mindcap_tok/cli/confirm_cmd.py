@@ -15,6 +15,7 @@ from ._options import (
     n_boot_option,
     no_verify_option,
     out_file_option,
+    task_files_option,
     tokenizer_option,
 )
 from ._output import emit, render, to_json
@@ -47,6 +48,7 @@ def _points(frame):
 @click.option("--seed", type=int, default=0, show_default=True)
 @level_option
 @click.option("--parser", default="strict", show_default=True, help="Answer parser variant.")
+@task_files_option
 @no_verify_option
 @tokenizer_option
 @allow_tokenizer_mismatch_option
@@ -69,6 +71,7 @@ def confirm_command(state, replay, independent, budgets, n_boot, seed, level, fm
         "verify": not common["no_verify"],
         "allow_tokenizer_mismatch": common["allow_tokenizer_mismatch"],
         "tokenizer": common["tokenizer"],
+        "tasks": common["tasks"],
     }
     rep, table = load_scores(state, replay, sweep_budgets(grid), common["premium_specs"], **kw)
     ind, _ = load_scores(state, independent, sweep_budgets(grid), common["premium_specs"], **kw)

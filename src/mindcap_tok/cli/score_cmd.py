@@ -16,6 +16,7 @@ from ._options import (
     multi_option,
     no_verify_option,
     out_file_option,
+    task_files_option,
     tokenizer_option,
 )
 from ._output import emit, render
@@ -47,6 +48,7 @@ def _save(scores: Scores, folder: str) -> None:
 @format_option()
 @out_file_option("Write the curves here (atomically) instead of stdout.")
 @click.option("--save", type=click.Path(file_okay=False), help="Also write by_budget/by_record Parquet to this folder.")
+@task_files_option
 @no_verify_option
 @allow_tokenizer_mismatch_option
 @click.pass_obj
@@ -62,6 +64,7 @@ def score_command(
     fmt,
     out,
     save,
+    tasks,
     no_verify,
     allow_tokenizer_mismatch,
 ) -> None:
@@ -72,7 +75,8 @@ def score_command(
     from ..ledger.tokenizers import resolve_tokenizers
     from ..tokenization.load import load_tokenizer
 
-    columns = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "gold", "finish_reason", "tokenizer"]
+    columns = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "finish_reason", "tokenizer"]
+    columns += ["gold", "gold_text"]
     if save:
         check_output_folder(save, PRODUCER)  # before the scoring, not after it
     led = Ledger(ledger_dir, verify=not no_verify)
@@ -94,7 +98,9 @@ def score_command(
             advance(finished - done[0])
             done[0] = finished
 
-        scores = score_ledger(records, toks if override is None else override, budgets, parser, on_progress=step)
+        scores = score_ledger(
+            records, toks if override is None else override, budgets, parser, on_progress=step, tasks=tasks
+        )
     curves = accuracy_curves(scores.by_budget)
     if save:
         _save(scores, save)

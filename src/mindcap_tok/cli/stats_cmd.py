@@ -19,6 +19,7 @@ from ._options import (
     no_verify_option,
     out_dir_option,
     out_file_option,
+    task_files_option,
     tokenizer_option,
 )
 from ._output import emit, render, to_json
@@ -98,6 +99,7 @@ def _sweep_inputs(state, common: dict):
         verify=not common["no_verify"],
         allow_tokenizer_mismatch=common["allow_tokenizer_mismatch"],
         tokenizer=common["tokenizer"],
+        tasks=common["tasks"],
     )
     scores, coverage = comparable_scores(scores, common["frame"], common["common_items"])
     return grid, scores, table, coverage
@@ -119,6 +121,7 @@ _selection = [
     multi_option("--model", "models", help="Only these models."),
     multi_option("--lang", "langs", help="Only these languages."),
     click.option("--parser", default="strict", show_default=True, help="Answer parser variant."),
+    task_files_option,
     no_verify_option,
     tokenizer_option,
     allow_tokenizer_mismatch_option,
@@ -369,11 +372,14 @@ def protocol_freeze(state, file, tag) -> None:
 @no_verify_option
 @tokenizer_option
 @allow_tokenizer_mismatch_option
+@task_files_option
 @common_items_option
 @format_option(latex=True)
 @out_file_option()
 @click.pass_obj
-def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mismatch, common_items, fmt, out) -> None:
+def protocol_test(
+    state, file, ledger, no_verify, tokenizer, allow_tokenizer_mismatch, tasks, common_items, fmt, out
+) -> None:
     """Refuse FILE if it, or a file it names, changed since its freeze; else run its family and print
     decisions and the outcome."""
     from pathlib import Path
@@ -394,6 +400,7 @@ def protocol_test(state, file, ledger, no_verify, tokenizer, allow_tokenizer_mis
         verify=not no_verify,
         allow_tokenizer_mismatch=allow_tokenizer_mismatch,
         tokenizer=tokenizer,
+        tasks=tasks,
     )
     scores, coverage = comparable_scores(scores, proto.frame, common_items, proto.native, proto.translate)
     result = run_protocol(proto, scores.by_budget, table)
@@ -477,6 +484,7 @@ def consistency_command(state, ledger, premium_specs, budgets, splits, seed, fmt
         verify=not selection["no_verify"],
         allow_tokenizer_mismatch=selection["allow_tokenizer_mismatch"],
         tokenizer=selection["tokenizer"],
+        tasks=selection["tasks"],
     )
     result = consistency(scores, table, budgets=grid, splits=settings)
     if fmt == "json":

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..tasks.load import DEFAULT_TASK
+from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
 from ..tokenization.registry import canonical_model_name
 
 ARMS = ("native", "translate-act", "pivot", "code-switched")
@@ -343,12 +343,26 @@ def _cast_column(table: pa.Table, name: str, col: pa.ChunkedArray, target: pa.Da
         raise MindcapError(f"column {name!r} does not fit {target}: {str(exc).splitlines()[0]}") from exc
 
 
-def _check_choice(table: pa.Table, name: str, allowed: Sequence[str]) -> None:
+def _check_choice(table: pa.Table, name: str, allowed: Sequence[str], where: pa.ChunkedArray | None = None) -> None:
+    """Refuse a value of column ``name`` outside ``allowed`` (in the rows ``where`` marks, default all)."""
     bad = pc.invert(pc.is_in(table.column(name), value_set=pa.array(allowed)))
+    if where is not None:
+        bad = pc.and_(bad, where)
     if pc.any(bad).as_py():
         row = _first(bad.combine_chunks())
         value = table.column(name)[row].as_py()
         raise _record_error(table, row, f"{name} = {value!r}; use one of {', '.join(allowed)}")
+
+
+def _check_arms(table: pa.Table) -> None:
+    """A built-in task's records name one of its arms (MGSM's: :data:`ARMS`); a user's task names its own."""
+    tasks = table.column("task")
+    for task in pc.unique(tasks).to_pylist():
+        if task in builtin_tasks():
+            _check_choice(table, "arm", list(load_task(task).arms), where=pc.equal(tasks, task))
+    empty = pc.equal(pc.utf8_length(table.column("arm")), 0)
+    if pc.any(empty).as_py():
+        raise _record_error(table, _first(empty.combine_chunks()), "arm is empty")
 
 
 def _resolve_langs(table: pa.Table) -> pa.Table:
@@ -516,7 +530,7 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
             row = _first(pc.is_null(table.column(field.name)).combine_chunks())
             raise _record_error(table, row, f"{field.name} is missing (null)")
     _check_gold(table)
-    _check_choice(table, "arm", ARMS)
+    _check_arms(table)
     _check_choice(table, "announce_style", ANNOUNCE_STYLES)
     _check_choice(table, "design", DESIGNS)
     _check_choice(table, "finish_reason", FINISH_REASONS)

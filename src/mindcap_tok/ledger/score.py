@@ -29,6 +29,7 @@ tokenizers.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -548,13 +549,14 @@ def _task_rows(table: pa.Table) -> dict[str, np.ndarray]:
 
 
 def _score_tasks(
-    table: pa.Table, toks, grid: np.ndarray, parser: str | Parser, on_progress
+    table: pa.Table, toks, grid: np.ndarray, parser: str | Parser, on_progress, tasks: Sequence
 ) -> tuple[PrefixScores, dict[str, str], str]:
     """Prefix scores of every record with its task's parser (``parser`` names the variant, or is one parser for
-    all), the versions of the libraries that judged, and the parser name."""
+    all; ``tasks``: the user's task files), the versions of the libraries that judged, and the parser name."""
     groups = _task_rows(table)
     parsers = {
-        task: get_parser(parser) if hasattr(parser, "line_cuts") else task_parser(task, parser) for task in groups
+        task: get_parser(parser) if hasattr(parser, "line_cuts") else task_parser(task, parser, tasks)
+        for task in groups
     }
     if len(groups) == 1:
         (task,) = groups
@@ -585,6 +587,8 @@ def score_ledger(
     budgets: Sequence[int] = SCORE_BUDGETS,
     parser: str | Parser = "strict",
     on_progress=None,
+    *,
+    tasks: Sequence[str | os.PathLike[str]] = (),
 ) -> Scores:
     """Strict (or variant) prefix scores of ledger records at every budget; see :class:`Scores`.
 
@@ -595,6 +599,7 @@ def score_ledger(
 
     Each record is read with its task's answer type (a ``task`` column; none: MGSM's integers) and the variant
     ``parser`` names (a parser object is used for every record); its gold is ``gold_text`` where set, else ``gold``.
+    A task that is not built in is read from its task file in ``tasks``.
     """
     grid = check_budgets(budgets)
     table = records if isinstance(records, pa.Table) else pa.Table.from_pandas(records, preserve_index=False)
@@ -618,7 +623,7 @@ def score_ledger(
             raise MindcapError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
         toks = resolve_tokenizers(table.column("tokenizer").to_numpy(zero_copy_only=False), given=tokenizer)
         sha = {name: tok.sha256 for name, tok in toks.items()}
-    res, versions, name = _score_tasks(table, toks, grid, parser, on_progress)
+    res, versions, name = _score_tasks(table, toks, grid, parser, on_progress, tasks)
     scores, emission, correct, n_tokens = res.scores, res.emission, res.correct, res.n_tokens
     nb = len(grid)
     by_budget = keys.loc[keys.index.repeat(nb)].reset_index(drop=True)

@@ -35,7 +35,8 @@ def sweep_budgets(grid: Sequence[int]) -> BudgetsFor:
 class LedgerSelection:
     """Which records to score and how: model/language filters, the answer parser, shard verification, and the
     tokenizer of the ids (``tokenizer`` names one for every record; ``allow_tokenizer_mismatch`` accepts ids
-    whose recorded tokenizer hash differs from the resolved one's)."""
+    whose recorded tokenizer hash differs from the resolved one's; ``tasks``: the task files of records whose task
+    is not built in)."""
 
     models: Sequence[str] = ()
     langs: Sequence[str] = ()
@@ -43,6 +44,7 @@ class LedgerSelection:
     verify: bool = True
     tokenizer: str | None = None
     allow_tokenizer_mismatch: bool = False
+    tasks: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -100,5 +102,5 @@ def load_scored_ledger(
         tokenizers_dir=tokenizers_dir,
         allow_mismatch=sel.allow_tokenizer_mismatch,
     )
-    scores = score_ledger(table, toks, budgets, parser=sel.parser, on_progress=on_progress)
+    scores = score_ledger(table, toks, budgets, parser=sel.parser, on_progress=on_progress, tasks=sel.tasks)
     return ScoredLedger(scores=scores, premiums=premiums)

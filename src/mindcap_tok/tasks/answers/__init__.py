@@ -7,11 +7,12 @@ Every parser has ``name``, ``last``, ``terminated``, ``line_value(line)``, ``lin
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ...choices import VARIANTS as INTEGER_VARIANTS
-from ...errors import MindcapError
+from ...errors import BadInputError, MindcapError
 from . import choice, math, regex
 from .integer import LineCuts, integer_parser
 
@@ -74,10 +75,17 @@ def get_parser(spec: Any = "strict", answer: AnswerLike | None = None) -> Answer
     raise MindcapError(f"unknown answer type {kind!r}; use one of {', '.join(VARIANTS)}")
 
 
-def task_parser(task: str, spec: Any = "strict") -> AnswerParser:
-    """The parser named ``spec`` for the answer type of ``task``: a built-in task's name or a task file's path
-    (:func:`~mindcap_tok.tasks.load.load_task`)."""
-    from ..load import load_task
+def task_parser(task: str, spec: Any = "strict", files: Sequence[str | os.PathLike[str]] = ()) -> AnswerParser:
+    """The parser named ``spec`` for the answer type of the task named ``task``: a built-in task, or one of the
+    user's task ``files`` (a ledger records a task by name; its file is needed to read its answers)."""
+    from ..load import builtin_tasks, load_task
 
-    answer = load_task(task).answer
+    given = {t.name: t for t in map(load_task, files)}
+    if task not in given and task not in builtin_tasks():
+        raise BadInputError(
+            f"records of task {task!r}, which is not built in ({', '.join(builtin_tasks())}): give its task file "
+            "(--task FILE) to read their answers",
+            key="task",
+        )
+    answer = (given.get(task) or load_task(task)).answer
     return get_parser(spec, None if answer.type == "integer" else answer)
