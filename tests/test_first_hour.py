@@ -1,0 +1,55 @@
+"""Message and output defects a new user meets in the first hour (issue 28), each checked through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from ledger_factory import make_cell
+from mindcap_tok.cli.main import cli
+from mindcap_tok.ledger import Ledger
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory, qwen):
+    root = tmp_path_factory.mktemp("ledger") / "led"
+    Ledger(root).append(make_cell(qwen, n_items=3, n_samples=2), qwen)  # 3 items x 2 samples, Thai native
+    return root
+
+
+def run(args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def test_sweep_out_ending_in_a_separator_is_refused(ledger, tmp_path):
+    res = run(["sweep", "--ledger", ledger, "--premiums", "th=2", "--budgets", "8", "--out", f"{tmp_path}/res/"])
+    assert res.exit_code == 2 and "ends with a path separator" in res.output
+    assert not (tmp_path / "res").exists()
+
+
+def test_score_save_names_its_files_without_a_double_slash(ledger, tmp_path):
+    res = run(["score", "--ledger", ledger, "--budgets", "8", "--save", f"{tmp_path}/scoresave/"])
+    assert res.exit_code == 0, res.output
+    assert f"wrote {tmp_path}/scoresave/by_budget.parquet and by_record.parquet" in res.output
+    assert "//" not in res.output.replace(str(tmp_path), "")
+
+
+def test_debug_after_the_subcommand_shows_the_traceback(tmp_path):
+    (tmp_path / "empty").mkdir()
+    res = run(["score", "--ledger", tmp_path / "empty", "--debug"])
+    assert res.exit_code == 2 and "no ledger at" in res.output and "Traceback" in res.output
+    from mindcap_tok.cli.main import debug_first
+
+    assert debug_first(["sweep", "--debug", "--", "--debug"]) == ["--debug", "sweep", "--", "--debug"]
+
+
+def test_ledger_info_prints_counts_as_integers(ledger):
+    res = run(["ledger", "info", ledger, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(res.stdout)
+    assert row["samples_per_item"] == 2 and isinstance(row["samples_per_item"], int)
+    assert row["retokenized"] == 0 and isinstance(row["retokenized"], int)
+    table = run(["ledger", "info", ledger]).stdout
+    assert " 2.0 " not in table and " 0.0 " not in table
