@@ -53,3 +53,27 @@ def test_ledger_info_prints_counts_as_integers(ledger):
     assert row["retokenized"] == 0 and isinstance(row["retokenized"], int)
     table = run(["ledger", "info", ledger]).stdout
     assert " 2.0 " not in table and " 0.0 " not in table
+
+
+def test_config_names_the_user_config_folder_when_no_file_exists(tmp_path, monkeypatch):
+    for var in ("MINDCAP_CONFIG", "MINDCAP_DATA_DIR", "MINDCAP_TOKENIZERS_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # platformdirs' Linux config folder
+    monkeypatch.chdir(tmp_path)
+    res = run(["config", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    entry = json.loads(res.stdout)["config_file"]
+    if entry["value"] is None:  # a mindcap.toml above tmp_path would be found legitimately
+        assert str(tmp_path / "xdg" / "mindcap-tok" / "mindcap.toml") in entry["source"]
+
+
+def test_missing_vllm_on_a_machine_without_a_gpu_points_at_the_cpu_routes(tmp_path):
+    import importlib.util
+
+    from mindcap_tok.errors import MissingExtraError
+    from mindcap_tok.ledger.backends import has_nvidia_gpu, load_backend
+
+    if importlib.util.find_spec("vllm") is not None or has_nvidia_gpu():
+        pytest.skip("needs a machine without vllm and without an NVIDIA GPU")
+    with pytest.raises(MissingExtraError, match=r"mindcap-tok\[gen\].*no NVIDIA GPU.*--backend transformers"):
+        load_backend("vllm", str(tmp_path), "x")
