@@ -77,3 +77,23 @@ def test_missing_vllm_on_a_machine_without_a_gpu_points_at_the_cpu_routes(tmp_pa
         pytest.skip("needs a machine without vllm and without an NVIDIA GPU")
     with pytest.raises(MissingExtraError, match=r"mindcap-tok\[gen\].*no NVIDIA GPU.*--backend transformers"):
         load_backend("vllm", str(tmp_path), "x")
+
+
+def test_a_round_trip_spec_given_to_generate_names_the_roundtrip_command(tmp_path):
+    job = tmp_path / "rt.toml"
+    job.write_text('model = "org/m"\ntexts = "flores:devtest"\nsequences = ["en>de>en"]\n[judge]\nretries = 0\n')
+    res = run(["generate", job, "--out-dir", tmp_path / "led", "--dry-run"])
+    assert res.exit_code == 2
+    assert "looks like a round-trip spec (it has judge, sequences, texts): use mindcap-tok roundtrip" in res.output
+
+
+def test_a_generate_whose_backend_fails_to_start_leaves_no_ledger_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'name = "t"\nmodel = "org/m"\nmodel_name = "m"\narms = ["native"]\nlangs = ["th"]\nitems = [0]\nk = 1\n'
+        'design = "replay"\ncaps = [8]\n'
+    )
+    res = run(["generate", job, "--out-dir", tmp_path / "led", "--backend", "transformers"])
+    assert res.exit_code == 2 and "error:" in res.output
+    assert not (tmp_path / "led").exists()

@@ -313,10 +313,19 @@ def parse_spec(
         return _parse(data, base, data_dir, tokenizers_dir)
 
 
+#: keys only a round-trip spec has: a generation job given them is meant for `mindcap-tok roundtrip`
+_ROUNDTRIP_KEYS = frozenset({"sequences", "texts", "judge", "sentences_per_text"})
+
+
 def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     """:func:`parse_spec` without the file named in its errors."""
     if not isinstance(data, dict):
         raise BadInputError(f"must be a TOML table, got {show(data)}")
+    roundtrip = sorted(set(data) & _ROUNDTRIP_KEYS)
+    if roundtrip and "arms" not in data:
+        raise BadInputError(
+            f"this looks like a round-trip spec (it has {', '.join(roundtrip)}): use mindcap-tok roundtrip"
+        )
     check_known(data, _KEYS)
     for key in ("model", "arms", "langs", "design"):
         if key not in data:
