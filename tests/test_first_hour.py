@@ -97,3 +97,23 @@ def test_a_generate_whose_backend_fails_to_start_leaves_no_ledger_folder(tmp_pat
     res = run(["generate", job, "--out-dir", tmp_path / "led", "--backend", "transformers"])
     assert res.exit_code == 2 and "error:" in res.output
     assert not (tmp_path / "led").exists()
+
+
+def test_roundtrip_report_on_a_wrong_folder_names_the_out_dir_option(tmp_path):
+    (tmp_path / "notarun").mkdir()
+    res = run(["roundtrip", "report", tmp_path / "notarun", "--out-dir", tmp_path / "rep", "--no-lid"])
+    assert res.exit_code == 2 and "is not a round-trip run folder" in res.output
+    assert "give the folder `mindcap-tok roundtrip --out-dir` wrote" in res.output
+
+
+def test_a_missing_relative_model_folder_says_what_it_is_relative_to(tmp_path):
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    job = jobs / "job.toml"
+    job.write_text(
+        'name = "t"\nmodel = "../out/tiny"\nmodel_name = "m"\narms = ["native"]\nlangs = ["th"]\nitems = [0]\nk = 1\n'
+        'design = "replay"\ncaps = [8]\n'
+    )
+    res = run(["generate", job, "--out-dir", tmp_path / "led", "--dry-run"])
+    assert res.exit_code == 2
+    assert f"read from the spec file's folder ({jobs}, here {tmp_path / 'out' / 'tiny'})" in res.output

@@ -392,8 +392,14 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
 def _identity(data: dict, base: Path | None, design: str) -> tuple[str, str, str, str]:
     """``(model, model_name, tokenizer, name)``: a relative model folder resolved against the spec's folder."""
     model = check_model(data["model"], "model")
-    if base is not None and not Path(model).is_absolute() and (base / model).is_dir():
-        model = str((base / model).resolve())
+    if base is not None and not Path(model).is_absolute():
+        if (base / model).is_dir():
+            model = str((base / model).resolve())
+        elif model.startswith(".") or model.count("/") > 1:  # a path, not a Hugging Face id
+            raise BadInputError(
+                f"model folder {model!r} not found: a relative model path is read from the spec file's folder "
+                f"({base}, here {(base / model).resolve()})"
+            )
     records = check_model(data["model_name"], "model_name") if data.get("model_name") else default_model_name(model)
     tokenizer = _str(data.get("tokenizer", records), "tokenizer")
     name = _str(data.get("name", records + "-" + design), "name")
