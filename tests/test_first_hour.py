@@ -117,3 +117,15 @@ def test_a_missing_relative_model_folder_says_what_it_is_relative_to(tmp_path):
     res = run(["generate", job, "--out-dir", tmp_path / "led", "--dry-run"])
     assert res.exit_code == 2
     assert f"read from the spec file's folder ({jobs}, here {tmp_path / 'out' / 'tiny'})" in res.output
+
+
+def test_an_offline_hub_id_of_a_registry_model_suggests_the_registry_name(monkeypatch):
+    from mindcap_tok.errors import MindcapError
+    from mindcap_tok.tokenization.load import load_tokenizer
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(MindcapError, match="or use its registry name 'qwen3-8b'"):
+        load_tokenizer("Qwen/Qwen3-8B")
+    with pytest.raises(MindcapError) as exc:
+        load_tokenizer("org/unknown-model")
+    assert "registry name" not in str(exc.value)
