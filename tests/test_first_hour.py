@@ -129,3 +129,20 @@ def test_an_offline_hub_id_of_a_registry_model_suggests_the_registry_name(monkey
     with pytest.raises(MindcapError) as exc:
         load_tokenizer("org/unknown-model")
     assert "registry name" not in str(exc.value)
+
+
+def test_every_output_path_the_readme_writes_is_git_ignored():
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (repo / ".git").exists():
+        pytest.skip("needs git and a checkout")
+    readme = (repo / "README.md").read_text("utf-8")
+    paths = {m for m in re.findall(r"--(?:out-dir|out|save|plot|tiny-model) ([a-z0-9_./-]+)", readme)}
+    assert {"demo/", "th-ext/", "sweep.csv", "out/tiny-qwen3"} <= paths
+    found = subprocess.run(["git", "-C", repo, "check-ignore", "--no-index", *sorted(paths)], capture_output=True)
+    ignored = set(found.stdout.decode().split())
+    assert paths == ignored, sorted(paths - ignored)
