@@ -146,3 +146,15 @@ def test_every_output_path_the_readme_writes_is_git_ignored():
     found = subprocess.run(["git", "-C", repo, "check-ignore", "--no-index", *sorted(paths)], capture_output=True)
     ignored = set(found.stdout.decode().split())
     assert paths == ignored, sorted(paths - ignored)
+
+
+@pytest.mark.slow
+def test_extend_keeps_counts_integers_in_the_mean_row(tmp_path):
+    corpus = tmp_path / "th.txt"
+    corpus.write_text("".join(f"ขั้นที่ {i}: คิดเลข ไข่ {i} ฟอง แล้วบวก\n" for i in range(40)), "utf-8")
+    args = ["extend", "--model", "qwen3-8b", "--lang", "th", "--corpus", corpus, "--size", "2", "--n-boot", "40"]
+    res = run([*args, "--out-dir", tmp_path / "ext", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    mean = json.loads(res.stdout)[-1]
+    assert mean["fold"] == "mean" and mean["merges"] == 2 and isinstance(mean["merges"], int)
+    assert isinstance(mean["new_tokens"], int)
