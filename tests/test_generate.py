@@ -365,12 +365,12 @@ def test_cli_dry_run_and_generate(tmp_path, tiny, capsys):
 
 
 def test_a_failed_start_does_not_lock_the_job_spec(tmp_path, tiny, backend, config):
-    # vLLM is not installed here, so the first run fails to start; the job file it left must not refuse a changed
-    # spec while no record is stored, and must once records are
+    # vLLM is not installed here, so the first run fails to start and leaves nothing behind (no ledger folder, no
+    # job file); a changed spec then runs, and a job file refuses a changed spec once records are stored
     out = tmp_path / "ledger"
     with pytest.raises(MindcapError):
         run_job(parse_spec(spec_data(tiny, engine={"max_model_len": 512})), out, "vllm", data_dir=config.data_dir.value)
-    assert (out / "jobs" / "t.json").exists()
+    assert not out.exists()
     spec = parse_spec(spec_data(tiny, items=[0], langs=["deu_Latn"]))
     assert run_job(spec, out, backend, data_dir=config.data_dir.value).records == 2
     with pytest.raises(MindcapError, match="holds a different spec"):

@@ -129,8 +129,11 @@ def enclosing_ledger(path: str | os.PathLike[str]) -> Path | None:
 
 
 def check_output_file(path: str | os.PathLike[str]) -> Path:
-    """Refuse an output file (``--out``, ``--plot``) that is a folder or lies inside a ledger; return its Path."""
+    """Refuse an output file (``--out``, ``--plot``) that is a folder, is named like one (ends with a path
+    separator) or lies inside a ledger; return its Path."""
     target = Path(path)
+    if str(path).endswith(("/", os.sep)):
+        raise MindcapError(f"output file {path} ends with a path separator (a folder); give a file path")
     if target.is_dir():
         raise MindcapError(f"output file {target} is a folder; give a file path")
     ledger = enclosing_ledger(target.parent)

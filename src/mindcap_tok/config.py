@@ -44,7 +44,11 @@ class Config:
         for name in ENV_VARS:
             s: Setting = getattr(self, name)
             out[name] = {"value": str(s.value) if s.value else None, "source": s.source}
-        out["config_file"] = {"value": str(self.config_file) if self.config_file else None, "source": ""}
+        if self.config_file is not None:
+            out["config_file"] = {"value": str(self.config_file), "source": ""}
+        else:
+            where = f"none in this folder or its parents, none at {user_config_file()} (the user config folder)"
+            out["config_file"] = {"value": None, "source": where}
         return out
 
 

@@ -67,16 +67,19 @@ class MissingExtraError(MindcapError):
     """An optional dependency is not installed; the message names the extra and its install command.
 
     ``package`` and ``extra`` are kept as attributes (a report that skips the part can name them);
-    ``needed_by`` names what needs the package (e.g. ``the vllm backend``) in the message."""
+    ``needed_by`` names what needs the package (e.g. ``the vllm backend``) in the message, ``hint`` an alternative."""
 
     names_source = False
 
-    def __init__(self, package: str, extra: str, *, needed_by: str | None = None) -> None:
+    def __init__(self, package: str, extra: str, *, needed_by: str | None = None, hint: str = "") -> None:
         install = f"pip install 'mindcap-tok[{extra}]'"
         super().__init__(
-            f"{needed_by} needs {package}: {install}"
-            if needed_by
-            else f"{package} is not installed; install the '{extra}' extra: {install}"
+            (
+                f"{needed_by} needs {package}: {install}"
+                if needed_by
+                else f"{package} is not installed; install the '{extra}' extra: {install}"
+            )
+            + (f"; {hint}" if hint else "")
         )
         self.package = package
         self.extra = extra

@@ -172,7 +172,10 @@ def summarize(folds: Sequence[FoldExtension]) -> list[dict]:
         if key == "fold":
             continue
         if isinstance(value, int | float) and not isinstance(value, bool):
-            mean[key] = float(np.mean([r[key] for r in rows]))
+            values = [r[key] for r in rows]
+            m = float(np.mean(values))
+            counts = all(isinstance(v, int) for v in values)
+            mean[key] = int(m) if counts and m.is_integer() else m  # a count stays an integer when it can
         elif isinstance(value, str):
             mean[key] = value
     return [*rows, mean]

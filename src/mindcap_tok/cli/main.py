@@ -43,7 +43,18 @@ COMMANDS = {
     "generate": ("generate_cmd", "generate_command"),
     "audit": ("audit_cmd", "audit_command"),
     "roundtrip": ("roundtrip_cmd", "roundtrip_command"),
+    "demo": ("demo_cmd", "demo_command"),
 }
+
+
+def debug_first(args: Sequence[str]) -> list[str]:
+    """``args`` with ``--debug`` moved to the front when it follows the subcommand (``mindcap-tok sweep … --debug``),
+    where the root group reads it; tokens after ``--`` are left alone."""
+    args = list(args)
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[:end]:
+        return args
+    return ["--debug", *(a for a in args[:end] if a != "--debug"), *args[end:]]
 
 
 class Group(_parsing.Group):
@@ -51,6 +62,9 @@ class Group(_parsing.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, debug_first(args))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -104,7 +105,7 @@ def score_command(
     curves = accuracy_curves(scores.by_budget)
     if save:
         _save(scores, save)
-        click.echo(f"wrote {save}/by_budget.parquet and by_record.parquet", err=True)
+        click.echo(f"wrote {Path(save) / 'by_budget.parquet'} and by_record.parquet", err=True)
     if fmt == "table":
         constant = [c for c in SETTING_COLUMNS if c in curves and curves[c].nunique(dropna=False) <= 1]
         curves = curves.drop(columns=constant)

@@ -18,6 +18,7 @@ the item's shared seed, stored with ``sample`` = the repeat index; a request key
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -148,6 +149,14 @@ def _write_job(ledger: Ledger, plan: Plan) -> None:
         if ledger.exists() and ledger.read(*cells, columns=["item"]).num_rows:
             raise MindcapError(f"{path} holds a different spec under the job name {plan.spec.name!r}; rename the job")
     atomic_write_text(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+
+
+def _undo(created: Sequence[os.PathLike[str]]) -> None:
+    """Remove what a failed start created (the job record, then its folder and the ledger folder, if still empty),
+    so that a backend that did not start leaves nothing behind."""
+    for path in sorted(map(str, created), key=len, reverse=True):
+        with contextlib.suppress(OSError):  # not empty (something else was written there): leave it
+            os.rmdir(path) if os.path.isdir(path) else os.unlink(path)
 
 
 class _Runner:
@@ -382,6 +391,8 @@ def run_job(
     plan = plan_job(spec)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     led.check_new_location()
+    job_path = led.root / "jobs" / f"{spec.name}.json"
+    fresh = [p for p in (led.root, job_path.parent, job_path) if not os.path.lexists(p)]
     _write_job(led, plan)
     stored = _stored_samples(led, spec)
     todo = [s for s in plan.shards if not _shard_done(spec, s, stored)]
@@ -392,7 +403,11 @@ def run_job(
     if not todo:
         return result
     if isinstance(backend, str):
-        backend = load_backend(backend, spec.model, spec.tokenizer, spec.engine, spec.seed, server)
+        try:
+            backend = load_backend(backend, spec.model, spec.tokenizer, spec.engine, spec.seed, server)
+        except BaseException:
+            _undo(fresh)
+            raise
     runner = _Runner(spec, backend, data_dir)
     progress = _Progress(sum(len(s.requests) for s in todo), on_progress, on_tokens)
     start = time.perf_counter()

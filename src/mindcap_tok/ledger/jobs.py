@@ -364,10 +364,19 @@ def parse_spec(
         return _parse(data, base, data_dir, tokenizers_dir)
 
 
+#: keys only a round-trip spec has: a generation job given them is meant for `mindcap-tok roundtrip`
+_ROUNDTRIP_KEYS = frozenset({"sequences", "texts", "judge", "sentences_per_text"})
+
+
 def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     """:func:`parse_spec` without the file named in its errors."""
     if not isinstance(data, dict):
         raise BadInputError(f"must be a TOML table, got {show(data)}")
+    roundtrip = sorted(set(data) & _ROUNDTRIP_KEYS)
+    if roundtrip and "arms" not in data:
+        raise BadInputError(
+            f"this looks like a round-trip spec (it has {', '.join(roundtrip)}): use mindcap-tok roundtrip"
+        )
     check_known(data, _KEYS)
     for key in ("model", "arms", "langs", "design"):
         if key not in data:
@@ -430,8 +439,14 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
 def _identity(data: dict, base: Path | None, design: str) -> tuple[str, str, str, str]:
     """``(model, model_name, tokenizer, name)``: a relative model folder resolved against the spec's folder."""
     model = check_model(data["model"], "model")
-    if base is not None and not Path(model).is_absolute() and (base / model).is_dir():
-        model = str((base / model).resolve())
+    if base is not None and not Path(model).is_absolute():
+        if (base / model).is_dir():
+            model = str((base / model).resolve())
+        elif model.startswith(".") or model.count("/") > 1:  # a path, not a Hugging Face id
+            raise BadInputError(
+                f"model folder {model!r} not found: a relative model path is read from the spec file's folder "
+                f"({base}, here {(base / model).resolve()})"
+            )
     records = check_model(data["model_name"], "model_name") if data.get("model_name") else default_model_name(model)
     tokenizer = _str(data.get("tokenizer", records), "tokenizer")
     name = _str(data.get("name", records + "-" + design), "name")

@@ -200,6 +200,12 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _samples_per_item(items: pd.Series) -> int | float:
+    """Records per item: an integer when every item holds the same number, else the median (which may be x.5)."""
+    counts = items.value_counts()
+    return int(counts.iloc[0]) if counts.nunique() == 1 else float(counts.median())
+
+
 class Ledger:
     """A ledger folder. Reading an absent folder gives an error; the first append creates it."""
 
@@ -640,7 +646,8 @@ class Ledger:
         return int(self.manifest().get("rows", 0))
 
     def info(self) -> pd.DataFrame:
-        """One row per cell and settings: records, items, samples per item, cap-hit rate, length quantiles."""
+        """One row per cell and settings: records, items, samples per item, cap-hit rate, length quantiles, and
+        how many records are retokenized and marked text mismatches (counts are integers)."""
         self._require()
         cols = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "finish_reason", "n_tokens", "retokenized", "tokenizer"]
         frame = self.read(columns=cols).to_pandas()
@@ -667,13 +674,13 @@ class Ledger:
             {
                 "records": grouped.size(),
                 "items": grouped["item"].nunique(),
-                "samples_per_item": grouped["item"].agg(lambda s: s.value_counts().median()),
+                "samples_per_item": grouped["item"].agg(_samples_per_item),
                 "cap_hit": grouped["finish_reason"].agg(lambda s: float((s == "length").mean())),
                 "len_p10": lengths.quantile(0.1),
                 "len_p50": lengths.quantile(0.5),
                 "len_p90": lengths.quantile(0.9),
                 "len_max": lengths.max(),
-                "retokenized": grouped["retokenized"].mean(),
+                "retokenized": grouped["retokenized"].sum().astype(np.int64),
                 "tokenizer": grouped["tokenizer"].agg(lambda s: ",".join(sorted(set(s)))),
             }
         ).reset_index()

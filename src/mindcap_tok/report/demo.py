@@ -1,0 +1,241 @@
+"""A demo ledger to try the middle of the pipeline on (`score`, `sweep`, `report`, `price`, `audit`, `protocol`)
+without a GPU: simulated traces written as real Qwen3 token ids for real MGSM prompts.
+
+Emission positions and correctness come from :mod:`mindcap_tok.stats.simulation` (the model the coverage check
+uses); each trace is then spelled out in tokens: reasoning (the item's own MGSM question, in the arm's reasoning
+language, repeated) up to its emission position E, an answer line ``#### <n>`` ending exactly at E (the gold
+answer when correct, gold + 1 otherwise), and, for a trace that stopped, a short tail. Same seed, same records.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .._io import output_folder
+from ..data.mgsm import load_mgsm
+from ..ledger.prompts import build_prompt
+from ..ledger.schema import ARMS
+from ..ledger.store import Ledger
+from ..stats.simulation import SimCell, SimDesign, SimulatedLedger, simulate
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+
+PRODUCER = "mindcap-tok demo"
+MODEL = "qwen3-8b"
+#: the paper's Qwen3 premiums r(m, L) for the demo's languages
+PREMIUMS = {"deu_Latn": 1.56, "tha_Thai": 2.55, "swh_Latn": 1.94}
+REPLAY_CAP = 4096
+INDEPENDENT_CAPS = (256, 512, 1024)
+ANNOUNCED = (256, 1024)
+#: arms that reason in English (their filler is the English question)
+_ENGLISH_REASONING = ("translate-act", "pivot")
+_BASE = 130.0  # median emission position of an English trace, in tokens
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    """What :func:`build_demo` wrote: the folder, its two ledgers and the facts the simulation fixed."""
+
+    out_dir: Path
+    ledger: Path
+    independent: Path
+    rows: int
+    n_items: int
+    k: int
+    seed: int
+    arms: tuple[str, ...]
+    langs: tuple[str, ...]
+    caps: tuple[int, ...]
+
+
+def demo_design(n_items: int = 250, k: int = 4) -> SimDesign:
+    """Four arms in de/th/sw with the paper's premiums: native answers later in proportion to the premium;
+    the English-reasoning arms pay a translation preamble but are more often correct; code-switched lies between."""
+    cells = []
+    for lang, nat_mu, tr_mu, never in (
+        ("deu_Latn", 1.0, 1.4, 0.03),
+        ("tha_Thai", 0.1, 1.4, 0.05),
+        ("swh_Latn", -0.2, 0.3, 0.25),
+    ):
+        r = PREMIUMS[lang]
+        cells += [
+            SimCell("native", lang, nat_mu, math.log(_BASE * r), 0.45, never, 0.3, MODEL),
+            SimCell("translate-act", lang, tr_mu, math.log(_BASE * 1.6), 0.35, 0.03, 0.3, MODEL),
+            SimCell("pivot", lang, (nat_mu + tr_mu) / 2, math.log(_BASE * 1.2), 0.4, 0.04, 0.3, MODEL),
+            SimCell("code-switched", lang, nat_mu, math.log(_BASE * (1 + r) / 2), 0.45, never, 0.3, MODEL),
+        ]
+    return SimDesign(tuple(cells), n_items=n_items, k=k, cap=REPLAY_CAP, premiums=dict(PREMIUMS))
+
+
+def _cycle(ids: list[int], n: int) -> list[int]:
+    """The first ``n`` ids of ``ids`` repeated."""
+    return (ids * (n // len(ids) + 1))[:n] if n > 0 else []
+
+
+class _Writer:
+    """Spells simulated traces as token ids, caching each item's prompt and filler encodings."""
+
+    def __init__(self, tok: ResolvedTokenizer, data_dir: str | os.PathLike[str] | None) -> None:
+        self.tok = tok
+        langs = (*PREMIUMS, "eng_Latn")
+        self.items = {lang: load_mgsm(lang, data_dir) for lang in langs}
+        self.filler = {
+            lang: tok.encode_batch([it.question + "\n" for it in items]) for lang, items in self.items.items()
+        }
+        self.tail = tok.encode("\nThe answer is given above.")
+
+    def trace(self, arm: str, lang: str, item: int, emission: float, correct: bool, n_tokens: int) -> list[int]:
+        """Ids whose answer line ends at token ``emission`` (NaN: no answer line), ``n_tokens`` long."""
+        filler = self.filler["eng_Latn" if arm in _ENGLISH_REASONING else lang][item]
+        if math.isnan(emission):
+            return _cycle(filler, n_tokens)
+        gold = self.items[lang][item].answer
+        answer = self.tok.encode(f"\n#### {gold if correct else gold + 1}")
+        head = _cycle(filler, max(int(emission) - len(answer), 0)) + answer
+        return head + _cycle(self.tail, n_tokens - len(head))
+
+    def records(self, sim: SimulatedLedger, design: str, seed: int, announced: int | None = None) -> list[dict]:
+        """One ledger record per simulated trace of ``sim``."""
+        out = []
+        for c_i, cell in enumerate(sim.design.cells):
+            for item in range(sim.design.n_items):
+                question = self.items[cell.lang][item].question
+                prompt = build_prompt(question, cell.arm, cell.lang, announced)
+                prompt_ids = self.tok.encode(prompt.text)
+                for cap_i, cap in enumerate(sim.caps):
+                    for sample in range(sim.design.k):
+                        at = (cap_i, c_i, item, sample)
+                        ids = self.trace(
+                            cell.arm, cell.lang, item, sim.emission[at], bool(sim.correct[at]), int(sim.n_tokens[at])
+                        )
+                        out.append(
+                            {
+                                "model": MODEL,
+                                "arm": cell.arm,
+                                "lang": cell.lang,
+                                "item": item,
+                                "sample": sample,
+                                "seed": seed + sample,
+                                "cap": cap,
+                                "announced": announced,
+                                "announce_style": prompt.announce_style,
+                                "design": design,
+                                "template_id": prompt.template_id,
+                                "prompt": prompt.text,
+                                "prompt_ids": prompt_ids,
+                                "output_ids": ids[:cap],
+                                "finish_reason": "stop" if sim.stopped[at] else "length",
+                                "gold": self.items[cell.lang][item].answer,
+                                "generator": "simulated",
+                                "tokenizer": MODEL,
+                            }
+                        )
+        texts = self.tok.decode_batch([r["output_ids"] for r in out], skip_special_tokens=True)
+        for rec, text in zip(out, texts, strict=True):
+            rec["text"] = text
+        return out
+
+
+def _subset(design: SimDesign, arms: tuple[str, ...], langs: tuple[str, ...]) -> SimDesign:
+    return replace(design, cells=tuple(c for c in design.cells if c.arm in arms and c.lang in langs))
+
+
+def _announced(design: SimDesign, budget: int) -> SimDesign:
+    """Native Thai told its budget: a tight announcement shortens the traces (answers come earlier)."""
+    cell = next(c for c in design.cells if c.arm == "native" and c.lang == "tha_Thai")
+    shift = math.log(min(1.0, budget / 1024) ** 0.4)
+    return replace(design, cells=(replace(cell, emission_mu=cell.emission_mu + shift),))
+
+
+def demo_records(
+    tok: ResolvedTokenizer, seed: int = 0, n_items: int = 250, k: int = 4, data_dir=None
+) -> dict[str, list[dict]]:
+    """The records of the demo's two ledgers: ``ledger`` (replay: 4 arms x 3 languages at cap 4096, and native
+    Thai announced at 256 and 1024 tokens) and ``independent`` (native and translate-act Thai, one decode per cap
+    256/512/1024: a separate ledger, since a replay comparison refuses a cell that mixes caps)."""
+    design = demo_design(n_items, k)
+    writer = _Writer(tok, data_dir)
+    seeds = np.random.default_rng(seed).integers(0, 2**31 - 1, size=2 + len(ANNOUNCED)).tolist()
+    replay = writer.records(simulate(design, seeds[0]), "replay", seed)
+    for budget, s in zip(ANNOUNCED, seeds[2:], strict=True):
+        replay += writer.records(simulate(_announced(design, budget), s), "announcement", seed, budget)
+    thai = _subset(design, ("native", "translate-act"), ("tha_Thai",))
+    return {
+        "ledger": replay,
+        "independent": writer.records(simulate(thai, seeds[1], INDEPENDENT_CAPS), "independent", seed),
+    }
+
+
+README = """# A simulated demo ledger
+
+Built by `mindcap-tok demo --seed {seed}` (mindcap_tok.report.demo). **Nothing here was generated by a model.**
+
+Two ledgers of model `{model}` ({rows} records): real MGSM items and prompts (prompt version mgsm-v1), token
+ids of the real Qwen3 tokenizer, {n_items} items x {k} samples per cell.
+
+- `ledger/`: design `replay` (arms {arms} in {langs}, cap {cap}) and design `announcement` (native Thai, the
+  budget announced at {announced} tokens, cap {cap}).
+- `independent/`: design `independent` (native and translate-act Thai, one decode per cap {caps}); a ledger of
+  its own because a replay comparison refuses a cell that mixes caps (`sweep --frame independent` reads it).
+- How: for each trace, an answer-emission position E and a correctness C are drawn from the model in
+  mindcap_tok.stats.simulation (item random effects shared by every cell, log-normal E whose median scales
+  with the paper's premiums {premiums}, C correlated with E, some traces never answering). The trace is then
+  spelled out in tokens: the item's question repeated as "reasoning", an answer line `#### n` ending at token E
+  (gold when C = 1, gold + 1 otherwise), and for a trace that stopped, a short tail.
+- The same seed gives the same records.
+
+Try: `mindcap-tok score --ledger ledger`, `mindcap-tok sweep --ledger ledger --premiums qwen3-8b`,
+`mindcap-tok report --ledger ledger --out-dir report/`,
+`mindcap-tok sweep --ledger independent --frame independent --budgets 256,512 --premiums th=2`.
+"""
+
+
+def build_demo(
+    out_dir: str | os.PathLike[str],
+    seed: int = 0,
+    *,
+    n_items: int = 250,
+    k: int = 4,
+    tokenizer: ResolvedTokenizer | None = None,
+    data_dir=None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+) -> DemoSummary:
+    """Write ``out_dir`` (``ledger/``, ``independent/`` and ``README.md``) atomically: nothing is left behind on
+    an error, and a rerun replaces an earlier demo."""
+    tok = tokenizer or load_tokenizer(MODEL, tokenizers_dir)
+    records = demo_records(tok, seed, n_items, k, data_dir)
+    target = Path(out_dir)
+    rows = sum(len(r) for r in records.values())
+    with output_folder(target, PRODUCER) as tmp:
+        for name, part in records.items():
+            Ledger(tmp / name).append(part, {MODEL: tok})
+        text = README.format(
+            seed=seed,
+            rows=rows,
+            model=MODEL,
+            n_items=n_items,
+            k=k,
+            arms=", ".join(ARMS),
+            langs=", ".join(PREMIUMS),
+            cap=REPLAY_CAP,
+            caps=", ".join(map(str, INDEPENDENT_CAPS)),
+            announced=" and ".join(map(str, ANNOUNCED)),
+            premiums=", ".join(f"{lang} {r}" for lang, r in PREMIUMS.items()),
+        )
+        (tmp / "README.md").write_text(text, "utf-8")
+    return DemoSummary(
+        target,
+        target / "ledger",
+        target / "independent",
+        rows,
+        n_items,
+        k,
+        seed,
+        ARMS,
+        tuple(PREMIUMS),
+        (REPLAY_CAP, *INDEPENDENT_CAPS),
+    )

@@ -1,0 +1,160 @@
+"""Message and output defects a new user meets in the first hour (issue 28), each checked through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from ledger_factory import make_cell
+from mindcap_tok.cli.main import cli
+from mindcap_tok.ledger import Ledger
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory, qwen):
+    root = tmp_path_factory.mktemp("ledger") / "led"
+    Ledger(root).append(make_cell(qwen, n_items=3, n_samples=2), qwen)  # 3 items x 2 samples, Thai native
+    return root
+
+
+def run(args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def test_sweep_out_ending_in_a_separator_is_refused(ledger, tmp_path):
+    res = run(["sweep", "--ledger", ledger, "--premiums", "th=2", "--budgets", "8", "--out", f"{tmp_path}/res/"])
+    assert res.exit_code == 2 and "ends with a path separator" in res.output
+    assert not (tmp_path / "res").exists()
+
+
+def test_score_save_names_its_files_without_a_double_slash(ledger, tmp_path):
+    res = run(["score", "--ledger", ledger, "--budgets", "8", "--save", f"{tmp_path}/scoresave/"])
+    assert res.exit_code == 0, res.output
+    assert f"wrote {tmp_path}/scoresave/by_budget.parquet and by_record.parquet" in res.output
+    assert "//" not in res.output.replace(str(tmp_path), "")
+
+
+def test_debug_after_the_subcommand_shows_the_traceback(tmp_path):
+    (tmp_path / "empty").mkdir()
+    res = run(["score", "--ledger", tmp_path / "empty", "--debug"])
+    assert res.exit_code == 2 and "no ledger at" in res.output and "Traceback" in res.output
+    from mindcap_tok.cli.main import debug_first
+
+    assert debug_first(["sweep", "--debug", "--", "--debug"]) == ["--debug", "sweep", "--", "--debug"]
+
+
+def test_ledger_info_prints_counts_as_integers(ledger):
+    res = run(["ledger", "info", ledger, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(res.stdout)
+    assert row["samples_per_item"] == 2 and isinstance(row["samples_per_item"], int)
+    assert row["retokenized"] == 0 and isinstance(row["retokenized"], int)
+    table = run(["ledger", "info", ledger]).stdout
+    assert " 2.0 " not in table and " 0.0 " not in table
+
+
+def test_config_names_the_user_config_folder_when_no_file_exists(tmp_path, monkeypatch):
+    for var in ("MINDCAP_CONFIG", "MINDCAP_DATA_DIR", "MINDCAP_TOKENIZERS_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # platformdirs' Linux config folder
+    monkeypatch.chdir(tmp_path)
+    res = run(["config", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    entry = json.loads(res.stdout)["config_file"]
+    if entry["value"] is None:  # a mindcap.toml above tmp_path would be found legitimately
+        assert str(tmp_path / "xdg" / "mindcap-tok" / "mindcap.toml") in entry["source"]
+
+
+def test_missing_vllm_on_a_machine_without_a_gpu_points_at_the_cpu_routes(tmp_path):
+    import importlib.util
+
+    from mindcap_tok.errors import MissingExtraError
+    from mindcap_tok.ledger.backends import has_nvidia_gpu, load_backend
+
+    if importlib.util.find_spec("vllm") is not None or has_nvidia_gpu():
+        pytest.skip("needs a machine without vllm and without an NVIDIA GPU")
+    with pytest.raises(MissingExtraError, match=r"mindcap-tok\[gen\].*no NVIDIA GPU.*--backend transformers"):
+        load_backend("vllm", str(tmp_path), "x")
+
+
+def test_a_round_trip_spec_given_to_generate_names_the_roundtrip_command(tmp_path):
+    job = tmp_path / "rt.toml"
+    job.write_text('model = "org/m"\ntexts = "flores:devtest"\nsequences = ["en>de>en"]\n[judge]\nretries = 0\n')
+    res = run(["generate", job, "--out-dir", tmp_path / "led", "--dry-run"])
+    assert res.exit_code == 2
+    assert "looks like a round-trip spec (it has judge, sequences, texts): use mindcap-tok roundtrip" in res.output
+
+
+def test_a_generate_whose_backend_fails_to_start_leaves_no_ledger_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'name = "t"\nmodel = "org/m"\nmodel_name = "m"\narms = ["native"]\nlangs = ["th"]\nitems = [0]\nk = 1\n'
+        'design = "replay"\ncaps = [8]\n'
+    )
+    res = run(["generate", job, "--out-dir", tmp_path / "led", "--backend", "transformers"])
+    assert res.exit_code == 2 and "error:" in res.output
+    assert not (tmp_path / "led").exists()
+
+
+def test_roundtrip_report_on_a_wrong_folder_names_the_out_dir_option(tmp_path):
+    (tmp_path / "notarun").mkdir()
+    res = run(["roundtrip", "report", tmp_path / "notarun", "--out-dir", tmp_path / "rep", "--no-lid"])
+    assert res.exit_code == 2 and "is not a round-trip run folder" in res.output
+    assert "give the folder `mindcap-tok roundtrip --out-dir` wrote" in res.output
+
+
+def test_a_missing_relative_model_folder_says_what_it_is_relative_to(tmp_path):
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    job = jobs / "job.toml"
+    job.write_text(
+        'name = "t"\nmodel = "../out/tiny"\nmodel_name = "m"\narms = ["native"]\nlangs = ["th"]\nitems = [0]\nk = 1\n'
+        'design = "replay"\ncaps = [8]\n'
+    )
+    res = run(["generate", job, "--out-dir", tmp_path / "led", "--dry-run"])
+    assert res.exit_code == 2
+    assert f"read from the spec file's folder ({jobs}, here {tmp_path / 'out' / 'tiny'})" in res.output
+
+
+def test_an_offline_hub_id_of_a_registry_model_suggests_the_registry_name(monkeypatch):
+    from mindcap_tok.errors import MindcapError
+    from mindcap_tok.tokenization.load import load_tokenizer
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(MindcapError, match="or use its registry name 'qwen3-8b'"):
+        load_tokenizer("Qwen/Qwen3-8B")
+    with pytest.raises(MindcapError) as exc:
+        load_tokenizer("org/unknown-model")
+    assert "registry name" not in str(exc.value)
+
+
+def test_every_output_path_the_readme_writes_is_git_ignored():
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (repo / ".git").exists():
+        pytest.skip("needs git and a checkout")
+    readme = (repo / "README.md").read_text("utf-8")
+    paths = {m for m in re.findall(r"--(?:out-dir|out|save|plot|tiny-model) ([a-z0-9_./-]+)", readme)}
+    assert {"demo/", "th-ext/", "sweep.csv", "out/tiny-qwen3"} <= paths
+    found = subprocess.run(["git", "-C", repo, "check-ignore", "--no-index", *sorted(paths)], capture_output=True)
+    ignored = set(found.stdout.decode().split())
+    assert paths == ignored, sorted(paths - ignored)
+
+
+@pytest.mark.slow
+def test_extend_keeps_counts_integers_in_the_mean_row(tmp_path):
+    corpus = tmp_path / "th.txt"
+    corpus.write_text("".join(f"ขั้นที่ {i}: คิดเลข ไข่ {i} ฟอง แล้วบวก\n" for i in range(40)), "utf-8")
+    args = ["extend", "--model", "qwen3-8b", "--lang", "th", "--corpus", corpus, "--size", "2", "--n-boot", "40"]
+    res = run([*args, "--out-dir", tmp_path / "ext", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    mean = json.loads(res.stdout)[-1]
+    assert mean["fold"] == "mean" and mean["merges"] == 2 and isinstance(mean["merges"], int)
+    assert isinstance(mean["new_tokens"], int)
