@@ -413,7 +413,14 @@ def _learn_pieces(
 ) -> Extension:
     """A SentencePiece extension (see :mod:`.extend_sp`); ``segmentation`` maps each training text to its ids."""
     texts = corpus.texts()
-    got = learn_pieces(base, texts, rule.size, rule.min_freq, add_missing_characters, on_progress)
+    got = learn_pieces(
+        base,
+        texts,
+        max_merges=rule.size,
+        min_freq=rule.min_freq,
+        add_missing_characters=add_missing_characters,
+        on_progress=on_progress,
+    )
     _check_size(corpus, rule, len(got.merges))
     return Extension(
         base=base,

@@ -42,5 +42,6 @@ def demo_command(state, out: str | None, tiny_model: str | None, seed: int, n_it
         from ..report.tiny_model import build_tiny_model
 
         click.echo(
-            f"wrote a tiny random-weights model to {build_tiny_model(tiny_model, seed, tokenizers_dir)}", err=True
+            f"wrote a tiny random-weights model to {build_tiny_model(tiny_model, seed, tokenizers_dir=tokenizers_dir)}",
+            err=True,
         )

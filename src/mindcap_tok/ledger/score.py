@@ -555,7 +555,7 @@ def _score_tasks(
     all; ``tasks``: the user's task files), the versions of the libraries that judged, and the parser name."""
     groups = _task_rows(table)
     parsers = {
-        task: get_parser(parser) if hasattr(parser, "line_cuts") else task_parser(task, parser, tasks)
+        task: get_parser(parser) if hasattr(parser, "line_cuts") else task_parser(task, parser, files=tasks)
         for task in groups
     }
     if len(groups) == 1:

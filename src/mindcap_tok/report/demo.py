@@ -152,7 +152,7 @@ def _announced(design: SimDesign, budget: int) -> SimDesign:
 
 
 def demo_records(
-    tok: ResolvedTokenizer, seed: int = 0, n_items: int = 250, k: int = 4, data_dir=None
+    tok: ResolvedTokenizer, seed: int = 0, *, n_items: int = 250, k: int = 4, data_dir=None
 ) -> dict[str, list[dict]]:
     """The records of the demo's two ledgers: ``ledger`` (replay: 4 arms x 3 languages at cap 4096, and native
     Thai announced at 256 and 1024 tokens) and ``independent`` (native and translate-act Thai, one decode per cap
@@ -166,7 +166,7 @@ def demo_records(
     thai = _subset(design, ("native", "translate-act"), ("tha_Thai",))
     return {
         "ledger": replay,
-        "independent": writer.records(simulate(thai, seeds[1], INDEPENDENT_CAPS), "independent", seed),
+        "independent": writer.records(simulate(thai, seeds[1], caps=INDEPENDENT_CAPS), "independent", seed),
     }
 
 
@@ -207,7 +207,7 @@ def build_demo(
     """Write ``out_dir`` (``ledger/``, ``independent/`` and ``README.md``) atomically: nothing is left behind on
     an error, and a rerun replaces an earlier demo."""
     tok = tokenizer or load_tokenizer(MODEL, tokenizers_dir)
-    records = demo_records(tok, seed, n_items, k, data_dir)
+    records = demo_records(tok, seed, n_items=n_items, k=k, data_dir=data_dir)
     target = Path(out_dir)
     rows = sum(len(r) for r in records.values())
     with output_folder(target, PRODUCER) as tmp:

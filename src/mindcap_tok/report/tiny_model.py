@@ -24,7 +24,7 @@ CHAT_TEMPLATE = (
 
 
 def build_tiny_model(
-    out_dir: str | os.PathLike[str], seed: int = 0, tokenizers_dir: str | os.PathLike[str] | None = None
+    out_dir: str | os.PathLike[str], seed: int = 0, *, tokenizers_dir: str | os.PathLike[str] | None = None
 ) -> Path:
     """Save a random-weights Qwen3 (head_dim 32, so vLLM's CPU backend runs it too) with the real Qwen3
     tokenizer to ``out_dir``, atomically; seeded (same seed, same weights)."""

@@ -148,7 +148,7 @@ class SimulatedLedger:
         return rec[cols]
 
 
-def simulate(design: SimDesign, seed: int, caps: Sequence[int] | None = None) -> SimulatedLedger:
+def simulate(design: SimDesign, seed: int, *, caps: Sequence[int] | None = None) -> SimulatedLedger:
     """Draw one dataset. ``caps=None``: the replay frame (one ledger at ``design.cap``); otherwise the
     independent frame, one fresh set of decodes per cap sharing the items' random effects."""
     rng = np.random.default_rng(seed)

@@ -75,7 +75,7 @@ def get_parser(spec: Any = "strict", answer: AnswerLike | None = None) -> Answer
     raise MindcapError(f"unknown answer type {kind!r}; use one of {', '.join(VARIANTS)}")
 
 
-def task_parser(task: str, spec: Any = "strict", files: Sequence[str | os.PathLike[str]] = ()) -> AnswerParser:
+def task_parser(task: str, spec: Any = "strict", *, files: Sequence[str | os.PathLike[str]] = ()) -> AnswerParser:
     """The parser named ``spec`` for the answer type of the task named ``task``: a built-in task, or one of the
     user's task ``files`` (a ledger records a task by name; its file is needed to read its answers)."""
     from ..load import builtin_tasks, load_task
