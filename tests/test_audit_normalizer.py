@@ -42,7 +42,7 @@ def test_behavioral_ratio_and_its_bootstrap(qwen):
     assert row["ratio"] == pytest.approx((220 / 6) / (60 / 6)) and row["items"] == 3
     # the same percentile interval from an explicit loop over item resamples
     reps = []
-    for w in bootstrap_counts(3, 300, 5):
+    for w in bootstrap_counts(3, 300, seed=5):
         drawn = [i for i in range(3) for _ in range(int(w[i]))]
         nat = [n for i in drawn for n in lengths[("native", i)]]
         tra = [n for i in drawn for n in lengths[("translate-act", i)]]
@@ -54,9 +54,9 @@ def test_behavioral_ratio_and_its_bootstrap(qwen):
 def test_threshold_premium_is_the_smallest_reaching_ratio():
     t0 = 10
     acc = np.where(np.arange(t0, 61) >= 25, 0.1, 0.0)
-    assert threshold_premium(acc, t0, [10, 20], 0.05, 3.0) == (Fraction(5, 4), 20, 25)
-    assert threshold_premium(acc, t0, [10, 20], 0.05, 1.2) == (None, None, None)
-    assert threshold_premium(acc, t0, [10, 20], 0.2, 3.0) == (None, None, None)
+    assert threshold_premium(acc, t0, budgets=[10, 20], sesoi=0.05, r_max=3.0) == (Fraction(5, 4), 20, 25)
+    assert threshold_premium(acc, t0, budgets=[10, 20], sesoi=0.05, r_max=1.2) == (None, None, None)
+    assert threshold_premium(acc, t0, budgets=[10, 20], sesoi=0.2, r_max=3.0) == (None, None, None)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_delta_under_normalizers_matches_the_stats_module(qwen, ledger):
     every = sorted(set(range(1, 80)))
     scores = score_ledger(ledger, qwen, every).by_budget
     for name, table in (("flores", flores), ("alt", alt)):
-        ref = delta_table(scores, table, budgets)
+        ref = delta_table(scores, table, budgets=budgets)
         got = delta[delta["normalizer"] == name].sort_values("budget")
         assert got["delta"].to_numpy() == pytest.approx(ref["delta"].to_numpy()), name
         assert got["scaled_budget"].tolist() == ref["scaled_budget"].tolist()
@@ -115,7 +115,7 @@ def test_trace_premium_from_english_renderings(qwen, ledger):
     nat = frame[frame["arm"] == "native"]
     english = {(i, s): f"Think step {i} and sample {s}. " * 2 for i, s in zip(nat["item"], nat["sample"], strict=True)}
     rend = pd.DataFrame([{"lang": "th", "item": i, "sample": s, "english": e} for (i, s), e in english.items()])
-    table = trace_premiums(ledger, rend, {"qwen3-8b": qwen}, resampling=Resampling(200, 2))
+    table = trace_premiums(ledger, rend, tokenizers={"qwen3-8b": qwen}, resampling=Resampling(200, 2))
 
     def count(text: str) -> int:
         return len(qwen.tokenizer.encode(unicodedata.normalize("NFC", text), add_special_tokens=False).ids)
@@ -145,7 +145,7 @@ def test_malformed_renderings_are_one_line_errors(qwen, ledger, tmp_path):
     ]
     for frame, message in bad:
         with pytest.raises(MindcapError, match=message):
-            trace_premiums(ledger, frame, {"qwen3-8b": qwen}, resampling=Resampling(40))
+            trace_premiums(ledger, frame, tokenizers={"qwen3-8b": qwen}, resampling=Resampling(40))
         frame.to_csv(path, index=False)
         with pytest.raises(MindcapError, match=f"renderings {path}"):
             load_renderings(path)

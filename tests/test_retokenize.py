@@ -51,7 +51,7 @@ def _reference(ids, token_bytes, budget):
 )
 def test_prefix_bytes_match_joined_prefixes(seqs, widths, budgets):
     token_bytes = [b"x" * w for w in widths]
-    prefix, n_tokens, totals = prefix_byte_lengths(seqs, np.array(widths), budgets)
+    prefix, n_tokens, totals = prefix_byte_lengths(seqs, np.array(widths), budgets=budgets)
     for t, ids in enumerate(seqs):
         assert n_tokens[t] == len(ids)
         assert totals[t] == _reference(ids, token_bytes, len(ids))
@@ -121,7 +121,7 @@ def test_extensions_learned_on_ledger_traces_are_cross_fitted(tiny):
     base, _ = tiny
     items = [0, 0, 1, 1, 2, 2, 3, 3]
     texts = [thai_trace(6 + i, i) for i in items]
-    corpus = ledger_corpus(items, texts, "ledger:test/native/tha_Thai")
+    corpus = ledger_corpus(items, texts, name="ledger:test/native/tha_Thai")
     learned = cross_fit(base, corpus, folds=2, seed=0, size=1)
     held = [set(fx.held_out) for fx in learned]
     assert held[0].isdisjoint(held[1]) and held[0] | held[1] == {0, 1, 2, 3}
@@ -161,7 +161,7 @@ def test_scores_equal_decoding_every_prefix(tiny):
 
 
 def _thai_traces(flores_dir: str, n: int) -> tuple[list[str], list[int]]:
-    lines = load_flores("tha_Thai", "dev", flores_dir)
+    lines = load_flores("tha_Thai", "dev", source=flores_dir)
     texts = ["\n".join(lines[t % 97 : t % 97 + 1 + t % 5]) + f"\n#### {t % 10}" * (t % 3 > 0) for t in range(n)]
     return texts, [t % 10 for t in range(n)]
 

@@ -60,7 +60,7 @@ def test_every_family_implements_the_protocol(config, qwen):
 def test_a_tiktoken_built_in_memory_is_hashed_as_its_files():
     # the 256 bytes, one merge; hashed as the .tiktoken lines followed by an encoding.json of the rest
     ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256}
-    backend = build_tiktoken("tiny", r"\S+|\s+", ranks, {"<|end|>": 257})
+    backend = build_tiktoken("tiny", r"\S+|\s+", ranks=ranks, specials={"<|end|>": 257})
     rank_file = "".join(f"{base64.b64encode(b).decode()} {r}\n" for b, r in ranks.items()).encode()
     spec = b'{"name": "tiny", "pat_str": "\\\\S+|\\\\s+", "special_tokens": {"<|end|>": 257}}'
     assert json.loads(spec)["pat_str"] == r"\S+|\s+"

@@ -338,6 +338,7 @@ def tokenizer_json(ext: Extension) -> str:
 def learn_extension(
     base: ResolvedTokenizer,
     corpus_items: Corpus | Iterable[tuple[ItemId, str]],
+    *,
     size: int | None = None,
     min_freq: int | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
@@ -413,7 +414,14 @@ def _learn_pieces(
 ) -> Extension:
     """A SentencePiece extension (see :mod:`.extend_sp`); ``segmentation`` maps each training text to its ids."""
     texts = corpus.texts()
-    got = learn_pieces(base, texts, rule.size, rule.min_freq, add_missing_characters, on_progress)
+    got = learn_pieces(
+        base,
+        texts,
+        max_merges=rule.size,
+        min_freq=rule.min_freq,
+        add_missing_characters=add_missing_characters,
+        on_progress=on_progress,
+    )
     _check_size(corpus, rule, len(got.merges))
     return Extension(
         base=base,

@@ -135,7 +135,7 @@ def new_scores(min_score: float, n: int) -> list[float]:
     return scores
 
 
-def piece_closure(symbols: Sequence[int], strings: Sequence[str], pieces: dict[str, tuple[float, int]]) -> list[int]:
+def piece_closure(symbols: Sequence[int], strings: Sequence[str], *, pieces: dict[str, tuple[float, int]]) -> list[int]:
     """SentencePiece's BPE loop continued from ``symbols``: merge the adjacent pair whose concatenation is the
     highest-scored piece (left-most on ties) until no concatenation is a piece. ``pieces``: string -> (score, id)."""
     ids = list(symbols)
@@ -218,7 +218,7 @@ class PieceLearner(PairLearner):
             if left is not None and right is not None and (left, right) != pair:
                 touched |= self.where.get((left, right), set())
         for w in touched:
-            seg = piece_closure(self.words[w], self.strings, self.mergeable)
+            seg = piece_closure(self.words[w], self.strings, pieces=self.mergeable)
             if len(seg) != len(self.words[w]):
                 self._replace(w, seg)
         self._flush_changed()
@@ -292,6 +292,7 @@ def _words(lines: list[list[str]], split_by_whitespace: bool) -> list[list[str]]
 def learn_pieces(
     base: ResolvedTokenizer,
     texts: list[str],
+    *,
     max_merges: int | None,
     min_freq: int,
     add_missing_characters: bool = False,

@@ -107,6 +107,7 @@ class Traces:
 def load_traces(
     ledger: Ledger | str,
     model: str,
+    *,
     lang: str,
     tokenizer: ResolvedTokenizer | None = None,
     tokenizers_dir: str | None = None,
@@ -142,7 +143,7 @@ def load_traces(
     return Traces(name, code, frame, decode_traces(tokenizer, ids), tokenizer)
 
 
-def sample_items(items: Sequence[int], n: int | None, seed: int) -> np.ndarray:
+def sample_items(items: Sequence[int], n: int | None, *, seed: int) -> np.ndarray:
     """A seeded simple random sample of ``n`` distinct items (all of them when ``n`` is None or too large)."""
     pool = np.unique(np.asarray(items, dtype=np.int64))
     if n is None or n >= pool.size:
@@ -373,8 +374,8 @@ DEFAULT_PRICE_SETTINGS = PriceSettings()
 def price_traces(
     traces: Traces,
     folds: Sequence[FoldTokenizer],
-    caps: Sequence[int],
     *,
+    caps: Sequence[int],
     settings: PriceSettings = DEFAULT_PRICE_SETTINGS,
     extension: str = "extension",
     premiums: Mapping[int | None, tuple[float, float]] | None = None,
@@ -530,7 +531,7 @@ def _fold_compression(
 
 
 def load_extension_folds(
-    path: str | os.PathLike[str], base: ResolvedTokenizer, lang: str | None = None
+    path: str | os.PathLike[str], base: ResolvedTokenizer, *, lang: str | None = None
 ) -> tuple[list[FoldTokenizer], dict]:
     """The fold tokenizers of a saved extension (a cross-fit folder or one extension folder) and their premiums.
 
@@ -572,9 +573,9 @@ def check_extension_language(ext: SavedExtension, lang: str) -> None:
 def price_ledger(
     ledger: Ledger | str | os.PathLike[str],
     model: str,
+    *,
     lang: str,
     caps: Sequence[int],
-    *,
     extension: ExtensionSource,
     settings: PriceSettings = DEFAULT_PRICE_SETTINGS,
     on_progress: Callable[[int, int | None], None] | None = None,
@@ -601,7 +602,7 @@ def price_ledger(
     traces = load_traces(
         store,
         model,
-        lang,
+        lang=lang,
         tokenizer=settings.tokenizer,
         tokenizers_dir=settings.tokenizers_dir,
         allow_tokenizer_mismatch=settings.allow_tokenizer_mismatch,
@@ -616,7 +617,7 @@ def price_ledger(
     population = int(traces.items.size)
     sample_note = []
     if sample is not None:
-        traces = traces.select(sample_items(traces.items, sample, seed))
+        traces = traces.select(sample_items(traces.items, sample, seed=seed))
         if sample > population:  # everything is priced: report the items actually used, not the request
             sample_note.append(
                 f"note: a sample of {sample} items was asked for, but {traces.model} {traces.lang} "
@@ -625,7 +626,7 @@ def price_ledger(
             sample = population
     folds, premiums, described = _extension_folds(extension, traces, settings.resampling, store)
     priced = price_traces(
-        traces, folds, caps, settings=dataclasses.replace(settings, sample=sample), extension=described,
+        traces, folds, caps=caps, settings=dataclasses.replace(settings, sample=sample), extension=described,
         premiums=premiums, on_progress=on_progress,
     )  # fmt: skip
     coverage_note = [coverage.footer().strip()] if coverage.footer() else []
@@ -642,16 +643,18 @@ def _extension_folds(
     if isinstance(extension, GivenFolds):
         return list(extension.folds), {}, f"{len(extension.folds)} fold tokenizer(s)"
     if isinstance(extension, SavedFolds):
-        folds, premiums = load_extension_folds(extension.path, traces.base, traces.lang)
+        folds, premiums = load_extension_folds(extension.path, traces.base, lang=traces.lang)
         return folds, premiums, f"{Path(extension.path).name}, {len(folds)} fold(s)"
     learn = extension
     native = (traces.frame["arm"] == NATIVE).to_numpy()
     corpus = ledger_corpus(
         traces.frame["item"].to_numpy()[native],
         [t for t, keep in zip(traces.texts, native, strict=True) if keep],
-        f"ledger:{traces.model}/native/{traces.lang}",
+        name=f"ledger:{traces.model}/native/{traces.lang}",
     )
-    learned = cross_fit(traces.base, corpus, learn.folds, resampling.seed, learn.size, learn.min_freq)
+    learned = cross_fit(
+        traces.base, corpus, folds=learn.folds, seed=resampling.seed, size=learn.size, min_freq=learn.min_freq
+    )
     premiums: dict = {}
     if learn.measure_premium:
         learned = measure_folds(learned, traces.lang, n_boot=resampling.n_boot, source=learn.flores_source)

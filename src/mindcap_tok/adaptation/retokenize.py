@@ -90,7 +90,7 @@ def flatten_ids(ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def prefix_bytes_flat(
-    flat: np.ndarray, splits: np.ndarray, byte_lengths: np.ndarray, budgets: Sequence[int]
+    flat: np.ndarray, splits: np.ndarray, *, byte_lengths: np.ndarray, budgets: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Byte length of the first B ids of every flattened sequence: ``(prefix (n, n_budgets), totals (n,))``.
 
@@ -109,14 +109,14 @@ def prefix_bytes_flat(
 
 
 def prefix_byte_lengths(
-    ids: Sequence[Sequence[int]], byte_lengths: np.ndarray, budgets: Sequence[int]
+    ids: Sequence[Sequence[int]], byte_lengths: np.ndarray, *, budgets: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Byte length of the first B ids of every sequence, for every B in ``budgets``.
 
     Returns ``(prefix_bytes (n, n_budgets) int64, n_tokens (n,) int64, total_bytes (n,) int64)``.
     """
     flat, splits = flatten_ids(ids)
-    prefix, totals = prefix_bytes_flat(flat, splits, byte_lengths, budgets)
+    prefix, totals = prefix_bytes_flat(flat, splits, byte_lengths=byte_lengths, budgets=budgets)
     return prefix, np.diff(splits), totals
 
 
@@ -170,7 +170,9 @@ class _ChunkScorer:
             encode = getattr(encoder, "encode_batch_fast", encoder.encode_batch)
             flat, splits = flatten_ids([e.ids for e in encode(texts, add_special_tokens=False)])
         table = self.tables[k]  # a dummy prefix (Llama 2): each trace's first text token without its space
-        prefix, totals = prefix_bytes_flat(table.trace_ids(flat, splits), splits, table.lengths, self.grid)
+        prefix, totals = prefix_bytes_flat(
+            table.trace_ids(flat, splits), splits, byte_lengths=table.lengths, budgets=self.grid
+        )
         out = {"prefix_bytes": prefix, "total_bytes": totals, "n_tokens": np.diff(splits)}
         if golds is not None:
             res = score_token_ids(flat, splits, self.tables[k], golds, self.grid, self.parser, done)
@@ -357,7 +359,7 @@ def decode_traces(tokenizer: ResolvedTokenizer, output_ids: Sequence[Sequence[in
     return tokenizer.tokenizer.decode_batch([list(ids) for ids in output_ids], skip_special_tokens=False)
 
 
-def ledger_corpus(items: Sequence[int], texts: Sequence[str], name: str) -> Corpus:
+def ledger_corpus(items: Sequence[int], texts: Sequence[str], *, name: str) -> Corpus:
     """Traces as an extension corpus: ``(item, text)`` pairs, so cross-fitting splits by item, not by trace."""
     return as_corpus(zip((int(i) for i in items), texts, strict=True), name=name)
 
