@@ -44,6 +44,7 @@ from .extend import check_extendable
 from .retokenize import (
     FoldTokenizer,
     Retokenized,
+    Scoring,
     decode_traces,
     fold_tokenizers,
     ledger_corpus,
@@ -398,14 +399,13 @@ def price_traces(
         )
     frame = traces.frame
     n = len(frame)
-    golds = frame["gold"].to_numpy()
-    stopped = (frame["finish_reason"] == "stop").to_numpy()
+    scoring = Scoring(frame["gold"].to_numpy(), complete=(frame["finish_reason"] == "stop").to_numpy(), parser=parser)
     # progress over both passes: n traces with the base tokenizer, then n with the extension
     first = (lambda done, _: on_progress(done, 2 * n)) if on_progress else None
     second = (lambda done, _: on_progress(n + done, 2 * n)) if on_progress else None
-    base = retokenize(traces.texts, traces.base, grid, golds, stopped, parser, first, workers)
-    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds, grid, golds, stopped, parser, second,
-                           workers)  # fmt: skip
+    base = retokenize(traces.texts, traces.base, budgets=grid, scoring=scoring, on_progress=first, workers=workers)
+    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds=folds, budgets=grid, scoring=scoring,
+                           on_progress=second, workers=workers)  # fmt: skip
     native = (frame["arm"] == NATIVE).to_numpy()
     items, item_index = np.unique(frame["item"].to_numpy(), return_inverse=True)
     values, counts = _accuracy_columns(native, base, ext, grid.size)

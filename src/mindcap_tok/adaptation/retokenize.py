@@ -272,27 +272,44 @@ def _retokenize_folds(
     return out
 
 
+@dataclass(frozen=True)
+class Scoring:
+    """What retokenized prefixes are scored against: each trace's gold answer, whether it stopped by itself
+    (``complete[t]``: finish reason ``stop``; default: every trace) and the answer ``parser``."""
+
+    golds: Sequence[int]
+    complete: Sequence[bool] | np.ndarray | None = None
+    parser: str = "strict"
+
+
 def retokenize(
     texts: Sequence[str],
     tokenizer: ResolvedTokenizer,
+    *,
     budgets: Iterable[int],
-    golds: Sequence[int] | None = None,
-    complete: Sequence[bool] | np.ndarray | None = None,
-    parser: str = "strict",
+    scoring: Scoring | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
     workers: int | None = None,
     memo: bool = True,
 ) -> Retokenized:
-    """Encode ``texts`` with ``tokenizer``, measure every length-B prefix in bytes and, given golds, score it.
+    """Encode ``texts`` with ``tokenizer``, measure every length-B prefix in bytes and, given ``scoring``, score it.
 
     Scoring is the ledger's own :func:`~mindcap_tok.ledger.score.score_token_ids` on the new ids, so prefixes
-    are read exactly as for stored ids; ``complete[t]`` says trace ``t`` stopped by itself (finish reason
-    ``stop``). Encoding gives HF's ids: memoised per pre-token (:mod:`mindcap_tok.tokenization.pretoken_cache`) on
-    ``workers`` processes (default: every usable CPU), or with HF's own encode when ``memo`` is False or the
-    tokenizer's pipeline is not covered. ``on_progress(done, total)`` counts traces after each chunk.
+    are read exactly as for stored ids. Encoding gives HF's ids: memoised per pre-token
+    (:mod:`mindcap_tok.tokenization.pretoken_cache`) on ``workers`` processes (default: every usable CPU), or with
+    HF's own encode when ``memo`` is False or the tokenizer's pipeline is not covered. ``on_progress(done, total)``
+    counts traces after each chunk.
     """
-    return retokenize_items(texts, [0] * len(texts), [FoldTokenizer(tokenizer)], budgets, golds, complete, parser,
-                            on_progress, workers, memo)  # fmt: skip
+    return retokenize_items(
+        texts,
+        [0] * len(texts),
+        folds=[FoldTokenizer(tokenizer)],
+        budgets=budgets,
+        scoring=scoring,
+        on_progress=on_progress,
+        workers=workers,
+        memo=memo,
+    )
 
 
 def fold_of_items(items: np.ndarray, folds: Sequence[FoldTokenizer]) -> np.ndarray:
@@ -320,11 +337,10 @@ def fold_of_items(items: np.ndarray, folds: Sequence[FoldTokenizer]) -> np.ndarr
 def retokenize_items(
     texts: Sequence[str],
     items: Sequence[int],
+    *,
     folds: ResolvedTokenizer | Sequence[FoldTokenizer],
     budgets: Iterable[int],
-    golds: Sequence[int] | None = None,
-    complete: Sequence[bool] | np.ndarray | None = None,
-    parser: str = "strict",
+    scoring: Scoring | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
     workers: int | None = None,
     memo: bool = True,
@@ -336,10 +352,13 @@ def retokenize_items(
     if n != len(items):
         raise MindcapError(f"{n} texts but {len(items)} item ids")
     grid = check_budgets(budgets, sort=True)
+    golds = None if scoring is None else scoring.golds
     if golds is not None and len(golds) != n:
         raise MindcapError(f"{n} texts but {len(golds)} gold answers")
     choice = fold_of_items(np.asarray(items), folds)
+    complete = None if scoring is None else scoring.complete
     done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
+    parser = "strict" if scoring is None else scoring.parser
     out = _retokenize_folds(texts, choice, [f.tokenizer for f in folds], grid, golds, done, parser, on_progress,
                             workers, memo)  # fmt: skip
     fold_ids = np.array([-1 if f.fold is None else f.fold for f in folds], dtype=np.int64)[choice]
