@@ -11,6 +11,7 @@ import pytest
 
 from ledger_factory import make_record
 from mindcap_tok.audits import behavioral_ratios, normalizer_audit, threshold_premium, trace_premiums
+from mindcap_tok.audits.normalizer import ThresholdSearch
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.resample import Resampling, bootstrap_counts
@@ -108,6 +109,19 @@ def test_delta_under_normalizers_matches_the_stats_module(qwen, ledger):
     assert brute is not None and thr["threshold_premium"] == pytest.approx(brute, abs=0.0006)
     assert thr["flores_reaches"] == (thr["threshold_premium"] <= 1.5)
     assert res.summary["seed"] == 1 and res.summary["n_boot"] == 200
+
+
+def test_threshold_search_settings_reach_the_search(qwen, ledger):
+    # Δ_L never exceeds 1, so a SESOI of 1.01 is never reached; the search bound scales with search_factor
+    run = {"budgets": [8, 16], "premiums": premium_table({"tha_Thai": 1.5}), "resampling": Resampling(100)}
+    default = normalizer_audit(ledger, {"qwen3-8b": qwen}, **run)
+    wide = normalizer_audit(ledger, {"qwen3-8b": qwen}, threshold=ThresholdSearch(sesoi=1.01, search_factor=2.0), **run)
+    assert (wide.summary["sesoi"], wide.summary["search_factor"]) == (1.01, 2.0)
+    assert (default.summary["sesoi"], default.summary["search_factor"]) == (0.05, 1.5)
+    thresh = wide.tables["threshold"]
+    assert thresh["threshold_premium"].isna().all() and not wide.tables["delta"]["reaches_sesoi"].any()
+    ratio = thresh["search_up_to"] / default.tables["threshold"]["search_up_to"]
+    assert ratio.to_list() == pytest.approx([2.0 / 1.5] * len(thresh))
 
 
 def test_trace_premium_from_english_renderings(qwen, ledger):

@@ -22,7 +22,6 @@ SKIPPED = ("mindcap_tok.cli", "mindcap_tok.roundtrip", "mindcap_tok.__main__")
 
 #: "module:function" -> the rules it still breaks (see the module docstring)
 KNOWN: dict[str, set[str]] = {
-    "mindcap_tok.audits.normalizer:normalizer_audit": {"count"},
     "mindcap_tok.ledger.backends.hf:trim": {"positional"},
     "mindcap_tok.ledger.backends.server:parse_response": {"positional"},
     "mindcap_tok.ledger.backends:load_backend": {"positional"},

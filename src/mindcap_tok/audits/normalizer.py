@@ -8,7 +8,7 @@ population (model, language and settings):
   so it is a sensitivity check, not a validated normalizer);
 - the **threshold premium**: the smallest r at which max over the budget grid of Δ_L reaches the SESOI,
   found exactly (floor(rB) changes only at r = t/B, and acc_N is scored at every t) up to
-  ``search_factor`` times the largest normalizer considered;
+  ``search_factor`` (:class:`ThresholdSearch`) times the largest normalizer considered;
 - **Δ_L under each normalizer** (FLORES, behavioral, any alternative premiums given, and the same-content
   trace premium) at every grid budget with pointwise item-bootstrap CIs, and its peak;
 - the **same-content trace premium** r_trace, when English renderings of native traces are given: total
@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import unicodedata
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -67,6 +68,15 @@ def _ratio_boot(
 
 #: the audits' resampling: 2,000 item resamples, seed 0, 95% intervals
 AUDIT_RESAMPLING = Resampling(n_boot=2000)
+
+
+@dataclass(frozen=True)
+class ThresholdSearch:
+    """The threshold premium's search: the SESOI max_B Δ_L must reach, looking up to ``search_factor`` times the
+    largest normalizer considered."""
+
+    sesoi: float = 0.05
+    search_factor: float = 1.5
 
 
 def behavioral_ratios(records: pa.Table, *, resampling: Resampling = AUDIT_RESAMPLING) -> pd.DataFrame:
@@ -227,11 +237,11 @@ def normalizer_audit(
     premiums: PremiumTable | None = None,
     alternatives: Mapping[str, PremiumTable] | None = None,
     renderings: pd.DataFrame | None = None,
-    sesoi: float = 0.05,
-    search_factor: float = 1.5,
+    threshold: ThresholdSearch = ThresholdSearch(),
     resampling: Resampling = AUDIT_RESAMPLING,
 ) -> AuditResult:
     """The normalizer-sensitivity tables (see the module docs); accuracies and Δ_L are proportions."""
+    sesoi, search_factor = threshold.sesoi, threshold.search_factor
     grid = sorted({int(b) for b in budgets})
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     behavioral = behavioral_ratios(records, resampling=resampling)

@@ -35,7 +35,7 @@ from ..tokenization.load import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, skipped
 from .determinism import determinism_audit
 from .langid import LidSettings, langid_audit, load_lid_model, validation_csv
-from .normalizer import AUDIT_RESAMPLING, normalizer_audit
+from .normalizer import AUDIT_RESAMPLING, ThresholdSearch, normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
 from .translation import translation_audit
@@ -190,8 +190,7 @@ def _run_normalizer(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c:
             premiums=c.premiums,
             alternatives=c.alternatives,
             renderings=c.renderings,
-            sesoi=c.sesoi,
-            search_factor=c.search_factor,
+            threshold=ThresholdSearch(sesoi=c.sesoi, search_factor=c.search_factor),
             resampling=c.resampling,
         )
     )
