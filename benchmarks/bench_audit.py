@@ -136,7 +136,7 @@ def main() -> None:
             tokenizers={"qwen3-8b": tok},
         )
         t = time.perf_counter()
-        suite = run_audits(f"{tmp}/L", None, config)
+        suite = run_audits(f"{tmp}/L", None, config=config)
         write_report(suite, f"{tmp}/out")
         total = time.perf_counter() - t
     for res in suite.results:

@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     size = None if args.min_freq is not None and args.size == 1000 else args.size
     cfg = load_config()
-    corpus = flores_corpus("th", "dev", str(cfg.data_dir.value / "flores200"))
+    corpus = flores_corpus("th", "dev", source=str(cfg.data_dir.value / "flores200"))
     print(f"load average {os.getloadavg()[0]:.1f}; {len(corpus.items)} Thai dev lines, 2 folds, size {size}")
     for name in args.models:
         base = load_tokenizer(name, cfg.tokenizers_dir.value)

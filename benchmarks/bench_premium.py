@@ -92,7 +92,7 @@ def bench(model: str, args: argparse.Namespace) -> None:
     langs = [c for c in flores_codes() if c != "eng_Latn"]
     langs = langs[: args.langs] if args.langs else langs
 
-    texts = flores.load_parallel(langs, "devtest", flores.flores_source())
+    texts = flores.load_parallel(langs, "devtest", source=flores.flores_source())
     all_lines = [s for lines in texts.values() for s in lines]
     print(f"model {tok.name} ({tok.family}): {len(langs)} languages, {args.n_boot} resamples, {len(all_lines)} lines")
     for _ in range(args.repeat):  # each round: the premium path, then the bare encodes right after it

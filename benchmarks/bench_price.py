@@ -25,6 +25,7 @@ import numpy as np
 from mindcap_tok.adaptation.corpus import as_corpus
 from mindcap_tok.adaptation.crossfit import cross_fit
 from mindcap_tok.adaptation.retokenize import (
+    Scoring,
     encode_ids,
     fold_of_items,
     fold_tokenizers,
@@ -95,7 +96,7 @@ def main() -> None:
     print(f"learned 2 folds × {args.size:,} merges on {ITEMS} traces in {time.perf_counter() - t0:.1f} s")
 
     t0 = time.perf_counter()
-    res = retokenize_items(texts, items, folds, budgets, golds=golds, workers=args.workers)
+    res = retokenize_items(texts, items, folds=folds, budgets=budgets, scoring=Scoring(golds), workers=args.workers)
     fast_s = time.perf_counter() - t0
     tokens = int(res.n_tokens.sum())
     print(
@@ -104,7 +105,7 @@ def main() -> None:
     )
 
     t0 = time.perf_counter()
-    hf = retokenize_items(texts, items, folds, budgets, golds=golds, memo=False)
+    hf = retokenize_items(texts, items, folds=folds, budgets=budgets, scoring=Scoring(golds), memo=False)
     hf_s = time.perf_counter() - t0
     for name in ("n_tokens", "prefix_bytes", "total_bytes", "fold", "scores", "correct", "emission"):
         assert np.array_equal(getattr(res, name), getattr(hf, name), equal_nan=name == "emission"), name

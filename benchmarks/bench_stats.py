@@ -59,9 +59,11 @@ def fast(by_budget: pd.DataFrame, n_boot: int, seed: int) -> tuple[dict[str, flo
     times["CIs, bands, argmax"] = time.perf_counter() - t2
     t3 = time.perf_counter()
     # a Δ per cell and budget (each budget against the next larger one) with bootstrap-t bands, as sweep does
-    weights = bootstrap_weights(len(grid.items), n_boot, seed)
+    weights = bootstrap_weights(len(grid.items), n_boot, seed=seed)
     nxt = np.minimum(np.arange(len(grid.budgets)) + 1, len(grid.budgets) - 1)
-    ratio_difference(grid.correct[:, :, nxt], grid.count[:, :, nxt], grid.correct, grid.count, weights, seed).band()
+    ratio_difference(
+        grid.correct[:, :, nxt], grid.count[:, :, nxt], num_b=grid.correct, den_b=grid.count, weights=weights, seed=seed
+    ).band()
     times["studentized Δ + bands"] = time.perf_counter() - t3
     times["total"] = time.perf_counter() - t0
     return times, (grid, boot)
@@ -104,7 +106,7 @@ def main() -> None:
         print(f"  fast {name:<22} {t:8.3f} s")
 
     cells = grid.cells.iloc[: args.naive_cells]
-    weights = bootstrap_weights(len(grid.items), args.n_boot, args.seed)[: args.naive_boot]
+    weights = bootstrap_weights(len(grid.items), args.n_boot, seed=args.seed)[: args.naive_boot]
     t0 = time.perf_counter()
     slice_reps = naive(by_budget, weights, cells)
     t_slice = time.perf_counter() - t0

@@ -38,7 +38,7 @@ def coverage(datasets: int, n_boot: int, seed: int, level: float = 0.95) -> dict
     point, band = [], []
     for s in track(range(datasets), description="simulated ledgers"):
         grid = simulate(design, seed=seed + s).grid(need)
-        rows = sweep(grid, design.premiums, budgets, resampling=Resampling(n_boot, seed + s, level)).rows
+        rows = sweep(grid, design.premiums, budgets=budgets, resampling=Resampling(n_boot, seed + s, level)).rows
         for lang, part in rows.groupby("lang"):
             tr = truth[lang]
             point.append((part["ci_low"].to_numpy() <= tr) & (tr <= part["ci_high"].to_numpy()))

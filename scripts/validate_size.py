@@ -69,7 +69,7 @@ def size(
     proto = load_protocol(protocol)
     model = proto.model or "model"
     table = premium_table({(model, lang): r for lang, r in PREMIUMS.items()})
-    budgets = family_budgets(proto.hypotheses, table, [model])
+    budgets = family_budgets(proto.hypotheses, table, models=[model])
     factors = {"with_tail_factor": proto.tail_factor, "without_tail_factor": 1.0}
     errors = {name: np.zeros(datasets, dtype=bool) for name in factors}
     per_test = {name: np.zeros(len(proto.hypotheses)) for name in factors}

@@ -154,16 +154,16 @@ def test_common_items_price_gap_equals_the_hand_computation(ledgers, qwen):
         price_ledger(
             ledgers["100v10"],
             "qwen3-8b",
-            "th",
-            [30],
+            lang="th",
+            caps=[30],
             extension=GivenFolds([FoldTokenizer(qwen)]),
             settings=PriceSettings(resampling=Resampling(50), tokenizer=qwen),
         )
     p = price_ledger(
         ledgers["100v10"],
         "qwen3-8b",
-        "th",
-        [30],
+        lang="th",
+        caps=[30],
         extension=GivenFolds([FoldTokenizer(qwen)]),
         settings=PriceSettings(resampling=Resampling(50), common_items=True, tokenizer=qwen),
     )
@@ -203,8 +203,8 @@ def test_settings_that_split_cells_are_compared_apart_not_refused(qwen, tmp_path
         price_ledger(
             root,
             "qwen3-8b",
-            "th",
-            [30],
+            lang="th",
+            caps=[30],
             extension=GivenFolds([FoldTokenizer(qwen)]),
             settings=PriceSettings(resampling=Resampling(50), tokenizer=qwen),
         )

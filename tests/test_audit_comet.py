@@ -92,7 +92,12 @@ def test_comet_column_is_what_comet_predicts(qwen, checkpoint):
                 )
             )
     res = translation_audit(
-        validate_records(recs), REFS, {"qwen3-8b": qwen}, budgets=[4096], sources=SOURCES, comet_checkpoint=checkpoint
+        validate_records(recs),
+        REFS,
+        tokenizers={"qwen3-8b": qwen},
+        budgets=[4096],
+        sources=SOURCES,
+        comet_checkpoint=checkpoint,
     )
     from comet import load_from_checkpoint
 
@@ -105,7 +110,10 @@ def test_comet_column_is_what_comet_predicts(qwen, checkpoint):
     direct = np.asarray(model.predict(triples, batch_size=4, gpus=0, progress_bar=False).scores)
     assert np.isfinite(direct).all()
     assert comet_scores(
-        [t["src"] for t in triples], [t["mt"] for t in triples], [t["ref"] for t in triples], checkpoint
+        [t["src"] for t in triples],
+        [t["mt"] for t in triples],
+        references=[t["ref"] for t in triples],
+        checkpoint=checkpoint,
     ) == pytest.approx(direct, abs=1e-6)
     q = res.tables["quality"].iloc[0]
     assert q["comet_mean"] == pytest.approx(direct.mean(), abs=1e-6)

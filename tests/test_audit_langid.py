@@ -109,7 +109,9 @@ def test_glotlid_style_model_macrolanguage_and_validation(config, qwen, glot_sty
     texts = swh + swc  # 4 traces the model labels swh_Latn, 2 it labels swc_Latn (its training sentences)
     recs = [make_record(qwen, t, lang="swh_Latn", item=i) for i, t in enumerate(texts)]
     assert model.predict(texts)[0] == ["swh_Latn"] * 4 + ["swc_Latn"] * 2
-    result, sample = langid_audit(validate_records(recs), model, LidSettings(threshold=0.0), validation_per_cell=6)
+    result, sample = langid_audit(
+        validate_records(recs), model, settings=LidSettings(threshold=0.0), validation_per_cell=6
+    )
     row = result.tables["compliance"].iloc[0]
     assert row["determinate"] == 6
     assert row["in_expected"] == pytest.approx(4 / 6) and row["in_expected_macro"] == 1.0

@@ -11,6 +11,7 @@ import pytest
 
 from ledger_factory import make_record
 from mindcap_tok.audits import behavioral_ratios, normalizer_audit, threshold_premium, trace_premiums
+from mindcap_tok.audits.normalizer import ThresholdSearch
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.resample import Resampling, bootstrap_counts
@@ -42,7 +43,7 @@ def test_behavioral_ratio_and_its_bootstrap(qwen):
     assert row["ratio"] == pytest.approx((220 / 6) / (60 / 6)) and row["items"] == 3
     # the same percentile interval from an explicit loop over item resamples
     reps = []
-    for w in bootstrap_counts(3, 300, 5):
+    for w in bootstrap_counts(3, 300, seed=5):
         drawn = [i for i in range(3) for _ in range(int(w[i]))]
         nat = [n for i in drawn for n in lengths[("native", i)]]
         tra = [n for i in drawn for n in lengths[("translate-act", i)]]
@@ -54,9 +55,9 @@ def test_behavioral_ratio_and_its_bootstrap(qwen):
 def test_threshold_premium_is_the_smallest_reaching_ratio():
     t0 = 10
     acc = np.where(np.arange(t0, 61) >= 25, 0.1, 0.0)
-    assert threshold_premium(acc, t0, [10, 20], 0.05, 3.0) == (Fraction(5, 4), 20, 25)
-    assert threshold_premium(acc, t0, [10, 20], 0.05, 1.2) == (None, None, None)
-    assert threshold_premium(acc, t0, [10, 20], 0.2, 3.0) == (None, None, None)
+    assert threshold_premium(acc, t0, budgets=[10, 20], sesoi=0.05, r_max=3.0) == (Fraction(5, 4), 20, 25)
+    assert threshold_premium(acc, t0, budgets=[10, 20], sesoi=0.05, r_max=1.2) == (None, None, None)
+    assert threshold_premium(acc, t0, budgets=[10, 20], sesoi=0.2, r_max=3.0) == (None, None, None)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_delta_under_normalizers_matches_the_stats_module(qwen, ledger):
     every = sorted(set(range(1, 80)))
     scores = score_ledger(ledger, qwen, every).by_budget
     for name, table in (("flores", flores), ("alt", alt)):
-        ref = delta_table(scores, table, budgets)
+        ref = delta_table(scores, table, budgets=budgets)
         got = delta[delta["normalizer"] == name].sort_values("budget")
         assert got["delta"].to_numpy() == pytest.approx(ref["delta"].to_numpy()), name
         assert got["scaled_budget"].tolist() == ref["scaled_budget"].tolist()
@@ -110,12 +111,25 @@ def test_delta_under_normalizers_matches_the_stats_module(qwen, ledger):
     assert res.summary["seed"] == 1 and res.summary["n_boot"] == 200
 
 
+def test_threshold_search_settings_reach_the_search(qwen, ledger):
+    # Δ_L never exceeds 1, so a SESOI of 1.01 is never reached; the search bound scales with search_factor
+    run = {"budgets": [8, 16], "premiums": premium_table({"tha_Thai": 1.5}), "resampling": Resampling(100)}
+    default = normalizer_audit(ledger, {"qwen3-8b": qwen}, **run)
+    wide = normalizer_audit(ledger, {"qwen3-8b": qwen}, threshold=ThresholdSearch(sesoi=1.01, search_factor=2.0), **run)
+    assert (wide.summary["sesoi"], wide.summary["search_factor"]) == (1.01, 2.0)
+    assert (default.summary["sesoi"], default.summary["search_factor"]) == (0.05, 1.5)
+    thresh = wide.tables["threshold"]
+    assert thresh["threshold_premium"].isna().all() and not wide.tables["delta"]["reaches_sesoi"].any()
+    ratio = thresh["search_up_to"] / default.tables["threshold"]["search_up_to"]
+    assert ratio.to_list() == pytest.approx([2.0 / 1.5] * len(thresh))
+
+
 def test_trace_premium_from_english_renderings(qwen, ledger):
     frame = ledger.to_pandas()
     nat = frame[frame["arm"] == "native"]
     english = {(i, s): f"Think step {i} and sample {s}. " * 2 for i, s in zip(nat["item"], nat["sample"], strict=True)}
     rend = pd.DataFrame([{"lang": "th", "item": i, "sample": s, "english": e} for (i, s), e in english.items()])
-    table = trace_premiums(ledger, rend, {"qwen3-8b": qwen}, resampling=Resampling(200, 2))
+    table = trace_premiums(ledger, rend, tokenizers={"qwen3-8b": qwen}, resampling=Resampling(200, 2))
 
     def count(text: str) -> int:
         return len(qwen.tokenizer.encode(unicodedata.normalize("NFC", text), add_special_tokens=False).ids)
@@ -145,7 +159,7 @@ def test_malformed_renderings_are_one_line_errors(qwen, ledger, tmp_path):
     ]
     for frame, message in bad:
         with pytest.raises(MindcapError, match=message):
-            trace_premiums(ledger, frame, {"qwen3-8b": qwen}, resampling=Resampling(40))
+            trace_premiums(ledger, frame, tokenizers={"qwen3-8b": qwen}, resampling=Resampling(40))
         frame.to_csv(path, index=False)
         with pytest.raises(MindcapError, match=f"renderings {path}"):
             load_renderings(path)

@@ -52,11 +52,11 @@ def test_classes_of_planted_divergences(qwen, planted):
 
 def test_classify_order():
     specials = ["<|im_end|>"]
-    assert classify("a", "a", specials) == "agree"
-    assert classify("a", "a<|im_end|>", specials) == "special-token markup"
-    assert classify("a b", "a  b<|im_end|>", specials) == "whitespace clean-up"
-    assert classify("a", "a\ufffd", specials) == "partial UTF-8"
-    assert classify("a", "b", specials) == "other"
+    assert classify("a", "a", specials=specials) == "agree"
+    assert classify("a", "a<|im_end|>", specials=specials) == "special-token markup"
+    assert classify("a b", "a  b<|im_end|>", specials=specials) == "whitespace clean-up"
+    assert classify("a", "a\ufffd", specials=specials) == "partial UTF-8"
+    assert classify("a", "b", specials=specials) == "other"
 
 
 def test_stratified_sample_is_seeded_and_balanced():

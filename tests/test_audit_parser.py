@@ -52,13 +52,13 @@ def planted(qwen):
 def test_planted_rescued_and_unstable(qwen, planted):
     recs, table = planted
     budgets = list(range(1, max(len(r["output_ids"]) for r in recs) + 1))  # every prefix
-    reads = read_records(table, {"qwen3-8b": qwen}, budgets, ["strict"])["strict"]
+    reads = read_records(table, {"qwen3-8b": qwen}, budgets=budgets, parsers=["strict"])["strict"]
     for r, rec in enumerate(recs):
         ref = _reference(qwen, rec, budgets)
         got_v = [None if np.isnan(v) else int(v) for v in reads["value"][r]]
         assert got_v == [v for v, _, _ in ref], rec["text"]
         assert reads["partial"][r].tolist() == [u for _, u, _ in ref]
-    res = parser_audit(table, {"qwen3-8b": qwen}, budgets).tables["robustness"]
+    res = parser_audit(table, {"qwen3-8b": qwen}, budgets=budgets).tables["robustness"]
     assert res["rescued_traces"].tolist() == [sum(p[2] for p in PLANTED)]
     assert res["unstable_traces"].tolist() == [sum(p[3] for p in PLANTED)]
     assert res["rescued_correct"].iloc[0] == pytest.approx(2 / 6)
@@ -78,7 +78,7 @@ def test_reader_scores_equal_the_scorer(qwen, llama):
     toks = {qwen.name: qwen, llama.name: llama}
     budgets = list(range(1, 12))
     for parser in ("strict", "terminated", "native-digits"):
-        reads = read_records(table, toks, budgets, [parser])[parser]
+        reads = read_records(table, toks, budgets=budgets, parsers=[parser])[parser]
         mine = (reads["value"] == table.column("gold").to_numpy()[:, None]).astype(np.int8)
         assert (mine == score_matrix(table, toks, budgets, parser)).all(), parser
 
@@ -95,7 +95,7 @@ def test_terminated_gains_and_peak_movement(qwen):
     b = n_filler - 1  # no answer line is visible yet
     assert all(parse_answer(qwen.tokenizer.decode(r["output_ids"][:b])) is None for r in recs)
     assert all(len(r["output_ids"]) <= 2 * b for r in recs)
-    res = parser_audit(validate_records(recs), {"qwen3-8b": qwen}, [b], premium_table({"tha_Thai": 2}))
+    res = parser_audit(validate_records(recs), {"qwen3-8b": qwen}, budgets=[b], premiums=premium_table({"tha_Thai": 2}))
     gains = res.tables["gains"].iloc[0]
     assert gains["scaled_budget"] == 2 * b and gains["gains"] == 3
     assert gains["terminated_share"] == pytest.approx(2 / 3)

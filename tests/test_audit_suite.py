@@ -55,7 +55,7 @@ def test_chrf_known_values():
 
 def test_translation_quality_and_gain_correlation(qwen):
     pytest.importorskip("sacrebleu")
-    res = translation_audit(validate_records(_records(qwen)), REFS, {"qwen3-8b": qwen}, budgets=[4096])
+    res = translation_audit(validate_records(_records(qwen)), REFS, tokenizers={"qwen3-8b": qwen}, budgets=[4096])
     q = res.tables["quality"].iloc[0]
     partial = chrf_scores([REFS[1][:18]], [REFS[1]])[0]
     assert 0 < partial < 100
@@ -85,7 +85,7 @@ def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
         resampling=Resampling(100, 4),
         tokenizers={"qwen3-8b": qwen},
     )
-    suite = run_audits(ledger_dir, None, config)
+    suite = run_audits(ledger_dir, None, config=config)
     assert [r.name for r in suite.results] == ["langid", "comet", "parser", "parity", "normalizer"]
     assert [r.status for r in suite.results] == ["ok"] * 5, [r.reason for r in suite.results]
     paths = write_report(suite, tmp_path / "out")
@@ -108,7 +108,7 @@ def test_missing_extras_are_skipped_with_the_install_command(qwen, ledger_dir, t
     monkeypatch.setitem(sys.modules, "sacrebleu", None)
     monkeypatch.setitem(sys.modules, "sacrebleu.metrics", None)
     config = AuditConfig(budgets=(8,), references=REFS, resampling=Resampling(50), tokenizers={"qwen3-8b": qwen})
-    suite = run_audits(ledger_dir, ["langid", "comet", "parity"], config)
+    suite = run_audits(ledger_dir, ["langid", "comet", "parity"], config=config)
     status = {r.name: (r.status, r.reason) for r in suite.results}
     assert status["parity"][0] == "ok"
     assert status["langid"][0] == "skipped" and "pip install 'mindcap-tok[lid]'" in status["langid"][1]
@@ -145,7 +145,7 @@ def test_populations_differing_only_in_forcing_stay_apart(qwen, tmp_path):
     path = tmp_path / "L"
     Ledger(path).append(recs, qwen)
     budgets = tuple(range(1, max(len(r["output_ids"]) for r in recs) + 1))
-    suite = run_audits(path, ["parser"], AuditConfig(budgets=budgets, tokenizers={"qwen3-8b": qwen}))
+    suite = run_audits(path, ["parser"], config=AuditConfig(budgets=budgets, tokenizers={"qwen3-8b": qwen}))
     res = suite.results[0]
     assert res.status == "ok", res.reason
     table = res.tables["robustness"]
@@ -218,7 +218,7 @@ def test_an_unexpected_audit_error_fails_the_command(qwen, ledger_dir, tmp_path,
 
     _replace_runner(monkeypatch, "parity", broken)
     with pytest.raises(AuditFailed) as info:
-        run_audits(ledger_dir, ["parser", "parity"], AuditConfig(budgets=(8,), tokenizers={"qwen3-8b": qwen}))
+        run_audits(ledger_dir, ["parser", "parity"], config=AuditConfig(budgets=(8,), tokenizers={"qwen3-8b": qwen}))
     assert info.value.audit == "parity" and isinstance(info.value.cause, RuntimeError)
     out = tmp_path / "report"
     res = CliRunner().invoke(
@@ -235,7 +235,7 @@ def test_an_input_error_inside_an_audit_is_no_longer_a_skip(qwen, ledger_dir):
     # premiums that lack the ledger's language: the parser audit cannot price its gains, which is an error
     config = AuditConfig(budgets=(8,), premiums=premium_table({"deu_Latn": 1.5}), tokenizers={"qwen3-8b": qwen})
     with pytest.raises(AuditFailed, match=r"^audit parser failed: no premium for model 'qwen3-8b', language tha_Thai"):
-        run_audits(ledger_dir, ["parser"], config)
+        run_audits(ledger_dir, ["parser"], config=config)
 
 
 def test_a_missing_extra_is_a_skip_with_the_install_hint(qwen, ledger_dir, tmp_path, monkeypatch):
@@ -256,7 +256,7 @@ def test_a_missing_extra_is_a_skip_with_the_install_hint(qwen, ledger_dir, tmp_p
 
 
 def test_an_audit_states_its_own_skip_reason(qwen, ledger_dir):
-    suite = run_audits(ledger_dir, ["comet"], AuditConfig(tokenizers={"qwen3-8b": qwen}))  # no references
+    suite = run_audits(ledger_dir, ["comet"], config=AuditConfig(tokenizers={"qwen3-8b": qwen}))  # no references
     (res,) = suite.results
     assert res.status == "skipped" and res.reason.startswith("no English references")
 

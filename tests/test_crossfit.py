@@ -147,11 +147,11 @@ def test_failure_while_saving_leaves_nothing(qwen, tmp_path, monkeypatch):
     folds = cross_fit(qwen, [(i, "สวัสดีครับ สวัสดี") for i in range(6)], folds=2, seed=0, size=3)
     calls = []
 
-    def failing(ext, folder, manifest):
+    def failing(ext, folder, *, manifest):
         calls.append(folder)
         if len(calls) == 2:
             raise OSError("disk full")
-        return real(ext, folder, manifest)
+        return real(ext, folder, manifest=manifest)
 
     real = crossfit_module.write_extension
     monkeypatch.setattr(crossfit_module, "write_extension", failing)
@@ -162,8 +162,10 @@ def test_failure_while_saving_leaves_nothing(qwen, tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_qwen_thai_flores_dev_extension_cuts_devtest_premium(qwen, flores_dir):
-    ext = learn_extension(qwen, flores_corpus("th", "dev", flores_dir), size=3000)
-    effect = measure_effect(qwen, resolved(ext, "qwen3-8b+th"), "th", resampling=Resampling(1000), source=flores_dir)
+    ext = learn_extension(qwen, flores_corpus("th", "dev", source=flores_dir), size=3000)
+    effect = measure_effect(
+        qwen, resolved(ext, "qwen3-8b+th"), lang="th", resampling=Resampling(1000), source=flores_dir
+    )
     assert round(effect.before.premium, 3) == 2.551  # the paper's Qwen3 Thai premium
     assert effect.after.premium < effect.before.premium and effect.change_ci_high < 0
     assert abs(effect.english_token_change) < 5e-4

@@ -171,7 +171,7 @@ def test_wilson_against_statsmodels_and_first_divergence():
     # the paper's repeat figure: 23 of 50 identical
     for x, n, level in ((23, 50, 0.95), (0, 7, 0.95), (7, 7, 0.9), (3, 40, 0.99), (1, 1, 0.95)):
         want = statsmodels_proportion.proportion_confint(x, n, alpha=1 - level, method="wilson")
-        assert wilson_interval(x, n, level) == pytest.approx(want)
+        assert wilson_interval(x, n, level=level) == pytest.approx(want)
     assert wilson_interval(0, 0) == (None, None)
     with pytest.raises(MindcapError):
         wilson_interval(3, 2)

@@ -173,7 +173,7 @@ def test_premiums_for_a_tokenizer_keep_a_missing_extra(monkeypatch):
 
     monkeypatch.setattr(tokenizer, "load_tokenizer", _no_sentencepiece)  # imported where it is used
     with pytest.raises(MissingExtraError) as exc:
-        premiums.resolve_premiums(["gemma-3"], ["gemma-3"], ["deu_Latn"])
+        premiums.resolve_premiums(["gemma-3"], ["gemma-3"], languages=["deu_Latn"])
     assert str(exc.value) == f"cannot compute premiums for 'gemma-3': {EXTRA}"
 
 

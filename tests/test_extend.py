@@ -180,7 +180,7 @@ TRACE_LIKE = [
 
 @pytest.fixture(scope="session")
 def thai_corpus(flores_dir):
-    lines = flores_corpus("th", "dev", flores_dir).items[:300]
+    lines = flores_corpus("th", "dev", source=flores_dir).items[:300]
     return as_corpus(list(lines) + TRACE_LIKE * 3, name="th-dev-300+traces")
 
 
@@ -195,7 +195,7 @@ def qwen_saved(qwen_ext, tmp_path_factory):
 
 
 def test_qwen_fast_learner_equals_naive_reference(qwen, flores_dir):
-    texts = load_flores("th", "dev", flores_dir)[:60] + [t for _, t in TRACE_LIKE]
+    texts = load_flores("th", "dev", source=flores_dir)[:60] + [t for _, t in TRACE_LIKE]
     ext = learn_extension(qwen, list(enumerate(texts)), size=60)
     assert fast_merges(ext) == reference_merges(qwen, texts, 60, 2)
 
@@ -248,7 +248,7 @@ def test_text_needing_no_new_merge_encodes_to_base_ids(qwen, qwen_ext, qwen_save
     # no ignore_merges); whole English lines made only of such pre-tokens must encode to the base ids exactly
     base_vocab = qwen.tokenizer.get_vocab()
     new_pairs = {(base_vocab.get(a), base_vocab.get(b)) for a, b in qwen_ext.merges}
-    lines = load_flores("en", "devtest", flores_dir)
+    lines = load_flores("en", "devtest", source=flores_dir)
     ext_tok = qwen_saved.tokenizer.tokenizer
     untouched = 0
     pre, model = PreTokenizer(qwen.tokenizer), qwen.tokenizer.model
@@ -280,7 +280,7 @@ def test_qwen_round_trip_random_unicode(qwen, qwen_saved, text):
 
 
 def test_llama_extension_replays_and_keeps_specials(llama, flores_dir, tmp_path):
-    texts = load_flores("th", "dev", flores_dir)[:80]
+    texts = load_flores("th", "dev", source=flores_dir)[:80]
     ext = learn_extension(llama, list(enumerate(texts)), size=50)
     assert fast_merges(ext) == reference_merges(llama, texts, 50, 2)
     saved = load_extension(save_extension(ext, tmp_path / "llama-ext"))

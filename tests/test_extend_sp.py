@@ -113,7 +113,7 @@ def test_new_scores_are_below_and_distinct_in_float32():
 )
 def saved(request, config, flores_dir, tmp_path_factory):
     base = load_tokenizer(request.param, config.tokenizers_dir.value)
-    ext = learn_extension(base, flores_corpus("th", "dev", flores_dir), size=150)
+    ext = learn_extension(base, flores_corpus("th", "dev", source=flores_dir), size=150)
     folder = save_extension(ext, tmp_path_factory.mktemp("sp") / request.param, lang="th")
     return base, ext, folder
 
@@ -181,8 +181,8 @@ def test_llama2_with_missing_characters_added_first(config, flores_dir, devtest,
     from transformers import AutoTokenizer
 
     base = load_tokenizer("llama-2", config.tokenizers_dir.value)
-    ext = learn_extension(base, flores_corpus("th", "dev", flores_dir), size=150, add_missing_characters=True)
-    text = "".join(flores_corpus("th", "dev", flores_dir).texts())
+    ext = learn_extension(base, flores_corpus("th", "dev", source=flores_dir), size=150, add_missing_characters=True)
+    text = "".join(flores_corpus("th", "dev", source=flores_dir).texts())
     unknown = tuple(sorted({c for c in text if c != " " and base.backend.sp.piece_to_id(c) == 0}))  # 0 = <unk>
     assert ext.pieces.missing_characters == unknown and len(unknown) == 22
     assert ext.new_tokens[:22] == unknown and ext.n_merges == 150 and ext.n_new_tokens == 172
@@ -199,7 +199,7 @@ def test_llama2_with_missing_characters_added_first(config, flores_dir, devtest,
 @pytest.fixture(scope="module")
 def small(config, flores_dir, tmp_path_factory):
     base = load_tokenizer("llama-2", config.tokenizers_dir.value)
-    ext = learn_extension(base, flores_corpus("th", "dev", flores_dir), size=30)
+    ext = learn_extension(base, flores_corpus("th", "dev", source=flores_dir), size=30)
     return base, save_extension(ext, tmp_path_factory.mktemp("small") / "llama-2-th", lang="th")
 
 
@@ -243,7 +243,7 @@ def test_saved_extension_works_as_a_tokenizer_for_premium_and_price(small, devte
     led = Ledger(tmp_path / "L")
     led.append(records, base)
     settings = PriceSettings(resampling=Resampling(50), tokenizer=base)
-    p = price_ledger(led, "llama-2", "th", [4096], extension=SavedFolds(folder), settings=settings)
+    p = price_ledger(led, "llama-2", lang="th", caps=[4096], extension=SavedFolds(folder), settings=settings)
     assert p.rows[0].acc_native_ext == pytest.approx(4 / 6) and p.rows[0].acc_native == pytest.approx(4 / 6)
 
 

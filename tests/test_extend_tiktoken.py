@@ -40,7 +40,7 @@ def devtest(config) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def saved(gpt4o, flores_dir, tmp_path_factory):
-    ext = learn_extension(gpt4o, flores_corpus("th", "dev", flores_dir), size=SIZE)
+    ext = learn_extension(gpt4o, flores_corpus("th", "dev", source=flores_dir), size=SIZE)
     folder = save_extension(ext, tmp_path_factory.mktemp("ext") / "gpt-4o-th", lang="th")
     return ext, load_extension(folder)
 
@@ -209,8 +209,8 @@ def test_price_with_a_tiktoken_extension(gpt4o, saved, devtest, tmp_path):
     p = price_ledger(
         led,
         "gpt-4o",
-        "th",
-        [16, 4096],
+        lang="th",
+        caps=[16, 4096],
         extension=SavedFolds(loaded.path),
         settings=PriceSettings(resampling=Resampling(50), tokenizer=gpt4o),
     )

@@ -22,10 +22,10 @@ def test_language_aliases():
 
 
 def test_real_splits_have_release_sizes(flores_dir):
-    assert len(load_flores("th", "devtest", flores_dir)) == 1012
-    assert len(load_flores("th", "dev", flores_dir)) == 997
+    assert len(load_flores("th", "devtest", source=flores_dir)) == 1012
+    assert len(load_flores("th", "dev", source=flores_dir)) == 997
     with pytest.raises(MindcapError, match="unknown FLORES split"):
-        load_flores("th", "test", flores_dir)
+        load_flores("th", "test", source=flores_dir)
 
 
 def _tiny_flores(root, files):
@@ -40,7 +40,7 @@ def test_nfc_normalisation(tmp_path):
     nfd = unicodedata.normalize("NFD", "Grüße, café")
     assert nfd != unicodedata.normalize("NFC", nfd)
     src = _tiny_flores(tmp_path, {("devtest", "deu_Latn"): [nfd]})
-    assert load_flores("de", "devtest", src) == ["Grüße, café"]
+    assert load_flores("de", "devtest", source=src) == ["Grüße, café"]
 
 
 def test_misaligned_files_name_file_and_counts(tmp_path):
@@ -49,7 +49,7 @@ def test_misaligned_files_name_file_and_counts(tmp_path):
         {("devtest", "eng_Latn"): ["a", "b", "c"], ("devtest", "tha_Thai"): ["ก", "ข"]},
     )
     with pytest.raises(MindcapError) as info:
-        load_parallel(["th"], "devtest", src)
+        load_parallel(["th"], "devtest", source=src)
     msg = str(info.value)
     assert "tha_Thai.devtest" in msg and "has 2 lines" in msg and "has 3" in msg
 
@@ -57,4 +57,4 @@ def test_misaligned_files_name_file_and_counts(tmp_path):
 def test_missing_file_is_named(tmp_path):
     src = _tiny_flores(tmp_path, {("devtest", "eng_Latn"): ["a"]})
     with pytest.raises(MindcapError, match=r"FLORES file missing: .*tha_Thai\.devtest"):
-        load_parallel(["th"], "devtest", src)
+        load_parallel(["th"], "devtest", source=src)

@@ -281,7 +281,7 @@ def test_empty_flores_files_are_named(tmp_path):
     root = _flores(tmp_path, {"eng_Latn": "", "tha_Thai": ""})
     eng = root / "flores200" / "devtest" / "eng_Latn.devtest"
     with pytest.raises(MindcapError, match=f"FLORES file is empty: {re.escape(str(eng))}$"):
-        load_parallel(["th"], "devtest", str(root / "flores200"))
+        load_parallel(["th"], "devtest", source=str(root / "flores200"))
     with pytest.raises(MindcapError, match=f"FLORES file is empty: {re.escape(str(eng))}$"):
         token_premium(_whitespace_tokenizer(), ["th"], source=str(root / "flores200"), resampling=Resampling(40))
 

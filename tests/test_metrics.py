@@ -25,7 +25,7 @@ def test_audit_and_roundtrip_report_give_one_compliance_verdict(qwen):
     from mindcap_tok.roundtrip.report import label_hops, langid_table
 
     model = load_lid_model(hub=False)
-    shared = label_segments(model, TEXTS, ["deu_Latn"] * len(TEXTS))
+    shared = label_segments(model, TEXTS, expected=["deu_Latn"] * len(TEXTS))
     # by hand: "Ja, gut." has 6 letters (< 20); the others are clear sentences of their language
     assert shared["status"].tolist() == ["determinate"] * 3 + ["short"]
     assert shared["predicted"].tolist()[:3] == ["deu_Latn", "deu_Latn", "eng_Latn"]

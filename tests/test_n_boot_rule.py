@@ -51,7 +51,7 @@ def test_smallest_allowed_interval_contains_the_premium_on_flores(qwen, flores_d
     premium = counts.sum(axis=0) / ref.sum()
     n = min_resamples(level)
     for seed in range(20):
-        low, high = ratio_bootstrap(counts, ref, Resampling(n, seed, level))
+        low, high = ratio_bootstrap(counts, ref, resampling=Resampling(n, seed, level))
         assert np.all(low <= premium) and np.all(premium <= high), (seed, low, premium, high)
 
 

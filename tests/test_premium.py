@@ -70,14 +70,14 @@ def test_bootstrap_counts_reproducible_and_multinomial():
 def test_bootstrap_sums_equal_the_resampling_matrix_product(n, n_boot, seed):
     # drawn in blocks, the sums must be exactly those of the one shared resampling matrix
     values = np.random.default_rng(n).integers(0, 500, size=(n, 4)).astype(np.float64)
-    assert np.array_equal(bootstrap_sums(values, n_boot, seed), bootstrap_counts(n, n_boot, seed) @ values)
+    assert np.array_equal(bootstrap_sums(values, n_boot, seed=seed), bootstrap_counts(n, n_boot, seed=seed) @ values)
 
 
 def test_ratio_ci_agrees_with_scipy_percentile_bootstrap():
     rng = np.random.default_rng(3)
     ref = rng.integers(10, 40, size=300)
     lang = (ref * rng.uniform(1.5, 3.5, size=300)).astype(int)
-    low, high = ratio_bootstrap(lang[:, None], ref, Resampling(20000, 0, 0.95))
+    low, high = ratio_bootstrap(lang[:, None], ref, resampling=Resampling(20000, 0, 0.95))
     sp = stats.bootstrap(
         (lang, ref),
         lambda a, b, axis=-1: a.sum(axis=axis) / b.sum(axis=axis),

@@ -44,7 +44,7 @@ def pair(request, config):
 
 def test_every_flores_language(pair, flores_dir):
     tok, enc = pair
-    texts = ["\n".join(load_flores(code, "dev", flores_dir)[:3]) for code in flores_codes()]
+    texts = ["\n".join(load_flores(code, "dev", source=flores_dir)[:3]) for code in flores_codes()]
     assert len(texts) == 204  # FLORES-200 has 204 language varieties
     assert memo_ids(enc, texts) == hf_ids(tok, texts)
     # a second pass reads everything from the memo
@@ -102,7 +102,7 @@ def test_code_points_the_regex_engines_may_classify_differently_go_to_hf(config)
 
 
 def test_memo_emptied_when_full(qwen, flores_dir, monkeypatch):
-    texts = load_flores("tha_Thai", "dev", flores_dir)[:20]
+    texts = load_flores("tha_Thai", "dev", source=flores_dir)[:20]
     unbounded = PretokenEncoder.from_tokenizer(qwen.tokenizer)
     memo_ids(unbounded, texts)
     monkeypatch.setattr(pretoken_cache, "MAX_CACHED", 50)

@@ -118,8 +118,8 @@ def priced(world):
     return price_ledger(
         ledger,
         "tiny",
-        "th",
-        [30, 63],
+        lang="th",
+        caps=[30, 63],
         extension=GivenFolds(folds),
         settings=PriceSettings(resampling=Resampling(400, 3), tokenizer=base),
     )
@@ -160,7 +160,7 @@ def test_compression_per_fold_by_hand(priced):
 
 def test_closure_interval_matches_a_slow_item_bootstrap(world, priced):
     # reference: per replicate, reweight every item by its multiplicity and recompute the four accuracies
-    weights = bootstrap_counts(10, 400, 3)
+    weights = bootstrap_counts(10, 400, seed=3)
     per_item = {}
     for arm, plan, text_of in ARMS:
         for item, kinds in enumerate(plan):
@@ -200,15 +200,15 @@ def test_sample_keeps_whole_items_of_both_arms(world):
     p = price_ledger(
         ledger,
         "tiny",
-        "th",
-        [30],
+        lang="th",
+        caps=[30],
         extension=GivenFolds(folds),
         settings=PriceSettings(sample=4, resampling=Resampling(50, 1), tokenizer=base),
     )
     assert len(p.items) == 4 and p.sample == 4
     assert p.rows[0].n_items == 4 and p.rows[0].n_native == p.rows[0].n_translate == 8
-    assert list(sample_items(range(10), 4, 1)) == list(p.items)
-    assert list(sample_items(range(10), 4, 1)) != list(sample_items(range(10), 4, 2))
+    assert list(sample_items(range(10), 4, seed=1)) == list(p.items)
+    assert list(sample_items(range(10), 4, seed=1)) != list(sample_items(range(10), 4, seed=2))
 
 
 def test_items_without_a_held_out_fold_are_refused(world):
@@ -217,8 +217,8 @@ def test_items_without_a_held_out_fold_are_refused(world):
         price_ledger(
             ledger,
             "tiny",
-            "th",
-            [30],
+            lang="th",
+            caps=[30],
             extension=GivenFolds([FoldTokenizer(ext, frozenset(range(5)), 0)]),
             settings=PriceSettings(tokenizer=base),
         )
@@ -230,14 +230,16 @@ def test_a_cell_mixing_tasks_is_refused(world, tmp_path):
     mixed = Ledger(tmp_path / "L")
     mixed.append([_record(base, "native", 0, 2, _native_text("A")) | {"task": "my-task"}], tokenizer=base)
     with pytest.raises(MindcapError, match=r"cell tiny/native/tha_Thai mixes tasks mgsm and my-task"):
-        price_ledger(mixed, "tiny", "th", [30], extension=GivenFolds(folds), settings=PriceSettings(tokenizer=base))
+        price_ledger(
+            mixed, "tiny", lang="th", caps=[30], extension=GivenFolds(folds), settings=PriceSettings(tokenizer=base)
+        )
 
 
 def test_cap_above_the_stored_prefix_is_refused(world):
     ledger, base, _, folds = world
-    traces = load_traces(ledger, "tiny", "th", tokenizer=base)
+    traces = load_traces(ledger, "tiny", lang="th", tokenizer=base)
     with pytest.raises(MindcapError, match="exceeds the largest stored prefix 64"):
-        price_traces(traces, folds, [128])
+        price_traces(traces, folds, caps=[128])
 
 
 def test_cli_json_learns_a_cross_fitted_extension(world, tmp_path):
@@ -290,16 +292,16 @@ def test_saved_extension_prices_like_the_learned_one(world, tmp_path):
     learned = price_ledger(
         ledger,
         "tiny",
-        "th",
-        [30],
+        lang="th",
+        caps=[30],
         extension=LearnedFolds(size=1, save_to=out),
         settings=PriceSettings(resampling=Resampling(50), tokenizer=base),
     )
     again = price_ledger(
         ledger,
         "tiny",
-        "th",
-        [30],
+        lang="th",
+        caps=[30],
         extension=SavedFolds(out),
         settings=PriceSettings(resampling=Resampling(50), tokenizer=base),
     )
@@ -314,7 +316,7 @@ def test_exactly_one_extension_source(world):
     time is a value of no source type, and a learned extension with neither a size nor a frequency rule."""
     ledger, base, _, folds = world
     with pytest.raises(MindcapError, match="extension must be GivenFolds, SavedFolds or LearnedFolds, got list"):
-        price_ledger(ledger, "tiny", "th", [30], extension=folds, settings=PriceSettings(tokenizer=base))
+        price_ledger(ledger, "tiny", lang="th", caps=[30], extension=folds, settings=PriceSettings(tokenizer=base))
     with pytest.raises(MindcapError, match=r"needs a size .* or a minimum pair frequency"):
         LearnedFolds()
 
@@ -327,8 +329,8 @@ def thai_extension(world, tmp_path_factory):
     price_ledger(
         ledger,
         "tiny",
-        "th",
-        [30],
+        lang="th",
+        caps=[30],
         extension=LearnedFolds(size=1, save_to=out),
         settings=PriceSettings(resampling=Resampling(40), tokenizer=base),
     )
@@ -356,8 +358,8 @@ def test_an_extension_for_another_language_is_refused(world, thai_extension, tmp
         price_ledger(
             swahili,
             "tiny",
-            "sw",
-            [30],
+            lang="sw",
+            caps=[30],
             extension=SavedFolds(thai_extension),
             settings=PriceSettings(resampling=Resampling(40), tokenizer=base),
         )
@@ -381,7 +383,9 @@ def test_an_extension_that_records_no_language_is_refused(world, thai_extension,
     del manifest["lang"]
     (bare / "manifest.json").write_text(json.dumps(manifest), "utf-8")
     with pytest.raises(MindcapError, match="records no language, so it cannot be checked against tha_Thai"):
-        price_ledger(ledger, "tiny", "th", [30], extension=SavedFolds(bare), settings=PriceSettings(tokenizer=base))
+        price_ledger(
+            ledger, "tiny", lang="th", caps=[30], extension=SavedFolds(bare), settings=PriceSettings(tokenizer=base)
+        )
 
 
 def test_an_extension_of_another_base_tokenizer_is_refused(world, thai_extension, tmp_path):
@@ -389,7 +393,12 @@ def test_an_extension_of_another_base_tokenizer_is_refused(world, thai_extension
     other = _relabelled_ledger(world, tmp_path / "other", tok=ext)
     with pytest.raises(MindcapError, match=r"extends a base tokenizer with sha256 .*but the ledger's ids come from"):
         price_ledger(
-            other, "tiny", "th", [30], extension=SavedFolds(thai_extension), settings=PriceSettings(tokenizer=ext)
+            other,
+            "tiny",
+            lang="th",
+            caps=[30],
+            extension=SavedFolds(thai_extension),
+            settings=PriceSettings(tokenizer=ext),
         )
 
 
@@ -398,8 +407,8 @@ def test_a_sample_larger_than_the_items_reports_the_items_used(world):
     p = price_ledger(
         ledger,
         "tiny",
-        "th",
-        [30],
+        lang="th",
+        caps=[30],
         extension=GivenFolds(folds),
         settings=PriceSettings(sample=5000, resampling=Resampling(50), tokenizer=base),
     )

@@ -81,8 +81,8 @@ def test_price_any_family_with_base_as_retokenizer(tmp_path, config, lines, name
     p = price_ledger(
         led,
         name,
-        "th",
-        [CAP],
+        lang="th",
+        caps=[CAP],
         extension=GivenFolds([FoldTokenizer(tok)]),
         settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
     )
@@ -96,8 +96,8 @@ def test_price_any_family_with_base_as_retokenizer(tmp_path, config, lines, name
     learned = price_ledger(  # every family is extendable: learning on the traces prices like any extension
         led,
         name,
-        "th",
-        [CAP],
+        lang="th",
+        caps=[CAP],
         extension=LearnedFolds(size=3),
         settings=PriceSettings(resampling=Resampling(50), tokenizer=tok),
     )

@@ -40,9 +40,9 @@ def test_ratio_bootstrap_uses_all_three_settings():
     """Two pairs of counts: the interval is the (2.5, 97.5) percentiles of the resampled sums' ratio, by hand."""
     counts, ref = np.array([[3.0], [5.0]]), np.array([1.0, 2.0])
     r = Resampling(200, 7, 0.9)
-    sums = bootstrap_sums(np.column_stack([ref, counts]), 200, 7)
+    sums = bootstrap_sums(np.column_stack([ref, counts]), 200, seed=7)
     want = np.quantile(sums[:, 1] / sums[:, 0], [0.05, 0.95])
-    low, high = ratio_bootstrap(counts, ref, r)
+    low, high = ratio_bootstrap(counts, ref, resampling=r)
     assert (low[0], high[0]) == pytest.approx(tuple(want))
     # every ratio of two resampled pairs lies between 5/2 and 3/1
     assert 2.5 <= low[0] <= high[0] <= 3.0

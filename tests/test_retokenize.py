@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from mindcap_tok.adaptation.crossfit import cross_fit
 from mindcap_tok.adaptation.retokenize import (
     FoldTokenizer,
+    Scoring,
     decode_traces,
     fold_of_items,
     fold_tokenizers,
@@ -51,7 +52,7 @@ def _reference(ids, token_bytes, budget):
 )
 def test_prefix_bytes_match_joined_prefixes(seqs, widths, budgets):
     token_bytes = [b"x" * w for w in widths]
-    prefix, n_tokens, totals = prefix_byte_lengths(seqs, np.array(widths), budgets)
+    prefix, n_tokens, totals = prefix_byte_lengths(seqs, np.array(widths), budgets=budgets)
     for t, ids in enumerate(seqs):
         assert n_tokens[t] == len(ids)
         assert totals[t] == _reference(ids, token_bytes, len(ids))
@@ -62,7 +63,7 @@ def test_prefix_bytes_match_joined_prefixes(seqs, widths, budgets):
 def test_real_tokenizer_prefixes_decode_to_the_prefix_text(qwen):
     texts = ["ดังนั้นคำตอบคือ 18\n#### 18", "Also ist die Antwort 7.\n#### 7", ""]
     budgets = [1, 3, 8, 1000]
-    got = retokenize(texts, qwen, budgets)
+    got = retokenize(texts, qwen, budgets=budgets)
     for t, text in enumerate(texts):
         ids = qwen.tokenizer.encode(text, add_special_tokens=False).ids
         assert got.n_tokens[t] == len(ids)
@@ -75,8 +76,8 @@ def test_real_tokenizer_prefixes_decode_to_the_prefix_text(qwen):
 def test_hand_counts_of_the_tiny_extension(tiny, memo):
     base, ext = tiny
     texts = [thai_trace(10, 4), english_trace(10, 4)]
-    b = retokenize(texts, base, [4, 20, 27, 100], memo=memo)
-    e = retokenize(texts, ext, [4, 20, 27, 100], memo=memo)
+    b = retokenize(texts, base, budgets=[4, 20, 27, 100], memo=memo)
+    e = retokenize(texts, ext, budgets=[4, 20, 27, 100], memo=memo)
     # base: 2k+7 = 27 tokens each; ext halves only the Thai part: k+7 = 17
     assert b.n_tokens.tolist() == [27, 27]
     assert e.n_tokens.tolist() == [17, 27]
@@ -97,7 +98,7 @@ def test_each_item_uses_the_fold_that_held_it_out(tiny):
     base, ext = tiny
     folds = [FoldTokenizer(ext, frozenset({0, 2}), 0), FoldTokenizer(base, frozenset({1}), 1)]
     items = [0, 1, 2, 1]
-    got = retokenize_items([thai_trace(5, 1)] * 4, items, folds, [100])
+    got = retokenize_items([thai_trace(5, 1)] * 4, items, folds=folds, budgets=[100])
     assert got.fold.tolist() == [0, 1, 0, 1]
     assert got.n_tokens.tolist() == [12, 17, 12, 17]
 
@@ -121,7 +122,7 @@ def test_extensions_learned_on_ledger_traces_are_cross_fitted(tiny):
     base, _ = tiny
     items = [0, 0, 1, 1, 2, 2, 3, 3]
     texts = [thai_trace(6 + i, i) for i in items]
-    corpus = ledger_corpus(items, texts, "ledger:test/native/tha_Thai")
+    corpus = ledger_corpus(items, texts, name="ledger:test/native/tha_Thai")
     learned = cross_fit(base, corpus, folds=2, seed=0, size=1)
     held = [set(fx.held_out) for fx in learned]
     assert held[0].isdisjoint(held[1]) and held[0] | held[1] == {0, 1, 2, 3}
@@ -129,7 +130,7 @@ def test_extensions_learned_on_ledger_traces_are_cross_fitted(tiny):
         # the most frequent pair in any half of these traces is ก+า: the one merge of the hand-made extension
         assert fx.extension.merges == (("à¸ģ", "à¸²"),)
     folds = fold_tokenizers(learned, "tha_Thai")
-    got = retokenize_items(texts, items, folds, [100])
+    got = retokenize_items(texts, items, folds=folds, budgets=[100])
     assert got.n_tokens.tolist() == [6 + i + 7 for i in items]
     assert sorted(set(got.fold.tolist())) == [0, 1]
 
@@ -150,7 +151,7 @@ def test_scores_equal_decoding_every_prefix(tiny):
     budgets = list(range(1, 60, 3))
     rule = get_parser("strict")
     for tok in (base, ext):
-        got = retokenize(texts, tok, budgets, golds, complete)
+        got = retokenize(texts, tok, budgets=budgets, scoring=Scoring(golds, complete=complete))
         for t, text in enumerate(texts):
             ids = tok.tokenizer.encode(text, add_special_tokens=False).ids
             for j, b in enumerate(budgets):
@@ -161,7 +162,7 @@ def test_scores_equal_decoding_every_prefix(tiny):
 
 
 def _thai_traces(flores_dir: str, n: int) -> tuple[list[str], list[int]]:
-    lines = load_flores("tha_Thai", "dev", flores_dir)
+    lines = load_flores("tha_Thai", "dev", source=flores_dir)
     texts = ["\n".join(lines[t % 97 : t % 97 + 1 + t % 5]) + f"\n#### {t % 10}" * (t % 3 > 0) for t in range(n)]
     return texts, [t % 10 for t in range(n)]
 
@@ -175,7 +176,7 @@ def test_worker_processes_and_hf_encode_agree(qwen, flores_dir, monkeypatch):
     folds = [FoldTokenizer(qwen, frozenset({0, 1, 2}), 0), FoldTokenizer(qwen, frozenset({3, 4, 5, 6}), 1)]
     budgets = [16, 64, 256, 1024]
     alive: list[int] = []  # worker processes alive as each chunk comes back
-    runs = [retokenize_items(texts, items, folds, budgets, golds, workers=w, memo=m,
+    runs = [retokenize_items(texts, items, folds=folds, budgets=budgets, scoring=Scoring(golds), workers=w, memo=m,
                              on_progress=lambda *_: alive.append(len(mp.active_children())))
             for w, m in ((2, True), (1, True), (1, False))]  # fmt: skip
     # 129 and 171 traces per fold: chunks of 64 with two workers (3 + 3), of 75 with one (2 + 3, twice)
@@ -195,7 +196,7 @@ def test_an_encoder_that_disagrees_with_hf_is_dropped(qwen, llama, flores_dir, m
     monkeypatch.setattr(PretokenEncoder, "from_tokenizer", staticmethod(lambda tok: wrong))
     texts, golds = _thai_traces(flores_dir, 10)
     with caplog.at_level(logging.WARNING, logger="mindcap_tok"):
-        got = retokenize(texts, qwen, [1024], golds)
+        got = retokenize(texts, qwen, budgets=[1024], scoring=Scoring(golds))
     assert [r.name for r in caplog.records] == ["mindcap_tok.adaptation.retokenize"]
     assert "differs from HF" in caplog.records[0].getMessage()
     assert got.n_tokens.tolist() == [len(e.ids) for e in qwen.tokenizer.encode_batch(texts, add_special_tokens=False)]
@@ -213,7 +214,7 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path):
         from mindcap_tok.adaptation.retokenize import retokenize
         importlib.import_module("mindcap_tok.adaptation.retokenize").PARALLEL_MIN_CHARS = 0
         tok = load_tokenizer({str(tmp_path / "tiny")!r})
-        retokenize(["กากา\\n#### 7"] * 300, tok, [8], workers=2)
+        retokenize(["กากา\\n#### 7"] * 300, tok, budgets=[8], workers=2)
     """)
     )
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from mindcap_tok.adaptation.retokenize import decode_traces, retokenize
+from mindcap_tok.adaptation.retokenize import Scoring, decode_traces, retokenize
 from mindcap_tok.tasks.answers import get_parser
 from mindcap_tok.tokenization.load import load_tokenizer
 
@@ -31,7 +31,7 @@ def test_retokenize_prefixes_equal_decoding(config, texts, name):
     golds = [100 + i % 12 + 50 * (i // 12) for i in range(len(texts))]
     golds[3] += 1  # one wrong answer
     budgets = [1, 2, 5, 10, 20, 40, 80, 500]
-    res = retokenize(texts, tok, budgets, golds=golds, complete=[True] * len(texts))
+    res = retokenize(texts, tok, budgets=budgets, scoring=Scoring(golds, complete=[True] * len(texts)))
     parser = get_parser("strict")
     checked = 0
     for t, text in enumerate(texts):

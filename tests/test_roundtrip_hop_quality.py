@@ -19,7 +19,10 @@ def test_hops_scored_against_flores_in_their_language(tmp_path, qwen, flores_dir
     from mindcap_tok.roundtrip import parse_spec
 
     ids = [t.id for t in parse_spec({"model": "m", "sequences": ["en>de>en"], "seed": 3, **SOURCE}).texts]
-    deu, eng = load_flores("deu_Latn", "devtest", flores_dir), load_flores("eng_Latn", "devtest", flores_dir)
+    deu, eng = (
+        load_flores("deu_Latn", "devtest", source=flores_dir),
+        load_flores("eng_Latn", "devtest", source=flores_dir),
+    )
     line = {i: int(i.split(":")[1]) for i in ids}
     # hop 1 gives the German reference itself (chrF 100); hop 2 gives back only the first half of the English
     outputs = {(1, i): deu[line[i]] for i in ids}

@@ -40,7 +40,7 @@ def test_unequal_samples_per_item_weight_records_not_items():
     # item 0 has 4 samples (all correct), item 1 has 1 sample (wrong): accuracy = 4/5, not the item mean 1/2
     boot = item_bootstrap(np.array([[4.0], [0.0]]), np.array([[4.0], [1.0]]), n_boot=50, seed=0)
     assert boot.estimate[0] == pytest.approx(0.8)
-    weights = bootstrap_counts(2, 50, 0)
+    weights = bootstrap_counts(2, 50, seed=0)
     expected = (weights[:, 0] * 4) / (weights[:, 0] * 4 + weights[:, 1])
     np.testing.assert_allclose(boot.replicates[:, 0], expected)
 
@@ -102,7 +102,7 @@ def test_ratio_difference_se_matches_an_explicitly_resampled_dataset():
     xa, xb = rng.integers(0, 5, n).astype(float), rng.integers(0, 5, n).astype(float)
     na, nb = np.full(n, 8.0), rng.integers(4, 9, n).astype(float)  # unequal counts: the general formula
     weights = bootstrap_counts(n, 6, seed=4)
-    diff = ratio_difference(xa, na, xb, nb, weights, seed=4)
+    diff = ratio_difference(xa, na, num_b=xb, den_b=nb, weights=weights, seed=4)
     assert diff.estimate == pytest.approx(xa.sum() / na.sum() - xb.sum() / nb.sum())
     assert diff.se_estimate == pytest.approx(_linearized_se(xa, na, xb, nb))
     for b, w in enumerate(weights.astype(int)):
@@ -157,7 +157,7 @@ def simulated_coverage():
     point, band = [], []
     for s in range(200):
         data = simulate(design, seed=50_000 + s)
-        res = sweep(data.grid(need), design.premiums, budgets, resampling=Resampling(500, s))
+        res = sweep(data.grid(need), design.premiums, budgets=budgets, resampling=Resampling(500, s))
         for lang, part in res.rows.groupby("lang"):
             tr = truth[lang]
             point.append((part["ci_low"].to_numpy() <= tr) & (tr <= part["ci_high"].to_numpy()))

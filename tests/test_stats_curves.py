@@ -97,14 +97,14 @@ def test_premium_table_forms_and_exact_floor():
             }
         ]
     )
-    r = lookup_premium(table, "Qwen3-8B", "tha_Thai")  # registry alias of the same model
+    r = lookup_premium(table, "Qwen3-8B", lang="tha_Thai")  # registry alias of the same model
     assert r == Fraction(2135, 837)
     assert required_budgets([256], [r]) == [256, 652]
     pairs = parse_premium_pairs(["th=2.55", "llama-3.1-8b:de=1.58"])
-    assert lookup_premium(pairs, "anything", "th") == Fraction(255, 100)
-    assert lookup_premium(pairs, "llama3.1", "de") == Fraction(158, 100)
+    assert lookup_premium(pairs, "anything", lang="th") == Fraction(255, 100)
+    assert lookup_premium(pairs, "llama3.1", lang="de") == Fraction(158, 100)
     with pytest.raises(MindcapError, match="no premium"):
-        lookup_premium(pairs, "qwen3-8b", "de")
+        lookup_premium(pairs, "qwen3-8b", lang="de")
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +129,8 @@ def test_grid_from_frames_equals_direct_sums(sim):
 
 def test_sweep_point_estimates_crossovers_and_peaks(sim):
     design, _data, budgets, by_budget = sim
-    res = sweep(by_budget, design.premiums, budgets, resampling=Resampling(300, 1))
-    ref = delta_table(by_budget, design.premiums, budgets)
+    res = sweep(by_budget, design.premiums, budgets=budgets, resampling=Resampling(300, 1))
+    ref = delta_table(by_budget, design.premiums, budgets=budgets)
     merged = res.rows.merge(ref, on=["model", "lang", "budget"], suffixes=("", "_ref"))
     np.testing.assert_allclose(merged["delta"], merged["delta_ref"])
     np.testing.assert_allclose(merged["gap"], merged["acc_translate"] - merged["acc_native"])

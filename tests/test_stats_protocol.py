@@ -169,10 +169,10 @@ def test_family_on_a_simulated_ledger(tmp_path, by_budget):
     path = _write(tmp_path, GOOD_EQ)
     proto = load_protocol(path)
     table = premium_table(proto.premiums)
-    assert family_budgets(proto.hypotheses, table, ["sim-8b"]) == [192, 256, 299, 489, 1024, 1597, 1986]
-    res = run_protocol(proto, by_budget, table)
+    assert family_budgets(proto.hypotheses, table, models=["sim-8b"]) == [192, 256, 299, 489, 1024, 1597, 1986]
+    res = run_protocol(proto, by_budget, premiums=table)
     t = res.table.set_index("id")
-    delta = delta_table(by_budget, table, [192, 1024]).set_index(["lang", "budget"])["delta"]
+    delta = delta_table(by_budget, table, budgets=[192, 1024]).set_index(["lang", "budget"])["delta"]
     assert t.loc["H1-peak-th", "estimate"] == pytest.approx(100 * delta[("tha_Thai", 192)])
     assert t.loc["H2", "estimate"] == pytest.approx(100 * (delta[("tha_Thai", 192)] - delta[("deu_Latn", 192)]))
     gap = gap_table(by_budget).set_index(["lang", "budget"])["gap"]
@@ -189,7 +189,7 @@ def test_the_example_protocol_parses_and_lists_its_budgets():
     proto = load_protocol(Path(__file__).resolve().parents[1] / "examples" / "protocol_bstar.toml")
     assert [h.id for h in proto.hypotheses] == ["H1-existence", "H1-SESOI", "H2", "H3-de", "H3-th", "H3-sw"]
     table = premium_table({"de": 1.56, "th": 2.55, "sw": 1.94})
-    assert family_budgets(proto.hypotheses, table, ["qwen3-8b"]) == [1024, 1597, 1986, 2611]
+    assert family_budgets(proto.hypotheses, table, models=["qwen3-8b"]) == [1024, 1597, 1986, 2611]
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")

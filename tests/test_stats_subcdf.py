@@ -61,8 +61,8 @@ def test_replay_identity_is_exact(design):
     data = simulate(design, seed=21)
     budgets = [64, 128, 192, 256, 384, 512, 768, 1024]
     need = required_budgets(budgets, design.premiums.values())
-    observed = delta_table(data.by_budget(need), design.premiums, budgets)
-    predicted = predict_delta(data.by_record(), design.premiums, budgets)
+    observed = delta_table(data.by_budget(need), design.premiums, budgets=budgets)
+    predicted = predict_delta(data.by_record(), design.premiums, budgets=budgets)
     both = predicted.merge(observed, on=["model", "lang", "budget"])
     assert len(both) == 3 * len(budgets)
     np.testing.assert_array_equal(both["predicted"].to_numpy(), both["delta"].to_numpy())
@@ -75,8 +75,8 @@ def test_long_ledger_predicts_independent_decodes_better_than_the_naive_factoriz
     need = required_budgets(budgets, design.premiums.values())
     long_run = simulate(design, seed=31)
     independent = simulate(design, seed=32, caps=need)
-    predicted = predict_delta(long_run.by_record(), design.premiums, budgets)
-    observed = delta_table(independent.by_budget(), design.premiums, budgets, frame="independent")
+    predicted = predict_delta(long_run.by_record(), design.premiums, budgets=budgets)
+    observed = delta_table(independent.by_budget(), design.premiums, budgets=budgets, frame="independent")
     cmp = compare_prediction(predicted, observed)
     # sampling error of two 2,000-trace ledgers is a couple of points; the naive product is biased by more
     assert (cmp["mae"] < 0.025).all(), cmp

@@ -59,7 +59,7 @@ def test_same_ids_as_tokenizers_on_a_sample(engines, flores_dir, model):
     tok, engine = engines(model)
     texts = list(EXTRA)
     for code in flores_codes():  # 3 lines per language, as in the files (not NFC) and NFC
-        raw = load_flores(code, "devtest", flores_dir, nfc=False)
+        raw = load_flores(code, "devtest", source=flores_dir, nfc=False)
         texts += raw[::400] + [unicodedata.normalize("NFC", s) for s in raw[::400]]
     not_nfc = [s for s in texts if unicodedata.normalize("NFC", s) != s]
     assert len(not_nfc) > 5  # the normaliser path is exercised
@@ -73,7 +73,7 @@ def test_same_ids_as_tokenizers_on_a_sample(engines, flores_dir, model):
 def test_same_counts_on_every_flores_line(engines, flores_dir, model):
     # all 204 languages x 1,012 devtest lines, NFC as premiums read them
     tok, engine = engines(model)
-    lines = [s for code in flores_codes() for s in load_flores(code, "devtest", flores_dir)]
+    lines = [s for code in flores_codes() for s in load_flores(code, "devtest", source=flores_dir)]
     assert len(lines) == 204 * 1012
     reference = [len(e.ids) for e in tok.tokenizer.encode_batch_fast(lines, add_special_tokens=False)]
     counts = engine.count_tokens(lines).tolist()
@@ -92,10 +92,10 @@ def test_premium_records_the_engine_and_agrees(qwen, flores_dir, monkeypatch):
 
 
 def test_small_jobs_and_other_families_use_their_own_library(qwen, config):
-    assert counting_engine(qwen, "auto", ["x" * 10_000]).family == "tokenizers"
-    assert counting_engine(qwen, "reference", ["x" * 10**7]).family == "tokenizers"
+    assert counting_engine(qwen, "auto", texts=["x" * 10_000]).family == "tokenizers"
+    assert counting_engine(qwen, "reference", texts=["x" * 10**7]).family == "tokenizers"
     gemma = load_tokenizer("gemma-3", config.tokenizers_dir.value)
-    assert counting_engine(gemma, "auto", ["x" * 10**7]).family == "sentencepiece"
+    assert counting_engine(gemma, "auto", texts=["x" * 10**7]).family == "sentencepiece"
     assert gemma.tiktoken_engine is None
 
 

@@ -53,14 +53,14 @@ def test_every_family_implements_the_protocol(config, qwen):
     toks = [qwen] + [load_tokenizer(n, config.tokenizers_dir.value) for n in ("gpt-4o", "gemma-3")]
     assert [isinstance(t.backend, TokenizerBackend) for t in toks] == [True, True, True]
     # capabilities instead of family names: which can be extended and how, which has a HF tokenizer
-    assert [t.extension_format for t in toks] == ["merges", "ranks", None]
+    assert [t.extension_format for t in toks] == ["merges", "ranks", "pieces"]  # SentencePiece BPE: issue 25
     assert [t.tokenizer is not None for t in toks] == [True, False, False]
 
 
 def test_a_tiktoken_built_in_memory_is_hashed_as_its_files():
     # the 256 bytes, one merge; hashed as the .tiktoken lines followed by an encoding.json of the rest
     ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256}
-    backend = build_tiktoken("tiny", r"\S+|\s+", ranks, {"<|end|>": 257})
+    backend = build_tiktoken("tiny", r"\S+|\s+", ranks=ranks, specials={"<|end|>": 257})
     rank_file = "".join(f"{base64.b64encode(b).decode()} {r}\n" for b, r in ranks.items()).encode()
     spec = b'{"name": "tiny", "pat_str": "\\\\S+|\\\\s+", "special_tokens": {"<|end|>": 257}}'
     assert json.loads(spec)["pat_str"] == r"\S+|\s+"

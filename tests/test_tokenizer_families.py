@@ -96,7 +96,7 @@ def test_llama2_thai_uses_byte_fallback(toks):
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_token_bytes_concatenate_to_decoded_thai(toks, flores_dir, name):
     tok = toks[name]
-    lines = load_flores("tha_Thai", "devtest", flores_dir)[:40]
+    lines = load_flores("tha_Thai", "devtest", source=flores_dir)[:40]
     table = tok.token_bytes
     for line, ids in zip(lines, tok.encode_batch(lines), strict=True):
         text = tok.decode(ids)

@@ -155,9 +155,11 @@ def test_audit_errors_then_audits_with_the_flag(ledger, qwen, tmp_path):
     assert audits[1]["summary"]["raw_agreement"] == 1.0  # the stored text is the decode of the ids
     # the library: given tokenizers are checked as loaded ones are
     with pytest.raises(TokenizerMismatchError):
-        run_audits(ledger, ["parity"], AuditConfig(budgets=(30,), tokenizers={"qwen3-8b": qwen}))
+        run_audits(ledger, ["parity"], config=AuditConfig(budgets=(30,), tokenizers={"qwen3-8b": qwen}))
     ok = run_audits(
-        ledger, ["parity"], AuditConfig(budgets=(30,), tokenizers={"qwen3-8b": qwen}, allow_tokenizer_mismatch=True)
+        ledger,
+        ["parity"],
+        config=AuditConfig(budgets=(30,), tokenizers={"qwen3-8b": qwen}, allow_tokenizer_mismatch=True),
     )
     assert ok.results[0].status == "ok"
 
@@ -211,8 +213,8 @@ def test_price_errors_then_prices_with_the_flag(price_world):
     (row,) = json.loads(res.stdout)
     assert row["G"] == pytest.approx(0.5) and row["n_items"] == 4
     with pytest.raises(TokenizerMismatchError):
-        load_traces(ledger, "tiny", "th", tokenizer=base)
-    assert len(load_traces(ledger, "tiny", "th", tokenizer=base, allow_tokenizer_mismatch=True).texts) == 8
+        load_traces(ledger, "tiny", lang="th", tokenizer=base)
+    assert len(load_traces(ledger, "tiny", lang="th", tokenizer=base, allow_tokenizer_mismatch=True).texts) == 8
 
 
 def test_an_unknown_tokenizer_name_suggests_the_flag_and_the_flag_works(tmp_path, qwen, monkeypatch):

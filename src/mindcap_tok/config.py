@@ -134,6 +134,7 @@ def _read_config_file(path: Path) -> dict[str, Path]:
 def load_config(
     data_dir: str | os.PathLike[str] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
+    *,
     start: Path | None = None,
 ) -> Config:
     """Resolve every setting; explicit arguments beat the environment, which beats the file."""

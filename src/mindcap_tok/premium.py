@@ -97,20 +97,24 @@ def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str])
 
 
 def ratio_bootstrap(
-    counts: np.ndarray, ref_counts: np.ndarray, resampling: Resampling
+    counts: np.ndarray, ref_counts: np.ndarray, *, resampling: Resampling
 ) -> tuple[np.ndarray, np.ndarray]:
     """Paired percentile CIs of sum(counts[:, j]) / sum(ref_counts) for every column j.
 
     ``counts`` is (n_pairs, n_langs); returns (low, high) arrays of length n_langs.
     """
-    sums = bootstrap_sums(np.column_stack([ref_counts, counts]).astype(np.float64), resampling.n_boot, resampling.seed)
+    sums = bootstrap_sums(
+        np.column_stack([ref_counts, counts]).astype(np.float64), resampling.n_boot, seed=resampling.seed
+    )
     ratios = sums[:, 1:] / sums[:, :1]
     alpha = 1.0 - resampling.level
     low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2], axis=0, overwrite_input=True)
     return low, high
 
 
-def load_split(codes: Sequence[str], split: str, source: str, ref: str, nfc: bool = True) -> dict[str, list[list[str]]]:
+def load_split(
+    codes: Sequence[str], split: str, *, source: str, ref: str, nfc: bool = True
+) -> dict[str, list[list[str]]]:
     """Line-aligned sentences per language, one list per split file (``dev+devtest``: two lists).
 
     ``split`` may also name a parallel MGSM corpus (:data:`~mindcap_tok.data.mgsm.MGSM_CORPORA`: ``mgsm``, the
@@ -134,7 +138,7 @@ def petrov2023_string(files: Sequence[Sequence[str]]) -> str:
     return " ".join(item for lines in files for item in (*lines, ""))
 
 
-def counting_engine(tokenizer: ResolvedTokenizer, engine: str = "auto", texts: Iterable[str] = ()) -> Counter:
+def counting_engine(tokenizer: ResolvedTokenizer, engine: str = "auto", *, texts: Iterable[str] = ()) -> Counter:
     """What counts the tokens: the family's own back end, or (``auto``, ``texts`` of at least
     :data:`TIKTOKEN_ENGINE_MIN_CHARS` characters) tiktoken for a ``tokenizer.json`` it runs exactly.
 
@@ -197,17 +201,19 @@ def token_premium(
     codes = list(dict.fromkeys(resolve_language(lang) for lang in languages))
     ref_code = resolve_language(ref)
     source = source or (str(mgsm_source()) if split in MGSM_CORPORA else flores_source())
-    files = load_split(codes, split, source, ref_code, nfc=protocol != "petrov2023" if nfc is None else nfc)
+    files = load_split(codes, split, source=source, ref=ref_code, nfc=protocol != "petrov2023" if nfc is None else nfc)
     if protocol == "petrov2023":
         texts = {code: [petrov2023_string(parts)] for code, parts in files.items()}
     else:
         texts = {code: [s for part in parts for s in part] for code, parts in files.items()}
     n_pairs = sum(len(part) for part in files[ref_code])
-    counter = counting_engine(tokenizer, engine, (s for lines in texts.values() for s in lines))
+    counter = counting_engine(tokenizer, engine, texts=(s for lines in texts.values() for s in lines))
     ref_counts = counter.count_tokens(texts[ref_code])
     if not ref_counts.sum():  # the premium divides by it
         parts = split.split("+")
-        where = split if split in MGSM_CORPORA else " + ".join(flores_file(source, ref_code, part) for part in parts)
+        where = (
+            split if split in MGSM_CORPORA else " + ".join(flores_file(source, ref_code, split=part) for part in parts)
+        )
         raise MindcapError(f"{where} has no tokens with {tokenizer.name}'s tokenizer")
     columns = []
     # a few languages per batched call: one call per language costs each library its per-call set-up (tiktoken
@@ -223,7 +229,7 @@ def token_premium(
         low = high = [None] * len(codes)
         n_boot = 0
     else:
-        low, high = ratio_bootstrap(counts, ref_counts, resampling)
+        low, high = ratio_bootstrap(counts, ref_counts, resampling=resampling)
     ref_total = int(ref_counts.sum())
     results = []
     for j, code in enumerate(codes):

@@ -43,7 +43,7 @@ def min_resamples(level: float) -> int:
     return math.ceil(2 / (1 - Fraction(repr(float(level)))))
 
 
-def check_resamples(n_boot: int, level: float, name: str = "--n-boot") -> None:
+def check_resamples(n_boot: int, level: float, *, name: str = "--n-boot") -> None:
     """Refuse ``n_boot`` below :func:`min_resamples` for ``level`` in one line naming the setting (``name``: the
     flag, or a file's key) and the minimum."""
     need = min_resamples(level)
@@ -84,7 +84,7 @@ class Resampling:
 DEFAULT_RESAMPLING = Resampling()
 
 
-def bootstrap_counts(n: int, n_boot: int, seed: int) -> np.ndarray:
+def bootstrap_counts(n: int, n_boot: int, *, seed: int) -> np.ndarray:
     """(n_boot, n) matrix: how often each of n units is drawn in each resample (float64, exact ints).
 
     Row b is the multiplicity vector of resample b drawn with replacement; the same seed always
@@ -100,7 +100,7 @@ def bootstrap_counts(n: int, n_boot: int, seed: int) -> np.ndarray:
 BOOT_BLOCK = 256
 
 
-def bootstrap_sums(values: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+def bootstrap_sums(values: np.ndarray, n_boot: int, *, seed: int) -> np.ndarray:
     """(n_boot, k) resampled column sums of ``values`` (n, k): ``bootstrap_counts(n, n_boot, seed) @ values``.
 
     Drawn in blocks of :data:`BOOT_BLOCK` resamples from the same generator, so the draws are those of

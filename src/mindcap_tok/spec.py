@@ -73,7 +73,7 @@ def show(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check_known(table: Mapping, known: Iterable[str], prefix: str = "") -> None:
+def check_known(table: Mapping, known: Iterable[str], *, prefix: str = "") -> None:
     """Refuse the first key of ``table`` (in sorted order) that is not in ``known``."""
     known = list(known)
     unknown = sorted(set(table) - set(known))
@@ -81,7 +81,7 @@ def check_known(table: Mapping, known: Iterable[str], prefix: str = "") -> None:
         raise SpecError(prefix + str(unknown[0]), f"unknown key; known: {', '.join(sorted(known))}")
 
 
-def int_range(value: int, low: int, high: int | None = None) -> int:
+def int_range(value: int, low: int, *, high: int | None = None) -> int:
     """``value`` when in ``low..high`` (the problem text of every integer range)."""
     if value < low or (high is not None and value > high):
         bound = f"in {low}..{high}" if high is not None else f">= {low}"
@@ -90,7 +90,7 @@ def int_range(value: int, low: int, high: int | None = None) -> int:
 
 
 def _between(low: int, high: int | None = None) -> AfterValidator:
-    return AfterValidator(lambda v: int_range(v, low, high))
+    return AfterValidator(lambda v: int_range(v, low, high=high))
 
 
 def _check(rule: Callable[[Any], bool], problem: str) -> AfterValidator:
@@ -136,7 +136,7 @@ def _key(prefix: str, loc: tuple) -> str:
     return (prefix + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")).rstrip(".")
 
 
-def validate(model: type[BaseModel], table: object, key: str) -> BaseModel:
+def validate(model: type[BaseModel], table: object, *, key: str) -> BaseModel:
     """``table`` checked by ``model`` (strict: no coercion, no unknown keys), else a :class:`SpecError`;
     ``key`` is the table's dotted path (``""``: the whole file)."""
     if not isinstance(table, dict):
@@ -152,7 +152,7 @@ def validate(model: type[BaseModel], table: object, key: str) -> BaseModel:
 _ADAPTERS: dict[object, TypeAdapter] = {}
 
 
-def check(kind: object, value: object, key: str):
+def check(kind: object, value: object, *, key: str):
     """One value checked against a shared rule (``Cap``, ``Seed``, ``ModelName``, ...), else a :class:`SpecError`."""
     adapter = _ADAPTERS.setdefault(kind, TypeAdapter(kind, config=ConfigDict(strict=True, allow_inf_nan=False)))
     try:
@@ -164,17 +164,17 @@ def check(kind: object, value: object, key: str):
 
 def check_cap(value: object, key: str) -> int:
     """An output-token cap: an integer in 1..MAX_CAP."""
-    return check(Cap, value, key)
+    return check(Cap, value, key=key)
 
 
 def check_seed(value: object, key: str = "seed") -> int:
     """A seed: an integer >= 0."""
-    return check(Seed, value, key)
+    return check(Seed, value, key=key)
 
 
 def check_model(value: object, key: str = "model") -> str:
     """A model (path, HF id or registry name) or the name records carry: a non-empty string."""
-    return check(ModelName, value, key)
+    return check(ModelName, value, key=key)
 
 
 def default_model_name(model: str) -> str:
@@ -207,10 +207,10 @@ class _SamplingTable(BaseModel):
     top_k: TopK | None = None
 
 
-def check_sampling(table: object, key: str = "sampling", default: Sampling | None = None) -> Sampling:
+def check_sampling(table: object, key: str = "sampling", *, default: Sampling | None = None) -> Sampling:
     """A ``[sampling]`` table (or the sampling keys of ``[judge]``) over ``default``: only its keys, each checked.
     An int passes for a float and is kept as written (``temperature = 1``)."""
-    validate(_SamplingTable, table, key)
+    validate(_SamplingTable, table, key=key)
     base = default or Sampling()
     return Sampling(**{f.name: table.get(f.name, getattr(base, f.name)) for f in fields(Sampling)})
 
@@ -261,7 +261,7 @@ def base_urls(value: object, key: str) -> tuple[str, ...]:
     values = value if isinstance(value, list) else [value]
     if not values:
         raise SpecError(key, "must not be an empty list")
-    urls = [check(ModelName, u, f"{key}[{i}]" if isinstance(value, list) else key) for i, u in enumerate(values)]
+    urls = [check(ModelName, u, key=f"{key}[{i}]" if isinstance(value, list) else key) for i, u in enumerate(values)]
     urls = [u.strip().rstrip("/") for u in urls]
     for url in urls:
         if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
@@ -276,7 +276,7 @@ def server_options(value: object, key: str = "server") -> ServerSpec:
     if isinstance(value, dict) and "api_key" in value:
         raise SpecError(f"{key}.api_key", "must not be in the file: put the key in an environment variable named by "
                         "api_key_env")  # fmt: skip
-    validate(_ServerTable, value, key)
+    validate(_ServerTable, value, key=key)
     out = {name: v for name, v in value.items() if name != "base_url"}
     if "timeout_s" in out:
         out["timeout_s"] = float(out["timeout_s"])
@@ -292,7 +292,7 @@ def check_server(opts: ServerSpec, key: str = "server") -> ServerSpec:
         del table["model"]
     if isinstance(table["timeout_s"], int) and not isinstance(table["timeout_s"], bool):
         table["timeout_s"] = float(table["timeout_s"])
-    validate(_ServerTable, table, key)
+    validate(_ServerTable, table, key=key)
     return opts
 
 
@@ -317,7 +317,7 @@ class _JudgeTable(BaseModel):
 
 def judge_table(value: object, key: str = "judge") -> dict:
     """A ``[judge]`` table checked key by key (strict types, shared rules, no unknown keys); returned as given."""
-    validate(_JudgeTable, value, key)
+    validate(_JudgeTable, value, key=key)
     return value
 
 
@@ -336,9 +336,9 @@ class BstarRule(BaseModel):
 def check_bstar(value: object, key: str = "bstar") -> int | BstarRule:
     """A typed B* (a cap) or the rule table that computes it (:class:`BstarRule`)."""
     if isinstance(value, dict):
-        return validate(BstarRule, value, key)
+        return validate(BstarRule, value, key=key)
     if isinstance(value, int) and not isinstance(value, bool):
-        return check(Cap, value, key)
+        return check(Cap, value, key=key)
     raise SpecError(key, f"must be a budget or a table {{from = [512, 1024], max_scaled = 4096}}, got {show(value)}")
 
 
@@ -362,6 +362,6 @@ def check_prices(value: object, key: str = "prices") -> dict[str, tuple[float, f
         raise SpecError(key, f"must be a non-empty table of models, got {show(value)}")
     out = {}
     for model, entry in value.items():
-        validate(_PriceTable, entry, f"{key}.{model}")
+        validate(_PriceTable, entry, key=f"{key}.{model}")
         out[check_model(model, f"{key}.{model}")] = (float(entry["input"]), float(entry["output"]))
     return out

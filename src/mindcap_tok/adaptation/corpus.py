@@ -91,13 +91,13 @@ def lines_corpus(lines: Sequence[str], name: str) -> Corpus:
     return Corpus(name, tuple((i, line) for i, line in enumerate(lines) if line.strip()))
 
 
-def flores_corpus(lang: str, split: str = "dev", source: str | None = None) -> Corpus:
+def flores_corpus(lang: str, split: str = "dev", *, source: str | None = None) -> Corpus:
     """FLORES-200 sentences of one language (NFC), one item per line."""
     from ..data.flores import load_flores
     from ..data.languages import resolve_language
 
     code = resolve_language(lang)
-    return lines_corpus(load_flores(code, split, source), f"flores200/{split}/{code}")
+    return lines_corpus(load_flores(code, split, source=source), f"flores200/{split}/{code}")
 
 
 def mgsm_corpus(lang: str, data_dir: str | os.PathLike[str] | None = None) -> Corpus:
@@ -125,11 +125,11 @@ def text_file_corpus(path: str | os.PathLike[str]) -> Corpus:
 
 
 def load_corpus(
-    spec: str, lang: str, data_dir: str | os.PathLike[str] | None = None, flores_source: str | None = None
+    spec: str, lang: str, *, data_dir: str | os.PathLike[str] | None = None, flores_source: str | None = None
 ) -> Corpus:
     """``flores-dev`` (FLORES-200 dev of ``lang``), ``mgsm`` (MGSM questions of ``lang``) or a file path."""
     if spec == "flores-dev":
-        return flores_corpus(lang, "dev", flores_source)
+        return flores_corpus(lang, "dev", source=flores_source)
     if spec == "mgsm":
         return mgsm_corpus(lang, data_dir)
     if not Path(spec).exists():

@@ -31,7 +31,7 @@ def _sort_key(item: ItemId) -> tuple[int, int | str]:
     return (0, item) if isinstance(item, int) else (1, item)
 
 
-def assign_folds(item_ids: Iterable[ItemId], folds: int = 2, seed: int = 0) -> dict[ItemId, int]:
+def assign_folds(item_ids: Iterable[ItemId], folds: int = 2, *, seed: int = 0) -> dict[ItemId, int]:
     """Seeded assignment of distinct items to ``folds`` folds whose sizes differ by at most one.
 
     Items are sorted first, so the assignment depends on the set of ids and the seed, not on corpus order.
@@ -112,6 +112,7 @@ class FoldExtension:
 def cross_fit(
     base: ResolvedTokenizer,
     corpus: Corpus | Iterable[tuple[ItemId, str]],
+    *,
     folds: int = 2,
     seed: int = 0,
     size: int | None = None,
@@ -127,7 +128,7 @@ def cross_fit(
     corpus = as_corpus(corpus)
     if not corpus.items:
         raise MindcapError(f"corpus {corpus.name!r} is empty")
-    assignment = assign_folds(corpus.item_ids(), folds, seed)
+    assignment = assign_folds(corpus.item_ids(), folds, seed=seed)
     total = folds * size if size else None
     ordered = sorted(assignment, key=_sort_key)
     out = []
@@ -159,7 +160,9 @@ def measure_folds(
         ext = fx.extension
         tok = resolved(ext, f"{ext.base.name}+{code}-fold{fx.fold}")
         start = time.perf_counter()
-        effect = measure_effect(ext.base, tok, code, split=split, source=source, resampling=Resampling(n_boot, fx.seed))
+        effect = measure_effect(
+            ext.base, tok, lang=code, split=split, source=source, resampling=Resampling(n_boot, fx.seed)
+        )
         out.append(dataclasses.replace(fx, effect=effect, measure_seconds=time.perf_counter() - start))
     return out
 
@@ -194,7 +197,7 @@ def save_crossfit(
         for fx in folds:
             sub = tmp / f"fold-{fx.fold}"
             sub.mkdir()
-            write_extension(fx.extension, sub, {**fx.manifest(), **(extra or {})})
+            write_extension(fx.extension, sub, manifest={**fx.manifest(), **(extra or {})})
         summary = {"folds": len(folds), "seed": folds[0].seed, "corpus": folds[0].corpus, **(extra or {}), "rows": rows}
         (tmp / SUMMARY).write_text(dumps_strict(summary) + "\n", encoding="utf-8")
     return rows
@@ -216,8 +219,8 @@ class CrossFitting:
 def extend_crossfit(
     base: ResolvedTokenizer,
     corpus: Corpus,
-    lang: str,
     *,
+    lang: str,
     learning: CrossFitting = CrossFitting(),
     out_dir: str | os.PathLike[str] | None = None,
     n_boot: int = 10_000,
@@ -234,7 +237,14 @@ def extend_crossfit(
         check_new_folder(out_dir)
     fit = learning
     learned = cross_fit(
-        base, corpus, fit.folds, fit.seed, fit.size, fit.min_freq, on_progress, fit.add_missing_characters
+        base,
+        corpus,
+        folds=fit.folds,
+        seed=fit.seed,
+        size=fit.size,
+        min_freq=fit.min_freq,
+        on_progress=on_progress,
+        add_missing_characters=fit.add_missing_characters,
     )
     measured = measure_folds(learned, code, n_boot=n_boot, source=flores_source)
     if out_dir is not None:

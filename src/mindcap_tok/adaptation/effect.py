@@ -48,8 +48,8 @@ class Effect:
 def measure_effect(
     base: ResolvedTokenizer,
     extended: ResolvedTokenizer,
-    lang: str,
     *,
+    lang: str,
     split: str = "devtest",
     source: str | None = None,
     resampling: Resampling = DEFAULT_RESAMPLING,
@@ -66,7 +66,7 @@ def measure_effect(
     )
     texts = load_parallel([code], split=split, source=source)
     columns = [count_tokens(t, texts[c]) for t in (base, extended) for c in ("eng_Latn", code)]
-    sums = bootstrap_sums(np.column_stack(columns).astype(np.float64), n_boot, seed)
+    sums = bootstrap_sums(np.column_stack(columns).astype(np.float64), n_boot, seed=seed)
     deltas = sums[:, 3] / sums[:, 2] - sums[:, 1] / sums[:, 0]
     low, high = np.quantile(deltas, [(1 - ci) / 2, 1 - (1 - ci) / 2])
     return Effect(

@@ -338,6 +338,7 @@ def tokenizer_json(ext: Extension) -> str:
 def learn_extension(
     base: ResolvedTokenizer,
     corpus_items: Corpus | Iterable[tuple[ItemId, str]],
+    *,
     size: int | None = None,
     min_freq: int | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,

@@ -44,6 +44,7 @@ from .extend import check_extendable
 from .retokenize import (
     FoldTokenizer,
     Retokenized,
+    Scoring,
     decode_traces,
     fold_tokenizers,
     ledger_corpus,
@@ -108,6 +109,7 @@ class Traces:
 def load_traces(
     ledger: Ledger | str,
     model: str,
+    *,
     lang: str,
     tokenizer: ResolvedTokenizer | None = None,
     tokenizers_dir: str | None = None,
@@ -143,7 +145,7 @@ def load_traces(
     return Traces(name, code, frame, decode_traces(tokenizer, ids), tokenizer)
 
 
-def sample_items(items: Sequence[int], n: int | None, seed: int) -> np.ndarray:
+def sample_items(items: Sequence[int], n: int | None, *, seed: int) -> np.ndarray:
     """A seeded simple random sample of ``n`` distinct items (all of them when ``n`` is None or too large)."""
     pool = np.unique(np.asarray(items, dtype=np.int64))
     if n is None or n >= pool.size:
@@ -374,8 +376,8 @@ DEFAULT_PRICE_SETTINGS = PriceSettings()
 def price_traces(
     traces: Traces,
     folds: Sequence[FoldTokenizer],
-    caps: Sequence[int],
     *,
+    caps: Sequence[int],
     settings: PriceSettings = DEFAULT_PRICE_SETTINGS,
     extension: str = "extension",
     premiums: Mapping[int | None, tuple[float, float]] | None = None,
@@ -398,14 +400,13 @@ def price_traces(
         )
     frame = traces.frame
     n = len(frame)
-    golds = frame["gold"].to_numpy()
-    stopped = (frame["finish_reason"] == "stop").to_numpy()
+    scoring = Scoring(frame["gold"].to_numpy(), complete=(frame["finish_reason"] == "stop").to_numpy(), parser=parser)
     # progress over both passes: n traces with the base tokenizer, then n with the extension
     first = (lambda done, _: on_progress(done, 2 * n)) if on_progress else None
     second = (lambda done, _: on_progress(n + done, 2 * n)) if on_progress else None
-    base = retokenize(traces.texts, traces.base, grid, golds, stopped, parser, first, workers)
-    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds, grid, golds, stopped, parser, second,
-                           workers)  # fmt: skip
+    base = retokenize(traces.texts, traces.base, budgets=grid, scoring=scoring, on_progress=first, workers=workers)
+    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds=folds, budgets=grid, scoring=scoring,
+                           on_progress=second, workers=workers)  # fmt: skip
     native = (frame["arm"] == NATIVE).to_numpy()
     items, item_index = np.unique(frame["item"].to_numpy(), return_inverse=True)
     values, counts = _accuracy_columns(native, base, ext, grid.size)
@@ -531,7 +532,7 @@ def _fold_compression(
 
 
 def load_extension_folds(
-    path: str | os.PathLike[str], base: ResolvedTokenizer, lang: str | None = None
+    path: str | os.PathLike[str], base: ResolvedTokenizer, *, lang: str | None = None
 ) -> tuple[list[FoldTokenizer], dict]:
     """The fold tokenizers of a saved extension (a cross-fit folder or one extension folder) and their premiums.
 
@@ -573,9 +574,9 @@ def check_extension_language(ext: SavedExtension, lang: str) -> None:
 def price_ledger(
     ledger: Ledger | str | os.PathLike[str],
     model: str,
+    *,
     lang: str,
     caps: Sequence[int],
-    *,
     extension: ExtensionSource,
     settings: PriceSettings = DEFAULT_PRICE_SETTINGS,
     on_progress: Callable[[int, int | None], None] | None = None,
@@ -602,7 +603,7 @@ def price_ledger(
     traces = load_traces(
         store,
         model,
-        lang,
+        lang=lang,
         tokenizer=settings.tokenizer,
         tokenizers_dir=settings.tokenizers_dir,
         allow_tokenizer_mismatch=settings.allow_tokenizer_mismatch,
@@ -617,7 +618,7 @@ def price_ledger(
     population = int(traces.items.size)
     sample_note = []
     if sample is not None:
-        traces = traces.select(sample_items(traces.items, sample, seed))
+        traces = traces.select(sample_items(traces.items, sample, seed=seed))
         if sample > population:  # everything is priced: report the items actually used, not the request
             sample_note.append(
                 f"note: a sample of {sample} items was asked for, but {traces.model} {traces.lang} "
@@ -626,7 +627,7 @@ def price_ledger(
             sample = population
     folds, premiums, described = _extension_folds(extension, traces, settings.resampling, store)
     priced = price_traces(
-        traces, folds, caps, settings=dataclasses.replace(settings, sample=sample), extension=described,
+        traces, folds, caps=caps, settings=dataclasses.replace(settings, sample=sample), extension=described,
         premiums=premiums, on_progress=on_progress,
     )  # fmt: skip
     coverage_note = [coverage.footer().strip()] if coverage.footer() else []
@@ -643,16 +644,18 @@ def _extension_folds(
     if isinstance(extension, GivenFolds):
         return list(extension.folds), {}, f"{len(extension.folds)} fold tokenizer(s)"
     if isinstance(extension, SavedFolds):
-        folds, premiums = load_extension_folds(extension.path, traces.base, traces.lang)
+        folds, premiums = load_extension_folds(extension.path, traces.base, lang=traces.lang)
         return folds, premiums, f"{Path(extension.path).name}, {len(folds)} fold(s)"
     learn = extension
     native = (traces.frame["arm"] == NATIVE).to_numpy()
     corpus = ledger_corpus(
         traces.frame["item"].to_numpy()[native],
         [t for t, keep in zip(traces.texts, native, strict=True) if keep],
-        f"ledger:{traces.model}/native/{traces.lang}",
+        name=f"ledger:{traces.model}/native/{traces.lang}",
     )
-    learned = cross_fit(traces.base, corpus, learn.folds, resampling.seed, learn.size, learn.min_freq)
+    learned = cross_fit(
+        traces.base, corpus, folds=learn.folds, seed=resampling.seed, size=learn.size, min_freq=learn.min_freq
+    )
     premiums: dict = {}
     if learn.measure_premium:
         learned = measure_folds(learned, traces.lang, n_boot=resampling.n_boot, source=learn.flores_source)

@@ -90,7 +90,7 @@ def flatten_ids(ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def prefix_bytes_flat(
-    flat: np.ndarray, splits: np.ndarray, byte_lengths: np.ndarray, budgets: Sequence[int]
+    flat: np.ndarray, splits: np.ndarray, *, byte_lengths: np.ndarray, budgets: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Byte length of the first B ids of every flattened sequence: ``(prefix (n, n_budgets), totals (n,))``.
 
@@ -109,14 +109,14 @@ def prefix_bytes_flat(
 
 
 def prefix_byte_lengths(
-    ids: Sequence[Sequence[int]], byte_lengths: np.ndarray, budgets: Sequence[int]
+    ids: Sequence[Sequence[int]], byte_lengths: np.ndarray, *, budgets: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Byte length of the first B ids of every sequence, for every B in ``budgets``.
 
     Returns ``(prefix_bytes (n, n_budgets) int64, n_tokens (n,) int64, total_bytes (n,) int64)``.
     """
     flat, splits = flatten_ids(ids)
-    prefix, totals = prefix_bytes_flat(flat, splits, byte_lengths, budgets)
+    prefix, totals = prefix_bytes_flat(flat, splits, byte_lengths=byte_lengths, budgets=budgets)
     return prefix, np.diff(splits), totals
 
 
@@ -170,7 +170,9 @@ class _ChunkScorer:
             encode = getattr(encoder, "encode_batch_fast", encoder.encode_batch)
             flat, splits = flatten_ids([e.ids for e in encode(texts, add_special_tokens=False)])
         table = self.tables[k]  # a dummy prefix (Llama 2): each trace's first text token without its space
-        prefix, totals = prefix_bytes_flat(table.trace_ids(flat, splits), splits, table.lengths, self.grid)
+        prefix, totals = prefix_bytes_flat(
+            table.trace_ids(flat, splits), splits, byte_lengths=table.lengths, budgets=self.grid
+        )
         out = {"prefix_bytes": prefix, "total_bytes": totals, "n_tokens": np.diff(splits)}
         if golds is not None:
             res = score_token_ids(flat, splits, self.tables[k], golds, self.grid, self.parser, done)
@@ -270,27 +272,44 @@ def _retokenize_folds(
     return out
 
 
+@dataclass(frozen=True)
+class Scoring:
+    """What retokenized prefixes are scored against: each trace's gold answer, whether it stopped by itself
+    (``complete[t]``: finish reason ``stop``; default: every trace) and the answer ``parser``."""
+
+    golds: Sequence[int]
+    complete: Sequence[bool] | np.ndarray | None = None
+    parser: str = "strict"
+
+
 def retokenize(
     texts: Sequence[str],
     tokenizer: ResolvedTokenizer,
+    *,
     budgets: Iterable[int],
-    golds: Sequence[int] | None = None,
-    complete: Sequence[bool] | np.ndarray | None = None,
-    parser: str = "strict",
+    scoring: Scoring | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
     workers: int | None = None,
     memo: bool = True,
 ) -> Retokenized:
-    """Encode ``texts`` with ``tokenizer``, measure every length-B prefix in bytes and, given golds, score it.
+    """Encode ``texts`` with ``tokenizer``, measure every length-B prefix in bytes and, given ``scoring``, score it.
 
     Scoring is the ledger's own :func:`~mindcap_tok.ledger.score.score_token_ids` on the new ids, so prefixes
-    are read exactly as for stored ids; ``complete[t]`` says trace ``t`` stopped by itself (finish reason
-    ``stop``). Encoding gives HF's ids: memoised per pre-token (:mod:`mindcap_tok.tokenization.pretoken_cache`) on
-    ``workers`` processes (default: every usable CPU), or with HF's own encode when ``memo`` is False or the
-    tokenizer's pipeline is not covered. ``on_progress(done, total)`` counts traces after each chunk.
+    are read exactly as for stored ids. Encoding gives HF's ids: memoised per pre-token
+    (:mod:`mindcap_tok.tokenization.pretoken_cache`) on ``workers`` processes (default: every usable CPU), or with
+    HF's own encode when ``memo`` is False or the tokenizer's pipeline is not covered. ``on_progress(done, total)``
+    counts traces after each chunk.
     """
-    return retokenize_items(texts, [0] * len(texts), [FoldTokenizer(tokenizer)], budgets, golds, complete, parser,
-                            on_progress, workers, memo)  # fmt: skip
+    return retokenize_items(
+        texts,
+        [0] * len(texts),
+        folds=[FoldTokenizer(tokenizer)],
+        budgets=budgets,
+        scoring=scoring,
+        on_progress=on_progress,
+        workers=workers,
+        memo=memo,
+    )
 
 
 def fold_of_items(items: np.ndarray, folds: Sequence[FoldTokenizer]) -> np.ndarray:
@@ -318,11 +337,10 @@ def fold_of_items(items: np.ndarray, folds: Sequence[FoldTokenizer]) -> np.ndarr
 def retokenize_items(
     texts: Sequence[str],
     items: Sequence[int],
+    *,
     folds: ResolvedTokenizer | Sequence[FoldTokenizer],
     budgets: Iterable[int],
-    golds: Sequence[int] | None = None,
-    complete: Sequence[bool] | np.ndarray | None = None,
-    parser: str = "strict",
+    scoring: Scoring | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
     workers: int | None = None,
     memo: bool = True,
@@ -334,10 +352,13 @@ def retokenize_items(
     if n != len(items):
         raise MindcapError(f"{n} texts but {len(items)} item ids")
     grid = check_budgets(budgets, sort=True)
+    golds = None if scoring is None else scoring.golds
     if golds is not None and len(golds) != n:
         raise MindcapError(f"{n} texts but {len(golds)} gold answers")
     choice = fold_of_items(np.asarray(items), folds)
+    complete = None if scoring is None else scoring.complete
     done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
+    parser = "strict" if scoring is None else scoring.parser
     out = _retokenize_folds(texts, choice, [f.tokenizer for f in folds], grid, golds, done, parser, on_progress,
                             workers, memo)  # fmt: skip
     fold_ids = np.array([-1 if f.fold is None else f.fold for f in folds], dtype=np.int64)[choice]
@@ -357,7 +378,7 @@ def decode_traces(tokenizer: ResolvedTokenizer, output_ids: Sequence[Sequence[in
     return tokenizer.tokenizer.decode_batch([list(ids) for ids in output_ids], skip_special_tokens=False)
 
 
-def ledger_corpus(items: Sequence[int], texts: Sequence[str], name: str) -> Corpus:
+def ledger_corpus(items: Sequence[int], texts: Sequence[str], *, name: str) -> Corpus:
     """Traces as an extension corpus: ``(item, text)`` pairs, so cross-fitting splits by item, not by trace."""
     return as_corpus(zip((int(i) for i in items), texts, strict=True), name=name)
 

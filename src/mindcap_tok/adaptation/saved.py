@@ -197,7 +197,9 @@ def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
     if ext.writes_ranks:
         files = tiktoken_extension_files(ext)
         info = base_tiktoken(ext.base)
-        backend = build_tiktoken(files.spec["name"], info.pat_str, files.ranks, info.specials, f"extension of {name}")
+        backend = build_tiktoken(
+            files.spec["name"], info.pat_str, ranks=files.ranks, specials=info.specials, where=f"extension of {name}"
+        )
         tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=files.sha256)
         check_extended_tiktoken(tok, ext)
         return tok
@@ -212,7 +214,7 @@ def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
     return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
 
 
-def write_extension(ext: Extension, folder: Path, manifest: dict) -> dict:
+def write_extension(ext: Extension, folder: Path, *, manifest: dict) -> dict:
     """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest."""
     if ext.writes_ranks:
         files = tiktoken_extension_files(ext)
@@ -275,7 +277,7 @@ def save_extension(
     """
     extra = {"lang": resolve_language(lang)} if lang is not None else {}
     with new_folder(out_dir) as tmp:
-        write_extension(ext, tmp, {**extension_record(ext), **extra, **(manifest or {})})
+        write_extension(ext, tmp, manifest={**extension_record(ext), **extra, **(manifest or {})})
     return Path(out_dir)
 
 

@@ -34,7 +34,7 @@ DESIGN = "determinism"
 QUANTILES = (0.1, 0.5, 0.9)
 
 
-def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
+def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[float | None, float | None]:
     """The Wilson score interval of ``successes`` out of ``n`` at confidence ``level`` (``None`` when n = 0)."""
     check_level(level)
     if n == 0:
@@ -65,7 +65,7 @@ def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
 def _share(group: pd.DataFrame, level: float) -> dict:
     """Counts, share, Wilson interval and divergence quantiles of compared units (``same``, ``diverge`` columns)."""
     n, same = len(group), int(group["same"].sum())
-    low, high = wilson_interval(same, n, level)
+    low, high = wilson_interval(same, n, level=level)
     where = group["diverge"].dropna().to_numpy(dtype=float)
     quant = np.quantile(where, QUANTILES) if len(where) else [None] * len(QUANTILES)
     out = {

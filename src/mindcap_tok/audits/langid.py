@@ -62,7 +62,7 @@ def _analysed_text(text: str, arm: str, delimiter: str) -> str | None:
 
 
 def label_traces(
-    records: pa.Table | pd.DataFrame, model: LidModel, settings: LidSettings = LidSettings()
+    records: pa.Table | pd.DataFrame, model: LidModel, *, settings: LidSettings = LidSettings()
 ) -> pd.DataFrame:
     """One row per record: population keys, ``item``, ``sample``, ``expected``, ``segment`` (the text analysed),
     ``predicted``, ``confidence``, ``status`` (determinate / no-delimiter / short / low-confidence)."""
@@ -72,7 +72,11 @@ def label_traces(
     out["expected"] = [EXPECTED.get(a) or lang for a, lang in zip(frame["arm"], frame["lang"], strict=True)]
     segments = [_analysed_text(t, a, settings.delimiter) for t, a in zip(frame["text"], frame["arm"], strict=True)]
     verdict = label_segments(
-        model, segments, out["expected"].tolist(), threshold=settings.threshold, min_letters=settings.min_letters
+        model,
+        segments,
+        expected=out["expected"].tolist(),
+        threshold=settings.threshold,
+        min_letters=settings.min_letters,
     )
     out["segment"] = segments
     for column in ("predicted", "confidence", "status"):
@@ -90,7 +94,7 @@ def compliance_table(labels: pd.DataFrame, mapping: Mapping[str, frozenset[str]]
     for key, group in labels.groupby(keys, dropna=False, sort=True):
         det = group[group["status"] == "determinate"]
         expected = group["expected"].iloc[0]
-        exact, macro = in_expected(det["predicted"].tolist(), [expected] * len(det), mapping)
+        exact, macro = in_expected(det["predicted"].tolist(), [expected] * len(det), mapping=mapping)
         others = det.loc[~macro, "predicted"].value_counts()
         counts = group["status"].value_counts()
         rows.append(
@@ -111,7 +115,7 @@ def compliance_table(labels: pd.DataFrame, mapping: Mapping[str, frozenset[str]]
     return pd.DataFrame(rows)
 
 
-def validation_sample(labels: pd.DataFrame, per_cell: int = 20, seed: int = 0) -> pd.DataFrame:
+def validation_sample(labels: pd.DataFrame, per_cell: int = 20, *, seed: int = 0) -> pd.DataFrame:
     """A stratified sample of determinate traces (``per_cell`` per population, seeded) for human labelling,
     with an empty ``human_label`` column to fill (any code :func:`normalize_label` reads)."""
     det = labels[labels["status"] == "determinate"].reset_index(drop=True)
@@ -154,7 +158,7 @@ def _require_label_columns(frame: pd.DataFrame, what: str) -> None:
 
 
 def validation_agreement(
-    labelled: pd.DataFrame, criterion: float = 0.9, mapping: Mapping[str, frozenset[str]] | None = None
+    labelled: pd.DataFrame, criterion: float = 0.9, *, mapping: Mapping[str, frozenset[str]] | None = None
 ) -> tuple[pd.DataFrame, dict]:
     """Agreement of the automated labels with the returned human labels, per population and overall, exact and
     under the macrolanguage mapping, each against the frozen ``criterion`` (e.g. 0.9).
@@ -194,6 +198,7 @@ def validation_agreement(
 def langid_audit(
     records: pa.Table | pd.DataFrame,
     model: LidModel,
+    *,
     settings: LidSettings = LidSettings(),
     validation_per_cell: int = 20,
     seed: int = 0,
@@ -202,9 +207,9 @@ def langid_audit(
 ) -> tuple[AuditResult, pd.DataFrame]:
     """Compliance per population and a stratified validation sample (returned beside the result); with
     ``returned`` (an earlier sample with ``human_label`` filled in) also its agreement against ``criterion``."""
-    labels = label_traces(records, model, settings)
+    labels = label_traces(records, model, settings=settings)
     tables = {"compliance": compliance_table(labels)}
-    sample = validation_sample(labels, validation_per_cell, seed)
+    sample = validation_sample(labels, validation_per_cell, seed=seed)
     summary = {
         "model": model.name,
         "model_sha256": model.sha256,

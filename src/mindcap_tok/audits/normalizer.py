@@ -8,7 +8,7 @@ population (model, language and settings):
   so it is a sensitivity check, not a validated normalizer);
 - the **threshold premium**: the smallest r at which max over the budget grid of Δ_L reaches the SESOI,
   found exactly (floor(rB) changes only at r = t/B, and acc_N is scored at every t) up to
-  ``search_factor`` times the largest normalizer considered;
+  ``search_factor`` (:class:`ThresholdSearch`) times the largest normalizer considered;
 - **Δ_L under each normalizer** (FLORES, behavioral, any alternative premiums given, and the same-content
   trace premium) at every grid budget with pointwise item-bootstrap CIs, and its peak;
 - the **same-content trace premium** r_trace, when English renderings of native traces are given: total
@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import unicodedata
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -69,6 +70,15 @@ def _ratio_boot(
 AUDIT_RESAMPLING = Resampling(n_boot=2000)
 
 
+@dataclass(frozen=True)
+class ThresholdSearch:
+    """The threshold premium's search: the SESOI max_B Δ_L must reach, looking up to ``search_factor`` times the
+    largest normalizer considered."""
+
+    sesoi: float = 0.05
+    search_factor: float = 1.5
+
+
 def behavioral_ratios(records: pa.Table, *, resampling: Resampling = AUDIT_RESAMPLING) -> pd.DataFrame:
     """Mean native / mean translate-act output length per matching population, with a percentile CI."""
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
@@ -82,7 +92,7 @@ def behavioral_ratios(records: pa.Table, *, resampling: Resampling = AUDIT_RESAM
         if nat.empty or tra.empty:
             continue
         universe = np.unique(group["item"].to_numpy())
-        w = bootstrap_weights(len(universe), n_boot, seed)
+        w = bootstrap_weights(len(universe), n_boot, seed=seed)
         boot = _ratio_boot(
             _item_sums(nat["item"].to_numpy(), nat["n_tokens"].to_numpy()[:, None], universe),
             _item_sums(tra["item"].to_numpy(), tra["n_tokens"].to_numpy()[:, None], universe),
@@ -154,8 +164,8 @@ def check_renderings(renderings: pd.DataFrame, where: str = "renderings") -> pd.
 def trace_premiums(
     records: pa.Table,
     renderings: pd.DataFrame,
-    tokenizers: Mapping[str, ResolvedTokenizer],
     *,
+    tokenizers: Mapping[str, ResolvedTokenizer],
     resampling: Resampling = AUDIT_RESAMPLING,
 ) -> pd.DataFrame:
     """Same-content trace premium per (model, lang): native trace tokens / English rendering tokens.
@@ -199,7 +209,7 @@ def trace_premiums(
     return pd.DataFrame(rows)
 
 
-def threshold_premium(acc: np.ndarray, t0: int, budgets: Sequence[int], sesoi: float, r_max: float) -> tuple:
+def threshold_premium(acc: np.ndarray, t0: int, *, budgets: Sequence[int], sesoi: float, r_max: float) -> tuple:
     """Smallest r <= r_max with max_B acc(floor(rB)) − acc(B) >= sesoi; ``acc[t - t0]`` is acc_N(t).
 
     Returns (r, B, floor(rB)) or (None, None, None) when no r in range reaches it.
@@ -227,15 +237,19 @@ def normalizer_audit(
     premiums: PremiumTable | None = None,
     alternatives: Mapping[str, PremiumTable] | None = None,
     renderings: pd.DataFrame | None = None,
-    sesoi: float = 0.05,
-    search_factor: float = 1.5,
+    threshold: ThresholdSearch = ThresholdSearch(),
     resampling: Resampling = AUDIT_RESAMPLING,
 ) -> AuditResult:
     """The normalizer-sensitivity tables (see the module docs); accuracies and Δ_L are proportions."""
+    sesoi, search_factor = threshold.sesoi, threshold.search_factor
     grid = sorted({int(b) for b in budgets})
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     behavioral = behavioral_ratios(records, resampling=resampling)
-    trace = trace_premiums(records, renderings, tokenizers, resampling=resampling) if renderings is not None else None
+    trace = (
+        trace_premiums(records, renderings, tokenizers=tokenizers, resampling=resampling)
+        if renderings is not None
+        else None
+    )
     nat = records.filter(pc.equal(records.column("arm"), NATIVE))
     keys = population_keys(nat)
     frame = nat.select([*keys, "item"]).to_pandas()
@@ -246,14 +260,14 @@ def normalizer_audit(
         vals = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
         norms: dict[str, Fraction] = {}
         if premiums is not None:
-            norms["flores"] = lookup_premium(premiums, vals["model"], vals["lang"])
+            norms["flores"] = lookup_premium(premiums, vals["model"], lang=vals["lang"])
         match = behavioral
         for k in pair if len(match) else ():
             match = match[match[k].isna()] if pd.isna(vals[k]) else match[match[k] == vals[k]]
         if len(match) and np.isfinite(match["ratio"].iloc[0]):
             norms["behavioral"] = Fraction(repr(float(match["ratio"].iloc[0])))
         for name, table in (alternatives or {}).items():
-            norms[name] = lookup_premium(table, vals["model"], vals["lang"])
+            norms[name] = lookup_premium(table, vals["model"], lang=vals["lang"])
         if trace is not None:
             t = trace[(trace["model"] == vals["model"]) & (trace["lang"] == vals["lang"])]
             if len(t):
@@ -277,7 +291,7 @@ def normalizer_audit(
         acc = sums.sum(axis=0) / counts.sum()
         norms = normalizers[key]
         cap_r = search_factor * max([float(r) for r in norms.values()] or [r_top])
-        r, b, t = threshold_premium(acc, t0, grid, sesoi, cap_r)
+        r, b, t = threshold_premium(acc, t0, budgets=grid, sesoi=sesoi, r_max=cap_r)
         thresh_rows.append(
             {
                 **vals,
@@ -294,7 +308,7 @@ def normalizer_audit(
         scaled_by = {name: [scale_budget(rv, b) for b in grid] for name, rv in norms.items()}
         needed = sorted({*grid, *(min(s, t1) for sc in scaled_by.values() for s in sc)})
         col = {t: j for j, t in enumerate(needed)}
-        w = bootstrap_weights(len(universe), n_boot, seed)
+        w = bootstrap_weights(len(universe), n_boot, seed=seed)
         boot = item_bootstrap(sums[:, [t - t0 for t in needed]], counts[:, None], weights=w, seed=seed)
         gi = [col[b] for b in grid]
         for name, rv in norms.items():

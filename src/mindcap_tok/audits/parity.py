@@ -46,7 +46,7 @@ def _strip(text: str, specials: Sequence[str]) -> str:
     return text
 
 
-def classify(stored: str, local: str, specials: Sequence[str], prefix: bool = False) -> str:
+def classify(stored: str, local: str, *, specials: Sequence[str], prefix: bool = False) -> str:
     """The class of a (stored text, local raw decode) pair; with ``prefix`` the local decode is of a prefix of
     the ids and agrees when the stored text starts with it. See the module docs."""
 
@@ -93,6 +93,7 @@ def prefix_units(n_tokens: np.ndarray, budgets: Sequence[int]) -> tuple[np.ndarr
 def parity_audit(
     records: pa.Table,
     tokenizers: Mapping[str, ResolvedTokenizer],
+    *,
     budgets: Sequence[int] = (),
     per_stratum: int = 20,
     seed: int = 0,
@@ -118,7 +119,7 @@ def parity_audit(
     ):
         unit_ids = ids[splits[r] : splits[r] + length].tolist()
         local = tokenizers[name].decode(unit_ids)  # special tokens kept as text (any family)
-        cls = classify(stored[r], local, specials[name], prefix=label != "whole")
+        cls = classify(stored[r], local, specials=specials[name], prefix=label != "whole")
         classes.append(cls)
         local_texts.append(local)
         where.append(-1 if cls == "agree" else _first_difference(stored[r], local))

@@ -48,7 +48,7 @@ def answer_lines(data: bytes) -> list[tuple[int, int]]:
 
 
 def read_at_cuts(
-    data: bytes, cuts: Sequence[int], at_end: Sequence[bool], parser: Parser, complete: bool
+    data: bytes, cuts: Sequence[int], *, at_end: Sequence[bool], parser: Parser, complete: bool
 ) -> list[tuple[int | None, bool, int | None]]:
     """What ``parser`` reads from ``data[:c]`` for each cut ``c``: (value, from an unfinished line, the value of
     that line once complete). ``at_end[j]``: the prefix holds every token (ends a completed trace there)."""
@@ -92,7 +92,7 @@ def _record_cuts(table: ByteTable, ids: np.ndarray, budgets: np.ndarray) -> tupl
 
 
 def read_records(
-    records: pa.Table, tokenizers: Mapping[str, ResolvedTokenizer], budgets: Sequence[int], parsers: Sequence[str]
+    records: pa.Table, tokenizers: Mapping[str, ResolvedTokenizer], *, budgets: Sequence[int], parsers: Sequence[str]
 ) -> dict[str, dict[str, np.ndarray]]:
     """Per parser: ``value`` (float, NaN = no answer), ``partial`` and ``line_full`` arrays of shape
     (records, budgets), plus ``final`` (the completed trace's value) of shape (records,)."""
@@ -120,7 +120,7 @@ def read_records(
             continue
         cuts_all, end_all = [*cuts.tolist(), len(data)], [*at_end.tolist(), True]
         for p in ps:
-            got = read_at_cuts(data, cuts_all, end_all, p, bool(complete[r]))
+            got = read_at_cuts(data, cuts_all, at_end=end_all, parser=p, complete=bool(complete[r]))
             slot = out[p.name]
             for j, (value, partial, full) in enumerate(got[:-1]):
                 if value is not None:
@@ -135,6 +135,7 @@ def read_records(
 def parser_audit(
     records: pa.Table,
     tokenizers: Mapping[str, ResolvedTokenizer],
+    *,
     budgets: Sequence[int],
     premiums: PremiumTable | None = None,
     native: str = "native",
@@ -148,12 +149,12 @@ def parser_audit(
     scaled_of = {}
     if premiums is not None:
         for m, lang in frame.loc[arms == native, ["model", "lang"]].drop_duplicates().itertuples(index=False):
-            r = lookup_premium(premiums, m, lang)
+            r = lookup_premium(premiums, m, lang=lang)
             scaled_of[(m, lang)] = (float(r), [scale_budget(r, b) for b in grid])
     every = sorted(set(grid) | {s for _, sc in scaled_of.values() for s in sc})
     col = {b: j for j, b in enumerate(every)}
     gi = [col[b] for b in grid]
-    reads = read_records(records, tokenizers, every, ("strict", *VARIANTS))
+    reads = read_records(records, tokenizers, budgets=every, parsers=("strict", *VARIANTS))
     gold = records.column("gold").to_numpy().astype(float)[:, None]
     strict = reads["strict"]
     v = strict["value"][:, gi]

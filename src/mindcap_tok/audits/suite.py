@@ -35,7 +35,7 @@ from ..tokenization.load import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, skipped
 from .determinism import determinism_audit
 from .langid import LidSettings, langid_audit, load_lid_model, validation_csv
-from .normalizer import AUDIT_RESAMPLING, normalizer_audit
+from .normalizer import AUDIT_RESAMPLING, ThresholdSearch, normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
 from .translation import translation_audit
@@ -190,8 +190,7 @@ def _run_normalizer(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c:
             premiums=c.premiums,
             alternatives=c.alternatives,
             renderings=c.renderings,
-            sesoi=c.sesoi,
-            search_factor=c.search_factor,
+            threshold=ThresholdSearch(sesoi=c.sesoi, search_factor=c.search_factor),
             resampling=c.resampling,
         )
     )
@@ -350,7 +349,9 @@ def select_audits(only: Sequence[str] | None) -> list[str]:
     return [a for a in AUDITS if a in names]
 
 
-def run_one(spec: AuditSpec, records: pa.Table, toks: Mapping[str, ResolvedTokenizer], config: AuditConfig) -> AuditRun:
+def run_one(
+    spec: AuditSpec, records: pa.Table, *, toks: Mapping[str, ResolvedTokenizer], config: AuditConfig
+) -> AuditRun:
     """Run one audit: a missing required input or extra is a skip, any other error :class:`AuditFailed`."""
     for attr, reason in spec.required.items():
         if getattr(config, attr) is None:
@@ -406,15 +407,20 @@ def audit_inputs(
     found: dict = {"notes": []}
     if {"parser", "normalizer"} & set(names):
         if premium_specs:  # the user's: a bad one is an error
-            found["premiums"] = resolve_premiums(premium_specs, models, langs, tokenizers_dir, data_dir)
+            found["premiums"] = resolve_premiums(
+                premium_specs, models, languages=langs, tokenizers_dir=tokenizers_dir, data_dir=data_dir
+            )
         else:
             try:
-                found["premiums"] = resolve_premiums((), models, langs, tokenizers_dir, data_dir)
+                found["premiums"] = resolve_premiums(
+                    (), models, languages=langs, tokenizers_dir=tokenizers_dir, data_dir=data_dir
+                )
             except MindcapError as exc:
                 found["notes"].append(f"no FLORES premiums ({exc}); premium-based parts are left out")
     if "normalizer" in names:
         found["alternatives"] = {
-            spec: resolve_premiums([spec], models, langs, tokenizers_dir, data_dir) for spec in alt_premiums
+            spec: resolve_premiums([spec], models, languages=langs, tokenizers_dir=tokenizers_dir, data_dir=data_dir)
+            for spec in alt_premiums
         }
     if "comet" in names:
         sources: dict = {}
@@ -431,6 +437,7 @@ def audit_inputs(
 def run_audits(
     source: str | os.PathLike[str] | Ledger | pa.Table,
     only: Sequence[str] | None = None,
+    *,
     config: AuditConfig | None = None,
 ) -> SuiteResult:
     """Run the audits named in ``only`` (all by default) on a ledger folder, a :class:`Ledger` or records.
@@ -462,7 +469,7 @@ def run_audits(
     results, sample = [], None
     for spec in specs:
         start = time.perf_counter()
-        run = run_one(spec, records, toks, config)
+        run = run_one(spec, records, toks=toks, config=config)
         if run.validation_sample is not None:
             sample = run.validation_sample
         run.result.summary["seconds"] = round(time.perf_counter() - start, 3)

@@ -42,6 +42,7 @@ def _p10(x: pd.Series) -> float:
 def translation_audit(
     records: pa.Table,
     references: Mapping[int, str],
+    *,
     tokenizers: Mapping[str, ResolvedTokenizer],
     budgets: Sequence[int] = (128, 192, 256),
     sources: Mapping[tuple[str, int], str] | None = None,
@@ -69,7 +70,7 @@ def translation_audit(
         if missing:
             raise MindcapError(f"COMET needs the MGSM question of every segment; none for {missing[0]}")
         srcs = [sources[p] for p in pairs]
-        metrics["comet"] = comet_scores(srcs, scored["segment"].tolist(), refs, comet_checkpoint)
+        metrics["comet"] = comet_scores(srcs, scored["segment"].tolist(), references=refs, checkpoint=comet_checkpoint)
     for name, values in metrics.items():
         scored[name] = values
     keys = population_keys(seg)

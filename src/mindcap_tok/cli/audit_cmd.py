@@ -122,7 +122,7 @@ def audit_command(state, ledger, out, only, **options) -> None:
         allow_tokenizer_mismatch=options["allow_tokenizer_mismatch"],
         tokenizer=load_tokenizer(tokenizer, toks_dir) if tokenizer else None,
     )
-    suite = run_audits(led, names, config)
+    suite = run_audits(led, names, config=config)
     paths = write_report(suite, out)
     for res in suite.results:
         note = "ok" if res.status == "ok" else f"skipped: {res.reason}"

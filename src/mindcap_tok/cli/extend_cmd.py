@@ -116,7 +116,7 @@ def extend_command(state, models, langs, corpus, size, min_freq, add_missing_cha
         results = extend_crossfit(
             base,
             data,
-            code,
+            lang=code,
             learning=CrossFitting(folds, seed, size, min_freq, add_missing_characters),
             out_dir=out,
             n_boot=n_boot,

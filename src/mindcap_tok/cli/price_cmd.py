@@ -169,7 +169,9 @@ def price_command(state, ledger_dir, models, langs, caps, fmt, out, no_verify, *
         for model in models:
             for code in codes:
                 ledger = Ledger(ledger_dir, verify=not no_verify)
-                results.append(price_ledger(ledger, model, code, list(caps), extension=extension, settings=settings))
+                results.append(
+                    price_ledger(ledger, model, lang=code, caps=list(caps), extension=extension, settings=settings)
+                )
                 advance()
     n_boot, seed, parser = options["n_boot"], options["seed"], options["parser"]
     triage = "\n".join(line for p in results for line in p.triage())

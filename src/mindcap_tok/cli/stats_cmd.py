@@ -68,7 +68,7 @@ def comparable_scores(scores, frame: str, common_items: bool, native: str = "nat
 
     from ..stats.grid import check_arms
 
-    coverage = check_arms(scores.by_record, native, translate, frame=frame, common_items=common_items)
+    coverage = check_arms(scores.by_record, native, translate=translate, frame=frame, common_items=common_items)
     kept = dataclasses.replace(
         scores, by_budget=coverage.keep(scores.by_budget), by_record=coverage.keep(scores.by_record)
     )
@@ -173,7 +173,7 @@ def sweep_command(state, fmt, out, **common) -> None:
     result = sweep(
         scores.by_budget,
         table,
-        grid,
+        budgets=grid,
         resampling=_resampling(common),
         frame=common["frame"],
     )
@@ -393,7 +393,7 @@ def protocol_test(
     scores, table = load_scores(
         state,
         ledger,
-        lambda t, m, _: family_budgets(proto.hypotheses, t, m),
+        lambda t, m, _: family_budgets(proto.hypotheses, t, models=m),
         specs,
         models=[proto.model] if proto.model else [],
         parser=proto.parser,
@@ -403,7 +403,7 @@ def protocol_test(
         tasks=tasks,
     )
     scores, coverage = comparable_scores(scores, proto.frame, common_items, proto.native, proto.translate)
-    result = run_protocol(proto, scores.by_budget, table)
+    result = run_protocol(proto, scores.by_budget, premiums=table)
     gates, gated = gate_protocol(proto, result, by_record=scores.by_record)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
         decisions = gated.assign(**{c: gated[c] / 100 for c in ("margin", "estimate", "se")})

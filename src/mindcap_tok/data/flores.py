@@ -34,7 +34,7 @@ def flores_source(data_dir: str | os.PathLike[str] | None = None) -> str:
     return str(folder)
 
 
-def flores_file(source: str, code: str, split: str) -> str:
+def flores_file(source: str, code: str, *, split: str) -> str:
     """Where one language's sentences come from, for messages: the local file path or the hub dataset and config."""
     return f"{source} {code}/{split}" if source.startswith("hf:") else str(Path(source) / split / f"{code}.{split}")
 
@@ -87,7 +87,7 @@ def _read_hub(dataset_id: str, code: str, split: str, nfc: bool = True) -> tuple
     return tuple(unicodedata.normalize("NFC", s) for s in ds[column]) if nfc else tuple(ds[column])
 
 
-def load_flores(lang: str, split: str = "devtest", source: str | None = None, nfc: bool = True) -> list[str]:
+def load_flores(lang: str, split: str = "devtest", *, source: str | None = None, nfc: bool = True) -> list[str]:
     """Sentences of one language, NFC-normalised (as in the file with ``nfc=False``); ``lang`` may be an alias."""
     _check_split(split)
     code = resolve_language(lang)
@@ -100,6 +100,7 @@ def load_flores(lang: str, split: str = "devtest", source: str | None = None, nf
 def load_parallel(
     langs: Iterable[str],
     split: str = "devtest",
+    *,
     source: str | None = None,
     ref: str = "eng_Latn",
     nfc: bool = True,
@@ -112,16 +113,16 @@ def load_parallel(
     _check_split(split)
     src = source or flores_source()
     ref_code = resolve_language(ref)
-    out = {ref_code: load_flores(ref_code, split, src, nfc)}
+    out = {ref_code: load_flores(ref_code, split, source=src, nfc=nfc)}
     n_ref = len(out[ref_code])
     for lang in langs:
         code = resolve_language(lang)
         if code in out:
             continue
-        lines = load_flores(code, split, src, nfc)
+        lines = load_flores(code, split, source=src, nfc=nfc)
         if len(lines) != n_ref:
             raise MindcapError(
-                f"FLORES files are not line-aligned: {flores_file(src, code, split)} has {len(lines)} lines, "
+                f"FLORES files are not line-aligned: {flores_file(src, code, split=split)} has {len(lines)} lines, "
                 f"{ref_code}.{split} has {n_ref}"
             )
         out[code] = lines

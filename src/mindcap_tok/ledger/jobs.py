@@ -254,7 +254,7 @@ def _str(value: object, key: str) -> str:
 def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
     """An integer setting in ``low..high`` (bools and floats are refused)."""
     try:
-        return int_range(_typed(value, int, key), low, high)
+        return int_range(_typed(value, int, key), low, high=high)
     except ValueError as exc:
         raise SpecError(key, str(exc)) from None
 
@@ -286,7 +286,7 @@ def _table(cls: type, value: object, key: str):
     TOML's ``enabled = "false"`` is a string, and a truthy one."""
     table = _typed(value, dict, key)
     defaults = {f.name: f.default for f in fields(cls)}
-    check_known(table, defaults, f"{key}.")
+    check_known(table, defaults, prefix=f"{key}.")
     return cls(**{name: _typed(v, type(defaults[name]), f"{key}.{name}") for name, v in table.items()})
 
 
@@ -483,7 +483,7 @@ def _decoding(data: dict, design: str) -> tuple[Sampling, Forcing]:
 def _announce(data: dict, design: str) -> tuple[tuple[int, ...], str]:
     """``(budgets, style)`` of the ``[announce]`` table, which the announcement design needs and only it takes."""
     announce = _typed(data.get("announce", {}), dict, "announce")
-    check_known(announce, ("budgets", "style"), "announce.")
+    check_known(announce, ("budgets", "style"), prefix="announce.")
     budgets = _caps(announce["budgets"], "announce.budgets") if "budgets" in announce else ()
     style = _typed(announce.get("style", "natural"), str, "announce.style")
     if style not in ANNOUNCE_STYLES or style == "none":

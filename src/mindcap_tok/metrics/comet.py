@@ -14,6 +14,7 @@ from ..errors import MindcapError, MissingExtraError
 def comet_scores(
     sources: Sequence[str],
     hypotheses: Sequence[str],
+    *,
     references: Sequence[str],
     checkpoint: str | os.PathLike[str],
     batch_size: int = 16,

@@ -169,7 +169,7 @@ def lid_status(
 
 
 def in_expected(
-    predicted: Sequence[str], expected: Sequence[str], mapping: Mapping[str, frozenset[str]] | None = None
+    predicted: Sequence[str], expected: Sequence[str], *, mapping: Mapping[str, frozenset[str]] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per label: is it the expected language (exact), and is it one of the expected language's members under the
     macrolanguage ``mapping`` (default: the shipped one)."""
@@ -181,14 +181,14 @@ def in_expected(
 
 
 def label_segments(
-    model: LidModel, segments: Sequence[str | None], expected: Sequence[str], *, threshold: float = THRESHOLD,
+    model: LidModel, segments: Sequence[str | None], *, expected: Sequence[str], threshold: float = THRESHOLD,
     min_letters: int = MIN_LETTERS, mapping: Mapping[str, frozenset[str]] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """The compliance verdict of each single-line segment against its expected language: ``predicted``,
     ``confidence``, ``status`` (:func:`lid_status`), ``in_expected`` and ``in_expected_macro`` (:func:`in_expected`;
     a share of them counts only determinate segments)."""
     predicted, confidence = model.predict([s or "" for s in segments])
-    exact, macro = in_expected(predicted, expected, mapping)
+    exact, macro = in_expected(predicted, expected, mapping=mapping)
     status = lid_status(segments, confidence, threshold=threshold, min_letters=min_letters)
     return pd.DataFrame({"predicted": predicted, "confidence": confidence, "status": status, "in_expected": exact,
                          "in_expected_macro": macro})  # fmt: skip

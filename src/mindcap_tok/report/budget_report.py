@@ -98,7 +98,7 @@ def write_budget_report(
     table = premium_table(premiums)
     grid = accuracy_grid(by_budget, frame)
     boot = grid_bootstrap(grid, n_boot=resampling.n_boot, seed=resampling.seed)
-    result = sweep(grid, table, budgets, resampling=resampling, native=native, boot=boot)
+    result = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, boot=boot)
     curves = accuracy_table(grid, boot=boot, level=level)
     native_curves = curves[curves["arm"] == native]
     tables: dict[str, pd.DataFrame] = {
@@ -121,7 +121,7 @@ def write_budget_report(
         except MindcapError:
             pass
         try:
-            pred = predict_delta(by_record, table, result.rows["budget"].unique(), native=native)
+            pred = predict_delta(by_record, table, budgets=result.rows["budget"].unique(), native=native)
             tables["subcdf_check"] = compare_prediction(pred, result.rows)
         except MindcapError as exc:
             notes.append(f"Sub-CDF check skipped: {exc}")

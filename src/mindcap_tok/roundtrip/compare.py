@@ -109,7 +109,7 @@ def rank_stability(samples: pd.DataFrame, *, n_boot: int, seed: int) -> pd.Serie
         return pd.Series(np.nan, index=per_text.index)
     values = per_text.to_numpy()
     observed = _ranks(values.mean(axis=1))
-    boot = bootstrap_counts(n, n_boot, seed) @ values.T / n  # (n_boot, models)
+    boot = bootstrap_counts(n, n_boot, seed=seed) @ values.T / n  # (n_boot, models)
     return pd.Series((_ranks(boot) == observed).mean(axis=0), index=per_text.index)
 
 

@@ -32,7 +32,7 @@ def text_bootstrap(
     mean = float(per_text.mean())
     if n == 1:
         return mean, None, 1
-    counts = bootstrap_counts(n, n_boot, seed)
+    counts = bootstrap_counts(n, n_boot, seed=seed)
     estimates = counts @ per_text / n
     return mean, float(np.std(estimates, ddof=1)), n
 

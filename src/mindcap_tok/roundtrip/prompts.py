@@ -83,7 +83,7 @@ def load_templates(version: str = DEFAULT_VERSION) -> dict:
     else:
         data = json.loads(resources.files(_PACKAGE).joinpath(f"{version}.json").read_text("utf-8"))
     where = os.path.basename(version) if _is_file(version) else version
-    validate(_PromptFile, data, where)
+    validate(_PromptFile, data, key=where)
     if data["severities"] != WEIGHTS or data["pass_threshold"] != PASS_THRESHOLD:
         raise SpecError(where, f"severities and pass_threshold must be MQM's own ({WEIGHTS}, {PASS_THRESHOLD:g})")
     schema = data.get("judge_schema")

@@ -207,7 +207,9 @@ def add_comet(samples: pd.DataFrame, texts: Mapping[str, Text], checkpoint: str 
     scores = np.full(len(out), np.nan)
     if has.any():
         refs = [texts[i].text for i in out.loc[has, "text_id"]]
-        scores[has] = comet_scores(refs, out.loc[has, "back_translation"].tolist(), refs, checkpoint)
+        scores[has] = comet_scores(
+            refs, out.loc[has, "back_translation"].tolist(), references=refs, checkpoint=checkpoint
+        )
     out["comet"] = scores
     return out
 
@@ -368,8 +370,8 @@ def add_hop_comet(detail: pd.DataFrame, checkpoint) -> pd.DataFrame:
     scores = np.full(len(out), np.nan)
     if has.any():
         sel = out.loc[has]
-        scores[has] = comet_scores(sel["src_reference"].tolist(), sel["text"].tolist(), sel["reference"].tolist(),
-                                   checkpoint)  # fmt: skip
+        scores[has] = comet_scores(sel["src_reference"].tolist(), sel["text"].tolist(),
+                                   references=sel["reference"].tolist(), checkpoint=checkpoint)  # fmt: skip
     out["ref_comet"] = scores
     return out
 
@@ -409,7 +411,7 @@ def label_hops(detail: pd.DataFrame, model) -> tuple[pd.DataFrame, list[str]]:
     members = {lang: macro.get(lang, frozenset([lang])) for lang in out["tgt_lang"].unique()}
     unscored = sorted(lang for lang, m in members.items() if labels is not None and not (m & labels))
     segments = [" ".join(str(t or "").split()) for t in out["text"]]
-    verdict = label_segments(model, segments, out["tgt_lang"].tolist(), mapping=macro)
+    verdict = label_segments(model, segments, expected=out["tgt_lang"].tolist(), mapping=macro)
     out["lid_predicted"] = verdict["predicted"].to_numpy()
     out["lid_confidence"] = verdict["confidence"].to_numpy()
     out["lid_status"] = np.where(out["tgt_lang"].isin(unscored).to_numpy(), "unscored", verdict["status"].to_numpy())

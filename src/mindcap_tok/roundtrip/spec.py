@@ -202,7 +202,7 @@ def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise SpecError(key, f"must be of type int, got {show(value)}")
     try:
-        return int_range(value, low, high)
+        return int_range(value, low, high=high)
     except ValueError as exc:
         raise SpecError(key, str(exc)) from None
 
@@ -241,7 +241,7 @@ def _per_model(value: object, models: tuple[Model, ...], sampling: Sampling) -> 
     if not isinstance(value, dict):
         raise SpecError("per_model", f"must be a table of model names, got {show(value)}")
     names = [m.name for m in models]
-    check_known(value, names, "per_model.")
+    check_known(value, names, prefix="per_model.")
     out = []
     for m in models:
         table = value.get(m.name)
@@ -251,10 +251,10 @@ def _per_model(value: object, models: tuple[Model, ...], sampling: Sampling) -> 
         key = f"per_model.{m.name}"
         if not isinstance(table, dict):
             raise SpecError(key, f"must be a table, got {show(table)}")
-        check_known(table, _PER_MODEL_KEYS, f"{key}.")
+        check_known(table, _PER_MODEL_KEYS, prefix=f"{key}.")
         own = {k: v for k, v in table.items() if k != "max_tokens"}
         cap = check_cap(table["max_tokens"], f"{key}.max_tokens") if "max_tokens" in table else None
-        out.append(Model(m.path, m.name, check_sampling(own, key, sampling) if own else None, cap))
+        out.append(Model(m.path, m.name, check_sampling(own, key, default=sampling) if own else None, cap))
     return tuple(out)
 
 
@@ -284,7 +284,7 @@ def _judge(value: object, models: tuple[Model, ...], base: Path | None, key: str
         max_tokens=value.get("max_tokens", 1024),
         retries=value.get("retries", 2),
         sampling=check_sampling(
-            {k: v for k, v in value.items() if k in ("temperature", "top_p", "top_k")}, key, JUDGE_SAMPLING
+            {k: v for k, v in value.items() if k in ("temperature", "top_p", "top_k")}, key, default=JUDGE_SAMPLING
         ),
         structured=value.get("structured", True),
     )

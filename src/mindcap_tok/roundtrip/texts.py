@@ -61,7 +61,7 @@ def flores_texts(
     if k < 1:
         raise MindcapError(f"sentences_per_text must be >= 1, got {k}")
     source = flores_source(data_dir)
-    lines = load_flores(lang, split, source)
+    lines = load_flores(lang, split, source=source)
     domains = _flores_domains(source, split)
     if domains is not None and len(domains) != len(lines):
         domains = None
@@ -86,7 +86,7 @@ def flores_references(
 ) -> dict[str, str]:
     """The text of each FLORES text id (``devtest:<first>[-<last>]``) in ``lang``: the same sentences, parallel in
     every language, joined as :func:`flores_texts` joins them."""
-    lines = load_flores(lang, split, flores_source(data_dir))
+    lines = load_flores(lang, split, source=flores_source(data_dir))
     out = {}
     for ident in ids:
         span = ident.removeprefix(f"{split}:")

@@ -25,7 +25,7 @@ _KEYS = [*CELL_COLUMNS, *(c for c in SETTING_COLUMNS if c != "announced")]
 def announcement_gate(by_record: pd.DataFrame, *, gate: float = DEFAULT_GATE) -> pd.DataFrame:
     """Per cell with at least two announced budgets: ``tightest``/``loosest`` announced budget, the median
     ``n_tokens`` at each, ``reduction`` (a fraction) and ``clears_gate`` (reduction >= ``gate``)."""
-    require_columns(by_record, [*CELL_COLUMNS, "announced", "n_tokens"], "by_record")
+    require_columns(by_record, [*CELL_COLUMNS, "announced", "n_tokens"], what="by_record")
     recs = by_record[by_record["announced"].notna()]
     keys = [k for k in _KEYS if k in recs.columns]
     rows = []

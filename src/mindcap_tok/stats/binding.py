@@ -40,7 +40,7 @@ def _cell_keys(rows: pd.DataFrame) -> list[str]:
 def correct_in_window(rows: pd.DataFrame, by_record: pd.DataFrame, *, native: str = NATIVE) -> np.ndarray:
     """Per row of a sweep (``budget``, ``scaled_budget`` and its cell keys): how many correct native traces of
     that cell emit their answer in (B, floor(r·B)] (E = NaN, never, counts nowhere)."""
-    require_columns(by_record, ["arm", "emission", "correct"], "by_record")
+    require_columns(by_record, ["arm", "emission", "correct"], what="by_record")
     keys = _cell_keys(rows)
     recs = by_record[by_record["arm"] == native]
     out = np.zeros(len(rows), dtype=np.int64)

@@ -24,13 +24,13 @@ from ..resample import bootstrap_counts, check_level, check_resamples
 from .grid import AccuracyGrid
 
 
-def bootstrap_weights(n_items: int, n_boot: int, seed: int) -> np.ndarray:
+def bootstrap_weights(n_items: int, n_boot: int, *, seed: int) -> np.ndarray:
     """(n_boot, n_items) item multiplicities; the project's one resampling primitive, re-exported."""
     if n_items < 1:
         raise MindcapError("the bootstrap needs at least one item")
     if n_boot < 2:
         raise MindcapError(f"n_boot must be at least 2, got {n_boot}")
-    return bootstrap_counts(n_items, n_boot, seed)
+    return bootstrap_counts(n_items, n_boot, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,7 @@ def _weighted_sums(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
 def item_bootstrap(
     correct: np.ndarray,
     count: np.ndarray | None = None,
+    *,
     n_boot: int = 10_000,
     seed: int = 0,
     weights: np.ndarray | None = None,
@@ -169,7 +170,7 @@ def item_bootstrap(
     count = np.broadcast_to(np.asarray(count, dtype=np.float64), correct.shape)
     n_items, shape = correct.shape[0], correct.shape[1:]
     if weights is None:
-        weights = bootstrap_weights(n_items, n_boot, seed)
+        weights = bootstrap_weights(n_items, n_boot, seed=seed)
     elif weights.shape[1] != n_items:
         raise MindcapError(f"weights cover {weights.shape[1]} items but the sums have {n_items}")
     flat_c = correct.reshape(n_items, -1)
@@ -184,6 +185,7 @@ def item_bootstrap(
 def ratio_difference(
     num_a: np.ndarray,
     den_a: np.ndarray,
+    *,
     num_b: np.ndarray,
     den_b: np.ndarray,
     weights: np.ndarray,
@@ -228,6 +230,6 @@ def ratio_difference(
     )
 
 
-def grid_bootstrap(grid: AccuracyGrid, n_boot: int = 10_000, seed: int = 0) -> Boot:
+def grid_bootstrap(grid: AccuracyGrid, n_boot: int = 10_000, *, seed: int = 0) -> Boot:
     """Accuracy of every cell and budget of ``grid`` with item-clustered replicates, shape (cells, budgets)."""
     return item_bootstrap(grid.correct, grid.count, n_boot=n_boot, seed=seed)

@@ -92,8 +92,8 @@ def output_lengths(replay: pd.DataFrame, independent: pd.DataFrame) -> pd.DataFr
     the one compared says nothing about its length there: that is a one-line error.
     """
     for frame, what in ((replay, "replay by_record"), (independent, "independent by_record")):
-        require_columns(frame, [*CELL_COLUMNS, "n_tokens"], what)
-    require_columns(independent, ["cap"], "independent by_record")
+        require_columns(frame, [*CELL_COLUMNS, "n_tokens"], what=what)
+    require_columns(independent, ["cap"], what="independent by_record")
     keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in independent.columns and c in replay.columns]
     keys = [c for c in keys if c != "cap"]
     rep_cut = _truncated(replay) if "cap" in replay.columns else np.zeros(len(replay), dtype=bool)
@@ -154,10 +154,10 @@ def confirm(
     """
     table = premium_table(premiums)
     budgets = sorted({int(b) for b in budgets})
-    disc = sweep(replay.by_budget, table, budgets, resampling=resampling, native=native)
+    disc = sweep(replay.by_budget, table, budgets=budgets, resampling=resampling, native=native)
     grid = accuracy_grid(independent.by_budget, "independent")
-    boot = grid_bootstrap(grid, resampling.n_boot, resampling.seed)
-    ind = sweep(grid, table, budgets, resampling=resampling, native=native, boot=boot)
+    boot = grid_bootstrap(grid, resampling.n_boot, seed=resampling.seed)
+    ind = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, boot=boot)
     on = [c for c in _keys(disc.rows) if c in ind.rows.columns]
     d = disc.rows[[*on, "budget", "delta", "ci_low", "ci_high"]].rename(columns={"delta": "predicted"})
     i = ind.rows[[*on, "budget", "delta"]].rename(columns={"delta": "independent"})
@@ -168,7 +168,7 @@ def confirm(
     if rows.duplicated([*on, "budget"]).any():
         raise MindcapError(f"several replay cells match one independent cell on {', '.join(on)}: filter them")
     rows["inside"] = (rows["ci_low"] <= rows["independent"]) & (rows["independent"] <= rows["ci_high"])
-    pred = predict_delta(replay.by_record, table, budgets, native=native)
+    pred = predict_delta(replay.by_record, table, budgets=budgets, native=native)
     sub = pred[[*on, "budget", "predicted"]].rename(columns={"predicted": "subcdf_predicted"})
     rows = rows.merge(sub, on=[*on, "budget"], how="left")
     rows["subcdf_error"] = rows["subcdf_predicted"] - rows["independent"]

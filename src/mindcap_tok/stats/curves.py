@@ -30,7 +30,7 @@ def as_grid(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay") -> Accur
 
 
 def accuracy_table(
-    scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", boot: Boot | None = None, level: float = 0.95
+    scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", *, boot: Boot | None = None, level: float = 0.95
 ) -> pd.DataFrame:
     """One row per cell and budget: key columns, ``budget``, ``accuracy``, ``n`` (records), ``n_items``;
     with ``boot`` (:func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` of the same grid) also the
@@ -55,7 +55,7 @@ def _group_keys(grid: AccuracyGrid) -> list[str]:
     return [k for k in grid.keys if k != "arm"]
 
 
-def arm_pairs(grid: AccuracyGrid, native: str = NATIVE, translate: str = TRANSLATE) -> list[tuple[int, int | None]]:
+def arm_pairs(grid: AccuracyGrid, native: str = NATIVE, *, translate: str = TRANSLATE) -> list[tuple[int, int | None]]:
     """(native cell, matching translate cell or None) for every native cell; matching = same non-arm keys."""
     keys = _group_keys(grid)
     cells = grid.cells
@@ -78,13 +78,13 @@ def _row_keys(grid: AccuracyGrid, cell: int) -> dict:
 
 
 def gap_table(
-    scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", native: str = NATIVE, translate: str = TRANSLATE
+    scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", *, native: str = NATIVE, translate: str = TRANSLATE
 ) -> pd.DataFrame:
     """gap(B) = acc_translate(B) − acc_native(B) for every cell pair and scored budget (point estimates)."""
     grid = as_grid(scores, frame)
     acc = grid.accuracy()
     rows = []
-    for n, t in arm_pairs(grid, native, translate):
+    for n, t in arm_pairs(grid, native, translate=translate):
         if t is None:
             continue
         for b, budget in enumerate(grid.budgets):
@@ -105,6 +105,7 @@ def gap_table(
 def delta_table(
     scores: pd.DataFrame | AccuracyGrid,
     premiums,
+    *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     frame: str = "replay",
     native: str = NATIVE,
@@ -137,7 +138,7 @@ def delta_table(
 
 
 def _scaled(table: PremiumTable, grid: AccuracyGrid, cell: int, budgets: Sequence[int]):
-    r = lookup_premium(table, str(grid.cells.at[cell, "model"]), str(grid.cells.at[cell, "lang"]))
+    r = lookup_premium(table, str(grid.cells.at[cell, "model"]), lang=str(grid.cells.at[cell, "lang"]))
     return r, [scale_budget(r, int(b)) for b in budgets]
 
 
@@ -172,7 +173,7 @@ def _leader(gap: float) -> str:
     return "tie" if gap == 0 or np.isnan(gap) else ("translate" if gap > 0 else "native")
 
 
-def crossovers(keys: dict, budgets: Sequence[int], gap: np.ndarray, lead: np.ndarray) -> list[dict]:
+def crossovers(keys: dict, budgets: Sequence[int], *, gap: np.ndarray, lead: np.ndarray) -> list[dict]:
     """Transition intervals [B_a, B_b] where the leading arm changes between consecutive non-tied budgets.
 
     ``gap`` = acc_T − acc_N per budget, ``lead`` = bootstrap P(native leads) per budget.
@@ -203,8 +204,8 @@ def crossovers(keys: dict, budgets: Sequence[int], gap: np.ndarray, lead: np.nda
 def sweep(
     scores: pd.DataFrame | AccuracyGrid,
     premiums,
-    budgets: Sequence[int] = SWEEP_BUDGETS,
     *,
+    budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
     frame: str = "replay",
     native: str = NATIVE,
@@ -226,16 +227,16 @@ def sweep(
         raise MindcapError(f"budgets must be distinct and non-empty, got {budgets}")
     budgets = sorted(budgets)
     table = premium_table(premiums)
-    pairs = arm_pairs(grid, native, translate)
+    pairs = arm_pairs(grid, native, translate=translate)
     needed = set(budgets)
     for n, _ in pairs:
         needed.update(_scaled(table, grid, n, budgets)[1])
     grid.budget_index(sorted(needed))  # one error listing every missing budget
     if boot is None:
-        weights = bootstrap_weights(len(grid.items), n_boot, seed)
+        weights = bootstrap_weights(len(grid.items), n_boot, seed=seed)
         boot = item_bootstrap(grid.correct, grid.count, seed=seed, weights=weights)
     else:
-        weights = bootstrap_weights(len(grid.items), boot.n_boot, boot.seed)  # the resampling behind ``boot``
+        weights = bootstrap_weights(len(grid.items), boot.n_boot, seed=boot.seed)  # the resampling behind ``boot``
     rows, peaks, cross, used = [], [], [], {}
     for n, t in pairs:
         keys = _row_keys(grid, n)
@@ -246,10 +247,10 @@ def sweep(
         delta = ratio_difference(
             grid.correct[:, n, si],
             grid.count[:, n, si],
-            grid.correct[:, n, bi],
-            grid.count[:, n, bi],
-            weights,
-            boot.seed,
+            num_b=grid.correct[:, n, bi],
+            den_b=grid.count[:, n, bi],
+            weights=weights,
+            seed=boot.seed,
         )
         lo, hi = delta.ci(level)
         blo, bhi, crit = delta.band(level)
@@ -280,7 +281,7 @@ def sweep(
             part["gap"] = gap.estimate
             part["gap_ci_low"], part["gap_ci_high"] = glo, ghi
             part["native_lead_prob"] = lead
-            cross.extend(crossovers(keys, budgets, gap.estimate, lead))
+            cross.extend(crossovers(keys, budgets, gap=gap.estimate, lead=lead))
         part["n_items"] = int(n_items)
         rows.append(part)
         k, stability = delta.argmax()

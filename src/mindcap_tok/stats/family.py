@@ -73,7 +73,7 @@ class Hypothesis:
             id=hid,
             kind=kind,
             alternative=alternative,
-            margin=check(float, raw.pop("margin", 0.0), f"hypothesis {hid}: margin"),
+            margin=check(float, raw.pop("margin", 0.0), key=f"hypothesis {hid}: margin"),
             budget=_int_or_none(raw.pop("budget", None), hid, "budget"),
             langs=tuple(resolve_language(x) for x in langs),
             other=resolve_language(raw["other"]) if raw.get("other") else None,
@@ -151,7 +151,7 @@ class _Estimands:
         if self.premiums is None:
             raise MindcapError("this family needs premiums (declare `premiums` in the protocol)")
         model = cell.get("model") or str(self.grid.cells.at[self.grid.one_cell(**cell), "model"])
-        return scale_budget(lookup_premium(self.premiums, model, cell["lang"]), budget)
+        return scale_budget(lookup_premium(self.premiums, model, lang=cell["lang"]), budget)
 
     def terms(self, h: Hypothesis) -> list[list[tuple[float, _Term]]]:
         """For each component: signed terms whose weighted accuracies sum to the estimand."""
@@ -182,7 +182,9 @@ class _Estimands:
         return _Term(cell, int(raw["budget"]), bool(raw.get("scaled", False)))
 
 
-def family_budgets(hypotheses: Sequence[Hypothesis], premiums: PremiumTable | None, models: Sequence[str]) -> list[int]:
+def family_budgets(
+    hypotheses: Sequence[Hypothesis], premiums: PremiumTable | None, *, models: Sequence[str]
+) -> list[int]:
     """Every budget the family reads (B and, where scaled, floor(r·B)); to score a ledger before testing."""
     out: set[int] = set()
     for h in hypotheses:
@@ -198,7 +200,7 @@ def family_budgets(hypotheses: Sequence[Hypothesis], premiums: PremiumTable | No
             out.add(int(budget))
             if scaled and premiums is not None:
                 for model in [h.model] if h.model else models:
-                    out.add(scale_budget(lookup_premium(premiums, model, lang), int(budget)))
+                    out.add(scale_budget(lookup_premium(premiums, model, lang=lang), int(budget)))
     return sorted(out)
 
 
@@ -269,7 +271,7 @@ def run_family(
             comps.append(stat)
             names.append(terms[0][1].cell.get("lang") or "")
         vec = Boot(np.array([c.estimate for c in comps]), np.stack([c.replicates for c in comps], axis=1), boot.seed)
-        res = bootstrap_test(vec, h.alternative, h.margin / 100.0, tail_factor)
+        res = bootstrap_test(vec, h.alternative, margin=h.margin / 100.0, tail_factor=tail_factor)
         t_each = t_ratio(res.estimate - res.null, res.se)
         if h.alternative == "greater":
             lead = int(np.argmax(t_each))

@@ -22,7 +22,7 @@ POPULATIONS = ("truncated", "finished")
 def forcing_populations(by_record: pd.DataFrame) -> pd.DataFrame:
     """Per forced cell (``forcing`` true) and population: ``n``, ``n_correct``, ``accuracy`` (a fraction),
     ``share`` of the cell's records; plus a ``pooled`` row, reported beside the two, never instead of them."""
-    require_columns(by_record, [*CELL_COLUMNS, "forcing", "finish_reason", "correct"], "by_record")
+    require_columns(by_record, [*CELL_COLUMNS, "forcing", "finish_reason", "correct"], what="by_record")
     forced = by_record[by_record["forcing"].fillna(False).astype(bool)]
     keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in forced.columns and c != "forcing"]
     rows = []

@@ -28,7 +28,7 @@ from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS  # cells and the gener
 _BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")
 
 
-def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+def require_columns(frame: pd.DataFrame, columns: Sequence[str], *, what: str) -> None:
     """Raise a one-line error naming the missing columns of ``frame``."""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
@@ -45,9 +45,9 @@ def cell_columns(frame: pd.DataFrame, kind: str = "replay") -> list[str]:
 
 def budget_view(by_budget: pd.DataFrame, kind: str = "replay") -> pd.DataFrame:
     """The rows of ``by_budget`` that define acc(B) in frame ``kind`` (a filtered view, not a copy)."""
-    require_columns(by_budget, _BY_BUDGET_REQUIRED, "by_budget")
+    require_columns(by_budget, _BY_BUDGET_REQUIRED, what="by_budget")
     if kind == "independent":
-        require_columns(by_budget, ["cap"], "by_budget (independent frame)")
+        require_columns(by_budget, ["cap"], what="by_budget (independent frame)")
         return by_budget[by_budget["budget"].to_numpy() == by_budget["cap"].to_numpy()]
     if kind != "replay":
         raise MindcapError(f"unknown frame {kind!r}; use one of {', '.join(FRAMES)}")
@@ -153,7 +153,7 @@ def _cell_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, np.nd
 
 
 def accuracy_grid(
-    by_budget: pd.DataFrame, frame: str = "replay", filters: Mapping[str, object] | None = None
+    by_budget: pd.DataFrame, frame: str = "replay", *, filters: Mapping[str, object] | None = None
 ) -> AccuracyGrid:
     """Build the per-item grid from ``Scores.by_budget`` (one row per record × budget).
 
@@ -161,7 +161,7 @@ def accuracy_grid(
     """
     view = budget_view(by_budget, frame)
     for key, value in (filters or {}).items():
-        require_columns(view, [key], "by_budget")
+        require_columns(view, [key], what="by_budget")
         view = view[view[key] == value]
     if view.empty:
         after = f" after filters {dict(filters)}" if filters else ""
@@ -280,8 +280,8 @@ def _varying(records: pd.DataFrame, keys: Sequence[str]) -> list[str]:
 def check_arms(
     records: pd.DataFrame,
     native: str = "native",
-    translate: str = "translate-act",
     *,
+    translate: str = "translate-act",
     frame: str = "replay",
     pooled: bool = False,
     common_items: bool = False,
@@ -300,7 +300,7 @@ def check_arms(
     in common is still refused. The one check ``sweep``, ``report``, ``protocol test`` and ``price`` run before
     any statistic.
     """
-    require_columns(records, [*CELL_COLUMNS, "item"], "records")
+    require_columns(records, [*CELL_COLUMNS, "item"], what="records")
     keys = list(CELL_COLUMNS) if pooled else cell_columns(records, frame)
     present = [c for c in SETTING_COLUMNS if c in records.columns and not (frame == "independent" and c == "cap")]
     single = present if pooled else [c for c in present if c == "cap"]

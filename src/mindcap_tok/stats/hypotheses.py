@@ -61,7 +61,7 @@ def _upper(boot: Boot, null: float, factor: float) -> tuple[float, float]:
 
 
 def bootstrap_test(
-    boot: Boot, alternative: str = "greater", margin: float = 0.0, tail_factor: float = 1.0
+    boot: Boot, alternative: str = "greater", *, margin: float = 0.0, tail_factor: float = 1.0
 ) -> TestResult:
     """Test a statistic (scalar, or a vector of components) from its item-clustered bootstrap.
 

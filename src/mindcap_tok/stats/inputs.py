@@ -25,7 +25,7 @@ def sweep_budgets(grid: Sequence[int]) -> BudgetsFor:
     """The ``budgets_for`` of a Δ_L sweep over ``grid``: each B and each floor(r·B) of the ledger's languages."""
 
     def budgets_for(premiums, models: list[str], langs: list[str]) -> list[int]:
-        ratios = [lookup_premium(premiums, m, lang) for m in models for lang in langs if lang != "eng_Latn"]
+        ratios = [lookup_premium(premiums, m, lang=lang) for m in models for lang in langs if lang != "eng_Latn"]
         return required_budgets(grid, ratios)
 
     return budgets_for
@@ -90,7 +90,9 @@ def load_scored_ledger(
         raise MindcapError(f"no records in {path}{filtered}")
     ledger_models = sorted(pc.unique(table.column("model")).to_pylist())
     ledger_langs = sorted(pc.unique(table.column("lang")).to_pylist())
-    premiums = resolve_premiums(premium_specs, ledger_models, ledger_langs, tokenizers_dir, data_dir)
+    premiums = resolve_premiums(
+        premium_specs, ledger_models, languages=ledger_langs, tokenizers_dir=tokenizers_dir, data_dir=data_dir
+    )
     budgets = budgets_for(premiums, ledger_models, ledger_langs)
     if "tokenizer" not in table.column_names:
         raise MindcapError(f"{path}: records have no 'tokenizer' column naming the tokenizer of their ids")

@@ -88,7 +88,7 @@ def _same_model(a: str, b: str) -> bool:
     return a == b or (canonical_model_name(a) or a) == (canonical_model_name(b) or b)
 
 
-def lookup_premium(table: PremiumTable, model: str, lang: str) -> Fraction:
+def lookup_premium(table: PremiumTable, model: str, *, lang: str) -> Fraction:
     """r for (model, lang): an exact model entry, then one for the same registry model, then any-model."""
     code = resolve_language(lang)
     if (model, code) in table:
@@ -116,6 +116,7 @@ def required_budgets(budgets: Iterable[int], premiums: Iterable[Fraction | float
 def resolve_premiums(
     specs: Iterable[str] | None,
     models: Iterable[str],
+    *,
     languages: Iterable[str],
     tokenizers_dir: str | Path | None = None,
     data_dir: str | Path | None = None,

@@ -172,9 +172,11 @@ def compute_bstar(
     model = raw.get("model")
     specs = [resolved for _, resolved in _premium_entries(raw.get("premiums"), path.parent)]
     langs = [c for c in _languages(raw.get("hypotheses") or []) if c != "eng_Latn"]
-    table = resolve_premiums(specs, [model] if model else [], langs, tokenizers_dir, data_dir)
+    table = resolve_premiums(
+        specs, [model] if model else [], languages=langs, tokenizers_dir=tokenizers_dir, data_dir=data_dir
+    )
     with reading(path):
-        return bstar_from_rule(setting, [lookup_premium(table, str(model or ""), lang) for lang in langs])
+        return bstar_from_rule(setting, [lookup_premium(table, str(model or ""), lang=lang) for lang in langs])
 
 
 def _with_bstar(hyps: list, bstar: Callable[[], int]) -> list:
@@ -232,9 +234,9 @@ def load_protocol(path: str | Path, *, bstar: int | None = None) -> Protocol:
         if "bstar" in raw:
             value()  # a bad rule or a missing freeze is refused even when no hypothesis reads B*
         seed = check_seed(raw.get("seed", 0))
-        alpha = check(Alpha, raw.get("alpha", 0.05), "alpha")
-        n_boot = check(Resamples, raw.get("n_boot", 10_000), "n_boot")
-        tail_factor = check(TailFactor, raw.get("tail_factor", 1.0), "tail_factor")
+        alpha = check(Alpha, raw.get("alpha", 0.05), key="alpha")
+        n_boot = check(Resamples, raw.get("n_boot", 10_000), key="n_boot")
+        tail_factor = check(TailFactor, raw.get("tail_factor", 1.0), key="tail_factor")
         model = check_model(raw["model"]) if raw.get("model") is not None else None
     name = str(raw.get("name") or "")
     if not name:
@@ -270,7 +272,7 @@ def load_protocol(path: str | Path, *, bstar: int | None = None) -> Protocol:
                 description=str(raw.get("description", "")),
                 bstar=value() if "bstar" in raw else None,
                 prices=check_prices(raw["prices"]) if "prices" in raw else None,
-                announcement_gate=check(Alpha, raw.get("announcement_gate", DEFAULT_GATE), "announcement_gate"),
+                announcement_gate=check(Alpha, raw.get("announcement_gate", DEFAULT_GATE), key="announcement_gate"),
             )
         except (TypeError, ValueError) as exc:
             raise BadInputError(str(exc), source=path) from exc
@@ -312,7 +314,7 @@ def protocol_premium_specs(proto: Protocol, folder: str | Path) -> list[str]:
 
 
 def protocol_inputs(
-    path: str | Path, proto: Protocol | None = None, tokenizers_dir: str | Path | None = None
+    path: str | Path, proto: Protocol | None = None, *, tokenizers_dir: str | Path | None = None
 ) -> dict[str, str]:
     """SHA-256 of every file the protocol reads besides itself, keyed by the name the protocol gives it.
 
@@ -408,8 +410,8 @@ def _check_inputs(path: Path, record: FreezeRecord, current: Mapping[str, str]) 
 def freeze_protocol(
     path: str | Path,
     tag: bool | None = None,
-    tokenizers_dir: str | Path | None = None,
     *,
+    tokenizers_dir: str | Path | None = None,
     data_dir: str | Path | None = None,
 ) -> FreezeRecord:
     """Record the protocol's hash and those of the files it names (sidecar JSON) and, in a git repository,
@@ -430,7 +432,7 @@ def freeze_protocol(
         bstar = compute_bstar(path, tokenizers_dir=tokenizers_dir, data_dir=data_dir)
     proto = load_protocol(path, bstar=bstar)  # only valid protocols can be frozen
     sha = protocol_hash(path)
-    inputs = protocol_inputs(path, proto, tokenizers_dir)
+    inputs = protocol_inputs(path, proto, tokenizers_dir=tokenizers_dir)
     if sidecar.exists():
         old = _read_record(sidecar)
         if old.sha256 != sha:
@@ -502,7 +504,7 @@ def verify_protocol(path: str | Path, tokenizers_dir: str | Path | None = None) 
             f"refusing {path}: its sha256 {sha[:12]}… differs from the frozen {record.sha256[:12]}… "
             f"(frozen {record.frozen_at}); the protocol changed after its freeze"
         )
-    inputs = protocol_inputs(path, load_protocol(path), tokenizers_dir)
+    inputs = protocol_inputs(path, load_protocol(path), tokenizers_dir=tokenizers_dir)
     _check_inputs(path, record, inputs)
     if record.tag:
         root = _repo_root(path.resolve().parent)
@@ -514,7 +516,7 @@ def verify_protocol(path: str | Path, tokenizers_dir: str | Path | None = None) 
     return record
 
 
-def run_protocol(proto: Protocol, by_budget: pd.DataFrame, premiums: PremiumTable | None) -> FamilyResult:
+def run_protocol(proto: Protocol, by_budget: pd.DataFrame, *, premiums: PremiumTable | None) -> FamilyResult:
     """Evaluate a (verified) protocol's family on ``Scores.by_budget``."""
     filters = {"model": proto.model} if proto.model else None
     grid = accuracy_grid(by_budget, proto.frame, filters=filters)

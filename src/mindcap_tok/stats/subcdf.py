@@ -42,7 +42,7 @@ def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
     A record counts at t as C·1[E ≤ t]. A trace stopped by its cap says nothing about t > cap: asking
     for such t raises a one-line error (G is only identified up to the stored cap).
     """
-    require_columns(by_record, _BY_RECORD_REQUIRED, "by_record")
+    require_columns(by_record, _BY_RECORD_REQUIRED, what="by_record")
     if by_record.empty:
         raise MindcapError("by_record is empty")
     pts = np.asarray(sorted({int(t) for t in points}), dtype=np.int64)
@@ -92,7 +92,7 @@ def subcdf(by_record: pd.DataFrame, points: Sequence[int]) -> pd.DataFrame:
 
 
 def predict_delta(
-    by_record: pd.DataFrame, premiums, budgets: Sequence[int] = SWEEP_BUDGETS, native: str = NATIVE
+    by_record: pd.DataFrame, premiums, *, budgets: Sequence[int] = SWEEP_BUDGETS, native: str = NATIVE
 ) -> pd.DataFrame:
     """Predicted Δ_L(B) = G(floor(r·B)) − G(B) per native cell, plus the naive factorization.
 
@@ -106,10 +106,10 @@ def predict_delta(
         raise MindcapError(f"by_record has no {native!r} records")
     scaled_all = set(budgets)
     for model, lang in nat[["model", "lang"]].drop_duplicates().itertuples(index=False):
-        r = lookup_premium(table, str(model), str(lang))
+        r = lookup_premium(table, str(model), lang=str(lang))
         scaled_all.update(scale_budget(r, b) for b in budgets)
     grid = subcdf_grid(nat, sorted(scaled_all))
-    pred = delta_table(grid, table, budgets, native=native).rename(
+    pred = delta_table(grid, table, budgets=budgets, native=native).rename(
         columns={"acc_native": "G_budget", "acc_native_scaled": "G_scaled", "delta": "predicted"}
     )
     # naive factorization: P(C=1) · P(B < E ≤ floor(rB)), per cell
@@ -119,7 +119,7 @@ def predict_delta(
         sel = _select(nat, grid, n)
         em = sel["emission"].to_numpy(dtype=np.float64)
         p_correct = float(sel["correct"].to_numpy(dtype=np.float64).mean())
-        r = lookup_premium(table, str(grid.cells.at[n, "model"]), str(grid.cells.at[n, "lang"]))
+        r = lookup_premium(table, str(grid.cells.at[n, "model"]), lang=str(grid.cells.at[n, "lang"]))
         for b in budgets:
             window = float(((em > b) & (em <= scale_budget(r, b))).mean())
             naive_rows.append(
@@ -143,7 +143,7 @@ def _select(frame: pd.DataFrame, grid: AccuracyGrid, cell: int) -> pd.DataFrame:
 
 
 def compare_prediction(
-    predicted: pd.DataFrame, observed: pd.DataFrame, on: Sequence[str] = ("model", "lang")
+    predicted: pd.DataFrame, observed: pd.DataFrame, *, on: Sequence[str] = ("model", "lang")
 ) -> pd.DataFrame:
     """Score predicted Δ_L against Δ_L observed on a second ledger (independent decodes or held-out items).
 
@@ -152,8 +152,8 @@ def compare_prediction(
     each and whether they agree, and ``naive_mae`` for the naive factorization.
     """
     keys = list(on)
-    require_columns(predicted, [*keys, "budget", "predicted"], "predicted")
-    require_columns(observed, [*keys, "budget", "delta"], "observed")
+    require_columns(predicted, [*keys, "budget", "predicted"], what="predicted")
+    require_columns(observed, [*keys, "budget", "delta"], what="observed")
     cols = [*keys, "budget", "predicted"] + (["naive"] if "naive" in predicted.columns else [])
     both = predicted[cols].merge(observed[[*keys, "budget", "delta"]], on=[*keys, "budget"])
     if both.empty:

@@ -27,7 +27,7 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
     ``n_tokens >= cap``); ``length_*`` quantiles and ``length_mean`` of ``n_tokens``; ``accuracy``
     (mean C).
     """
-    require_columns(by_record, [*CELL_COLUMNS, "emission", "n_tokens", "correct"], "by_record")
+    require_columns(by_record, [*CELL_COLUMNS, "emission", "n_tokens", "correct"], what="by_record")
     qs = [float(q) for q in quantiles]
     if any(not 0 <= q <= 1 for q in qs):
         raise MindcapError(f"quantiles must lie in [0, 1], got {qs}")
@@ -58,10 +58,10 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
 
 
 def timing_contrast(
-    timing: pd.DataFrame, native: str = "native", translate: str = "translate-act", column: str = "emission_p10"
+    timing: pd.DataFrame, native: str = "native", *, translate: str = "translate-act", column: str = "emission_p10"
 ) -> pd.DataFrame:
     """Native minus translate ``column`` per (model, lang, ...): negative = native emits earlier (Table 2)."""
-    require_columns(timing, [*CELL_COLUMNS, column], "timing")
+    require_columns(timing, [*CELL_COLUMNS, column], what="timing")
     keys = [k for k in timing.columns if k in ("model", "lang", *SETTING_COLUMNS) and k != "cap"]
     nat = timing[timing["arm"] == native][[*keys, column]]
     tr = timing[timing["arm"] == translate][[*keys, column]]

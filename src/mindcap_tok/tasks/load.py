@@ -28,7 +28,7 @@ def parse_task(data: object, source: object = "task", *, base: Path | None = Non
     """A task from the plain data of a TOML file, checked; relative source ``files`` (other than those under
     ``{data_dir}``) resolved against ``base``, the task file's folder."""
     with reading(source):
-        task = check_task(validate(Task, data, ""))
+        task = check_task(validate(Task, data, key=""))
     files = task.source.files
     if files and base is not None and not files.startswith("{data_dir}") and not Path(files).is_absolute():
         task = task.model_copy(update={"source": task.source.model_copy(update={"files": str(base / files)})})

@@ -133,7 +133,7 @@ def _read_tiktoken(rank_file: Path, spec_file: Path, mtimes: tuple[int, int]) ->
             "(wrong or corrupt rank file)"
         )
     ranks = parse_rank_file(data, rank_file)
-    backend = build_tiktoken(name, pat_str, ranks, specials, str(rank_file))
+    backend = build_tiktoken(name, pat_str, ranks=ranks, specials=specials, where=str(rank_file))
     return backend, tiktoken_sha256(data, spec_file.read_bytes())
 
 
@@ -143,7 +143,7 @@ def tiktoken_sha256(rank_data: bytes, spec_data: bytes) -> str:
 
 
 def build_tiktoken(
-    name: str, pat_str: str, ranks: dict[bytes, int], specials: dict[str, int], where: str = "ranks"
+    name: str, pat_str: str, *, ranks: dict[bytes, int], specials: dict[str, int], where: str = "ranks"
 ) -> TiktokenBackend:
     """A tiktoken back end from ranks in memory (ids may have gaps; specials keep their ids)."""
     try:
