@@ -135,7 +135,7 @@ def main() -> None:
         table, parser = tables[kind], get_parser(variant, answer)
         _clear_caches()
         t0 = time.perf_counter()
-        scores = score_ledger(table, tok, SCORE_BUDGETS, parser)
+        scores = score_ledger(table, tok, budgets=SCORE_BUDGETS, parser=parser)
         fast = time.perf_counter() - t0
         got = scores.by_budget["score"].to_numpy().reshape(args.records, -1)
         same = np.array_equal(got[: args.slice], reference(tok, table.slice(0, args.slice), parser, SCORE_BUDGETS))

@@ -37,7 +37,7 @@ def bare_requests(spec, backend, data_dir) -> list[GenRequest]:
     for shard in plan_job(spec).shards:
         for r in shard.requests:
             question = load_mgsm(r.lang, data_dir)[r.item].question
-            _, ids = backend.tok.chat(build_prompt(question, r.arm, r.lang, r.announced).text)
+            _, ids = backend.tok.chat(build_prompt(question, r.arm, lang=r.lang, announced=r.announced).text)
             out.append(GenRequest(tuple(ids), spec.k, r.cap, r.seed, s.temperature, s.top_p, s.top_k))
     return out
 
@@ -110,7 +110,7 @@ def main() -> None:
         model = build_tiny_model(Path(tmp) / "tiny-qwen3")
         spec = parse_spec(tiny_job(model, args.items, args.k, args.cap, args.shard_size))
         engine = {"max_model_len": 1024} if args.backend == "vllm" else {}
-        backend = load_backend(args.backend, str(model), "tiny-qwen3", engine, spec.seed)
+        backend = load_backend(args.backend, str(model), tokenizer_name="tiny-qwen3", engine=engine, seed=spec.seed)
         requests = bare_requests(spec, backend, data_dir)
         engine_calls = backend.generate
         in_engine = [0.0]
@@ -130,7 +130,7 @@ def main() -> None:
             tokens = bare(backend, requests)
             t_bare.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            res = run_job(spec, Path(tmp) / f"ledger-{rep}", backend, data_dir=data_dir)
+            res = run_job(spec, Path(tmp) / f"ledger-{rep}", backend=backend, data_dir=data_dir)
             t_run.append(time.perf_counter() - t0)
         b, r = min(t_bare), min(t_run)
         print(

@@ -103,7 +103,7 @@ def main() -> None:
     )
 
     t0 = time.perf_counter()
-    scores = score_ledger(table, tok, SCORE_BUDGETS)
+    scores = score_ledger(table, tok, budgets=SCORE_BUDGETS)
     fast = time.perf_counter() - t0
     acc = scores.by_budget.groupby("budget")["score"].mean()
     print(

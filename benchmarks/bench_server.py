@@ -44,7 +44,7 @@ def cpu_seconds() -> float:
 def timed_run(spec, ledger: Path, backend, data_dir) -> tuple[GenerateResult, float, float]:
     """``run_job`` with its wall time and this process's CPU time."""
     c0, t0 = cpu_seconds(), time.perf_counter()
-    res = run_job(spec, ledger, backend, data_dir=data_dir)
+    res = run_job(spec, ledger, backend=backend, data_dir=data_dir)
     return res, time.perf_counter() - t0, cpu_seconds() - c0
 
 
@@ -69,12 +69,14 @@ def main() -> None:
         with vllm_server(model, root / "vllm.log") as url:
             started = time.perf_counter() - t0
             opts = ServerSpec(base_url=(url,), model="tiny", concurrency=args.concurrency)
-            client = load_backend("server", str(model), "tiny-qwen3", server=opts)
+            client = load_backend("server", str(model), tokenizer_name="tiny-qwen3", server=opts)
             warm = bare_requests(spec, client, data_dir)[:4]
             client.generate(warm)
             served, t_srv, cpu = timed_run(spec, root / "ledger-server", client, data_dir)
         t0 = time.perf_counter()
-        engine = load_backend("vllm", str(model), "tiny-qwen3", {"max_model_len": 1024}, spec.seed)
+        engine = load_backend(
+            "vllm", str(model), tokenizer_name="tiny-qwen3", engine={"max_model_len": 1024}, seed=spec.seed
+        )
         engine_start = time.perf_counter() - t0
         engine.generate(warm)
         local, t_loc, _ = timed_run(spec, root / "ledger-vllm", engine, data_dir)

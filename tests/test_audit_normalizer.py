@@ -88,7 +88,7 @@ def test_delta_under_normalizers_matches_the_stats_module(qwen, ledger):
     )
     delta = res.tables["delta"]
     every = sorted(set(range(1, 80)))
-    scores = score_ledger(ledger, qwen, every).by_budget
+    scores = score_ledger(ledger, qwen, budgets=every).by_budget
     for name, table in (("flores", flores), ("alt", alt)):
         ref = delta_table(scores, table, budgets=budgets)
         got = delta[delta["normalizer"] == name].sort_values("budget")

@@ -205,7 +205,7 @@ def test_transformers_determinism_job_and_audit(tmp_path, tiny, backend, config)
         shard_size=4,
     )
     spec = parse_spec(data)
-    res = run_job(spec, tmp_path / "led", backend, data_dir=config.data_dir.value)
+    res = run_job(spec, tmp_path / "led", backend=backend, data_dir=config.data_dir.value)
     # 3 caps x 2 items x 3 repeats; 4 // 3 = 1 item a shard: 3 caps x 2 shards
     assert (res.records, res.written) == (18, 6)
     led = Ledger(tmp_path / "led")
@@ -213,7 +213,7 @@ def test_transformers_determinism_job_and_audit(tmp_path, tiny, backend, config)
     rows = frame(tmp_path / "led")
     assert {r["design"] for r in rows} == {"determinism"} and {r["sample"] for r in rows} == {0, 1, 2}
     assert len({r["seed"] for r in rows if r["item"] == 0}) == 1
-    again = run_job(spec, tmp_path / "led", backend, data_dir=config.data_dir.value)  # resumable: nothing left
+    again = run_job(spec, tmp_path / "led", backend=backend, data_dir=config.data_dir.value)  # resumable: nothing left
     assert (again.written, again.skipped) == (0, 6)
     suite = run_audits(led, only=["determinism"])
     det = suite.results[0]

@@ -33,7 +33,7 @@ def test_vllm_determinism_job_and_audit(tmp_path, tiny, engine, config):
             shard_size=9,
         )
     )
-    res = run_job(spec, tmp_path / "led", engine, data_dir=config.data_dir.value)
+    res = run_job(spec, tmp_path / "led", backend=engine, data_dir=config.data_dir.value)
     n_caps = len(caps) + 1
     # shard_size 9 requests = 3 items of 3 repeats: one shard per cap
     assert (res.records, res.written, res.backend) == (len(items) * n_caps * repeats, n_caps, "vllm")

@@ -38,7 +38,7 @@ def test_subcdf_equals_prefix_accuracy_at_every_budget(qwen):
     budgets = list(range(1, max(len(ids) for ids in frame["output_ids"]) + 2))
     decode = lambda ids: qwen.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
     ref = reference_scores(decode, frame, budgets, "strict")
-    scores = score_ledger(frame, qwen, budgets)
+    scores = score_ledger(frame, qwen, budgets=budgets)
     acc = ref[0].mean(axis=0)  # acc(B) from decoding and parsing every prefix
     g = subcdf(scores.by_record, budgets)["G"].to_numpy()
     np.testing.assert_array_equal(g, acc)
@@ -49,7 +49,7 @@ def test_subcdf_equals_prefix_accuracy_at_every_budget(qwen):
 
 def test_emission_of_a_cut_answer_is_its_last_digit(qwen):
     frame = _frame(qwen)
-    scores = score_ledger(frame, qwen, [1])
+    scores = score_ledger(frame, qwen, budgets=[1])
     n = [len(ids) for ids in frame["output_ids"]]
     em = scores.by_record["emission"].tolist()
     assert em[0] == n[0]  # the last token is the answer's last digit

@@ -99,7 +99,7 @@ def test_protocol_and_config_files_are_bad_input(tmp_path, monkeypatch):
 
 def test_missing_extra_from_require():
     with pytest.raises(MissingExtraError) as exc:
-        require("mindcap_no_such_module", "vllm", "vllm")
+        require("mindcap_no_such_module", "vllm", backend="vllm")
     assert (exc.value.package, exc.value.extra) == ("mindcap_no_such_module", "vllm")
     assert str(exc.value) == "the vllm backend needs mindcap_no_such_module: pip install 'mindcap-tok[vllm]'"
 
@@ -128,7 +128,7 @@ def test_server_that_always_fails_is_a_backend_error(tmp_path, tiny, fakes, conf
     fake.faults = ["500", "500"]
     spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
     with pytest.raises(BackendError) as exc:
-        run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
     assert (exc.value.attempts, exc.value.url) == (2, fake.url)
     assert str(exc.value).startswith(f"{LABEL} failed after 2 attempt(s): ")
 
@@ -221,7 +221,7 @@ def test_import_keeps_damaged_data_found_after_a_committed_batch(tmp_path, qwen)
         (root / MANIFEST).write_text('{"format": "something else"}', "utf-8")
 
     with pytest.raises(DamagedDataError) as exc:
-        import_jsonl(src, root, qwen, batch_records=1, on_progress=damage)
+        import_jsonl(src, root, tokenizer=qwen, batch_records=1, on_progress=damage)
     assert exc.value.path == root / MANIFEST
     assert str(exc.value).endswith(
         f"; 1 records before it were committed to {root} (rerun after fixing the line to continue)"

@@ -76,7 +76,7 @@ def test_missing_vllm_on_a_machine_without_a_gpu_points_at_the_cpu_routes(tmp_pa
     if importlib.util.find_spec("vllm") is not None or has_nvidia_gpu():
         pytest.skip("needs a machine without vllm and without an NVIDIA GPU")
     with pytest.raises(MissingExtraError, match=r"mindcap-tok\[gen\].*no NVIDIA GPU.*--backend transformers"):
-        load_backend("vllm", str(tmp_path), "x")
+        load_backend("vllm", str(tmp_path), tokenizer_name="x")
 
 
 def test_a_round_trip_spec_given_to_generate_names_the_roundtrip_command(tmp_path):

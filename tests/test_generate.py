@@ -13,7 +13,7 @@ from conftest import REPO
 from mindcap_tok.cli.main import main
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.generate import dry_run, run_job
+from mindcap_tok.ledger.generate import JobHooks, dry_run, run_job
 from mindcap_tok.ledger.jobs import caps_for, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.ledger.store import Ledger
@@ -37,7 +37,7 @@ def tiny(tmp_path_factory):
 def backend(tiny):
     from mindcap_tok.ledger.backends import load_backend
 
-    return load_backend("transformers", str(tiny), "tiny-qwen3")
+    return load_backend("transformers", str(tiny), tokenizer_name="tiny-qwen3")
 
 
 def spec_data(tiny, **kw) -> dict:
@@ -91,7 +91,7 @@ def test_flores_premiums_are_measured_with_the_jobs_tokenizer():
     eng = total("eng_Latn")
     for lang in ("deu_Latn", "tha_Thai"):
         tokens = total(lang)
-        scaled = {c for c in caps_for(spec, "native", lang) if c not in (64, 1000)}
+        scaled = {c for c in caps_for(spec, "native", lang=lang) if c not in (64, 1000)}
         assert scaled == {tokens * 64 // eng, tokens * 1000 // eng}
     stored = json.loads(json.dumps(spec.as_dict()))["premiums"]
     assert Fraction(stored["tha_Thai"]) == Fraction(total("tha_Thai"), eng)
@@ -192,7 +192,7 @@ def test_replay_end_to_end_matches_direct_generate(tmp_path, tiny, backend, conf
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     spec = parse_spec(spec_data(tiny))
-    res = run_job(spec, tmp_path / "led", backend, data_dir=config.data_dir.value)
+    res = run_job(spec, tmp_path / "led", backend=backend, data_dir=config.data_dir.value)
     assert (res.written, res.skipped, res.records) == (4, 0, 12)  # 2 langs x ceil(3 / 2) shards; 2 x 3 x k=2
     led = Ledger(tmp_path / "led")
     assert led.verify().ok
@@ -239,19 +239,22 @@ def test_replay_end_to_end_matches_direct_generate(tmp_path, tiny, backend, conf
 
 def test_seeded_rerun_reproduces_and_skips(tmp_path, tiny, backend, config, monkeypatch):
     spec = parse_spec(spec_data(tiny, langs=["swh_Latn"]))
-    run_job(spec, tmp_path / "a", backend, data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "a", backend=backend, data_dir=config.data_dir.value)
     with monkeypatch.context() as m:  # nothing left to do: the engine must not even start
         m.setattr("mindcap_tok.ledger.generate.load_backend", lambda *a, **k: pytest.fail("engine started"))
-        again = run_job(spec, tmp_path / "a", "transformers", data_dir=config.data_dir.value)
+        again = run_job(spec, tmp_path / "a", backend="transformers", data_dir=config.data_dir.value)
     assert (again.written, again.skipped, len(Ledger(tmp_path / "a"))) == (0, 2, 6)
     job_file = tmp_path / "a" / "jobs" / f"{spec.name}.json"
     job_file.write_text("{trunc", encoding="utf-8")
     with pytest.raises(MindcapError, match="is unreadable"):
-        run_job(spec, tmp_path / "a", backend, data_dir=config.data_dir.value)
-    run_job(spec, tmp_path / "b", backend, data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "a", backend=backend, data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "b", backend=backend, data_dir=config.data_dir.value)
     assert frame(tmp_path / "a") == frame(tmp_path / "b")
     other = run_job(
-        parse_spec(spec_data(tiny, langs=["swh_Latn"], seed=8)), tmp_path / "c", backend, data_dir=config.data_dir.value
+        parse_spec(spec_data(tiny, langs=["swh_Latn"], seed=8)),
+        tmp_path / "c",
+        backend=backend,
+        data_dir=config.data_dir.value,
     )
     assert other.records == 6
     assert [r["output_ids"] for r in frame(tmp_path / "c")] != [r["output_ids"] for r in frame(tmp_path / "a")]
@@ -269,11 +272,17 @@ def test_kill_midway_and_resume_equals_uninterrupted(tmp_path, tiny, backend, co
             raise Crash
 
     with pytest.raises(Crash):
-        run_job(spec, tmp_path / "killed", backend, data_dir=config.data_dir.value, on_shard=crash_after_three)
+        run_job(
+            spec,
+            tmp_path / "killed",
+            backend=backend,
+            data_dir=config.data_dir.value,
+            hooks=JobHooks(on_shard=crash_after_three),
+        )
     assert len(Ledger(tmp_path / "killed")) == 3 * 2 * 2  # three shards of 2 requests x k=2
-    resumed = run_job(spec, tmp_path / "killed", backend, data_dir=config.data_dir.value)
+    resumed = run_job(spec, tmp_path / "killed", backend=backend, data_dir=config.data_dir.value)
     assert (resumed.written, resumed.skipped) == (5, 3)
-    run_job(spec, tmp_path / "whole", backend, data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "whole", backend=backend, data_dir=config.data_dir.value)
     assert frame(tmp_path / "killed") == frame(tmp_path / "whole")
     assert Ledger(tmp_path / "killed").verify().ok
     # seeds vary by cap: the two caps of one item do not share a seed
@@ -287,7 +296,7 @@ def test_forcing_appends_delimiter_and_finishes_line(tmp_path, tiny, backend, co
     spec = parse_spec(
         spec_data(tiny, langs=["deu_Latn"], items=[0], caps=[6], forcing={"enabled": True, "max_tokens": 3})
     )
-    run_job(spec, tmp_path / "f", backend, data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "f", backend=backend, data_dir=config.data_dir.value)
     rows = frame(tmp_path / "f")
     forced = backend.tok.encode("\n####")
     newlines = set(backend.tok.newline_ids())
@@ -323,7 +332,7 @@ def test_announcement_design_records_the_budget(tmp_path, tiny, backend, config)
             announce={"budgets": [128, 2048], "style": "tag"},
         )
     )
-    res = run_job(spec, tmp_path / "a", backend, data_dir=config.data_dir.value)
+    res = run_job(spec, tmp_path / "a", backend=backend, data_dir=config.data_dir.value)
     assert res.records == 4
     rows = frame(tmp_path / "a")
     assert {r["announced"] for r in rows} == {128, 2048} and {r["cap"] for r in rows} == {5}
@@ -369,12 +378,17 @@ def test_a_failed_start_does_not_lock_the_job_spec(tmp_path, tiny, backend, conf
     # job file); a changed spec then runs, and a job file refuses a changed spec once records are stored
     out = tmp_path / "ledger"
     with pytest.raises(MindcapError):
-        run_job(parse_spec(spec_data(tiny, engine={"max_model_len": 512})), out, "vllm", data_dir=config.data_dir.value)
+        run_job(
+            parse_spec(spec_data(tiny, engine={"max_model_len": 512})),
+            out,
+            backend="vllm",
+            data_dir=config.data_dir.value,
+        )
     assert not out.exists()
     spec = parse_spec(spec_data(tiny, items=[0], langs=["deu_Latn"]))
-    assert run_job(spec, out, backend, data_dir=config.data_dir.value).records == 2
+    assert run_job(spec, out, backend=backend, data_dir=config.data_dir.value).records == 2
     with pytest.raises(MindcapError, match="holds a different spec"):
-        run_job(parse_spec(spec_data(tiny, items=[0], langs=["deu_Latn"], seed=9)), out, backend)
+        run_job(parse_spec(spec_data(tiny, items=[0], langs=["deu_Latn"], seed=9)), out, backend=backend)
 
 
 def test_missing_vllm_names_the_extra(tmp_path, tiny, monkeypatch):
@@ -385,7 +399,7 @@ def test_missing_vllm_names_the_extra(tmp_path, tiny, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
     with pytest.raises(MindcapError, match=r"mindcap-tok\[gen\]"):
-        load_backend("vllm", str(tiny), "t")
+        load_backend("vllm", str(tiny), tokenizer_name="t")
 
 
 def test_transformers_backend_takes_top_k_minus_one_as_no_top_k(tiny):
@@ -393,7 +407,7 @@ def test_transformers_backend_takes_top_k_minus_one_as_no_top_k(tiny):
     own generate with top_k = 0 (its "off") under the same seed."""
     from mindcap_tok.ledger.backends import GenRequest, load_backend
 
-    b = load_backend("transformers", str(tiny), "t", {})
+    b = load_backend("transformers", str(tiny), tokenizer_name="t", engine={})
     prompt = tuple(b.tok.hf("hello", add_special_tokens=False)["input_ids"])
     req = GenRequest(prompt, n=2, max_tokens=8, seed=7, temperature=1.0, top_p=1.0, top_k=-1)
     (got,) = b.generate([req])
@@ -411,7 +425,10 @@ def test_transformers_backend_ignores_vllm_engine_options(tiny):
     from mindcap_tok.ledger.backends import load_backend
 
     b = load_backend(
-        "transformers", str(tiny), "t", {"max_model_len": 4096, "tensor_parallel_size": 1, "dtype": "bfloat16"}
+        "transformers",
+        str(tiny),
+        tokenizer_name="t",
+        engine={"max_model_len": 4096, "tensor_parallel_size": 1, "dtype": "bfloat16"},
     )
     assert b.model.dtype == torch.bfloat16
     newlines = b.tok.newline_ids()
@@ -442,7 +459,7 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(tmp_path, tiny, backend,
     assert 6 <= killed_at < 24, "the kill must land midway (12 shards of 2 records)"
     rerun = subprocess.run([*cmd, "transformers"], cwd=REPO, capture_output=True, text=True, check=True)
     assert f"{killed_at // 2} of 12 shards were already done" in rerun.stdout
-    run_job(parse_spec(spec), tmp_path / "whole", backend, data_dir=config.data_dir.value)
+    run_job(parse_spec(spec), tmp_path / "whole", backend=backend, data_dir=config.data_dir.value)
     assert frame(tmp_path / "k") == frame(tmp_path / "whole")
     assert Ledger(tmp_path / "k").verify().ok
 

@@ -8,7 +8,7 @@ import pytest
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'mindcap-tok[gen]'; CPU recipe in README)")
 
-from mindcap_tok.ledger.generate import run_job  # noqa: E402
+from mindcap_tok.ledger.generate import JobHooks, run_job  # noqa: E402
 from mindcap_tok.ledger.jobs import parse_spec  # noqa: E402
 from mindcap_tok.ledger.score import score_ledger  # noqa: E402
 from mindcap_tok.ledger.store import Ledger  # noqa: E402
@@ -20,7 +20,7 @@ def test_vllm_records_reproduce_and_score(tmp_path, tiny, engine, config):
     from transformers import AutoTokenizer
 
     spec = parse_spec(spec_data(tiny))
-    res = run_job(spec, tmp_path / "a", engine, data_dir=config.data_dir.value)
+    res = run_job(spec, tmp_path / "a", backend=engine, data_dir=config.data_dir.value)
     assert (res.written, res.records, res.backend) == (4, 12, "vllm")
     rows = frame(tmp_path / "a")
     hf_tok = AutoTokenizer.from_pretrained(tiny)
@@ -31,9 +31,9 @@ def test_vllm_records_reproduce_and_score(tmp_path, tiny, engine, config):
         assert 0 < r["n_tokens"] <= 12
         assert (r["finish_reason"] == "length") == (r["n_tokens"] == 12 and r["output_ids"][-1] != hf_tok.eos_token_id)
     assert len({tuple(r["output_ids"]) for r in rows}) == len(rows)  # k samples differ, items differ
-    run_job(spec, tmp_path / "b", engine, data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "b", backend=engine, data_dir=config.data_dir.value)
     assert frame(tmp_path / "b") == rows  # seeded rerun: identical token ids
-    other = run_job(parse_spec(spec_data(tiny, seed=8)), tmp_path / "c", engine, data_dir=config.data_dir.value)
+    other = run_job(parse_spec(spec_data(tiny, seed=8)), tmp_path / "c", backend=engine, data_dir=config.data_dir.value)
     assert other.records == 12 and [r["output_ids"] for r in frame(tmp_path / "c")] != [r["output_ids"] for r in rows]
     scores = score_ledger(Ledger(tmp_path / "a").read(), engine.tok.resolved, budgets=[4, 12])
     assert len(scores.by_record) == 12
@@ -47,10 +47,12 @@ def test_vllm_kill_and_resume_with_forcing(tmp_path, tiny, engine, config):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_job(spec, tmp_path / "killed", engine, data_dir=config.data_dir.value, on_shard=crash)
-    resumed = run_job(spec, tmp_path / "killed", engine, data_dir=config.data_dir.value)
+        run_job(
+            spec, tmp_path / "killed", backend=engine, data_dir=config.data_dir.value, hooks=JobHooks(on_shard=crash)
+        )
+    resumed = run_job(spec, tmp_path / "killed", backend=engine, data_dir=config.data_dir.value)
     assert (resumed.written, resumed.skipped) == (6, 2)
-    run_job(spec, tmp_path / "whole", engine, data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "whole", backend=engine, data_dir=config.data_dir.value)
     rows = frame(tmp_path / "killed")
     assert rows == frame(tmp_path / "whole")
     forced = engine.tok.encode("\n####")

@@ -38,7 +38,7 @@ def test_a_repeated_json_key_is_an_error_naming_the_line(tmp_path, qwen, spelled
     src = tmp_path / "gen.jsonl"
     src.write_text(json.dumps(ok) + "\n" + body[:-1] + ", " + spelled + (', "gold": 18' * (key == "item")) + "}\n")
     with pytest.raises(MindcapError, match=rf"gen\.jsonl:2: key '{key}' appears twice in one JSON object"):
-        import_jsonl(src, tmp_path / "L", qwen)
+        import_jsonl(src, tmp_path / "L", tokenizer=qwen)
     assert not Ledger(tmp_path / "L").exists()
 
 
@@ -51,14 +51,14 @@ def test_length_with_fewer_ids_than_the_cap_is_an_error(tmp_path, qwen):
         match=rf"gen\.jsonl:2: record 1 \(.*item=1 .*\): finish_reason 'length' with {n} output ids, "
         r"fewer than the cap 4096",
     ):
-        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", qwen)
+        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", tokenizer=qwen)
 
 
 def test_more_ids_than_the_cap_is_an_error(tmp_path, qwen):
     rec = make_record(qwen, "#### 18", finish_reason="length")
     rec["cap"] = len(rec["output_ids"]) - 1
     with pytest.raises(MindcapError, match=r"gen\.jsonl:1: .*4 output tokens exceed the cap 3"):
-        import_jsonl(_jsonl(tmp_path / "gen.jsonl", [rec]), tmp_path / "L", qwen)
+        import_jsonl(_jsonl(tmp_path / "gen.jsonl", [rec]), tmp_path / "L", tokenizer=qwen)
 
 
 def test_exactly_the_cap_imports_with_either_finish_reason(tmp_path, qwen):
@@ -69,7 +69,7 @@ def test_exactly_the_cap_imports_with_either_finish_reason(tmp_path, qwen):
     length = make_record(qwen, "#### 18", item=1, cap=4, finish_reason="length")
     retok = make_record(qwen, "#### 18", item=2, finish_reason="length")  # no ids: retokenized, not checked
     del retok["output_ids"]
-    res = import_jsonl(_jsonl(tmp_path / "gen.jsonl", [stop, length, retok]), tmp_path / "L", qwen)
+    res = import_jsonl(_jsonl(tmp_path / "gen.jsonl", [stop, length, retok]), tmp_path / "L", tokenizer=qwen)
     assert (res.added, res.retokenized) == (3, 1)
 
 
@@ -77,10 +77,12 @@ def test_exactly_the_cap_imports_with_either_finish_reason(tmp_path, qwen):
 def test_aliases_are_one_model_for_the_key_the_duplicate_check_and_readers(tmp_path, qwen):
     rows = make_cell(qwen, n_items=4, n_samples=2)  # 8 records
     root = tmp_path / "L"
-    first = import_jsonl(_jsonl(tmp_path / "a.jsonl", rows), root, qwen)
+    first = import_jsonl(_jsonl(tmp_path / "a.jsonl", rows), root, tokenizer=qwen)
     assert first.added == 8
     for alias in ("qwen3", "Qwen3-8B"):
-        again = import_jsonl(_jsonl(tmp_path / f"{alias}.jsonl", [{**r, "model": alias} for r in rows]), root, qwen)
+        again = import_jsonl(
+            _jsonl(tmp_path / f"{alias}.jsonl", [{**r, "model": alias} for r in rows]), root, tokenizer=qwen
+        )
         assert (again.read, again.added, again.skipped) == (8, 0, 8)
     led = Ledger(root)
     assert len(led) == 8 and led.verify().ok
@@ -92,7 +94,7 @@ def test_aliases_are_one_model_for_the_key_the_duplicate_check_and_readers(tmp_p
 def test_an_alias_first_is_stored_by_its_registry_name_and_a_path_as_given(tmp_path, qwen):
     rows = make_cell(qwen, n_items=1, n_samples=2)
     rows = [{**rows[0], "model": "qwen3"}, {**rows[1], "model": "/models/my-qwen"}]
-    import_jsonl(_jsonl(tmp_path / "a.jsonl", rows), tmp_path / "L", qwen)
+    import_jsonl(_jsonl(tmp_path / "a.jsonl", rows), tmp_path / "L", tokenizer=qwen)
     led = Ledger(tmp_path / "L")
     assert sorted(led.to_pandas()["model"]) == ["/models/my-qwen", "qwen3-8b"]
     assert sorted(s.model for s in led.shards()) == ["/models/my-qwen", "qwen3-8b"]
@@ -130,7 +132,7 @@ def test_text_with_special_tokens_skipped_or_kept_agrees(tmp_path, qwen):
     for rec in (skipped, kept):
         rec["output_ids"] = [*rec["output_ids"], end]
     kept["text"] = "#### 18<|im_end|>"
-    res = import_jsonl(_jsonl(tmp_path / "gen.jsonl", [skipped, kept]), tmp_path / "L", qwen)
+    res = import_jsonl(_jsonl(tmp_path / "gen.jsonl", [skipped, kept]), tmp_path / "L", tokenizer=qwen)
     assert res.added == 2 and Ledger(tmp_path / "L").text_mismatches().num_rows == 0
 
 
@@ -150,12 +152,12 @@ def test_allow_text_mismatch_stores_and_marks_the_records(tmp_path, qwen):
     assert led.info()["text_mismatch"].tolist() == [1]
     stored = _records(led)
     assert stored.loc[(stored["item"] == 1) & (stored["sample"] == 1), "text"].item() == rows[3]["text"]
-    again = import_jsonl(src, root, qwen, allow_text_mismatch=True)  # a rerun skips them, marks kept
+    again = import_jsonl(src, root, tokenizer=qwen, allow_text_mismatch=True)  # a rerun skips them, marks kept
     assert again.skipped == 6 and led.text_mismatches().num_rows == 1
 
 
 def test_a_ledger_without_marks_keeps_format_version_1(tmp_path, qwen):
-    import_jsonl(_jsonl(tmp_path / "gen.jsonl", make_cell(qwen)), tmp_path / "L", qwen)
+    import_jsonl(_jsonl(tmp_path / "gen.jsonl", make_cell(qwen)), tmp_path / "L", tokenizer=qwen)
     led = Ledger(tmp_path / "L")
     assert led.manifest()["version"] == 1 and "text_mismatch" not in led.manifest()
     assert led.text_mismatches().num_rows == 0 and led.info()["text_mismatch"].tolist() == [0]
@@ -191,16 +193,16 @@ def test_a_stopped_import_says_what_was_committed_and_a_rerun_completes_it(
     with monkeypatch.context() as m:
         _fail_on_second(m, step, exc)
         with pytest.raises(kind) as stopped:
-            import_jsonl(src, root, qwen, batch_records=2)
+            import_jsonl(src, root, tokenizer=qwen, batch_records=2)
     assert str(stopped.value) == (
         f"import of {src} stopped at line 3 ({why}): 2 records committed to {root} in 1 new shard; rerun to resume"
     )
     led = Ledger(root)
     assert led.verify().ok and len(led) == 2
     assert _records(led)[["item", "sample"]].values.tolist() == [[0, 0], [0, 1]]
-    again = import_jsonl(src, root, qwen, batch_records=2)
+    again = import_jsonl(src, root, tokenizer=qwen, batch_records=2)
     assert (again.added, again.skipped) == (4, 2)
-    import_jsonl(src, tmp_path / "whole", qwen, batch_records=2)
+    import_jsonl(src, tmp_path / "whole", tokenizer=qwen, batch_records=2)
     assert _records(led).equals(_records(Ledger(tmp_path / "whole"))) and led.verify().ok
 
 

@@ -90,7 +90,7 @@ def test_import_sentencepiece_ids_and_text(tmp_path, sp_toks, config):
     assert entries["gemma-3"]["vocab_size"] == 262144 and entries["llama-2"]["vocab_size"] == 32000
     assert entries["gemma-3"]["sha256"].startswith("1299c11d") and entries["llama-2"]["sha256"].startswith("9e556afd")
     # scored by hand: the 6th token "5" completes "#### 5" (Llama 2's first "▁hello" decodes as "hello")
-    scores = score_ledger(frame, sp_toks, [5, 6])
+    scores = score_ledger(frame, sp_toks, budgets=[5, 6])
     assert scores.by_budget["score"].tolist() == [0, 1] * 4
     assert scores.by_record["emission"].tolist() == [6.0] * 4
 

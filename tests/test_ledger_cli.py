@@ -66,10 +66,10 @@ def test_interrupted_import_resumes(tmp_path, qwen, rows, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(Ledger, "append", dying)
         with pytest.raises(KeyboardInterrupt):
-            import_jsonl(src, tmp_path / "L", qwen, batch_records=2)
+            import_jsonl(src, tmp_path / "L", tokenizer=qwen, batch_records=2)
     led = Ledger(tmp_path / "L")
     assert led.verify().ok and len(led) == 2
-    again = import_jsonl(src, tmp_path / "L", qwen, batch_records=2)
+    again = import_jsonl(src, tmp_path / "L", tokenizer=qwen, batch_records=2)
     assert (again.read, again.added, again.skipped) == (6, 4, 2)
     assert len(led) == 6 and led.verify().ok
 
@@ -79,7 +79,7 @@ def test_import_errors_name_the_line(tmp_path, qwen, rows):
     bad[3] = {**bad[3], "arm": "english"}
     src = _jsonl(tmp_path / "bad.jsonl", bad)
     with pytest.raises(MindcapError, match=r"bad\.jsonl:4: record 3 \(.*arm=english.*\): arm = 'english'"):
-        import_jsonl(src, tmp_path / "L", qwen)
+        import_jsonl(src, tmp_path / "L", tokenizer=qwen)
     (tmp_path / "broken.jsonl").write_text(json.dumps(rows[0]) + "\n{not json\n", encoding="utf-8")
     res = CliRunner().invoke(
         cli,
@@ -99,7 +99,7 @@ def test_import_errors_name_the_line(tmp_path, qwen, rows):
 
 def test_info_verify_and_score(tmp_path, qwen, rows):
     root = tmp_path / "L"
-    import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), root, qwen)
+    import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), root, tokenizer=qwen)
     info = run(["ledger", "info", str(root), "--format", "json"])
     cell = json.loads(info.output)
     assert len(cell) == 1 and cell[0]["records"] == 6 and cell[0]["items"] == 3 and cell[0]["cap_hit"] == 0

@@ -118,14 +118,14 @@ def test_import_names_the_line_of_a_float_or_null(tmp_path, qwen, cell):
     rows = [dict(r) for r in cell]
     rows[4]["gold"] = 18.5
     with pytest.raises(MindcapError, match=r"gen\.jsonl:5: record 4 \(.*\): gold = 18\.5 is not a valid int64"):
-        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", qwen)
+        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", tokenizer=qwen)
     rows = [dict(r) for r in cell]
     rows[1]["retokenized"] = "yes"
     with pytest.raises(MindcapError, match=r"gen\.jsonl:2: retokenized = 'yes' is not a valid bool"):
-        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", qwen)
+        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", tokenizer=qwen)
     rows = [dict(r) for r in cell]
     rows[0]["gold"] = "5,600"  # MGSM style: still parsed
-    result = import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", qwen)
+    result = import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", tokenizer=qwen)
     assert result.added == 6 and Ledger(tmp_path / "L").read(columns=["gold"]).column("gold").to_pylist()[0] == 5600
 
 
@@ -136,15 +136,15 @@ def test_duplicate_key_in_a_later_batch_names_both_lines(tmp_path, qwen, cell):
     with pytest.raises(
         MindcapError, match=r"gen\.jsonl:7: record 0 \(.*item=0 sample=1\) has the same key as the record at line 2"
     ):
-        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", qwen, batch_records=3)
+        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", tokenizer=qwen, batch_records=3)
 
 
 def test_reimport_of_changed_records_is_an_error_and_identical_ones_are_skipped(tmp_path, qwen, cell):
     root = tmp_path / "L"
     src = _jsonl(tmp_path / "gen.jsonl", cell)
-    import_jsonl(src, root, qwen)
+    import_jsonl(src, root, tokenizer=qwen)
     (shard,) = Ledger(root).shards()
-    again = import_jsonl(src, root, qwen)  # the resume path: identical records are skipped
+    again = import_jsonl(src, root, tokenizer=qwen)  # the resume path: identical records are skipped
     assert (again.read, again.added, again.skipped) == (6, 0, 6)
     changed = [dict(r) for r in cell]
     changed[5] = {**changed[5], "gold": 999}
@@ -406,7 +406,7 @@ def test_unreadable_lines_are_one_line_errors(tmp_path, qwen, cell, tail, messag
     tail = tail(qwen) if callable(tail) else tail
     src.write_bytes(_jsonl(tmp_path / "ok.jsonl", cell[:2]).read_bytes() + tail)
     with pytest.raises(MindcapError, match=message) as exc:
-        import_jsonl(src, tmp_path / "L", qwen, batch_records=1)
+        import_jsonl(src, tmp_path / "L", tokenizer=qwen, batch_records=1)
     msg = _one_line(exc)
     assert msg.endswith(
         f"; 2 records before it were committed to {tmp_path / 'L'} (rerun after fixing the line to continue)"
@@ -422,7 +422,7 @@ def test_failure_says_how_many_records_were_committed(tmp_path, qwen):
     rows[6]["arm"] = "english"
     root = tmp_path / "L"
     with pytest.raises(MindcapError) as exc:
-        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), root, qwen, batch_records=3)
+        import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), root, tokenizer=qwen, batch_records=3)
     assert _one_line(exc) == (
         f"{tmp_path / 'gen.jsonl'}:7: record 0 (model=qwen3-8b arm=english lang=tha_Thai cap=4096 item=6 sample=0): "
         f"arm = 'english'; use one of native, translate-act, pivot, code-switched; "
@@ -430,7 +430,7 @@ def test_failure_says_how_many_records_were_committed(tmp_path, qwen):
     )
     assert len(Ledger(root)) == 6
     with pytest.raises(MindcapError) as first:
-        import_jsonl(_jsonl(tmp_path / "one.jsonl", rows[6:7]), tmp_path / "M", qwen)
+        import_jsonl(_jsonl(tmp_path / "one.jsonl", rows[6:7]), tmp_path / "M", tokenizer=qwen)
     assert "committed" not in str(first.value)
 
 

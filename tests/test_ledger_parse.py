@@ -57,7 +57,7 @@ CASES = [
 
 @pytest.mark.parametrize(("text", "parser", "complete", "expected"), CASES)
 def test_hand_worked_cases(text, parser, complete, expected):
-    assert parse_answer(text, parser, complete) == expected
+    assert parse_answer(text, parser, complete=complete) == expected
 
 
 def test_parser_names():
@@ -162,7 +162,7 @@ def test_fast_scorer_matches_decoding_every_prefix_on_random_splits(data, cut_se
     n = len(ends)
     p = get_parser(parser)
     budgets = list(range(1, n + 2))
-    res = score_prefixes([data], [ends], [gold], budgets, parser, complete=[complete])
+    res = score_prefixes([data], [ends], golds=[gold], budgets=budgets, parser=parser, complete=[complete])
     ref, values = [], [None]
     for b in budgets:
         take = min(b, n)

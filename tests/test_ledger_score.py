@@ -92,13 +92,18 @@ def test_fast_scorer_equals_decoding_every_prefix(case, parser):
     reference = _reference(tok, frame, budgets, parser)
     ref_scores, ref_emission, _ = reference
     assert ref_scores.sum() > 0 and np.isfinite(ref_emission).sum() > 30  # the cases are not all trivial
-    assert_equals_reference(score_ledger(frame, tok, budgets, parser), reference)
+    assert_equals_reference(score_ledger(frame, tok, budgets=budgets, parser=parser), reference)
     # the text + token-offset entry point (what retokenizing with another tokenizer uses) agrees too
     table = byte_table(tok)
     texts = [table.decode(ids) for ids in frame["output_ids"]]
     ends = [np.cumsum(table.lengths[np.asarray(ids)]) for ids in frame["output_ids"]]
     via_text = score_prefixes(
-        texts, ends, frame["gold"].tolist(), budgets, parser, complete=(frame["finish_reason"] == "stop").to_numpy()
+        texts,
+        ends,
+        golds=frame["gold"].tolist(),
+        budgets=budgets,
+        parser=parser,
+        complete=(frame["finish_reason"] == "stop").to_numpy(),
     )
     np.testing.assert_array_equal(via_text.scores, ref_scores)
     np.testing.assert_array_equal(via_text.emission, ref_emission)
@@ -123,7 +128,7 @@ def test_by_budget_and_by_record_contract(qwen):
         }
     )
     n_tok = [len(enc(t)) for t in texts]
-    res = score_ledger(pa.Table.from_pandas(frame), qwen, [2, 4, 100])
+    res = score_ledger(pa.Table.from_pandas(frame), qwen, budgets=[2, 4, 100])
     assert list(res.by_budget.columns) == [
         "model",
         "arm",
@@ -158,13 +163,13 @@ def test_by_budget_and_by_record_contract(qwen):
 
 def test_bad_scoring_inputs(qwen):
     with pytest.raises(MindcapError, match="budgets must be positive"):
-        score_token_ids(np.array([1]), np.array([0, 1]), qwen, [1], [0])
+        score_token_ids(np.array([1]), np.array([0, 1]), table=qwen, golds=[1], budgets=[0])
     with pytest.raises(MindcapError, match="outside the tokenizer"):
-        score_token_ids(np.array([10**7]), np.array([0, 1]), qwen, [1], [4])
+        score_token_ids(np.array([10**7]), np.array([0, 1]), table=qwen, golds=[1], budgets=[4])
     with pytest.raises(MindcapError, match="token byte offsets must rise"):
-        score_prefixes(["abc"], [np.array([1, 2])], [1], [1])
+        score_prefixes(["abc"], [np.array([1, 2])], golds=[1], budgets=[1])
     with pytest.raises(MindcapError, match="lack column"):
-        score_ledger(pd.DataFrame({"model": ["m"]}), qwen, [1])
+        score_ledger(pd.DataFrame({"model": ["m"]}), qwen, budgets=[1])
 
 
 def test_records_are_grouped_by_their_own_tokenizer(qwen, llama):
@@ -177,7 +182,7 @@ def test_records_are_grouped_by_their_own_tokenizer(qwen, llama):
     table = pa.table(
         {"tokenizer": [t.name for t in toks], "output_ids": ids, "gold": [5, 5, 6, 5], "finish_reason": ["stop"] * 4}
     )
-    res = score_by_tokenizer(table, {"qwen3-8b": qwen, "llama-3.1-8b": llama}, [1, 100])
+    res = score_by_tokenizer(table, {"qwen3-8b": qwen, "llama-3.1-8b": llama}, budgets=[1, 100])
     assert res.n_tokens.tolist() == [len(i) for i in ids]
     assert res.scores.tolist() == [[0, 1], [0, 1], [0, 0], [0, 1]]  # record 2's gold is 6
     first = [
@@ -186,5 +191,5 @@ def test_records_are_grouped_by_their_own_tokenizer(qwen, llama):
     ]
     assert res.emission.tolist() == first  # E: the first parseable answer line, right or wrong
     assert res.correct.tolist() == [1, 1, 0, 1]
-    one = score_by_tokenizer(table.slice(0, 1), qwen, [100])  # one tokenizer for every record: no column needed
+    one = score_by_tokenizer(table.slice(0, 1), qwen, budgets=[100])  # one tokenizer for every record: no column needed
     assert one.scores.tolist() == [[1]]

@@ -125,7 +125,7 @@ def test_import_accepts_a_task_and_its_typed_gold(tmp_path, qwen):
         make_record(qwen, "#### x\n", item=3, task="my-task", gold="\\frac{1}{2}"),
         make_record(qwen, "#### B\n", item=4, task="global-mmlu-lite", gold_text="B") | {"gold": None},
     ]
-    res = import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", qwen)
+    res = import_jsonl(_jsonl(tmp_path / "gen.jsonl", rows), tmp_path / "L", tokenizer=qwen)
     assert res.added == 5
     got = sorted((r["item"], r["task"], r["gold"], r["gold_text"]) for r in Ledger(tmp_path / "L").read().to_pylist())
     assert got == [
@@ -151,7 +151,7 @@ def test_import_refuses_a_gold_of_the_wrong_type_in_one_line(tmp_path, qwen, cha
     rows = [make_record(qwen, "#### 18\n"), make_record(qwen, "#### 18\n", item=1) | changes]
     src = _jsonl(tmp_path / "gen.jsonl", rows)
     with pytest.raises(MindcapError, match=r"^.*gen\.jsonl:2: " + message):
-        import_jsonl(src, tmp_path / "L", qwen)
+        import_jsonl(src, tmp_path / "L", tokenizer=qwen)
     assert not (tmp_path / "L" / "_manifest.json").exists()
     args = ["ledger", "import", str(src), "--out-dir", str(tmp_path / "L"), "--tokenizer", "qwen3-8b"]
     res = CliRunner().invoke(cli, args)

@@ -76,7 +76,7 @@ def test_a_backends_missing_extra_is_a_missing_extra_error():
         MissingExtraError,
         match=r"^the vllm backend needs vllm: pip install 'mindcap-tok\[gen\]'(; [^;]*no NVIDIA GPU.*)?$",
     ) as exc:
-        load_backend("vllm", "org/m", "m")
+        load_backend("vllm", "org/m", tokenizer_name="m")
     assert (exc.value.package, exc.value.extra) == ("vllm", "gen")
     spec = AuditSpec("x", "x", run=None, headline=str)
     assert spec.install_hint(exc.value) == "vllm is not installed: pip install 'mindcap-tok[gen]'"

@@ -28,7 +28,7 @@ def tiny(tmp_path_factory):
 def backend(tiny):
     from mindcap_tok.ledger.backends import load_backend
 
-    return load_backend("transformers", str(tiny), "tiny-qwen3")
+    return load_backend("transformers", str(tiny), tokenizer_name="tiny-qwen3")
 
 
 GOOD = json.dumps({"score": 88, "classification": "7-good", "issues": [

@@ -104,12 +104,12 @@ def _check(tok, frame: pd.DataFrame, parser) -> None:
     reference = reference_scores(decode, frame, budgets, parser)
     assert reference[0].sum() > 0 and np.isfinite(reference[1]).sum() > 10  # the cases are not all trivial
     ledger = frame.assign(gold=None, gold_text=frame["gold"])
-    assert_equals_reference(score_ledger(ledger, tok, budgets, parser), reference)
+    assert_equals_reference(score_ledger(ledger, tok, budgets=budgets, parser=parser), reference)
     table = byte_table(tok)
     texts = [table.decode(ids) for ids in frame["output_ids"]]
     ends = [np.cumsum(table.lengths[np.asarray(ids)]) for ids in frame["output_ids"]]
     done = (frame["finish_reason"] == "stop").to_numpy()
-    via_text = score_prefixes(texts, ends, frame["gold"].tolist(), budgets, parser, complete=done)
+    via_text = score_prefixes(texts, ends, golds=frame["gold"].tolist(), budgets=budgets, parser=parser, complete=done)
     np.testing.assert_array_equal(via_text.scores, reference[0])
     np.testing.assert_array_equal(via_text.emission, reference[1])
 
@@ -142,7 +142,7 @@ def test_math_scores_by_hand(qwen):
     # "\\", "\\frac", ..., "\\frac{1}{2" (none equivalent to 0.5); only the 8th token closes the fraction
     assert [qwen.tokenizer.decode([i]) for i in ids] == ["####", " \\", "frac", "{", "1", "}{", "2", "}\n"]
     frame = trace_frame(qwen, [(ids, None, "stop")]).assign(gold=None, gold_text="0.5")
-    res = score_ledger(frame, qwen, list(range(1, 9)), get_parser("strict", MATH))
+    res = score_ledger(frame, qwen, budgets=list(range(1, 9)), parser=get_parser("strict", MATH))
     assert res.by_budget["score"].tolist() == [0, 0, 0, 0, 0, 0, 0, 1]
     assert res.by_record["emission"].tolist() == [8] and res.by_record["correct"].tolist() == [1]
     assert res.versions == get_parser("strict", MATH).versions and res.parser == "strict"
@@ -179,13 +179,13 @@ def test_score_ledger_reads_task_and_gold_text(qwen, tmp_path):
         task=["mgsm", "quiz", None, "quiz"], gold=[5, None, 5, None], gold_text=[None, "B", None, "D"]
     )
     with pytest.raises(MindcapError, match="task 'quiz', which is not built in"):
-        score_ledger(frame, qwen, [100])
+        score_ledger(frame, qwen, budgets=[100])
     (tmp_path / "quiz.toml").write_text(_QUIZ, "utf-8")
     progress = []
     res = score_ledger(
         frame,
         qwen,
-        [100],
+        budgets=[100],
         on_progress=lambda done, total: progress.append((done, total)),
         tasks=[tmp_path / "quiz.toml"],
     )
@@ -194,4 +194,4 @@ def test_score_ledger_reads_task_and_gold_text(qwen, tmp_path):
     assert progress[-1] == (4, 4) and res.parser == "strict"
     # no task column: every record is MGSM's, its gold an integer (today's ledgers)
     old = trace_frame(qwen, [(enc("#### 5\n"), 5, "stop")])
-    assert score_ledger(old, qwen, [100]).by_record["correct"].tolist() == [1]
+    assert score_ledger(old, qwen, budgets=[100]).by_record["correct"].tolist() == [1]

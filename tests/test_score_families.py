@@ -120,7 +120,7 @@ def test_scorer_equals_decoding_every_prefix_all_families(case, parser):
     reference = _reference(tok, frame, budgets, parser)
     ref_scores, ref_emission, _ = reference
     assert ref_scores.sum() > 0 and np.isfinite(ref_emission).sum() > 20
-    assert_equals_reference(score_ledger(frame, tok, budgets, parser), reference)
+    assert_equals_reference(score_ledger(frame, tok, budgets=budgets, parser=parser), reference)
     table = byte_table(tok)
     texts = [table.decode(ids) for ids in frame["output_ids"]]
     special = tok.special_ids
@@ -133,7 +133,12 @@ def test_scorer_equals_decoding_every_prefix_all_families(case, parser):
     assert checked > len(frame) // 2
     ends = [table.token_ends(ids) for ids in frame["output_ids"]]
     via_text = score_prefixes(
-        texts, ends, frame["gold"].tolist(), budgets, parser, complete=(frame["finish_reason"] == "stop").to_numpy()
+        texts,
+        ends,
+        golds=frame["gold"].tolist(),
+        budgets=budgets,
+        parser=parser,
+        complete=(frame["finish_reason"] == "stop").to_numpy(),
     )
     np.testing.assert_array_equal(via_text.scores, ref_scores)
     np.testing.assert_array_equal(via_text.emission, ref_emission)

@@ -20,7 +20,7 @@ from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.backends import GenRequest
 from mindcap_tok.ledger.backends.server import ServerBackend, parse_response, retry_after
-from mindcap_tok.ledger.generate import run_job
+from mindcap_tok.ledger.generate import JobHooks, run_job
 from mindcap_tok.ledger.jobs import ServerSpec, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.store import Ledger
 from test_generate import frame, spec_data
@@ -314,7 +314,9 @@ def check_rows(rows, hf, *, retokenized=False) -> None:
     assert len(rows) == 12 and len({(r["lang"], r["item"], r["sample"]) for r in rows}) == 12
     for r in rows:
         question = load_mgsm(r["lang"])[r["item"]].question
-        text, ids = local_prompt(hf, build_prompt(question, "native", r["lang"], None, "none", "mgsm-v1").text)
+        text, ids = local_prompt(
+            hf, build_prompt(question, "native", lang=r["lang"], announced=None, style="none", version="mgsm-v1").text
+        )
         assert (r["prompt"], r["prompt_ids"]) == (text, ids)
         want, finish = rule(r["seed"], r["sample"], 12)
         if retokenized:
@@ -597,7 +599,7 @@ def test_two_servers_share_the_job_and_records_match_their_answers(tmp_path, tin
     a, b = fakes(), fakes()
     a.delay = b.delay = 0.05
     spec = parse_spec(server_spec(tiny, [a.url, b.url], concurrency=2))
-    res = run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+    res = run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
     assert (res.written, res.records, res.backend) == (4, 12, "server")
     rows = frame(tmp_path / "led")
     check_rows(rows, hf)
@@ -610,10 +612,10 @@ def test_two_servers_share_the_job_and_records_match_their_answers(tmp_path, tin
     assert max(a.max_inflight, b.max_inflight) <= 2
     # resuming through another URL with other connection settings is the same job; another served model is not
     moved = parse_spec(server_spec(tiny, b.url, concurrency=5, timeout_s=3))
-    assert run_job(moved, tmp_path / "led", backend(tiny, moved), data_dir=config.data_dir.value).skipped == 4
+    assert run_job(moved, tmp_path / "led", backend=backend(tiny, moved), data_dir=config.data_dir.value).skipped == 4
     other = parse_spec(server_spec(tiny, b.url, endpoint="chat"))
     with pytest.raises(MindcapError, match="holds a different spec"):
-        run_job(other, tmp_path / "led", backend(tiny, other), data_dir=config.data_dir.value)
+        run_job(other, tmp_path / "led", backend=backend(tiny, other), data_dir=config.data_dir.value)
 
 
 class ShardAtATime:
@@ -656,7 +658,13 @@ def test_progress_counts_requests_and_output_tokens(tmp_path, tiny, hf, fakes, c
     ]:
         rec = Recorder()
         led = tmp_path / label
-        run_job(spec, led, make(), data_dir=config.data_dir.value, on_tokens=rec.on_tokens, on_progress=rec.on_progress)
+        run_job(
+            spec,
+            led,
+            backend=make(),
+            data_dir=config.data_dir.value,
+            hooks=JobHooks(on_tokens=rec.on_tokens, on_progress=rec.on_progress),
+        )
         assert [(d, t) for d, t, _ in rec.events] == [(c, 6) for c in counts], label
         assert rec.events[-1][2] == want_tokens == sum(r["n_tokens"] for r in frame(led)), label
         seen = [t for *_, t in rec.events]
@@ -668,7 +676,7 @@ def test_concurrency_bounds_requests_in_flight(tmp_path, tiny, hf, fakes, config
     fake.delay = 0.2
     job = {"items": [0, 1, 2, 3, 4, 5], "langs": ["deu_Latn"], "shard_size": 6, "k": 1}
     spec = parse_spec(server_spec(tiny, fake.url, job, concurrency=2))
-    run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
     assert len(fake.bodies) == 6 and fake.max_inflight == 2
 
 
@@ -678,7 +686,7 @@ def test_retries_lose_and_duplicate_nothing(tmp_path, tiny, hf, fakes, config):
     spec = parse_spec(server_spec(tiny, fake.url, concurrency=1, timeout_s=0.5))
     b = backend(tiny, spec)
     t0 = time.perf_counter()
-    res = run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value)
+    res = run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value)
     assert time.perf_counter() - t0 >= 1.0  # Retry-After: 1 was honoured
     assert res.records == 12 and b.retries == 4 and len(fake.bodies) == 6 + 4
     check_rows(frame(tmp_path / "led"), hf)
@@ -688,7 +696,7 @@ def test_retokenized_when_the_server_returns_no_ids(tmp_path, tiny, hf, fakes, c
     fake = fakes(mode="plain")
     spec = parse_spec(server_spec(tiny, fake.url))
     warnings: list[str] = []
-    run_job(spec, tmp_path / "led", backend(tiny, spec, warn=warnings.append), data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "led", backend=backend(tiny, spec, warn=warnings.append), data_dir=config.data_dir.value)
     rows = frame(tmp_path / "led")
     check_rows(rows, hf, retokenized=True)
     assert len(warnings) == 2 and "refused vLLM's request extensions" in warnings[0]
@@ -701,18 +709,18 @@ def test_retokenized_when_the_server_returns_no_ids(tmp_path, tiny, hf, fakes, c
 def test_logprob_ids_of_older_servers(tmp_path, tiny, hf, fakes, config):
     fake = fakes(mode="logprobs")
     spec = parse_spec(server_spec(tiny, fake.url, logprob_ids=True))
-    run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
     check_rows(frame(tmp_path / "led"), hf)
 
 
 def test_chat_endpoint_stores_the_servers_prompt_ids(tmp_path, tiny, hf, fakes, config):
     fake = fakes()
     spec = parse_spec(server_spec(tiny, fake.url, endpoint="chat"))
-    run_job(spec, tmp_path / "same", backend(tiny, spec), data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "same", backend=backend(tiny, spec), data_dir=config.data_dir.value)
     check_rows(frame(tmp_path / "same"), hf)  # the server's template equals the local one
     assert all(bd["chat_template_kwargs"] == {"enable_thinking": False} for bd in fake.bodies)
     fake.prompt_shift = 1  # a server template that differs: its ids are stored
-    run_job(spec, tmp_path / "other", backend(tiny, spec), data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "other", backend=backend(tiny, spec), data_dir=config.data_dir.value)
     for r, s in zip(frame(tmp_path / "other"), frame(tmp_path / "same"), strict=True):
         assert r["prompt_ids"] == s["prompt_ids"][1:] and r["prompt"] == decode(hf, s["prompt_ids"][1:], skip=False)
         assert r["output_ids"] == s["output_ids"]
@@ -723,7 +731,7 @@ def test_prompt_id_mismatch_is_an_error_naming_the_request(tmp_path, tiny, hf, f
     fake.prompt_shift = 1
     spec = parse_spec(server_spec(tiny, fake.url))
     with pytest.raises(MindcapError, match=r"request native/deu_Latn/replay-cap12/00000 item \d: the server's prompt"):
-        run_job(spec, tmp_path / "led", backend(tiny, spec), data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
     assert not Ledger(tmp_path / "led").exists() or Ledger(tmp_path / "led").read().num_rows == 0
 
 
@@ -742,14 +750,14 @@ def test_a_failed_request_fails_its_shard_at_once_and_resume_completes(
     b = backend(tiny, spec)
     warm = parse_spec(server_spec(tiny, fake.url, {"items": [0], "langs": ["deu_Latn"], "name": "warm"}))
     # once the URL took vLLM's extensions, a 400 is not retried as a plain request
-    run_job(warm, tmp_path / "w", b, data_dir=config.data_dir.value)
+    run_job(warm, tmp_path / "w", backend=b, data_dir=config.data_dir.value)
     fake.faults = [fault, fault]
     with pytest.raises(MindcapError) as exc:
-        run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value)
     assert message in str(exc.value) and "\n" not in str(exc.value) and b.retries == 0
     assert not Ledger(tmp_path / "led").exists() or Ledger(tmp_path / "led").read().num_rows == 0
     fake.faults = []
-    assert run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value).records == 6
+    assert run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value).records == 6
     rows = frame(tmp_path / "led")
     assert len(rows) == 6 and len({(r["item"], r["sample"]) for r in rows}) == 6
 
@@ -771,7 +779,7 @@ def test_a_malformed_reply_is_retried_then_fails_storing_nothing(tmp_path, tiny,
     spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
     b = backend(tiny, spec)
     with pytest.raises(MindcapError) as exc:
-        run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value)
     message = str(exc.value)
     assert message.startswith(f"{LABEL} failed after 2 attempt(s): malformed response from {fake.url}: "), message
     assert MALFORMED[fault] in message and "\n" not in message
@@ -784,7 +792,7 @@ def test_a_malformed_reply_then_a_good_one_stores_the_good_one_once(tmp_path, ti
     fake.faults = ["index-true"]  # three choices for n = 2 first, then a well-formed answer
     spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
     b = backend(tiny, spec)
-    assert run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value).records == 2 and b.retries == 1
+    assert run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value).records == 2 and b.retries == 1
     rows = frame(tmp_path / "led")
     seed = fake.bodies[1]["seed"]
     assert [(r["sample"], r["output_ids"], r["finish_reason"]) for r in rows] == [
@@ -808,7 +816,7 @@ def test_timeout_is_a_deadline_for_the_whole_request(tmp_path, tiny, hf, fakes, 
     b = backend(tiny, spec)
     t0 = time.perf_counter()
     with pytest.raises(MindcapError) as exc:
-        run_job(spec, tmp_path / "led", b, data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value)
     elapsed = time.perf_counter() - t0
     assert 2.0 <= elapsed < 4.0, elapsed
     want = re.escape(f"{LABEL} failed after 2 attempt(s): ") + problem.replace("URL", re.escape(fake.url))
@@ -821,13 +829,13 @@ def test_wrong_model_name_and_invalid_key(tmp_path, tiny, fakes, config, monkeyp
     monkeypatch.setenv("MINDCAP_TEST_KEY", "wrong")
     spec = parse_spec(server_spec(tiny, fake.url, api_key_env="MINDCAP_TEST_KEY"))
     with pytest.raises(MindcapError, match=r"answered 401: Unauthorized \(check the key in \$MINDCAP_TEST_KEY\)"):
-        run_job(spec, tmp_path / "a", backend(tiny, spec), data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "a", backend=backend(tiny, spec), data_dir=config.data_dir.value)
     monkeypatch.setenv("MINDCAP_TEST_KEY", "right")
     wrong = parse_spec(server_spec(tiny, fake.url, api_key_env="MINDCAP_TEST_KEY", model="nope"))
     with pytest.raises(MindcapError) as exc:
-        run_job(wrong, tmp_path / "b", backend(tiny, wrong), data_dir=config.data_dir.value)
+        run_job(wrong, tmp_path / "b", backend=backend(tiny, wrong), data_dir=config.data_dir.value)
     assert "answered 404: The model `nope` does not exist. (is 'nope' the served model name?" in str(exc.value)
-    assert run_job(spec, tmp_path / "c", backend(tiny, spec), data_dir=config.data_dir.value).records == 12
+    assert run_job(spec, tmp_path / "c", backend=backend(tiny, spec), data_dir=config.data_dir.value).records == 12
     assert all(bd["model"] in ("tiny", "nope") for bd in fake.bodies)
 
 

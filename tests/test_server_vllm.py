@@ -60,7 +60,7 @@ def baseline(tiny, served, config, tmp_path_factory) -> list[dict]:
     backend = ServerBackend(str(tiny), "tiny-qwen3", spec.server)
     assert backend.version.startswith("vllm ")
     led = tmp_path_factory.mktemp("baseline") / "ledger"
-    res = run_job(spec, led, backend, data_dir=config.data_dir.value)
+    res = run_job(spec, led, backend=backend, data_dir=config.data_dir.value)
     assert (res.written, res.records, res.backend) == (4, 12, "server")
     return frame(led)
 
@@ -73,7 +73,14 @@ def test_records_from_a_real_vllm_server(tmp_path, tiny, served, config, baselin
     backend = ServerBackend(str(tiny), "tiny-qwen3", spec.server)
     rows = baseline
     for r in rows:
-        user = build_prompt(load_mgsm(r["lang"])[r["item"]].question, "native", r["lang"], None, "none", "mgsm-v1")
+        user = build_prompt(
+            load_mgsm(r["lang"])[r["item"]].question,
+            "native",
+            lang=r["lang"],
+            announced=None,
+            style="none",
+            version="mgsm-v1",
+        )
         text = hf.apply_chat_template(
             [{"role": "user", "content": user.text}], tokenize=False, add_generation_prompt=True, enable_thinking=False
         )
@@ -83,12 +90,15 @@ def test_records_from_a_real_vllm_server(tmp_path, tiny, served, config, baselin
         assert (r["finish_reason"] == "length") == (r["n_tokens"] == 12 and r["output_ids"][-1] != hf.eos_token_id)
         assert r["generator"] == "server" and r["generator_version"] == backend.version
     assert len({tuple(r["output_ids"]) for r in rows}) == len(rows)
-    run_job(spec, tmp_path / "b", backend, data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "b", backend=backend, data_dir=config.data_dir.value)
     assert frame(tmp_path / "b") == rows  # the request's seed makes a rerun identical
 
     chat = parse_spec(spec_data(tiny, name="chat", server={"base_url": served, "model": "tiny", "endpoint": "chat"}))
     run_job(
-        chat, tmp_path / "chat", ServerBackend(str(tiny), "tiny-qwen3", chat.server), data_dir=config.data_dir.value
+        chat,
+        tmp_path / "chat",
+        backend=ServerBackend(str(tiny), "tiny-qwen3", chat.server),
+        data_dir=config.data_dir.value,
     )
     chat_rows = frame(tmp_path / "chat")
     assert [(r["prompt"], r["prompt_ids"]) for r in chat_rows] == [(r["prompt"], r["prompt_ids"]) for r in rows]
@@ -108,7 +118,7 @@ def test_forcing_through_a_real_vllm_server(tmp_path, tiny, served, config):
         forcing={"enabled": True, "max_tokens": 3},
     )
     backend = ServerBackend(str(tiny), "tiny-qwen3", spec.server)
-    assert run_job(spec, tmp_path / "f", backend, data_dir=config.data_dir.value).records == 12
+    assert run_job(spec, tmp_path / "f", backend=backend, data_dir=config.data_dir.value).records == 12
     forced = backend.tok.encode("\n####")
     capped = [r for r in frame(tmp_path / "f") if r["finish_reason"] == "length"]
     assert capped
@@ -190,7 +200,7 @@ def test_injected_faults_lose_and_duplicate_nothing(tmp_path, tiny, proxy, confi
     spec = parse_spec(spec_data(tiny, server=server))
     backend = ServerBackend(str(tiny), "tiny-qwen3", spec.server, backoff_s=0.1)
     t0 = time.perf_counter()
-    res = run_job(spec, tmp_path / "led", backend, data_dir=config.data_dir.value)
+    res = run_job(spec, tmp_path / "led", backend=backend, data_dir=config.data_dir.value)
     assert time.perf_counter() - t0 >= 10  # the client waited out its timeout on the slow answer
     assert p.injected == Counter(faults)  # each fault was applied, once
     assert backend.retries >= 4 and p.forwarded >= 6 + 1  # 6 requests, and the slow one reached the server too

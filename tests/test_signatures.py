@@ -21,31 +21,7 @@ BANNED = {"ci": "level", "n_folds": "folds", "out": "out_dir"}
 SKIPPED = ("mindcap_tok.cli", "mindcap_tok.roundtrip", "mindcap_tok.__main__")
 
 #: "module:function" -> the rules it still breaks (see the module docstring)
-KNOWN: dict[str, set[str]] = {
-    "mindcap_tok.ledger.backends.hf:trim": {"positional"},
-    "mindcap_tok.ledger.backends.server:parse_response": {"positional"},
-    "mindcap_tok.ledger.backends:load_backend": {"positional"},
-    "mindcap_tok.ledger.backends:require": {"positional"},
-    "mindcap_tok.ledger.generate:run_job": {"count", "positional"},
-    "mindcap_tok.ledger.importer:import_jsonl": {"positional"},
-    "mindcap_tok.ledger.jobs:caps_for": {"positional"},
-    "mindcap_tok.ledger.jobs:request_seed": {"positional"},
-    "mindcap_tok.tasks.answers.integer:Parser.score": {"positional"},
-    "mindcap_tok.tasks.answers.integer:parse_answer": {"positional"},
-    "mindcap_tok.ledger.prompts:build_prompt": {"positional"},
-    "mindcap_tok.ledger.prompts:mgsm_prompts": {"positional"},
-    "mindcap_tok.ledger.prompts:template_id": {"positional"},
-    "mindcap_tok.ledger.score:score_by_tokenizer": {"positional"},
-    "mindcap_tok.ledger.score:score_ledger": {"positional"},
-    "mindcap_tok.ledger.score:score_prefixes": {"positional"},
-    "mindcap_tok.ledger.score:score_token_ids": {"positional"},
-    "mindcap_tok.ledger.store:Ledger.read": {"positional"},
-    "mindcap_tok.ledger.tokenizers:check_tokenizer": {"positional"},
-    "mindcap_tok.report.budget_figures:plot_gap_curves": {"positional"},
-    "mindcap_tok.report.budget_figures:plot_native_curves": {"positional"},
-    "mindcap_tok.report.budget_report:write_budget_report": {"positional"},
-    "mindcap_tok.report.figures:save_figure": {"positional"},
-}
+KNOWN: dict[str, set[str]] = {}
 
 
 def _public_functions():

@@ -152,7 +152,7 @@ def test_good_specs_parse_as_before(texts):
     sampling = {"temperature": 1, "top_p": 0.9, "top_k": -1}
     job = parse_job({**JOB, "seed": 7, "caps": 512, "sampling": sampling})
     assert (job.model_name, job.seed, job.caps, job.sampling) == ("qwen3-8b", 7, (512,), Sampling(1, 0.9, -1))
-    assert request_seed(job, "native", "deu_Latn", 512, None, 0) == _hash31(
+    assert request_seed(job, "native", lang="deu_Latn", cap=512, announced=None, item=0) == _hash31(
         "7|qwen3-8b|native|deu_Latn|replay|512|None|0"
     )
     rt = parse_roundtrip({"model": "Qwen/Qwen3-8B", "sequences": "en>de>en", "texts": texts, "seed": 7,

@@ -72,7 +72,7 @@ def test_mgsm_jobs_keep_their_seeds_and_stored_spec():
     spec = parse_spec(JOB)
     assert spec.task == "mgsm" and "task" not in spec.as_dict() and "task_file" not in spec.as_dict()
     seed = seed_hash(0, "qwen3-8b", "native", "deu_Latn", "replay", 512, None, 7, sep="|")
-    assert request_seed(spec, "native", "deu_Latn", 512, None, 7) == seed
+    assert request_seed(spec, "native", lang="deu_Latn", cap=512, announced=None, item=7) == seed
 
 
 @pytest.mark.parametrize(

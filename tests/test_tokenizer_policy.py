@@ -78,14 +78,14 @@ def test_the_policy_names_both_hashes_and_the_override(ledger, qwen):
 
 def test_one_grouped_scorer(ledger, qwen):
     table = Ledger(ledger).read()
-    res = score_by_tokenizer(table, {"qwen3-8b": qwen}, [30, 90])
+    res = score_by_tokenizer(table, {"qwen3-8b": qwen}, budgets=[30, 90])
     native = table.column("arm").to_numpy(zero_copy_only=False) == "native"
     assert res.scores[native].mean(axis=0).tolist() == [4 / 8, 7 / 8]
     assert res.scores[~native].mean(axis=0).tolist() == [1.0, 1.0]
-    by_budget = score_ledger(table, {"qwen3-8b": qwen}, [30, 90]).by_budget
+    by_budget = score_ledger(table, {"qwen3-8b": qwen}, budgets=[30, 90]).by_budget
     assert by_budget["score"].tolist() == res.scores.ravel().tolist()
     with pytest.raises(Exception, match="no tokenizer given for 'qwen3-8b'"):
-        score_by_tokenizer(table, {}, [30])
+        score_by_tokenizer(table, {}, budgets=[30])
 
 
 def test_score_errors_then_scores_with_the_flag(ledger, qwen):

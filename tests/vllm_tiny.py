@@ -27,4 +27,4 @@ def tiny_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module", name="engine")
 def engine_fixture(tiny: Path):
     """The in-process ``vllm`` backend on the tiny model, seed 0, started once per test module."""
-    return load_backend("vllm", str(tiny), "tiny-qwen3", {"max_model_len": 1024}, seed=0)
+    return load_backend("vllm", str(tiny), tokenizer_name="tiny-qwen3", engine={"max_model_len": 1024}, seed=0)

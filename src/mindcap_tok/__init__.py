@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .data.flores import load_flores
     from .data.languages import resolve_language
     from .data.mgsm import load_mgsm
-    from .ledger.generate import GenerateResult, dry_run, run_job
+    from .ledger.generate import GenerateResult, JobHooks, dry_run, run_job
     from .ledger.importer import ImportResult, import_jsonl
     from .ledger.jobs import JobSpec
     from .ledger.jobs import load_spec as load_job_spec
@@ -76,6 +76,7 @@ _LAZY = {
     "JobSpec": "ledger.jobs",
     "load_job_spec": "ledger.jobs:load_spec",
     "GenerateResult": "ledger.generate",
+    "JobHooks": "ledger.generate",
     "dry_run": "ledger.generate",
     "run_job": "ledger.generate",
     "get_parser": "tasks.answers",
@@ -155,6 +156,7 @@ __all__ = [
     "GenerateResult",
     "GivenFolds",
     "ImportResult",
+    "JobHooks",
     "JobSpec",
     "LearnedFolds",
     "Ledger",

@@ -175,7 +175,9 @@ class _ChunkScorer:
         )
         out = {"prefix_bytes": prefix, "total_bytes": totals, "n_tokens": np.diff(splits)}
         if golds is not None:
-            res = score_token_ids(flat, splits, self.tables[k], golds, self.grid, self.parser, done)
+            res = score_token_ids(
+                flat, splits, table=self.tables[k], golds=golds, budgets=self.grid, parser=self.parser, complete=done
+            )
             out |= {"scores": res.scores, "correct": res.correct, "emission": res.emission}
         return out
 

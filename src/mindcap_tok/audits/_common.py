@@ -76,7 +76,7 @@ def score_matrix(
     """(records, budgets) int8 prefix scores at any budgets, no per-row DataFrame (see ``score_by_tokenizer``)."""
     if table.num_rows == 0:
         return np.zeros((0, len(budgets)), dtype=np.int8)
-    return score_by_tokenizer(table, tokenizers, budgets, parser).scores
+    return score_by_tokenizer(table, tokenizers, budgets=budgets, parser=parser).scores
 
 
 def stratified_sample(frame: pd.DataFrame, strata: Sequence[str], per_stratum: int, seed: int) -> np.ndarray:

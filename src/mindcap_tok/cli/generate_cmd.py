@@ -38,7 +38,7 @@ def generate_command(
     state, job: str, out: str, backend: str | None, base_url: tuple[str, ...], task: str | None, dry: bool
 ) -> None:
     """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
-    from ..ledger.generate import dry_run, run_job
+    from ..ledger.generate import JobHooks, dry_run, run_job
 
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value, "task": task}
     if dry:
@@ -51,7 +51,12 @@ def generate_command(
         return
     with throughput_bar("generate") as bar:
         result = run_job(
-            job, out, backend, base_url=base_url, on_progress=bar.progress, on_tokens=bar.count_tokens, **dirs
+            job,
+            out,
+            backend=backend,
+            base_url=base_url,
+            hooks=JobHooks(on_progress=bar.progress, on_tokens=bar.count_tokens),
+            **dirs,
         )
     rate = result.tokens / result.seconds if result.seconds else 0.0
     click.echo(

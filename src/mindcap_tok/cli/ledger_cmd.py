@@ -66,7 +66,7 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
             result = import_jsonl(
                 file,
                 out,
-                tokenizer,
+                tokenizer=tokenizer,
                 tokenizers_dir=state.config.tokenizers_dir.value,
                 batch_records=batch,
                 on_progress=on_progress(advance),

@@ -100,7 +100,12 @@ def score_command(
             done[0] = finished
 
         scores = score_ledger(
-            records, toks if override is None else override, budgets, parser, on_progress=step, tasks=tasks
+            records,
+            toks if override is None else override,
+            budgets=budgets,
+            parser=parser,
+            on_progress=step,
+            tasks=tasks,
         )
     curves = accuracy_curves(scores.by_budget)
     if save:

@@ -272,7 +272,7 @@ def report_command(state, out, **common) -> None:
     rep = write_budget_report(
         scores,
         table,
-        out,
+        out_dir=out,
         budgets=grid,
         resampling=_resampling(common),
         frame=common["frame"],

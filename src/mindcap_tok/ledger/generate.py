@@ -50,6 +50,23 @@ class ShardDone:
     seconds: float
 
 
+@dataclass(frozen=True)
+class JobHooks:
+    """What ``run_job`` calls as it goes (each optional), kept together so the call stays short.
+
+    ``on_start(plan, shards_left)`` once the done shards are known; ``on_shard(ShardDone)`` after each shard.
+    Progress, as running counts of this run: ``on_progress(done, total)`` counts requests (``total``: those of
+    the shards left; first called with 0 once there is work) and ``on_tokens(tokens)`` output tokens, called
+    just before each ``on_progress``. The server backend reports each request as it finishes, the in-process
+    backends each shard; forcing continuations add their tokens when their shard ends.
+    """
+
+    on_start: Callable[[Plan, int], None] | None = None
+    on_shard: Callable[[ShardDone], None] | None = None
+    on_progress: Callable[[int, int | None], None] | None = None
+    on_tokens: Callable[[int], None] | None = None
+
+
 @dataclass
 class GenerateResult:
     """What a run did: shards written now, shards found already done, records and tokens written, wall time."""
@@ -90,7 +107,7 @@ def _stored_samples(ledger: Ledger, spec: JobSpec) -> Counter[tuple]:
     assert KEY_COLUMNS[-1] == "sample"
     if not ledger.exists():
         return Counter()
-    table = ledger.read(spec.model_name, list(spec.arms), list(spec.langs), columns=list(KEY_COLUMNS))
+    table = ledger.read(spec.model_name, list(spec.arms), lang=list(spec.langs), columns=list(KEY_COLUMNS))
     return Counter(key[:-1] for key in set(key_tuples(table)) if 0 <= key[-1] < spec.records_per_key)
 
 
@@ -145,8 +162,8 @@ def _write_job(ledger: Ledger, plan: Plan) -> None:
             raise MindcapError(f"{path} is unreadable ({exc}); restore it or rename the job") from exc
         if _identity(old) == _identity(json.loads(json.dumps(record["spec"]))):
             return
-        cells = (old.get("model_name"), old.get("arms"), old.get("langs"))
-        if ledger.exists() and ledger.read(*cells, columns=["item"]).num_rows:
+        model, arms, langs = old.get("model_name"), old.get("arms"), old.get("langs")
+        if ledger.exists() and ledger.read(model, arms, lang=langs, columns=["item"]).num_rows:
             raise MindcapError(f"{path} holds a different spec under the job name {plan.spec.name!r}; rename the job")
     atomic_write_text(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
@@ -356,28 +373,21 @@ def dry_run(
 def run_job(
     job: JobSpec | str | os.PathLike[str],
     ledger: str | os.PathLike[str] | Ledger,
-    backend: str | object | None = None,
     *,
+    backend: str | object | None = None,
     data_dir: str | os.PathLike[str] | None = None,
-    on_shard: Callable[[ShardDone], None] | None = None,
-    on_start: Callable[[Plan, int], None] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
     base_url: Sequence[str] = (),
-    on_progress: Callable[[int, int | None], None] | None = None,
-    on_tokens: Callable[[int], None] | None = None,
     task: str | os.PathLike[str] | None = None,
+    hooks: JobHooks = JobHooks(),
 ) -> GenerateResult:
     """Generate the records of ``job`` (a spec or a TOML path) into ``ledger``; see the module docs.
 
     ``backend`` is ``vllm``, ``transformers``, ``server`` or a started backend object (reused across calls);
     by default ``server`` when the job has a ``[server]`` table or ``base_url`` is given, else ``vllm``.
-    ``base_url`` (server URLs) replaces the job's ``[server] base_url``.
-    ``on_start(plan, shards_left)`` is called once the done shards are known; ``on_shard`` after each shard.
-    Progress, as running counts of this run: ``on_progress(done, total)`` counts requests (``total``: those of
-    the shards left; first called with 0 once there is work) and ``on_tokens(tokens)`` output tokens, called
-    just before each ``on_progress``. The server backend reports each request as it finishes, the in-process
-    backends each shard; forcing continuations add their tokens when their shard ends. ``task`` (a built-in
-    task's name or a task file) replaces the spec file's ``task``.
+    ``base_url`` (server URLs) replaces the job's ``[server] base_url``. ``task`` (a built-in task's name or a
+    task file) replaces the spec file's ``task``. ``hooks`` (:class:`JobHooks`) are told of the start, each shard
+    and the progress.
     """
     spec = _spec(job, data_dir, tokenizers_dir, task)
     server = spec.server
@@ -398,18 +408,20 @@ def run_job(
     todo = [s for s in plan.shards if not _shard_done(spec, s, stored)]
     name = backend if isinstance(backend, str) else backend.name
     result = GenerateResult(spec.name, str(led.root), name, len(plan.shards), skipped=len(plan.shards) - len(todo))
-    if on_start is not None:
-        on_start(plan, len(todo))
+    if hooks.on_start is not None:
+        hooks.on_start(plan, len(todo))
     if not todo:
         return result
     if isinstance(backend, str):
         try:
-            backend = load_backend(backend, spec.model, spec.tokenizer, spec.engine, spec.seed, server)
+            backend = load_backend(
+                backend, spec.model, tokenizer_name=spec.tokenizer, engine=spec.engine, seed=spec.seed, server=server
+            )
         except BaseException:
             _undo(fresh)
             raise
     runner = _Runner(spec, backend, data_dir)
-    progress = _Progress(sum(len(s.requests) for s in todo), on_progress, on_tokens)
+    progress = _Progress(sum(len(s.requests) for s in todo), hooks.on_progress, hooks.on_tokens)
     start = time.perf_counter()
     for index, shard in enumerate(todo):
         t0 = time.perf_counter()
@@ -424,6 +436,6 @@ def run_job(
         result.tokens += tokens
         result.shard_ids.append(shard.id)
         result.seconds = time.perf_counter() - start
-        if on_shard is not None:
-            on_shard(ShardDone(shard.id, index, len(todo), rows, tokens, time.perf_counter() - t0))
+        if hooks.on_shard is not None:
+            hooks.on_shard(ShardDone(shard.id, index, len(todo), rows, tokens, time.perf_counter() - t0))
     return result

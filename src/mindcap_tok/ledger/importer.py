@@ -261,8 +261,8 @@ def text_mismatches(records: Sequence[Mapping], tokenizers: Mapping[str, Resolve
 def import_jsonl(
     path: str | os.PathLike[str],
     ledger: str | os.PathLike[str] | Ledger,
-    tokenizer: str | ResolvedTokenizer | None = None,
     *,
+    tokenizer: str | ResolvedTokenizer | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
     batch_records: int = BATCH_RECORDS,
     on_progress: Callable[[int, int | None], None] | None = None,

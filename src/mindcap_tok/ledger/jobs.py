@@ -560,7 +560,7 @@ def load_spec(
     return parse_spec(data, path.resolve().parent, data_dir=data_dir, tokenizers_dir=tokenizers_dir, source=path)
 
 
-def request_seed(spec: JobSpec, arm: str, lang: str, cap: int, announced: int | None, item: int) -> int:
+def request_seed(spec: JobSpec, arm: str, *, lang: str, cap: int, announced: int | None, item: int) -> int:
     """The seed of one request: a hash of the spec seed and everything that names the request (31 bits).
 
     The determinism design leaves the cap out: every cap (and repeat) of an item shares one seed."""
@@ -569,7 +569,7 @@ def request_seed(spec: JobSpec, arm: str, lang: str, cap: int, announced: int | 
     return seed_hash(spec.seed, spec.model_name, *task, arm, lang, spec.design, cap_key, announced, item, sep="|")
 
 
-def caps_for(spec: JobSpec, arm: str, lang: str) -> list[int]:
+def caps_for(spec: JobSpec, arm: str, *, lang: str) -> list[int]:
     """The caps of one (arm, lang): the grid, plus floor(r·B) for premium-scaled arms (sorted, unique)."""
     caps = set(spec.caps) | ({spec.long_cap} if spec.long_cap is not None else set())
     if arm in spec.scaled_arms and lang in spec.premiums:
@@ -588,7 +588,7 @@ def populations(spec: JobSpec) -> Iterator[tuple[str, str, int, int | None]]:
     announced_values: tuple[int | None, ...] = spec.announce_budgets or (None,)
     for arm in spec.arms:
         for lang in spec.langs:
-            for cap in caps_for(spec, arm, lang):
+            for cap in caps_for(spec, arm, lang=lang):
                 for announced in announced_values:
                     yield arm, lang, cap, announced
 
@@ -598,7 +598,15 @@ def iter_shards(spec: JobSpec) -> Iterator[Shard]:
     per_shard = _items_per_shard(spec)
     for arm, lang, cap, announced in populations(spec):
         reqs = [
-            Request(arm, lang, item, cap, announced, request_seed(spec, arm, lang, cap, announced, item), j)
+            Request(
+                arm,
+                lang,
+                item,
+                cap,
+                announced,
+                request_seed(spec, arm, lang=lang, cap=cap, announced=announced, item=item),
+                j,
+            )
             for item in spec.items
             for j in range(spec.repeats)
         ]

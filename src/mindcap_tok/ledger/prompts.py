@@ -75,7 +75,7 @@ def prompt_languages(version: str = DEFAULT_VERSION) -> list[str]:
     return list(load_templates(version)["languages"])
 
 
-def template_id(arm: str, lang: str, style: str = "none", version: str = DEFAULT_VERSION) -> str:
+def template_id(arm: str, lang: str, *, style: str = "none", version: str = DEFAULT_VERSION) -> str:
     """The id stored with each record: ``<version>:<arm>:<lang>:<announce style>``."""
     return f"{version}:{arm}:{lang}:{style}"
 
@@ -83,6 +83,7 @@ def template_id(arm: str, lang: str, style: str = "none", version: str = DEFAULT
 def build_prompt(
     question: str,
     arm: str,
+    *,
     lang: str,
     announced: int | None = None,
     style: str | None = None,
@@ -105,7 +106,9 @@ def build_prompt(
     if style == "tag":
         blocks.append(data["tag"].format(budget=announced))
     blocks.append(f"{voice['label']} {question}")
-    return Prompt("\n\n".join(blocks), template_id(arm, code, style, version), arm, code, announced, style)
+    return Prompt(
+        "\n\n".join(blocks), template_id(arm, code, style=style, version=version), arm, code, announced, style
+    )
 
 
 def _style(announced: int | None, style: str | None) -> str:
@@ -128,7 +131,9 @@ def task_prompt(
     if arm not in task.arms:
         raise MindcapError(f"task {task.name} has no arm {arm!r}; its arms are {', '.join(task.arms)}")
     if task.prompts is not None:
-        return build_prompt(item.fields["question"], arm, item.lang, announced, style, task.prompts)
+        return build_prompt(
+            item.fields["question"], arm, lang=item.lang, announced=announced, style=style, version=task.prompts
+        )
     style = _style(announced, style)
     templates = task.arms[arm].templates
     tpl = templates.get(item.lang) or templates[EVERY_LANGUAGE]
@@ -145,10 +150,14 @@ def task_prompt(
 def mgsm_prompts(
     arm: str,
     lang: str,
+    *,
     data_dir=None,
     announced: int | None = None,
     style: str | None = None,
     version: str = DEFAULT_VERSION,
 ) -> list[tuple[MgsmItem, Prompt]]:
     """Every MGSM item of ``lang`` with its prompt for ``arm`` (the question is always in ``lang``)."""
-    return [(it, build_prompt(it.question, arm, lang, announced, style, version)) for it in load_mgsm(lang, data_dir)]
+    return [
+        (it, build_prompt(it.question, arm, lang=lang, announced=announced, style=style, version=version))
+        for it in load_mgsm(lang, data_dir)
+    ]

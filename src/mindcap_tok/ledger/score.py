@@ -357,6 +357,7 @@ def _emission(
 def score_token_ids(
     ids: np.ndarray,
     splits: np.ndarray,
+    *,
     table: ByteTable | ResolvedTokenizer,
     golds: Sequence[Gold],
     budgets: Sequence[int],
@@ -404,6 +405,7 @@ def score_token_ids(
 def score_prefixes(
     texts: Sequence[bytes | str],
     token_ends: Sequence[np.ndarray],
+    *,
     golds: Sequence[Gold],
     budgets: Sequence[int],
     parser: str | Parser = "strict",
@@ -473,6 +475,7 @@ def flat_ids(column) -> tuple[np.ndarray, np.ndarray]:
 def score_by_tokenizer(
     table: pa.Table,
     tokenizers: ResolvedTokenizer | Mapping[str, ResolvedTokenizer],
+    *,
     budgets: Sequence[int],
     parser: str | Parser = "strict",
     on_progress=None,
@@ -517,7 +520,13 @@ def score_by_tokenizer(
             contiguous = chunk[-1] - chunk[0] + 1 == len(chunk)
             ids, splits = flat_ids(column.slice(chunk[0], len(chunk)) if contiguous else column.take(pa.array(chunk)))
             res = score_token_ids(
-                ids, splits, table_bytes, [golds[i] for i in chunk], grid, parser, finish[chunk] == "stop"
+                ids,
+                splits,
+                table=table_bytes,
+                golds=[golds[i] for i in chunk],
+                budgets=grid,
+                parser=parser,
+                complete=finish[chunk] == "stop",
             )
             scores[chunk], emission[chunk], correct[chunk], n_tokens[chunk] = (
                 res.scores,
@@ -560,7 +569,7 @@ def _score_tasks(
     }
     if len(groups) == 1:
         (task,) = groups
-        res = score_by_tokenizer(table, toks, grid, parsers[task], on_progress)
+        res = score_by_tokenizer(table, toks, budgets=grid, parser=parsers[task], on_progress=on_progress)
     else:
         n = table.num_rows
         res = PrefixScores(
@@ -569,7 +578,9 @@ def _score_tasks(
         done = 0
         for task, rows in groups.items():
             progress = None if on_progress is None else lambda k, _, d=done: on_progress(d + k, n)
-            part = score_by_tokenizer(table.take(pa.array(rows)), toks, grid, parsers[task], progress)
+            part = score_by_tokenizer(
+                table.take(pa.array(rows)), toks, budgets=grid, parser=parsers[task], on_progress=progress
+            )
             done += len(rows)
             res.scores[rows], res.emission[rows], res.correct[rows], res.n_tokens[rows] = (
                 part.scores,
@@ -584,10 +595,10 @@ def _score_tasks(
 def score_ledger(
     records: pd.DataFrame | pa.Table,
     tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None,
+    *,
     budgets: Sequence[int] = SCORE_BUDGETS,
     parser: str | Parser = "strict",
     on_progress=None,
-    *,
     tasks: Sequence[str | os.PathLike[str]] = (),
 ) -> Scores:
     """Strict (or variant) prefix scores of ledger records at every budget; see :class:`Scores`.

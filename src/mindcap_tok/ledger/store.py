@@ -590,6 +590,7 @@ class Ledger:
         self,
         model: str | Sequence[str] | None = None,
         arm: str | Sequence[str] | None = None,
+        *,
         lang: str | Sequence[str] | None = None,
         columns: Sequence[str] | None = None,
     ) -> pa.Table:

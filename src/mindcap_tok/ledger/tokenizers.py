@@ -49,7 +49,7 @@ def recorded_hashes(ledger: Ledger | Mapping[str, Mapping] | None) -> dict[str, 
 
 
 def check_tokenizer(
-    name: str, tokenizer: ResolvedTokenizer, recorded: Mapping[str, str], allow_mismatch: bool = False
+    name: str, tokenizer: ResolvedTokenizer, *, recorded: Mapping[str, str], allow_mismatch: bool = False
 ) -> None:
     """Raise :class:`TokenizerMismatchError` when ``recorded[name]`` exists, differs from the tokenizer's hash
     and ``allow_mismatch`` is false."""
@@ -89,6 +89,6 @@ def resolve_tokenizers(
                     f"cannot load the tokenizer {name!r} that these records name ({exc}); "
                     "name the tokenizer their ids belong to with --tokenizer NAME|FILE",
                 ) from exc
-        check_tokenizer(name, tok, recorded, allow_mismatch)
+        check_tokenizer(name, tok, recorded=recorded, allow_mismatch=allow_mismatch)
         out[name] = tok
     return out

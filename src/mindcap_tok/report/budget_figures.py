@@ -40,7 +40,7 @@ def _budget_axis(ax, budgets: np.ndarray) -> None:
 
 
 def plot_native_curves(
-    curves: pd.DataFrame, peaks: pd.DataFrame, path: str | os.PathLike[str], level: float = 0.95
+    curves: pd.DataFrame, peaks: pd.DataFrame, *, path: str | os.PathLike[str], level: float = 0.95
 ) -> None:
     """Figure 1: NATIVE accuracy against the output-token budget, one panel per model, one line per language.
 
@@ -105,7 +105,7 @@ def plot_native_curves(
     save_figure(fig, path)
 
 
-def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], level: float = 0.95) -> None:
+def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: float = 0.95) -> None:
     """Figure 2: gap(B) = acc_TRANSLATE-ACT(B) − acc_NATIVE(B) in points, one panel per model.
 
     ``gaps``: rows with ``model``, ``lang``, ``budget``, ``gap`` and optionally ``gap_ci_low``/``gap_ci_high``

@@ -76,8 +76,8 @@ def _md(frame: pd.DataFrame) -> str:
 def write_budget_report(
     scores: Scores | pd.DataFrame,
     premiums,
-    out_dir: str | os.PathLike[str],
     *,
+    out_dir: str | os.PathLike[str],
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
     frame: str = "replay",
@@ -131,10 +131,10 @@ def write_budget_report(
         for name, frame_ in tables.items():
             frame_.to_csv(tmp / f"{name}.csv", index=False)
             files.append(f"{name}.csv")
-        plot_native_curves(native_curves, result.peaks, tmp / "native_curves.png", level)
+        plot_native_curves(native_curves, result.peaks, path=tmp / "native_curves.png", level=level)
         files.append("native_curves.png")
         if "gap" in result.rows.columns:
-            plot_gap_curves(result.rows.dropna(subset=["gap"]), tmp / "gap_curves.png", level)
+            plot_gap_curves(result.rows.dropna(subset=["gap"]), tmp / "gap_curves.png", level=level)
             files.append("gap_curves.png")
         (tmp / "report.md").write_text(_markdown(result, tables, files, notes), "utf-8")
         files.append("report.md")

@@ -104,7 +104,7 @@ class _Writer:
         for c_i, cell in enumerate(sim.design.cells):
             for item in range(sim.design.n_items):
                 question = self.items[cell.lang][item].question
-                prompt = build_prompt(question, cell.arm, cell.lang, announced)
+                prompt = build_prompt(question, cell.arm, lang=cell.lang, announced=announced)
                 prompt_ids = self.tok.encode(prompt.text)
                 for cap_i, cap in enumerate(sim.caps):
                     for sample in range(sim.design.k):

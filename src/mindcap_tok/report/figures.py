@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from .._io import atomic_write_bytes, check_output_file
 
 
-def save_figure(fig, path: str | os.PathLike[str], dpi: int = 150) -> None:
+def save_figure(fig, path: str | os.PathLike[str], *, dpi: int = 150) -> None:
     """Save a matplotlib figure atomically (PNG/SVG/PDF by suffix) and close it; never inside a ledger."""
     import matplotlib.pyplot as plt
 

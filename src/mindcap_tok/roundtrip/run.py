@@ -330,7 +330,12 @@ def open_backends(spec: RoundtripSpec, backend: str | None = None) -> tuple[dict
     backend): ``({model name: backend}, judge backend)``, the judge backend a ``{judge name: backend}`` with
     several judges. ``backend`` overrides the spec's (default vllm)."""
     name = backend or spec.backend or ("server" if spec.server else "vllm")
-    backends = {m.name: load_backend(name, m.path, m.name, spec.engine, spec.seed, spec.server) for m in spec.models}
+    backends = {
+        m.name: load_backend(
+            name, m.path, tokenizer_name=m.name, engine=spec.engine, seed=spec.seed, server=spec.server
+        )
+        for m in spec.models
+    }
     judges = {j.model.name: _judge_backend(spec, j, name, backends) for j in spec.judges}
     return backends, (judges if len(judges) > 1 else next(iter(judges.values())))
 
@@ -342,5 +347,10 @@ def _judge_backend(spec: RoundtripSpec, judge: JudgeSpec, name: str, backends: d
         return backends[judge.model.name]
     server = ServerSpec(base_url=judge.base_url) if judge.base_url else spec.server
     return load_backend(
-        jname, judge.model.path, judge.model.name, spec.engine if jname == name else {}, spec.seed, server
+        jname,
+        judge.model.path,
+        tokenizer_name=judge.model.name,
+        engine=spec.engine if jname == name else {},
+        seed=spec.seed,
+        server=server,
     )

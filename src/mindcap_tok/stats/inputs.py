@@ -104,5 +104,5 @@ def load_scored_ledger(
         tokenizers_dir=tokenizers_dir,
         allow_mismatch=sel.allow_tokenizer_mismatch,
     )
-    scores = score_ledger(table, toks, budgets, parser=sel.parser, on_progress=on_progress, tasks=sel.tasks)
+    scores = score_ledger(table, toks, budgets=budgets, parser=sel.parser, on_progress=on_progress, tasks=sel.tasks)
     return ScoredLedger(scores=scores, premiums=premiums)

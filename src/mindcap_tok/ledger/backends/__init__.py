@@ -34,7 +34,7 @@ def has_nvidia_gpu() -> bool:
     return os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi") is not None
 
 
-def require(module: str, extra: str, backend: str, hint: str = "") -> None:
+def require(module: str, extra: str, *, backend: str, hint: str = "") -> None:
     """Raise :class:`MissingExtraError` naming the extra to install (and ``hint``) when ``module`` is not
     importable."""
     import importlib.util
@@ -43,7 +43,7 @@ def require(module: str, extra: str, backend: str, hint: str = "") -> None:
         raise MissingExtraError(module, extra, needed_by=f"the {backend} backend", hint=hint)
 
 
-def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None = None, seed: int = 0, server=None):
+def load_backend(name: str, model: str, *, tokenizer_name: str, engine: dict | None = None, seed: int = 0, server=None):
     """Start the backend ``name`` (``vllm``, ``transformers`` or ``server``) on ``model`` with ``engine`` options;
     ``server`` (a :class:`~mindcap_tok.ledger.jobs.ServerSpec`) says how the ``server`` backend connects."""
     if name not in BACKENDS:
@@ -55,11 +55,11 @@ def load_backend(name: str, model: str, tokenizer_name: str, engine: dict | None
 
         return ServerBackend(model, tokenizer_name, server)
     if name == "vllm":
-        require("vllm", "gen", "vllm", hint="" if has_nvidia_gpu() else CPU_HINT)
+        require("vllm", "gen", backend="vllm", hint="" if has_nvidia_gpu() else CPU_HINT)
         from .vllm import VllmBackend
 
         return VllmBackend(model, tokenizer_name, engine or {}, seed)
-    require("torch", "torch", "transformers")
+    require("torch", "torch", backend="transformers")
     from .hf import TransformersBackend
 
     return TransformersBackend(model, tokenizer_name, engine or {})

@@ -12,7 +12,7 @@ from ...errors import MindcapError, first_line
 from .base import ChatTokenizer, Completion, GenRequest
 
 
-def trim(ids: list[int], stops: set[int], max_tokens: int) -> Completion:
+def trim(ids: list[int], stops: set[int], *, max_tokens: int) -> Completion:
     """Cut a padded generated row after its first stop id; ``length`` when it has none."""
     for i, t in enumerate(ids[:max_tokens]):
         if t in stops:
@@ -73,5 +73,5 @@ class TransformersBackend:
                     **sampling,
                 )
             rows = gen[:, ids.shape[1] :].tolist()
-            out.append([trim(row, set(stops), req.max_tokens) for row in rows])
+            out.append([trim(row, set(stops), max_tokens=req.max_tokens) for row in rows])
         return out

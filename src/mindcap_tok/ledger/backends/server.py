@@ -245,7 +245,7 @@ def _logprob_ids(logprobs: _Logprobs | None, where: str) -> tuple[int, ...] | No
 
 
 def parse_response(
-    data: object, n: int, chat: bool, max_tokens: int, vocab_size: int, stops: frozenset[int] = frozenset()
+    data: object, n: int, *, chat: bool, max_tokens: int, vocab_size: int, stops: frozenset[int] = frozenset()
 ) -> list[dict]:
     """Per choice (in index order): ``ids`` (or ``None``), ``prompt_ids`` (or ``None``), ``text`` and
     ``finish_reason``, from a completions or chat response body to a request for ``n`` decodes under
@@ -559,7 +559,14 @@ class ServerBackend:
             raise _Retry(f"malformed response from {url}: not JSON ({_one_line(first_line(exc))})") from exc
         try:
             stops = frozenset(req.stop_ids) | self.tok.resolved.special_ids
-            choices = parse_response(data, req.n, self.chat, req.max_tokens, self.tok.resolved.vocab_size, stops)
+            choices = parse_response(
+                data,
+                req.n,
+                chat=self.chat,
+                max_tokens=req.max_tokens,
+                vocab_size=self.tok.resolved.vocab_size,
+                stops=stops,
+            )
         except MindcapError as exc:
             raise _Retry(f"malformed response from {url}: {exc}") from exc
         return [self._completion(url, req, c) for c in choices]

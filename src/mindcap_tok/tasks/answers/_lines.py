@@ -51,7 +51,7 @@ class LineParser:
         """Whether an answer read equals the gold (both as stripped strings)."""
         return str(value) == str(gold).strip()
 
-    def score(self, text: str, gold: object, complete: bool = False) -> int:
+    def score(self, text: str, gold: object, *, complete: bool = False) -> int:
         """1 if the answer read from ``text`` is correct for ``gold``, else 0 (intention to treat)."""
         value = self.parse(text, complete)
         return int(value is not None and self.correct(value, gold))

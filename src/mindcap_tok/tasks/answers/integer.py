@@ -97,7 +97,7 @@ class Parser:
             return None
         return found[-1].value if self.last else found[0].value
 
-    def score(self, text: str, gold: int, complete: bool = False) -> int:
+    def score(self, text: str, gold: int, *, complete: bool = False) -> int:
         """1 if the answer read from ``text`` equals ``gold``, else 0 (intention to treat)."""
         return int(self.parse(text, complete) == gold)
 
@@ -217,6 +217,6 @@ def integer_parser(spec: str | Parser = "strict") -> Parser:
     )
 
 
-def parse_answer(text: str, parser: str | Parser = "strict", complete: bool = False) -> int | None:
+def parse_answer(text: str, parser: str | Parser = "strict", *, complete: bool = False) -> int | None:
     """The answer ``parser`` reads from ``text`` (see the module docs), or ``None``."""
     return integer_parser(parser).parse(text, complete)
