@@ -30,8 +30,8 @@ def demo(tmp_path_factory, qwen, config):
 def test_the_ledgers_hold_the_designed_cells(demo, config):
     replay = Ledger(demo / "ledger").to_pandas()
     indep = Ledger(demo / "independent").to_pandas()
-    # 4 arms x 3 languages replayed, plus native Thai announced at two budgets; 2 Thai arms x 3 caps independent
-    assert len(replay) == ITEMS * K * (12 + 2) and len(indep) == ITEMS * K * 2 * 3
+    # 4 arms x 3 languages replayed, plus native Thai announced at two budgets; 2 Thai arms x 5 caps independent
+    assert len(replay) == ITEMS * K * (12 + 2) and len(indep) == ITEMS * K * 2 * 5
     plain = replay[replay["design"] == "replay"]
     assert set(plain["arm"]) == ARMS and set(plain["lang"]) == LANGS and set(replay["cap"]) == {4096}
     ann = replay[replay["design"] == "announcement"]
@@ -39,7 +39,13 @@ def test_the_ledgers_hold_the_designed_cells(demo, config):
         256,
         1024,
     }
-    assert set(indep["cap"]) == {256, 512, 1024} and set(indep["arm"]) == {"native", "translate-act"}
+    assert set(indep["cap"]) == {
+        256,
+        512,
+        652,
+        1024,
+        1305,
+    }  # B and floor(2.55 B) at 256, 512; and 1024 and set(indep["arm"]) == {"native", "translate-act"}
     assert (indep["n_tokens"] <= indep["cap"]).all() and set(indep["design"]) == {"independent"}
     for lang in LANGS:  # real MGSM items: gold answers and questions of that language
         items = load_mgsm(lang, config.data_dir.value)
@@ -102,6 +108,14 @@ def test_cli_demo_then_sweep_and_report(tmp_path):
     indep = ["--frame", "independent", "--premiums", "th=2", "--budgets", "256,512", "--n-boot", "50"]
     res = run(cli, ["sweep", "--ledger", str(out / "independent"), *indep, "--format", "json"])
     assert res.exit_code == 0, res.output
+    # confirm pairs the replay ledger's cells with the independent ledger's (designs differ by construction)
+    both = ["--replay", str(out / "ledger"), "--independent", str(out / "independent"), "--lang", "th"]
+    res = run(
+        cli, ["confirm", *both, "--premiums", "th=2.55", "--budgets", "256,512", "--n-boot", "50", "--format", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    cells = json.loads(res.stdout)["cells"]
+    assert [c["lang"] for c in cells] == ["tha_Thai"]  # the one native cell both ledgers hold
 
 
 def test_a_failed_demo_leaves_nothing(tmp_path):

@@ -21,6 +21,7 @@ from ..data.mgsm import load_mgsm
 from ..ledger.prompts import build_prompt
 from ..ledger.schema import ARMS
 from ..ledger.store import Ledger
+from ..resample import scale_budget
 from ..stats.simulation import SimCell, SimDesign, SimulatedLedger, simulate
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 
@@ -29,7 +30,9 @@ MODEL = "qwen3-8b"
 #: the paper's Qwen3 premiums r(m, L) for the demo's languages
 PREMIUMS = {"deu_Latn": 1.56, "tha_Thai": 2.55, "swh_Latn": 1.94}
 REPLAY_CAP = 4096
-INDEPENDENT_CAPS = (256, 512, 1024)
+#: the independent ledger's caps: B and floor(r·B) for Thai at B = 256, 512 (so `confirm` and an independent
+#: sweep at the paper's premium run on it), and 1024
+INDEPENDENT_CAPS = tuple(sorted({256, 512, 1024, *(scale_budget(PREMIUMS["tha_Thai"], b) for b in (256, 512))}))
 ANNOUNCED = (256, 1024)
 #: arms that reason in English (their filler is the English question)
 _ENGLISH_REASONING = ("translate-act", "pivot")
@@ -156,7 +159,7 @@ def demo_records(
 ) -> dict[str, list[dict]]:
     """The records of the demo's two ledgers: ``ledger`` (replay: 4 arms x 3 languages at cap 4096, and native
     Thai announced at 256 and 1024 tokens) and ``independent`` (native and translate-act Thai, one decode per cap
-    256/512/1024: a separate ledger, since a replay comparison refuses a cell that mixes caps)."""
+    :data:`INDEPENDENT_CAPS`: a separate ledger, since a replay comparison refuses a cell that mixes caps)."""
     design = demo_design(n_items, k)
     writer = _Writer(tok, data_dir)
     seeds = np.random.default_rng(seed).integers(0, 2**31 - 1, size=2 + len(ANNOUNCED)).tolist()

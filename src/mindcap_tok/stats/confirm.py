@@ -67,8 +67,9 @@ class Confirmation:
 
 
 def _keys(frame: pd.DataFrame) -> list[str]:
-    """Cell keys shared by a replay and an independent table: cell and settings columns, but not arm or cap."""
-    return [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in frame.columns and c not in ("arm", "cap")]
+    """Cell keys shared by a replay and an independent table: cell and settings columns, but not arm, cap or design
+    (the two ledgers differ in design by construction: ``replay`` against ``independent``)."""
+    return [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in frame.columns and c not in ("arm", "cap", "design")]
 
 
 def _delta_se(grid: AccuracyGrid, boot: Boot, table, budgets: Sequence[int], native: str) -> pd.DataFrame:
@@ -95,7 +96,7 @@ def output_lengths(replay: pd.DataFrame, independent: pd.DataFrame) -> pd.DataFr
         require_columns(frame, [*CELL_COLUMNS, "n_tokens"], what=what)
     require_columns(independent, ["cap"], what="independent by_record")
     keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in independent.columns and c in replay.columns]
-    keys = [c for c in keys if c != "cap"]
+    keys = [c for c in keys if c not in ("cap", "design")]  # the two ledgers differ in design by construction
     rep_cut = _truncated(replay) if "cap" in replay.columns else np.zeros(len(replay), dtype=bool)
     rep_caps = replay["cap"].to_numpy(dtype=np.float64) if "cap" in replay.columns else np.full(len(replay), np.inf)
     rows = []
