@@ -34,3 +34,25 @@ def test_comet_of_each_back_translation_is_what_comet_predicts(run, qwen, checkp
     assert table.loc[("overall", "all"), "mean_comet"] == pytest.approx(direct.mean(), abs=1e-6)
     assert result.summary["comet_checkpoint"] == "model.ckpt"
     assert "## chrF and COMET of the back-translation" in (tmp_path / "report" / "report.md").read_text("utf-8")
+
+
+def test_comet_of_each_hop_is_what_comet_predicts_against_the_hops_reference(checkpoint):  # noqa: F811
+    import pandas as pd
+
+    from mindcap_tok.roundtrip.report import add_hop_comet
+
+    detail = pd.DataFrame(
+        {
+            "src_reference": ["The cat sleeps.", "Der Hund bellt.", "Il pleut."],
+            "text": ["Die Katze schläft.", "The dog barks.", ""],
+            "reference": ["Die Katze schläft gerade.", "The dog is barking.", "It rains."],
+            "empty": [False, False, True],
+        }
+    )
+    got = add_hop_comet(detail, checkpoint)["ref_comet"].to_numpy()
+    model = comet.load_from_checkpoint(str(checkpoint))
+    triples = [
+        {"src": s, "mt": m, "ref": r} for s, m, r in detail.iloc[:2][["src_reference", "text", "reference"]].values
+    ]
+    direct = np.asarray(model.predict(triples, batch_size=4, gpus=0, progress_bar=False).scores)
+    assert got[:2] == pytest.approx(direct, abs=1e-6) and np.isnan(got[2])  # an empty hop output is not scored
