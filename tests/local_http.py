@@ -39,12 +39,14 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
-    """Quiet about clients that hang up (a deadline passed, a killed client): socketserver would print that
-    traceback on the test process's stderr, where a CLI test reads its one-line error; any other error still
-    prints."""
+    """Quiet about clients that hang up (a deadline passed, a killed client, a client that gave up on a malformed
+    reply): socketserver would print that traceback on the test process's stderr, where a CLI test reads its
+    one-line error. A hang-up surfaces as an OSError (reset, broken pipe, timeout) or as a write to the closed
+    socket file (ValueError); any other error still prints."""
 
     def handle_error(self, request, client_address) -> None:
-        if not isinstance(sys.exc_info()[1], ConnectionError):
+        exc = sys.exc_info()[1]
+        if not (isinstance(exc, OSError) or (isinstance(exc, ValueError) and "closed file" in str(exc))):
             super().handle_error(request, client_address)
 
 
