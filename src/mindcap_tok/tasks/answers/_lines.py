@@ -13,7 +13,7 @@ import re
 from collections.abc import Hashable
 from functools import cache
 
-from .integer import AnswerLine, LineCuts
+from .integer import AnswerLine, LineCuts, read_answer, read_answer_lines
 
 
 class LineParser:
@@ -29,23 +29,11 @@ class LineParser:
 
     def answer_lines(self, text: str, complete: bool = False) -> list[AnswerLine]:
         """Every answer line of ``text`` in order (the last line counts as terminated only when ``complete``)."""
-        lines = text.split("\n")
-        out = []
-        for i, line in enumerate(lines):
-            terminated = i < len(lines) - 1 or complete
-            if self.terminated and not terminated:
-                continue
-            value = self.line_value(line)
-            if value is not None:
-                out.append(AnswerLine(i, value, terminated))
-        return out
+        return read_answer_lines(self, text, complete=complete)
 
     def parse(self, text: str, complete: bool = False) -> Hashable | None:
         """The answer read from ``text`` (a whole trace or a decoded prefix), or ``None``."""
-        found = self.answer_lines(text, complete)
-        if not found:
-            return None
-        return found[-1].value if self.last else found[0].value
+        return read_answer(self, text, complete=complete)
 
     def correct(self, value: Hashable, gold: object) -> bool:
         """Whether an answer read equals the gold (both as stripped strings)."""

@@ -79,23 +79,11 @@ class Parser:
 
     def answer_lines(self, text: str, complete: bool = False) -> list[AnswerLine]:
         """Every answer line of ``text`` in order (the last line counts as terminated only when ``complete``)."""
-        lines = text.split("\n")
-        out = []
-        for i, line in enumerate(lines):
-            terminated = i < len(lines) - 1 or complete
-            if self.terminated and not terminated:
-                continue
-            value = self.line_value(line)
-            if value is not None:
-                out.append(AnswerLine(i, value, terminated))
-        return out
+        return read_answer_lines(self, text, complete=complete)
 
     def parse(self, text: str, complete: bool = False) -> int | None:
         """The answer this parser reads from ``text`` (a whole trace or a decoded prefix), or ``None``."""
-        found = self.answer_lines(text, complete)
-        if not found:
-            return None
-        return found[-1].value if self.last else found[0].value
+        return read_answer(self, text, complete=complete)
 
     def score(self, text: str, gold: int, *, complete: bool = False) -> int:
         """1 if the answer read from ``text`` equals ``gold``, else 0 (intention to treat)."""
@@ -133,6 +121,29 @@ class AnswerLine:
     line: int
     value: int
     terminated: bool
+
+
+def read_answer_lines(rule, text: str, *, complete: bool) -> list[AnswerLine]:
+    """The answer lines of ``text`` as ``rule`` reads them (its ``line_value``, ``terminated``): the one line loop
+    of every line-based answer type."""
+    lines = text.split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        terminated = i < len(lines) - 1 or complete
+        if rule.terminated and not terminated:
+            continue
+        value = rule.line_value(line)
+        if value is not None:
+            out.append(AnswerLine(i, value, terminated))
+    return out
+
+
+def read_answer(rule, text: str, *, complete: bool):
+    """The answer ``rule`` reads from ``text``: its first answer line's value (the last one with ``last``), or None."""
+    found = read_answer_lines(rule, text, complete=complete)
+    if not found:
+        return None
+    return found[-1].value if rule.last else found[0].value
 
 
 @dataclass(frozen=True)
