@@ -28,6 +28,18 @@ def build_tiny_model(
 ) -> Path:
     """Save a random-weights Qwen3 (head_dim 32, so vLLM's CPU backend runs it too) with the real Qwen3
     tokenizer to ``out_dir``, atomically; seeded (same seed, same weights)."""
+    tok = load_tokenizer("qwen3-8b", tokenizers_dir)
+    if tok.tokenizer is None:
+        raise MindcapError(f"the tiny model needs a tokenizer.json for qwen3-8b, found {tok.source}")
+    target = Path(out_dir)
+    with output_folder(target, PRODUCER) as tmp:
+        save_tiny_qwen3(tmp, tok.tokenizer, seed=seed, max_positions=8192)
+    return target
+
+
+def save_tiny_qwen3(folder: str | os.PathLike[str], tokenizer, *, seed: int = 0, max_positions: int = 8192) -> None:
+    """Save ``tokenizer`` (a ``tokenizers.Tokenizer`` with ChatML specials) with :data:`CHAT_TEMPLATE` and a random
+    2-layer Qwen3 of its vocabulary size to ``folder`` (the tests' tiny model uses it with a small trained BPE)."""
     try:
         import torch
         from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -35,19 +47,16 @@ def build_tiny_model(
         raise MindcapError(
             f"the tiny model needs torch and transformers ({exc.name} is missing): pip install -e '.[torch]'"
         ) from exc
-    tok = load_tokenizer("qwen3-8b", tokenizers_dir)
-    if tok.tokenizer is None:
-        raise MindcapError(f"the tiny model needs a tokenizer.json for qwen3-8b, found {tok.source}")
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok.tokenizer,
+        tokenizer_object=tokenizer,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         model_input_names=["input_ids", "attention_mask"],
     )
     fast.chat_template = CHAT_TEMPLATE
-    im_end, pad = tok.tokenizer.token_to_id("<|im_end|>"), tok.tokenizer.token_to_id("<|endoftext|>")
+    im_end, pad = tokenizer.token_to_id("<|im_end|>"), tokenizer.token_to_id("<|endoftext|>")
     config = Qwen3Config(
-        vocab_size=tok.tokenizer.get_vocab_size(with_added_tokens=True),
+        vocab_size=tokenizer.get_vocab_size(with_added_tokens=True),
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
@@ -55,7 +64,7 @@ def build_tiny_model(
         num_key_value_heads=1,
         head_dim=32,
         tie_word_embeddings=True,
-        max_position_embeddings=8192,
+        max_position_embeddings=max_positions,
         eos_token_id=im_end,
         pad_token_id=pad,
         bos_token_id=None,
@@ -63,8 +72,6 @@ def build_tiny_model(
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(config)
     model.generation_config = GenerationConfig(eos_token_id=im_end, pad_token_id=pad)
-    target = Path(out_dir)
-    with output_folder(target, PRODUCER) as tmp:
-        fast.save_pretrained(tmp)
-        model.save_pretrained(tmp)
-    return target
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    fast.save_pretrained(folder)
+    model.save_pretrained(folder)
