@@ -62,7 +62,8 @@ def spec_data(tiny, **kw) -> dict:
 def frame(ledger) -> list[dict]:
     df = Ledger(ledger).to_pandas()
     df = df.sort_values(["lang", "cap", "announced", "item", "sample"]).reset_index(drop=True)
-    df["announced"] = df["announced"].astype(object).where(df["announced"].notna(), None)
+    for col in ("announced", "think_end", "log_output_tokens"):  # nullable ints: NaN in pandas, never equal
+        df[col] = df[col].astype(object).where(df[col].notna(), None)
     return [{k: (list(v) if k.endswith("_ids") else v) for k, v in row.items()} for row in df.to_dict("records")]
 
 

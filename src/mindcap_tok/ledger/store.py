@@ -20,7 +20,8 @@ Readers: ``pandas.read_parquet(DIR)`` and ``pyarrow.parquet.read_table(DIR)`` (h
 the dictionary-encoded cell columns stored inside each shard), ``pyarrow.dataset.dataset(DIR)`` and
 ``datasets.load_dataset("parquet", data_files="DIR/**/*.parquet")`` (cell columns read from the files).
 Shards whose records all have the default task keep the layout of ledgers written before tasks (no ``task``,
-no ``gold_text``); :meth:`Ledger.read` fills those in, the generic readers above see them missing (null).
+no ``gold_text``), and a column added in format 4 (``thinking``, ``think_end``, …) is stored only in shards where
+some record uses it; :meth:`Ledger.read` fills those in, the generic readers above see them missing (null).
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ from ..tokenization.registry import canonical_model_name
 from .schema import (
     CELL_COLUMNS,
     KEY_COLUMNS,
-    LEGACY_STORAGE_SCHEMA,
     SCHEMA,
     SETTING_COLUMNS,
     STORAGE_SCHEMA,
@@ -63,18 +63,20 @@ from .schema import (
     check_token_ids,
     describe,
     duplicate_row,
+    fill_absent_columns,
+    storage_version,
     to_canonical,
     to_storage,
     validate_records,
-    with_task_columns,
 )
 
 MANIFEST = LEDGER_MANIFEST
 FORMAT = LEDGER_FORMAT
 #: the manifest format this reads: 1; 2 where some records are marked (:data:`TEXT_MISMATCH`); 3 where some
-#: shards carry the ``task`` and ``gold_text`` columns (records of a task other than the default). Each append
-#: writes the lowest version its ledger needs, so ledgers of the default task stay readable by older readers.
-VERSION = 3
+#: shards carry the ``task`` and ``gold_text`` columns (records of a task other than the default); 4 where some
+#: shards carry a column of :data:`~.schema.EXTRA_COLUMNS` (thinking, import provenance). Each append writes the
+#: lowest version its ledger needs, so ledgers that use none of these stay readable by older readers.
+VERSION = 4
 _MARKED_VERSION = 2
 _PENDING = ".pending"
 #: manifest key (format version 2) listing, per shard path, the rows stored with a text that is not the decoding
@@ -370,7 +372,7 @@ class Ledger:
         source = self._source(shard) if source is None else source
         wanted = list(STORAGE_SCHEMA.names if columns is None else columns)
         try:
-            # a shard in the layout before tasks lacks task and gold_text: read what it has, then fill them in
+            # a shard may lack the task columns or format 4's columns: read what it has, then fill them in
             file = pa.BufferReader(source) if isinstance(source, pa.Buffer) else source
             held = set(pq.read_schema(file).names)
             cols = [c for c in wanted if c in held]
@@ -378,7 +380,7 @@ class Ledger:
                 table = pq.read_table(pa.BufferReader(source), columns=cols, pre_buffer=False)
             else:
                 table = pq.read_table(source, columns=cols)
-            return with_task_columns(table, wanted)
+            return fill_absent_columns(table, wanted)
         except (OSError, pa.ArrowException) as exc:
             path = self._file(shard)
             msg = f"cannot read ledger shard {path}: {_why(exc)} (run `mindcap-tok ledger verify {self.root}`)"
@@ -524,12 +526,12 @@ class Ledger:
                 return []
             flags = None if check_new is None else check_new(table, np.flatnonzero(~stored))
             marked = np.zeros(table.num_rows, bool) if flags is None else np.asarray(flags, bool)
-            written, marks, tasks = self._write_shards(table, manifest, marked)
+            written, marks, needed = self._write_shards(table, manifest, marked)
             shards = manifest["shards"] + [s.__dict__ for s in written]
             tokenizers = {**manifest.get("tokenizers", {}), **tok_entries}
             all_marks = {**manifest.get(TEXT_MISMATCH, {}), **marks}
             before = manifest.get("version", 1) if manifest["shards"] else 1
-            version = max(before, VERSION if tasks else _MARKED_VERSION if all_marks else 1)
+            version = max(before, needed, _MARKED_VERSION if all_marks else 1)
             self._commit(manifest, shards, tokenizers, all_marks, version)
             for s in written:
                 final = self.root / s.path
@@ -538,16 +540,16 @@ class Ledger:
 
     def _write_shards(
         self, table: pa.Table, manifest: dict, marked: np.ndarray
-    ) -> tuple[list[ShardInfo], dict[str, list[int]], bool]:
+    ) -> tuple[list[ShardInfo], dict[str, list[int]], int]:
         """Write one pending shard per cell; return them, per shard path the rows flagged in ``marked``, and
-        whether any shard has the layout with task columns (a task other than the default)."""
+        the highest manifest format their layouts need (:func:`~.schema.storage_version`)."""
         frame = table.select(list(CELL_COLUMNS)).to_pandas()
         groups = frame.groupby(list(CELL_COLUMNS), sort=True).indices
         seq = len(manifest["shards"])
-        written, marks, tasks = [], {}, False
+        written, marks, needed = [], {}, 1
         for (model, arm, lang), rows in groups.items():
             part = to_storage(table.take(pa.array(rows)))
-            tasks = tasks or not part.schema.equals(LEGACY_STORAGE_SCHEMA)
+            needed = max(needed, storage_version(part.schema))
             sink = pa.BufferOutputStream()
             pq.write_table(part, sink, compression="zstd")
             data = sink.getvalue().to_pybytes()
@@ -563,7 +565,7 @@ class Ledger:
             if marked[rows].any():
                 marks[rel] = np.flatnonzero(marked[rows]).tolist()
             seq += 1
-        return written, marks, tasks
+        return written, marks, needed
 
     def _commit(
         self, manifest: dict, shards: list[dict], tokenizers: dict, marks: dict[str, list[int]], version: int
@@ -748,10 +750,10 @@ class Ledger:
                 continue
             if table.num_rows != s.rows:
                 report.problems.append(f"{s.path}: {table.num_rows} rows, manifest says {s.rows}")
-            if not (table.schema.equals(STORAGE_SCHEMA) or table.schema.equals(LEGACY_STORAGE_SCHEMA)):
+            if not storage_version(table.schema):
                 report.problems.append(f"{s.path}: schema differs from the ledger schema")
                 continue
-            table = with_task_columns(table, STORAGE_SCHEMA.names)
+            table = fill_absent_columns(table, STORAGE_SCHEMA.names)
             cells = _cells(to_canonical(table))
             if cells - {s.model_cell}:
                 other = sorted(cells - {s.model_cell})
