@@ -27,18 +27,19 @@ FIFO = r"is a FIFO \(named pipe\), not a regular file"
 
 
 class Blocked(Exception):
-    """A test sat in a blocking call for 10 s."""
+    """A test sat in a blocking call for 60 s."""
 
 
 @pytest.fixture(autouse=True)
 def no_hang():
-    """Interrupt a test that blocks (opening a FIFO) after 10 s; ``open`` is retried on EINTR unless this raises."""
+    """Interrupt a test that blocks (opening a FIFO) after 60 s (a loaded machine may need 10 s to start a
+    subprocess); ``open`` is retried on EINTR unless this raises."""
 
     def stuck(*_):
         raise Blocked("blocked on a non-regular file")  # not an OSError: no reader may take it for one
 
     old = signal.signal(signal.SIGALRM, stuck)
-    signal.alarm(10)
+    signal.alarm(60)
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, old)
@@ -161,7 +162,7 @@ def test_ledger_import_refuses_a_fifo_but_reads_standard_input(tmp_path, qwen):
         input=line,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=50,
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     )

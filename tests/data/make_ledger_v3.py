@@ -11,18 +11,20 @@ import sys
 from mindcap_tok.ledger.store import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
 
-sys.path.insert(0, sys.argv[1])
-from ledger_factory import make_cell, make_record  # the old checkout's factory, found through argv
-
 
 def belebele(qwen) -> list[dict]:
     """The fixture's Belebele records (also rebuilt by the tests, from today's factory)."""
+    from ledger_factory import make_record  # the old checkout's (through argv) or, in the tests, today's
+
     return [
         make_record(qwen, "#### 3\n", arm="translate-act", item=i, task="belebele", gold=str(i + 2)) for i in range(2)
     ]
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, sys.argv[1])
+    from ledger_factory import make_cell
+
     qwen = load_tokenizer("qwen3-8b", sys.argv[3])
     led = Ledger(sys.argv[2])
     led.append(make_cell(qwen, n_items=2, n_samples=2) + belebele(qwen), qwen)
