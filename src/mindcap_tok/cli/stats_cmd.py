@@ -224,9 +224,12 @@ def sweep_command(state, fmt, out, **common) -> None:
             title = "Forcing by the source decode's population: truncated, unanswered, answered (accuracy, a fraction)"
             text += "\n" + render(forcing.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
         tail = _failure_tail(scores.by_record)
-        if len(tail):
+        if len(tail):  # settings every row shares are left out here, as in the Δ_L table's title
+            from ..ledger.schema import SETTING_COLUMNS
+
+            same = [c for c in SETTING_COLUMNS if c in tail and tail[c].nunique(dropna=False) == 1]
             title = "Failure tail: share of traces per outcome (fractions; each row sums to 1)"
-            text += "\n" + render(tail.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
+            text += "\n" + render(tail.drop(columns=same).to_dict("records"), fmt, title=title, floatfmt=".4f")
         text += "\n" + render(
             binding.drop(columns=["budgets"]).astype({"band_binds": str, "emission_binds": str}).to_dict("records"),
             fmt,
