@@ -43,6 +43,7 @@ COMMANDS = {
     "generate": ("generate_cmd", "generate_command"),
     "audit": ("audit_cmd", "audit_command"),
     "roundtrip": ("roundtrip_cmd", "roundtrip_command"),
+    "render": ("render_cmd", "render_command"),
     "demo": ("demo_cmd", "demo_command"),
 }
 

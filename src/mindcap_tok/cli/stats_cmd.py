@@ -186,6 +186,7 @@ def sweep_command(state, fmt, out, **common) -> None:
                 "peaks": result.peaks.to_dict(orient="records"),
                 "binding": binding.to_dict(orient="records"),
                 "forcing": _forcing(scores.by_record).to_dict(orient="records"),
+                "failure_tail": _failure_tail(scores.by_record).to_dict(orient="records"),
                 **coverage.as_dict(),
                 "units": "fractions",
             }
@@ -220,8 +221,15 @@ def sweep_command(state, fmt, out, **common) -> None:
             text += "\n" + render(cross.to_dict(orient="records"), fmt, title="Crossovers", floatfmt=".3f")
         forcing = _forcing(scores.by_record)
         if len(forcing):
-            title = "Forcing by population: truncated by the cap vs finished by themselves (accuracy as a fraction)"
+            title = "Forcing by the source decode's population: truncated, unanswered, answered (accuracy, a fraction)"
             text += "\n" + render(forcing.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
+        tail = _failure_tail(scores.by_record)
+        if len(tail):  # settings every row shares are left out here, as in the Δ_L table's title
+            from ..ledger.schema import SETTING_COLUMNS
+
+            same = [c for c in SETTING_COLUMNS if c in tail and tail[c].nunique(dropna=False) == 1]
+            title = "Failure tail: share of traces per outcome (fractions; each row sums to 1)"
+            text += "\n" + render(tail.drop(columns=same).to_dict("records"), fmt, title=title, floatfmt=".4f")
         text += "\n" + render(
             binding.drop(columns=["budgets"]).astype({"band_binds": str, "emission_binds": str}).to_dict("records"),
             fmt,
@@ -229,6 +237,15 @@ def sweep_command(state, fmt, out, **common) -> None:
         )
         text += coverage.footer()
     emit(text, out)
+
+
+def _failure_tail(by_record: pd.DataFrame) -> pd.DataFrame:
+    """The failure tail per cell (empty when the records held no text to read outcomes from)."""
+    from ..stats.failure_tail import failure_tail
+
+    if "outcome" not in by_record:
+        return by_record.iloc[:0, :0]
+    return failure_tail(by_record)
 
 
 def _forcing(by_record: pd.DataFrame) -> pd.DataFrame:

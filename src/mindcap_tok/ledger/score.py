@@ -44,6 +44,7 @@ from ..tasks.answers import AnswerParser as Parser
 from ..tasks.answers import get_parser, task_parser
 from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, byte_table, gather_bytes
 from ..tokenization.load import ResolvedTokenizer
+from .outcomes import record_outcomes
 from .schema import CELL_COLUMNS, SETTING_COLUMNS
 from .tokenizers import resolve_tokenizers
 
@@ -447,7 +448,8 @@ class Scores:
     ``score`` (int8 strict score of the length-B prefix), ``truncated`` (record longer than B) and
     ``emitted`` (E <= B). ``by_record``: ``n_tokens``, ``emission`` (E: the first budget from which every prefix
     reads the completed trace's answer, NaN = none), ``correct`` (C),
-    ``finish_reason``, ``cap`` per record.
+    ``finish_reason``, ``cap`` per record, and ``outcome`` (:mod:`~mindcap_tok.ledger.outcomes`; when the
+    records hold their ``text``).
     """
 
     by_budget: pd.DataFrame
@@ -649,6 +651,8 @@ def score_ledger(
     by_record["finish_reason"] = finish
     if "cap" in table.column_names and "cap" not in by_record:
         by_record["cap"] = table.column("cap").to_numpy()
+    if "text" in table.column_names:
+        by_record["outcome"] = record_outcomes(table, correct, parser=parser, tasks=tasks)
     return Scores(by_budget, by_record, name, tuple(int(b) for b in grid), sha, versions)
 
 

@@ -14,10 +14,12 @@ from .._io import check_output_folder, output_folder
 from .._tables import markdown_table
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
+from ..ledger.outcomes import OUTCOMES
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.binding import binding_regime
 from ..stats.bootstrap import grid_bootstrap
 from ..stats.curves import NATIVE, Sweep, accuracy_table, sweep
+from ..stats.failure_tail import failure_tail
 from ..stats.forcing import forcing_populations
 from ..stats.grid import accuracy_grid
 from ..stats.premiums import premium_table
@@ -48,6 +50,7 @@ POINT_COLUMNS = (
     "naive_mae",
     "never_emission",
     "cap_hit",
+    *OUTCOMES,
 )
 
 
@@ -114,6 +117,8 @@ def write_budget_report(
     if by_record is not None:
         timing = emission_timing(by_record)
         tables["timing"] = timing
+        if "outcome" in by_record.columns:
+            tables["failure_tail"] = failure_tail(by_record)
         try:
             contrast = timing_contrast(timing)
             if len(contrast):
@@ -195,15 +200,28 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
             _md(tables["timing"]),
             "",
         ]
+    if "failure_tail" in tables:
+        parts += [
+            "### Failure tail",
+            "",
+            "Every completed trace in one category, in percent of traces (a row sums to 100), by precedence: "
+            "correct; several_answers (more than one answer line); wrong (one, wrong); format_noncompliant (only a "
+            "lenient variant of the task's parser reads an answer); unparseable (a `####` line nothing reads); "
+            "truncated (none of these, cut by the cap); no_answer_line (none of these, stopped by itself).",
+            "",
+            _md(tables["failure_tail"]),
+            "",
+        ]
     if "timing_contrast" in tables:
         parts += ["### Early-tail contrast (NATIVE − TRANSLATE-ACT p10)", "", _md(tables["timing_contrast"]), ""]
     if "forcing" in tables:
         parts += [
             "## Forcing, by population",
             "",
-            "Forced cells split into traces the cap truncated (then forced) and traces that finished by themselves "
-            "(forced when they had no answer line, under forcing.unanswered; the records do not mark which finished "
-            "traces were forced). Accuracy of the completed trace; the pooled row is shown beside, never instead.",
+            "Each forced record is put in the population of its source, the unforced record of the same item and "
+            "sample: truncated (the cap cut it without an answer line), unanswered (it stopped by itself without "
+            "one; forced under forcing.unanswered), answered (it holds one), unpaired (no source in the ledger). "
+            "Accuracy of the completed (forced) trace; the pooled row is shown beside, never instead.",
             "",
             _md(tables["forcing"]),
             "",

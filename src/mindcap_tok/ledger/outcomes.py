@@ -1,0 +1,93 @@
+"""How each completed trace ended: correct, wrong, or which kind of failure (the failure tail, paper §4.1).
+
+Every trace falls in exactly one category, by this precedence (the first that applies):
+
+1. ``correct``: the scorer's C is 1;
+2. ``several_answers``: the task's parser finds more than one answer line;
+3. ``wrong``: it finds exactly one, whose answer is wrong;
+4. ``format_noncompliant``: no answer line, but a lenient variant of the task's answer type reads one
+   (``#### 5,600``, ``#### ๑๘``, ``(B)``, ``\\boxed{2}``: :data:`LENIENT`);
+5. ``unparseable``: no reading at all, yet a line holds the answer marker ``####`` (``#### 4.5``,
+   ``#### forty``: a non-integer, or text before the marker);
+6. ``truncated``: none of the above and the cap cut the decode (finish reason ``length``);
+7. ``no_answer_line``: none of the above and the decode stopped by itself.
+
+What is written decides before how the decode stopped: a capped trace with a wrong answer line is ``wrong``.
+The parser is the task's (integer, choice, math or regex), with the variant the scores were made with.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..tasks.answers import AnswerParser, task_parser
+from ..tasks.answers.choice import ChoiceParser
+from ..tasks.answers.integer import Parser as IntegerParser
+from ..tasks.answers.math import MathParser
+
+OUTCOMES = (
+    "correct",
+    "wrong",
+    "several_answers",
+    "format_noncompliant",
+    "unparseable",
+    "truncated",
+    "no_answer_line",
+)
+#: the lenient variant of each answer type (every form its parser audit knows, but a lone choice label)
+LENIENT = {IntegerParser: "thousands+native-digits", ChoiceParser: "paren+answer+phrases", MathParser: "boxed"}
+MARKER = "####"
+
+
+def trace_outcome(
+    text: str, *, correct: bool, finish_reason: str, parser: AnswerParser, lenient: AnswerParser | None
+) -> str:
+    """The category of one completed trace (see the module docs for the precedence)."""
+    if correct:
+        return "correct"
+    complete = finish_reason == "stop"
+    found = parser.answer_lines(text, complete=complete)
+    if len(found) > 1:
+        return "several_answers"
+    if found:
+        return "wrong"
+    if lenient is not None and lenient.answer_lines(text, complete=complete):
+        return "format_noncompliant"
+    if MARKER in text:
+        return "unparseable"
+    return "truncated" if finish_reason == "length" else "no_answer_line"
+
+
+def record_outcomes(
+    table: pa.Table,
+    correct: np.ndarray,
+    *,
+    parser: str | AnswerParser = "strict",
+    tasks: Sequence[str | os.PathLike[str]] = (),
+) -> np.ndarray:
+    """The outcome of every record of ``table`` (its ``text``, ``finish_reason`` and ``task``), given the
+    scorer's ``correct``; ``parser`` names the variant (or is one parser for all), ``tasks`` the user's task
+    files. Only failed records are parsed, so a mostly correct ledger costs little."""
+    n = table.num_rows
+    out = np.full(n, "correct", dtype=object)
+    failed = np.flatnonzero(np.asarray(correct) == 0)
+    if not len(failed):
+        return out
+    part = table.take(pa.array(failed))
+    texts = part.column("text").to_pylist()
+    finish = part.column("finish_reason").to_pylist()
+    names = part.column("task").to_pylist() if "task" in part.column_names else ["mgsm"] * len(failed)
+    readers: dict[str, tuple[AnswerParser, AnswerParser | None]] = {}
+    for j, row in enumerate(failed):
+        task = names[j] or "mgsm"
+        if task not in readers:
+            strict = parser if hasattr(parser, "line_cuts") else task_parser(task, parser, files=tasks)
+            spec = LENIENT.get(type(task_parser(task, "strict", files=tasks)))
+            readers[task] = (strict, task_parser(task, spec, files=tasks) if spec else None)
+        strict, lenient = readers[task]
+        out[row] = trace_outcome(texts[j], correct=False, finish_reason=finish[j], parser=strict, lenient=lenient)
+    return out
