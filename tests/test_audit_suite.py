@@ -86,8 +86,8 @@ def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
         tokenizers={"qwen3-8b": qwen},
     )
     suite = run_audits(ledger_dir, None, config=config)
-    assert [r.name for r in suite.results] == ["langid", "comet", "parser", "parity", "normalizer"]
-    assert [r.status for r in suite.results] == ["ok"] * 5, [r.reason for r in suite.results]
+    assert [r.name for r in suite.results] == ["langid", "comet", "parser", "parity", "normalizer", "truncation"]
+    assert [r.status for r in suite.results] == ["ok"] * 6, [r.reason for r in suite.results]
     paths = write_report(suite, tmp_path / "out")
     md = paths["markdown"].read_text("utf-8")
     for title in (
@@ -96,6 +96,7 @@ def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
         "Parser robustness",
         "Decoder parity",
         "Normalizer sensitivity",
+        "Truncation (what the cap did)",
     ):
         assert f"## {title}" in md
     data = json.loads(paths["json"].read_text("utf-8"))

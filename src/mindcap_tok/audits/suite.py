@@ -2,7 +2,8 @@
 
 Audits (``--only`` names) live in :data:`REGISTRY`, one :class:`AuditSpec` each: ``langid`` (trace language),
 ``comet`` (translation quality: chrF always, COMET with a checkpoint), ``parser`` (parser robustness),
-``parity`` (decoder parity), ``normalizer`` (normalizer sensitivity), and, only when named, ``determinism``
+``parity`` (decoder parity), ``normalizer`` (normalizer sensitivity), ``truncation`` (what the run's cap did),
+and, only when named, ``determinism``
 (repeat and capped-vs-long identity of ``design = "determinism"`` jobs). An audit is *skipped* only when its
 optional dependency is missing (:class:`~mindcap_tok.errors.MissingExtraError`; the report names the install
 command) or for a reason the audit states itself (e.g. no English references, no translate-act records); the
@@ -39,6 +40,7 @@ from .normalizer import AUDIT_RESAMPLING, ThresholdSearch, normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
 from .translation import translation_audit
+from .truncation import truncation_audit
 
 _COLUMNS = (
     *POPULATION_COLUMNS,
@@ -49,8 +51,10 @@ _COLUMNS = (
     "text",
     "finish_reason",
     "gold",
+    "gold_text",
     "tokenizer",
     "n_tokens",
+    "retokenized",
 )
 #: the report's number format: 4 significant digits
 FLOATFMT = ".4g"
@@ -88,6 +92,10 @@ class AuditConfig:
     tokenizers: Mapping[str, ResolvedTokenizer] | None = None
     tokenizers_dir: str | None = None
     allow_tokenizer_mismatch: bool = False
+    #: the truncation audit's budgets (each population's up to its cap); ``None``: the eighths of each cap
+    truncation_budgets: Sequence[int] | None = None
+    #: task files of records whose task is not built in
+    tasks: Sequence[str] = ()
 
 
 class AuditRun(NamedTuple):
@@ -196,6 +204,19 @@ def _run_normalizer(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c:
     )
 
 
+def _run_truncation(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
+    return AuditRun(
+        truncation_audit(
+            records,
+            toks,
+            budgets=c.truncation_budgets,
+            premiums=c.premiums,
+            tasks=c.tasks,
+            level=c.resampling.level,
+        )
+    )
+
+
 def _run_determinism(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
     return AuditRun(determinism_audit(records, level=c.resampling.level))
 
@@ -261,6 +282,19 @@ def _headline_normalizer(res: AuditResult) -> str:
     return f"largest peak Δ_L (points): {shown}"
 
 
+def _headline_truncation(res: AuditResult) -> str:
+    table = res.tables.get("cells", pd.DataFrame())
+    n = int(table["records"].sum()) if "records" in table else 0
+    hits = int(table["cap_hits"].sum()) if n else 0
+    retok = int(table["retokenized_cap_hits"].sum()) if n else 0
+    named = f", {retok} of them retokenized" if retok else ""
+    return (
+        f"cap hit by {hits} of {n} traces ({_pct(hits / n if n else None)}{named}); accuracy at the cap "
+        f"{_pct(_pooled(table, 'acc_truncated', 'cap_hits'))} truncated vs "
+        f"{_pct(_pooled(table, 'acc_completed', 'completed'))} completed"
+    )
+
+
 def _headline_determinism(res: AuditResult) -> str:
     s = res.summary
     return (
@@ -310,6 +344,13 @@ REGISTRY: dict[str, AuditSpec] = {
             _run_normalizer,
             _headline_normalizer,
             needs=("tokenizers", "budgets", "premiums", "alternatives", "renderings"),
+        ),
+        AuditSpec(
+            "truncation",
+            "Truncation (what the cap did)",
+            _run_truncation,
+            _headline_truncation,
+            needs=("tokenizers", "truncation_budgets", "premiums", "tasks"),
         ),
         AuditSpec(
             "determinism",
@@ -405,7 +446,7 @@ def audit_inputs(
     models = sorted(pc.unique(cells.column("model")).to_pylist())
     langs = sorted(pc.unique(cells.column("lang")).to_pylist())
     found: dict = {"notes": []}
-    if {"parser", "normalizer"} & set(names):
+    if {"parser", "normalizer", "truncation"} & set(names):
         if premium_specs:  # the user's: a bad one is an error
             found["premiums"] = resolve_premiums(
                 premium_specs, models, languages=langs, tokenizers_dir=tokenizers_dir, data_dir=data_dir

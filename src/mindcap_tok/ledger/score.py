@@ -447,7 +447,7 @@ class Scores:
     ``score`` (int8 strict score of the length-B prefix), ``truncated`` (record longer than B) and
     ``emitted`` (E <= B). ``by_record``: ``n_tokens``, ``emission`` (E: the first budget from which every prefix
     reads the completed trace's answer, NaN = none), ``correct`` (C),
-    ``finish_reason``, ``cap`` per record.
+    ``finish_reason``, ``cap`` and ``retokenized`` (when the records have them) per record.
     """
 
     by_budget: pd.DataFrame
@@ -649,6 +649,8 @@ def score_ledger(
     by_record["finish_reason"] = finish
     if "cap" in table.column_names and "cap" not in by_record:
         by_record["cap"] = table.column("cap").to_numpy()
+    if "retokenized" in table.column_names:  # ids re-encoded from a log's text: their length was not sampled
+        by_record["retokenized"] = table.column("retokenized").fill_null(False).to_numpy(zero_copy_only=False)
     return Scores(by_budget, by_record, name, tuple(int(b) for b in grid), sha, versions)
 
 
