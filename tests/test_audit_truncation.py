@@ -139,3 +139,27 @@ def test_cli_one_line_errors(qwen, tmp_path):
         assert res.exit_code == 2 and message in res.output, res.output
         assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1, res.output
     assert not out.exists()
+
+
+def test_report_says_what_the_cap_did(qwen, tmp_path):
+    """`report` on the five traces (plus translate-act ones that never hit the cap) writes truncation.csv and a
+    sentence per population; Δ_L(3) with r = 1.5 is 2/5 as in the audit."""
+    path = tmp_path / "L"
+    other = [make_record(qwen, "#### 18\n", item=i, gold=18, cap=CAP, arm="translate-act") for i in range(5)]
+    Ledger(path).append([*_native(qwen), *other], qwen)
+    out = tmp_path / "rep"
+    args = ["report", "--ledger", str(path), "--premiums", "th=1.5", "--budgets", "3,16", "--n-boot", "50"]
+    res = CliRunner().invoke(cli, [*args, "--out-dir", str(out)])
+    assert res.exit_code == 0, res.output
+    text = (out / "report.md").read_text("utf-8")
+    assert "## What the cap did" in text
+    assert (
+        "- The cap binds for 40% of native tha_Thai traces (qwen3-8b, mgsm, cap 24) (2 of 5, of which 1 "
+        "retokenized: their length is re-encoded, not sampled); the most a higher cap could add is 20 points; "
+        "between B = 3 and floor(rB) = 4 (r = 1.500) native accuracy rises by 40.0 points" in text
+    )
+    assert "- The cap binds for 0% of translate-act tha_Thai traces (qwen3-8b, mgsm, cap 24) (0 of 5); the" in text
+    import pandas as pd
+
+    cells = pd.read_csv(out / "truncation.csv")
+    assert cells["cap_hits"].tolist() == [2, 0] and cells["acc_truncated"].isna().tolist() == [False, True]

@@ -24,11 +24,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..errors import MindcapError
 from ..ledger.score import Scores, score_ledger
 from ..resample import scale_budget
 from ..stats.curves import delta_table
@@ -72,6 +74,16 @@ def _sentence(row: dict, native: bool, peak: dict | None) -> str:
     return text + "."
 
 
+def _premium(premiums: PremiumTable | None, cell: Mapping) -> Fraction | None:
+    """The cell's premium, or ``None`` when none is given for its model and language (no Δ_L for it)."""
+    if premiums is None:
+        return None
+    try:
+        return lookup_premium(premiums, cell["model"], lang=cell["lang"])
+    except MindcapError:
+        return None
+
+
 def truncation_audit(
     records: pa.Table,
     tokenizers: Mapping[str, ResolvedTokenizer],
@@ -95,9 +107,9 @@ def truncation_audit(
     every = {b for g in grids.values() for b in g}
     if premiums is not None:
         is_native = frame["arm"].to_numpy() == frame["task"].map(natives).to_numpy()
-        for m, lang, cap in frame.loc[is_native, ["model", "lang", "cap"]].drop_duplicates().itertuples(index=False):
-            r = lookup_premium(premiums, m, lang=lang)
-            every |= {s for s in (scale_budget(r, b) for b in grids[int(cap)]) if s <= cap}
+        for cell in frame.loc[is_native, ["model", "lang", "cap"]].drop_duplicates().to_dict(orient="records"):
+            r, cap = _premium(premiums, cell), int(cell["cap"])
+            every |= set() if r is None else {s for s in (scale_budget(r, b) for b in grids[cap]) if s <= cap}
     table = records if "task" in records.column_names else records.append_column("task", pa.array(frame["task"]))
     scores = score_ledger(table, tokenizers, budgets=sorted(every), tasks=tasks)
     return truncation_tables(scores, natives=natives, budgets=budgets, premiums=premiums, level=level)
@@ -161,8 +173,8 @@ def truncation_tables(
         grid = [b for b in cap_grid(cap, budgets) if b in col]
         curve += [{**vals, "budget": b, "accuracy": float(matrix[rows, col[b]].mean()), "n": n} for b in grid]
         native, peak = bool(is_native[rows[0]]), None
-        if native and premiums is not None:
-            r = lookup_premium(premiums, vals["model"], lang=vals["lang"])
+        r = _premium(premiums, vals) if native else None
+        if r is not None:
             used[f"{vals['model']}:{vals['lang']}"] = float(r)
             within = [b for b in grid if scale_budget(r, b) <= cap and scale_budget(r, b) in col]
             if within:

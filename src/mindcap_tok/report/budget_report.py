@@ -12,6 +12,7 @@ import pandas as pd
 
 from .._io import check_output_folder, output_folder
 from .._tables import markdown_table
+from ..audits.truncation import truncation_tables
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import DEFAULT_RESAMPLING, Resampling
@@ -48,6 +49,12 @@ POINT_COLUMNS = (
     "naive_mae",
     "never_emission",
     "cap_hit",
+    "ci_low_hit",
+    "ci_high_hit",
+    "acc_completed",
+    "acc_truncated",
+    "acc_at_cap",
+    "max_gain",
 )
 
 
@@ -120,6 +127,11 @@ def write_budget_report(
                 tables["timing_contrast"] = contrast
         except MindcapError:
             pass
+        if {"cap", "finish_reason"} <= set(by_record.columns):
+            trunc = truncation_tables(scores, natives=native, budgets=budgets, premiums=table, level=level)
+            tables["truncation"] = trunc.tables["cells"].rename(
+                columns={"ci_low": "ci_low_hit", "ci_high": "ci_high_hit"}
+            )
         try:
             pred = predict_delta(by_record, table, budgets=result.rows["budget"].unique(), native=native)
             tables["subcdf_check"] = compare_prediction(pred, result.rows)
@@ -193,6 +205,21 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
             "(token positions); never_emission and cap_hit in percent of traces.",
             "",
             _md(tables["timing"]),
+            "",
+        ]
+    if "truncation" in tables:
+        cells = tables["truncation"]
+        parts += [
+            "## What the cap did",
+            "",
+            "Per population: cap hits (finish reason length) with a Wilson interval, accuracy of completed and "
+            "truncated traces at the cap, never-emission share, and the most a higher cap could add (truncated "
+            "traces wrong at the cap). Retokenized records (imported from logs) have re-encoded, not sampled, "
+            "lengths.",
+            "",
+            *(f"- {s[0].upper()}{s[1:]}" for s in cells["sentence"]),
+            "",
+            _md(cells.drop(columns=["sentence"])),
             "",
         ]
     if "timing_contrast" in tables:
