@@ -178,7 +178,7 @@ def _run_comet(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Audi
 
 
 def _run_parser(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
-    return AuditRun(parser_audit(records, tokenizers=toks, budgets=c.budgets, premiums=c.premiums))
+    return AuditRun(parser_audit(records, tokenizers=toks, budgets=c.budgets, premiums=c.premiums, tasks=c.tasks))
 
 
 def _run_parity(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
@@ -329,7 +329,11 @@ REGISTRY: dict[str, AuditSpec] = {
             },
         ),
         AuditSpec(
-            "parser", "Parser robustness", _run_parser, _headline_parser, needs=("tokenizers", "budgets", "premiums")
+            "parser",
+            "Parser robustness",
+            _run_parser,
+            _headline_parser,
+            needs=("tokenizers", "budgets", "premiums", "tasks"),
         ),
         AuditSpec(
             "parity",
