@@ -105,6 +105,7 @@ def audit_command(state, ledger, out, only, **options) -> None:
         alt_premiums=options["alt_premiums"],
         tokenizers_dir=toks_dir,
         data_dir=data_dir,
+        tasks=options["tasks"],
     )
     for note in found.notes:
         click.echo(f"note: {note}", err=True)
