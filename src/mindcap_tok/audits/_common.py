@@ -97,6 +97,15 @@ def find_tasks(names: Sequence[str], files: Sequence[str | os.PathLike[str]] = (
     return out
 
 
+def role_mask(records: pa.Table, role: str, *, tasks: Sequence[str | os.PathLike[str]] = ()) -> np.ndarray:
+    """Whether each record is of its task's ``role`` arm (``native`` or ``comparator``; ``tasks``: the task files
+    of records whose task is not built in)."""
+    names = record_tasks(records)
+    found = find_tasks(list(dict.fromkeys(names)), tasks)
+    arm = records.column("arm").to_numpy(zero_copy_only=False)
+    return arm == np.array([getattr(found[t], role) for t in names], dtype=object)
+
+
 def task_answer_parser(task: Task, spec: str = "strict") -> AnswerParser:
     """The parser named ``spec`` (a variant, or variants joined by ``+``) of ``task``'s answer type."""
     return get_parser(spec, None if task.answer.type == "integer" else task.answer)

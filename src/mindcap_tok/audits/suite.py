@@ -37,7 +37,7 @@ from ..tokenization.load import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, find_tasks, skipped
 from .determinism import determinism_audit
 from .langid import LidSettings, langid_audit, load_lid_model, validation_csv
-from .normalizer import AUDIT_RESAMPLING, ThresholdSearch, normalizer_audit
+from .normalizer import AUDIT_RESAMPLING, Normalizers, ThresholdSearch, normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
 from .translation import translation_audit
@@ -160,6 +160,7 @@ def _run_langid(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Aud
         seed=c.resampling.seed,
         returned=c.validation_labels,
         criterion=c.criterion,
+        tasks=c.tasks,
     )
     return AuditRun(result, sample)
 
@@ -197,11 +198,10 @@ def _run_normalizer(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c:
             records,
             tokenizers=toks,
             budgets=c.budgets,
-            premiums=c.premiums,
-            alternatives=c.alternatives,
-            renderings=c.renderings,
+            normalizers=Normalizers(premiums=c.premiums, alternatives=c.alternatives, renderings=c.renderings),
             threshold=ThresholdSearch(sesoi=c.sesoi, search_factor=c.search_factor),
             resampling=c.resampling,
+            tasks=c.tasks,
         )
     )
 
@@ -314,7 +314,7 @@ REGISTRY: dict[str, AuditSpec] = {
             "Trace-language ID",
             _run_langid,
             _headline_langid,
-            needs=("lid_model", "lid", "validation_labels"),
+            needs=("lid_model", "lid", "validation_labels", "tasks"),
             extras={"lid": "pip install 'mindcap-tok[lid]'"},
         ),
         AuditSpec(
@@ -352,7 +352,7 @@ REGISTRY: dict[str, AuditSpec] = {
             "Normalizer sensitivity",
             _run_normalizer,
             _headline_normalizer,
-            needs=("tokenizers", "budgets", "premiums", "alternatives", "renderings"),
+            needs=("tokenizers", "budgets", "premiums", "alternatives", "renderings", "tasks"),
         ),
         AuditSpec(
             "truncation",

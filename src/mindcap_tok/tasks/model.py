@@ -57,12 +57,14 @@ class Arm(BaseModel):
     """A prompting strategy of the task: its templates by FLORES code (``"*"``: every other language) and, when
     its trace opens with its own translation of the item (up to the translation delimiter, then the reasoning:
     translate-act), ``translation``: the FLORES code of the language it translates into (the translation audit
-    scores that segment against the item in that language)."""
+    scores that segment against the item in that language); ``reasoning``: the FLORES code of the language its
+    reasoning is asked in, when that is not the item's own (translate-act, pivot: English)."""
 
     model_config = _STRICT
     description: str = ""
     templates: dict[str, Template] = {}
     translation: str | None = None
+    reasoning: str | None = None
 
 
 class AnswerSpec(BaseModel):
@@ -145,8 +147,9 @@ def _check_arms(task: Task) -> None:
         if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", arm):
             raise SpecError(f"arms.{arm}", "an arm name is lower-case letters, digits, '.', '_' or '-'")
     for name, arm in task.arms.items():
-        if arm.translation is not None:
-            _check_code(arm.translation, f"arms.{name}.translation")
+        for key in ("translation", "reasoning"):
+            if getattr(arm, key) is not None:
+                _check_code(getattr(arm, key), f"arms.{name}.{key}")
     if task.prompts is None:
         for name, arm in task.arms.items():
             _check_templates(task, name, arm)
