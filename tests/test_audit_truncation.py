@@ -48,7 +48,7 @@ def test_cap_hits_accuracy_split_and_never_emission(qwen):
     low, high = proportion_confint(2, 5, alpha=0.05, method="wilson")
     assert row["ci_low"] == pytest.approx(low, abs=1e-12) and row["ci_high"] == pytest.approx(high, abs=1e-12)
     assert row["sentence"].startswith(
-        "the cap binds for 40% of native tha_Thai traces (qwen3-8b, mgsm, cap 24) (2 of 5, of which 1 "
+        "the cap binds for 40% of native tha_Thai traces of qwen3-8b on mgsm at cap 24 (2 of 5, of which 1 "
         "retokenized: their length is re-encoded, not sampled); the most a higher cap could add is 20 points"
     )
     assert row["sentence"].endswith("Δ_L: no premium given, or no B with floor(rB) within the cap.")
@@ -154,11 +154,11 @@ def test_report_says_what_the_cap_did(qwen, tmp_path):
     text = (out / "report.md").read_text("utf-8")
     assert "## What the cap did" in text
     assert (
-        "- The cap binds for 40% of native tha_Thai traces (qwen3-8b, mgsm, cap 24) (2 of 5, of which 1 "
+        "- The cap binds for 40% of native tha_Thai traces of qwen3-8b on mgsm at cap 24 (2 of 5, of which 1 "
         "retokenized: their length is re-encoded, not sampled); the most a higher cap could add is 20 points; "
         "between B = 3 and floor(rB) = 4 (r = 1.500) native accuracy rises by 40.0 points" in text
     )
-    assert "- The cap binds for 0% of translate-act tha_Thai traces (qwen3-8b, mgsm, cap 24) (0 of 5); the" in text
+    assert "- The cap binds for 0% of translate-act tha_Thai traces of qwen3-8b on mgsm at cap 24 (0 of 5); the" in text
     import pandas as pd
 
     cells = pd.read_csv(out / "truncation.csv")

@@ -53,7 +53,7 @@ def cap_grid(cap: int, budgets: Sequence[int] | None = None) -> list[int]:
 
 def _sentence(row: dict, native: bool, peak: dict | None) -> str:
     """The population in words: how often the cap binds, the most a higher cap adds, native accuracy in the window."""
-    who = f"{row['arm']} {row['lang']} traces ({row['model']}, {row['task']}, cap {row['cap']})"
+    who = f"{row['arm']} {row['lang']} traces of {row['model']} on {row['task']} at cap {row['cap']}"
     text = (
         f"the cap binds for {100 * row['cap_hit']:.0f}% of {who}"
         f" ({row['cap_hits']} of {row['records']}"
