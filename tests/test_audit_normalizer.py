@@ -11,7 +11,7 @@ import pytest
 
 from ledger_factory import make_record
 from mindcap_tok.audits import behavioral_ratios, normalizer_audit, threshold_premium, trace_premiums
-from mindcap_tok.audits.normalizer import ThresholdSearch
+from mindcap_tok.audits.normalizer import Normalizers, ThresholdSearch
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.resample import Resampling, bootstrap_counts
@@ -82,8 +82,7 @@ def test_delta_under_normalizers_matches_the_stats_module(qwen, ledger):
         ledger,
         {"qwen3-8b": qwen},
         budgets=budgets,
-        premiums=flores,
-        alternatives={"alt": alt},
+        normalizers=Normalizers(premiums=flores, alternatives={"alt": alt}),
         resampling=Resampling(200, 1),
     )
     delta = res.tables["delta"]
@@ -113,7 +112,11 @@ def test_delta_under_normalizers_matches_the_stats_module(qwen, ledger):
 
 def test_threshold_search_settings_reach_the_search(qwen, ledger):
     # Δ_L never exceeds 1, so a SESOI of 1.01 is never reached; the search bound scales with search_factor
-    run = {"budgets": [8, 16], "premiums": premium_table({"tha_Thai": 1.5}), "resampling": Resampling(100)}
+    run = {
+        "budgets": [8, 16],
+        "normalizers": Normalizers(premium_table({"tha_Thai": 1.5})),
+        "resampling": Resampling(100),
+    }
     default = normalizer_audit(ledger, {"qwen3-8b": qwen}, **run)
     wide = normalizer_audit(ledger, {"qwen3-8b": qwen}, threshold=ThresholdSearch(sesoi=1.01, search_factor=2.0), **run)
     assert (wide.summary["sesoi"], wide.summary["search_factor"]) == (1.01, 2.0)
@@ -138,7 +141,13 @@ def test_trace_premium_from_english_renderings(qwen, ledger):
     row = table.iloc[0]
     assert row["traces"] == 16 and row["items"] == 8 and row["r_trace"] == pytest.approx(expected)
     assert row["ci_low"] <= expected <= row["ci_high"]
-    res = normalizer_audit(ledger, {"qwen3-8b": qwen}, budgets=[8, 16], renderings=rend, resampling=Resampling(100))
+    res = normalizer_audit(
+        ledger,
+        {"qwen3-8b": qwen},
+        budgets=[8, 16],
+        normalizers=Normalizers(renderings=rend),
+        resampling=Resampling(100),
+    )
     assert "trace" in set(res.tables["delta"]["normalizer"]) and "trace_premium" in res.tables
 
 

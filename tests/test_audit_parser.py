@@ -55,7 +55,7 @@ def test_planted_rescued_and_unstable(qwen, planted):
     reads = read_records(table, {"qwen3-8b": qwen}, budgets=budgets, parsers=["strict"])["strict"]
     for r, rec in enumerate(recs):
         ref = _reference(qwen, rec, budgets)
-        got_v = [None if np.isnan(v) else int(v) for v in reads["value"][r]]
+        got_v = reads["value"][r].tolist()
         assert got_v == [v for v, _, _ in ref], rec["text"]
         assert reads["partial"][r].tolist() == [u for _, u, _ in ref]
     res = parser_audit(table, {"qwen3-8b": qwen}, budgets=budgets).tables["robustness"]
@@ -104,3 +104,82 @@ def test_terminated_gains_and_peak_movement(qwen):
     assert peak["delta_terminated_at_peak"] == pytest.approx(2 / 4)
     assert peak["move_terminated"] == pytest.approx(-1 / 4)
     assert peak["move_native-digits"] == 0
+
+
+BELEBELE = [  # (text, finish reason): gold "3"; the completed-trace verdicts worked by hand in the test
+    ("Denken.\n#### 3\n", "stop"),  # every parser: right
+    ("Die Antwort ist (3).\n", "stop"),  # paren and label only (no colon after "Antwort")
+    ("Antwort: 3\n", "stop"),  # phrases and label only
+    ("Answer: 2\n", "stop"),  # answer, phrases (English "Answer:") and label read 2: every parser wrong
+    ("1 oder 2?\n#### 3\n", "stop"),  # the last label line is "#### 3": every parser right
+    ("#### 3\nOder doch 2?\n", "stop"),  # label (the last label decides) reads 2: strict alone is right
+    ("Denken.\n#### 3", "length"),  # cut: the unfinished line reads 3, but it is not terminated
+]
+MMATH = [  # gold \frac{1}{2}
+    ("So x = 1/2.\n#### 0.5\n", "stop"),  # equivalent: strict and boxed right
+    ("Thus \\boxed{\\frac{1}{2}}.\n", "stop"),  # boxed alone
+    ("\\boxed{2}\n#### \\frac{1}{2}\n", "stop"),  # boxed reads the first answer line, the box: strict alone
+    ("#### \\frac{1}{3}\n", "stop"),  # every parser wrong
+]
+
+
+def _task_records(tok, rows, *, task, lang, gold):
+    return validate_records(
+        [
+            make_record(tok, text, item=i, gold=gold, finish_reason=fr, task=task, lang=lang)
+            for i, (text, fr) in enumerate(rows)
+        ]
+    )
+
+
+def _agreement(res) -> dict[str, tuple[int, int]]:
+    table = res.tables["agreement"]
+    return {
+        v: (int(a), int(b)) for v, a, b in table[["variant", "strict_only", "variant_only"]].itertuples(index=False)
+    }
+
+
+def test_choice_task_variants_disagree_as_worked_by_hand(qwen):
+    table = _task_records(qwen, BELEBELE, task="belebele", lang="deu_Latn", gold="3")
+    res = parser_audit(table, {"qwen3-8b": qwen}, budgets=[4, 8])
+    assert res.tables["robustness"]["task"].tolist() == ["belebele"]
+    assert res.summary["variants"] == {"belebele": ["terminated", "paren", "answer", "phrases", "label"]}
+    assert _agreement(res) == {
+        "terminated": (1, 0),  # the cut trace
+        "paren": (0, 1),  # "(3)"
+        "answer": (0, 0),
+        "phrases": (0, 1),  # "Antwort: 3"
+        "label": (1, 2),  # "Oder doch 2?" against "(3)" and "Antwort: 3"
+    }
+
+
+def test_math_task_boxed_variant_disagrees_as_worked_by_hand(qwen):
+    table = _task_records(qwen, MMATH, task="mmath", lang="eng_Latn", gold="\\frac{1}{2}")
+    res = parser_audit(table, {"qwen3-8b": qwen}, budgets=[4, 8])
+    assert res.tables["robustness"]["task"].tolist() == ["mmath"]
+    assert _agreement(res) == {"terminated": (0, 0), "boxed": (1, 1)}
+
+
+@pytest.mark.parametrize(
+    ("rows", "task", "lang", "gold", "parsers"),
+    [
+        (BELEBELE, "belebele", "deu_Latn", "3", ("strict", "terminated", "paren", "answer", "phrases", "label")),
+        (MMATH, "mmath", "eng_Latn", "\\frac{1}{2}", ("strict", "terminated", "boxed")),
+    ],
+)
+def test_task_readings_equal_decoding_every_prefix(qwen, rows, task, lang, gold, parsers):
+    from mindcap_tok.audits._common import task_answer_parser
+    from mindcap_tok.tasks.load import load_task
+
+    table = _task_records(qwen, rows, task=task, lang=lang, gold=gold)
+    ids = table.column("output_ids").to_pylist()
+    budgets = list(range(1, max(map(len, ids)) + 1))
+    reads = read_records(table, {"qwen3-8b": qwen}, budgets=budgets, parsers=parsers)
+    for name in parsers:
+        parser = task_answer_parser(load_task(task), name)
+        for r, (rid, (_, fr)) in enumerate(zip(ids, rows, strict=True)):
+            want = [
+                parser.parse(qwen.tokenizer.decode(rid[:b], skip_special_tokens=True), b >= len(rid) and fr == "stop")
+                for b in budgets
+            ]
+            assert reads[name]["value"][r].tolist() == want, (name, rows[r][0])

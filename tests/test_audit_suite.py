@@ -63,7 +63,7 @@ def test_translation_quality_and_gain_correlation(qwen):
     assert q["chrf_p10"] == pytest.approx(0.0)  # the 10% quantile of (0, 0, p, p, 100, 100)
     corr = res.tables["correlation"].iloc[0]
     # item gains (translate − native) 1, 0.5, 0 follow the quality order 100 > partial > 0: rho = 1
-    assert corr["items"] == 3 and corr["spearman"] == pytest.approx(1.0) and corr["gain"] == "translate - native"
+    assert corr["items"] == 3 and corr["spearman"] == pytest.approx(1.0) and corr["gain"] == "translate-act - native"
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +86,8 @@ def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
         tokenizers={"qwen3-8b": qwen},
     )
     suite = run_audits(ledger_dir, None, config=config)
-    assert [r.name for r in suite.results] == ["langid", "comet", "parser", "parity", "normalizer"]
-    assert [r.status for r in suite.results] == ["ok"] * 5, [r.reason for r in suite.results]
+    assert [r.name for r in suite.results] == ["langid", "comet", "parser", "parity", "normalizer", "truncation"]
+    assert [r.status for r in suite.results] == ["ok"] * 6, [r.reason for r in suite.results]
     paths = write_report(suite, tmp_path / "out")
     md = paths["markdown"].read_text("utf-8")
     for title in (
@@ -96,6 +96,7 @@ def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
         "Parser robustness",
         "Decoder parity",
         "Normalizer sensitivity",
+        "Truncation (what the cap did)",
     ):
         assert f"## {title}" in md
     data = json.loads(paths["json"].read_text("utf-8"))
@@ -258,7 +259,7 @@ def test_a_missing_extra_is_a_skip_with_the_install_hint(qwen, ledger_dir, tmp_p
 def test_an_audit_states_its_own_skip_reason(qwen, ledger_dir):
     suite = run_audits(ledger_dir, ["comet"], config=AuditConfig(tokenizers={"qwen3-8b": qwen}))  # no references
     (res,) = suite.results
-    assert res.status == "skipped" and res.reason.startswith("no English references")
+    assert res.status == "skipped" and res.reason.startswith("no references for the translation segments")
 
 
 # -- audit.md reads well --------------------------------------------------------------------------------------------
@@ -374,7 +375,7 @@ def test_audit_inputs_finds_premiums_and_mgsm_questions_for_the_ledger(qwen, tmp
     assert list(found.premiums.values()) == [Fraction(3, 2)]
     assert [list(t.values()) for t in found.alternatives.values()] == [[Fraction(2)]]
     assert len(found.references) == 250 and len(found.sources) == 250
-    assert {lang for lang, _ in found.sources} == {"tha_Thai"}
+    assert {(task, lang) for task, lang, _ in found.sources} == {("mgsm", "tha_Thai")}
     other = Ledger(tmp_path / "M")
     other.append(make_cell(qwen, n_items=1, n_samples=1, model="no-such-model"), qwen)
     (note,) = audit_inputs(other, ["parser"], **dirs).notes

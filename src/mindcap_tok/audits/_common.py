@@ -1,7 +1,9 @@
-"""What every audit shares: the result type, record token arrays, scoring at arbitrary budgets, seeded sampling."""
+"""What every audit shares: the result type, record token arrays, scoring at arbitrary budgets, seeded sampling,
+and each record's task (its answer parser, its native and comparator arms)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -9,10 +11,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from ..ledger.score import score_by_tokenizer
-from ..tasks.answers.integer import Parser
+from ..tasks.answers import AnswerParser, get_parser
+from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
+from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
 
 #: the cell and the settings that split its records into populations (as the scorer and stats do), when present
@@ -67,16 +71,71 @@ def population_keys(table: pa.Table | pd.DataFrame) -> list[str]:
     return [c for c in POPULATION_COLUMNS if c in names]
 
 
+def record_tasks(table: pa.Table | pd.DataFrame) -> np.ndarray:
+    """Each record's task name (object array; no ``task`` column or a null one: MGSM's, as every older ledger)."""
+    n = table.num_rows if isinstance(table, pa.Table) else len(table)
+    names = table.column_names if isinstance(table, pa.Table) else list(table.columns)
+    if "task" not in names:
+        return np.full(n, DEFAULT_TASK, dtype=object)
+    col = table.column("task").to_pylist() if isinstance(table, pa.Table) else table["task"].tolist()
+    return np.array([DEFAULT_TASK if t is None or t != t else str(t) for t in col], dtype=object)
+
+
+def find_tasks(names: Sequence[str], files: Sequence[str | os.PathLike[str]] = ()) -> dict[str, Task]:
+    """The task of each name: a built-in one, or one of the user's task ``files`` (a ledger records a task by
+    name; a task that is neither is a one-line error asking for its file)."""
+    given = {t.name: t for t in map(load_task, files)}
+    out = {}
+    for name in dict.fromkeys(names):
+        if name not in given and name not in builtin_tasks():
+            raise BadInputError(
+                f"records of task {name!r}, which is not built in ({', '.join(builtin_tasks())}): give its task "
+                "file (--task FILE)",
+                key="task",
+            )
+        out[name] = given.get(name) or load_task(name)
+    return out
+
+
+def role_mask(records: pa.Table, role: str, *, tasks: Sequence[str | os.PathLike[str]] = ()) -> np.ndarray:
+    """Whether each record is of its task's ``role`` arm (``native`` or ``comparator``; ``tasks``: the task files
+    of records whose task is not built in)."""
+    names = record_tasks(records)
+    found = find_tasks(list(dict.fromkeys(names)), tasks)
+    arm = records.column("arm").to_numpy(zero_copy_only=False)
+    return arm == np.array([getattr(found[t], role) for t in names], dtype=object)
+
+
+def task_answer_parser(task: Task, spec: str = "strict") -> AnswerParser:
+    """The parser named ``spec`` (a variant, or variants joined by ``+``) of ``task``'s answer type."""
+    return get_parser(spec, None if task.answer.type == "integer" else task.answer)
+
+
 def score_matrix(
     table: pa.Table,
     tokenizers: Mapping[str, ResolvedTokenizer],
     budgets: Sequence[int],
-    parser: str | Parser = "strict",
+    parser: str | AnswerParser = "strict",
+    *,
+    tasks: Mapping[str, Task] | None = None,
 ) -> np.ndarray:
-    """(records, budgets) int8 prefix scores at any budgets, no per-row DataFrame (see ``score_by_tokenizer``)."""
+    """(records, budgets) int8 prefix scores at any budgets, each record read by its task's parser named
+    ``parser`` (a parser object reads every record; ``tasks`` by name, default: the built-in ones), no per-row
+    DataFrame (see ``score_by_tokenizer``)."""
+    out = np.zeros((table.num_rows, len(budgets)), dtype=np.int8)
     if table.num_rows == 0:
-        return np.zeros((0, len(budgets)), dtype=np.int8)
-    return score_by_tokenizer(table, tokenizers, budgets=budgets, parser=parser).scores
+        return out
+    if hasattr(parser, "line_cuts"):
+        return score_by_tokenizer(table, tokenizers, budgets=budgets, parser=parser).scores
+    names = record_tasks(table)
+    found = find_tasks(list(names)) if tasks is None else tasks
+    for name in dict.fromkeys(names):
+        rows = np.flatnonzero(names == name)
+        part = table if len(rows) == table.num_rows else table.take(pa.array(rows))
+        out[rows] = score_by_tokenizer(
+            part, tokenizers, budgets=budgets, parser=task_answer_parser(found[name], parser)
+        ).scores
+    return out
 
 
 def stratified_sample(frame: pd.DataFrame, strata: Sequence[str], per_stratum: int, seed: int) -> np.ndarray:

@@ -4,17 +4,18 @@ Models, their label code space and the compliance rule are the shared ones of :m
 (GlotLID by default, the shipped ``lid.176.ftz`` offline; labels as FLORES-style codes).
 
 A trace is analysed without its ``####`` answer lines, newlines joined into spaces (fastText reads one
-line). For translate-act the text analysed is the reasoning after the translation delimiter
-(:mod:`.segments`). A trace is *determinate* when it has at least ``min_letters`` letters and the top
-label's probability reaches ``threshold``; compliance is the share of determinate traces labelled with
-the arm's expected language (native, code-switched: L; translate-act, pivot: English), reported with and
-without the macrolanguage mappings of ``resources/macrolanguages.tsv``.
+line). For an arm with a translation segment (translate-act) the text analysed is the reasoning after the
+translation delimiter (:mod:`.segments`). A trace is *determinate* when it has at least ``min_letters``
+letters and the top label's probability reaches ``threshold``; compliance is the share of determinate traces
+labelled with the arm's expected language (its task file's ``reasoning``, else the cell's language: MGSM's
+native, code-switched: L; translate-act, pivot: English), reported with and without the macrolanguage
+mappings of ``resources/macrolanguages.tsv``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,12 +36,10 @@ from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_
     normalize_label,
     shipped_lid176,
 )
-from ._common import AuditResult, population_keys, stratified_sample
+from ._common import AuditResult, find_tasks, population_keys, record_tasks, stratified_sample
 from .segments import DEFAULT_DELIMITER, split_translate_act, strip_answer_lines
 
 ENGLISH = "eng_Latn"
-#: arm -> expected language of its (post-delimiter) reasoning; None means the cell's own language
-EXPECTED = {"native": None, "code-switched": None, "translate-act": ENGLISH, "pivot": ENGLISH}
 
 
 @dataclass(frozen=True)
@@ -53,8 +52,8 @@ class LidSettings:
     delimiter: str = DEFAULT_DELIMITER
 
 
-def _analysed_text(text: str, arm: str, delimiter: str) -> str | None:
-    if arm == "translate-act":
+def _analysed_text(text: str, translates: bool, delimiter: str) -> str | None:
+    if translates:
         text = split_translate_act(text, delimiter)[1]
         if text is None:
             return None
@@ -62,15 +61,28 @@ def _analysed_text(text: str, arm: str, delimiter: str) -> str | None:
 
 
 def label_traces(
-    records: pa.Table | pd.DataFrame, model: LidModel, *, settings: LidSettings = LidSettings()
+    records: pa.Table | pd.DataFrame,
+    model: LidModel,
+    *,
+    settings: LidSettings = LidSettings(),
+    tasks: Sequence[str | os.PathLike[str]] = (),
 ) -> pd.DataFrame:
     """One row per record: population keys, ``item``, ``sample``, ``expected``, ``segment`` (the text analysed),
-    ``predicted``, ``confidence``, ``status`` (determinate / no-delimiter / short / low-confidence)."""
+    ``predicted``, ``confidence``, ``status`` (determinate / no-delimiter / short / low-confidence).
+
+    The expected language and whether a translation segment comes first are each record's task arm's (``tasks``:
+    the task files of records whose task is not built in)."""
     keys = population_keys(records)
     frame = records.select([*keys, "item", "sample", "text"]).to_pandas() if isinstance(records, pa.Table) else records
     out = frame[[*keys, "item", "sample"]].copy()
-    out["expected"] = [EXPECTED.get(a) or lang for a, lang in zip(frame["arm"], frame["lang"], strict=True)]
-    segments = [_analysed_text(t, a, settings.delimiter) for t, a in zip(frame["text"], frame["arm"], strict=True)]
+    names = record_tasks(frame)
+    found = find_tasks(list(dict.fromkeys(names)), tasks)
+    arms = [found[t].arms.get(a) for t, a in zip(names, frame["arm"], strict=True)]
+    out["expected"] = [(a and a.reasoning) or lang for a, lang in zip(arms, frame["lang"], strict=True)]
+    segments = [
+        _analysed_text(t, bool(a and a.translation), settings.delimiter)
+        for t, a in zip(frame["text"], arms, strict=True)
+    ]
     verdict = label_segments(
         model,
         segments,
@@ -204,10 +216,12 @@ def langid_audit(
     seed: int = 0,
     returned: pd.DataFrame | None = None,
     criterion: float = 0.9,
+    tasks: Sequence[str | os.PathLike[str]] = (),
 ) -> tuple[AuditResult, pd.DataFrame]:
     """Compliance per population and a stratified validation sample (returned beside the result); with
-    ``returned`` (an earlier sample with ``human_label`` filled in) also its agreement against ``criterion``."""
-    labels = label_traces(records, model, settings=settings)
+    ``returned`` (an earlier sample with ``human_label`` filled in) also its agreement against ``criterion``.
+    ``tasks``: the task files of records whose task is not built in."""
+    labels = label_traces(records, model, settings=settings, tasks=tasks)
     tables = {"compliance": compliance_table(labels)}
     sample = validation_sample(labels, validation_per_cell, seed=seed)
     summary = {

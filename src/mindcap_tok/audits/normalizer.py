@@ -3,7 +3,8 @@
 Δ_L(B) = acc_N(floor(rB)) − acc_N(B) takes its premium r from FLORES-200. This audit reports, per native
 population (model, language and settings):
 
-- the **behavioral ratio**: mean native trace length / mean translate-act trace length (output tokens),
+- the **behavioral ratio**: mean native trace length / mean comparator trace length (output tokens; the native
+  and comparator arms are the task's, MGSM's native and translate-act),
   with an item-clustered bootstrap CI (it compares traces that differ in content, correctness and stopping,
   so it is a sensitivity check, not a validated normalizer);
 - the **threshold premium**: the smallest r at which max over the budget grid of Δ_L reaches the SESOI,
@@ -23,13 +24,12 @@ from __future__ import annotations
 import os
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._io import regular_file
 from ..data.languages import resolve_language
@@ -37,10 +37,9 @@ from ..errors import MindcapError, first_line
 from ..premium import count_tokens
 from ..resample import Resampling, scale_budget
 from ..stats.bootstrap import Boot, bootstrap_weights, item_bootstrap
-from ..stats.curves import NATIVE, TRANSLATE
 from ..stats.premiums import PremiumTable, lookup_premium
 from ..tokenization.load import ResolvedTokenizer
-from ._common import AuditResult, population_keys, score_matrix
+from ._common import AuditResult, find_tasks, population_keys, record_tasks, role_mask, score_matrix
 
 
 def _item_sums(items: np.ndarray, values: np.ndarray, universe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,16 +78,33 @@ class ThresholdSearch:
     search_factor: float = 1.5
 
 
-def behavioral_ratios(records: pa.Table, *, resampling: Resampling = AUDIT_RESAMPLING) -> pd.DataFrame:
-    """Mean native / mean translate-act output length per matching population, with a percentile CI."""
+@dataclass(frozen=True)
+class Normalizers:
+    """What Δ_L is compared under besides the behavioral ratio: the FLORES ``premiums``, ``alternatives`` (premium
+    tables by name) and English ``renderings`` of native traces (for r_trace; see :func:`load_renderings`)."""
+
+    premiums: PremiumTable | None = None
+    alternatives: Mapping[str, PremiumTable] = field(default_factory=dict)
+    renderings: pd.DataFrame | None = None
+
+
+def behavioral_ratios(
+    records: pa.Table, *, resampling: Resampling = AUDIT_RESAMPLING, tasks: Sequence[str | os.PathLike[str]] = ()
+) -> pd.DataFrame:
+    """Mean native / mean comparator output length per matching population (the arms are each record's task's),
+    with a percentile CI."""
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     keys = population_keys(records)
     pair = [k for k in keys if k != "arm"]
     frame = records.select([*keys, "item", "n_tokens"]).to_pandas()
+    frame["_native"], frame["_comparator"] = (
+        role_mask(records, "native", tasks=tasks),
+        role_mask(records, "comparator", tasks=tasks),
+    )
     rows = []
     for key, group in frame.groupby(pair, dropna=False, sort=True):
         vals = dict(zip(pair, key if isinstance(key, tuple) else (key,), strict=True))
-        nat, tra = group[group["arm"] == NATIVE], group[group["arm"] == TRANSLATE]
+        nat, tra = group[group["_native"]], group[group["_comparator"]]
         if nat.empty or tra.empty:
             continue
         universe = np.unique(group["item"].to_numpy())
@@ -167,6 +183,7 @@ def trace_premiums(
     *,
     tokenizers: Mapping[str, ResolvedTokenizer],
     resampling: Resampling = AUDIT_RESAMPLING,
+    tasks: Sequence[str | os.PathLike[str]] = (),
 ) -> pd.DataFrame:
     """Same-content trace premium per (model, lang): native trace tokens / English rendering tokens.
 
@@ -176,7 +193,7 @@ def trace_premiums(
     """
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     rend = check_renderings(renderings)
-    nat = records.filter(pc.equal(records.column("arm"), NATIVE))
+    nat = records.filter(pa.array(role_mask(records, "native", tasks=tasks)))
     frame = nat.select(["model", "lang", "item", "sample", "text", "tokenizer"]).to_pandas()
     on = ["model", "lang", "item", "sample"] if "model" in rend.columns else ["lang", "item", "sample"]
     joined = frame.merge(rend[[*on, "english"]], on=on).drop_duplicates(["model", "lang", "item", "sample"])
@@ -234,27 +251,30 @@ def normalizer_audit(
     tokenizers: Mapping[str, ResolvedTokenizer],
     *,
     budgets: Sequence[int],
-    premiums: PremiumTable | None = None,
-    alternatives: Mapping[str, PremiumTable] | None = None,
-    renderings: pd.DataFrame | None = None,
+    normalizers: Normalizers = Normalizers(),
     threshold: ThresholdSearch = ThresholdSearch(),
     resampling: Resampling = AUDIT_RESAMPLING,
+    tasks: Sequence[str | os.PathLike[str]] = (),
 ) -> AuditResult:
-    """The normalizer-sensitivity tables (see the module docs); accuracies and Δ_L are proportions."""
+    """The normalizer-sensitivity tables (see the module docs); accuracies and Δ_L are proportions.
+
+    ``tasks``: the task files of records whose task is not built in (their native and comparator arms, parser)."""
+    premiums, alternatives, renderings = normalizers.premiums, normalizers.alternatives, normalizers.renderings
     sesoi, search_factor = threshold.sesoi, threshold.search_factor
     grid = sorted({int(b) for b in budgets})
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
-    behavioral = behavioral_ratios(records, resampling=resampling)
+    behavioral = behavioral_ratios(records, resampling=resampling, tasks=tasks)
     trace = (
-        trace_premiums(records, renderings, tokenizers=tokenizers, resampling=resampling)
+        trace_premiums(records, renderings, tokenizers=tokenizers, resampling=resampling, tasks=tasks)
         if renderings is not None
         else None
     )
-    nat = records.filter(pc.equal(records.column("arm"), NATIVE))
+    found = find_tasks(list(dict.fromkeys(record_tasks(records))), tasks)
+    nat = records.filter(pa.array(role_mask(records, "native", tasks=tasks)))
     keys = population_keys(nat)
     frame = nat.select([*keys, "item"]).to_pandas()
     pops = frame.groupby(keys, dropna=False, sort=True).indices
-    normalizers: dict[tuple, dict[str, Fraction]] = {}
+    by_pop: dict[tuple, dict[str, Fraction]] = {}
     pair = [k for k in keys if k != "arm"]
     for key in pops:
         vals = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
@@ -272,8 +292,8 @@ def normalizer_audit(
             t = trace[(trace["model"] == vals["model"]) & (trace["lang"] == vals["lang"])]
             if len(t):
                 norms["trace"] = Fraction(repr(float(t["r_trace"].iloc[0])))
-        normalizers[key] = norms
-    r_top = max([float(r) for n in normalizers.values() for r in n.values()] or [1.0])
+        by_pop[key] = norms
+    r_top = max([float(r) for n in by_pop.values() for r in n.values()] or [1.0])
     r_max = max(search_factor * r_top, 1.0)
     lengths = nat.column("n_tokens").to_numpy()
     # beyond the longest trace every prefix is the whole trace: acc_N is flat there, so scoring stops at it
@@ -285,11 +305,11 @@ def normalizer_audit(
     for key, rows in pops.items():
         vals = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
         universe = np.unique(items_all[rows])
-        scores = score_matrix(nat.take(pa.array(rows)), tokenizers, span)
+        scores = score_matrix(nat.take(pa.array(rows)), tokenizers, span, tasks=found)
         sums, counts = _item_sums(items_all[rows], scores, universe)
         del scores
         acc = sums.sum(axis=0) / counts.sum()
-        norms = normalizers[key]
+        norms = by_pop[key]
         cap_r = search_factor * max([float(r) for r in norms.values()] or [r_top])
         r, b, t = threshold_premium(acc, t0, budgets=grid, sesoi=sesoi, r_max=cap_r)
         thresh_rows.append(
@@ -341,7 +361,7 @@ def normalizer_audit(
         "n_boot": n_boot,
         "seed": seed,
         "level": level,
-        "normalizers": sorted({n for v in normalizers.values() for n in v}),
+        "normalizers": sorted({n for v in by_pop.values() for n in v}),
         "scored_budgets": [t0, t1],
     }
     return AuditResult("normalizer", tables=tables, summary=summary)

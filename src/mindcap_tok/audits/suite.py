@@ -2,7 +2,8 @@
 
 Audits (``--only`` names) live in :data:`REGISTRY`, one :class:`AuditSpec` each: ``langid`` (trace language),
 ``comet`` (translation quality: chrF always, COMET with a checkpoint), ``parser`` (parser robustness),
-``parity`` (decoder parity), ``normalizer`` (normalizer sensitivity), and, only when named, ``determinism``
+``parity`` (decoder parity), ``normalizer`` (normalizer sensitivity), ``truncation`` (what the run's cap did),
+and, only when named, ``determinism``
 (repeat and capped-vs-long identity of ``design = "determinism"`` jobs). An audit is *skipped* only when its
 optional dependency is missing (:class:`~mindcap_tok.errors.MissingExtraError`; the report names the install
 command) or for a reason the audit states itself (e.g. no English references, no translate-act records); the
@@ -31,14 +32,16 @@ from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
 from ..resample import Resampling
 from ..stats.premiums import PremiumTable
+from ..tasks.load import DEFAULT_TASK
 from ..tokenization.load import ResolvedTokenizer
-from ._common import POPULATION_COLUMNS, AuditResult, skipped
+from ._common import POPULATION_COLUMNS, AuditResult, find_tasks, skipped
 from .determinism import determinism_audit
 from .langid import LidSettings, langid_audit, load_lid_model, validation_csv
-from .normalizer import AUDIT_RESAMPLING, ThresholdSearch, normalizer_audit
+from .normalizer import AUDIT_RESAMPLING, Normalizers, ThresholdSearch, normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
 from .translation import translation_audit
+from .truncation import truncation_audit
 
 _COLUMNS = (
     *POPULATION_COLUMNS,
@@ -49,8 +52,10 @@ _COLUMNS = (
     "text",
     "finish_reason",
     "gold",
+    "gold_text",
     "tokenizer",
     "n_tokens",
+    "retokenized",
 )
 #: the report's number format: 4 significant digits
 FLOATFMT = ".4g"
@@ -70,8 +75,8 @@ class AuditConfig:
     premiums: PremiumTable | None = None
     alternatives: Mapping[str, PremiumTable] = field(default_factory=dict)
     renderings: pd.DataFrame | None = None
-    references: Mapping[int, str] | None = None
-    sources: Mapping[tuple[str, int], str] | None = None
+    references: Mapping | None = None
+    sources: Mapping | None = None
     comet_checkpoint: str | None = None
     translation_budgets: Sequence[int] = (128, 192, 256)
     lid_model: str | None = None
@@ -88,6 +93,10 @@ class AuditConfig:
     tokenizers: Mapping[str, ResolvedTokenizer] | None = None
     tokenizers_dir: str | None = None
     allow_tokenizer_mismatch: bool = False
+    #: the truncation audit's budgets (each population's up to its cap); ``None``: the eighths of each cap
+    truncation_budgets: Sequence[int] | None = None
+    #: task files of records whose task is not built in
+    tasks: Sequence[str] = ()
 
 
 class AuditRun(NamedTuple):
@@ -151,6 +160,7 @@ def _run_langid(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Aud
         seed=c.resampling.seed,
         returned=c.validation_labels,
         criterion=c.criterion,
+        tasks=c.tasks,
     )
     return AuditRun(result, sample)
 
@@ -165,12 +175,13 @@ def _run_comet(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Audi
             sources=c.sources,
             comet_checkpoint=c.comet_checkpoint,
             delimiter=c.lid.delimiter,
+            tasks=c.tasks,
         )
     )
 
 
 def _run_parser(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
-    return AuditRun(parser_audit(records, tokenizers=toks, budgets=c.budgets, premiums=c.premiums))
+    return AuditRun(parser_audit(records, tokenizers=toks, budgets=c.budgets, premiums=c.premiums, tasks=c.tasks))
 
 
 def _run_parity(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
@@ -187,11 +198,23 @@ def _run_normalizer(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c:
             records,
             tokenizers=toks,
             budgets=c.budgets,
-            premiums=c.premiums,
-            alternatives=c.alternatives,
-            renderings=c.renderings,
+            normalizers=Normalizers(premiums=c.premiums, alternatives=c.alternatives, renderings=c.renderings),
             threshold=ThresholdSearch(sesoi=c.sesoi, search_factor=c.search_factor),
             resampling=c.resampling,
+            tasks=c.tasks,
+        )
+    )
+
+
+def _run_truncation(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
+    return AuditRun(
+        truncation_audit(
+            records,
+            toks,
+            budgets=c.truncation_budgets,
+            premiums=c.premiums,
+            tasks=c.tasks,
+            level=c.resampling.level,
         )
     )
 
@@ -261,6 +284,19 @@ def _headline_normalizer(res: AuditResult) -> str:
     return f"largest peak Δ_L (points): {shown}"
 
 
+def _headline_truncation(res: AuditResult) -> str:
+    table = res.tables.get("cells", pd.DataFrame())
+    n = int(table["records"].sum()) if "records" in table else 0
+    hits = int(table["cap_hits"].sum()) if n else 0
+    retok = int(table["retokenized_cap_hits"].sum()) if n else 0
+    named = f", {retok} of them retokenized" if retok else ""
+    return (
+        f"cap hit by {hits} of {n} traces ({_pct(hits / n if n else None)}{named}); accuracy at the cap "
+        f"{_pct(_pooled(table, 'acc_truncated', 'cap_hits'))} truncated vs "
+        f"{_pct(_pooled(table, 'acc_completed', 'completed'))} completed"
+    )
+
+
 def _headline_determinism(res: AuditResult) -> str:
     s = res.summary
     return (
@@ -278,7 +314,7 @@ REGISTRY: dict[str, AuditSpec] = {
             "Trace-language ID",
             _run_langid,
             _headline_langid,
-            needs=("lid_model", "lid", "validation_labels"),
+            needs=("lid_model", "lid", "validation_labels", "tasks"),
             extras={"lid": "pip install 'mindcap-tok[lid]'"},
         ),
         AuditSpec(
@@ -286,8 +322,11 @@ REGISTRY: dict[str, AuditSpec] = {
             "Translation quality (chrF / COMET)",
             _run_comet,
             _headline_comet,
-            needs=("tokenizers", "references", "sources", "comet_checkpoint", "translation_budgets"),
-            required={"references": "no English references: give the MGSM data folder (--data-dir) or references"},
+            needs=("tokenizers", "references", "sources", "comet_checkpoint", "translation_budgets", "tasks"),
+            required={
+                "references": "no references for the translation segments: give the data folder of the ledger's "
+                "tasks (--data-dir) or references"
+            },
             extras={
                 "chrf": "pip install 'mindcap-tok[chrf]' (COMET: pip install 'mindcap-tok[comet]' in its "
                 "own environment)",
@@ -295,7 +334,11 @@ REGISTRY: dict[str, AuditSpec] = {
             },
         ),
         AuditSpec(
-            "parser", "Parser robustness", _run_parser, _headline_parser, needs=("tokenizers", "budgets", "premiums")
+            "parser",
+            "Parser robustness",
+            _run_parser,
+            _headline_parser,
+            needs=("tokenizers", "budgets", "premiums", "tasks"),
         ),
         AuditSpec(
             "parity",
@@ -309,7 +352,14 @@ REGISTRY: dict[str, AuditSpec] = {
             "Normalizer sensitivity",
             _run_normalizer,
             _headline_normalizer,
-            needs=("tokenizers", "budgets", "premiums", "alternatives", "renderings"),
+            needs=("tokenizers", "budgets", "premiums", "alternatives", "renderings", "tasks"),
+        ),
+        AuditSpec(
+            "truncation",
+            "Truncation (what the cap did)",
+            _run_truncation,
+            _headline_truncation,
+            needs=("tokenizers", "truncation_budgets", "premiums", "tasks"),
         ),
         AuditSpec(
             "determinism",
@@ -369,13 +419,14 @@ def run_one(
 @dataclass(frozen=True)
 class AuditInputs:
     """What the audits read beside a ledger's records, found for its models and languages: FLORES premiums and
-    alternative normalizers (parser, normalizer), MGSM questions (COMET references and sources), and ``notes``
-    naming what could not be found (the parts that need it are left out)."""
+    alternative normalizers (parser, normalizer, truncation), the items of its tasks' translation arms (COMET
+    references, keyed ``(task, item)``, and sources, keyed ``(task, lang, item)``), and ``notes`` naming what
+    could not be found (the parts that need it are left out)."""
 
     premiums: PremiumTable | None = None
     alternatives: Mapping[str, PremiumTable] = field(default_factory=dict)
-    references: Mapping[int, str] | None = None
-    sources: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    references: Mapping | None = None
+    sources: Mapping = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
 
@@ -387,16 +438,17 @@ def audit_inputs(
     alt_premiums: Sequence[str] = (),
     tokenizers_dir: str | os.PathLike[str] | None = None,
     data_dir: str | os.PathLike[str] | None = None,
+    tasks: Sequence[str | os.PathLike[str]] = (),
 ) -> AuditInputs:
     """The inputs the audits ``names`` need for ``ledger`` (what ``mindcap-tok audit`` assembles).
 
     ``premium_specs`` are the user's (a bad one is an error); without them each model's own premiums are tried and
-    their absence is a note. ``alt_premiums``: alternative normalizers for the normalizer audit. An empty ledger
-    is an error: an audit of nothing must never read "ok".
+    their absence is a note. ``alt_premiums``: alternative normalizers for the normalizer audit. ``tasks``: the
+    task files of records whose task is not built in. An empty ledger is an error: an audit of nothing must never
+    read "ok".
     """
     import pyarrow.compute as pc
 
-    from ..data.mgsm import load_mgsm
     from ..stats.premiums import resolve_premiums
 
     cells = ledger.read(columns=["model", "lang"])
@@ -405,7 +457,7 @@ def audit_inputs(
     models = sorted(pc.unique(cells.column("model")).to_pylist())
     langs = sorted(pc.unique(cells.column("lang")).to_pylist())
     found: dict = {"notes": []}
-    if {"parser", "normalizer"} & set(names):
+    if {"parser", "normalizer", "truncation"} & set(names):
         if premium_specs:  # the user's: a bad one is an error
             found["premiums"] = resolve_premiums(
                 premium_specs, models, languages=langs, tokenizers_dir=tokenizers_dir, data_dir=data_dir
@@ -423,15 +475,47 @@ def audit_inputs(
             for spec in alt_premiums
         }
     if "comet" in names:
-        sources: dict = {}
-        try:
-            found["references"] = {it.item: it.question for it in load_mgsm("eng_Latn", data_dir)}
-            for lang in langs:
-                sources.update({(lang, it.item): it.question for it in load_mgsm(lang, data_dir)})
-        except MindcapError as exc:
-            found["notes"].append(f"MGSM questions incomplete ({exc})")
-        found["sources"] = sources
+        found.update(_translation_inputs(ledger, langs, tasks=tasks, data_dir=data_dir, notes=found["notes"]))
     return AuditInputs(**{**found, "notes": tuple(found["notes"])})
+
+
+def _item_text(fields: Mapping[str, str]) -> str:
+    """What a translation segment is compared with: the item's ``question`` (every field, blank-line joined)."""
+    return fields["question"] if "question" in fields else "\n\n".join(fields.values())
+
+
+def _translation_inputs(ledger: Ledger, langs: Sequence[str], *, tasks: Sequence, data_dir, notes: list[str]) -> dict:
+    """COMET references and sources of every task of ``ledger`` with a translation arm: each item's ``question``
+    (every field, joined by blank lines, for a task that maps none) in the language translated into, keyed
+    ``(task, item)``, and in each ledger language, keyed ``(task, lang, item)``. No task with a translation arm:
+    empty references (the audit then says it is not applicable); data that cannot be read: a note."""
+    import pyarrow.compute as pc
+
+    from ..tasks.datasets import load_items
+    from .translation import translation_arms
+
+    names = [t or DEFAULT_TASK for t in pc.unique(ledger.read(columns=["task"]).column("task")).to_pylist()]
+    arms = translation_arms(find_tasks(names, tasks))
+    references: dict = {}
+    sources: dict = {}
+    for name, have in arms.items():
+        task = find_tasks([name], tasks)[name]
+        try:
+            for target in dict.fromkeys(have.values()):
+                references.update(
+                    {(name, it.item): _item_text(it.fields) for it in load_items(task, target, data_dir=data_dir)}
+                )
+            for lang in langs:
+                if lang in task.languages:
+                    sources.update(
+                        {
+                            (name, lang, it.item): _item_text(it.fields)
+                            for it in load_items(task, lang, data_dir=data_dir)
+                        }
+                    )
+        except MindcapError as exc:
+            notes.append(f"{name} items incomplete ({exc})")
+    return {"references": references if references or not any(arms.values()) else None, "sources": sources}
 
 
 def run_audits(

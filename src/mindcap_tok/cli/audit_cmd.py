@@ -1,4 +1,4 @@
-"""`mindcap-tok audit`: the five ledger audits into one Markdown report and JSON."""
+"""`mindcap-tok audit`: the ledger audits into one Markdown report and JSON."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ._options import (
     n_boot_option,
     no_verify_option,
     out_dir_option,
+    task_files_option,
     tokenizer_option,
 )
 from ._parsing import Command
@@ -22,7 +23,7 @@ from ._parsing import Command
 @out_dir_option("Folder for audit.md, audit.json: absent, empty, or an earlier audit.")
 @multi_option(
     "--only",
-    help="Audits to run: langid comet parser parity normalizer (the default), and determinism (on request).",
+    help="Audits to run: langid comet parser parity normalizer truncation (the default), and determinism (on request).",
 )
 @multi_option(
     "--premiums",
@@ -35,7 +36,10 @@ from ._parsing import Command
     type=click.Path(exists=True, dir_okay=False),
     help="English renderings of native traces (JSONL/CSV: lang,item,sample,english) for r_trace.",
 )
-@budgets_option(help="Budget grid for parser and normalizer audits (default 64,...,1024).")
+@budgets_option(
+    help="Budget grid for parser and normalizer audits (default 64,...,1024); truncation: those up to each cap "
+    "(default: the cap's eighths)."
+)
 @budgets_option("--translation-budgets", default=[128, 192, 256], help="Budgets for the quality-gain correlation.")
 @click.option(
     "--lid-model",
@@ -67,13 +71,16 @@ from ._parsing import Command
 @no_verify_option
 @tokenizer_option
 @allow_tokenizer_mismatch_option
+@task_files_option
 @click.pass_obj
 def audit_command(state, ledger, out, only, **options) -> None:
-    """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer)."""
+    """Run the ledger audits (trace language, translation quality, parser, decoder parity, normalizer,
+    truncation)."""
     check_n_boot(options["n_boot"])  # the audits' CIs are at 0.95
 
     from .._io import check_output_folder
     from ..audits import AuditConfig, LidSettings, run_audits, write_report
+    from ..audits._common import find_tasks
     from ..audits.langid import load_validation_labels
     from ..audits.normalizer import load_renderings
     from ..audits.segments import DEFAULT_DELIMITER, check_delimiter
@@ -89,6 +96,7 @@ def audit_command(state, ledger, out, only, **options) -> None:
     labels_file, renderings, tokenizer = options["validation_labels"], options["renderings"], options["tokenizer"]
     labels = load_validation_labels(labels_file) if labels_file else None
     check_output_folder(out, PRODUCER)
+    find_tasks([], options["tasks"])  # a task file that does not read fails before any audit runs
     led = Ledger(ledger, verify=not options["no_verify"])
     found = audit_inputs(
         led,
@@ -97,6 +105,7 @@ def audit_command(state, ledger, out, only, **options) -> None:
         alt_premiums=options["alt_premiums"],
         tokenizers_dir=toks_dir,
         data_dir=data_dir,
+        tasks=options["tasks"],
     )
     for note in found.notes:
         click.echo(f"note: {note}", err=True)
@@ -121,6 +130,8 @@ def audit_command(state, ledger, out, only, **options) -> None:
         tokenizers_dir=toks_dir,
         allow_tokenizer_mismatch=options["allow_tokenizer_mismatch"],
         tokenizer=load_tokenizer(tokenizer, toks_dir) if tokenizer else None,
+        truncation_budgets=options["budgets"] or None,
+        tasks=options["tasks"],
     )
     suite = run_audits(led, names, config=config)
     paths = write_report(suite, out)

@@ -448,8 +448,8 @@ class Scores:
     ``score`` (int8 strict score of the length-B prefix), ``truncated`` (record longer than B) and
     ``emitted`` (E <= B). ``by_record``: ``n_tokens``, ``emission`` (E: the first budget from which every prefix
     reads the completed trace's answer, NaN = none), ``correct`` (C),
-    ``finish_reason``, ``cap`` per record, and ``outcome`` (:mod:`~mindcap_tok.ledger.outcomes`; when the
-    records hold their ``text``).
+    ``finish_reason``, ``cap`` and ``retokenized`` (when the records have them) per record, and ``outcome``
+    (:mod:`~mindcap_tok.ledger.outcomes`; when the records hold their ``text``).
     """
 
     by_budget: pd.DataFrame
@@ -653,6 +653,8 @@ def score_ledger(
         by_record["cap"] = table.column("cap").to_numpy()
     if "text" in table.column_names:
         by_record["outcome"] = record_outcomes(table, correct, parser=parser, tasks=tasks)
+    if "retokenized" in table.column_names:  # ids re-encoded from a log's text: their length was not sampled
+        by_record["retokenized"] = table.column("retokenized").fill_null(False).to_numpy(zero_copy_only=False)
     return Scores(by_budget, by_record, name, tuple(int(b) for b in grid), sha, versions)
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from .._io import check_output_folder, output_folder
 from .._tables import markdown_table
+from ..audits.truncation import truncation_tables
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..ledger.outcomes import OUTCOMES
@@ -51,6 +52,12 @@ POINT_COLUMNS = (
     "never_emission",
     "cap_hit",
     *OUTCOMES,
+    "ci_low_hit",
+    "ci_high_hit",
+    "acc_completed",
+    "acc_truncated",
+    "acc_at_cap",
+    "max_gain",
 )
 
 
@@ -125,6 +132,11 @@ def write_budget_report(
                 tables["timing_contrast"] = contrast
         except MindcapError:
             pass
+        if {"cap", "finish_reason"} <= set(by_record.columns):
+            trunc = truncation_tables(scores, natives=native, budgets=budgets, premiums=table, level=level)
+            tables["truncation"] = trunc.tables["cells"].rename(
+                columns={"ci_low": "ci_low_hit", "ci_high": "ci_high_hit"}
+            )
         try:
             pred = predict_delta(by_record, table, budgets=result.rows["budget"].unique(), native=native)
             tables["subcdf_check"] = compare_prediction(pred, result.rows)
@@ -200,6 +212,8 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
             _md(tables["timing"]),
             "",
         ]
+    if "timing_contrast" in tables:
+        parts += ["### Early-tail contrast (NATIVE − TRANSLATE-ACT p10)", "", _md(tables["timing_contrast"]), ""]
     if "failure_tail" in tables:
         parts += [
             "### Failure tail",
@@ -212,8 +226,21 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
             _md(tables["failure_tail"]),
             "",
         ]
-    if "timing_contrast" in tables:
-        parts += ["### Early-tail contrast (NATIVE − TRANSLATE-ACT p10)", "", _md(tables["timing_contrast"]), ""]
+    if "truncation" in tables:
+        cells = tables["truncation"]
+        parts += [
+            "## What the cap did",
+            "",
+            "Per population: cap hits (finish reason length) with a Wilson interval, accuracy of completed and "
+            "truncated traces at the cap, never-emission share, and the most a higher cap could add (truncated "
+            "traces wrong at the cap). Retokenized records (imported from logs) have re-encoded, not sampled, "
+            "lengths.",
+            "",
+            *(f"- {s[0].upper()}{s[1:]}" for s in cells["sentence"]),
+            "",
+            _md(cells.drop(columns=["sentence"])),
+            "",
+        ]
     if "forcing" in tables:
         parts += [
             "## Forcing, by population",

@@ -54,11 +54,17 @@ class Template(BaseModel):
 
 
 class Arm(BaseModel):
-    """A prompting strategy of the task: its templates by FLORES code (``"*"``: every other language)."""
+    """A prompting strategy of the task: its templates by FLORES code (``"*"``: every other language) and, when
+    its trace opens with its own translation of the item (up to the translation delimiter, then the reasoning:
+    translate-act), ``translation``: the FLORES code of the language it translates into (the translation audit
+    scores that segment against the item in that language); ``reasoning``: the FLORES code of the language its
+    reasoning is asked in, when that is not the item's own (translate-act, pivot: English)."""
 
     model_config = _STRICT
     description: str = ""
     templates: dict[str, Template] = {}
+    translation: str | None = None
+    reasoning: str | None = None
 
 
 class AnswerSpec(BaseModel):
@@ -140,6 +146,10 @@ def _check_arms(task: Task) -> None:
     for arm in task.arms:
         if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", arm):
             raise SpecError(f"arms.{arm}", "an arm name is lower-case letters, digits, '.', '_' or '-'")
+    for name, arm in task.arms.items():
+        for key in ("translation", "reasoning"):
+            if getattr(arm, key) is not None:
+                _check_code(getattr(arm, key), f"arms.{name}.{key}")
     if task.prompts is None:
         for name, arm in task.arms.items():
             _check_templates(task, name, arm)
@@ -174,15 +184,19 @@ def _check_answer(task: Task) -> None:
         raise SpecError("gold.type", f"must be {'integer' if kind == 'integer' else 'string'} for {kind} answers")
 
 
+def _check_code(lang: str, key: str) -> None:
+    try:
+        code = resolve_language(lang)
+    except MindcapError as exc:
+        raise SpecError(key, str(exc)) from None
+    if code != lang:
+        raise SpecError(key, f"must be a FLORES-200 code: {code}, not {lang!r}")
+
+
 def check_task(task: Task) -> Task:
     """``task`` once the rules that span keys hold (see the module docs), else a :class:`SpecError`."""
     for i, lang in enumerate(task.languages):
-        try:
-            code = resolve_language(lang)
-        except MindcapError as exc:
-            raise SpecError(f"languages[{i}]", str(exc)) from None
-        if code != lang:
-            raise SpecError(f"languages[{i}]", f"must be a FLORES-200 code: {code}, not {lang!r}")
+        _check_code(lang, f"languages[{i}]")
     if len(set(task.languages)) != len(task.languages):
         raise SpecError("languages", "lists a language twice")
     _check_source(task)
