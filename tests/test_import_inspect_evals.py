@@ -200,3 +200,29 @@ def test_strict_score_at_the_cap_equals_inspects_scorer(tmp_path, runs):
         compared += 1
         correct += score
     assert compared >= N and correct > 0
+
+
+def test_a_malformed_log_is_one_line_and_imports_nothing(tmp_path, runs):
+    model, root = runs
+    (good,) = (root / "hf").glob("*.eval")
+    bad = tmp_path / "logs" / "broken.eval"
+    bad.parent.mkdir()
+    bad.write_bytes(good.read_bytes()[:200])  # a log cut short (a copy interrupted)
+    result = CliRunner().invoke(
+        cli,
+        [
+            "ledger",
+            "import",
+            str(good),
+            str(bad),
+            "--from",
+            "inspect",
+            "--tokenizer",
+            str(model),
+            "--out-dir",
+            str(tmp_path / "L"),
+        ],
+    )
+    assert result.exit_code != 0
+    assert len(result.output.strip().splitlines()) == 1 and "broken.eval: not a readable inspect log" in result.output
+    assert not Ledger(tmp_path / "L").exists()

@@ -236,10 +236,10 @@ def read_inspect_logs(
     ``tokenizer`` encodes prompts and completions; ``task`` (a built-in name or task file) applies to logs whose
     task is not a built-in one. Any problem is a one-line :class:`MindcapError` naming the log (and sample).
     """
+    files = log_files(paths)
     read_eval_log = _read_eval_log()
     tok = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
     given = load_task(task) if task is not None else None
-    files = log_files(paths)
     result = InspectLogs(logs=[str(p) for p in files], records=[])
     for path in files:
         try:
