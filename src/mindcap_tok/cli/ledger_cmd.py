@@ -24,10 +24,23 @@ def _count_lines(path: str) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
 
 
+#: the formats ``ledger import --from`` reads (each has its importer below)
+IMPORT_FORMATS = ("jsonl", "inspect")
+
+
 @ledger_group.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @out_dir_option("Ledger folder (created if absent).")
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(IMPORT_FORMATS),
+    default="jsonl",
+    show_default=True,
+    help="What PATHS hold: JSON lines (one file), or inspect_ai logs (.eval/.json files or log folders).",
+)
 @click.option("--tokenizer", help="Tokenizer the ids belong to (default: resolved from each record's model).")
+@click.option("--task", help="--from inspect: the task (built-in name or .toml file) of logs not of a built-in one.")
 @click.option("--batch", type=click.IntRange(min=1), default=2000, show_default=True, help="Records per commit.")
 @click.option(
     "--allow-text-mismatch",
@@ -35,8 +48,8 @@ def _count_lines(path: str) -> int:
     help="Store records whose text is not the decoding of their output_ids, marked (see `ledger info`).",
 )
 @click.pass_obj
-def import_command(state, file: str, out: str, tokenizer: str | None, batch: int, allow_text_mismatch: bool) -> None:
-    """Import FILE (JSON lines; `-` reads standard input) into the ledger at --out-dir.
+def import_command(state, paths: tuple[str, ...], out: str, source: str, **options) -> None:
+    """Import PATHS (JSON lines: one FILE, `-` reads standard input; or --from inspect logs) into --out-dir.
 
     One JSON object per line, for example:
 
@@ -57,8 +70,20 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
     output_ids given, a record that finished by length holds cap ids, and its text is the decoding of its
     ids (special tokens skipped or kept); --allow-text-mismatch stores such records marked instead.
     """
+    importers = {"jsonl": _import_jsonl, "inspect": _import_inspect}
+    importers[source](state, paths, out, **options)
+
+
+def _import_jsonl(
+    state, paths: tuple[str, ...], out: str, tokenizer: str | None, batch: int, allow_text_mismatch: bool, task
+) -> None:
     from ..ledger.importer import ImportInterrupted, import_jsonl
 
+    if task is not None:
+        raise click.UsageError("--task applies to --from inspect")
+    if len(paths) != 1 or Path(paths[0]).is_dir():
+        raise click.UsageError("JSON lines are imported from one file (or `-`)")
+    file = paths[0]
     # a pipe can be read only once: count lines (for the progress bar) only in regular files
     total = _count_lines(file) if file != "-" and Path(file).is_file() else 0
     try:
@@ -78,6 +103,23 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
     click.echo(
         f"imported {result.added} of {result.read} records into {result.ledger} ({len(result.shards)} new shards; "
         f"{result.skipped} already stored, {result.retokenized} retokenized from text)"
+    )
+
+
+def _import_inspect(state, paths: tuple[str, ...], out: str, tokenizer: str | None, task: str | None, **_) -> None:
+    from ..ledger.import_inspect import import_inspect
+
+    if tokenizer is None:
+        raise click.UsageError("--from inspect needs --tokenizer (the model's tokenizer encodes the logged texts)")
+    result = import_inspect(
+        paths, out, tokenizer=tokenizer, task=task, tokenizers_dir=state.config.tokenizers_dir.value
+    )
+    read = result.read
+    click.echo(
+        f"imported {result.added} of {len(read.records)} samples from {len(read.logs)} inspect log(s) into "
+        f"{result.ledger} ({result.skipped} already stored; all retokenized from text, {read.over_cap} of them "
+        f"longer than their cap; finish reason inferred for {read.finish_inferred}, cap a provider default for "
+        f"{read.cap_inferred}; {read.errored} errored samples left out)"
     )
 
 

@@ -583,7 +583,10 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
         if pc.any(bad).as_py():
             row = _first(bad.fill_null(False))
             raise _record_error(table, row, f"{name} = {table.column(name)[row].as_py()} is below {low}")
-    over = pc.and_(pc.greater(table.column("n_tokens"), table.column("cap")), pc.invert(table.column("forcing")))
+    # a forced record holds the forcing text beyond the cap; a retokenized one holds a re-encoding of the text,
+    # which may take more ids than the model generated (kept unaltered: re-encoding is not sampling)
+    exempt = pc.or_(table.column("forcing"), table.column("retokenized"))
+    over = pc.and_(pc.greater(table.column("n_tokens"), table.column("cap")), pc.invert(exempt))
     if pc.any(over).as_py():
         row = _first(over.combine_chunks())
         raise _record_error(

@@ -1,0 +1,293 @@
+"""Import inspect_ai evaluation logs (``.eval`` and ``.json``) as ledger records.
+
+Logs are read only through inspect's own reader (:func:`inspect_ai.log.read_eval_log`; a ``.eval`` log is a zip
+of Zstandard members), imported lazily: without the ``inspect`` extra the import is a one-line error. Each
+sample's completion becomes one record:
+
+- model: the log's model without its provider prefix (``hf/``; ``openai-api/<service>/``), a registry model
+  stored by registry name; when both it and ``tokenizer`` are registry models they must be the same one.
+- task: ``task`` (a built-in name or a task file), else ``task`` in the sample's or the eval's metadata, else
+  the eval's task name when it is a built-in task. lang: ``lang`` in the sample's or the eval's metadata
+  (required). arm: ``arm`` there, else the task's native arm. item: ``item`` there, else the sample id (an
+  integer). sample: the epoch minus one. gold: the sample's target, typed by the task (MGSM: an integer).
+- cap: the ``max_tokens`` of the sample's model call as logged (the effective one), else the run's generate
+  config; ``cap_inferred`` when the run set none (the provider's default applied).
+- text: the completion; prompt and output ids come from encoding the texts with ``tokenizer``
+  (``retokenized``). Such ids may exceed the cap (re-encoding is not sampling): they are kept unaltered and
+  counted (:attr:`InspectLogs.over_cap`).
+- finish reason: ``max_tokens`` -> ``length``, ``stop`` -> ``stop``; ``unknown`` (the ``hf/`` provider logs
+  nothing else) -> ``length`` when the encoded text reaches the cap, else ``stop``, marked ``finish_inferred``.
+- ``log_output_tokens``: the log's ``output.usage.output_tokens``, where present.
+
+Everything is read and checked before anything is written, and :func:`import_inspect` adds all records in one
+commit: a malformed log, an unmappable task or a model mismatch leaves the ledger as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..data.mgsm import parse_gold
+from ..errors import MindcapError, MissingExtraError, first_line
+from ..tasks.load import builtin_tasks, load_task
+from ..tasks.model import Task
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.registry import canonical_model_name, registry
+from .schema import RecordError
+from .store import Ledger, ShardInfo
+
+LOG_SUFFIXES = (".eval", ".json")
+#: inspect's stop reasons that say how a completion ended
+_FINISH = {"stop": "stop", "max_tokens": "length"}
+
+
+@dataclass
+class InspectLogs:
+    """The records read from inspect logs and what the import should report about them."""
+
+    logs: list[str]
+    records: list[dict]
+    #: where each record came from (``log: sample 3 (epoch 1)``), for messages
+    sources: list[str] = field(default_factory=list)
+    over_cap: int = 0  # records whose re-encoded text holds more ids than the cap
+    finish_inferred: int = 0
+    cap_inferred: int = 0
+    errored: int = 0  # samples that ended in an error (no completion), not imported
+
+
+@dataclass
+class InspectImport:
+    """What :func:`import_inspect` did: the logs' summary and the records added or already stored."""
+
+    read: InspectLogs
+    ledger: str
+    added: int = 0
+    skipped: int = 0
+    shards: list[ShardInfo] = field(default_factory=list)
+
+
+def _read_eval_log():
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError as exc:
+        raise MissingExtraError("inspect-ai", "inspect", needed_by="importing inspect_ai logs") from exc
+    return read_eval_log
+
+
+def log_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The log files named by ``paths``: each a ``.eval``/``.json`` file or a folder of them (its own files)."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.suffix in LOG_SUFFIXES and p.is_file())
+            if not inside:
+                raise MindcapError(f"{path}: folder holds no inspect log (*.eval, *.json)")
+            found += inside
+        elif not path.is_file():
+            raise MindcapError(f"{path}: no such log file or folder")
+        elif path.suffix not in LOG_SUFFIXES:
+            raise MindcapError(f"{path}: not an inspect log (a .eval or .json file)")
+        else:
+            found.append(path)
+    return found
+
+
+def _registry_name(name: str) -> str | None:
+    """The registry model ``name`` names (an alias or a Hugging Face id such as ``Qwen/Qwen3-8B``), else ``None``."""
+    known = canonical_model_name(name)
+    if known is not None:
+        return known
+    low = name.lower()
+    return next((e.name for e in registry().values() if e.hf_id is not None and e.hf_id.lower() == low), None)
+
+
+def _model_name(model: str) -> tuple[str, str]:
+    """``(provider, model name)`` of an inspect model string (``openai-api/<service>/<name>`` drops the service)."""
+    provider, _, rest = model.partition("/")
+    if provider == "openai-api":
+        rest = rest.partition("/")[2]
+    return provider, rest or model
+
+
+def _metadata(sample, eval_meta: Mapping, key: str):
+    value = (sample.metadata or {}).get(key)
+    return eval_meta.get(key) if value is None else value
+
+
+def _task_of(log, sample, given: Task | None, where: str) -> Task:
+    if given is not None:
+        return given
+    named = _metadata(sample, log.eval.metadata or {}, "task")
+    if named is None:
+        named = log.eval.task.rpartition("@")[2].rpartition("/")[2]
+    if named not in builtin_tasks():
+        raise MindcapError(
+            f"{where}: inspect task {named!r} is not a built-in task ({', '.join(builtin_tasks())}); "
+            "pass --task NAME|FILE or set 'task' in the eval's or the samples' metadata"
+        )
+    return load_task(named)
+
+
+def _gold(target, task: Task, where: str) -> int | str:
+    values = [target] if isinstance(target, str) else list(target)
+    if len(values) != 1 or not isinstance(values[0], str):
+        raise MindcapError(f"{where}: target {target!r} is not one gold answer")
+    if task.gold.type != "integer":
+        return values[0]
+    try:
+        return parse_gold(values[0])
+    except MindcapError as exc:
+        raise MindcapError(
+            f"{where}: target {values[0]!r} is not an integer, but task {task.name!r} takes one"
+        ) from exc
+
+
+def _item(sample, where: str) -> int:
+    item = (sample.metadata or {}).get("item", sample.id)
+    if isinstance(item, str) and item.isdigit():
+        item = int(item)
+    if not isinstance(item, int) or isinstance(item, bool):
+        raise MindcapError(f"{where}: sample id {item!r} is not an integer; set 'item' in the sample's metadata")
+    return item
+
+
+def _prompt(sample) -> str:
+    """The text the model was given: every message before the completion (the input when none is logged)."""
+    messages = list(sample.messages or [])
+    while messages and messages[-1].role == "assistant":
+        messages.pop()
+    if not messages:
+        return sample.input if isinstance(sample.input, str) else "\n\n".join(m.text for m in sample.input)
+    return "\n\n".join(m.text for m in messages)
+
+
+def _event_cap(sample) -> int | None:
+    """The ``max_tokens`` of the sample's last model call (inspect fills in the provider default there)."""
+    caps = [e.config.max_tokens for e in sample.events or [] if getattr(e, "event", None) == "model"]
+    return caps[-1] if caps else None
+
+
+def _log_records(log, where: str, task: Task | None, model: str) -> tuple[list[dict], list[str], int]:
+    """The records of one log (ids and some finish reasons still to settle), where each came from, and the
+    number of errored samples."""
+    config = log.plan.config if log.plan is not None else None
+    run_cap = config.max_tokens if config is not None else None
+    run_cap = run_cap if run_cap is not None else log.eval.model_generate_config.max_tokens
+    seed = next((c.seed for c in (config, log.eval.model_generate_config) if c is not None and c.seed is not None), 0)
+    provider = _model_name(log.eval.model)[0]
+    version = (log.eval.packages or {}).get("inspect_ai", "")
+    eval_meta = log.eval.metadata or {}
+    records, sources, errored = [], [], 0
+    for sample in log.samples or []:
+        at = f"{where}: sample {sample.id!r} (epoch {sample.epoch})"
+        if sample.error is not None:
+            errored += 1
+            continue
+        sample_task = _task_of(log, sample, task, at)
+        lang = _metadata(sample, eval_meta, "lang")
+        if not isinstance(lang, str):
+            raise MindcapError(f"{at}: no language; set 'lang' in the sample's or the eval's metadata")
+        cap = _event_cap(sample) or run_cap
+        if cap is None:
+            raise MindcapError(f"{at}: the log holds no max_tokens (no generate config, no model event)")
+        reason = sample.output.stop_reason
+        if reason not in (*_FINISH, "unknown"):
+            raise MindcapError(f"{at}: stop reason {reason!r} is neither a stop nor the cap (cannot be imported)")
+        usage = sample.output.usage
+        sources.append(at)
+        records.append(
+            {
+                "model": model,
+                "arm": _metadata(sample, eval_meta, "arm") or sample_task.native,
+                "lang": lang,
+                "task": sample_task.name,
+                "item": _item(sample, at),
+                "sample": sample.epoch - 1,
+                "seed": seed,
+                "cap": cap,
+                "prompt": _prompt(sample),
+                "text": sample.output.completion,
+                "finish_reason": _FINISH.get(reason),
+                "gold": _gold(sample.target, sample_task, at),
+                "generator": f"inspect:{provider}",
+                "generator_version": version,
+                "retokenized": True,
+                "finish_inferred": reason == "unknown",
+                "cap_inferred": run_cap is None,
+                "log_output_tokens": usage.output_tokens if usage is not None else None,
+            }
+        )
+    return records, sources, errored
+
+
+def read_inspect_logs(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    tokenizer: str | ResolvedTokenizer,
+    task: str | os.PathLike[str] | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+) -> InspectLogs:
+    """Ledger records (and a summary) of the inspect logs at ``paths`` (files or folders); see the module docs.
+
+    ``tokenizer`` encodes prompts and completions; ``task`` (a built-in name or task file) applies to logs whose
+    task is not a built-in one. Any problem is a one-line :class:`MindcapError` naming the log (and sample).
+    """
+    files = log_files(paths)
+    read_eval_log = _read_eval_log()
+    tok = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
+    given = load_task(task) if task is not None else None
+    result = InspectLogs(logs=[str(p) for p in files], records=[])
+    for path in files:
+        try:
+            log = read_eval_log(str(path))
+        except Exception as exc:  # inspect raises many kinds (zip, JSON, pydantic): each is a malformed log
+            raise MindcapError(f"{path}: not a readable inspect log ({first_line(exc)})") from exc
+        name = _model_name(log.eval.model)[1]
+        known, wanted = _registry_name(name), _registry_name(tok.name)
+        if known is not None and wanted is not None and known != wanted:
+            raise MindcapError(f"{path}: the log's model is {name} ({known}), but --tokenizer is {tok.name}")
+        records, sources, errored = _log_records(log, str(path), given, known or name)
+        result.records += records
+        result.sources += sources
+        result.errored += errored
+    if not result.records:
+        raise MindcapError(f"{', '.join(result.logs)}: no completed samples to import")
+    prompts = tok.encode_batch([r["prompt"] for r in result.records])
+    outputs = tok.encode_batch([r["text"] for r in result.records])
+    for rec, prompt_ids, output_ids in zip(result.records, prompts, outputs, strict=True):
+        rec.update(prompt_ids=prompt_ids, output_ids=output_ids, tokenizer=tok.name)
+        if rec["finish_reason"] is None:  # not logged: the cap bound when the text reaches it
+            rec["finish_reason"] = "length" if len(output_ids) >= rec["cap"] else "stop"
+        result.over_cap += len(output_ids) > rec["cap"]
+        result.finish_inferred += rec["finish_inferred"]
+        result.cap_inferred += rec["cap_inferred"]
+    return result
+
+
+def import_inspect(
+    paths: Sequence[str | os.PathLike[str]],
+    ledger: str | os.PathLike[str] | Ledger,
+    *,
+    tokenizer: str | ResolvedTokenizer,
+    task: str | os.PathLike[str] | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+) -> InspectImport:
+    """Add the records of the inspect logs at ``paths`` to ``ledger`` (created if absent) in one commit.
+
+    Records already stored identically are skipped (rerunning an import adds nothing); a stored record with the
+    same key but other content is an error, as in :func:`~mindcap_tok.ledger.importer.import_jsonl`.
+    """
+    led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    led.check_new_location()
+    tok = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
+    read = read_inspect_logs(paths, tokenizer=tok, task=task, tokenizers_dir=tokenizers_dir)
+    try:
+        shards = led.append(read.records, {tok.name: tok}, skip_existing=True)
+    except RecordError as exc:
+        raise MindcapError(f"{read.sources[exc.index]}: {exc}") from exc
+    added = sum(s.rows for s in shards)
+    return InspectImport(read, str(led.root), added=added, skipped=len(read.records) - added, shards=shards)
