@@ -36,6 +36,7 @@ from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_
     shipped_lid176,
 )
 from ._common import AuditResult, population_keys, stratified_sample
+from .lid_adjudication import LidJudge, adjudicate
 from .segments import DEFAULT_DELIMITER, split_translate_act, strip_answer_lines
 
 ENGLISH = "eng_Latn"
@@ -204,9 +205,11 @@ def langid_audit(
     seed: int = 0,
     returned: pd.DataFrame | None = None,
     criterion: float = 0.9,
+    judge: LidJudge | None = None,
 ) -> tuple[AuditResult, pd.DataFrame]:
     """Compliance per population and a stratified validation sample (returned beside the result); with
-    ``returned`` (an earlier sample with ``human_label`` filled in) also its agreement against ``criterion``."""
+    ``returned`` (an earlier sample with ``human_label`` filled in) also its agreement against ``criterion``; with
+    ``judge`` also the judge's blind agreement with the automated labels (:func:`~.lid_adjudication.adjudicate`)."""
     labels = label_traces(records, model, settings=settings)
     tables = {"compliance": compliance_table(labels)}
     sample = validation_sample(labels, validation_per_cell, seed=seed)
@@ -224,4 +227,7 @@ def langid_audit(
     }
     if returned is not None:
         tables["validation"], summary["validation"] = validation_agreement(returned, criterion)
+    if judge is not None:
+        found, summary["adjudication"] = adjudicate(labels, judge, seed=seed)
+        tables.update(found)
     return AuditResult("langid", tables=tables, summary=summary), sample
