@@ -210,7 +210,9 @@ def test_cli_adjudicates_with_a_server_judge(ledger_dir, tiny, tmp_path):
     assert cells == {"deu_Latn": (0, 2), "tha_Thai": (2, 2)}
     assert [r["judge_label"] for r in langid["tables"]["adjudication_disagreements"]] == ["eng_Latn"] * 2
     report = (tmp_path / "a" / "audit.md").read_text("utf-8")
-    assert f"judge {tiny} agrees on 50.0% of 4" in report and "### adjudication_disagreements" in report
+    low, high = proportion.proportion_confint(2, 4, method="wilson")
+    assert f"judge {tiny} agrees on 50.0% of 4 (macro, Wilson [{100 * low:.1f}%, {100 * high:.1f}%]" in report
+    assert "### adjudication_disagreements" in report
 
 
 @pytest.mark.parametrize(

@@ -225,10 +225,10 @@ def _headline_langid(res: AuditResult) -> str:
     line = f"{_pct(_pooled(table, 'in_expected', 'determinate'))} of {det} determinate traces in the expected language"
     judged = res.summary.get("adjudication")
     if judged:
+        ci = f"Wilson [{_pct(judged['agreement_macro_low'])}, {_pct(judged['agreement_macro_high'])}]"
         line += (
             f"; judge {judged['judge_model']} agrees on {_pct(judged['agreement_macro'])} of {judged['parsed']} "
-            f"(macro, Wilson {_pct(judged['agreement_macro_low'])}-{_pct(judged['agreement_macro_high'])}; "
-            f"{judged['unparseable']} unparseable)"
+            f"(macro, {ci}; {judged['unparseable']} unparseable)"
         )
     return line
 
