@@ -184,12 +184,12 @@ def ledger_dir(config, qwen, tmp_path_factory):
     return path
 
 
-def _audit(ledger_dir, out, *flags: str):
+def _audit(ledger_dir, out, *flags: str, only: str = "langid"):
     from click.testing import CliRunner
 
     from mindcap_tok.cli.main import cli
 
-    args = ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only", "langid", "--no-hub", *flags]
+    args = ["audit", "--ledger", str(ledger_dir), "--out-dir", str(out), "--only", only, "--no-hub", *flags]
     return CliRunner().invoke(cli, args)
 
 
@@ -221,12 +221,18 @@ def test_cli_adjudicates_with_a_server_judge(ledger_dir, tiny, tmp_path):
         (["--adjudicate"], "--adjudicate needs --judge-model"),
         (["--judge-model", "org/m"], "--judge-model only apply with --adjudicate"),
         (["--adjudicate", "--judge-model", "org/m", "--adjudicate-n", "0"], "--adjudicate-n must be at least 1"),
+        (["--adjudicate", "--judge-model", "org/m", "--judge-backend", "server"], "needs --judge-base-url"),
     ],
 )
 def test_cli_bad_judge_options_are_one_line_errors(ledger_dir, tmp_path, flags, message):
     res = _audit(ledger_dir, tmp_path / "x", *flags)
     assert res.exit_code != 0 and message in res.output and "Traceback" not in res.output
     assert not (tmp_path / "x").exists()
+
+
+def test_cli_adjudicate_needs_the_langid_audit(ledger_dir, tmp_path):
+    res = _audit(ledger_dir, tmp_path / "x", "--adjudicate", "--judge-model", "org/m", only="parser")
+    assert res.exit_code != 0 and "include langid in --only" in res.output and "Traceback" not in res.output
 
 
 @pytest.mark.slow

@@ -163,6 +163,8 @@ def _judge(options: dict, names: list[str]):
 
     urls = tuple(u for part in options["judge_base_url"] for u in part.split(",") if u)
     name = options["judge_backend"] or ("server" if urls else "vllm")
+    if name == "server" and not urls:
+        raise MindcapError("--judge-backend server needs --judge-base-url http://HOST:8000/v1")
     model = options["judge_model"]
     backend = load_backend(name, model, tokenizer_name=model, server=ServerSpec(base_url=urls) if urls else None)
     return LidJudge(backend, model, per_cell=options["adjudicate_n"])
