@@ -12,6 +12,7 @@ import pytest
 from ledger_factory import make_record
 from mindcap_tok.audits import (
     LidSettings,
+    LidValidation,
     label_traces,
     langid_audit,
     load_lid_model,
@@ -66,7 +67,7 @@ def test_shipped_lid176_on_known_languages(config, qwen, lid176):
     labels = label_traces(validate_records(recs), lid176)
     assert labels["predicted"].tolist()[:9] == ["deu_Latn"] * 3 + ["tha_Thai"] * 3 + ["eng_Latn"] * 3
     assert labels["status"].tolist() == ["determinate"] * 9 + ["short", "no-delimiter"]
-    result, sample = langid_audit(validate_records(recs), lid176, validation_per_cell=2, seed=7)
+    result, sample = langid_audit(validate_records(recs), lid176, validation=LidValidation(per_cell=2), seed=7)
     table = result.tables["compliance"].set_index(["arm", "lang"])
     assert table.loc[("native", "deu_Latn"), "determinate"] == 3 and table.loc[("native", "deu_Latn"), "short"] == 1
     assert table.loc[("native", "deu_Latn"), "in_expected"] == 1.0
@@ -110,7 +111,7 @@ def test_glotlid_style_model_macrolanguage_and_validation(config, qwen, glot_sty
     recs = [make_record(qwen, t, lang="swh_Latn", item=i) for i, t in enumerate(texts)]
     assert model.predict(texts)[0] == ["swh_Latn"] * 4 + ["swc_Latn"] * 2
     result, sample = langid_audit(
-        validate_records(recs), model, settings=LidSettings(threshold=0.0), validation_per_cell=6
+        validate_records(recs), model, settings=LidSettings(threshold=0.0), validation=LidValidation(per_cell=6)
     )
     row = result.tables["compliance"].iloc[0]
     assert row["determinate"] == 6

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import PurePath
 from typing import Any
 
@@ -36,3 +37,55 @@ def strict_json_value(obj: Any) -> Any:
 def dumps_strict(obj: Any, *, indent: int | None = 2) -> str:
     """Strict JSON text of ``obj`` (see :func:`strict_json_value`); ``allow_nan=False`` guards the rest."""
     return json.dumps(strict_json_value(obj), ensure_ascii=False, indent=indent, allow_nan=False)
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+
+
+def reply_json_values(text: str) -> Iterator[tuple[str, Any]]:
+    """JSON values read from a model's reply, most literal reader first, each with its reader's name: the whole
+    reply (``strict``); when that fails, each fenced ```json block (``fenced``) and the first object embedded in
+    prose (``embedded``); then ``json-repair`` when installed (``repaired``, imported only when reached).
+
+    A generator: a caller that stops at the first value it accepts never runs the later readers. Shared by the
+    round-trip MQM judge and the language-ID judge (``audits.lid_adjudication``)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        yield from _tolerant(text)
+    else:
+        yield "strict", value
+    repaired = _repaired(text)
+    if repaired is not None:
+        yield "repaired", repaired
+
+
+def _tolerant(text: str) -> Iterator[tuple[str, Any]]:
+    for block in _FENCE.findall(text):
+        try:
+            value = json.loads(block)
+        except ValueError:
+            continue
+        yield "fenced", value
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        yield "embedded", value
+        break
+
+
+def _repaired(text: str) -> Any:
+    try:
+        import json_repair
+    except ImportError:
+        return None
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        return json_repair.loads(text[start:])
+    except Exception:  # json-repair's own failures have no common type
+        return None

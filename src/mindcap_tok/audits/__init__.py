@@ -9,6 +9,7 @@ from ._common import AuditResult
 from .determinism import determinism_audit, first_divergence, wilson_interval
 from .langid import (
     LidSettings,
+    LidValidation,
     label_traces,
     langid_audit,
     load_lid_model,
@@ -41,6 +42,7 @@ __all__ = [
     "AuditResult",
     "AuditSpec",
     "LidSettings",
+    "LidValidation",
     "SuiteResult",
     "behavioral_ratios",
     "chrf_scores",

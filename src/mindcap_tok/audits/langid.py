@@ -37,6 +37,7 @@ from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_
     shipped_lid176,
 )
 from ._common import AuditResult, find_tasks, population_keys, record_tasks, stratified_sample
+from .lid_adjudication import LidJudge, adjudicate
 from .segments import DEFAULT_DELIMITER, split_translate_act, strip_answer_lines
 
 ENGLISH = "eng_Latn"
@@ -50,6 +51,16 @@ class LidSettings:
     min_letters: int = MIN_LETTERS
     newlines: str = "join with spaces"
     delimiter: str = DEFAULT_DELIMITER
+
+
+@dataclass(frozen=True)
+class LidValidation:
+    """The stratified validation sample (``per_cell`` traces per population) and, when ``returned`` (an
+    earlier sample with ``human_label`` filled in) is given, its agreement against ``criterion``."""
+
+    per_cell: int = 20
+    returned: pd.DataFrame | None = None
+    criterion: float = 0.9
 
 
 def _analysed_text(text: str, translates: bool, delimiter: str) -> str | None:
@@ -212,18 +223,18 @@ def langid_audit(
     model: LidModel,
     *,
     settings: LidSettings = LidSettings(),
-    validation_per_cell: int = 20,
+    validation: LidValidation = LidValidation(),
     seed: int = 0,
-    returned: pd.DataFrame | None = None,
-    criterion: float = 0.9,
     tasks: Sequence[str | os.PathLike[str]] = (),
+    judge: LidJudge | None = None,
 ) -> tuple[AuditResult, pd.DataFrame]:
-    """Compliance per population and a stratified validation sample (returned beside the result); with
-    ``returned`` (an earlier sample with ``human_label`` filled in) also its agreement against ``criterion``.
+    """Compliance per population and a stratified validation sample (returned beside the result; with
+    ``validation.returned`` also its agreement, :class:`LidValidation`); with ``judge`` also the judge's blind
+    agreement with the automated labels (:func:`~.lid_adjudication.adjudicate`).
     ``tasks``: the task files of records whose task is not built in."""
     labels = label_traces(records, model, settings=settings, tasks=tasks)
     tables = {"compliance": compliance_table(labels)}
-    sample = validation_sample(labels, validation_per_cell, seed=seed)
+    sample = validation_sample(labels, validation.per_cell, seed=seed)
     summary = {
         "model": model.name,
         "model_sha256": model.sha256,
@@ -232,10 +243,13 @@ def langid_audit(
         "newlines": settings.newlines,
         "delimiter": settings.delimiter,
         "macrolanguages": {k: sorted(v) for k, v in macrolanguages().items()},
-        "validation_per_cell": validation_per_cell,
+        "validation_per_cell": validation.per_cell,
         "validation_sampled": len(sample),
         "seed": seed,
     }
-    if returned is not None:
-        tables["validation"], summary["validation"] = validation_agreement(returned, criterion)
+    if validation.returned is not None:
+        tables["validation"], summary["validation"] = validation_agreement(validation.returned, validation.criterion)
+    if judge is not None:
+        found, summary["adjudication"] = adjudicate(labels, judge, seed=seed)
+        tables.update(found)
     return AuditResult("langid", tables=tables, summary=summary), sample

@@ -36,7 +36,8 @@ from ..tasks.load import DEFAULT_TASK
 from ..tokenization.load import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, find_tasks, skipped
 from .determinism import determinism_audit
-from .langid import LidSettings, langid_audit, load_lid_model, validation_csv
+from .langid import LidSettings, LidValidation, langid_audit, load_lid_model, validation_csv
+from .lid_adjudication import LidJudge
 from .normalizer import AUDIT_RESAMPLING, Normalizers, ThresholdSearch, normalizer_audit
 from .parity import parity_audit
 from .parser_audit import parser_audit
@@ -84,6 +85,7 @@ class AuditConfig:
     lid: LidSettings = field(default_factory=LidSettings)
     validation_per_cell: int = 20
     validation_labels: pd.DataFrame | None = None
+    lid_judge: LidJudge | None = None
     criterion: float = 0.9
     parity_per_stratum: int = 20
     sesoi: float = 0.05
@@ -156,11 +158,10 @@ def _run_langid(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Aud
         records,
         model=load_lid_model(c.lid_model, hub=c.lid_hub),
         settings=c.lid,
-        validation_per_cell=c.validation_per_cell,
+        validation=LidValidation(c.validation_per_cell, c.validation_labels, c.criterion),
         seed=c.resampling.seed,
-        returned=c.validation_labels,
-        criterion=c.criterion,
         tasks=c.tasks,
+        judge=c.lid_judge,
     )
     return AuditRun(result, sample)
 
@@ -242,7 +243,15 @@ def _pooled(table: pd.DataFrame, value: str, weight: str) -> float | None:
 def _headline_langid(res: AuditResult) -> str:
     table = res.tables.get("compliance", pd.DataFrame())
     det = int(table["determinate"].sum()) if "determinate" in table else 0
-    return f"{_pct(_pooled(table, 'in_expected', 'determinate'))} of {det} determinate traces in the expected language"
+    line = f"{_pct(_pooled(table, 'in_expected', 'determinate'))} of {det} determinate traces in the expected language"
+    judged = res.summary.get("adjudication")
+    if judged:
+        ci = f"Wilson [{_pct(judged['agreement_macro_low'])}, {_pct(judged['agreement_macro_high'])}]"
+        line += (
+            f"; judge {judged['judge_model']} agrees on {_pct(judged['agreement_macro'])} of {judged['parsed']} "
+            f"(macro, {ci}; {judged['unparseable']} unparseable)"
+        )
+    return line
 
 
 def _headline_comet(res: AuditResult) -> str:
@@ -314,7 +323,7 @@ REGISTRY: dict[str, AuditSpec] = {
             "Trace-language ID",
             _run_langid,
             _headline_langid,
-            needs=("lid_model", "lid", "validation_labels", "tasks"),
+            needs=("lid_model", "lid", "validation_labels", "tasks", "lid_judge"),
             extras={"lid": "pip install 'mindcap-tok[lid]'"},
         ),
         AuditSpec(

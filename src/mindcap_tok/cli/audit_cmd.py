@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..choices import BACKENDS
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
@@ -64,6 +65,13 @@ from ._parsing import Command
     show_default=True,
     help="Frozen agreement criterion (percent) for --validation-labels.",
 )
+@click.option("--adjudicate", is_flag=True, help="langid: ask --judge-model the language of a blind stratified sample.")
+@click.option("--judge-model", help="Language-ID judge: a local model folder or Hugging Face id (with --adjudicate).")
+@click.option(
+    "--judge-backend", type=click.Choice(BACKENDS), help="Judge engine [default: server with a URL, else vllm]."
+)
+@multi_option("--judge-base-url", help="Judge server URL(s) (OpenAI-compatible; the judge then runs on a server).")
+@click.option("--adjudicate-n", type=int, default=20, show_default=True, help="Judged traces per population.")
 @click.option("--parity-per-stratum", type=int, default=20, show_default=True, help="Parity sample per stratum.")
 @click.option("--sesoi", type=float, default=5.0, show_default=True, help="SESOI in accuracy points.")
 @n_boot_option(2000)
@@ -97,6 +105,7 @@ def audit_command(state, ledger, out, only, **options) -> None:
     labels = load_validation_labels(labels_file) if labels_file else None
     check_output_folder(out, PRODUCER)
     find_tasks([], options["tasks"])  # a task file that does not read fails before any audit runs
+    judge = _judge(options, names)
     led = Ledger(ledger, verify=not options["no_verify"])
     found = audit_inputs(
         led,
@@ -124,6 +133,7 @@ def audit_command(state, ledger, out, only, **options) -> None:
         validation_per_cell=options["validation_per_cell"],
         criterion=options["criterion"] / 100,
         validation_labels=labels,
+        lid_judge=judge,
         parity_per_stratum=options["parity_per_stratum"],
         sesoi=options["sesoi"] / 100,
         resampling=Resampling(options["n_boot"], options["seed"]),
@@ -139,3 +149,33 @@ def audit_command(state, ledger, out, only, **options) -> None:
         note = "ok" if res.status == "ok" else f"skipped: {res.reason}"
         click.echo(f"{res.name}: {note} ({res.summary.get('seconds', 0):.1f} s)", err=True)
     click.echo("wrote " + ", ".join(str(p) for p in paths.values()), err=True)
+
+
+def _judge(options: dict, names: list[str]):
+    """The language-ID judge of ``--adjudicate`` (its backend started), or ``None``; a one-line error for a judge
+    option without it, or without ``--judge-model`` or the langid audit."""
+    from ..errors import MindcapError
+
+    flags = [f for f, v in (("--judge-model", options["judge_model"]), ("--judge-backend", options["judge_backend"]),
+                            ("--judge-base-url", options["judge_base_url"])) if v]  # fmt: skip
+    if not options["adjudicate"]:
+        if flags:
+            raise MindcapError(f"{', '.join(flags)} only apply with --adjudicate")
+        return None
+    if "langid" not in names:
+        raise MindcapError("--adjudicate judges the langid audit's labels: include langid in --only")
+    if not options["judge_model"]:
+        raise MindcapError("--adjudicate needs --judge-model (a model folder or Hugging Face id)")
+    if options["adjudicate_n"] < 1:
+        raise MindcapError(f"--adjudicate-n must be at least 1, got {options['adjudicate_n']}")
+    from ..audits.lid_adjudication import LidJudge
+    from ..ledger.backends import load_backend
+    from ..spec import ServerSpec
+
+    urls = tuple(u for part in options["judge_base_url"] for u in part.split(",") if u)
+    name = options["judge_backend"] or ("server" if urls else "vllm")
+    if name == "server" and not urls:
+        raise MindcapError("--judge-backend server needs --judge-base-url http://HOST:8000/v1")
+    model = options["judge_model"]
+    backend = load_backend(name, model, tokenizer_name=model, server=ServerSpec(base_url=urls) if urls else None)
+    return LidJudge(backend, model, per_cell=options["adjudicate_n"])

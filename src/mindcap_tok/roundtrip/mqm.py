@@ -12,13 +12,12 @@ it adds no penalty.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
+
+from .._json import reply_json_values
 
 WEIGHTS = {"minor": 1, "major": 5, "critical": 25}
 PASS_THRESHOLD = 80.0
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
 
 def mqm_score(minor: int, major: int, critical: int) -> float:
@@ -66,45 +65,6 @@ class Judgement:
     @property
     def parsed(self) -> bool:
         return self.how is not None
-
-
-def _objects(text: str) -> list[tuple[str, object]]:
-    """Candidate JSON values, tolerant readers after the strict one."""
-    out: list[tuple[str, object]] = []
-    try:
-        out.append(("strict", json.loads(text)))
-        return out
-    except ValueError:
-        pass
-    for block in _FENCE.findall(text):
-        try:
-            out.append(("fenced", json.loads(block)))
-        except ValueError:
-            continue
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except ValueError:
-            continue
-        out.append(("embedded", value))
-        break
-    return out
-
-
-def _repaired(text: str) -> object | None:
-    try:
-        import json_repair
-    except ImportError:
-        return None
-    start = text.find("{")
-    if start < 0:
-        return None
-    try:
-        value = json_repair.loads(text[start:])
-    except Exception:
-        return None
-    return value
 
 
 def _issue_severity(issue: object) -> tuple[str | None, object]:
@@ -164,13 +124,8 @@ def parse_judge(text: str) -> Judgement:
     body = text.strip()
     if not body:
         return Judgement(how=None, error="empty reply")
-    for how, value in _objects(body):
+    for how, value in reply_json_values(body):
         found = judgement_from(value, how)
-        if found is not None:
-            return found
-    value = _repaired(body)
-    if value is not None:
-        found = judgement_from(value, "repaired")
         if found is not None:
             return found
     return Judgement(how=None, error="no JSON object with an issues list")
