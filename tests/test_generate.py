@@ -304,6 +304,9 @@ def test_forcing_appends_delimiter_and_finishes_line(tmp_path, tiny, backend, co
     assert all(r["forcing"] for r in rows)
     capped = [r for r in rows if r["finish_reason"] == "length"]
     assert capped, "a random 512-token model almost never stops within 6 tokens"
+    # the record says it was forced exactly when the forcing text follows the decode (cut ones always are)
+    assert all(r["forced"] == (r["output_ids"][6 : 6 + len(forced)] == forced) for r in rows)
+    assert all(r["forced"] for r in capped)
     for r in capped:
         ids = r["output_ids"]
         assert ids[6 : 6 + len(forced)] == forced
@@ -488,8 +491,9 @@ def test_forcing_unanswered_completed_traces(tiny, backend, config):
 
     for flag in (False, True):
         spec = parse_spec(spec_data(tiny, forcing={"enabled": True, "max_tokens": 3, "unanswered": flag}))
-        out = _Runner(spec, backend, config.data_dir.value).force([prompt], [[unanswered, answered]])
+        out, forced_at = _Runner(spec, backend, config.data_dir.value).force([prompt], [[unanswered, answered]])
         assert out[0][1] == answered  # has a strict answer line: never forced
+        assert forced_at == ({(0, 0)} if flag else set())
         if not flag:
             assert out[0][0] == unanswered
             continue

@@ -20,7 +20,7 @@ from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.schema import EXTRA_COLUMNS, STORAGE_SCHEMA, storage_version
 
 V3 = Path(__file__).parent / "data" / "ledger_v3"
-FILLS = {"thinking": False, "think_end": None, "forced_think_close": False, "finish_inferred": False}
+FILLS = {"thinking": False, "think_end": None, "forced_think_close": False, "forced": None, "finish_inferred": False}
 FILLS |= {"cap_inferred": False, "log_output_tokens": None}
 
 

@@ -1,4 +1,4 @@
-"""Forcing results split by the population of each forced record's unforced source, worked by hand."""
+"""Forcing results split by the population of each record's decode before forcing, worked by hand."""
 
 from __future__ import annotations
 
@@ -14,25 +14,29 @@ from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.forcing import forcing_populations
 
-# per item: the source's finish reason, whether its trace holds an answer line, the forced trace's answer (gold 18).
-# Items 0-3: cut by the cap without an answer (1 of 4 forced correct: 25%); items 4-5: stopped without an answer
-# (both forced correct: 100%); item 6: answered by itself; item 7: forced with no source in the ledger.
+# per item: the record's finish reason (generate keeps the decode's before forcing), its ``forced`` column (None:
+# not recorded, a ledger before format 4), whether its trace holds an answer line of its own, its final answer
+# (gold 18), and its unforced source in the ledger (finish reason, answered) or None.
 CASES = [
-    ("length", False, 18), ("length", False, 5), ("length", False, 5), ("length", False, 5),
-    ("stop", False, 18), ("stop", False, 18), ("stop", True, 18), (None, None, 5),
+    ("length", True, True, 18, None), ("length", True, True, 5, None),  # cut by the cap, forced: 1 of 4 correct
+    ("length", True, True, 5, None), ("length", None, True, 5, None),
+    ("stop", True, True, 18, None), ("stop", None, True, 18, ("stop", False)),  # stopped unanswered, forced: 2 of 2
+    ("stop", False, True, 18, None),  # answered by itself, not forced
+    ("stop", False, False, None, None),  # stopped unanswered, not forced (forcing.unanswered off): 0 of 1
+    ("stop", None, True, 18, ("stop", True)),  # not recorded, its source answered: answered
+    ("stop", None, True, 5, None),  # not recorded, no source: finished (which of the two is unknown)
 ]  # fmt: skip
 
 
 def _by_record():
     cell = {"model": "m", "arm": "native", "lang": "tha_Thai", "cap": 128, "sample": 0}
     rows = []
-    for item, (finish, answered, value) in enumerate(CASES):
-        if finish is not None:
-            rows.append({**cell, "item": item, "forcing": False, "finish_reason": finish,
-                         "emission": 40.0 if answered else np.nan, "correct": 0})  # fmt: skip
-        # a forced record's own finish reason says nothing of its source's answer: all 'length' here
-        rows.append({**cell, "item": item, "forcing": True, "finish_reason": "length", "emission": 50.0,
-                     "correct": int(value == 18)})  # fmt: skip
+    for item, (finish, forced, answered, value, source) in enumerate(CASES):
+        if source is not None:
+            rows.append({**cell, "item": item, "forcing": False, "forced": None, "finish_reason": source[0],
+                         "emission": 40.0 if source[1] else np.nan, "correct": 0})  # fmt: skip
+        rows.append({**cell, "item": item, "forcing": True, "forced": forced, "finish_reason": finish,
+                     "emission": 50.0 if answered else np.nan, "correct": int(value == 18)})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -40,11 +44,11 @@ def _expect(out: pd.DataFrame) -> None:
     got = out.set_index("population")
     assert got.loc["truncated", ["n", "n_correct"]].tolist() == [4, 1]
     assert got.loc["truncated", "accuracy"] == pytest.approx(0.25)
-    assert got.loc["truncated", "share"] == pytest.approx(4 / 8)
-    assert got.loc["unanswered", ["n", "n_correct"]].tolist() == [2, 2] and got.loc["unanswered", "accuracy"] == 1.0
-    assert got.loc["answered", ["n", "n_correct"]].tolist() == [1, 1]
-    assert got.loc["unpaired", ["n", "n_correct"]].tolist() == [1, 0]
-    assert got.loc["pooled", "accuracy"] == pytest.approx(4 / 8)  # the average the paper declines to read
+    assert got.loc["truncated", "share"] == pytest.approx(4 / 10)
+    assert got.loc["unanswered", ["n", "n_correct"]].tolist() == [3, 2]
+    assert got.loc["answered", ["n", "n_correct"]].tolist() == [2, 2]
+    assert got.loc["finished", ["n", "n_correct"]].tolist() == [1, 0]
+    assert got.loc["pooled", "accuracy"] == pytest.approx(5 / 10)  # the average the paper declines to read
 
 
 def test_populations_by_hand():
@@ -55,12 +59,16 @@ def test_populations_by_hand():
 
 def test_sweep_and_report_show_the_populations(tmp_path, qwen):
     recs = []
-    for item, (finish, answered, value) in enumerate(CASES):
-        head = "คิด\n#### 18\nตรวจ" if answered else "คิด ตรวจ"
-        if finish is not None:
-            recs.append(make_record(qwen, head, item=item, cap=128, forcing=False, finish_reason=finish))
-        forced = f"{head}\n#### {value}\n"
-        recs.append(make_record(qwen, forced, item=item, cap=128, forcing=True, finish_reason="length"))
+    for item, (finish, forced, answered, value, source) in enumerate(CASES):
+        head = "คิด\n#### 18\nตรวจ" if answered and value is None else "คิด ตรวจ"
+        if source is not None:
+            src = "คิด\n#### 18\n" if source[1] else "คิด ตรวจ"
+            recs.append(make_record(qwen, src, item=item, cap=128, forcing=False, finish_reason=source[0]))
+        text = head if value is None else f"{head}\n#### {value}\n"
+        if finish == "stop" and forced is False and answered:
+            text = "คิด\n#### 18\n"  # answered by itself
+        extra = {} if forced is None else {"forced": forced}
+        recs.append(make_record(qwen, text, item=item, cap=128, forcing=True, finish_reason=finish, **extra))
     Ledger(tmp_path / "led").append(recs, qwen)
     args = ["--ledger", str(tmp_path / "led"), "--premiums", "th=2", "--budgets", "32", "--n-boot", "50"]
     res = CliRunner().invoke(cli, ["sweep", *args, "--format", "json"], catch_exceptions=False)

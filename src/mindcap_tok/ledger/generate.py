@@ -9,7 +9,9 @@ Forcing: a decode that hits its cap gets the forcing text (``\\n####``) appended
 until its answer line ends (a token holding a newline) or ``forcing.max_tokens``; its output ids are the
 capped ids + forcing ids + continuation, ``forcing`` is true and the finish reason stays ``length``. With
 ``forcing.unanswered``, a decode that stopped by itself without a strict answer line is forced the same way
-(its end-of-turn token dropped) and keeps finish reason ``stop``: the two populations stay apart.
+(its end-of-turn token dropped) and keeps finish reason ``stop``: the two populations stay apart. Each record of
+a forcing job says whether it was forced (``forced``), so a finished trace that answered by itself is told apart
+from one that was forced.
 
 Determinism design (see :mod:`~mindcap_tok.ledger.jobs`): each repeat is its own request of one sample with
 the item's shared seed, stored with ``sample`` = the repeat index; a request key is done when it holds all
@@ -219,8 +221,11 @@ class _Runner:
             body = body[:-1]
         return body
 
-    def force(self, prompts: list[list[int]], done: list[list[Completion]]) -> list[list[Completion]]:
-        """Continue every forced decode after the forcing text, greedily, to the end of its answer line."""
+    def force(
+        self, prompts: list[list[int]], done: list[list[Completion]]
+    ) -> tuple[list[list[Completion]], set[tuple[int, int]]]:
+        """Continue every forced decode after the forcing text, greedily, to the end of its answer line; return
+        the completions and the (request, sample) positions that were forced."""
         where = []
         for i, comps in enumerate(done):
             for j, c in enumerate(comps):
@@ -228,7 +233,7 @@ class _Runner:
                 if body is not None:
                     where.append((i, j, body))
         if not where:
-            return done
+            return done, set()
         reqs = [
             GenRequest(
                 tuple(prompts[i]) + body + self.forcing_ids,
@@ -246,7 +251,7 @@ class _Runner:
             c = done[i][j]
             ids = body + self.forcing_ids + tail[0].ids
             out[i][j] = Completion(ids, c.finish_reason, c.prompt_ids, c.retokenized or tail[0].retokenized)
-        return out
+        return out, {(i, j) for i, j, _ in where}
 
     def shard(self, shard: Shard, on_request: Callable[[list[Completion]], None] | None = None) -> list[dict]:
         """The records of one shard; ``on_request(completions)`` after each request that a backend reporting
@@ -272,11 +277,12 @@ class _Runner:
             done = self.backend.generate(reqs, on_request=on_request)
         else:
             done = self.backend.generate(reqs)
+        forced: set[tuple[int, int]] = set()
         if spec.forcing.enabled:
-            done = self.force([p[1] for p in prompts], done)
+            done, forced = self.force([p[1] for p in prompts], done)
         records = []
         texts = iter(self.backend.tok.decode_batch([c.ids for comps in done for c in comps]))
-        for r, (text, ids, template, _), comps in zip(shard.requests, prompts, done, strict=True):
+        for i, (r, (text, ids, template, _), comps) in enumerate(zip(shard.requests, prompts, done, strict=True)):
             for sample, c in enumerate(comps):
                 # a server's chat template may differ from the local one: store the prompt the engine saw
                 served = c.prompt_ids is not None
@@ -292,6 +298,7 @@ class _Runner:
                         "announced": r.announced,
                         "announce_style": spec.announce_style if r.announced is not None else "none",
                         "forcing": spec.forcing.enabled,
+                        "forced": (i, sample) in forced if spec.forcing.enabled else None,
                         "design": spec.design,
                         "template_id": template,
                         "prompt": self._prompt_text(c.prompt_ids) if served else text,

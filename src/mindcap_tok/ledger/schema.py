@@ -73,6 +73,8 @@ SCHEMA = pa.schema(
         # a forced record whose capped trace was still inside its thought: the thought was closed before the
         # answer delimiter
         pa.field("forced_think_close", pa.bool_(), nullable=False),
+        # under forcing: whether the forcing text was appended to this decode (null: forcing off, or not recorded)
+        pa.field("forced", pa.bool_(), nullable=True),
         # imported runs: finish_reason inferred (not logged), the cap a tool's default (not set by the run), and
         # the output-token count the log holds beside the re-encoded ``n_tokens``
         pa.field("finish_inferred", pa.bool_(), nullable=False),
@@ -110,6 +112,7 @@ DEFAULTS = {
     "thinking": False,
     "think_end": None,
     "forced_think_close": False,
+    "forced": None,
     "finish_inferred": False,
     "cap_inferred": False,
     "log_output_tokens": None,
@@ -126,6 +129,7 @@ EXTRA_COLUMNS = {
     "thinking": False,
     "think_end": None,
     "forced_think_close": False,
+    "forced": None,
     "finish_inferred": False,
     "cap_inferred": False,
     "log_output_tokens": None,

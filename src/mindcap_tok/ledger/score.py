@@ -653,6 +653,8 @@ def score_ledger(
         by_record["cap"] = table.column("cap").to_numpy()
     if "text" in table.column_names:
         by_record["outcome"] = record_outcomes(table, correct, parser=parser, tasks=tasks)
+    if "forced" in table.column_names:  # under forcing: the forcing text appended (None: not recorded)
+        by_record["forced"] = pd.array(table.column("forced").to_pylist(), dtype="boolean")
     if "retokenized" in table.column_names:  # ids re-encoded from a log's text: their length was not sampled
         by_record["retokenized"] = table.column("retokenized").fill_null(False).to_numpy(zero_copy_only=False)
     return Scores(by_budget, by_record, name, tuple(int(b) for b in grid), sha, versions)

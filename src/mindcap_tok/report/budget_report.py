@@ -245,9 +245,10 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         parts += [
             "## Forcing, by population",
             "",
-            "Each forced record is put in the population of its source, the unforced record of the same item and "
-            "sample: truncated (the cap cut it without an answer line), unanswered (it stopped by itself without "
-            "one; forced under forcing.unanswered), answered (it holds one), unpaired (no source in the ledger). "
+            "Each record of a forcing job is put in the population of its decode before forcing: truncated (the cap "
+            "cut it), unanswered (it stopped by itself without an answer line; forced under forcing.unanswered), "
+            "answered (it stopped with one: not forced), finished (it stopped, but the ledger records neither "
+            "whether it was forced nor its unforced source). "
             "Accuracy of the completed (forced) trace; the pooled row is shown beside, never instead.",
             "",
             _md(tables["forcing"]),

@@ -1,18 +1,21 @@
 """Forcing results split by population (paper §4.4): a forced cell pools populations whose average means little.
 
-A forced record is paired with its **source**, the unforced record of the same cell, settings, item and sample
-(same cap, forcing false): the decode before forcing. The source's finish reason and whether its completed
-trace holds a strict answer line (a finite emission E) put the forced record in one population:
+Each record of a forcing job is put in the population of its decode *before* forcing:
 
-- ``truncated``: the cap cut the source without an answer line (then the delimiter was injected; the paper's
-  23.72% population);
-- ``unanswered``: the source stopped by itself without an answer line (forced under ``forcing.unanswered``;
-  the paper's 100% population);
-- ``answered``: the source holds an answer line (forcing, if applied, came after it);
-- ``unpaired``: the ledger holds no source for it, so its population is unknown.
+- ``truncated``: the cap cut it (finish reason ``length``; then the delimiter was injected; the paper's 23.72%
+  population);
+- ``unanswered``: it stopped by itself without an answer line (forced under ``forcing.unanswered``; the paper's
+  100% population);
+- ``answered``: it stopped by itself with an answer line (not forced: its trace is its own);
+- ``finished``: it stopped by itself, but the ledger does not say whether it was forced (written before the
+  ``forced`` column, format 4) and holds no unforced source for it.
+
+Where it comes from: the record's ``forced`` column (``generate`` records it for every forcing job: forced and
+stopped means unanswered; not forced, its own emission E says whether it answered); else its **source**, the
+unforced record of the same cell, settings, item and sample (its finish reason and emission E); else its own
+finish reason (``generate`` keeps the source's: ``length`` is truncated, ``stop`` is finished).
 
 Accuracy here is the completed (forced) trace's strict correctness C, the quantity a forced decode reports.
-The ledger schema is unchanged: pairing uses the key columns every record has.
 """
 
 from __future__ import annotations
@@ -23,19 +26,32 @@ import pandas as pd
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from .grid import require_columns
 
-POPULATIONS = ("truncated", "unanswered", "answered", "unpaired")
+POPULATIONS = ("truncated", "unanswered", "answered", "finished")
 
 
 def _populations(forced: pd.DataFrame, sources: pd.DataFrame, on: list[str]) -> np.ndarray:
-    """The population of every forced record from its source (see the module docs)."""
+    """The population of every record of a forcing job (see the module docs)."""
+    own_cut = (forced["finish_reason"] == "length").to_numpy()
+    own_answered = np.isfinite(forced["emission"].to_numpy(dtype=np.float64))
+    flag = forced["forced"] if "forced" in forced else pd.Series(pd.NA, index=forced.index, dtype="boolean")
+    flag = flag.astype("boolean")
+    known, was_forced = flag.notna().to_numpy(), flag.fillna(False).to_numpy(dtype=bool)
     src = sources[[*on, "finish_reason", "emission"]].drop_duplicates(on)
     joined = forced[on].merge(src, on=on, how="left", indicator=True)
     paired = (joined["_merge"] == "both").to_numpy()
-    answered = np.isfinite(joined["emission"].to_numpy(dtype=np.float64))
-    cut = (joined["finish_reason"] == "length").to_numpy()
-    return np.select([~paired, answered, cut], ["unpaired", "answered", "truncated"], default="unanswered").astype(
-        object
-    )
+    src_cut = (joined["finish_reason"] == "length").to_numpy()
+    src_answered = np.isfinite(joined["emission"].to_numpy(dtype=np.float64))
+    conditions = [
+        own_cut,
+        known & was_forced,
+        known & own_answered,
+        known,
+        paired & src_cut,
+        paired & src_answered,
+        paired,
+    ]
+    choices = ["truncated", "unanswered", "answered", "unanswered", "truncated", "answered", "unanswered"]
+    return np.select(conditions, choices, default="finished").astype(object)
 
 
 def forcing_populations(by_record: pd.DataFrame) -> pd.DataFrame:
