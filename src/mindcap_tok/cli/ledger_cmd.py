@@ -34,8 +34,15 @@ def _count_lines(path: str) -> int:
     is_flag=True,
     help="Store records whose text is not the decoding of their output_ids, marked (see `ledger info`).",
 )
+@click.option(
+    "--think-close",
+    metavar="TEXT",
+    help="The string closing a thought of records with thinking true [default: the tokenizer's </think> token].",
+)
 @click.pass_obj
-def import_command(state, file: str, out: str, tokenizer: str | None, batch: int, allow_text_mismatch: bool) -> None:
+def import_command(
+    state, file: str, out: str, tokenizer: str | None, batch: int, allow_text_mismatch: bool, think_close: str | None
+) -> None:
     """Import FILE (JSON lines; `-` reads standard input) into the ledger at --out-dir.
 
     One JSON object per line, for example:
@@ -49,7 +56,8 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
     Required: model, arm (native, translate-act, pivot, code-switched), lang (FLORES code or alias), item,
     sample, seed, cap, prompt, prompt_ids, output_ids, text, finish_reason (stop or length), gold (an
     integer, or a string such as "5,600"), generator. Optional: announced, announce_style, forcing,
-    design, template_id, generator_version. Integers must be JSON integers. Without output_ids (or
+    design, template_id, generator_version, thinking (true for a reasoning model's thinking records: where
+    the thought ends, think_end, is computed from output_ids). Integers must be JSON integers. Without output_ids (or
     prompt_ids) the text (or prompt) is tokenized and the record is marked retokenized.
 
     Rerunning skips records already stored identically; a stored record with the same key but other
@@ -71,6 +79,7 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
                 batch_records=batch,
                 on_progress=on_progress(advance),
                 allow_text_mismatch=allow_text_mismatch,
+                think_close=think_close,
             )
     except ImportInterrupted as exc:  # Ctrl-C: one line saying what was committed, the shell's exit status
         click.echo(f"error: {exc}", err=True)
