@@ -9,6 +9,10 @@ line). For translate-act the text analysed is the reasoning after the translatio
 label's probability reaches ``threshold``; compliance is the share of determinate traces labelled with
 the arm's expected language (native, code-switched: L; translate-act, pivot: English), reported with and
 without the macrolanguage mappings of ``resources/macrolanguages.tsv``.
+
+Reasoning models: where some record thinks, each record is labelled per ``channel`` (:func:`split_channels`): a
+thinking record's ``reasoning`` (its thought) and ``answer`` (the text after it) apart, so the audit says which
+language a model reasons in and which it answers in; a record without thinking is one ``answer`` row.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pyarrow as pa
 
 from .._io import regular_file
 from ..errors import MindcapError, first_line
+from ..ledger.score import thinks
 from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_lid176: this module's API too)
     MIN_LETTERS,
     THRESHOLD,
@@ -35,6 +40,7 @@ from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_
     normalize_label,
     shipped_lid176,
 )
+from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, population_keys, stratified_sample
 from .segments import DEFAULT_DELIMITER, split_translate_act, strip_answer_lines
 
@@ -53,6 +59,40 @@ class LidSettings:
     delimiter: str = DEFAULT_DELIMITER
 
 
+def split_channels(records: pa.Table, tokenizers: Mapping[str, ResolvedTokenizer]) -> pa.Table:
+    """Where some record thinks: each thinking record as a ``reasoning`` row (the decode of its thought, up to
+    ``think_end``; all of it when unclosed) and an ``answer`` row (the decode after ``think_end``; empty when
+    unclosed), each other record as one ``answer`` row; ``text`` replaced, a ``channel`` column added. Unchanged
+    when no record thinks. ``tokenizers`` maps the ``tokenizer`` column to the tokenizers that decode the ids."""
+    if not thinks(records):
+        return records
+    ids = records.column("output_ids").to_pylist()
+    ends = records.column("think_end").to_pylist()
+    thinking = records.column("thinking").to_pylist()
+    names = records.column("tokenizer").to_pylist()
+    rows, texts, channels = [], [], []
+    for r, (out, end, on, name) in enumerate(zip(ids, ends, thinking, names, strict=True)):
+        if not on:
+            rows.append(r)
+            texts.append(records.column("text")[r].as_py())
+            channels.append("answer")
+            continue
+        thought, answer = (out, []) if end is None else (out[:end], out[end + 1 :])
+        decoded = tokenizers[name].decode_batch([thought, answer], skip_special_tokens=True)
+        rows += [r, r]
+        texts += decoded
+        channels += ["reasoning", "answer"]
+    table = records.take(pa.array(rows, pa.int64()))
+    table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+    return table.append_column("channel", pa.array(channels, pa.string()))
+
+
+def _keys(frame: pa.Table | pd.DataFrame) -> list[str]:
+    """The population keys, and ``channel`` where the records were split by :func:`split_channels`."""
+    names = frame.column_names if isinstance(frame, pa.Table) else list(frame.columns)
+    return [*population_keys(frame), *(["channel"] if "channel" in names else [])]
+
+
 def _analysed_text(text: str, arm: str, delimiter: str) -> str | None:
     if arm == "translate-act":
         text = split_translate_act(text, delimiter)[1]
@@ -66,7 +106,7 @@ def label_traces(
 ) -> pd.DataFrame:
     """One row per record: population keys, ``item``, ``sample``, ``expected``, ``segment`` (the text analysed),
     ``predicted``, ``confidence``, ``status`` (determinate / no-delimiter / short / low-confidence)."""
-    keys = population_keys(records)
+    keys = _keys(records)
     frame = records.select([*keys, "item", "sample", "text"]).to_pandas() if isinstance(records, pa.Table) else records
     out = frame[[*keys, "item", "sample"]].copy()
     out["expected"] = [EXPECTED.get(a) or lang for a, lang in zip(frame["arm"], frame["lang"], strict=True)]
@@ -89,7 +129,7 @@ def compliance_table(labels: pd.DataFrame, mapping: Mapping[str, frozenset[str]]
     language (``in_expected``), the same under the macrolanguage mapping (``in_expected_macro``), the
     English share and the most frequent other label."""
     mapping = macrolanguages() if mapping is None else mapping
-    keys = population_keys(labels)
+    keys = _keys(labels)
     rows = []
     for key, group in labels.groupby(keys, dropna=False, sort=True):
         det = group[group["status"] == "determinate"]
@@ -119,7 +159,7 @@ def validation_sample(labels: pd.DataFrame, per_cell: int = 20, *, seed: int = 0
     """A stratified sample of determinate traces (``per_cell`` per population, seeded) for human labelling,
     with an empty ``human_label`` column to fill (any code :func:`normalize_label` reads)."""
     det = labels[labels["status"] == "determinate"].reset_index(drop=True)
-    picks = stratified_sample(det, population_keys(det), per_cell, seed)
+    picks = stratified_sample(det, _keys(det), per_cell, seed)
     sample = det.iloc[picks].reset_index(drop=True)
     sample["human_label"] = ""
     sample["seed"] = seed
@@ -204,9 +244,15 @@ def langid_audit(
     seed: int = 0,
     returned: pd.DataFrame | None = None,
     criterion: float = 0.9,
+    tokenizers: Mapping[str, ResolvedTokenizer] | None = None,
 ) -> tuple[AuditResult, pd.DataFrame]:
     """Compliance per population and a stratified validation sample (returned beside the result); with
-    ``returned`` (an earlier sample with ``human_label`` filled in) also its agreement against ``criterion``."""
+    ``returned`` (an earlier sample with ``human_label`` filled in) also its agreement against ``criterion``.
+    Records of which some think are labelled per channel (:func:`split_channels`, decoded with ``tokenizers``)."""
+    if isinstance(records, pa.Table) and thinks(records):
+        if tokenizers is None:
+            raise MindcapError("records with thinking on need their tokenizers to split reasoning from answer")
+        records = split_channels(records, tokenizers)
     labels = label_traces(records, model, settings=settings)
     tables = {"compliance": compliance_table(labels)}
     sample = validation_sample(labels, validation_per_cell, seed=seed)

@@ -51,6 +51,7 @@ _COLUMNS = (
     "gold",
     "tokenizer",
     "n_tokens",
+    "think_end",
 )
 #: the report's number format: 4 significant digits
 FLOATFMT = ".4g"
@@ -151,6 +152,7 @@ def _run_langid(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Aud
         seed=c.resampling.seed,
         returned=c.validation_labels,
         criterion=c.criterion,
+        tokenizers=toks,
     )
     return AuditRun(result, sample)
 
