@@ -2,7 +2,9 @@
 
 Fast path: ``score_ledger`` (byte positions + searchsorted). Reference: decode every prefix of a small slice
 with the tokenizer and parse it (what the scores, E and C mean by definition), timed per record and scaled
-to the full ledger; a cheaper reference that decodes only the 10 grid budgets (no E) is timed too.
+to the full ledger; a cheaper reference that decodes only the 10 grid budgets (no E) is timed too. The same
+records with the reasoning-model columns (thinking off, and on with a thought closing mid-trace) are timed
+against the plain table.
 Records: synthetic ids drawn from the real Qwen3 vocabulary, a newline every ~25 tokens, and answer lines
 (``#### <MGSM gold>``) planted early, late, twice, or not at all; 30% end by hitting the cap.
 
@@ -110,6 +112,18 @@ def main() -> None:
         f"fast scorer: {fast:.2f} s for {args.records * len(SCORE_BUDGETS):,} record-budget scores "
         f"(acc at 4096: {acc.iloc[-1]:.3f})"
     )
+
+    # reasoning models: the same records read with the format-4 columns, thinking off (the old path) and on (a
+    # thought closing mid-trace: its tokens are blanked before the events are found)
+    n = table.num_rows
+    for label, on in (("thinking column, all off", False), ("thinking on, think_end = tokens / 2", True)):
+        extra = table.append_column("thinking", pa.array([on] * n)).append_column(
+            "think_end", pa.array([args.tokens // 2 if on else None] * n, pa.int64())
+        )
+        t0 = time.perf_counter()
+        score_ledger(extra, tok, budgets=SCORE_BUDGETS)
+        took = time.perf_counter() - t0
+        print(f"fast scorer, {label}: {took:.2f} s ({took / fast:.2f}x the plain table)")
 
     part = table.slice(0, args.slice)
     t0 = time.perf_counter()

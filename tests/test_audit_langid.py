@@ -20,6 +20,7 @@ from mindcap_tok.audits import (
     split_translate_act,
     validation_agreement,
 )
+from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.schema import validate_records
 
 fasttext = pytest.importorskip("fasttext", reason="needs the lid extra")
@@ -207,3 +208,26 @@ def test_offline_default_falls_back_to_lid176(monkeypatch, tmp_path):
     (tmp_path / "bad.bin").write_bytes(b"not a model")
     with pytest.raises(MindcapError, match="not a fastText model"):
         load_lid_model(tmp_path / "bad.bin")
+
+
+def test_thinking_records_are_labelled_per_channel(config, qwen, lid176):
+    th, en = _flores(config, "tha_Thai", 2), _flores(config, "eng_Latn", 2)
+    recs = []
+    for i in range(2):  # a Thai thought, an English answer after it
+        ids = [qwen.tokenizer.token_to_id("<think>")]
+        ids += [*qwen.tokenizer.encode(th[i], add_special_tokens=False).ids, qwen.tokenizer.token_to_id("</think>")]
+        end = len(ids) - 1
+        ids += qwen.tokenizer.encode(f"\n{en[i]}\n#### 18", add_special_tokens=False).ids
+        text = qwen.tokenizer.decode(ids, skip_special_tokens=True)
+        recs.append(make_record(qwen, "x", lang="tha_Thai", item=i, thinking=True, think_end=end))
+        recs[-1] |= {"output_ids": ids, "text": text}
+    recs.append(make_record(qwen, f"{th[0]}\n#### 18", lang="tha_Thai", item=5))  # thinking off: one row
+    result, _ = langid_audit(
+        validate_records(recs), lid176, validation=LidValidation(per_cell=2), tokenizers={qwen.name: qwen}
+    )
+    table = result.tables["compliance"].set_index(["thinking", "channel"])
+    assert table.loc[(True, "reasoning"), "in_expected"] == 1.0 and table.loc[(True, "reasoning"), "n"] == 2
+    assert table.loc[(True, "answer"), "english"] == 1.0 and table.loc[(True, "answer"), "in_expected"] == 0.0
+    assert table.loc[(False, "answer"), "n"] == 1 and table.loc[(False, "answer"), "in_expected"] == 1.0
+    with pytest.raises(MindcapError, match="need their tokenizers"):
+        langid_audit(validate_records(recs), lid176)

@@ -61,3 +61,24 @@ def test_vllm_kill_and_resume_with_forcing(tmp_path, tiny, engine, config):
     for r in capped:
         assert r["forcing"] and r["output_ids"][r["cap"] : r["cap"] + len(forced)] == forced
         assert r["n_tokens"] <= r["cap"] + len(forced) + 3
+
+
+def test_vllm_thinking_on_with_a_delimiter_and_forcing_that_closes_it(tmp_path, tiny, engine, config):
+    # the tiny tokenizer has no </think> token: the thought closes at the configured string, encoded
+    spec = parse_spec(
+        spec_data(tiny, thinking=True, think_close="</think>", caps=[6], forcing={"enabled": True, "max_tokens": 2})
+    )
+    run_job(spec, tmp_path / "t", backend=engine, data_dir=config.data_dir.value)
+    close, forced = engine.tok.encode("</think>"), engine.tok.encode("\n####")
+    rows = frame(tmp_path / "t")
+    assert rows and all(r["thinking"] for r in rows)
+    assert all("</think>" not in r["prompt"] for r in rows)  # thinking on: no empty think block in the prompt
+    capped = [r for r in rows if r["finish_reason"] == "length"]
+    assert capped
+    for r in capped:
+        inside = "</think>" not in engine.tok.decode_batch([r["output_ids"][:6]])[0]
+        appended = close if inside else []
+        assert r["forced_think_close"] == inside
+        assert r["output_ids"][6 : 6 + len(appended) + len(forced)] == appended + forced
+        if inside:
+            assert r["think_end"] == 6 + len(close) - 1  # the last token of the appended delimiter

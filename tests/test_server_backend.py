@@ -430,6 +430,18 @@ def test_request_bodies(tiny, fakes):
         chat.body(greedy)
 
 
+def test_thinking_and_reasoning_effort_reach_the_server(tiny, fakes):
+    fake = fakes()
+    req = GenRequest((5,), 1, 8, 1, 0.0, text="<p>", user="hi")
+    chat = ServerBackend(str(tiny), "t", ServerSpec(base_url=(fake.url,), endpoint="chat", reasoning_effort="high"))
+    chat.tok.set_thinking(True)
+    body = chat.body(req)
+    assert body["chat_template_kwargs"] == {"enable_thinking": True} and body["reasoning_effort"] == "high"
+    assert chat.body(req, plain=True)["reasoning_effort"] == "high"  # OpenAI's own parameter: hosted APIs too
+    plain = ServerBackend(str(tiny), "t", ServerSpec(base_url=(fake.url,)))
+    assert "reasoning_effort" not in plain.body(req) and "chat_template_kwargs" not in plain.body(req)
+
+
 @dataclass(frozen=True)
 class SchemaRequest(GenRequest):
     """A request with the optional ``json_schema`` field (a judge's structured output)."""

@@ -107,6 +107,21 @@ def test_records_from_a_real_vllm_server(tmp_path, tiny, served, config, baselin
         assert (r["finish_reason"] == "length") == (r["n_tokens"] == 12 and r["output_ids"][-1] != hf.eos_token_id)
 
 
+def test_thinking_reaches_a_real_vllm_servers_chat_template(tmp_path, tiny, served, config):
+    # the chat endpoint: vLLM renders the template with chat_template_kwargs = {"enable_thinking": true}
+    server = {"base_url": served, "model": "tiny", "endpoint": "chat"}
+    spec = parse_spec(spec_data(tiny, name="think", thinking=True, think_close="</think>", server=server))
+    run_job(
+        spec,
+        tmp_path / "t",
+        backend=ServerBackend(str(tiny), "tiny-qwen3", spec.server),
+        data_dir=config.data_dir.value,
+    )
+    rows = frame(tmp_path / "t")
+    assert rows and all(r["thinking"] for r in rows)
+    assert all(r["prompt"].endswith("<|im_start|>assistant\n") and "</think>" not in r["prompt"] for r in rows)
+
+
 def test_forcing_through_a_real_vllm_server(tmp_path, tiny, served, config):
     spec = job(
         tiny,

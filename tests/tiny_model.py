@@ -24,9 +24,12 @@ CORPUS = [
 ] * 20 + [f"{a} + {b} = {a + b}. Schritt {a}: ขั้นที่ {b} hatua {a * b}" for a in range(40) for b in range(0, 40, 3)]
 
 
-def build_tiny_model(folder: Path, seed: int = 0) -> Path:
-    """Train the tokenizer, save it with a random Qwen3 of the same vocabulary size to ``folder``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def build_tiny_model(folder: Path, seed: int = 0, *, think_tokens: bool = False) -> Path:
+    """Train the tokenizer, save it with a random Qwen3 of the same vocabulary size to ``folder``.
+
+    ``think_tokens``: also add Qwen3's ``<think>`` and ``</think>`` as single (non-special) added tokens, as in
+    Qwen3's own tokenizer, for the reasoning-model tests."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -39,5 +42,8 @@ def build_tiny_model(folder: Path, seed: int = 0) -> Path:
     )
     tok.train_from_iterator(CORPUS, trainer)
     assert tok.get_vocab_size(with_added_tokens=True) == VOCAB
+    if think_tokens:
+        tok.add_tokens([AddedToken("<think>", special=False), AddedToken("</think>", special=False)])
+        assert tok.get_vocab_size(with_added_tokens=True) == VOCAB + 2
     save_tiny_qwen3(folder, tok, seed=seed, max_positions=1024)
     return folder

@@ -227,6 +227,8 @@ class ServerSpec:
     ``concurrency``: requests in flight per URL. ``model``: the served model name (default: the job's
     ``model``). ``endpoint``: ``completions`` (prompt built locally, sent as ids) or ``chat`` (server-side
     template). ``logprob_ids``: also ask for the ids through logprobs (vLLM before 0.10.2).
+    ``reasoning_effort``: sent as the request's ``reasoning_effort`` (a hosted reasoning API's thinking level,
+    e.g. ``low``, ``high``); empty: not sent.
     """
 
     base_url: tuple[str, ...] = ()
@@ -237,6 +239,7 @@ class ServerSpec:
     model: str = ""
     endpoint: str = "completions"
     logprob_ids: bool = False
+    reasoning_effort: str = ""
 
 
 _ENV_NAME = "must name an environment variable, got {!r}"
@@ -254,6 +257,9 @@ class _ServerTable(BaseModel):
         "completions"
     )
     logprob_ids: bool = False
+    reasoning_effort: Annotated[
+        str, _check(lambda v: re.fullmatch(r"[a-z_]*", v), "must be a word such as low or high, got {!r}")
+    ] = ""
 
 
 def base_urls(value: object, key: str) -> tuple[str, ...]:

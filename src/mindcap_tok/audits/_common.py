@@ -66,9 +66,15 @@ def skipped(name: str, reason: str) -> AuditResult:
 
 
 def population_keys(table: pa.Table | pd.DataFrame) -> list[str]:
-    """The cell and settings columns present in ``table`` that split it into populations."""
+    """The cell and settings columns present in ``table`` that split it into populations (``thinking`` only
+    where some record thinks, so audits of other ledgers keep their columns)."""
     names = table.column_names if isinstance(table, pa.Table) else list(table.columns)
-    return [c for c in POPULATION_COLUMNS if c in names]
+    keys = [c for c in POPULATION_COLUMNS if c in names]
+    if "thinking" in keys:
+        col = table.column("thinking") if isinstance(table, pa.Table) else table["thinking"]
+        if not (col.to_numpy(zero_copy_only=False) if isinstance(table, pa.Table) else col.to_numpy()).any():
+            keys.remove("thinking")
+    return keys
 
 
 def record_tasks(table: pa.Table | pd.DataFrame) -> np.ndarray:

@@ -10,6 +10,10 @@ letters and the top label's probability reaches ``threshold``; compliance is the
 labelled with the arm's expected language (its task file's ``reasoning``, else the cell's language: MGSM's
 native, code-switched: L; translate-act, pivot: English), reported with and without the macrolanguage
 mappings of ``resources/macrolanguages.tsv``.
+
+Reasoning models: where some record thinks, each record is labelled per ``channel`` (:func:`split_channels`): a
+thinking record's ``reasoning`` (its thought) and ``answer`` (the text after it) apart, so the audit says which
+language a model reasons in and which it answers in; a record without thinking is one ``answer`` row.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pyarrow as pa
 
 from .._io import regular_file
 from ..errors import MindcapError, first_line
+from ..ledger.score import thinks
 from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_lid176: this module's API too)
     MIN_LETTERS,
     THRESHOLD,
@@ -36,6 +41,7 @@ from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_
     normalize_label,
     shipped_lid176,
 )
+from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, find_tasks, population_keys, record_tasks, stratified_sample
 from .lid_adjudication import LidJudge, adjudicate
 from .segments import DEFAULT_DELIMITER, split_translate_act, strip_answer_lines
@@ -63,6 +69,40 @@ class LidValidation:
     criterion: float = 0.9
 
 
+def split_channels(records: pa.Table, tokenizers: Mapping[str, ResolvedTokenizer]) -> pa.Table:
+    """Where some record thinks: each thinking record as a ``reasoning`` row (the decode of its thought, up to
+    ``think_end``; all of it when unclosed) and an ``answer`` row (the decode after ``think_end``; empty when
+    unclosed), each other record as one ``answer`` row; ``text`` replaced, a ``channel`` column added. Unchanged
+    when no record thinks. ``tokenizers`` maps the ``tokenizer`` column to the tokenizers that decode the ids."""
+    if not thinks(records):
+        return records
+    ids = records.column("output_ids").to_pylist()
+    ends = records.column("think_end").to_pylist()
+    thinking = records.column("thinking").to_pylist()
+    names = records.column("tokenizer").to_pylist()
+    rows, texts, channels = [], [], []
+    for r, (out, end, on, name) in enumerate(zip(ids, ends, thinking, names, strict=True)):
+        if not on:
+            rows.append(r)
+            texts.append(records.column("text")[r].as_py())
+            channels.append("answer")
+            continue
+        thought, answer = (out, []) if end is None else (out[:end], out[end + 1 :])
+        decoded = tokenizers[name].decode_batch([thought, answer], skip_special_tokens=True)
+        rows += [r, r]
+        texts += decoded
+        channels += ["reasoning", "answer"]
+    table = records.take(pa.array(rows, pa.int64()))
+    table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+    return table.append_column("channel", pa.array(channels, pa.string()))
+
+
+def _keys(frame: pa.Table | pd.DataFrame) -> list[str]:
+    """The population keys, and ``channel`` where the records were split by :func:`split_channels`."""
+    names = frame.column_names if isinstance(frame, pa.Table) else list(frame.columns)
+    return [*population_keys(frame), *(["channel"] if "channel" in names else [])]
+
+
 def _analysed_text(text: str, translates: bool, delimiter: str) -> str | None:
     if translates:
         text = split_translate_act(text, delimiter)[1]
@@ -83,7 +123,7 @@ def label_traces(
 
     The expected language and whether a translation segment comes first are each record's task arm's (``tasks``:
     the task files of records whose task is not built in)."""
-    keys = population_keys(records)
+    keys = _keys(records)
     frame = records.select([*keys, "item", "sample", "text"]).to_pandas() if isinstance(records, pa.Table) else records
     out = frame[[*keys, "item", "sample"]].copy()
     names = record_tasks(frame)
@@ -112,7 +152,7 @@ def compliance_table(labels: pd.DataFrame, mapping: Mapping[str, frozenset[str]]
     language (``in_expected``), the same under the macrolanguage mapping (``in_expected_macro``), the
     English share and the most frequent other label."""
     mapping = macrolanguages() if mapping is None else mapping
-    keys = population_keys(labels)
+    keys = _keys(labels)
     rows = []
     for key, group in labels.groupby(keys, dropna=False, sort=True):
         det = group[group["status"] == "determinate"]
@@ -142,7 +182,7 @@ def validation_sample(labels: pd.DataFrame, per_cell: int = 20, *, seed: int = 0
     """A stratified sample of determinate traces (``per_cell`` per population, seeded) for human labelling,
     with an empty ``human_label`` column to fill (any code :func:`normalize_label` reads)."""
     det = labels[labels["status"] == "determinate"].reset_index(drop=True)
-    picks = stratified_sample(det, population_keys(det), per_cell, seed)
+    picks = stratified_sample(det, _keys(det), per_cell, seed)
     sample = det.iloc[picks].reset_index(drop=True)
     sample["human_label"] = ""
     sample["seed"] = seed
@@ -227,11 +267,17 @@ def langid_audit(
     seed: int = 0,
     tasks: Sequence[str | os.PathLike[str]] = (),
     judge: LidJudge | None = None,
+    tokenizers: Mapping[str, ResolvedTokenizer] | None = None,
 ) -> tuple[AuditResult, pd.DataFrame]:
     """Compliance per population and a stratified validation sample (returned beside the result; with
     ``validation.returned`` also its agreement, :class:`LidValidation`); with ``judge`` also the judge's blind
-    agreement with the automated labels (:func:`~.lid_adjudication.adjudicate`).
-    ``tasks``: the task files of records whose task is not built in."""
+    agreement with the automated labels (:func:`~.lid_adjudication.adjudicate`). ``tasks``: the task files of
+    records whose task is not built in. Records of which some think are labelled per channel
+    (:func:`split_channels`, decoded with ``tokenizers``)."""
+    if isinstance(records, pa.Table) and thinks(records):
+        if tokenizers is None:
+            raise MindcapError("records with thinking on need their tokenizers to split reasoning from answer")
+        records = split_channels(records, tokenizers)
     labels = label_traces(records, model, settings=settings, tasks=tasks)
     tables = {"compliance": compliance_table(labels)}
     sample = validation_sample(labels, validation.per_cell, seed=seed)

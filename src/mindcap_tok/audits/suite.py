@@ -57,6 +57,7 @@ _COLUMNS = (
     "tokenizer",
     "n_tokens",
     "retokenized",
+    "think_end",
 )
 #: the report's number format: 4 significant digits
 FLOATFMT = ".4g"
@@ -162,6 +163,7 @@ def _run_langid(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Aud
         seed=c.resampling.seed,
         tasks=c.tasks,
         judge=c.lid_judge,
+        tokenizers=toks,
     )
     return AuditRun(result, sample)
 

@@ -32,15 +32,31 @@ from ._progress import throughput_bar
     help="The task to generate: a built-in one (mgsm, belebele, global-mmlu-lite, mmath) or a task file (.toml); "
     "replaces the job's `task` [default: the job's, else mgsm].",
 )
+@click.option(
+    "--thinking/--no-thinking",
+    default=None,
+    help="Reasoning models: render prompts with the chat template's enable_thinking on or off; replaces the job's "
+    "`thinking` [default: the job's, else off].",
+)
 @click.option("--dry-run", "dry", is_flag=True, help="Print requests, shards and worst-case tokens; generate nothing.")
 @click.pass_obj
 def generate_command(
-    state, job: str, out: str, backend: str | None, base_url: tuple[str, ...], task: str | None, dry: bool
+    state,
+    job: str,
+    out: str,
+    backend: str | None,
+    base_url: tuple[str, ...],
+    task: str | None,
+    thinking: bool | None,
+    dry: bool,
 ) -> None:
     """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
     from ..ledger.generate import JobHooks, dry_run, run_job
+    from ..ledger.jobs import load_spec
 
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value, "task": task}
+    if thinking is not None:  # the spec read here, with the switch replaced
+        job, dirs = load_spec(job, thinking=thinking, **dirs), {**dirs, "task": None}
     if dry:
         plan = dry_run(job, out, **dirs)
         click.echo(

@@ -47,6 +47,11 @@ IMPORT_FORMATS = ("jsonl", "inspect")
     is_flag=True,
     help="Store records whose text is not the decoding of their output_ids, marked (see `ledger info`).",
 )
+@click.option(
+    "--think-close",
+    metavar="TEXT",
+    help="The string closing a thought of records with thinking true [default: the tokenizer's </think> token].",
+)
 @click.pass_obj
 def import_command(state, paths: tuple[str, ...], out: str, source: str, **options) -> None:
     """Import PATHS (JSON lines: one FILE, `-` reads standard input; or --from inspect logs) into --out-dir.
@@ -62,7 +67,8 @@ def import_command(state, paths: tuple[str, ...], out: str, source: str, **optio
     Required: model, arm (native, translate-act, pivot, code-switched), lang (FLORES code or alias), item,
     sample, seed, cap, prompt, prompt_ids, output_ids, text, finish_reason (stop or length), gold (an
     integer, or a string such as "5,600"), generator. Optional: announced, announce_style, forcing,
-    design, template_id, generator_version. Integers must be JSON integers. Without output_ids (or
+    design, template_id, generator_version, thinking (true for a reasoning model's thinking records: where
+    the thought ends, think_end, is computed from output_ids). Integers must be JSON integers. Without output_ids (or
     prompt_ids) the text (or prompt) is tokenized and the record is marked retokenized.
 
     Rerunning skips records already stored identically; a stored record with the same key but other
@@ -74,9 +80,7 @@ def import_command(state, paths: tuple[str, ...], out: str, source: str, **optio
     importers[source](state, paths, out, **options)
 
 
-def _import_jsonl(
-    state, paths: tuple[str, ...], out: str, tokenizer: str | None, batch: int, allow_text_mismatch: bool, task
-) -> None:
+def _import_jsonl(state, paths: tuple[str, ...], out: str, tokenizer: str | None, task, **options) -> None:
     from ..ledger.importer import ImportInterrupted, import_jsonl
 
     if task is not None:
@@ -93,9 +97,10 @@ def _import_jsonl(
                 out,
                 tokenizer=tokenizer,
                 tokenizers_dir=state.config.tokenizers_dir.value,
-                batch_records=batch,
+                batch_records=options["batch"],
                 on_progress=on_progress(advance),
-                allow_text_mismatch=allow_text_mismatch,
+                allow_text_mismatch=options["allow_text_mismatch"],
+                think_close=options["think_close"],
             )
     except ImportInterrupted as exc:  # Ctrl-C: one line saying what was committed, the shell's exit status
         click.echo(f"error: {exc}", err=True)

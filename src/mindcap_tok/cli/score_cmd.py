@@ -71,13 +71,13 @@ def score_command(
 ) -> None:
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
     from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
-    from ..ledger.score import accuracy_curves, score_ledger
+    from ..ledger.score import accuracy_curves, score_ledger, with_thought_counts
     from ..ledger.store import Ledger
     from ..ledger.tokenizers import resolve_tokenizers
     from ..tokenization.load import load_tokenizer
 
     columns = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "finish_reason", "tokenizer"]
-    columns += ["gold", "gold_text"]
+    columns += ["gold", "gold_text", "think_end", "forced_think_close"]
     if save:
         check_output_folder(save, PRODUCER)  # before the scoring, not after it
     led = Ledger(ledger_dir, verify=not no_verify)
@@ -107,7 +107,7 @@ def score_command(
             on_progress=step,
             tasks=tasks,
         )
-    curves = accuracy_curves(scores.by_budget)
+    curves = with_thought_counts(accuracy_curves(scores.by_budget), scores.by_record)
     if save:
         _save(scores, save)
         click.echo(f"wrote {Path(save) / 'by_budget.parquet'} and by_record.parquet", err=True)

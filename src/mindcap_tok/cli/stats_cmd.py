@@ -165,6 +165,7 @@ def sweep_command(state, fmt, out, **common) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
+    from ..ledger.score import thought_summary
     from ..report.budget_report import DELTA_COLUMNS, to_points
     from ..stats.binding import binding_regime, binding_rows
     from ..stats.curves import sweep
@@ -178,6 +179,7 @@ def sweep_command(state, fmt, out, **common) -> None:
         frame=common["frame"],
     )
     binding = binding_regime(result, scores.by_record)
+    thought = thought_summary(scores.by_record)  # empty unless some record thinks
     if fmt == "json":
         text = to_json(
             {
@@ -187,6 +189,7 @@ def sweep_command(state, fmt, out, **common) -> None:
                 "binding": binding.to_dict(orient="records"),
                 "forcing": _forcing(scores.by_record).to_dict(orient="records"),
                 "failure_tail": _failure_tail(scores.by_record).to_dict(orient="records"),
+                **({"thinking": thought.to_dict(orient="records")} if len(thought) else {}),
                 **coverage.as_dict(),
                 "units": "fractions",
             }
@@ -230,6 +233,9 @@ def sweep_command(state, fmt, out, **common) -> None:
             same = [c for c in SETTING_COLUMNS if c in tail and tail[c].nunique(dropna=False) == 1]
             title = "Failure tail: share of traces per outcome (fractions; each row sums to 1)"
             text += "\n" + render(tail.drop(columns=same).to_dict("records"), fmt, title=title, floatfmt=".4f")
+        if len(thought):
+            title = "Thinking records: median thought and answer tokens, share of cap hits inside the thought"
+            text += "\n" + render(thought.to_dict(orient="records"), fmt, title=title, floatfmt=".2f")
         text += "\n" + render(
             binding.drop(columns=["budgets"]).astype({"band_binds": str, "emission_binds": str}).to_dict("records"),
             fmt,

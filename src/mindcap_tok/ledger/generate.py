@@ -13,6 +13,12 @@ capped ids + forcing ids + continuation, ``forcing`` is true and the finish reas
 a forcing job says whether it was forced (``forced``), so a finished trace that answered by itself is told apart
 from one that was forced.
 
+Reasoning models (``thinking = true``): the prompt is rendered with ``enable_thinking``, each record stores
+``thinking`` and ``think_end`` (:mod:`~mindcap_tok.ledger.think`), and a forced decode still inside its thought
+gets the closing think token (or the ``think_close`` string) before the forcing text, as thinking-budget
+controls do; ``forced_think_close`` marks those. Whether a decode answered (``forcing.unanswered``) is read
+in its answer channel only.
+
 Determinism design (see :mod:`~mindcap_tok.ledger.jobs`): each repeat is its own request of one sample with
 the item's shared seed, stored with ``sample`` = the repeat index; a request key is done when it holds all
 ``repeats`` records.
@@ -38,6 +44,7 @@ from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_s
 from .prompts import task_prompt
 from .schema import KEY_COLUMNS
 from .store import Ledger, key_tuples
+from .think import ThinkMarkers, think_end, think_markers
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ def _request_key(spec: JobSpec, r: Request) -> tuple:
         "announced": r.announced,
         "announce_style": style,
         "forcing": spec.forcing.enabled,
+        "thinking": spec.thinking,
         "item": r.item,
     }
     return tuple(key[c] for c in KEY_COLUMNS[:-1])
@@ -188,6 +196,10 @@ class _Runner:
         self.forcing_ids = tuple(backend.tok.encode(spec.forcing.text)) if spec.forcing.enabled else ()
         self.newlines = backend.tok.newline_ids() if spec.forcing.enabled else ()
         self.specials = set(backend.tok.hf.all_special_ids)
+        backend.tok.set_thinking(spec.thinking)
+        self.markers: ThinkMarkers | None = (
+            think_markers(backend.tok.resolved, spec.think_close or None) if spec.thinking else None
+        )
 
     def item(self, lang: str, item: int) -> TaskItem:
         if lang not in self.items:
@@ -208,18 +220,31 @@ class _Runner:
         """The text of prompt ids a server reported (special tokens kept, as in a templated prompt)."""
         return self.backend.tok.resolved.tokenizer.decode(list(ids), skip_special_tokens=False)
 
+    def think_end(self, ids: tuple[int, ...]) -> int | None:
+        """The output index closing the thought of ``ids`` (``None``: none, or thinking off)."""
+        return None if self.markers is None else think_end(ids, self.markers, tokenizer=self.backend.tok.resolved)
+
+    def _inside_thought(self, ids: tuple[int, ...]) -> bool:
+        return self.markers is not None and self.think_end(ids) is None
+
     def _forced_body(self, c: Completion) -> tuple[int, ...] | None:
         """The ids to continue after the forcing text, or ``None`` when ``c`` is not forced."""
         if c.finish_reason == "length":
             return c.ids
         if not self.spec.forcing.unanswered:
             return None
-        if parse_answer(self.backend.tok.decode_batch([c.ids])[0], complete=True) is not None:
+        end = self.think_end(c.ids)
+        answer = c.ids if self.markers is None else () if end is None else c.ids[end + 1 :]
+        if answer and parse_answer(self.backend.tok.decode_batch([answer])[0], complete=True) is not None:
             return None
         body = c.ids
         while body and body[-1] in self.specials:
             body = body[:-1]
         return body
+
+    def _close(self, body: tuple[int, ...]) -> tuple[int, ...]:
+        """What forcing appends before its text: the closing marker when ``body`` is still inside its thought."""
+        return self.markers.close_ids if self._inside_thought(body) else ()
 
     def force(
         self, prompts: list[list[int]], done: list[list[Completion]]
@@ -234,24 +259,27 @@ class _Runner:
                     where.append((i, j, body))
         if not where:
             return done, set()
+        where = [(i, j, body, self._close(body)) for i, j, body in where]
         reqs = [
             GenRequest(
-                tuple(prompts[i]) + body + self.forcing_ids,
+                tuple(prompts[i]) + body + close + self.forcing_ids,
                 1,
                 self.spec.forcing.max_tokens,
                 0,
                 0.0,
                 stop_ids=self.newlines,
             )
-            for i, _, body in where
+            for i, _, body, close in where
         ]
         tails = self.backend.generate(reqs)
         out = [list(c) for c in done]
-        for (i, j, body), tail in zip(where, tails, strict=True):
+        for (i, j, body, close), tail in zip(where, tails, strict=True):
             c = done[i][j]
-            ids = body + self.forcing_ids + tail[0].ids
+            ids = body + close + self.forcing_ids + tail[0].ids
             out[i][j] = Completion(ids, c.finish_reason, c.prompt_ids, c.retokenized or tail[0].retokenized)
-        return out, {(i, j) for i, j, _ in where}
+            if close:
+                self.closed.add((i, j))
+        return out, {(i, j) for i, j, _, _ in where}
 
     def shard(self, shard: Shard, on_request: Callable[[list[Completion]], None] | None = None) -> list[dict]:
         """The records of one shard; ``on_request(completions)`` after each request that a backend reporting
@@ -278,6 +306,7 @@ class _Runner:
         else:
             done = self.backend.generate(reqs)
         forced: set[tuple[int, int]] = set()
+        self.closed: set[tuple[int, int]] = set()  # (request, sample) whose thought forcing closed
         if spec.forcing.enabled:
             done, forced = self.force([p[1] for p in prompts], done)
         records = []
@@ -312,6 +341,9 @@ class _Runner:
                         "generator_version": self.backend.version,
                         "tokenizer": spec.tokenizer,
                         "retokenized": c.retokenized,
+                        "thinking": spec.thinking,
+                        "think_end": self.think_end(c.ids),
+                        "forced_think_close": (i, sample) in self.closed,
                     }
                 )
         return records

@@ -2,7 +2,9 @@
 
 Each line holds ``model, arm, lang, item, sample, seed, cap, announced, prompt, prompt_ids, output_ids, text,
 finish_reason, gold, generator`` and optionally ``task`` (default ``mgsm``), ``announce_style, forcing, design,
-template_id, generator_version``. The gold has its task's type (:func:`gold_type`): an integer for MGSM (a
+template_id, generator_version`` and, for a reasoning model, ``thinking`` (true or false; with true,
+``think_end`` is computed from the output ids (:mod:`~mindcap_tok.ledger.think`) and a given one must equal it).
+The gold has its task's type (:func:`gold_type`): an integer for MGSM (a
 string such as ``"1,000"`` is read as MGSM gold answers are), a string for a choice or math task (``"3"``,
 ``"\\frac{1}{2}"``); a user task's gold is stored as given (int in ``gold``, str in ``gold_text``).
 When ``output_ids`` (or ``prompt_ids``) is missing, the text is tokenized with the ledger tokenizer and the
@@ -55,6 +57,7 @@ from .schema import (
     validate_records,
 )
 from .store import Ledger, ShardInfo, key_tuples
+from .think import think_end, think_markers
 
 BATCH_RECORDS = 2000
 
@@ -155,7 +158,28 @@ RECORD_KEYS = (
 )
 
 
-def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, bool, bool]:
+def _think(rec: dict, where: str, tokenizer: ResolvedTokenizer, think_close: str | None) -> None:
+    """Set ``think_end`` of a record with ``thinking`` true from its output ids; check a given one."""
+    thinking = rec.get("thinking", False)
+    if not isinstance(thinking, bool):
+        raise MindcapError(f"{where}: thinking = {thinking!r} is not a valid bool (true or false is required)")
+    if not thinking:
+        if rec.get("think_end") is not None:
+            raise MindcapError(f"{where}: think_end is given but thinking is not true")
+        return
+    try:
+        end = think_end(rec["output_ids"], think_markers(tokenizer, think_close), tokenizer=tokenizer)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise MindcapError(f"{where}: output_ids must be a list of integer token ids ({first_line(exc)})") from exc
+    if "think_end" in rec and rec["think_end"] != end:
+        found = "no closing think marker" if end is None else f"the thought closing at output index {end}"
+        raise MindcapError(f"{where}: think_end = {rec['think_end']!r} but the output ids hold {found}")
+    rec["think_end"] = end
+
+
+def _record(
+    obj: dict, where: str, tokenizer: ResolvedTokenizer, think_close: str | None = None
+) -> tuple[dict, bool, bool]:
     """The ledger record of one line, whether it was retokenized, and whether its ``output_ids`` are the
     generated ones (given in the line and not marked retokenized): only those are checked against cap and text."""
     unknown = sorted(set(obj) - set(COLUMNS))
@@ -175,6 +199,7 @@ def _record(obj: dict, where: str, tokenizer: ResolvedTokenizer) -> tuple[dict, 
             retokenized = True
     rec["retokenized"] = retokenized
     rec["tokenizer"] = tokenizer.name
+    _think(rec, where, tokenizer, think_close)
     return rec, retokenized, generated
 
 
@@ -267,6 +292,7 @@ def import_jsonl(
     batch_records: int = BATCH_RECORDS,
     on_progress: Callable[[int, int | None], None] | None = None,
     allow_text_mismatch: bool = False,
+    think_close: str | None = None,
 ) -> ImportResult:
     """Add the records of a JSONL file (``-``: standard input) to ``ledger`` (created if absent); see the module docs.
 
@@ -277,6 +303,8 @@ def import_jsonl(
     such records and marks them (:meth:`Ledger.text_mismatches`). Errors name the file line; one after a
     committed batch says how many records before it were committed. Ctrl-C raises :class:`ImportInterrupted`
     and an ``OSError`` (a full disk) a :class:`MindcapError`, each saying how many records were committed.
+    ``think_close``: the string that closes a thought of ``thinking`` records, for tokenizers without a
+    ``</think>`` token.
     """
     name = "<stdin>" if str(path) == "-" else str(path)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
@@ -345,7 +373,7 @@ def import_jsonl(
                 where = f"{name}:{number}"
                 if not isinstance(obj.get("model"), str):
                     raise MindcapError(f"{where}: 'model' must be a string")
-                rec, retok, gen = _record(obj, where, resolve(obj["model"]))
+                rec, retok, gen = _record(obj, where, resolve(obj["model"]), think_close)
                 result.read += 1
                 result.retokenized += retok
                 batch.append(rec)

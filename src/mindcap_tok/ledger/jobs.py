@@ -24,6 +24,8 @@ A spec (see ``examples/jobs/``)::
     # or, instead of the table, premiums = "flores": measured with the spec's tokenizer on FLORES-200 devtest
     [announce]                        # announcement design: budgets = [...], style = "natural" | "tag"
     [forcing]                         # enabled, text = "\\n####", max_tokens = 16, unanswered = false
+    thinking = false                  # reasoning models: the chat template's enable_thinking (see ledger.think)
+    think_close = "</think>"          # the string closing a thought, for templates without a think token
     [engine]                          # passed through to the backend (vLLM: tensor_parallel_size, dtype, ...)
     [server]                          # the `server` backend: base_url (string or list), api_key_env, concurrency,
                                       # timeout_s, max_retries, model (the served name), endpoint, logprob_ids
@@ -136,6 +138,10 @@ class JobSpec:
     #: determinism design: identical requests per (item, cap) and the long decode's cap (1 and None otherwise)
     repeats: int = 1
     long_cap: int | None = None
+    #: reasoning models: thinking on (the template's ``enable_thinking``), and the string that closes a thought
+    #: where the tokenizer has no ``</think>`` token (``""``: the token)
+    thinking: bool = False
+    think_close: str = ""
 
     @property
     def records_per_key(self) -> int:
@@ -145,8 +151,9 @@ class JobSpec:
     def as_dict(self) -> dict:
         """Plain data (JSON-ready), stored with the output; a measured premium is kept exact as ``"tokens/ref"``.
         ``server`` appears only when the spec has a ``[server]`` table, ``repeats`` and ``long_cap`` only in
-        the determinism design, ``task`` only for a task other than MGSM and ``task_file`` only for a user's (so
-        the stored specs written before them are unchanged)."""
+        the determinism design, ``task`` only for a task other than MGSM, ``task_file`` only for a user's, and
+        ``thinking``, ``think_close`` and ``server.reasoning_effort`` only when set (so the stored specs written
+        before them are unchanged)."""
         out = asdict(self)
         if self.task == DEFAULT_TASK and not self.task_file:
             del out["task"]
@@ -156,6 +163,12 @@ class JobSpec:
             del out["server"]
         if self.design != "determinism":
             del out["repeats"], out["long_cap"]
+        if not self.thinking:
+            del out["thinking"]
+        if not self.think_close:
+            del out["think_close"]
+        if self.server is not None and not self.server.reasoning_effort:
+            del out["server"]["reasoning_effort"]
         out["premiums"] = {lang: str(r) if isinstance(r, Fraction) else r for lang, r in self.premiums.items()}
         return out
 
@@ -405,6 +418,8 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
             raise BadInputError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
     budgets, style = _announce(data, design)
     scaled_arms = tuple(_list(data.get("scaled_arms", ["native"]), str, "scaled_arms", empty=True))
+    if "think_close" in data and not data.get("thinking", False):
+        raise BadInputError("think_close applies to thinking = true only")
     if set(scaled_arms) - set(task.arms):
         raise BadInputError(f"scaled_arms {list(scaled_arms)}; arms are {', '.join(task.arms)}")
     return JobSpec(
@@ -433,6 +448,8 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         server=server_options(data["server"]) if "server" in data else None,
         repeats=repeats,
         long_cap=long_cap,
+        thinking=_typed(data.get("thinking", False), bool, "thinking"),
+        think_close=_typed(data.get("think_close", ""), str, "think_close"),
     )
 
 
@@ -542,9 +559,11 @@ def load_spec(
     data_dir: str | os.PathLike[str] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
     task: str | os.PathLike[str] | None = None,
+    thinking: bool | None = None,
 ) -> JobSpec:
     """Read and check a TOML job spec (``data_dir``, ``tokenizers_dir``: as for :func:`parse_spec`). ``task``
-    (``--task``: a built-in task or a task file, relative to the working folder) replaces the file's ``task``."""
+    (``--task``: a built-in task or a task file, relative to the working folder) replaces the file's ``task``,
+    ``thinking`` (``--thinking/--no-thinking``) its ``thinking`` (off: its ``think_close`` too)."""
     path = Path(path)
     try:
         data = tomllib.loads(regular_file(path, "job spec").read_text("utf-8"))
@@ -557,6 +576,8 @@ def load_spec(
     if task is not None:
         task = os.fspath(task)
         data = {**data, "task": task if task in builtin_tasks() else str(Path(task).resolve())}
+    if thinking is not None:
+        data = {k: v for k, v in data.items() if thinking or k != "think_close"} | {"thinking": thinking}
     return parse_spec(data, path.resolve().parent, data_dir=data_dir, tokenizers_dir=tokenizers_dir, source=path)
 
 

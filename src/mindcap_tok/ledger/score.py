@@ -25,6 +25,12 @@ loses the leading space that decoding drops (see :func:`byte_table`). The end of
 itself (finish reason ``stop``) terminates its last line once the prefix holds every token (B >= n_tokens);
 a trace cut by its cap does not. The test suite checks all this against decoding every prefix with the real
 tokenizers.
+
+Reasoning models: a record with ``thinking`` true is read in its answer channel only (the tokens after
+``think_end``; none when the thought never closed, :func:`~mindcap_tok.ledger.think.answer_starts`), while its
+budgets and E still count every output token. Its thought's tokens are replaced by an id that adds no text
+before the events are found, so the parser sees ``decode(ids[think_end + 1:B])`` and the cuts stay those of the
+whole trace; records without thinking take the path above unchanged.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, byte_ta
 from ..tokenization.load import ResolvedTokenizer
 from .outcomes import record_outcomes
 from .schema import CELL_COLUMNS, SETTING_COLUMNS
+from .think import answer_starts
 from .tokenizers import resolve_tokenizers
 
 _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
@@ -448,8 +455,9 @@ class Scores:
     ``score`` (int8 strict score of the length-B prefix), ``truncated`` (record longer than B) and
     ``emitted`` (E <= B). ``by_record``: ``n_tokens``, ``emission`` (E: the first budget from which every prefix
     reads the completed trace's answer, NaN = none), ``correct`` (C),
-    ``finish_reason``, ``cap`` and ``retokenized`` (when the records have them) per record, and ``outcome``
-    (:mod:`~mindcap_tok.ledger.outcomes`; when the records hold their ``text``).
+    ``finish_reason``, ``cap`` and ``retokenized`` (when the records have them) per record, ``outcome``
+    (:mod:`~mindcap_tok.ledger.outcomes`; when the records hold their ``text``); where some record thinks, also
+    ``thinking`` (a setting column) and :func:`thought_columns`.
     """
 
     by_budget: pd.DataFrame
@@ -505,6 +513,7 @@ def score_by_tokenizer(
             raise MindcapError(f"no tokenizer given for {missing[0]!r}")
     finish = table.column("finish_reason").to_numpy(zero_copy_only=False)
     golds = record_golds(table)
+    starts = record_answer_starts(table)
     scores = np.zeros((n, len(grid)), dtype=np.int8)
     emission = np.full(n, np.nan)
     correct = np.zeros(n, dtype=np.int8)
@@ -521,6 +530,8 @@ def score_by_tokenizer(
                 continue
             contiguous = chunk[-1] - chunk[0] + 1 == len(chunk)
             ids, splits = flat_ids(column.slice(chunk[0], len(chunk)) if contiguous else column.take(pa.array(chunk)))
+            if starts is not None and starts[chunk].any():
+                ids = _blank_thoughts(ids, splits, starts[chunk], table_bytes)
             res = score_token_ids(
                 ids,
                 splits,
@@ -540,6 +551,78 @@ def score_by_tokenizer(
             if on_progress is not None:
                 on_progress(done, n)
     return PrefixScores(grid, scores, emission, correct, n_tokens)
+
+
+def thinks(table: pa.Table) -> bool:
+    """Whether some record of ``table`` has ``thinking`` true (a reasoning model's thinking records)."""
+    return "thinking" in table.column_names and bool(pc.any(table.column("thinking")).as_py())
+
+
+def record_answer_starts(table: pa.Table) -> np.ndarray | None:
+    """Per record, the output index where its answer channel starts (see
+    :func:`~mindcap_tok.ledger.think.answer_starts`); ``None`` when no record thinks (the old path)."""
+    if not thinks(table):
+        return None
+    if "think_end" not in table.column_names:
+        raise MindcapError("records with thinking on need the 'think_end' column to be scored")
+    thinking = table.column("thinking").to_numpy(zero_copy_only=False)
+    ends = table.column("think_end").fill_null(-1).to_numpy(zero_copy_only=False)
+    n_tok = pc.list_value_length(table.column("output_ids")).to_numpy(zero_copy_only=False)
+    return answer_starts(thinking, ends, n_tokens=n_tok)
+
+
+def _blank_thoughts(ids: np.ndarray, splits: np.ndarray, starts: np.ndarray, table: ByteTable) -> np.ndarray:
+    """A copy of ``ids`` whose first ``starts[r]`` tokens of each record are an id that adds no text and holds
+    no ``#`` or newline (a special token): the parser then sees the answer channel only, the cuts every token."""
+    blank = np.flatnonzero((table.lengths[: table.vocab_size] == 0) & (table.flags[: table.vocab_size] == 0))
+    if not len(blank):
+        raise MindcapError("the tokenizer has no id without text (a special token) to blank a thought with")
+    n_tok = np.diff(splits)
+    offset = np.arange(len(ids)) - np.repeat(splits[:-1], n_tok)
+    out = np.array(ids, copy=True)
+    out[offset < np.repeat(np.minimum(starts, n_tok), n_tok)] = blank[0]
+    return out
+
+
+def thought_columns(table: pa.Table) -> dict[str, np.ndarray]:
+    """Per record of a table where some record thinks: ``thought_tokens`` (its thought, the closing marker
+    included: all of it when unclosed; 0 without thinking), ``answer_tokens`` (the rest) and ``cap_in_thought``
+    (the cap fell inside the thought: cut by its cap while unclosed, or forced to close it)."""
+    starts = record_answer_starts(table)
+    n_tok = pc.list_value_length(table.column("output_ids")).to_numpy(zero_copy_only=False).astype(np.int64)
+    thinking = table.column("thinking").to_numpy(zero_copy_only=False).astype(bool)
+    unclosed = thinking & table.column("think_end").is_null().to_numpy(zero_copy_only=False)
+    closed = (
+        table.column("forced_think_close").to_numpy(zero_copy_only=False).astype(bool)
+        if "forced_think_close" in table.column_names
+        else np.zeros(len(n_tok), dtype=bool)
+    )
+    capped = table.column("finish_reason").to_numpy(zero_copy_only=False) == "length"
+    thought = np.minimum(starts, n_tok)
+    return {
+        "thought_tokens": thought,
+        "answer_tokens": n_tok - thought,
+        "cap_in_thought": capped & (unclosed | closed),
+    }
+
+
+def thought_summary(by_record: pd.DataFrame) -> pd.DataFrame:
+    """Per cell and settings of the thinking records of ``by_record`` (with :func:`thought_columns`): records,
+    median thought and answer tokens, cap hits and the share of them that fell inside the thought (a fraction;
+    null without cap hits). Empty when no record thinks."""
+    if "thinking" not in by_record or not by_record["thinking"].any():
+        return pd.DataFrame()
+    frame = by_record[by_record["thinking"].astype(bool)].assign(cap_hit=by_record["finish_reason"] == "length")
+    keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in frame.columns]
+    out = frame.groupby(keys, dropna=False, sort=True).agg(
+        records=("n_tokens", "size"),
+        thought_tokens_p50=("thought_tokens", "median"),
+        answer_tokens_p50=("answer_tokens", "median"),
+        cap_hits=("cap_hit", "sum"),
+        cap_hits_in_thought=("cap_in_thought", "sum"),
+    )
+    out["cap_in_thought_share"] = (out["cap_hits_in_thought"] / out["cap_hits"]).where(out["cap_hits"] > 0)
+    return out.reset_index()
 
 
 def record_golds(table: pa.Table) -> list[Gold]:
@@ -622,7 +705,8 @@ def score_ledger(
     missing = [c for c in need if c not in table.column_names]
     if missing:
         raise MindcapError(f"records lack column(s) {', '.join(missing)} needed for scoring")
-    settings = [c for c in SETTING_COLUMNS if c in table.column_names]
+    # ``thinking`` splits cells only where some record thinks: other outputs keep their columns
+    settings = [c for c in SETTING_COLUMNS if c in table.column_names and (c != "thinking" or thinks(table))]
     keys = table.select([*CELL_COLUMNS, *settings, "item", "sample"]).to_pandas()
     for col in CELL_COLUMNS:
         keys[col] = keys[col].astype(object)
@@ -657,6 +741,9 @@ def score_ledger(
         by_record["forced"] = pd.array(table.column("forced").to_pylist(), dtype="boolean")
     if "retokenized" in table.column_names:  # ids re-encoded from a log's text: their length was not sampled
         by_record["retokenized"] = table.column("retokenized").fill_null(False).to_numpy(zero_copy_only=False)
+    if thinks(table):
+        for col, values in thought_columns(table).items():
+            by_record[col] = values
     return Scores(by_budget, by_record, name, tuple(int(b) for b in grid), sha, versions)
 
 
@@ -671,3 +758,15 @@ def accuracy_curves(by_budget: pd.DataFrame) -> pd.DataFrame:
     out = grouped.agg(**agg).reset_index()
     out["n"] = out["n"].astype(np.int64)
     return out
+
+
+def with_thought_counts(curves: pd.DataFrame, by_record: pd.DataFrame) -> pd.DataFrame:
+    """``curves`` (per cell, settings and budget) with the :func:`thought_summary` columns of its thinking cells
+    (``thought_tokens_p50``, ``answer_tokens_p50``, ``cap_in_thought_share``; null for the others); unchanged
+    when no record thinks."""
+    summary = thought_summary(by_record)
+    if summary.empty:
+        return curves
+    keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in summary.columns and c in curves.columns]
+    cols = ["thought_tokens_p50", "answer_tokens_p50", "cap_in_thought_share"]
+    return curves.merge(summary[[*keys, *cols]], on=keys, how="left")

@@ -202,6 +202,24 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _thought_info(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of thinking records: median thought tokens (through the closing marker; all of an unclosed
+    thought), median answer tokens, and the share of cap hits inside the thought (cut while unclosed, or forced
+    to close it; null without cap hits)."""
+    rows = frame[frame["thinking"].astype(bool)]
+    end = rows["think_end"]
+    thought = np.where(end.isna(), rows["n_tokens"], end.fillna(0) + 1).astype(np.int64)
+    cap_hit = rows["finish_reason"] == "length"
+    inside = cap_hit & (end.isna() | rows["forced_think_close"].astype(bool))
+    parts = rows[keys].assign(thought=thought, answer=rows["n_tokens"].to_numpy() - thought, hit=cap_hit, inside=inside)
+    grouped = parts.groupby(keys, dropna=False, sort=True)
+    out = grouped.agg(
+        thought_tokens_p50=("thought", "median"), answer_tokens_p50=("answer", "median"), hits=("hit", "sum")
+    )
+    out["cap_in_thought_share"] = (grouped["inside"].sum() / out["hits"]).where(out["hits"] > 0)
+    return out.drop(columns="hits").reset_index()
+
+
 def _samples_per_item(items: pd.Series) -> int | float:
     """Records per item: an integer when every item holds the same number, else the median (which may be x.5)."""
     counts = items.value_counts()
@@ -650,11 +668,14 @@ class Ledger:
 
     def info(self) -> pd.DataFrame:
         """One row per cell and settings: records, items, samples per item, cap-hit rate, length quantiles, and
-        how many records are retokenized and marked text mismatches (counts are integers)."""
+        how many records are retokenized and marked text mismatches (counts are integers). Where some record
+        thinks, also ``thinking`` and per group the median thought and answer tokens and the share of cap hits
+        that fell inside the thought (:func:`_thought_info`)."""
         self._require()
         cols = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "finish_reason", "n_tokens", "retokenized", "tokenizer"]
-        frame = self.read(columns=cols).to_pandas()
-        keys = [*CELL_COLUMNS, *SETTING_COLUMNS]
+        frame = self.read(columns=[*cols, "think_end", "forced_think_close"]).to_pandas()
+        thinking = bool(frame["thinking"].any()) if len(frame) else False
+        keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c != "thinking" or thinking]
         out_cols = [
             *keys,
             "records",
@@ -688,6 +709,9 @@ class Ledger:
             }
         ).reset_index()
         out["text_mismatch"] = self._mismatch_counts(out[keys])
+        if thinking:
+            out = out.merge(_thought_info(frame, keys), on=keys, how="left")
+            out_cols += ["thought_tokens_p50", "answer_tokens_p50", "cap_in_thought_share"]
         return out[out_cols]
 
     def _mismatch_counts(self, groups: pd.DataFrame) -> np.ndarray:

@@ -1,11 +1,11 @@
-"""Generation backends: vLLM (GPU runs, extra ``gen``), transformers (small CPU runs and tests) and any
-OpenAI-compatible server (``vllm serve``, hosted APIs; extra ``server``).
+"""Generation backends: vLLM (GPU runs, extra ``gen``), transformers (small CPU runs and tests) and any OpenAI-
+compatible server (``vllm serve``, hosted APIs; extra ``server``).
 
-Both take the same :class:`GenRequest` (prompt token ids, ``n`` samples, cap, seed, sampling parameters) and
-return, per request, ``n`` :class:`Completion` (output token ids and finish reason). Prompts are built with the
-model's own chat template (Qwen3: ``enable_thinking=False``, so the reasoning is in the visible, budgeted
-channel) by :class:`ChatTokenizer`, which both backends share, so the prompt ids of a job do not depend on the
-backend.
+Both take the same :class:`GenRequest` (prompt token ids, ``n`` samples, cap, seed, sampling parameters) and return,
+per request, ``n`` :class:`Completion` (output token ids and finish reason). Prompts are built with the model's own
+chat template (Qwen3: ``enable_thinking=False`` unless the job sets ``thinking = true``, so by default the reasoning
+is in the visible, budgeted channel) by :class:`ChatTokenizer`, which both backends share, so the prompt ids of a job
+do not depend on the backend.
 """
 
 from __future__ import annotations

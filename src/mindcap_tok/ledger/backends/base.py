@@ -128,14 +128,26 @@ class ChatTokenizer:
         self._fast: tuple[tuple[str, str] | None, PretokenEncoder | None] | None = None  # chat_batch's, when built
         self._lines: dict[str, list[int]] | None = None  # ids of prompt pieces (ChatTokenizer._encode_by_line)
         self._letters: dict[str, list[int]] = {}  # ids of each ASCII letter alone
+        #: the template's ``enable_thinking`` (off by default: the reasoning is in the visible, budgeted channel)
+        self.thinking = False
+
+    def set_thinking(self, on: bool) -> None:
+        """Render prompts with ``enable_thinking = on`` from now on (a backend reused across jobs switches)."""
+        if on != self.thinking:
+            self.thinking = on
+            self._fast, self._lines = None, None  # the template's frame depends on the switch
 
     def _render(self, user: str) -> str:
         return self.hf.apply_chat_template(
-            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True, enable_thinking=False
+            [{"role": "user", "content": user}],
+            tokenize=False,
+            add_generation_prompt=True,
+            enable_thinking=self.thinking,
         )
 
     def chat(self, user: str) -> tuple[str, list[int]]:
-        """The templated prompt (text and ids) for one user message, generation prompt added, thinking off."""
+        """The templated prompt (text and ids) for one user message, generation prompt added, thinking as
+        :attr:`thinking` says."""
         text = self._render(user)
         return text, list(self.hf(text, add_special_tokens=False)["input_ids"])
 

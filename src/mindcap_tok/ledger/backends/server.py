@@ -408,6 +408,8 @@ class ServerBackend:
             body["prompt"] = req.text
         else:
             body["prompt"] = list(req.prompt_ids)
+        if self.options.reasoning_effort:  # OpenAI's parameter: plain too
+            body["reasoning_effort"] = self.options.reasoning_effort
         schema = getattr(req, "json_schema", None)
         if schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
@@ -419,7 +421,7 @@ class ServerBackend:
         if req.stop_ids:
             body["stop_token_ids"] = list(req.stop_ids)
         if self.chat:
-            body["chat_template_kwargs"] = {"enable_thinking": False}  # as ChatTokenizer.chat
+            body["chat_template_kwargs"] = {"enable_thinking": self.tok.thinking}  # as ChatTokenizer.chat
         if self.options.logprob_ids:
             body["return_tokens_as_token_ids"] = True
             if self.chat:
