@@ -110,6 +110,7 @@ def _clear_caches() -> None:
     choice._cached_cuts.cache_clear()
     math._cached_cuts.cache_clear()
     math.equivalent.cache_clear()
+    math.parsed_latex.cache_clear()
 
 
 def main() -> None:
