@@ -30,6 +30,7 @@ tokenizers.
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -42,11 +43,12 @@ from ..budgets import SCORE_BUDGETS, check_budgets
 from ..errors import MindcapError
 from ..tasks.answers import AnswerParser as Parser
 from ..tasks.answers import get_parser, task_parser
-from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, byte_table, gather_bytes
+from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, anchor_starts, byte_table, gather_bytes
 from ..tokenization.load import ResolvedTokenizer
 from .schema import CELL_COLUMNS, SETTING_COLUMNS
 from .tokenizers import resolve_tokenizers
 
+_HASH = (b"####",)
 _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
 #: a record's gold answer: an int (integer tasks), a string (the others), None (unknown: never correct)
 Gold = int | str | None
@@ -138,17 +140,21 @@ def _scan_segment(
     complete: bool,
     gold: Gold,
     seen: set,
+    needles: tuple[bytes, ...] | None = _HASH,
 ) -> None:
-    """Add events for the complete lines holding ``####`` in ``seg`` (record bytes from ``seg_start``)."""
-    if not parser.needs_hash:  # ``seg`` is the whole record: every line may hold an answer
+    """Add events for the complete lines of ``seg`` (record bytes from ``seg_start``) holding one of ``needles``
+    (``####``, or a parser's lowercase anchors, searched in the lowercased bytes); ``None``: ``seg`` is the whole
+    record and every line matching the parser's trigger is read."""
+    if needles is None:
         _scan_lines(ev, parser, rec, seg, total, complete, gold)
         return
-    pos = seg.find(b"####")
+    find = _finder(seg, needles)
+    pos = find(0)
     while pos != -1:
         ls = seg.rfind(b"\n", 0, pos) + 1
         le = seg.find(b"\n", pos)
         if ls == 0 and not head_complete:  # the line began before this segment; its own segment covers it
-            pos = seg.find(b"####", pos + 1) if le == -1 else seg.find(b"####", le)
+            pos = find(pos + 1) if le == -1 else find(le)
             continue
         if le == -1 and not tail_complete:
             return
@@ -159,7 +165,23 @@ def _scan_segment(
             ev.add_line(parser, rec, seg[ls:end], seg_start + ls, le != -1, total, complete, gold)
         if le == -1:
             return
-        pos = seg.find(b"####", le)
+        pos = find(le)
+
+
+def _finder(seg: bytes, needles: tuple[bytes, ...]):
+    """``find(start)``: the first position from ``start`` where a needle starts in ``seg`` (lowercased unless
+    the needle is ``####``), or -1."""
+    if needles == _HASH:
+        return lambda start: seg.find(b"####", start)
+    hay = seg.lower()
+    hits = []
+    for needle in needles:
+        pos = hay.find(needle)
+        while pos != -1:
+            hits.append(pos)
+            pos = hay.find(needle, pos + 1)
+    hits.sort()
+    return lambda start: hits[i] if (i := bisect_left(hits, start)) < len(hits) else -1
 
 
 def _scan_lines(ev: _EventLists, parser: Parser, rec: int, data: bytes, total: int, complete: bool, gold: Gold) -> None:
@@ -194,20 +216,23 @@ def _events_from_ids(
     complete: np.ndarray,
     parser: Parser,
 ) -> _EventLists:
-    """Answer events of token-id traces, decoding only the lines around tokens that hold ``#`` (every line of
-    every record for a parser that does not need ``#``)."""
+    """Answer events of token-id traces, decoding only the lines around tokens that hold ``#`` (for a parser
+    whose lines need not hold ``####``: tokens where one of its anchors may start; without anchors, every line of
+    every record)."""
     ev = _EventLists()
-    if not parser.needs_hash:
+    anchors = _HASH if parser.needs_hash else getattr(parser, "anchors", None)
+    if anchors is None:
         rec = np.flatnonzero(np.diff(splits) > 0)
         return _scan_windows(
             ev, ids, splits, table, cut, base, totals, golds, complete, parser, splits[rec], splits[rec + 1] - 1, rec
         )
     flagged = np.flatnonzero(table.flags[ids])
     kinds = table.flags[ids[flagged]]
-    hashes = flagged[(kinds & HAS_HASH) > 0]
+    hashes = flagged[(kinds & HAS_HASH) > 0] if anchors == _HASH else anchor_starts(table, ids, anchors=anchors)
     if not len(hashes):
         return ev
-    newlines = flagged[(kinds & HAS_NEWLINE) > 0]
+    # a sentinel newline token before every id keeps the lookups below in bounds when a chunk holds none
+    newlines = np.concatenate([[-1], flagged[(kinds & HAS_NEWLINE) > 0]])
     rec = np.searchsorted(splits, hashes, side="right") - 1
     first_tok, last_tok = splits[rec], splits[rec + 1] - 1
     # window: from the last newline-holding token before the '#' token to the first one after it, so every
@@ -219,7 +244,7 @@ def _events_from_ids(
     after = np.where(j < len(newlines), newlines[np.minimum(j, len(newlines) - 1)], np.iinfo(np.int64).max)
     we = np.minimum(after, last_tok)
     windows = np.unique(np.stack([ws, we, rec], axis=1), axis=0)
-    return _scan_windows(ev, ids, splits, table, cut, base, totals, golds, complete, parser, *windows.T)
+    return _scan_windows(ev, ids, splits, table, cut, base, totals, golds, complete, parser, *windows.T, anchors)
 
 
 def _scan_windows(
@@ -236,6 +261,7 @@ def _scan_windows(
     ws: np.ndarray,
     we: np.ndarray,
     rec: np.ndarray,
+    needles: tuple[bytes, ...] | None = None,
 ) -> _EventLists:
     """Add the events of token windows ``ids[ws[w]:we[w] + 1]`` of records ``rec[w]`` (sorted, whole lines)."""
     counts = we - ws + 1
@@ -260,6 +286,7 @@ def _scan_windows(
             bool(complete[r]),
             golds[r],
             seen,
+            needles,
         )
     return ev
 
@@ -268,8 +295,9 @@ def _events_from_texts(
     texts: Sequence[bytes], golds: Sequence[Gold], complete: np.ndarray, parser: Parser
 ) -> _EventLists:
     ev = _EventLists()
+    needles = _HASH if parser.needs_hash else getattr(parser, "anchors", None)
     for r, data in enumerate(texts):
-        _scan_segment(ev, parser, r, data, 0, True, True, len(data), bool(complete[r]), golds[r], set())
+        _scan_segment(ev, parser, r, data, 0, True, True, len(data), bool(complete[r]), golds[r], set(), needles)
     return ev
 
 

@@ -48,6 +48,11 @@ class MathParser(LineParser):
         """``####``, or a box too."""
         return any_of(("####", r"\\boxed\{") if self.boxed else ("####",))
 
+    @property
+    def anchors(self) -> tuple[bytes, ...]:  # type: ignore[override]
+        """``####``, or ``\\boxed{`` too (lowercase already)."""
+        return (b"####", _BOX.encode()) if self.boxed else (b"####",)
+
     def line_value(self, line: str) -> str | None:
         """The answer string ``line`` reads, or ``None``."""
         m = _STRICT.fullmatch(line)
