@@ -22,6 +22,7 @@ from mindcap_tok.adaptation import learn_extension, load_extension, save_extensi
 from mindcap_tok.adaptation.corpus import flores_corpus
 from mindcap_tok.adaptation.extend_sp import new_scores
 from mindcap_tok.adaptation.price import PriceSettings, SavedFolds, price_ledger
+from mindcap_tok.adaptation.saved import transformers_export
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
@@ -169,11 +170,25 @@ def test_transformers_tokenizer_json_only_where_it_segments_like_the_model(saved
         assert export["tokenizer_json"] is None and export["probe_differing"] > 0
         assert "--add-missing-characters" in export["remedy"] and not (folder / "transformers").exists()
         return
-    assert export == {"tokenizer_json": "transformers/tokenizer.json", "probe_texts": 997, "probe_differing": 0}
+    want = {"tokenizer_json": "transformers/tokenizer.json", "probe_texts": 997, "probe_differing": 0}
+    assert export == {**want, "probe_on": "training"}  # saved without held-out text: probed on its training text
     hf = Tokenizer.from_file(str(folder / "transformers" / "tokenizer.json"))
     sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
     for lines in devtest.values():
         assert [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)] == sp.encode(lines)
+
+
+def test_tokenizer_json_probe_on_held_out_text(saved, devtest):
+    """Probed on FLORES devtest (text it was not learned on) against sentencepiece: Llama 2's tokenizer.json
+    differs on Thai lines (HF turns its missing characters into bytes before merging), Gemma 3's does not."""
+    base, ext, _ = saved
+    thai = tuple(devtest["tha_Thai"])
+    export = transformers_export(ext, thai)
+    assert export.probe_on == "held-out" and export.probed == len(thai) == 1012
+    if base.name == "llama-2":
+        assert export.differing > 0 and export.text is None
+    else:
+        assert export.differing == 0 and export.text is not None
 
 
 @pytest.mark.slow
@@ -263,6 +278,8 @@ def test_extend_command_cross_fits_a_sentencepiece_model(tmp_path):
         manifest = json.loads((out / f"fold-{k}" / "manifest.json").read_text(encoding="utf-8"))
         assert manifest["new_tokens"] == 1 and manifest["first_new_id"] == 9 and manifest["training_items"]
         assert set(manifest["training_items"]).isdisjoint(manifest["held_out_items"])
+        probe = manifest["transformers"]  # probed on the fold's own (held-out) lines, not its training lines
+        assert probe["probe_on"] == "held-out" and probe["probe_texts"] == len(manifest["held_out_items"]) == 2
         assert (out / f"fold-{k}" / "tokenizer.model").is_file()
         assert (out / f"fold-{k}" / "transformers" / "tokenizer.json").is_file()
         assert load_extension(out / f"fold-{k}").tokenizer.vocab_size == 10
