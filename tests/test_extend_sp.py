@@ -218,22 +218,11 @@ def small(config, flores_dir, tmp_path_factory):
     return base, save_extension(ext, tmp_path_factory.mktemp("small") / "llama-2-th", lang="th")
 
 
-def test_saved_extension_works_as_a_tokenizer_for_premium_and_price(small, devtest, tmp_path):
-    base, folder = small
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    tok = load_tokenizer(str(folder))
-    assert tok.family == "sentencepiece" and tok.vocab_size == 32_030 and tok.sha256 == manifest["tokenizer_sha256"]
-    res = CliRunner().invoke(
-        cli, ["premium", "--model", str(folder), "--lang", "th", "--n-boot", "50", "--format", "json"]
-    )
-    assert res.exit_code == 0, res.output
-    row = json.loads(res.stdout)[0]
-    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
-    count = {c: sum(map(len, sp.encode([unicodedata.normalize("NFC", x) for x in v]))) for c, v in devtest.items()}
-    assert (row["tokens"], row["ref_tokens"]) == (count["tha_Thai"], count["eng_Latn"])
+def _thai_ledger(base, devtest, path, n: int = 6) -> Ledger:
+    """``n`` items per arm of Llama 2 ids: a FLORES line then ``#### 7`` (items 0 and 3: ``#### 8``, wrong)."""
     records = []
     for arm, code in (("native", "tha_Thai"), ("translate-act", "eng_Latn")):
-        for item in range(6):
+        for item in range(n):
             text = f"{devtest[code][item][:60]}\n#### {7 if item % 3 else 8}"  # items 0 and 3 wrong: 4/6 right
             ids = [*base.encode(text), 2]
             records.append(
@@ -255,8 +244,25 @@ def test_saved_extension_works_as_a_tokenizer_for_premium_and_price(small, devte
                     "tokenizer": "llama-2",
                 }
             )
-    led = Ledger(tmp_path / "L")
+    led = Ledger(path)
     led.append(records, base)
+    return led
+
+
+def test_saved_extension_works_as_a_tokenizer_for_premium_and_price(small, devtest, tmp_path):
+    base, folder = small
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    tok = load_tokenizer(str(folder))
+    assert tok.family == "sentencepiece" and tok.vocab_size == 32_030 and tok.sha256 == manifest["tokenizer_sha256"]
+    res = CliRunner().invoke(
+        cli, ["premium", "--model", str(folder), "--lang", "th", "--n-boot", "50", "--format", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.stdout)[0]
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    count = {c: sum(map(len, sp.encode([unicodedata.normalize("NFC", x) for x in v]))) for c, v in devtest.items()}
+    assert (row["tokens"], row["ref_tokens"]) == (count["tha_Thai"], count["eng_Latn"])
+    led = _thai_ledger(base, devtest, tmp_path / "L")
     settings = PriceSettings(resampling=Resampling(50), tokenizer=base)
     p = price_ledger(led, "llama-2", lang="th", caps=[4096], extension=SavedFolds(folder), settings=settings)
     assert p.rows[0].acc_native_ext == pytest.approx(4 / 6) and p.rows[0].acc_native == pytest.approx(4 / 6)
@@ -283,3 +289,29 @@ def test_extend_command_cross_fits_a_sentencepiece_model(tmp_path):
         assert (out / f"fold-{k}" / "tokenizer.model").is_file()
         assert (out / f"fold-{k}" / "transformers" / "tokenizer.json").is_file()
         assert load_extension(out / f"fold-{k}").tokenizer.vocab_size == 10
+
+
+@pytest.mark.slow
+def test_price_learns_an_extension_with_missing_characters_added(config, devtest, tmp_path):
+    """``price --learn-extension --add-missing-characters`` on Llama 2 Thai traces: each fold first adds the Thai
+    characters of its training traces that Llama 2 lacks (found here with sentencepiece), as ``extend`` does."""
+    base = load_tokenizer("llama-2", config.tokenizers_dir.value)
+    _thai_ledger(base, devtest, tmp_path / "L", n=20)
+    out = tmp_path / "folds"
+    args = ["price", "--ledger", str(tmp_path / "L"), "--model", "llama-2", "--lang", "th", "--cap", "4096"]
+    args += ["--learn-extension", "--add-missing-characters", "--size", "5", "--no-premium", "--n-boot", "50"]
+    res = CliRunner().invoke(cli, [*args, "--save-extension", str(out), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)[0]["acc_native"] == pytest.approx(13 / 20)  # items 0, 3, ..., 18 (7 of 20) wrong
+    sp = base.backend.sp
+    for k in (0, 1):
+        manifest = json.loads((out / f"fold-{k}" / "manifest.json").read_text(encoding="utf-8"))
+        texts = [f"{devtest['tha_Thai'][i][:60]}\n#### {7 if i % 3 else 8}" for i in manifest["training_items"]]
+        # 0 = <unk>; the traces' newline is one of them (Llama 2 writes it as the byte <0x0A>)
+        lacking = sorted({c for t in texts for c in t if c != " " and sp.piece_to_id(c) == 0})
+        assert "\n" in lacking
+        assert lacking and manifest["sentencepiece"]["add_missing_characters"] is True
+        assert manifest["sentencepiece"]["missing_characters"] == "".join(lacking)
+        assert load_extension(out / f"fold-{k}").tokenizer.vocab_size == 32_000 + len(lacking) + 5
+    bad = CliRunner().invoke(cli, [*args[:9], "--extension", str(out / "fold-0"), "--add-missing-characters"])
+    assert bad.exit_code == 2 and "go with --learn-extension" in bad.output

@@ -334,7 +334,8 @@ class LearnedFolds:
     """An extension learned on the priced NATIVE traces, cross-fitted by item: ``size`` merges per fold and/or
     pairs seen at least ``min_freq`` times (one of them is needed), over ``folds`` folds; ``measure_premium``
     adds each fold's FLORES premium before/after (from ``flores_source``); ``save_to`` keeps the folds in a new
-    folder."""
+    folder; ``add_missing_characters`` (SentencePiece bases) first adds the characters the base lacks, as
+    ``extend --add-missing-characters``."""
 
     size: int | None = None
     min_freq: int | None = None
@@ -342,6 +343,7 @@ class LearnedFolds:
     measure_premium: bool = False
     flores_source: str | None = None
     save_to: str | os.PathLike[str] | None = None
+    add_missing_characters: bool = False
 
     def __post_init__(self) -> None:
         if self.size is None and self.min_freq is None:
@@ -654,7 +656,13 @@ def _extension_folds(
         name=f"ledger:{traces.model}/native/{traces.lang}",
     )
     learned = cross_fit(
-        traces.base, corpus, folds=learn.folds, seed=resampling.seed, size=learn.size, min_freq=learn.min_freq
+        traces.base,
+        corpus,
+        folds=learn.folds,
+        seed=resampling.seed,
+        size=learn.size,
+        min_freq=learn.min_freq,
+        add_missing_characters=learn.add_missing_characters,
     )
     premiums: dict = {}
     if learn.measure_premium:
