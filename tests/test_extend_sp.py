@@ -315,3 +315,31 @@ def test_price_learns_an_extension_with_missing_characters_added(config, devtest
         assert load_extension(out / f"fold-{k}").tokenizer.vocab_size == 32_000 + len(lacking) + 5
     bad = CliRunner().invoke(cli, [*args[:9], "--extension", str(out / "fold-0"), "--add-missing-characters"])
     assert bad.exit_code == 2 and "go with --learn-extension" in bad.output
+
+
+def test_ledger_import_and_score_take_a_saved_fold_folder(small, devtest, tmp_path):
+    """``ledger import --tokenizer DIR`` tokenizes texts with the saved Llama 2 extension (ids checked against
+    sentencepiece loading its ``tokenizer.model``) and ``score --tokenizer DIR`` reads them: 2 of 3 answers right."""
+    _, folder = small
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    rows, want = [], []
+    for item in range(3):
+        text = f"{devtest['tha_Thai'][item][:50]}\n#### {7 if item else 8}"
+        rows.append(
+            {"model": "llama-2", "arm": "native", "lang": "th", "item": item, "sample": 0, "seed": 1, "cap": 4096}
+            | {"prompt": "q", "text": text, "finish_reason": "stop", "gold": 7, "generator": "hand"}
+        )
+        want.append(sp.encode(text))
+    assert any(max(ids) >= 32_000 for ids in want)  # the extension's pieces are used
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    led = tmp_path / "L"
+    res = CliRunner().invoke(cli, ["ledger", "import", str(src), "--out-dir", str(led), "--tokenizer", str(folder)])
+    assert res.exit_code == 0, res.output
+    stored = Ledger(led).read().to_pandas().sort_values("item")
+    assert [list(x) for x in stored["output_ids"]] == want
+    res = CliRunner().invoke(
+        cli, ["score", "--ledger", str(led), "--tokenizer", str(folder), "--budgets", "4096", "--format", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)[0]["accuracy"] == pytest.approx(2 / 3)
