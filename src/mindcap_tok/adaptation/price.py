@@ -37,6 +37,7 @@ from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..stats.grid import ArmCoverage, check_arms
 from ..tasks.answers import AnswerParser, task_parser
+from ..tasks.load import DEFAULT_TASK
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.registry import canonical_model_name
 from .crossfit import cross_fit, measure_folds, save_crossfit
@@ -110,7 +111,7 @@ class Traces:
 def task_scoring(frame: pd.DataFrame, parser: str) -> tuple[Sequence, AnswerParser]:
     """Each record's gold (``gold_text`` where set, else ``gold``) and the parser ``parser`` names for the answer
     type of the records' task (built-in tasks; a cell of several tasks is refused)."""
-    tasks = frame["task"].fillna("mgsm") if "task" in frame else pd.Series(["mgsm"] * len(frame))
+    tasks = frame["task"].fillna(DEFAULT_TASK) if "task" in frame else pd.Series([DEFAULT_TASK] * len(frame))
     names = sorted(set(tasks))
     if len(names) > 1:
         raise MindcapError(f"the priced records hold several tasks ({', '.join(names)}); price one task at a time")
@@ -118,7 +119,7 @@ def task_scoring(frame: pd.DataFrame, parser: str) -> tuple[Sequence, AnswerPars
     known = texts.notna().to_numpy()
     gold = frame["gold"].to_numpy()
     golds = gold if not known.any() else [t if k else g for t, g, k in zip(texts, gold, known, strict=True)]
-    return golds, task_parser(names[0] if names else "mgsm", parser)
+    return golds, task_parser(names[0] if names else DEFAULT_TASK, parser)
 
 
 def load_traces(
