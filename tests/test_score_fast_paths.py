@@ -63,6 +63,7 @@ def _ids(tok, kind: str, pieces, finish: str) -> tuple[list[int], str]:
     return ids, finish.split("+")[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "variant"), CASES)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(traces=st.lists(trace, min_size=1, max_size=4))
