@@ -8,14 +8,26 @@ against the plain table.
 Records: synthetic ids drawn from the real Qwen3 vocabulary, a newline every ~25 tokens, and answer lines
 (``#### <MGSM gold>``) planted early, late, twice, or not at all; 30% end by hitting the cap.
 
-    python benchmarks/bench_score.py [--records 48000] [--tokens 4096] [--slice 6]
+    python benchmarks/bench_score.py [--records 48000] [--tokens 4096] [--slice 6] [--baseline COMMIT --rounds 3]
+
+``--baseline COMMIT`` also times that commit's ``score_ledger`` in the same process (its ``src`` taken with
+``git archive`` and imported as ``mindcap_tok_baseline``), alternating with today's for ``--rounds`` rounds, and
+prints the ratio of the best times (e.g. ``807bed8^``, the scorer before answer types moved into tasks).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import io
 import os
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -81,11 +93,57 @@ def reference(tok, table: pa.Table, budgets, every_prefix: bool) -> tuple[np.nda
     for ids, gold, finish in zip(*columns, strict=True):
         n = len(ids)
         scores.append([int(_read(parser, tok, ids, min(b, n), finish) == gold) for b in budgets])
-        if every_prefix:
-            emission.append(
-                next((b for b in range(1, n + 1) if _read(parser, tok, ids, b, finish) is not None), np.nan)
-            )
+        if every_prefix:  # E: the first budget from which every prefix reads the completed trace's answer
+            values = [_read(parser, tok, ids, b, finish) for b in range(n + 1)]
+            e = n
+            while e > 1 and values[e - 1] == values[n]:
+                e -= 1
+            emission.append(np.nan if n < 1 or values[n] is None else e)
     return np.array(scores), np.array(emission, dtype=float)
+
+
+def load_baseline(commit: str):
+    """The package as of ``commit`` (its ``src/mindcap_tok``), imported under the name ``mindcap_tok_baseline``."""
+    root = Path(__file__).resolve().parents[1]
+    data = subprocess.run(["git", "archive", commit, "src/mindcap_tok"], cwd=root, capture_output=True, check=True)
+    where = Path(tempfile.mkdtemp(prefix="mindcap-baseline-"))
+    with tarfile.open(fileobj=io.BytesIO(data.stdout)) as tar:
+        tar.extractall(where, filter="data")
+    init = where / "src" / "mindcap_tok" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("mindcap_tok_baseline", init, submodule_search_locations=[])
+    spec.submodule_search_locations.append(str(init.parent))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mindcap_tok_baseline"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare_baseline(commit: str, table: pa.Table, rounds: int) -> None:
+    """Best-of-``rounds`` times of today's ``score_ledger`` and ``commit``'s on ``table``, alternated, and their
+    ratio; both must give the same scores, E and C."""
+    old = load_baseline(commit)
+    old_score = importlib.import_module("mindcap_tok_baseline.ledger.score")
+    old_tok = importlib.import_module("mindcap_tok_baseline.tokenization.load").load_tokenizer("qwen3-8b")
+    importlib.import_module("mindcap_tok_baseline.tokenization.byte_tables").byte_table(old_tok)
+    tok = load_tokenizer("qwen3-8b")
+    times: dict[str, list[float]] = {"today": [], "baseline": []}
+    results = {}
+    for _ in range(rounds):
+        for name, fn, t in (("baseline", old_score.score_ledger, old_tok), ("today", score_ledger, tok)):
+            t0 = time.perf_counter()
+            results[name] = fn(table, t, budgets=SCORE_BUDGETS)
+            times[name].append(time.perf_counter() - t0)
+    same = all(
+        np.array_equal(results["today"].by_budget["score"], results["baseline"].by_budget["score"])
+        and np.array_equal(results["today"].by_record[c], results["baseline"].by_record[c], equal_nan=True)
+        for c in ("emission", "correct")
+    )
+    best = {k: min(v) for k, v in times.items()}
+    print(
+        f"baseline {commit} ({old.__name__}): "
+        + ", ".join(f"{k} {' / '.join(f'{x:.2f}' for x in v)} s" for k, v in times.items())
+        + f"; best today / best baseline = {best['today'] / best['baseline']:.3f}; identical results: {same}"
+    )
 
 
 def main() -> None:
@@ -94,6 +152,8 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=4_096)
     ap.add_argument("--slice", type=int, default=6, help="records for the decode-every-prefix reference")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--baseline", help="a commit whose score_ledger is timed against today's in this process")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds for --baseline")
     args = ap.parse_args()
     tok = load_tokenizer("qwen3-8b")
     byte_table(tok)  # built once per tokenizer; not part of scoring time
@@ -104,6 +164,8 @@ def main() -> None:
         f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
     )
 
+    if args.baseline:
+        compare_baseline(args.baseline, table, args.rounds)
     t0 = time.perf_counter()
     scores = score_ledger(table, tok, budgets=SCORE_BUDGETS)
     fast = time.perf_counter() - t0

@@ -147,11 +147,11 @@ def test_failure_while_saving_leaves_nothing(qwen, tmp_path, monkeypatch):
     folds = cross_fit(qwen, [(i, "สวัสดีครับ สวัสดี") for i in range(6)], folds=2, seed=0, size=3)
     calls = []
 
-    def failing(ext, folder, *, manifest):
+    def failing(ext, folder, *, manifest, held_out=()):
         calls.append(folder)
         if len(calls) == 2:
             raise OSError("disk full")
-        return real(ext, folder, manifest=manifest)
+        return real(ext, folder, manifest=manifest, held_out=held_out)
 
     real = crossfit_module.write_extension
     monkeypatch.setattr(crossfit_module, "write_extension", failing)

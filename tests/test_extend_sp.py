@@ -22,6 +22,7 @@ from mindcap_tok.adaptation import learn_extension, load_extension, save_extensi
 from mindcap_tok.adaptation.corpus import flores_corpus
 from mindcap_tok.adaptation.extend_sp import new_scores
 from mindcap_tok.adaptation.price import PriceSettings, SavedFolds, price_ledger
+from mindcap_tok.adaptation.saved import transformers_export
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
@@ -169,11 +170,25 @@ def test_transformers_tokenizer_json_only_where_it_segments_like_the_model(saved
         assert export["tokenizer_json"] is None and export["probe_differing"] > 0
         assert "--add-missing-characters" in export["remedy"] and not (folder / "transformers").exists()
         return
-    assert export == {"tokenizer_json": "transformers/tokenizer.json", "probe_texts": 997, "probe_differing": 0}
+    want = {"tokenizer_json": "transformers/tokenizer.json", "probe_texts": 997, "probe_differing": 0}
+    assert export == {**want, "probe_on": "training"}  # saved without held-out text: probed on its training text
     hf = Tokenizer.from_file(str(folder / "transformers" / "tokenizer.json"))
     sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
     for lines in devtest.values():
         assert [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)] == sp.encode(lines)
+
+
+def test_tokenizer_json_probe_on_held_out_text(saved, devtest):
+    """Probed on FLORES devtest (text it was not learned on) against sentencepiece: Llama 2's tokenizer.json
+    differs on Thai lines (HF turns its missing characters into bytes before merging), Gemma 3's does not."""
+    base, ext, _ = saved
+    thai = tuple(devtest["tha_Thai"])
+    export = transformers_export(ext, thai)
+    assert export.probe_on == "held-out" and export.probed == len(thai) == 1012
+    if base.name == "llama-2":
+        assert export.differing > 0 and export.text is None
+    else:
+        assert export.differing == 0 and export.text is not None
 
 
 @pytest.mark.slow
@@ -203,22 +218,11 @@ def small(config, flores_dir, tmp_path_factory):
     return base, save_extension(ext, tmp_path_factory.mktemp("small") / "llama-2-th", lang="th")
 
 
-def test_saved_extension_works_as_a_tokenizer_for_premium_and_price(small, devtest, tmp_path):
-    base, folder = small
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    tok = load_tokenizer(str(folder))
-    assert tok.family == "sentencepiece" and tok.vocab_size == 32_030 and tok.sha256 == manifest["tokenizer_sha256"]
-    res = CliRunner().invoke(
-        cli, ["premium", "--model", str(folder), "--lang", "th", "--n-boot", "50", "--format", "json"]
-    )
-    assert res.exit_code == 0, res.output
-    row = json.loads(res.stdout)[0]
-    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
-    count = {c: sum(map(len, sp.encode([unicodedata.normalize("NFC", x) for x in v]))) for c, v in devtest.items()}
-    assert (row["tokens"], row["ref_tokens"]) == (count["tha_Thai"], count["eng_Latn"])
+def _thai_ledger(base, devtest, path, n: int = 6) -> Ledger:
+    """``n`` items per arm of Llama 2 ids: a FLORES line then ``#### 7`` (items 0 and 3: ``#### 8``, wrong)."""
     records = []
     for arm, code in (("native", "tha_Thai"), ("translate-act", "eng_Latn")):
-        for item in range(6):
+        for item in range(n):
             text = f"{devtest[code][item][:60]}\n#### {7 if item % 3 else 8}"  # items 0 and 3 wrong: 4/6 right
             ids = [*base.encode(text), 2]
             records.append(
@@ -240,8 +244,25 @@ def test_saved_extension_works_as_a_tokenizer_for_premium_and_price(small, devte
                     "tokenizer": "llama-2",
                 }
             )
-    led = Ledger(tmp_path / "L")
+    led = Ledger(path)
     led.append(records, base)
+    return led
+
+
+def test_saved_extension_works_as_a_tokenizer_for_premium_and_price(small, devtest, tmp_path):
+    base, folder = small
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    tok = load_tokenizer(str(folder))
+    assert tok.family == "sentencepiece" and tok.vocab_size == 32_030 and tok.sha256 == manifest["tokenizer_sha256"]
+    res = CliRunner().invoke(
+        cli, ["premium", "--model", str(folder), "--lang", "th", "--n-boot", "50", "--format", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.stdout)[0]
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    count = {c: sum(map(len, sp.encode([unicodedata.normalize("NFC", x) for x in v]))) for c, v in devtest.items()}
+    assert (row["tokens"], row["ref_tokens"]) == (count["tha_Thai"], count["eng_Latn"])
+    led = _thai_ledger(base, devtest, tmp_path / "L")
     settings = PriceSettings(resampling=Resampling(50), tokenizer=base)
     p = price_ledger(led, "llama-2", lang="th", caps=[4096], extension=SavedFolds(folder), settings=settings)
     assert p.rows[0].acc_native_ext == pytest.approx(4 / 6) and p.rows[0].acc_native == pytest.approx(4 / 6)
@@ -263,6 +284,62 @@ def test_extend_command_cross_fits_a_sentencepiece_model(tmp_path):
         manifest = json.loads((out / f"fold-{k}" / "manifest.json").read_text(encoding="utf-8"))
         assert manifest["new_tokens"] == 1 and manifest["first_new_id"] == 9 and manifest["training_items"]
         assert set(manifest["training_items"]).isdisjoint(manifest["held_out_items"])
+        probe = manifest["transformers"]  # probed on the fold's own (held-out) lines, not its training lines
+        assert probe["probe_on"] == "held-out" and probe["probe_texts"] == len(manifest["held_out_items"]) == 2
         assert (out / f"fold-{k}" / "tokenizer.model").is_file()
         assert (out / f"fold-{k}" / "transformers" / "tokenizer.json").is_file()
         assert load_extension(out / f"fold-{k}").tokenizer.vocab_size == 10
+
+
+@pytest.mark.slow
+def test_price_learns_an_extension_with_missing_characters_added(config, devtest, tmp_path):
+    """``price --learn-extension --add-missing-characters`` on Llama 2 Thai traces: each fold first adds the Thai
+    characters of its training traces that Llama 2 lacks (found here with sentencepiece), as ``extend`` does."""
+    base = load_tokenizer("llama-2", config.tokenizers_dir.value)
+    _thai_ledger(base, devtest, tmp_path / "L", n=20)
+    out = tmp_path / "folds"
+    args = ["price", "--ledger", str(tmp_path / "L"), "--model", "llama-2", "--lang", "th", "--cap", "4096"]
+    args += ["--learn-extension", "--add-missing-characters", "--size", "5", "--no-premium", "--n-boot", "50"]
+    res = CliRunner().invoke(cli, [*args, "--save-extension", str(out), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)[0]["acc_native"] == pytest.approx(13 / 20)  # items 0, 3, ..., 18 (7 of 20) wrong
+    sp = base.backend.sp
+    for k in (0, 1):
+        manifest = json.loads((out / f"fold-{k}" / "manifest.json").read_text(encoding="utf-8"))
+        texts = [f"{devtest['tha_Thai'][i][:60]}\n#### {7 if i % 3 else 8}" for i in manifest["training_items"]]
+        # 0 = <unk>; the traces' newline is one of them (Llama 2 writes it as the byte <0x0A>)
+        lacking = sorted({c for t in texts for c in t if c != " " and sp.piece_to_id(c) == 0})
+        assert "\n" in lacking
+        assert lacking and manifest["sentencepiece"]["add_missing_characters"] is True
+        assert manifest["sentencepiece"]["missing_characters"] == "".join(lacking)
+        assert load_extension(out / f"fold-{k}").tokenizer.vocab_size == 32_000 + len(lacking) + 5
+    bad = CliRunner().invoke(cli, [*args[:9], "--extension", str(out / "fold-0"), "--add-missing-characters"])
+    assert bad.exit_code == 2 and "go with --learn-extension" in bad.output
+
+
+def test_ledger_import_and_score_take_a_saved_fold_folder(small, devtest, tmp_path):
+    """``ledger import --tokenizer DIR`` tokenizes texts with the saved Llama 2 extension (ids checked against
+    sentencepiece loading its ``tokenizer.model``) and ``score --tokenizer DIR`` reads them: 2 of 3 answers right."""
+    _, folder = small
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    rows, want = [], []
+    for item in range(3):
+        text = f"{devtest['tha_Thai'][item][:50]}\n#### {7 if item else 8}"
+        rows.append(
+            {"model": "llama-2", "arm": "native", "lang": "th", "item": item, "sample": 0, "seed": 1, "cap": 4096}
+            | {"prompt": "q", "text": text, "finish_reason": "stop", "gold": 7, "generator": "hand"}
+        )
+        want.append(sp.encode(text))
+    assert any(max(ids) >= 32_000 for ids in want)  # the extension's pieces are used
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    led = tmp_path / "L"
+    res = CliRunner().invoke(cli, ["ledger", "import", str(src), "--out-dir", str(led), "--tokenizer", str(folder)])
+    assert res.exit_code == 0, res.output
+    stored = Ledger(led).read().to_pandas().sort_values("item")
+    assert [list(x) for x in stored["output_ids"]] == want
+    res = CliRunner().invoke(
+        cli, ["score", "--ledger", str(led), "--tokenizer", str(folder), "--budgets", "4096", "--format", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)[0]["accuracy"] == pytest.approx(2 / 3)

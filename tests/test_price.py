@@ -75,6 +75,15 @@ def _translate_text(kind: str) -> str:
 
 
 ARMS = (("native", NATIVE_PLAN, _native_text), ("translate-act", TRANSLATE_PLAN, _translate_text))
+_f = Fraction
+#: the module docstring's figures at B = 30, worked by hand
+HAND_AT_30 = {
+    "acc_native": _f(9, 20), "acc_native_max": _f(14, 20), "acc_native_ext": _f(12, 20),
+    "acc_translate": _f(16, 20), "acc_translate_max": _f(19, 20), "acc_translate_ext": _f(18, 20),
+    "G": _f(7, 20), "G_max": _f(5, 20), "G3": _f(6, 20), "closure": _f(1, 20),
+    "nat_gain": _f(5, 20), "ext_nat_gain": _f(3, 20),
+    "nat_trunc": _f(11, 20), "nat_trunc_ext": _f(5, 20), "nat_trunc_max": _f(3, 20),
+}  # fmt: skip
 
 
 def _record(tok, arm: str, item: int, sample: int, text: str) -> dict:
@@ -129,15 +138,29 @@ def test_hand_computed_table3_at_the_binding_cap(priced):
     row = priced.rows[0]
     assert row.cap == 30 and row.b_max == B_MAX and row.n_items == 10
     assert (row.n_native, row.n_translate) == (20, 20)
-    f = Fraction
-    expected = {
-        "acc_native": f(9, 20), "acc_native_max": f(14, 20), "acc_native_ext": f(12, 20),
-        "acc_translate": f(16, 20), "acc_translate_max": f(19, 20), "acc_translate_ext": f(18, 20),
-        "G": f(7, 20), "G_max": f(5, 20), "G3": f(6, 20), "closure": f(1, 20),
-        "nat_gain": f(5, 20), "ext_nat_gain": f(3, 20),
-        "nat_trunc": f(11, 20), "nat_trunc_ext": f(5, 20), "nat_trunc_max": f(3, 20),
-    }  # fmt: skip
-    for name, value in expected.items():
+    for name, value in HAND_AT_30.items():
+        assert getattr(row, name) == pytest.approx(float(value), abs=1e-12), name
+
+
+@pytest.mark.parametrize(("task", "right", "wrong", "gold"), [("belebele", 3, 1, "3"), ("mmath", 3, 1, "3.0")])
+def test_price_on_choice_and_math_tasks_by_hand(world, tmp_path, task, right, wrong, gold):
+    """The same world as a Belebele ledger (labels 1-4, gold "3") and an MMATH one (gold "3.0", which math-verify
+    finds equal to the traces' ``#### 3``): one-character answers keep every token count, so the figures at B = 30
+    are the hand-worked ones of the module docstring."""
+    _, base, _, folds = world
+    records = []
+    for arm, plan, text_of in ARMS:
+        for item, kinds in enumerate(plan):
+            for s, kind in enumerate(kinds):
+                text = text_of(kind).replace(f"#### {WRONG}", f"#### {wrong}").replace(f"#### {GOLD}", f"#### {right}")
+                records.append(_record(base, arm, item, s, text) | {"task": task, "gold": None, "gold_text": gold})
+    ledger = Ledger(tmp_path / "L")
+    ledger.append(records, tokenizer=base)
+    settings = PriceSettings(resampling=Resampling(400, 3), tokenizer=base)
+    p = price_ledger(ledger, "tiny", lang="th", caps=[30], extension=GivenFolds(folds), settings=settings)
+    row = p.rows[0]
+    assert (row.n_native, row.n_translate) == (20, 20)
+    for name, value in HAND_AT_30.items():
         assert getattr(row, name) == pytest.approx(float(value), abs=1e-12), name
 
 

@@ -11,7 +11,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -59,6 +59,8 @@ class FoldExtension:
     effect: Effect | None = None
     #: seconds spent measuring ``effect`` (FLORES encodes and bootstrap); learning time is ``extension.seconds``
     measure_seconds: float = 0.0
+    #: the held-out items' texts (what a SentencePiece extension's ``tokenizer.json`` is probed on)
+    held_out_texts: tuple[str, ...] = field(default=(), repr=False)
 
     def manifest(self) -> dict:
         """Manifest of this fold: the extension record, fold membership, seed and the measured effect.
@@ -102,7 +104,8 @@ class FoldExtension:
                 "english_token_change": e.english_token_change,
             }
         if self.extension.pieces is not None:  # SentencePiece: is there a tokenizer.json for transformers?
-            row["transformers_tokenizer_json"] = transformers_export(self.extension).text is not None
+            export = transformers_export(self.extension, self.held_out_texts)
+            row["transformers_tokenizer_json"] = export.text is not None
         row["seconds"] = round(self.extension.seconds, 3)  # learning the merges
         if self.effect is not None:
             row["measure_seconds"] = round(self.measure_seconds, 3)
@@ -141,7 +144,8 @@ def cross_fit(
         ext = learn_extension(
             base, sub, size=size, min_freq=min_freq, on_progress=report, add_missing_characters=add_missing_characters
         )
-        out.append(FoldExtension(f, folds, seed, held_out, training, corpus.identity(), ext))
+        probe = tuple(corpus.select(held_out).texts())
+        out.append(FoldExtension(f, folds, seed, held_out, training, corpus.identity(), ext, held_out_texts=probe))
     return out
 
 
@@ -197,7 +201,7 @@ def save_crossfit(
         for fx in folds:
             sub = tmp / f"fold-{fx.fold}"
             sub.mkdir()
-            write_extension(fx.extension, sub, manifest={**fx.manifest(), **(extra or {})})
+            write_extension(fx.extension, sub, manifest={**fx.manifest(), **(extra or {})}, held_out=fx.held_out_texts)
         summary = {"folds": len(folds), "seed": folds[0].seed, "corpus": folds[0].corpus, **(extra or {}), "rows": rows}
         (tmp / SUMMARY).write_text(dumps_strict(summary) + "\n", encoding="utf-8")
     return rows

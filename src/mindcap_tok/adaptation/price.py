@@ -36,7 +36,8 @@ from ..ledger.tokenizers import resolve_tokenizers
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..stats.grid import ArmCoverage, check_arms
-from ..tasks.answers import get_parser
+from ..tasks.answers import AnswerParser, task_parser
+from ..tasks.load import DEFAULT_TASK
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.registry import canonical_model_name
 from .crossfit import cross_fit, measure_folds, save_crossfit
@@ -65,6 +66,7 @@ _COLUMNS = [
     "announce_style",
     "forcing",
     "gold",
+    "gold_text",
     "finish_reason",
     "n_tokens",
     "tokenizer",
@@ -104,6 +106,20 @@ class Traces:
             [self.texts[r] for r in rows],
             self.base,
         )
+
+
+def task_scoring(frame: pd.DataFrame, parser: str) -> tuple[Sequence, AnswerParser]:
+    """Each record's gold (``gold_text`` where set, else ``gold``) and the parser ``parser`` names for the answer
+    type of the records' task (built-in tasks; a cell of several tasks is refused)."""
+    tasks = frame["task"].fillna(DEFAULT_TASK) if "task" in frame else pd.Series([DEFAULT_TASK] * len(frame))
+    names = sorted(set(tasks))
+    if len(names) > 1:
+        raise MindcapError(f"the priced records hold several tasks ({', '.join(names)}); price one task at a time")
+    texts = frame["gold_text"] if "gold_text" in frame else pd.Series([None] * len(frame))
+    known = texts.notna().to_numpy()
+    gold = frame["gold"].to_numpy()
+    golds = gold if not known.any() else [t if k else g for t, g, k in zip(texts, gold, known, strict=True)]
+    return golds, task_parser(names[0] if names else DEFAULT_TASK, parser)
 
 
 def load_traces(
@@ -334,7 +350,8 @@ class LearnedFolds:
     """An extension learned on the priced NATIVE traces, cross-fitted by item: ``size`` merges per fold and/or
     pairs seen at least ``min_freq`` times (one of them is needed), over ``folds`` folds; ``measure_premium``
     adds each fold's FLORES premium before/after (from ``flores_source``); ``save_to`` keeps the folds in a new
-    folder."""
+    folder; ``add_missing_characters`` (SentencePiece bases) first adds the characters the base lacks, as
+    ``extend --add-missing-characters``."""
 
     size: int | None = None
     min_freq: int | None = None
@@ -342,6 +359,7 @@ class LearnedFolds:
     measure_premium: bool = False
     flores_source: str | None = None
     save_to: str | os.PathLike[str] | None = None
+    add_missing_characters: bool = False
 
     def __post_init__(self) -> None:
         if self.size is None and self.min_freq is None:
@@ -400,7 +418,8 @@ def price_traces(
         )
     frame = traces.frame
     n = len(frame)
-    scoring = Scoring(frame["gold"].to_numpy(), complete=(frame["finish_reason"] == "stop").to_numpy(), parser=parser)
+    golds, answer_parser = task_scoring(frame, parser)
+    scoring = Scoring(golds, complete=(frame["finish_reason"] == "stop").to_numpy(), parser=answer_parser)
     # progress over both passes: n traces with the base tokenizer, then n with the extension
     first = (lambda done, _: on_progress(done, 2 * n)) if on_progress else None
     second = (lambda done, _: on_progress(n + done, 2 * n)) if on_progress else None
@@ -595,7 +614,6 @@ def price_ledger(
     the number used (with a note). The ids' tokenizer must be the one the ledger recorded, unless
     ``settings.allow_tokenizer_mismatch`` (see :func:`load_traces`).
     """
-    get_parser(settings.parser)  # an unknown parser fails before any work
     if not isinstance(extension, GivenFolds | SavedFolds | LearnedFolds):
         raise MindcapError(f"extension must be GivenFolds, SavedFolds or LearnedFolds, got {type(extension).__name__}")
     seed, sample = settings.resampling.seed, settings.sample
@@ -611,6 +629,7 @@ def price_ledger(
     coverage = check_arms(
         traces.frame.assign(model=traces.model, lang=traces.lang), pooled=True, common_items=settings.common_items
     )
+    task_scoring(traces.frame, settings.parser)  # an unknown parser (for the records' task) fails before any work
     if not coverage.restricted.empty:
         traces = traces.select(coverage.restricted["items"].iloc[0])
     if not isinstance(extension, GivenFolds):  # a saved or learned extension: only some families have one
@@ -654,7 +673,13 @@ def _extension_folds(
         name=f"ledger:{traces.model}/native/{traces.lang}",
     )
     learned = cross_fit(
-        traces.base, corpus, folds=learn.folds, seed=resampling.seed, size=learn.size, min_freq=learn.min_freq
+        traces.base,
+        corpus,
+        folds=learn.folds,
+        seed=resampling.seed,
+        size=learn.size,
+        min_freq=learn.min_freq,
+        add_missing_characters=learn.add_missing_characters,
     )
     premiums: dict = {}
     if learn.measure_premium:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -279,9 +280,10 @@ class Scoring:
     """What retokenized prefixes are scored against: each trace's gold answer, whether it stopped by itself
     (``complete[t]``: finish reason ``stop``; default: every trace) and the answer ``parser``."""
 
-    golds: Sequence[int]
+    golds: Sequence[int | str | None]
     complete: Sequence[bool] | np.ndarray | None = None
-    parser: str = "strict"
+    #: a parser name (integer answers) or a parser object (any answer type, e.g. a task's)
+    parser: Any = "strict"
 
 
 def retokenize(

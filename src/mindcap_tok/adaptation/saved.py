@@ -131,23 +131,35 @@ class TransformersExport:
     text: str | None
     probed: int
     differing: int
+    #: what the probe read: ``"held-out"`` texts (against ``sentencepiece`` on the ``.model``), or ``"training"``
+    #: texts (against the learner's segmentation) when no held-out text was given
+    probe_on: str = "held-out"
 
     def as_dict(self) -> dict:
         written = self.text is not None
         out = {"tokenizer_json": f"{HF_FOLDER}/tokenizer.json" if written else None}
-        out |= {"probe_texts": self.probed, "probe_differing": self.differing}
+        out |= {"probe_texts": self.probed, "probe_differing": self.differing, "probe_on": self.probe_on}
         return out if written else {**out, "remedy": HF_REMEDY}
 
 
 @lru_cache(maxsize=8)
-def transformers_export(ext: Extension) -> TransformersExport:
-    """Convert the extended ``.model`` to a ``tokenizer.json`` and probe it on every training text."""
-    text = hf_tokenizer_json(sentencepiece_model(ext))
+def transformers_export(ext: Extension, held_out: tuple[str, ...] = ()) -> TransformersExport:
+    """Convert the extended ``.model`` to a ``tokenizer.json`` and probe it: on the ``held_out`` texts (text the
+    extension was not learned on, e.g. the fold's own items) against ``sentencepiece`` loading the ``.model`` (the
+    artifact of record); without them, on every training text against the learner's segmentation."""
+    model = sentencepiece_model(ext)
+    text = hf_tokenizer_json(model)
     hf = Tokenizer.from_str(text)
-    texts = list(ext.segmentation)
-    got = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
-    differing = sum(tuple(g) != ext.segmentation[t] for t, g in zip(texts, got, strict=True))
-    return TransformersExport(text if differing == 0 else None, len(texts), differing)
+    if held_out:
+        texts = list(held_out)
+        want = [tuple(x) for x in processor(model).encode(texts)]
+    else:
+        texts = list(ext.segmentation)
+        want = [ext.segmentation[t] for t in texts]
+    got = [tuple(e.ids) for e in hf.encode_batch(texts, add_special_tokens=False)]
+    differing = sum(g != w for g, w in zip(got, want, strict=True))
+    where = "held-out" if held_out else "training"
+    return TransformersExport(text if differing == 0 else None, len(texts), differing, where)
 
 
 def check_extended_pieces(tok: ResolvedTokenizer, ext: Extension) -> None:
@@ -214,8 +226,10 @@ def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
     return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
 
 
-def write_extension(ext: Extension, folder: Path, *, manifest: dict) -> dict:
-    """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest."""
+def write_extension(ext: Extension, folder: Path, *, manifest: dict, held_out: tuple[str, ...] = ()) -> dict:
+    """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest.
+
+    ``held_out``: texts the extension was not learned on, for a SentencePiece extension's ``tokenizer.json`` probe."""
     if ext.writes_ranks:
         files = tiktoken_extension_files(ext)
         (folder / files.rank_name).write_bytes(files.rank_data)
@@ -229,7 +243,7 @@ def write_extension(ext: Extension, folder: Path, *, manifest: dict) -> dict:
         (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
         return full
     if ext.pieces is not None:
-        return _write_pieces(ext, folder, manifest)
+        return _write_pieces(ext, folder, manifest, held_out)
     text = ext.tokenizer.to_str()  # tokenizers' own serialisation, so the file hash equals ResolvedTokenizer.sha256
     (folder / "tokenizer.json").write_text(text, encoding="utf-8")
     base_dir = ext.base.path.parent if ext.base.path is not None else None
@@ -249,7 +263,7 @@ def write_extension(ext: Extension, folder: Path, *, manifest: dict) -> dict:
     return full
 
 
-def _write_pieces(ext: Extension, folder: Path, manifest: dict) -> dict:
+def _write_pieces(ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
     """Write the extended ``tokenizer.model`` and ``manifest.json``; the model is reloaded from disk and checked."""
     data = sentencepiece_model(ext)
     (folder / SP_MODEL).write_bytes(data)
@@ -257,7 +271,7 @@ def _write_pieces(ext: Extension, folder: Path, manifest: dict) -> dict:
     check_extended_pieces(ResolvedTokenizer(folder.name, backend=backend, sha256=digest), ext)
     if digest != hashlib.sha256(data).hexdigest():
         raise MindcapError(f"{folder}: the written model does not hash as built (disk error?)")
-    export = transformers_export(ext)
+    export = transformers_export(ext, held_out)
     if export.text is not None:
         (folder / HF_FOLDER).mkdir()
         (folder / HF_FOLDER / "tokenizer.json").write_text(export.text, encoding="utf-8")
@@ -269,15 +283,23 @@ def _write_pieces(ext: Extension, folder: Path, manifest: dict) -> dict:
 
 
 def save_extension(
-    ext: Extension, out_dir: str | os.PathLike[str], *, manifest: dict | None = None, lang: str | None = None
+    ext: Extension,
+    out_dir: str | os.PathLike[str],
+    *,
+    manifest: dict | None = None,
+    lang: str | None = None,
+    held_out: Sequence[str] = (),
 ) -> Path:
     """Save one extension to a new folder ``out_dir`` (atomically), with ``manifest`` plus the learning record.
 
-    ``lang`` (the language the merges were learned for) is recorded so that pricing can refuse another one.
+    ``lang`` (the language the merges were learned for) is recorded so that pricing can refuse another one;
+    ``held_out``: texts it was not learned on, which a SentencePiece extension's ``tokenizer.json`` is probed on
+    (none: its training texts).
     """
     extra = {"lang": resolve_language(lang)} if lang is not None else {}
     with new_folder(out_dir) as tmp:
-        write_extension(ext, tmp, manifest={**extension_record(ext), **extra, **(manifest or {})})
+        record = {**extension_record(ext), **extra, **(manifest or {})}
+        write_extension(ext, tmp, manifest=record, held_out=tuple(held_out))
     return Path(out_dir)
 
 

@@ -88,8 +88,10 @@ def _extension_source(state, options: dict, *, n_cells: int, n_langs: int) -> Ex
     save = options["save_extension"]
     if bool(extension) == bool(learn):
         raise click.UsageError("give either --extension DIR or --learn-extension")
-    if extension and (size or min_freq or save):
-        raise click.UsageError("--size, --min-freq and --save-extension go with --learn-extension")
+    if extension and (size or min_freq or save or options["add_missing_characters"]):
+        raise click.UsageError(
+            "--size, --min-freq, --save-extension and --add-missing-characters go with --learn-extension"
+        )
     if extension and n_langs > 1:
         raise click.UsageError("a saved extension belongs to one language; give one --lang with --extension")
     if save and n_cells > 1:
@@ -106,7 +108,9 @@ def _extension_source(state, options: dict, *, n_cells: int, n_langs: int) -> Ex
             raise with_context(exc, f"{exc}; or pass --no-premium to skip the FLORES compression check") from exc
     if size is None and min_freq is None:
         min_freq = DEFAULT_MIN_FREQ  # the default rule, as `extend`'s
-    return LearnedFolds(size, min_freq, options["folds"], options["measure_premium"], source, save)
+    return LearnedFolds(
+        size, min_freq, options["folds"], options["measure_premium"], source, save, options["add_missing_characters"]
+    )
 
 
 @click.command("price", cls=Command)
@@ -125,6 +129,12 @@ def _extension_source(state, options: dict, *, n_cells: int, n_langs: int) -> Ex
 )
 @click.option("--folds", type=click.IntRange(min=2), default=2, show_default=True, help="Cross-fit folds.")
 @click.option("--save-extension", type=click.Path(), help="Keep the learned folds in this new folder.")
+@click.option(
+    "--add-missing-characters",
+    is_flag=True,
+    help="SentencePiece bases, with --learn-extension: first add every training character the base vocabulary "
+    "lacks as a piece (as in extend).",
+)
 @click.option("--premium/--no-premium", "measure_premium", default=True, show_default=True,
               help="Measure each learned fold's FLORES premium before/after.")  # fmt: skip
 @tokenizer_option

@@ -36,6 +36,7 @@ whole trace; records without thinking take the path above unchanged.
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -48,13 +49,14 @@ from ..budgets import SCORE_BUDGETS, check_budgets
 from ..errors import MindcapError
 from ..tasks.answers import AnswerParser as Parser
 from ..tasks.answers import get_parser, task_parser
-from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, byte_table, gather_bytes
+from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, anchor_starts, byte_table, gather_bytes
 from ..tokenization.load import ResolvedTokenizer
 from .outcomes import record_outcomes
 from .schema import CELL_COLUMNS, SETTING_COLUMNS
 from .think import answer_starts
 from .tokenizers import resolve_tokenizers
 
+_HASH = (b"####",)
 _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
 #: a record's gold answer: an int (integer tasks), a string (the others), None (unknown: never correct)
 Gold = int | str | None
@@ -66,17 +68,45 @@ class _EventLists:
     p_rec: list[int] = field(default_factory=list)
     p_lo: list[int] = field(default_factory=list)
     p_hi: list[int] = field(default_factory=list)
-    p_ok: list[bool] = field(default_factory=list)
+    p_gold: list[int] = field(default_factory=list)
     p_val: list[Hashable] = field(default_factory=list)
     f_rec: list[int] = field(default_factory=list)
     f_t: list[int] = field(default_factory=list)
-    f_ok: list[bool] = field(default_factory=list)
+    f_gold: list[int] = field(default_factory=list)
     f_val: list[Hashable] = field(default_factory=list)
     codes: dict[Hashable, int] = field(default_factory=dict)
+    gold_codes: dict[Hashable, int] = field(default_factory=dict)
+    verdicts: dict[tuple[int, int], bool] = field(default_factory=dict)
 
     def code(self, value: Hashable) -> int:
         """A small integer standing for an answer value (answers may not fit in int64)."""
         return self.codes.setdefault(value, len(self.codes))
+
+    def gold_code(self, gold: Gold) -> int:
+        """A small integer standing for a gold answer (-1: unknown, never correct)."""
+        return -1 if gold is None else self.gold_codes.setdefault(gold, len(self.gold_codes))
+
+    def judge(self, parser: Parser, vals: np.ndarray, golds: np.ndarray) -> np.ndarray:
+        """Whether each answer (value code) is correct for its gold (gold code), judged once per distinct pair.
+
+        Events are judged only when a budget or the trace's end reads them: a parser's verdict may be costly
+        (math-verify), and most partial-line events are never read at any budget of the grid.
+        """
+        out = np.zeros(len(vals), dtype=bool)
+        known = np.flatnonzero(golds >= 0)
+        if not len(known):
+            return out
+        width = len(self.gold_codes)
+        pairs, inverse = np.unique(vals[known] * width + golds[known], return_inverse=True)
+        values, gold_values = list(self.codes), list(self.gold_codes)
+        verdict = np.zeros(len(pairs), dtype=bool)
+        for i, key in enumerate(pairs.tolist()):
+            pair = divmod(key, width)
+            if pair not in self.verdicts:
+                self.verdicts[pair] = bool(parser.correct(values[pair[0]], gold_values[pair[1]]))
+            verdict[i] = self.verdicts[pair]
+        out[known] = verdict[inverse.ravel()]
+        return out
 
     def add_line(
         self, parser: Parser, rec: int, line: bytes, start: int, newline: bool, total: int, complete: bool, gold: Gold
@@ -84,12 +114,13 @@ class _EventLists:
         """Events of one line ``[start, start + len(line))`` of record ``rec`` (cut positions in record bytes)."""
         cuts = parser.line_cuts(line)
         end = start + len(line)
+        gold_code = self.gold_code(gold)
         if not parser.terminated:
             for lo, hi, value in cuts.partial:
                 self.p_rec.append(rec)
                 self.p_lo.append(start + lo)
                 self.p_hi.append(start + hi)
-                self.p_ok.append(gold is not None and parser.correct(value, gold))
+                self.p_gold.append(gold_code)
                 self.p_val.append(self.code(value))
             threshold = end
         elif newline:
@@ -101,7 +132,7 @@ class _EventLists:
         if cuts.full is not None:
             self.f_rec.append(rec)
             self.f_t.append(threshold)
-            self.f_ok.append(gold is not None and parser.correct(cuts.full, gold))
+            self.f_gold.append(gold_code)
             self.f_val.append(self.code(cuts.full))
 
 
@@ -117,17 +148,21 @@ def _scan_segment(
     complete: bool,
     gold: Gold,
     seen: set,
+    needles: tuple[bytes, ...] | None = _HASH,
 ) -> None:
-    """Add events for the complete lines holding ``####`` in ``seg`` (record bytes from ``seg_start``)."""
-    if not parser.needs_hash:  # ``seg`` is the whole record: every line may hold an answer
+    """Add events for the complete lines of ``seg`` (record bytes from ``seg_start``) holding one of ``needles``
+    (``####``, or a parser's lowercase anchors, searched in the lowercased bytes); ``None``: ``seg`` is the whole
+    record and every line matching the parser's trigger is read."""
+    if needles is None:
         _scan_lines(ev, parser, rec, seg, total, complete, gold)
         return
-    pos = seg.find(b"####")
+    find = _finder(seg, needles)
+    pos = find(0)
     while pos != -1:
         ls = seg.rfind(b"\n", 0, pos) + 1
         le = seg.find(b"\n", pos)
         if ls == 0 and not head_complete:  # the line began before this segment; its own segment covers it
-            pos = seg.find(b"####", pos + 1) if le == -1 else seg.find(b"####", le)
+            pos = find(pos + 1) if le == -1 else find(le)
             continue
         if le == -1 and not tail_complete:
             return
@@ -138,7 +173,23 @@ def _scan_segment(
             ev.add_line(parser, rec, seg[ls:end], seg_start + ls, le != -1, total, complete, gold)
         if le == -1:
             return
-        pos = seg.find(b"####", le)
+        pos = find(le)
+
+
+def _finder(seg: bytes, needles: tuple[bytes, ...]):
+    """``find(start)``: the first position from ``start`` where a needle starts in ``seg`` (lowercased unless
+    the needle is ``####``), or -1."""
+    if needles == _HASH:
+        return lambda start: seg.find(b"####", start)
+    hay = seg.lower()
+    hits = []
+    for needle in needles:
+        pos = hay.find(needle)
+        while pos != -1:
+            hits.append(pos)
+            pos = hay.find(needle, pos + 1)
+    hits.sort()
+    return lambda start: hits[i] if (i := bisect_left(hits, start)) < len(hits) else -1
 
 
 def _scan_lines(ev: _EventLists, parser: Parser, rec: int, data: bytes, total: int, complete: bool, gold: Gold) -> None:
@@ -173,20 +224,23 @@ def _events_from_ids(
     complete: np.ndarray,
     parser: Parser,
 ) -> _EventLists:
-    """Answer events of token-id traces, decoding only the lines around tokens that hold ``#`` (every line of
-    every record for a parser that does not need ``#``)."""
+    """Answer events of token-id traces, decoding only the lines around tokens that hold ``#`` (for a parser
+    whose lines need not hold ``####``: tokens where one of its anchors may start; without anchors, every line of
+    every record)."""
     ev = _EventLists()
-    if not parser.needs_hash:
+    anchors = _HASH if parser.needs_hash else getattr(parser, "anchors", None)
+    if anchors is None:
         rec = np.flatnonzero(np.diff(splits) > 0)
         return _scan_windows(
             ev, ids, splits, table, cut, base, totals, golds, complete, parser, splits[rec], splits[rec + 1] - 1, rec
         )
     flagged = np.flatnonzero(table.flags[ids])
     kinds = table.flags[ids[flagged]]
-    hashes = flagged[(kinds & HAS_HASH) > 0]
+    hashes = flagged[(kinds & HAS_HASH) > 0] if anchors == _HASH else anchor_starts(table, ids, anchors=anchors)
     if not len(hashes):
         return ev
-    newlines = flagged[(kinds & HAS_NEWLINE) > 0]
+    # a sentinel newline token before every id keeps the lookups below in bounds when a chunk holds none
+    newlines = np.concatenate([[-1], flagged[(kinds & HAS_NEWLINE) > 0]])
     rec = np.searchsorted(splits, hashes, side="right") - 1
     first_tok, last_tok = splits[rec], splits[rec + 1] - 1
     # window: from the last newline-holding token before the '#' token to the first one after it, so every
@@ -198,7 +252,7 @@ def _events_from_ids(
     after = np.where(j < len(newlines), newlines[np.minimum(j, len(newlines) - 1)], np.iinfo(np.int64).max)
     we = np.minimum(after, last_tok)
     windows = np.unique(np.stack([ws, we, rec], axis=1), axis=0)
-    return _scan_windows(ev, ids, splits, table, cut, base, totals, golds, complete, parser, *windows.T)
+    return _scan_windows(ev, ids, splits, table, cut, base, totals, golds, complete, parser, *windows.T, anchors)
 
 
 def _scan_windows(
@@ -215,6 +269,7 @@ def _scan_windows(
     ws: np.ndarray,
     we: np.ndarray,
     rec: np.ndarray,
+    needles: tuple[bytes, ...] | None = None,
 ) -> _EventLists:
     """Add the events of token windows ``ids[ws[w]:we[w] + 1]`` of records ``rec[w]`` (sorted, whole lines)."""
     counts = we - ws + 1
@@ -239,6 +294,7 @@ def _scan_windows(
             bool(complete[r]),
             golds[r],
             seen,
+            needles,
         )
     return ev
 
@@ -247,8 +303,9 @@ def _events_from_texts(
     texts: Sequence[bytes], golds: Sequence[Gold], complete: np.ndarray, parser: Parser
 ) -> _EventLists:
     ev = _EventLists()
+    needles = _HASH if parser.needs_hash else getattr(parser, "anchors", None)
     for r, data in enumerate(texts):
-        _scan_segment(ev, parser, r, data, 0, True, True, len(data), bool(complete[r]), golds[r], set())
+        _scan_segment(ev, parser, r, data, 0, True, True, len(data), bool(complete[r]), golds[r], set(), needles)
     return ev
 
 
@@ -288,41 +345,54 @@ def _score_events(
     p_rec = np.asarray(ev.p_rec, dtype=np.int64)
     p_lo = base[p_rec] + np.asarray(ev.p_lo, dtype=np.int64)
     p_hi = base[p_rec] + np.asarray(ev.p_hi, dtype=np.int64)
-    p_ok = np.asarray(ev.p_ok, dtype=bool)
+    p_gold = np.asarray(ev.p_gold, dtype=np.int64)
     p_val = np.asarray(ev.p_val, dtype=np.int64)
     order = np.argsort(p_lo, kind="stable")
-    p_rec, p_lo, p_hi, p_ok, p_val = p_rec[order], p_lo[order], p_hi[order], p_ok[order], p_val[order]
+    p_rec, p_lo, p_hi, p_gold, p_val = p_rec[order], p_lo[order], p_hi[order], p_gold[order], p_val[order]
     f_rec = np.asarray(ev.f_rec, dtype=np.int64)
     f_t = base[f_rec] + np.asarray(ev.f_t, dtype=np.int64)
-    f_ok = np.asarray(ev.f_ok, dtype=bool)
+    f_gold = np.asarray(ev.f_gold, dtype=np.int64)
     f_val = np.asarray(ev.f_val, dtype=np.int64)
     order = np.argsort(f_t, kind="stable")
-    f_rec, f_t, f_ok, f_val = f_rec[order], f_t[order], f_ok[order], f_val[order]
+    f_rec, f_t, f_gold, f_val = f_rec[order], f_t[order], f_gold[order], f_val[order]
     first_t = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     first_ok = np.zeros(n, dtype=bool)
     first_val = np.full(n, -1, dtype=np.int64)
     recs, first_idx = np.unique(f_rec, return_index=True)
-    first_t[recs], first_ok[recs], first_val[recs] = f_t[first_idx], f_ok[first_idx], f_val[first_idx]
+    first_t[recs], first_val[recs] = f_t[first_idx], f_val[first_idx]
+    first_ok[recs] = ev.judge(parser, f_val[first_idx], f_gold[first_idx])
 
-    def answer_at(rec: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Whether the answer read at global cut ``g`` of record ``rec`` is correct, and its value code (-1: none)."""
-        partial = np.zeros(g.shape, dtype=bool)
-        partial_ok, partial_val = partial, np.full(g.shape, -1, dtype=np.int64)
+    def judged(read: np.ndarray, k: np.ndarray, vals: np.ndarray, golds: np.ndarray) -> np.ndarray:
+        """Whether the events ``k`` are correct where ``read`` (False elsewhere)."""
+        ok = np.zeros(read.shape, dtype=bool)
+        idx = np.flatnonzero(read)
+        ok[idx] = ev.judge(parser, vals[k[idx]], golds[k[idx]])
+        return ok
+
+    def answer_at(rec: np.ndarray, g: np.ndarray, judge: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Whether the answer read at global cut ``g`` of record ``rec`` is correct (all False unless ``judge``),
+        and its value code (-1: none)."""
+        partial, pk = np.zeros(g.shape, dtype=bool), np.zeros(g.shape, dtype=np.int64)
+        partial_val = np.full(g.shape, -1, dtype=np.int64)
         if len(p_lo):
             k = np.searchsorted(p_lo, g, side="right") - 1
-            kk = np.maximum(k, 0)
-            partial = (k >= 0) & (g < p_hi[kk])
-            partial_ok, partial_val = partial & p_ok[kk], np.where(partial, p_val[kk], -1)
+            pk = np.maximum(k, 0)
+            partial = (k >= 0) & (g < p_hi[pk])
+            partial_val = np.where(partial, p_val[pk], -1)
+        ok = np.zeros(g.shape, dtype=bool)
         if parser.last:
-            full_ok, full_val = np.zeros(g.shape, dtype=bool), np.full(g.shape, -1, dtype=np.int64)
+            full, fk = np.zeros(g.shape, dtype=bool), np.zeros(g.shape, dtype=np.int64)
             if len(f_t):
                 k = np.searchsorted(f_t, g, side="right") - 1
-                kk = np.maximum(k, 0)
-                full = (k >= 0) & (f_t[kk] >= base[rec])
-                full_ok, full_val = full & f_ok[kk], np.where(full, f_val[kk], -1)
-            return np.where(partial, partial_ok, full_ok), np.where(partial, partial_val, full_val)
+                fk = np.maximum(k, 0)
+                full = (k >= 0) & (f_t[fk] >= base[rec]) & ~partial
+            if judge:
+                ok = judged(partial, pk, p_val, p_gold) | judged(full, fk, f_val, f_gold)
+            return ok, np.where(partial, partial_val, np.where(full, f_val[fk] if len(f_t) else -1, -1))
         reached = g >= first_t[rec]
-        return np.where(reached, first_ok[rec], partial_ok), np.where(reached, first_val[rec], partial_val)
+        if judge:
+            ok = np.where(reached, first_ok[rec], judged(partial & ~reached, pk, p_val, p_gold))
+        return ok, np.where(reached, first_val[rec], partial_val)
 
     rec_idx = np.arange(n)
     scores = np.zeros((n, len(budgets)), dtype=np.int8)
@@ -356,7 +426,7 @@ def _emission(
     k = np.searchsorted(cut, bounds, side="left") - 1  # the last token ending before the boundary
     valid = k >= splits[bounds_rec]
     rec, k = bounds_rec[valid], k[valid]
-    other = answer_at(rec, cut[k])[1] != final[rec]
+    other = answer_at(rec, cut[k], judge=False)[1] != final[rec]
     latest = np.zeros(n)
     np.maximum.at(latest, rec[other], (k - splits[rec] + 2)[other])
     return np.where(final >= 0, np.maximum(emission, latest), np.nan)

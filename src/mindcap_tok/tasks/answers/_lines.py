@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable
 from functools import cache
+from itertools import chain, product
+from math import prod
 
 from .integer import AnswerLine, LineCuts, read_answer, read_answer_lines
 
@@ -23,6 +25,8 @@ class LineParser:
     terminated: bool
     #: a pattern that every line with an answer in some prefix matches (``None``: any line may hold one)
     trigger: re.Pattern[str] | None = None
+    #: byte strings one of which every line matching ``trigger`` holds once ASCII-lowercased (``None``: unknown)
+    anchors: tuple[bytes, ...] | None = None
 
     def line_value(self, line: str) -> Hashable | None:  # pragma: no cover - every type defines it
         raise NotImplementedError
@@ -76,3 +80,36 @@ class LineParser:
 def any_of(patterns: tuple[str | None, ...]) -> re.Pattern[str] | None:
     """One trigger matching where any of ``patterns`` does (``None`` if one of them may match anywhere)."""
     return None if None in patterns else re.compile("|".join(patterns))
+
+
+@cache
+def _all_chars() -> str:
+    """Every code point but the surrogates, as one string (for finding what a case-insensitive pattern matches)."""
+    return "".join(map(chr, chain(range(0xD800), range(0xE000, 0x110000))))
+
+
+@cache
+def fold_literals(word: str, limit: int = 8) -> tuple[bytes, ...] | None:
+    """Byte strings one of which every match of ``(?i:word)`` holds, as ASCII-lowercased UTF-8 (``None``: no
+    word). A character matches its case partners, some outside ASCII (``ſ`` for ``s``, ``K`` for ``k``), found
+    by searching every code point with ``re`` itself; the longest substring of ``word`` with at most ``limit``
+    spellings is used. Hand-written: no library lists the strings a case-insensitive ``re`` pattern accepts."""
+    if not word:
+        return None
+    distinct = sorted(set(word))
+    finder = re.compile("(?i)(?:" + "|".join(map(re.escape, distinct)) + ")")
+    found = set(finder.findall(_all_chars()))
+    spellings = {
+        ch: sorted(
+            {c.encode("utf-8").lower() for c in found if re.fullmatch("(?i)" + re.escape(ch), c)}
+            | {ch.encode("utf-8").lower()}
+        )
+        for ch in distinct
+    }
+    parts = [spellings[ch] for ch in word]
+    for size in range(len(word), 0, -1):
+        for start in range(len(word) - size + 1):
+            chosen = parts[start : start + size]
+            if prod(map(len, chosen)) <= limit:
+                return tuple(b"".join(p) for p in product(*chosen))
+    return None  # pragma: no cover - one character always has few spellings

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from ...errors import MindcapError
-from ._lines import LineParser, any_of
+from ._lines import LineParser, any_of, fold_literals
 from .integer import LineCuts
 
 VARIANTS = {
@@ -52,6 +52,12 @@ class ChoiceParser(LineParser):
     def trigger(self) -> re.Pattern[str] | None:  # type: ignore[override]
         """``####`` or the start of each lenient form (a standalone label may be anywhere: every line is read)."""
         return _patterns(self.labels, self.forms, self.phrases)[2]
+
+    @property
+    def anchors(self) -> tuple[bytes, ...] | None:  # type: ignore[override]
+        """Byte strings one of which each line matching the trigger holds (lowercased): ``####``, ``(b)`` for
+        each label, the answer words; ``None`` with the ``label`` form (any line may hold a label)."""
+        return _anchors(self.labels, self.forms, self.phrases)
 
     def line_value(self, line: str) -> str | None:
         """The label ``line`` reads, or ``None``."""
@@ -96,6 +102,19 @@ def _patterns(
             starts.append(rf"(?i:{'|'.join(words[form])}){after}")  # the form without its optional end
             lenient.append(re.compile(starts[-1] + end))
     return strict, tuple(lenient), any_of(tuple(s.replace("?P<label>", "?:") if s else s for s in starts))
+
+
+@cache
+def _anchors(labels: tuple[str, ...], forms: tuple[str, ...], phrases: tuple[str, ...]) -> tuple[bytes, ...] | None:
+    words = {"paren": [f"({x})" for x in labels], "answer": ["answer"], "phrases": list(phrases), "label": [None]}
+    found = [b"####"]
+    for form in forms:
+        for word in words[form]:
+            literals = None if word is None else fold_literals(word)
+            if literals is None:
+                return None
+            found.extend(literals)
+    return tuple(dict.fromkeys(found))
 
 
 @cache

@@ -48,6 +48,11 @@ class MathParser(LineParser):
         """``####``, or a box too."""
         return any_of(("####", r"\\boxed\{") if self.boxed else ("####",))
 
+    @property
+    def anchors(self) -> tuple[bytes, ...]:  # type: ignore[override]
+        """``####``, or ``\\boxed{`` too (lowercase already)."""
+        return (b"####", _BOX.encode()) if self.boxed else (b"####",)
+
     def line_value(self, line: str) -> str | None:
         """The answer string ``line`` reads, or ``None``."""
         m = _STRICT.fullmatch(line)
@@ -102,10 +107,18 @@ def equivalent(answer: str, gold: str) -> bool:
     """Whether ``answer`` and ``gold`` are the same mathematical object by math-verify (equal strings are)."""
     if answer == gold:
         return True
-    mv = _math_verify()
-    parsed_gold = mv.parse(f"${gold}$", parsing_timeout=None)
-    parsed = mv.parse(f"${answer}$", parsing_timeout=None)
-    return bool(parsed_gold and parsed and mv.verify(parsed_gold, parsed, timeout_seconds=None))
+    parsed = parsed_latex(answer)
+    if not parsed:  # nothing to compare: skip parsing the gold
+        return False
+    parsed_gold = parsed_latex(gold)
+    return bool(parsed_gold and _math_verify().verify(parsed_gold, parsed, timeout_seconds=None))
+
+
+@lru_cache(maxsize=1 << 18)
+def parsed_latex(text: str) -> list:
+    """``math_verify.parse`` of ``text`` as LaTeX (``$text$``), once per distinct string: a gold is compared
+    with many answers and an answer with many golds. Callers must not modify the list."""
+    return _math_verify().parse(f"${text}$", parsing_timeout=None)
 
 
 @cache
