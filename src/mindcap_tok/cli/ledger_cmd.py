@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ._options import format_option, no_verify_option, out_dir_option, out_file_option
+from ..errors import MindcapError
+from ._options import format_option, no_verify_option, out_dir_option, out_file_option, task_files_option
 from ._output import emit, render
 from ._parsing import Group
 from ._progress import on_progress, progress_bar
@@ -24,10 +25,23 @@ def _count_lines(path: str) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
 
 
+#: ``--from`` values: JSON lines, or another harness's logs (mindcap_tok.ledger.import_logs.READERS)
+SOURCES = ("jsonl", "lm-eval", "inspect")
+
+
 @ledger_group.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @out_dir_option("Ledger folder (created if absent).")
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(SOURCES),
+    default="jsonl",
+    show_default=True,
+    help="What PATHS hold: mindcap-tok JSON lines, lm-evaluation-harness --log_samples output, or inspect_ai logs.",
+)
 @click.option("--tokenizer", help="Tokenizer the ids belong to (default: resolved from each record's model).")
+@task_files_option
 @click.option("--batch", type=click.IntRange(min=1), default=2000, show_default=True, help="Records per commit.")
 @click.option(
     "--allow-text-mismatch",
@@ -35,8 +49,18 @@ def _count_lines(path: str) -> int:
     help="Store records whose text is not the decoding of their output_ids, marked (see `ledger info`).",
 )
 @click.pass_obj
-def import_command(state, file: str, out: str, tokenizer: str | None, batch: int, allow_text_mismatch: bool) -> None:
-    """Import FILE (JSON lines; `-` reads standard input) into the ledger at --out-dir.
+def import_command(
+    state,
+    paths: tuple[str, ...],
+    out: str,
+    source: str,
+    tokenizer: str | None,
+    tasks: tuple[str, ...],
+    batch: int,
+    allow_text_mismatch: bool,
+) -> None:
+    """Import PATHS into the ledger at --out-dir: a JSON-lines FILE (`-` reads standard input), or with
+    --from lm-eval / inspect a harness's logs (files or folders).
 
     One JSON object per line, for example:
 
@@ -56,9 +80,21 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
     content is an error. Models are stored by registry name (qwen3 and Qwen3-8B are qwen3-8b). With
     output_ids given, a record that finished by length holds cap ids, and its text is the decoding of its
     ids (special tokens skipped or kept); --allow-text-mismatch stores such records marked instead.
+
+    --from lm-eval reads `lm_eval ... --log_samples` output (samples_<task>_<time>.jsonl files, or the run's
+    folder with its results_<time>.json): one record per sample and response, task, language and arm from the
+    task name (mgsm_native_cot_th: mgsm, tha_Thai, native; mgsm_en_cot_th: pivot; other tasks need --task), the
+    cap from max_gen_toks (lm-eval's default 256 when unset, marked), ids re-encoded with --tokenizer (required)
+    and the finish reason inferred from them (length when they reach the cap). All files in one commit.
     """
+    if source != "jsonl":
+        _import_logs(state, paths, out, source, tokenizer, tasks)
+        return
     from ..ledger.importer import ImportInterrupted, import_jsonl
 
+    if len(paths) != 1 or (paths[0] != "-" and not Path(paths[0]).is_file()):
+        raise MindcapError("--from jsonl imports one file (or `-`); give a single JSON-lines file")
+    file = paths[0]
     # a pipe can be read only once: count lines (for the progress bar) only in regular files
     total = _count_lines(file) if file != "-" and Path(file).is_file() else 0
     try:
@@ -78,6 +114,24 @@ def import_command(state, file: str, out: str, tokenizer: str | None, batch: int
     click.echo(
         f"imported {result.added} of {result.read} records into {result.ledger} ({len(result.shards)} new shards; "
         f"{result.skipped} already stored, {result.retokenized} retokenized from text)"
+    )
+
+
+def _import_logs(state, paths: tuple[str, ...], out: str, source: str, tokenizer: str | None, tasks) -> None:
+    """``--from lm-eval|inspect``: a harness's logs through :func:`mindcap_tok.ledger.import_logs.import_logs`."""
+    from ..ledger.import_logs import import_logs
+
+    if tokenizer is None:
+        raise MindcapError(f"--from {source} needs --tokenizer (the model's tokenizer: the logs hold texts, not ids)")
+    if "-" in paths:
+        raise MindcapError(f"--from {source} reads files or folders, not standard input")
+    result = import_logs(
+        paths, out, source=source, tokenizer=tokenizer, tokenizers_dir=state.config.tokenizers_dir.value, tasks=tasks
+    )
+    click.echo(
+        f"imported {result.added} of {result.read} records from {source} logs into {result.ledger} "
+        f"({len(result.shards)} new shards; {result.skipped} already stored, {result.retokenized} retokenized from "
+        f"text, {result.over_cap} of them encode to more ids than their cap, kept as they are)"
     )
 
 

@@ -583,7 +583,12 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
         if pc.any(bad).as_py():
             row = _first(bad.fill_null(False))
             raise _record_error(table, row, f"{name} = {table.column(name)[row].as_py()} is below {low}")
-    over = pc.and_(pc.greater(table.column("n_tokens"), table.column("cap")), pc.invert(table.column("forcing")))
+    # a forced record holds the forcing text past the cap; a retokenized text may encode to more ids than were
+    # sampled (re-encoding is not sampling): both are kept as they are
+    over = pc.and_(
+        pc.greater(table.column("n_tokens"), table.column("cap")),
+        pc.invert(pc.or_(table.column("forcing"), table.column("retokenized"))),
+    )
     if pc.any(over).as_py():
         row = _first(over.combine_chunks())
         raise _record_error(
