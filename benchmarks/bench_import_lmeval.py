@@ -5,7 +5,8 @@ x 10,000 docs), two lines per doc (``strict-match`` and ``flexible-extract``, th
 sentence as the prompt, responses of the language's FLORES sentences (1 to 5 of them, drawn at random, then
 ``The answer is <n>``: about 30 to 400 tokens, so some pass lm-eval's default cap 256), no ``max_gen_toks``.
 The import (read, deduplicate, map, encode, validate, one commit) is timed against the reference: encoding the
-same response and prompt texts alone with the same tokenizer (``encode_batch``), in the same process.
+same response and prompt texts alone with the same tokenizer (``encode_batch``), in the same process; each
+path gets its own freshly loaded tokenizer, so neither finds the other's words in the BPE cache.
 
     python benchmarks/bench_import_lmeval.py [--docs 10000] [--keep DIR]
 """
@@ -68,7 +69,8 @@ def main() -> None:
         tok.encode_batch(prompts)
         reference = time.perf_counter() - t0
         t0 = time.perf_counter()
-        result = import_logs([root / "run"], root / "L", source="lm-eval", tokenizer=tok)
+        fresh = load_tokenizer("qwen3-8b", config.tokenizers_dir.value)  # its own BPE word cache, empty
+        result = import_logs([root / "run"], root / "L", source="lm-eval", tokenizer=fresh)
         fast = time.perf_counter() - t0
         assert result.added == len(texts) == len(Ledger(root / "L"))
         print(f"samples {len(texts):,} (lines {2 * len(texts):,}); over the cap after re-encoding: {result.over_cap:,}")

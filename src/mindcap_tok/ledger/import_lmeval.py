@@ -120,7 +120,7 @@ def _model_keys(name: str) -> set[str]:
     return keys
 
 
-def check_model(logged: str, tokenizer: str, where: str) -> None:
+def check_log_model(logged: str, tokenizer: str, *, where: str) -> None:
     """Refuse a log whose model is not the tokenizer's (no registry name, path or last path part in common)."""
     if not _model_keys(logged) & _model_keys(tokenizer):
         raise BadInputError(
@@ -211,7 +211,7 @@ def read_lmeval_logs(
         results = _results(results_path)
         logged = log_model(results)
         if logged is not None:
-            check_model(logged, tokenizer.name, str(results_path))
+            check_log_model(logged, tokenizer.name, where=str(results_path))
         model = (canonical_model_name(logged) or logged) if logged else tokenizer.name
         lm_task = _SAMPLES.match(samples.name)["task"]
         task, lang, arm = map_task(lm_task, user_tasks)

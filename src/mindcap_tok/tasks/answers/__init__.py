@@ -111,5 +111,5 @@ def task_parser(
                 f"(it has {', '.join(filt.patterns)})",
                 key="parser",
             )
-        return filter_parser(spec, pattern, filt.select, tuple(filt.compare))
+        return filter_parser(spec, pattern, select=filt.select, compare=tuple(filt.compare))
     return get_parser(spec, None if answer.type == "integer" else answer)

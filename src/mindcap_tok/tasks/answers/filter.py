@@ -78,7 +78,7 @@ def _cached_cuts(parser: FilterParser, line: bytes) -> LineCuts:
 
 
 @cache
-def filter_parser(name: str, pattern: str, select: str, compare: tuple[str, ...]) -> FilterParser:
+def filter_parser(name: str, pattern: str, *, select: str, compare: tuple[str, ...]) -> FilterParser:
     """The parser of filter variant ``name`` for one language's ``pattern`` (Python ``re``, as the harness)."""
     try:
         compiled = re.compile(pattern)
