@@ -179,3 +179,25 @@ def test_over_cap_retokenized_records_are_kept_and_counted(tmp_path):
     assert (np.asarray(table.column("n_tokens")) > 2).all()
     assert set(table.column("finish_reason").to_pylist()) == {"length"}
     assert all(table.column("retokenized").to_pylist()) and all(table.column("finish_inferred").to_pylist())
+
+
+def test_from_inspect_dispatches_to_its_reader(tmp_path):
+    """``--from inspect`` goes to ``ledger/import_inspect.py``'s ``read_inspect_logs``; without it, one line."""
+    import importlib.util
+
+    res = _import(_log(tmp_path / "run"), tmp_path / "L")
+    assert res.exit_code == 0
+    args = ["ledger", "import", str(tmp_path / "run"), "--from", "inspect", "--tokenizer", "qwen3-8b"]
+    res = CliRunner().invoke(cli, [*args, "--out-dir", str(tmp_path / "L2")])
+    if importlib.util.find_spec("mindcap_tok.ledger.import_inspect") is None:
+        _one_line_error(res, r"importing inspect logs is not available")
+    else:  # the inspect reader refuses an lm-eval folder
+        assert (res.exit_code != 0 and res.exception is None) or isinstance(res.exception, SystemExit)
+
+
+def test_jsonl_imports_one_file(tmp_path):
+    (tmp_path / "a.jsonl").write_text("{}\n")
+    (tmp_path / "b.jsonl").write_text("{}\n")
+    res = CliRunner().invoke(cli, ["ledger", "import", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                                   "--out-dir", str(tmp_path / "L")])  # fmt: skip
+    _one_line_error(res, r"--from jsonl imports one file")
