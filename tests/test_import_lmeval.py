@@ -201,3 +201,17 @@ def test_jsonl_imports_one_file(tmp_path):
     res = CliRunner().invoke(cli, ["ledger", "import", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
                                    "--out-dir", str(tmp_path / "L")])  # fmt: skip
     _one_line_error(res, r"--from jsonl imports one file")
+
+
+def test_a_task_not_built_in_maps_through_its_task_file(tmp_path):
+    """``tiny_de`` (lm-eval's name) is the user's task ``tiny`` in ``deu_Latn``; the gold is its integer."""
+    from mindcap_tok.ledger import Ledger
+    from test_tasks import SMALL
+
+    (tmp_path / "tiny.toml").write_text(SMALL, "utf-8")
+    logs = _log(tmp_path / "run", task="tiny_de")
+    res = _import(logs, tmp_path / "L", "qwen3-8b", "--task", str(tmp_path / "tiny.toml"))
+    assert res.exit_code == 0, res.output
+    table = Ledger(tmp_path / "L").read(columns=["task", "lang", "arm", "gold", "item"]).to_pandas()
+    assert set(table["task"]) == {"tiny"} and set(table["lang"]) == {"deu_Latn"} and set(table["arm"]) == {"native"}
+    assert sorted(table["gold"]) == [1, 2, 3]

@@ -7,9 +7,10 @@ Each response of a sample (``resps[0][j]``) is one record, sample ``j``:
 
 - task, language and arm from the lm-eval task name: ``mgsm_native_cot_<xx>`` is task ``mgsm``, arm
   ``native``; ``mgsm_en_cot_<xx>`` (the problem in L, an English chain of thought) is arm ``pivot`` (reason in
-  English, answer in L); ``<xx>`` is the language (``th`` -> ``tha_Thai``). Any other task keeps its lm-eval
-  name and needs a task file of that name (``tasks``): its native arm, and its only language (or the one the
-  task name ends with);
+  English, answer in L); ``<xx>`` is the language (``th`` -> ``tha_Thai``). Any other task needs a task file
+  (``tasks``) named as the lm-eval task (``_`` written ``-``, as task names are spelled: ``arc_easy`` ->
+  ``arc-easy``), its only language or the one the name ends with, or named as the name without its language
+  suffix (``mytask_de`` -> task ``mytask``, ``deu_Latn``); the records take the task file's name and native arm;
 - the cap from the sample's generation kwargs (``max_gen_toks``), else the run's task config, else
   lm-eval's default for the ``hf`` and ``vllm`` models, :data:`LMEVAL_DEFAULT_CAP`, marked ``cap_inferred``;
 - the prompt from the sample's context and the gold from its ``target``;
@@ -34,7 +35,8 @@ from pathlib import Path
 from ..data.languages import resolve_language
 from ..data.mgsm import parse_gold
 from ..errors import BadInputError, MindcapError
-from ..tasks.load import builtin_tasks, load_task
+from ..tasks.load import load_task
+from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.registry import canonical_model_name
 from .importer import _lines
@@ -137,23 +139,27 @@ def map_task(name: str, tasks: Sequence) -> tuple[str, str, str]:
             except MindcapError as exc:
                 raise BadInputError(f"lm-eval task {name!r}: {exc}") from exc
     given = {t.name: t for t in tasks}
-    if name not in given:
-        raise BadInputError(
-            f"lm-eval task {name!r} is not one mindcap-tok maps (mgsm_native_cot_<lang>, mgsm_en_cot_<lang>); "
-            f"give a task file named {name!r} (--task FILE)",
-            key="task",
-        )
-    task = given[name]
-    if len(task.languages) == 1:
-        return name, task.languages[0], task.native
-    suffix = name.rsplit("_", 1)[-1]
+    stem, _, suffix = name.rpartition("_")
     try:
-        lang = resolve_language(suffix)
+        named = resolve_language(suffix) if stem else None
     except MindcapError:
-        lang = None
-    if lang not in task.languages:
-        raise BadInputError(f"lm-eval task {name!r}: its task file has several languages; name ends with none of them")
-    return name, lang, task.native
+        named = None
+    for candidate in (name, name.replace("_", "-")):
+        if candidate in given:
+            task = given[candidate]
+            lang = task.languages[0] if len(task.languages) == 1 else named
+            if lang not in task.languages:
+                raise BadInputError(f"lm-eval task {name!r}: the name ends in none of its task file's languages")
+            return task.name, lang, task.native
+    task = given.get(stem.replace("_", "-"))
+    if task is not None and named in task.languages:
+        return task.name, named, task.native
+    raise BadInputError(
+        f"lm-eval task {name!r} is not one mindcap-tok maps (mgsm_native_cot_<lang>, mgsm_en_cot_<lang>); "
+        f"give its task file (--task FILE) named {name.replace('_', '-')!r}, or {stem.replace('_', '-')!r} with "
+        "the language the name ends with",
+        key="task",
+    )
 
 
 def _cap(line_kwargs: object, config: dict) -> tuple[int, bool]:
@@ -166,16 +172,18 @@ def _cap(line_kwargs: object, config: dict) -> tuple[int, bool]:
     return LMEVAL_DEFAULT_CAP, True
 
 
-def _gold(task: str, target: object, where: str) -> int | str:
+def _gold(task: Task, target: object, where: str) -> int | str:
+    """The sample's gold in its task's type: an integer task's read as MGSM golds are (``"1,000"`` -> 1000)."""
     if isinstance(target, list) and len(target) == 1:
         target = target[0]
     if not isinstance(target, str | int) or isinstance(target, bool):
         raise BadInputError(f"{where}: target = {target!r} is not a string or an integer")
-    if task in builtin_tasks() and load_task(task).gold.type == "integer":
+    if task.gold.type == "integer":
         try:
             return parse_gold(str(target))
         except MindcapError as exc:
-            raise BadInputError(f"{where}: target {target!r} is not an integer, but task {task!r} takes one") from exc
+            message = f"{where}: target {target!r} is not an integer, but task {task.name!r} takes one"
+            raise BadInputError(message) from exc
     return str(target)
 
 
@@ -215,6 +223,7 @@ def read_lmeval_logs(
         model = (canonical_model_name(logged) or logged) if logged else tokenizer.name
         lm_task = _SAMPLES.match(samples.name)["task"]
         task, lang, arm = map_task(lm_task, user_tasks)
+        spec = next((t for t in user_tasks if t.name == task), None) or load_task(task)
         config = (results.get("configs") or {}).get(lm_task) or {}
         seed = results.get("torch_seed")
         seen: dict[int, tuple[list[str], int]] = {}
@@ -230,7 +239,7 @@ def read_lmeval_logs(
                     continue  # the same sample under another filter
                 seen[doc_id] = (texts, number)
                 cap, inferred = _cap(kwargs, config)
-                gold = _gold(task, target, where)
+                gold = _gold(spec, target, where)
                 for j, text in enumerate(texts):
                     pending.append(
                         {
