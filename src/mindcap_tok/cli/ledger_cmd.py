@@ -88,6 +88,8 @@ def import_command(
     and the finish reason inferred from them (length when they reach the cap). All files in one commit.
     """
     if source != "jsonl":
+        if allow_text_mismatch:
+            raise MindcapError(f"--allow-text-mismatch applies to --from jsonl (--from {source} re-encodes the texts)")
         _import_logs(state, paths, out, source, tokenizer, tasks)
         return
     from ..ledger.importer import ImportInterrupted, import_jsonl
