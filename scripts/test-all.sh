@@ -6,6 +6,8 @@
 #                   tests (pytest -m vllm), in process and through vLLM's OpenAI-compatible server
 #   3. .venv-comet  the package with the comet and chrf extras (COMET's pins conflict with vLLM's and numpy 2):
 #                   pytest -m comet, a real COMET checkpoint built by the test
+#   4. .venv-evals  lm-evaluation-harness and inspect_ai (pinned) with the package's dev, torch and inspect extras:
+#                   pytest -m evals, the real tools run on a tiny model the tests build, their logs imported
 # Each environment is created on first use and reused afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +22,7 @@ PY=${PYTHON:-python3}
 .venv/bin/ruff check src tests benchmarks scripts
 .venv/bin/ruff format --check src tests benchmarks scripts
 # two workers: single-threaded tests leave a core idle
-.venv/bin/python -m pytest -q -n 2 --durations=25 -m 'not vllm and not comet'
+.venv/bin/python -m pytest -q -n 2 --durations=25 -m 'not vllm and not comet and not evals'
 
 if [ ! -x .venv-gen/bin/python ]; then
   "$PY" -m venv .venv-gen
@@ -36,3 +38,10 @@ VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 .venv-gen/bin/python -
 [ -x .venv-comet/bin/python ] || "$PY" -m venv .venv-comet
 .venv-comet/bin/pip install -q --disable-pip-version-check -e '.[comet,chrf]' pytest
 .venv-comet/bin/python -m pytest -q -m comet -p no:cacheprovider tests/test_audit_comet.py tests/test_roundtrip_comet.py   # no dev extra here
+
+[ -x .venv-evals/bin/python ] || "$PY" -m venv .venv-evals
+# openai: inspect's openai-api/ provider, which the inspect test points at a local server of the tiny model
+.venv-evals/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,inspect]' lm-eval==0.4.13 openai==3.57.0
+.venv-evals/bin/python -c "import lm_eval, inspect_ai, openai"  # no silent skip
+.venv-evals/bin/python -m pytest -q -m evals -p no:cacheprovider --durations=5 \
+  tests/test_import_lmeval_evals.py tests/test_import_inspect_evals.py

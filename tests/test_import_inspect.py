@@ -50,7 +50,7 @@ def test_paths_that_are_not_inspect_logs_are_one_line(tmp_path):
 
 def test_jsonl_imports_one_file(tmp_path):
     result = _import(tmp_path, "--out-dir", tmp_path / "L")
-    assert result.exit_code == 2 and "JSON lines are imported from one file" in result.output
+    assert result.exit_code == 2 and "--from jsonl imports one file" in result.output
     result = _import(tmp_path, "--from", "inspect", "--out-dir", tmp_path / "L")
     assert result.exit_code == 2 and "--from inspect needs --tokenizer" in result.output
 

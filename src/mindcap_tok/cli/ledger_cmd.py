@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ._options import format_option, no_verify_option, out_dir_option, out_file_option
+from ..errors import MindcapError
+from ._options import format_option, no_verify_option, out_dir_option, out_file_option, task_files_option
 from ._output import emit, render
 from ._parsing import Group
 from ._progress import on_progress, progress_bar
@@ -24,8 +25,8 @@ def _count_lines(path: str) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
 
 
-#: the formats ``ledger import --from`` reads (each has its importer below)
-IMPORT_FORMATS = ("jsonl", "inspect")
+#: ``--from`` values: JSON lines, or another harness's logs (mindcap_tok.ledger.import_logs.READERS)
+SOURCES = ("jsonl", "lm-eval", "inspect")
 
 
 @ledger_group.command("import")
@@ -34,13 +35,13 @@ IMPORT_FORMATS = ("jsonl", "inspect")
 @click.option(
     "--from",
     "source",
-    type=click.Choice(IMPORT_FORMATS),
+    type=click.Choice(SOURCES),
     default="jsonl",
     show_default=True,
-    help="What PATHS hold: JSON lines (one file), or inspect_ai logs (.eval/.json files or log folders).",
+    help="What PATHS hold: mindcap-tok JSON lines, lm-evaluation-harness --log_samples output, or inspect_ai logs.",
 )
 @click.option("--tokenizer", help="Tokenizer the ids belong to (default: resolved from each record's model).")
-@click.option("--task", help="--from inspect: the task (built-in name or .toml file) of logs not of a built-in one.")
+@task_files_option
 @click.option("--batch", type=click.IntRange(min=1), default=2000, show_default=True, help="Records per commit.")
 @click.option(
     "--allow-text-mismatch",
@@ -53,8 +54,19 @@ IMPORT_FORMATS = ("jsonl", "inspect")
     help="The string closing a thought of records with thinking true [default: the tokenizer's </think> token].",
 )
 @click.pass_obj
-def import_command(state, paths: tuple[str, ...], out: str, source: str, **options) -> None:
-    """Import PATHS (JSON lines: one FILE, `-` reads standard input; or --from inspect logs) into --out-dir.
+def import_command(
+    state,
+    paths: tuple[str, ...],
+    out: str,
+    source: str,
+    tokenizer: str | None,
+    tasks: tuple[str, ...],
+    batch: int,
+    allow_text_mismatch: bool,
+    think_close: str | None,
+) -> None:
+    """Import PATHS into the ledger at --out-dir: a JSON-lines FILE (`-` reads standard input), or with
+    --from lm-eval / inspect a harness's logs (files or folders).
 
     One JSON object per line, for example:
 
@@ -67,26 +79,32 @@ def import_command(state, paths: tuple[str, ...], out: str, source: str, **optio
     Required: model, arm (native, translate-act, pivot, code-switched), lang (FLORES code or alias), item,
     sample, seed, cap, prompt, prompt_ids, output_ids, text, finish_reason (stop or length), gold (an
     integer, or a string such as "5,600"), generator. Optional: announced, announce_style, forcing,
-    design, template_id, generator_version, thinking (true for a reasoning model's thinking records: where
-    the thought ends, think_end, is computed from output_ids). Integers must be JSON integers. Without output_ids (or
+    design, template_id, generator_version. Integers must be JSON integers. Without output_ids (or
     prompt_ids) the text (or prompt) is tokenized and the record is marked retokenized.
 
     Rerunning skips records already stored identically; a stored record with the same key but other
     content is an error. Models are stored by registry name (qwen3 and Qwen3-8B are qwen3-8b). With
     output_ids given, a record that finished by length holds cap ids, and its text is the decoding of its
     ids (special tokens skipped or kept); --allow-text-mismatch stores such records marked instead.
+
+    --from lm-eval reads `lm_eval ... --log_samples` output (samples_<task>_<time>.jsonl files, or the run's
+    folder with its results_<time>.json): one record per sample and response, task, language and arm from the
+    task name (mgsm_native_cot_th: mgsm, tha_Thai, native; mgsm_en_cot_th: pivot; other tasks need --task), the
+    cap from max_gen_toks (lm-eval's default 256 when unset, marked), ids re-encoded with --tokenizer (required)
+    and the finish reason inferred from them (length when they reach the cap). All files in one commit.
     """
-    importers = {"jsonl": _import_jsonl, "inspect": _import_inspect}
-    importers[source](state, paths, out, **options)
-
-
-def _import_jsonl(state, paths: tuple[str, ...], out: str, tokenizer: str | None, task, **options) -> None:
+    if source != "jsonl":
+        if allow_text_mismatch:
+            raise MindcapError(f"--allow-text-mismatch applies to --from jsonl (--from {source} re-encodes the texts)")
+        if think_close is not None:
+            raise MindcapError(f"--think-close applies to --from jsonl (--from {source} logs hold no thinking records)")
+        importer = _import_inspect if source == "inspect" else _import_logs
+        importer(state, paths, out, source, tokenizer, tasks)
+        return
     from ..ledger.importer import ImportInterrupted, import_jsonl
 
-    if task is not None:
-        raise click.UsageError("--task applies to --from inspect")
-    if len(paths) != 1 or Path(paths[0]).is_dir():
-        raise click.UsageError("JSON lines are imported from one file (or `-`)")
+    if len(paths) != 1 or (paths[0] != "-" and not Path(paths[0]).is_file()):
+        raise MindcapError("--from jsonl imports one file (or `-`); give a single JSON-lines file")
     file = paths[0]
     # a pipe can be read only once: count lines (for the progress bar) only in regular files
     total = _count_lines(file) if file != "-" and Path(file).is_file() else 0
@@ -97,10 +115,10 @@ def _import_jsonl(state, paths: tuple[str, ...], out: str, tokenizer: str | None
                 out,
                 tokenizer=tokenizer,
                 tokenizers_dir=state.config.tokenizers_dir.value,
-                batch_records=options["batch"],
+                batch_records=batch,
                 on_progress=on_progress(advance),
-                allow_text_mismatch=options["allow_text_mismatch"],
-                think_close=options["think_close"],
+                allow_text_mismatch=allow_text_mismatch,
+                think_close=think_close,
             )
     except ImportInterrupted as exc:  # Ctrl-C: one line saying what was committed, the shell's exit status
         click.echo(f"error: {exc}", err=True)
@@ -111,13 +129,39 @@ def _import_jsonl(state, paths: tuple[str, ...], out: str, tokenizer: str | None
     )
 
 
-def _import_inspect(state, paths: tuple[str, ...], out: str, tokenizer: str | None, task: str | None, **_) -> None:
+def _import_logs(state, paths: tuple[str, ...], out: str, source: str, tokenizer: str | None, tasks) -> None:
+    """``--from lm-eval|inspect``: a harness's logs through :func:`mindcap_tok.ledger.import_logs.import_logs`."""
+    from ..ledger.import_logs import import_logs
+
+    if tokenizer is None:
+        raise MindcapError(f"--from {source} needs --tokenizer (the model's tokenizer: the logs hold texts, not ids)")
+    if "-" in paths:
+        raise MindcapError(f"--from {source} reads files or folders, not standard input")
+    result = import_logs(
+        paths, out, source=source, tokenizer=tokenizer, tokenizers_dir=state.config.tokenizers_dir.value, tasks=tasks
+    )
+    click.echo(
+        f"imported {result.added} of {result.read} records from {source} logs into {result.ledger} "
+        f"({len(result.shards)} new shards; {result.skipped} already stored, {result.retokenized} retokenized from "
+        f"text, {result.over_cap} of them encode to more ids than their cap, kept as they are)"
+    )
+
+
+def _import_inspect(state, paths: tuple[str, ...], out: str, source: str, tokenizer: str | None, tasks) -> None:
+    """``--from inspect``: inspect_ai logs through :func:`mindcap_tok.ledger.import_inspect.import_inspect`, with
+    its summary (stop reasons inferred, provider-default caps, errored samples)."""
     from ..ledger.import_inspect import import_inspect
 
     if tokenizer is None:
-        raise click.UsageError("--from inspect needs --tokenizer (the model's tokenizer encodes the logged texts)")
+        raise MindcapError("--from inspect needs --tokenizer (the model's tokenizer: the logs hold texts, not ids)")
+    if len(tasks) > 1:
+        raise MindcapError("--from inspect takes one --task (the task of logs whose task is not built in)")
     result = import_inspect(
-        paths, out, tokenizer=tokenizer, task=task, tokenizers_dir=state.config.tokenizers_dir.value
+        paths,
+        out,
+        tokenizer=tokenizer,
+        task=tasks[0] if tasks else None,
+        tokenizers_dir=state.config.tokenizers_dir.value,
     )
     read = result.read
     click.echo(

@@ -42,7 +42,12 @@ def _save(scores: Scores, folder: str) -> None:
 @click.option("--ledger", "ledger_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @budgets_option(default=list(SCORE_BUDGETS), help="Budgets B (64,128 or 64 128).")
 @tokenizer_option
-@click.option("--parser", default="strict", show_default=True, help=f"One of {', '.join(VARIANTS)}, or joined by '+'.")
+@click.option(
+    "--parser",
+    default="strict",
+    show_default=True,
+    help=f"One of {', '.join(VARIANTS)}, or joined by '+'; or a task's filter (mgsm: lm-eval-strict, -flexible).",
+)
 @multi_option("--model", "models", help="Only these models.")
 @multi_option("--arm", "arms", help="Only these arms.")
 @multi_option("--lang", "langs", help="Only these languages.")

@@ -268,6 +268,19 @@ def read_inspect_logs(
     return result
 
 
+def read_logs(
+    paths: Sequence[str | os.PathLike[str]],
+    tokenizer: ResolvedTokenizer,
+    *,
+    tasks: Sequence[str | os.PathLike[str]] = (),
+) -> InspectLogs:
+    """:func:`read_inspect_logs` as :func:`mindcap_tok.ledger.import_logs.import_logs` calls a reader (at most
+    one task file: it applies to every log whose task is not built in)."""
+    if len(tasks) > 1:
+        raise MindcapError("inspect logs take one task file (the task of logs whose task is not built in)")
+    return read_inspect_logs(paths, tokenizer=tokenizer, task=tasks[0] if tasks else None)
+
+
 def import_inspect(
     paths: Sequence[str | os.PathLike[str]],
     ledger: str | os.PathLike[str] | Ledger,

@@ -64,7 +64,8 @@ BATCH_RECORDS = 2000
 
 @dataclass
 class ImportResult:
-    """What an import did: lines read, records added, records skipped as already stored, retokenized ones."""
+    """What an import did: lines read, records added, records skipped as already stored, retokenized ones, and
+    retokenized ones whose text encodes to more ids than their cap (kept as they are)."""
 
     source: str
     ledger: str
@@ -73,6 +74,7 @@ class ImportResult:
     skipped: int = 0
     retokenized: int = 0
     shards: list[ShardInfo] = field(default_factory=list)
+    over_cap: int = 0
 
 
 #: a ``\uD800``-``\uDFFF`` escape: JSON can spell a lone surrogate, which is not text (and not UTF-8)

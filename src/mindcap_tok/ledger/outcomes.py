@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..tasks.answers import AnswerParser, task_parser
+from ..tasks.answers import AnswerParser, per_language, task_parser
 from ..tasks.answers.choice import ChoiceParser
 from ..tasks.answers.integer import Parser as IntegerParser
 from ..tasks.answers.math import MathParser
@@ -81,13 +81,16 @@ def record_outcomes(
     texts = part.column("text").to_pylist()
     finish = part.column("finish_reason").to_pylist()
     names = part.column("task").to_pylist() if "task" in part.column_names else ["mgsm"] * len(failed)
-    readers: dict[str, tuple[AnswerParser, AnswerParser | None]] = {}
+    langs = part.column("lang").to_pylist() if "lang" in part.column_names else [None] * len(failed)
+    readers: dict[tuple, tuple[AnswerParser, AnswerParser | None]] = {}
     for j, row in enumerate(failed):
         task = names[j] or "mgsm"
-        if task not in readers:
-            strict = parser if hasattr(parser, "line_cuts") else task_parser(task, parser, files=tasks)
+        # a per-language filter (lm-eval's regexes) reads each language with its own pattern
+        key = (task, langs[j]) if per_language(task, parser, files=tasks) else (task, None)
+        if key not in readers:
+            strict = parser if hasattr(parser, "line_cuts") else task_parser(task, parser, files=tasks, lang=key[1])
             spec = LENIENT.get(type(task_parser(task, "strict", files=tasks)))
-            readers[task] = (strict, task_parser(task, spec, files=tasks) if spec else None)
-        strict, lenient = readers[task]
+            readers[key] = (strict, task_parser(task, spec, files=tasks) if spec else None)
+        strict, lenient = readers[key]
         out[row] = trace_outcome(texts[j], correct=False, finish_reason=finish[j], parser=strict, lenient=lenient)
     return out

@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 from ..budgets import SCORE_BUDGETS, check_budgets
 from ..errors import MindcapError
 from ..tasks.answers import AnswerParser as Parser
-from ..tasks.answers import get_parser, task_parser
+from ..tasks.answers import get_parser, per_language, task_parser
 from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, anchor_starts, byte_table, gather_bytes
 from ..tokenization.load import ResolvedTokenizer
 from .outcomes import record_outcomes
@@ -712,16 +712,35 @@ def _task_rows(table: pa.Table) -> dict[str, np.ndarray]:
     return {str(t): np.flatnonzero(tasks == t) for t in dict.fromkeys(tasks)}
 
 
+def _language_rows(table: pa.Table, groups: dict[str, np.ndarray], parser: str, tasks: Sequence) -> dict:
+    """The task groups split by language where ``parser`` is one of the task's per-language filters."""
+    langs = np.asarray(table.column("lang").to_numpy(zero_copy_only=False), dtype=object)
+    out: dict = {}
+    for task, rows in groups.items():
+        if not per_language(task, parser, files=tasks):
+            out[task] = rows
+            continue
+        for lang in dict.fromkeys(langs[rows]):
+            out[(task, str(lang))] = rows[langs[rows] == lang]
+    return out
+
+
 def _score_tasks(
     table: pa.Table, toks, grid: np.ndarray, parser: str | Parser, on_progress, tasks: Sequence
 ) -> tuple[PrefixScores, dict[str, str], str]:
     """Prefix scores of every record with its task's parser (``parser`` names the variant, or is one parser for
     all; ``tasks``: the user's task files), the versions of the libraries that judged, and the parser name."""
-    groups = _task_rows(table)
-    parsers = {
-        task: get_parser(parser) if hasattr(parser, "line_cuts") else task_parser(task, parser, files=tasks)
-        for task in groups
-    }
+    groups: dict = _task_rows(table)
+    if not hasattr(parser, "line_cuts") and any(per_language(t, parser, files=tasks) for t in groups):
+        groups = _language_rows(table, groups, parser, tasks)
+
+    def parser_of(key: str | tuple[str, str]) -> Parser:
+        if hasattr(parser, "line_cuts"):
+            return get_parser(parser)
+        task, lang = key if isinstance(key, tuple) else (key, None)
+        return task_parser(task, parser, files=tasks, lang=lang)
+
+    parsers = {key: parser_of(key) for key in groups}
     if len(groups) == 1:
         (task,) = groups
         res = score_by_tokenizer(table, toks, budgets=grid, parser=parsers[task], on_progress=on_progress)

@@ -67,15 +67,30 @@ class Arm(BaseModel):
     reasoning: str | None = None
 
 
+class FilterSpec(BaseModel):
+    """A parser variant that reproduces another harness's regex filter (:mod:`.answers.filter`): a Python regex
+    per FLORES code (``"*"``: every other language), which match decides (``first``: the harness's
+    ``group_select: 0``, ``last``: ``-1``) and how the value is compared with the gold (``exact_match`` options)."""
+
+    model_config = _STRICT
+    patterns: Annotated[dict[str, str], Field(min_length=1)]
+    select: Literal["first", "last"] = "first"
+    compare: list[Literal["ignore-case", "ignore-punctuation"]] = []
+    #: where the filter is copied from (a harness file and version)
+    source: str = ""
+
+
 class AnswerSpec(BaseModel):
     """The answer type and what its parser needs: ``labels`` (choice), ``pattern`` (regex, one named group
-    ``answer``) and named lenient ``variants`` (variant -> language -> answer phrases)."""
+    ``answer``), named lenient ``variants`` (variant -> language -> answer phrases) and named regex ``filters``
+    (variant -> :class:`FilterSpec`), which any answer type may have."""
 
     model_config = _STRICT
     type: Literal["integer", "choice", "math", "regex"]
     labels: list[str] | None = None
     pattern: str | None = None
     variants: dict[str, dict[str, list[str]]] = {}
+    filters: dict[str, FilterSpec] = {}
 
 
 class GoldSpec(BaseModel):
@@ -180,6 +195,10 @@ def _check_answer(task: Task) -> None:
         raise SpecError("answer.labels", "a choice answer needs its labels")
     if kind == "regex" and not task.answer.pattern:
         raise SpecError("answer.pattern", "a regex answer needs its pattern")
+    for name, spec in task.answer.filters.items():
+        for lang in spec.patterns:
+            if lang != EVERY_LANGUAGE and lang not in task.languages:
+                raise SpecError(f"answer.filters.{name}.patterns.{lang}", "is not one of the task's languages")
     if (kind == "integer") != (task.gold.type == "integer"):
         raise SpecError("gold.type", f"must be {'integer' if kind == 'integer' else 'string'} for {kind} answers")
 

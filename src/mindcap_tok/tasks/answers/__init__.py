@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from ...choices import VARIANTS as INTEGER_VARIANTS
 from ...errors import BadInputError, MindcapError
 from . import choice, math, regex
+from .filter import filter_parser
 from .integer import LineCuts, integer_parser
 
 #: answer type -> its variant names and one-line descriptions
@@ -75,9 +76,7 @@ def get_parser(spec: Any = "strict", answer: AnswerLike | None = None) -> Answer
     raise MindcapError(f"unknown answer type {kind!r}; use one of {', '.join(VARIANTS)}")
 
 
-def task_parser(task: str, spec: Any = "strict", *, files: Sequence[str | os.PathLike[str]] = ()) -> AnswerParser:
-    """The parser named ``spec`` for the answer type of the task named ``task``: a built-in task, or one of the
-    user's task ``files`` (a ledger records a task by name; its file is needed to read its answers)."""
+def _task(task: str, files: Sequence[str | os.PathLike[str]]):
     from ..load import builtin_tasks, load_task
 
     given = {t.name: t for t in map(load_task, files)}
@@ -87,5 +86,30 @@ def task_parser(task: str, spec: Any = "strict", *, files: Sequence[str | os.Pat
             "(--task FILE) to read their answers",
             key="task",
         )
-    answer = (given.get(task) or load_task(task)).answer
+    return given.get(task) or load_task(task)
+
+
+def per_language(task: str, spec: Any, *, files: Sequence[str | os.PathLike[str]] = ()) -> bool:
+    """Whether ``spec`` names one of the task's regex ``filters``, whose parser depends on the record's language."""
+    return isinstance(spec, str) and spec in _task(task, files).answer.filters
+
+
+def task_parser(
+    task: str, spec: Any = "strict", *, files: Sequence[str | os.PathLike[str]] = (), lang: str | None = None
+) -> AnswerParser:
+    """The parser named ``spec`` for the answer type of the task named ``task``: a built-in task, or one of the
+    user's task ``files`` (a ledger records a task by name; its file is needed to read its answers).
+
+    A ``spec`` naming one of the task's ``filters`` is that filter for language ``lang`` (FLORES code)."""
+    answer = _task(task, files).answer
+    if isinstance(spec, str) and spec in answer.filters:
+        filt = answer.filters[spec]
+        pattern = filt.patterns.get(lang or "", filt.patterns.get("*"))
+        if pattern is None:
+            raise BadInputError(
+                f"parser {spec!r} of task {task!r} has no pattern for language {lang} "
+                f"(it has {', '.join(filt.patterns)})",
+                key="parser",
+            )
+        return filter_parser(spec, pattern, select=filt.select, compare=tuple(filt.compare))
     return get_parser(spec, None if answer.type == "integer" else answer)

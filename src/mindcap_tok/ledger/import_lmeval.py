@@ -1,0 +1,282 @@
+"""Read lm-evaluation-harness runs (``lm_eval ... --log_samples``) as ledger records.
+
+A run's output folder holds ``results_<time>.json`` and one ``samples_<task>_<time>.jsonl`` per task; lm-eval
+writes one sample line per filter (MGSM: ``strict-match`` and ``flexible-extract``), each with the same
+response, so the lines are merged by ``doc_id`` (lines of one doc that disagree on the responses are refused).
+Each response of a sample (``resps[0][j]``) is one record, sample ``j``:
+
+- task, language and arm from the lm-eval task name: ``mgsm_native_cot_<xx>`` is task ``mgsm``, arm
+  ``native``; ``mgsm_en_cot_<xx>`` (the problem in L, an English chain of thought) is arm ``pivot`` (reason in
+  English, answer in L); ``<xx>`` is the language (``th`` -> ``tha_Thai``). Any other task needs a task file
+  (``tasks``) named as the lm-eval task (``_`` written ``-``, as task names are spelled: ``arc_easy`` ->
+  ``arc-easy``), its only language or the one the name ends with, or named as the name without its language
+  suffix (``mytask_de`` -> task ``mytask``, ``deu_Latn``); the records take the task file's name and native arm;
+- the cap from the sample's generation kwargs (``max_gen_toks``), else the run's task config, else
+  lm-eval's default for the ``hf`` and ``vllm`` models, :data:`LMEVAL_DEFAULT_CAP`, marked ``cap_inferred``;
+- the prompt from the sample's context and the gold from its ``target``;
+- output and prompt ids by encoding the texts with the tokenizer (marked ``retokenized``), and a finish reason
+  inferred from them (``length`` when the ids reach the cap, else ``stop``; marked ``finish_inferred``): the log
+  holds no stop reason or token count. A text may encode to more ids than the cap (re-encoding is not
+  sampling): it is kept as it is, and counted (:attr:`LmevalRecords.over_cap`);
+- seed: the run's ``torch_seed`` (0 without a results file); generator ``lm-eval`` and its version.
+
+A results file naming a model (``model_args`` ``pretrained=...``) that is not the tokenizer's is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..data.languages import resolve_language
+from ..data.mgsm import parse_gold
+from ..errors import BadInputError, MindcapError
+from ..tasks.load import load_task
+from ..tasks.model import Task
+from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.registry import canonical_model_name
+from .importer import _lines
+
+#: ``max_gen_toks`` of lm-eval's ``hf`` and ``vllm`` models when a task sets none (lm-eval 0.4.13)
+LMEVAL_DEFAULT_CAP = 256
+#: lm-eval's MGSM task families: name prefix -> (task, arm)
+MGSM_FAMILIES = {"mgsm_native_cot_": ("mgsm", "native"), "mgsm_en_cot_": ("mgsm", "pivot")}
+_SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<time>[^_]+)\.jsonl$")
+_RESULTS = re.compile(r"^results_(?P<time>.+)\.json$")
+
+
+@dataclass
+class LmevalRecords:
+    """Ledger records read from lm-eval logs: the files read, and how many records re-encode past their cap."""
+
+    records: list[dict] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    over_cap: int = 0
+
+
+def find_logs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, Path | None]]:
+    """Each ``samples_<task>_<time>.jsonl`` among ``paths`` (files, or folders searched recursively) with the
+    ``results_<time>.json`` beside it, if there is one."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            inside = sorted(p for p in path.rglob("samples_*.jsonl") if p.is_file())
+            if not inside:
+                raise BadInputError(f"{path}: no lm-eval samples file (samples_<task>_<time>.jsonl) in this folder")
+            found += inside
+        elif path.is_file():
+            if _SAMPLES.match(path.name) is None:
+                raise BadInputError(f"{path}: not an lm-eval samples file (samples_<task>_<time>.jsonl)")
+            found.append(path)
+        else:
+            raise BadInputError(f"{path}: no such file or folder")
+    out = []
+    for samples in dict.fromkeys(found):
+        time = _SAMPLES.match(samples.name)["time"]
+        results = samples.with_name(f"results_{time}.json")
+        out.append((samples, results if results.is_file() else None))
+    return out
+
+
+def _results(path: Path | None) -> dict:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInputError(f"{path}: not a readable lm-eval results file ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("configs", {}), dict):
+        raise BadInputError(f"{path}: not an lm-eval results file (expected an object with 'configs')")
+    return data
+
+
+def log_model(results: dict) -> str | None:
+    """The model a results file names: ``pretrained=`` (or ``model=``) of its ``model_args``, else ``model_name``."""
+    args = (results.get("config") or {}).get("model_args")
+    if isinstance(args, dict):
+        args = ",".join(f"{k}={v}" for k, v in args.items())
+    if isinstance(args, str):
+        for part in args.split(","):
+            key, _, value = part.partition("=")
+            if key.strip() in ("pretrained", "model") and value.strip():
+                return value.strip()
+    name = results.get("model_name")
+    return name if isinstance(name, str) and name else None
+
+
+def _model_keys(name: str) -> set[str]:
+    """Names one model goes by: its registry name, its resolved path, and its last path part (lower case)."""
+    keys = {name.rstrip("/").rsplit("/", 1)[-1].lower()}
+    for candidate in (name, name.rstrip("/").rsplit("/", 1)[-1]):
+        canonical = canonical_model_name(candidate)
+        if canonical is not None:
+            keys.add(canonical.lower())
+    path = Path(name).expanduser()
+    if path.exists():
+        keys.add(str(path.resolve()))
+    return keys
+
+
+def check_log_model(logged: str, tokenizer: str, *, where: str) -> None:
+    """Refuse a log whose model is not the tokenizer's (no registry name, path or last path part in common)."""
+    if not _model_keys(logged) & _model_keys(tokenizer):
+        raise BadInputError(
+            f"{where}: the run's model is {logged!r}, but --tokenizer is {tokenizer!r}; give the model's tokenizer"
+        )
+
+
+def map_task(name: str, tasks: Sequence) -> tuple[str, str, str]:
+    """``(task, FLORES code, arm)`` of an lm-eval task name (see the module docs); ``tasks``: the user's tasks."""
+    for prefix, (task, arm) in MGSM_FAMILIES.items():
+        if name.startswith(prefix):
+            try:
+                return task, resolve_language(name.removeprefix(prefix)), arm
+            except MindcapError as exc:
+                raise BadInputError(f"lm-eval task {name!r}: {exc}") from exc
+    given = {t.name: t for t in tasks}
+    stem, _, suffix = name.rpartition("_")
+    try:
+        named = resolve_language(suffix) if stem else None
+    except MindcapError:
+        named = None
+    for candidate in (name, name.replace("_", "-")):
+        if candidate in given:
+            task = given[candidate]
+            lang = task.languages[0] if len(task.languages) == 1 else named
+            if lang not in task.languages:
+                raise BadInputError(f"lm-eval task {name!r}: the name ends in none of its task file's languages")
+            return task.name, lang, task.native
+    task = given.get(stem.replace("_", "-"))
+    if task is not None and named in task.languages:
+        return task.name, named, task.native
+    raise BadInputError(
+        f"lm-eval task {name!r} is not one mindcap-tok maps (mgsm_native_cot_<lang>, mgsm_en_cot_<lang>); "
+        f"give its task file (--task FILE) named {name.replace('_', '-')!r}, or {stem.replace('_', '-')!r} with "
+        "the language the name ends with",
+        key="task",
+    )
+
+
+def _cap(line_kwargs: object, config: dict) -> tuple[int, bool]:
+    for kwargs in (line_kwargs, (config.get("generation_kwargs") or {})):
+        if isinstance(kwargs, dict) and kwargs.get("max_gen_toks") is not None:
+            cap = kwargs["max_gen_toks"]
+            if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+                raise BadInputError(f"max_gen_toks = {cap!r} is not a positive integer")
+            return cap, False
+    return LMEVAL_DEFAULT_CAP, True
+
+
+def _gold(task: Task, target: object, where: str) -> int | str:
+    """The sample's gold in its task's type: an integer task's read as MGSM golds are (``"1,000"`` -> 1000)."""
+    if isinstance(target, list) and len(target) == 1:
+        target = target[0]
+    if not isinstance(target, str | int) or isinstance(target, bool):
+        raise BadInputError(f"{where}: target = {target!r} is not a string or an integer")
+    if task.gold.type == "integer":
+        try:
+            return parse_gold(str(target))
+        except MindcapError as exc:
+            message = f"{where}: target {target!r} is not an integer, but task {task.name!r} takes one"
+            raise BadInputError(message) from exc
+    return str(target)
+
+
+def _sample(obj: dict, where: str) -> tuple[int, object, list[str], str, object]:
+    """``(doc_id, target, responses, prompt, generation kwargs)`` of one sample line, else a one-line error."""
+    missing = [k for k in ("doc_id", "target", "resps", "arguments") if k not in obj]
+    if missing:
+        raise BadInputError(f"{where}: not an lm-eval sample line (lacks {', '.join(missing)})")
+    doc_id, resps, args = obj["doc_id"], obj["resps"], obj["arguments"]
+    if not isinstance(doc_id, int) or isinstance(doc_id, bool) or doc_id < 0:
+        raise BadInputError(f"{where}: doc_id = {doc_id!r} is not a non-negative integer")
+    if not (isinstance(resps, list) and len(resps) == 1 and isinstance(resps[0], list) and resps[0]):
+        raise BadInputError(f"{where}: resps is not one generation request's list of responses ([[text, ...]])")
+    if not all(isinstance(r, str) for r in resps[0]):
+        raise BadInputError(f"{where}: resps holds a response that is not text")
+    first = args.get("gen_args_0") if isinstance(args, dict) else None
+    if not isinstance(first, dict) or not isinstance(first.get("arg_0"), str):
+        raise BadInputError(f"{where}: arguments lacks gen_args_0.arg_0 (the prompt)")
+    return doc_id, obj["target"], resps[0], first["arg_0"], first.get("arg_1")
+
+
+def read_lmeval_logs(
+    paths: Sequence[str | os.PathLike[str]],
+    tokenizer: ResolvedTokenizer,
+    *,
+    tasks: Sequence[str | os.PathLike[str]] = (),
+) -> LmevalRecords:
+    """The ledger records of the lm-eval logs at ``paths`` (see the module docs); any problem is one line."""
+    user_tasks = [load_task(t) for t in tasks]
+    out = LmevalRecords()
+    pending: list[dict] = []
+    for samples, results_path in find_logs(paths):
+        results = _results(results_path)
+        logged = log_model(results)
+        if logged is not None:
+            check_log_model(logged, tokenizer.name, where=str(results_path))
+        model = (canonical_model_name(logged) or logged) if logged else tokenizer.name
+        lm_task = _SAMPLES.match(samples.name)["task"]
+        task, lang, arm = map_task(lm_task, user_tasks)
+        spec = next((t for t in user_tasks if t.name == task), None) or load_task(task)
+        config = (results.get("configs") or {}).get(lm_task) or {}
+        seed = results.get("torch_seed")
+        seen: dict[int, tuple[list[str], int]] = {}
+        with open(samples, "rb") as stream:
+            for number, obj in _lines(stream, str(samples)):
+                where = f"{samples}:{number}"
+                doc_id, target, texts, prompt, kwargs = _sample(obj, where)
+                if doc_id in seen:
+                    if seen[doc_id][0] != texts:
+                        raise BadInputError(
+                            f"{where}: doc_id {doc_id} has other responses than at line {seen[doc_id][1]}"
+                        )
+                    continue  # the same sample under another filter
+                seen[doc_id] = (texts, number)
+                cap, inferred = _cap(kwargs, config)
+                gold = _gold(spec, target, where)
+                for j, text in enumerate(texts):
+                    pending.append(
+                        {
+                            "model": model,
+                            "arm": arm,
+                            "lang": lang,
+                            "task": task,
+                            "item": doc_id,
+                            "sample": j,
+                            "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else 0,
+                            "cap": cap,
+                            "cap_inferred": inferred,
+                            "template_id": f"lm-eval:{lm_task}",
+                            "prompt": prompt,
+                            "text": text,
+                            "gold": gold,
+                            "generator": "lm-eval",
+                            "generator_version": str(results.get("lm_eval_version") or ""),
+                        }
+                    )
+        if not seen:
+            raise BadInputError(f"{samples} holds no samples")
+        out.files.append(str(samples))
+    _encode(pending, tokenizer)
+    out.records = pending
+    out.over_cap = sum(len(r["output_ids"]) > r["cap"] for r in pending)
+    return out
+
+
+def _encode(records: list[dict], tokenizer: ResolvedTokenizer) -> None:
+    """Output and prompt ids by encoding (one batched call each; prompts shared by samples encoded once), and
+    the finish reason inferred from the output ids."""
+    outputs = tokenizer.encode_batch([r["text"] for r in records])
+    prompts = list(dict.fromkeys(r["prompt"] for r in records))
+    prompt_ids = dict(zip(prompts, tokenizer.encode_batch(prompts), strict=True))
+    for rec, ids in zip(records, outputs, strict=True):
+        rec["output_ids"] = ids
+        rec["prompt_ids"] = prompt_ids[rec["prompt"]]
+        rec["finish_reason"] = "length" if len(ids) >= rec["cap"] else "stop"
+        rec.update(retokenized=True, finish_inferred=True, tokenizer=tokenizer.name)

@@ -1,0 +1,61 @@
+"""Import another harness's run logs into a ledger: a reader per harness, one validated, atomic append.
+
+A reader is ``read(paths, tokenizer, *, tasks)`` returning an object with ``records`` (ledger record dicts) and
+``over_cap`` (how many re-encode to more ids than their cap); :data:`READERS` names each by module and function,
+imported on use (the inspect reader needs the ``inspect`` extra). Every record of every file is read, mapped and
+checked before the one commit, so a bad log leaves the ledger as it was; rerunning skips records already stored
+identically.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+
+from ..errors import BadInputError
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from .importer import ImportResult
+from .store import Ledger
+
+#: ``--from`` value -> (module of this package, reader function)
+READERS = {
+    "lm-eval": ("mindcap_tok.ledger.import_lmeval", "read_lmeval_logs"),
+    "inspect": ("mindcap_tok.ledger.import_inspect", "read_logs"),
+}
+
+
+def import_logs(
+    paths: Sequence[str | os.PathLike[str]],
+    ledger: str | os.PathLike[str] | Ledger,
+    *,
+    source: str,
+    tokenizer: str | ResolvedTokenizer,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+    tasks: Sequence[str | os.PathLike[str]] = (),
+) -> ImportResult:
+    """Add the records of ``source``'s logs at ``paths`` (files or folders) to ``ledger`` (created if absent).
+
+    ``tokenizer`` is the model's (the logs hold texts: their ids are re-encoded with it); ``tasks`` are the
+    user's task files for tasks not built in. Nothing is stored unless every record is valid.
+    """
+    if source not in READERS:
+        raise BadInputError(f"unknown log source {source!r}; use one of {', '.join(READERS)}", key="from")
+    module, function = READERS[source]
+    try:
+        read = getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError) as exc:
+        raise BadInputError(f"importing {source} logs is not available in this installation ({exc})") from exc
+    led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    led.check_new_location()
+    tok = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
+    got = read(list(paths), tok, tasks=tasks)
+    if not got.records:
+        raise BadInputError(f"the {source} logs at {', '.join(map(str, paths))} hold no records")
+    written = led.append(got.records, {tok.name: tok}, skip_existing=True)
+    added = sum(s.rows for s in written)
+    name = ", ".join(map(str, paths))
+    retok = sum(bool(r.get("retokenized")) for r in got.records)
+    return ImportResult(
+        name, str(led.root), len(got.records), added, len(got.records) - added, retok, written, got.over_cap
+    )
