@@ -252,7 +252,8 @@ def test_a_cell_mixing_tasks_is_refused(world, tmp_path):
     shutil.copytree(ledger.root, tmp_path / "L")
     mixed = Ledger(tmp_path / "L")
     mixed.append([_record(base, "native", 0, 2, _native_text("A")) | {"task": "my-task"}], tokenizer=base)
-    with pytest.raises(MindcapError, match=r"cell tiny/native/tha_Thai mixes tasks mgsm and my-task"):
+    # one pricing is one task's (the CLI prices each task of a model and language in turn)
+    with pytest.raises(MindcapError, match=r"tiny tha_Thai records hold several tasks \(mgsm, my-task\); price one"):
         price_ledger(
             mixed, "tiny", lang="th", caps=[30], extension=GivenFolds(folds), settings=PriceSettings(tokenizer=base)
         )
