@@ -42,8 +42,10 @@ from click.testing import CliRunner
 from mindcap_tok.adaptation.price import (
     GivenFolds,
     LearnedFolds,
+    PricedTask,
     PriceSettings,
     SavedFolds,
+    ledger_tasks,
     load_traces,
     price_ledger,
     price_traces,
@@ -252,7 +254,8 @@ def test_a_cell_mixing_tasks_is_refused(world, tmp_path):
     shutil.copytree(ledger.root, tmp_path / "L")
     mixed = Ledger(tmp_path / "L")
     mixed.append([_record(base, "native", 0, 2, _native_text("A")) | {"task": "my-task"}], tokenizer=base)
-    with pytest.raises(MindcapError, match=r"cell tiny/native/tha_Thai mixes tasks mgsm and my-task"):
+    # one pricing is one task's (the CLI prices each task of a model and language in turn)
+    with pytest.raises(MindcapError, match=r"tiny tha_Thai records hold several tasks \(mgsm, my-task\); price one"):
         price_ledger(
             mixed, "tiny", lang="th", caps=[30], extension=GivenFolds(folds), settings=PriceSettings(tokenizer=base)
         )
@@ -462,3 +465,54 @@ def test_price_json_is_strict_where_the_share_is_undefined(world):
     # at 63 the longer prefix recovers nothing, so the extension's share of it is undefined: null, not NaN
     assert row["nat_gain"] == 0 and row["ext_share"] is None
     assert [f["premium_before"] for f in row["compression"]] == [None, None]
+
+
+#: a user's task whose arms are ``direct`` (native) and ``english`` (comparator)
+_USER_TASK = """
+name = "plain2"
+version = 1
+licence = "CC0-1.0"
+languages = ["tha_Thai"]
+native = "direct"
+comparator = "english"
+[source]
+files = "plain-{lang}.jsonl"
+fields = { q = "question" }
+[answer]
+type = "integer"
+[gold]
+type = "integer"
+[arms.direct.templates."*"]
+instruction = "Solve."
+body = "{q}"
+[arms.english.templates."*"]
+instruction = "Solve in English."
+body = "{q}"
+"""
+
+
+def test_price_compares_the_tasks_own_arms(world, tmp_path):
+    """The world's MGSM records, and a copy as a user task's ``direct``/``english`` arms, in one ledger: each task
+    priced in its own arms gives the hand-worked figures at B = 30; without a task the pricing is refused."""
+    ledger, base, _, folds = world
+    task_file = tmp_path / "plain2.toml"
+    task_file.write_text(_USER_TASK, "utf-8")
+    shutil.copytree(ledger.root, tmp_path / "L")
+    mixed = Ledger(tmp_path / "L")
+    renamed = {"native": "direct", "translate-act": "english"}
+    records = []
+    for arm, plan, text_of in ARMS:
+        for item, kinds in enumerate(plan):
+            for s, kind in enumerate(kinds):
+                records.append(_record(base, renamed[arm], item, s, text_of(kind)) | {"task": "plain2"})
+    mixed.append(records, tokenizer=base)
+    assert ledger_tasks(mixed, "tiny", lang="th") == ["mgsm", "plain2"]
+    for task in ("plain2", "mgsm"):
+        settings = PriceSettings(resampling=Resampling(400, 3), tokenizer=base, task=PricedTask(task, [task_file]))
+        p = price_ledger(mixed, "tiny", lang="th", caps=[30], extension=GivenFolds(folds), settings=settings)
+        assert p.task == task and p.record(p.rows[0])["task"] == task
+        assert (p.rows[0].n_native, p.rows[0].n_translate) == (20, 20)
+        for name, value in HAND_AT_30.items():
+            assert getattr(p.rows[0], name) == pytest.approx(float(value), abs=1e-12), (task, name)
+    with pytest.raises(MindcapError, match=r"hold several tasks \(mgsm, plain2\)"):
+        price_ledger(mixed, "tiny", lang="th", caps=[30], extension=GivenFolds(folds), settings=PriceSettings())

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..budgets import check_budgets
 from ..data.languages import resolve_language
@@ -38,6 +39,8 @@ from ..stats.bootstrap import Boot, item_bootstrap
 from ..stats.grid import ArmCoverage, check_arms
 from ..tasks.answers import AnswerParser, task_parser
 from ..tasks.load import DEFAULT_TASK
+from ..tasks.model import Task
+from ..tasks.roles import find_tasks, record_tasks
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.registry import canonical_model_name
 from .crossfit import cross_fit, measure_folds, save_crossfit
@@ -85,6 +88,9 @@ class Traces:
     frame: pd.DataFrame
     texts: list[str]
     base: ResolvedTokenizer
+    #: the priced task and its (native, comparator) arms
+    task: str = DEFAULT_TASK
+    arms: tuple[str, str] = (NATIVE, TRANSLATE)
 
     @property
     def items(self) -> np.ndarray:
@@ -105,12 +111,14 @@ class Traces:
             self.frame.iloc[rows].reset_index(drop=True),
             [self.texts[r] for r in rows],
             self.base,
+            self.task,
+            self.arms,
         )
 
 
-def task_scoring(frame: pd.DataFrame, parser: str) -> tuple[Sequence, AnswerParser]:
+def task_scoring(frame: pd.DataFrame, parser: str, *, files: Sequence = ()) -> tuple[Sequence, AnswerParser]:
     """Each record's gold (``gold_text`` where set, else ``gold``) and the parser ``parser`` names for the answer
-    type of the records' task (built-in tasks; a cell of several tasks is refused)."""
+    type of the records' task (built-in tasks, or the user's task ``files``; a cell of several tasks is refused)."""
     tasks = frame["task"].fillna(DEFAULT_TASK) if "task" in frame else pd.Series([DEFAULT_TASK] * len(frame))
     names = sorted(set(tasks))
     if len(names) > 1:
@@ -119,7 +127,34 @@ def task_scoring(frame: pd.DataFrame, parser: str) -> tuple[Sequence, AnswerPars
     known = texts.notna().to_numpy()
     gold = frame["gold"].to_numpy()
     golds = gold if not known.any() else [t if k else g for t, g, k in zip(texts, gold, known, strict=True)]
-    return golds, task_parser(names[0] if names else DEFAULT_TASK, parser)
+    return golds, task_parser(names[0] if names else DEFAULT_TASK, parser, files=files)
+
+
+@dataclass(frozen=True)
+class PricedTask:
+    """Which task's records to price (``name``; None: the only task the model and language hold) and the user's
+    task ``files`` (tasks that are not built in: their arms and answer type)."""
+
+    name: str | None = None
+    files: Sequence[str | os.PathLike[str]] = ()
+
+
+def ledger_tasks(ledger: Ledger | str, model: str, *, lang: str) -> list[str]:
+    """The tasks of ``model``'s records in ``lang`` (sorted)."""
+    store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    name = canonical_model_name(model) or model
+    table = store.read(model=name, lang=resolve_language(lang), columns=["task"])
+    return sorted(set(record_tasks(table).tolist()))
+
+
+def priced_task(store: Ledger, model: str, *, lang: str, task: PricedTask) -> Task:
+    """The task priced for ``model``/``lang``: ``task.name``, else the only one there (a one-line error naming
+    them when there are several)."""
+    held = ledger_tasks(store, model, lang=lang)
+    if task.name is None and len(held) > 1:
+        raise MindcapError(f"{model} {lang} records hold several tasks ({', '.join(held)}); price one task at a time")
+    name = task.name or (held[0] if held else DEFAULT_TASK)
+    return find_tasks([name], task.files)[name]
 
 
 def load_traces(
@@ -130,8 +165,10 @@ def load_traces(
     tokenizer: ResolvedTokenizer | None = None,
     tokenizers_dir: str | None = None,
     allow_tokenizer_mismatch: bool = False,
+    task: PricedTask = PricedTask(),
 ) -> Traces:
-    """Read the NATIVE and TRANSLATE-ACT replay records of ``model``/``lang`` and decode their ids.
+    """Read the replay records of ``model``/``lang`` in their task's native and comparator arms (``task``: which
+    task, and the user's task files) and decode their ids.
 
     The ids are decoded with the tokenizer they were stored under (``tokenizer``, else the name in the records),
     checked against the hash in the ledger manifest by
@@ -140,10 +177,13 @@ def load_traces(
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     code = resolve_language(lang)
     name = canonical_model_name(model) or model
-    table = store.read(model=name, arm=[NATIVE, TRANSLATE], lang=code, columns=_COLUMNS)
+    chosen = priced_task(store, name, lang=code, task=task)
+    arms = (chosen.native, chosen.comparator)
+    table = store.read(model=name, arm=list(arms), lang=code, columns=_COLUMNS)
+    table = table.filter(pa.array(record_tasks(table) == chosen.name))
     frame = table.drop_columns(["output_ids"]).to_pandas()
     replay = (frame["design"] == "replay").to_numpy()
-    for arm in (NATIVE, TRANSLATE):
+    for arm in arms:
         if not ((frame["arm"] == arm).to_numpy() & replay).any():
             raise MindcapError(
                 f"no {arm} replay records for {name} {code} in {store.root}; pricing compares both arms "
@@ -158,7 +198,7 @@ def load_traces(
     tokenizer = resolve_tokenizers(
         names, store, override=tokenizer, tokenizers_dir=tokenizers_dir, allow_mismatch=allow_tokenizer_mismatch
     )[names[0]]
-    return Traces(name, code, frame, decode_traces(tokenizer, ids), tokenizer)
+    return Traces(name, code, frame, decode_traces(tokenizer, ids), tokenizer, chosen.name, arms)
 
 
 def sample_items(items: Sequence[int], n: int | None, *, seed: int) -> np.ndarray:
@@ -251,6 +291,8 @@ class Pricing:
     notes: list[str] = field(default_factory=list)
     population: int | None = None  # items there were to sample from (None: not known here)
     coverage: ArmCoverage | None = None  # the items each arm holds (None: not checked here)
+    task: str = DEFAULT_TASK  # the priced task
+    arms: tuple[str, str] = (NATIVE, TRANSLATE)  # its (native, comparator) arms
 
     def frame(self) -> pd.DataFrame:
         """One row per cap (the JSON/Markdown output's rows)."""
@@ -260,6 +302,7 @@ class Pricing:
         """One JSON-ready object for a (language, cap): Table 3 quantities plus run settings and compression."""
         out = asdict(row)
         out |= {
+            "task": self.task,
             "ext_share": row.ext_share,
             "n_boot": self.n_boot,
             "seed": self.seed,
@@ -290,7 +333,8 @@ def triage_lines(p: Pricing) -> list[str]:
     lines = []
     sampled = p.sample and (p.population is None or p.sample < p.population)
     where = f"{p.model} {p.lang}, {len(p.items)} items" + (f" (a seeded sample, seed {p.seed})" if sampled else "")
-    lines.append(f"Adaptation triage for {where}; gap G = TRANSLATE-ACT − NATIVE accuracy, in points.")
+    gap = "TRANSLATE-ACT − NATIVE" if p.arms == (NATIVE, TRANSLATE) else f"{p.arms[1]} − {p.arms[0]} (task {p.task})"
+    lines.append(f"Adaptation triage for {where}; gap G = {gap} accuracy, in points.")
     for r in p.rows:
         lines.append(
             f"At cap {r.cap}: {100 * r.nat_trunc:.1f}% of NATIVE traces are longer than the cap; G = {_pts(r.G)}."
@@ -375,8 +419,8 @@ class PriceSettings:
     """How a pricing runs: the answer ``parser``; a seeded ``sample`` of items (None: all); the bootstrap
     (``resampling``, whose seed also draws the sample and the folds); pricing on the items both arms hold
     (``common_items``); the ids' tokenizer (``tokenizer``, else by name from ``tokenizers_dir``; a hash other
-    than the ledger's is refused unless ``allow_tokenizer_mismatch``); and ``workers`` retokenizing
-    (default: every usable CPU)."""
+    than the ledger's is refused unless ``allow_tokenizer_mismatch``); ``workers`` retokenizing
+    (default: every usable CPU); and which ``task``'s records, compared in that task's native and comparator arms."""
 
     parser: str = "strict"
     sample: int | None = None
@@ -386,6 +430,7 @@ class PriceSettings:
     tokenizers_dir: str | None = None
     allow_tokenizer_mismatch: bool = False
     workers: int | None = None
+    task: PricedTask = PricedTask()
 
 
 DEFAULT_PRICE_SETTINGS = PriceSettings()
@@ -418,7 +463,7 @@ def price_traces(
         )
     frame = traces.frame
     n = len(frame)
-    golds, answer_parser = task_scoring(frame, parser)
+    golds, answer_parser = task_scoring(frame, parser, files=settings.task.files)
     scoring = Scoring(golds, complete=(frame["finish_reason"] == "stop").to_numpy(), parser=answer_parser)
     # progress over both passes: n traces with the base tokenizer, then n with the extension
     first = (lambda done, _: on_progress(done, 2 * n)) if on_progress else None
@@ -426,7 +471,7 @@ def price_traces(
     base = retokenize(traces.texts, traces.base, budgets=grid, scoring=scoring, on_progress=first, workers=workers)
     ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds=folds, budgets=grid, scoring=scoring,
                            on_progress=second, workers=workers)  # fmt: skip
-    native = (frame["arm"] == NATIVE).to_numpy()
+    native = (frame["arm"] == traces.arms[0]).to_numpy()
     items, item_index = np.unique(frame["item"].to_numpy(), return_inverse=True)
     values, counts = _accuracy_columns(native, base, ext, grid.size)
     boot = item_bootstrap(
@@ -443,6 +488,8 @@ def price_traces(
     return Pricing(
         model=traces.model,
         lang=traces.lang,
+        task=traces.task,
+        arms=traces.arms,
         rows=rows,
         folds=_fold_compression(frame, native, folds, base, ext, premiums or {}),
         items=tuple(int(i) for i in items),
@@ -625,11 +672,17 @@ def price_ledger(
         tokenizer=settings.tokenizer,
         tokenizers_dir=settings.tokenizers_dir,
         allow_tokenizer_mismatch=settings.allow_tokenizer_mismatch,
+        task=settings.task,
     )
     coverage = check_arms(
-        traces.frame.assign(model=traces.model, lang=traces.lang), pooled=True, common_items=settings.common_items
+        traces.frame.assign(model=traces.model, lang=traces.lang),
+        traces.arms[0],
+        translate=traces.arms[1],
+        pooled=True,
+        common_items=settings.common_items,
     )
-    task_scoring(traces.frame, settings.parser)  # an unknown parser (for the records' task) fails before any work
+    # an unknown parser (for the records' task) fails before any work
+    task_scoring(traces.frame, settings.parser, files=settings.task.files)
     if not coverage.restricted.empty:
         traces = traces.select(coverage.restricted["items"].iloc[0])
     if not isinstance(extension, GivenFolds):  # a saved or learned extension: only some families have one
@@ -666,11 +719,11 @@ def _extension_folds(
         folds, premiums = load_extension_folds(extension.path, traces.base, lang=traces.lang)
         return folds, premiums, f"{Path(extension.path).name}, {len(folds)} fold(s)"
     learn = extension
-    native = (traces.frame["arm"] == NATIVE).to_numpy()
+    native = (traces.frame["arm"] == traces.arms[0]).to_numpy()
     corpus = ledger_corpus(
         traces.frame["item"].to_numpy()[native],
         [t for t, keep in zip(traces.texts, native, strict=True) if keep],
-        name=f"ledger:{traces.model}/native/{traces.lang}",
+        name=f"ledger:{traces.model}/{traces.arms[0]}/{traces.lang}",
     )
     learned = cross_fit(
         traces.base,

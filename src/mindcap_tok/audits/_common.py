@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import BadInputError, MindcapError
+from ..errors import MindcapError
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from ..ledger.score import score_by_tokenizer
 from ..tasks.answers import AnswerParser, get_parser
-from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
 from ..tasks.model import Task
+from ..tasks.roles import find_tasks, record_tasks
 from ..tokenization.load import ResolvedTokenizer
 
 #: the cell and the settings that split its records into populations (as the scorer and stats do), when present
@@ -75,32 +75,6 @@ def population_keys(table: pa.Table | pd.DataFrame) -> list[str]:
         if not (col.to_numpy(zero_copy_only=False) if isinstance(table, pa.Table) else col.to_numpy()).any():
             keys.remove("thinking")
     return keys
-
-
-def record_tasks(table: pa.Table | pd.DataFrame) -> np.ndarray:
-    """Each record's task name (object array; no ``task`` column or a null one: MGSM's, as every older ledger)."""
-    n = table.num_rows if isinstance(table, pa.Table) else len(table)
-    names = table.column_names if isinstance(table, pa.Table) else list(table.columns)
-    if "task" not in names:
-        return np.full(n, DEFAULT_TASK, dtype=object)
-    col = table.column("task").to_pylist() if isinstance(table, pa.Table) else table["task"].tolist()
-    return np.array([DEFAULT_TASK if t is None or t != t else str(t) for t in col], dtype=object)
-
-
-def find_tasks(names: Sequence[str], files: Sequence[str | os.PathLike[str]] = ()) -> dict[str, Task]:
-    """The task of each name: a built-in one, or one of the user's task ``files`` (a ledger records a task by
-    name; a task that is neither is a one-line error asking for its file)."""
-    given = {t.name: t for t in map(load_task, files)}
-    out = {}
-    for name in dict.fromkeys(names):
-        if name not in given and name not in builtin_tasks():
-            raise BadInputError(
-                f"records of task {name!r}, which is not built in ({', '.join(builtin_tasks())}): give its task "
-                "file (--task FILE)",
-                key="task",
-            )
-        out[name] = given.get(name) or load_task(name)
-    return out
 
 
 def role_mask(records: pa.Table, role: str, *, tasks: Sequence[str | os.PathLike[str]] = ()) -> np.ndarray:

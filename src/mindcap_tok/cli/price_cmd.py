@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import click
@@ -22,6 +23,7 @@ from ._options import (
     n_boot_option,
     no_verify_option,
     out_file_option,
+    task_files_option,
     tokenizer_option,
 )
 from ._output import emit, render, to_json
@@ -38,10 +40,12 @@ def _pts(x: float) -> str:
 
 def _table_rows(results: list[Pricing]) -> list[dict]:
     rows = []
+    several = len({p.task for p in results}) > 1  # a ledger of several tasks: say whose row
     for p in results:
         for r in p.rows:
             rows.append(
                 {
+                    **({"task": p.task} if several else {}),
                     "model": r.model,
                     "lang": r.lang,
                     "B": r.cap,
@@ -149,13 +153,15 @@ def _extension_source(state, options: dict, *, n_cells: int, n_langs: int) -> Ex
 @no_verify_option
 @allow_tokenizer_mismatch_option
 @common_items_option
+@task_files_option
 @click.pass_obj
 def price_command(state, ledger_dir, models, langs, caps, fmt, out, no_verify, **options) -> None:
     """Triage the adaptation ladder: what raising the cap and extending the vocabulary recover, with CIs.
 
-    Accuracies, deficits and gains are fractions in JSON/CSV and percentage points in the table.
+    Accuracies, deficits and gains are fractions in JSON/CSV and percentage points in the table. Each task the
+    ledger holds for a model and language is priced on its own, in that task's native and comparator arms.
     """
-    from ..adaptation.price import PriceSettings, price_ledger
+    from ..adaptation.price import PricedTask, PriceSettings, ledger_tasks, price_ledger
     from ..ledger.store import Ledger
     from ..resample import Resampling
     from ..tokenization.load import load_tokenizer
@@ -174,14 +180,17 @@ def price_command(state, ledger_dir, models, langs, caps, fmt, out, no_verify, *
         allow_tokenizer_mismatch=options["allow_tokenizer_mismatch"],
         workers=options["workers"],
     )
+    files = tuple(options["tasks"])
     results: list[Pricing] = []
     with progress_bar("pricing", total=len(models) * len(codes)) as advance:
         for model in models:
             for code in codes:
                 ledger = Ledger(ledger_dir, verify=not no_verify)
-                results.append(
-                    price_ledger(ledger, model, lang=code, caps=list(caps), extension=extension, settings=settings)
-                )
+                for task in ledger_tasks(ledger, model, lang=code) or [None]:
+                    priced = dataclasses.replace(settings, task=PricedTask(task, files))
+                    results.append(
+                        price_ledger(ledger, model, lang=code, caps=list(caps), extension=extension, settings=priced)
+                    )
                 advance()
     n_boot, seed, parser = options["n_boot"], options["seed"], options["parser"]
     triage = "\n".join(line for p in results for line in p.triage())

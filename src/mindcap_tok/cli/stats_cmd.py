@@ -61,9 +61,10 @@ def load_scores(state, ledger: str, budgets_for, premium_specs=(), **selection):
     return scored.scores, scored.premiums
 
 
-def comparable_scores(scores, frame: str, common_items: bool, native: str = "native", translate: str = "translate-act"):
+def comparable_scores(scores, frame: str, common_items: bool, native, translate):
     """``scores`` checked by :func:`~mindcap_tok.stats.grid.check_arms` (refused in one line when its arms or cells
-    cannot be compared) and, with ``common_items``, restricted to the items both arms hold; and the coverage."""
+    cannot be compared) and, with ``common_items``, restricted to the items both arms hold; and the coverage.
+    ``native``/``translate``: one arm, or each task's (task -> arm)."""
     import dataclasses
 
     from ..stats.grid import check_arms
@@ -82,8 +83,16 @@ def _resampling(common: dict) -> Resampling:
     return Resampling(common["n_boot"], common["seed"], common["level"])
 
 
+def score_arms(scores, task_files):
+    """Each task's native and comparator arm (:class:`~mindcap_tok.tasks.roles.TaskArms`) for the scored records."""
+    from ..tasks.roles import task_arms
+
+    return task_arms(scores.by_record, task_files)
+
+
 def _sweep_inputs(state, common: dict):
-    """The budget grid, the checked scores, the premium table and the arms' coverage of ``sweep``/``report``."""
+    """The budget grid, the checked scores, the premium table, the arms' coverage and each task's arms
+    (:class:`~mindcap_tok.tasks.roles.TaskArms`) of ``sweep``/``report``."""
     from ..stats.inputs import sweep_budgets
 
     check_n_boot(common["n_boot"], common["level"])  # before the scoring
@@ -101,8 +110,9 @@ def _sweep_inputs(state, common: dict):
         tokenizer=common["tokenizer"],
         tasks=common["tasks"],
     )
-    scores, coverage = comparable_scores(scores, common["frame"], common["common_items"])
-    return grid, scores, table, coverage
+    arms = score_arms(scores, common["tasks"])
+    scores, coverage = comparable_scores(scores, common["frame"], common["common_items"], arms.native, arms.comparator)
+    return grid, scores, table, coverage, arms
 
 
 _ledger_option = click.option(
@@ -169,16 +179,19 @@ def sweep_command(state, fmt, out, **common) -> None:
     from ..report.budget_report import DELTA_COLUMNS, to_points
     from ..stats.binding import binding_regime, binding_rows
     from ..stats.curves import sweep
+    from ..stats.roles import label
 
-    grid, scores, table, coverage = _sweep_inputs(state, common)
+    grid, scores, table, coverage, arms = _sweep_inputs(state, common)
     result = sweep(
         scores.by_budget,
         table,
         budgets=grid,
         resampling=_resampling(common),
         frame=common["frame"],
+        native=arms.native,
+        translate=arms.comparator,
     )
-    binding = binding_regime(result, scores.by_record)
+    binding = binding_regime(result, scores.by_record, native=arms.native)
     thought = thought_summary(scores.by_record)  # empty unless some record thinks
     if fmt == "json":
         text = to_json(
@@ -195,7 +208,7 @@ def sweep_command(state, fmt, out, **common) -> None:
             }
         )
     elif fmt == "csv":
-        text = render(binding_rows(result, scores.by_record).to_dict(orient="records"), "csv")
+        text = render(binding_rows(result, scores.by_record, native=arms.native).to_dict(orient="records"), "csv")
     else:  # readable width: settings shared by every row go into the title, Δ_L and the gap in two tables
         rows, peaks = to_points(result.rows), to_points(result.peaks)
         rows, peaks, cross, shared = _drop_shared_settings(rows, peaks, result.crossovers)
@@ -216,7 +229,8 @@ def sweep_command(state, fmt, out, **common) -> None:
             text += "\n" + render(
                 rows[keys + gap].to_dict(orient="records"),
                 fmt,
-                title="Gap: TRANSLATE-ACT − NATIVE accuracy at B (points)",
+                title=f"Gap: {label(arms.comparator, 'comparator').upper()} − {label(arms.native, 'native').upper()} "
+                "accuracy at B (points)",
                 floatfmt=".2f",
             )
         text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")
@@ -291,7 +305,7 @@ def report_command(state, out, **common) -> None:
     from ..report.budget_report import PRODUCER, write_budget_report
 
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
-    grid, scores, table, coverage = _sweep_inputs(state, common)
+    grid, scores, table, coverage, arms = _sweep_inputs(state, common)
     rep = write_budget_report(
         scores,
         table,
@@ -299,6 +313,7 @@ def report_command(state, out, **common) -> None:
         budgets=grid,
         resampling=_resampling(common),
         frame=common["frame"],
+        arms=arms,
         notes=[coverage.footer().strip()] if coverage.footer() else [],
     )
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
@@ -425,8 +440,10 @@ def protocol_test(
         tokenizer=tokenizer,
         tasks=tasks,
     )
-    scores, coverage = comparable_scores(scores, proto.frame, common_items, proto.native, proto.translate)
-    result = run_protocol(proto, scores.by_budget, premiums=table)
+    arms = score_arms(scores, tasks)  # the protocol's declared arms, where it declares them, override each task's
+    native, translate = proto.native or arms.native, proto.translate or arms.comparator
+    scores, coverage = comparable_scores(scores, proto.frame, common_items, native, translate)
+    result = run_protocol(proto, scores.by_budget, premiums=table, native=native, translate=translate)
     gates, gated = gate_protocol(proto, result, by_record=scores.by_record)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
         decisions = gated.assign(**{c: gated[c] / 100 for c in ("margin", "estimate", "se")})
@@ -509,7 +526,8 @@ def consistency_command(state, ledger, premium_specs, budgets, splits, seed, fmt
         tokenizer=selection["tokenizer"],
         tasks=selection["tasks"],
     )
-    result = consistency(scores, table, budgets=grid, splits=settings)
+    native = score_arms(scores, selection["tasks"]).native
+    result = consistency(scores, table, budgets=grid, splits=settings, native=native)
     if fmt == "json":
         text = to_json({**result.as_dict(), "units": "fractions"})
     elif fmt == "csv":

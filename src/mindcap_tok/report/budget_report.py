@@ -19,13 +19,15 @@ from ..ledger.outcomes import OUTCOMES
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.binding import binding_regime
 from ..stats.bootstrap import grid_bootstrap
-from ..stats.curves import NATIVE, Sweep, accuracy_table, sweep
+from ..stats.curves import NATIVE, TRANSLATE, Sweep, accuracy_table, sweep
 from ..stats.failure_tail import failure_tail
 from ..stats.forcing import forcing_populations
 from ..stats.grid import accuracy_grid
 from ..stats.premiums import premium_table
+from ..stats.roles import arm_mask
 from ..stats.subcdf import compare_prediction, predict_delta
 from ..stats.timing import emission_timing, timing_contrast
+from ..tasks.roles import TaskArms
 
 if TYPE_CHECKING:
     from ..ledger.score import Scores
@@ -91,7 +93,7 @@ def write_budget_report(
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
     frame: str = "replay",
-    native: str = NATIVE,
+    arms: TaskArms | None = None,
     notes: Sequence[str] = (),
 ) -> BudgetReport:
     """Write ``report.md``, CSV tables and ``native_curves.png`` / ``gap_curves.png`` into ``out_dir``.
@@ -100,7 +102,9 @@ def write_budget_report(
     half-written report. ``out_dir`` must be absent, empty or an earlier report (see
     :func:`~mindcap_tok._io.check_output_folder`). ``scores``: a ledger's :class:`~mindcap_tok.ledger.score.Scores`
     (its ``by_record`` adds answer-emission timing and the sub-CDF consistency check), or a ``by_budget`` frame
-    alone. ``notes`` are printed in ``report.md`` (e.g. the items a comparison was restricted to).
+    alone. ``arms``: each task's native and comparator arm (:func:`~mindcap_tok.tasks.roles.task_arms`; default:
+    ``native`` and ``translate-act`` for every cell). ``notes`` are printed in ``report.md`` (e.g. the items a
+    comparison was restricted to).
     """
     check_output_folder(out_dir, PRODUCER)
     by_budget, by_record = (scores, None) if isinstance(scores, pd.DataFrame) else (scores.by_budget, scores.by_record)
@@ -108,9 +112,10 @@ def write_budget_report(
     table = premium_table(premiums)
     grid = accuracy_grid(by_budget, frame)
     boot = grid_bootstrap(grid, n_boot=resampling.n_boot, seed=resampling.seed)
-    result = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, boot=boot)
+    native, translate = (arms.native, arms.comparator) if arms is not None else (NATIVE, TRANSLATE)
+    result = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, translate=translate, boot=boot)
     curves = accuracy_table(grid, boot=boot, level=level)
-    native_curves = curves[curves["arm"] == native]
+    native_curves = curves[arm_mask(curves, native)]
     tables: dict[str, pd.DataFrame] = {
         "sweep": result.rows,
         "peaks": result.peaks,
@@ -127,7 +132,7 @@ def write_budget_report(
         if "outcome" in by_record.columns:
             tables["failure_tail"] = failure_tail(by_record)
         try:
-            contrast = timing_contrast(timing)
+            contrast = timing_contrast(timing, native, translate=translate)
             if len(contrast):
                 tables["timing_contrast"] = contrast
         except MindcapError:
@@ -165,6 +170,8 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         for c in ("model", "lang", "budget", *DELTA_COLUMNS, "acc_translate", "gap", "native_lead_prob")
         if c in result.rows.columns
     ]
+    if "task" in result.rows and result.rows["task"].nunique() > 1:  # a ledger of several tasks: say whose row
+        cols.insert(0, "task")
     parts = [
         "# Budget sweep report",
         "",
@@ -175,7 +182,8 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         "",
         f"Premiums: {prem}.",
         "",
-        "Δ_L(B) = acc_NATIVE(floor(r·B)) − acc_NATIVE(B); gap(B) = acc_TRANSLATE-ACT(B) − acc_NATIVE(B).",
+        "Δ_L(B) = acc_NATIVE(floor(r·B)) − acc_NATIVE(B); gap(B) = acc_COMPARATOR(B) − acc_NATIVE(B), NATIVE and "
+        "COMPARATOR being each task's native and comparator arms (MGSM's: native and translate-act).",
         "",
         "## Peaks",
         "",

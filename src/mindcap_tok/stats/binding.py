@@ -18,6 +18,7 @@ import pandas as pd
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
 from .curves import NATIVE, Sweep
 from .grid import require_columns
+from .roles import Arm, arm_mask
 
 
 def budget_ranges(budgets: Sequence[int], mask: Sequence[bool]) -> list[list[int]]:
@@ -37,12 +38,12 @@ def _cell_keys(rows: pd.DataFrame) -> list[str]:
     return [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in rows.columns and c != "arm"]
 
 
-def correct_in_window(rows: pd.DataFrame, by_record: pd.DataFrame, *, native: str = NATIVE) -> np.ndarray:
+def correct_in_window(rows: pd.DataFrame, by_record: pd.DataFrame, *, native: Arm = NATIVE) -> np.ndarray:
     """Per row of a sweep (``budget``, ``scaled_budget`` and its cell keys): how many correct native traces of
     that cell emit their answer in (B, floor(r·B)] (E = NaN, never, counts nowhere)."""
     require_columns(by_record, ["arm", "emission", "correct"], what="by_record")
     keys = _cell_keys(rows)
-    recs = by_record[by_record["arm"] == native]
+    recs = by_record[arm_mask(by_record, native)]
     out = np.zeros(len(rows), dtype=np.int64)
     for key, part in rows.groupby(keys, sort=False, dropna=False):
         mask = np.ones(len(recs), dtype=bool)
@@ -58,7 +59,7 @@ def correct_in_window(rows: pd.DataFrame, by_record: pd.DataFrame, *, native: st
     return out
 
 
-def binding_rows(result: Sweep, by_record: pd.DataFrame | None = None, *, native: str = NATIVE) -> pd.DataFrame:
+def binding_rows(result: Sweep, by_record: pd.DataFrame | None = None, *, native: Arm = NATIVE) -> pd.DataFrame:
     """The sweep's rows with ``band_binds`` (the band excludes 0) and, with ``by_record``, ``correct_in_window``
     (see :func:`correct_in_window`): the per-budget view of the binding regime (the CSV's columns)."""
     rows = result.rows.reset_index(drop=True)
@@ -68,7 +69,7 @@ def binding_rows(result: Sweep, by_record: pd.DataFrame | None = None, *, native
     return rows
 
 
-def binding_regime(result: Sweep, by_record: pd.DataFrame | None = None, *, native: str = NATIVE) -> pd.DataFrame:
+def binding_regime(result: Sweep, by_record: pd.DataFrame | None = None, *, native: Arm = NATIVE) -> pd.DataFrame:
     """Per native cell: ``band_binds`` and (with ``by_record``) ``emission_binds`` as budget ranges (see the
     module docstring), and the swept budgets they are ranges of."""
     rows = binding_rows(result, by_record, native=native)

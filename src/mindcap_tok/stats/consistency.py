@@ -22,6 +22,7 @@ from ..errors import MindcapError
 from .curves import NATIVE, _group_keys, _scaled
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import premium_table
+from .roles import Arm, arm_mask, label
 from .subcdf import compare_prediction, split_items, subcdf_grid
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def consistency(
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     splits: Splits = Splits(),
-    native: str = NATIVE,
+    native: Arm = NATIVE,
 ) -> Consistency:
     """The split-half check of every ``native`` cell of ``scores`` (replay frame: one long ledger's prefixes).
 
@@ -129,10 +130,10 @@ def consistency(
         raise MindcapError(f"budgets must be distinct and non-empty, got {budgets}")
     budgets = sorted(budgets)
     table = premium_table(premiums)
-    records = scores.by_record[scores.by_record["arm"] == native]
+    records = scores.by_record[arm_mask(scores.by_record, native)]
     if records.empty:
-        raise MindcapError(f"scores have no {native!r} records")
-    observed = accuracy_grid(scores.by_budget[scores.by_budget["arm"] == native], "replay")
+        raise MindcapError(f"scores have no {label(native, 'native')!r} records")
+    observed = accuracy_grid(scores.by_budget[arm_mask(scores.by_budget, native)], "replay")
     needed = set(budgets)
     for cell in range(len(observed.cells)):
         needed.update(_scaled(table, observed, cell, budgets)[1])

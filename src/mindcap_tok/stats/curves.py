@@ -20,6 +20,7 @@ from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, premium_table
+from .roles import Arm, arm_mask, arm_of, label
 
 NATIVE, TRANSLATE = ARMS[0], ARMS[1]
 
@@ -55,17 +56,19 @@ def _group_keys(grid: AccuracyGrid) -> list[str]:
     return [k for k in grid.keys if k != "arm"]
 
 
-def arm_pairs(grid: AccuracyGrid, native: str = NATIVE, *, translate: str = TRANSLATE) -> list[tuple[int, int | None]]:
-    """(native cell, matching translate cell or None) for every native cell; matching = same non-arm keys."""
+def arm_pairs(grid: AccuracyGrid, native: Arm = NATIVE, *, translate: Arm = TRANSLATE) -> list[tuple[int, int | None]]:
+    """(native cell, matching translate cell or None) for every native cell; matching = same non-arm keys (the
+    ``task`` among them). ``native``/``translate``: one arm name, or per task (:mod:`~mindcap_tok.stats.roles`)."""
     keys = _group_keys(grid)
     cells = grid.cells
-    nat = cells.index[cells["arm"] == native]
+    nat = cells.index[arm_mask(cells, native)]
     if len(nat) == 0:
-        raise MindcapError(f"no {native!r} cells (arms present: {', '.join(sorted(cells['arm'].unique()))})")
-    trans = cells[cells["arm"] == translate]
+        raise MindcapError(
+            f"no {label(native, 'native')!r} cells (arms present: {', '.join(sorted(cells['arm'].unique()))})"
+        )
     pairs = []
     for i in nat:
-        match = trans
+        match = cells[cells["arm"] == arm_of(translate, cells.at[i, "task"] if "task" in cells else None)]
         for k in keys:
             v = cells.at[i, k]
             match = match[match[k].isna()] if pd.isna(v) else match[match[k] == v]
@@ -78,7 +81,7 @@ def _row_keys(grid: AccuracyGrid, cell: int) -> dict:
 
 
 def gap_table(
-    scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", *, native: str = NATIVE, translate: str = TRANSLATE
+    scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", *, native: Arm = NATIVE, translate: Arm = TRANSLATE
 ) -> pd.DataFrame:
     """gap(B) = acc_translate(B) − acc_native(B) for every cell pair and scored budget (point estimates)."""
     grid = as_grid(scores, frame)
@@ -98,7 +101,7 @@ def gap_table(
                 }
             )
     if not rows:
-        raise MindcapError(f"no {translate!r} cell matches a {native!r} cell")
+        raise MindcapError(f"no {label(translate, 'comparator')!r} cell matches a {label(native, 'native')!r} cell")
     return pd.DataFrame(rows).dropna(subset=["gap"]).reset_index(drop=True)
 
 
@@ -108,7 +111,7 @@ def delta_table(
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     frame: str = "replay",
-    native: str = NATIVE,
+    native: Arm = NATIVE,
 ) -> pd.DataFrame:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) for every native cell (point estimates).
 
@@ -208,13 +211,14 @@ def sweep(
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
     frame: str = "replay",
-    native: str = NATIVE,
-    translate: str = TRANSLATE,
+    native: Arm = NATIVE,
+    translate: Arm = TRANSLATE,
     boot: Boot | None = None,
 ) -> Sweep:
     """Δ_L(B) per native cell over ``budgets`` with pointwise percentile CIs and a simultaneous max-|t| band,
     the peak (argmax) with its stability, and, where a translate cell exists, gap(B) with CIs, the bootstrap
-    probability that native leads, and the crossovers.
+    probability that native leads, and the crossovers. ``native``/``translate``: one arm name, or each task's
+    (task -> arm; cells are then paired within their task).
 
     One item-clustered resampling (``resampling``: its ``n_boot`` and ``seed``; intervals at its ``level``)
     serves every cell and budget; pass ``boot`` (from :func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` on the

@@ -27,6 +27,7 @@ from .curves import NATIVE, TRANSLATE
 from .grid import SETTING_COLUMNS, AccuracyGrid
 from .hypotheses import ALTERNATIVES, bootstrap_test, holm, t_ratio
 from .premiums import PremiumTable, lookup_premium
+from .roles import Arm, arm_of
 
 KINDS = ("delta", "delta-difference", "gap", "contrast")
 DEFAULT_OUTCOMES = {"all": "confirmatory_support", "some": "partial_support", "none": "no_confirmatory_support"}
@@ -142,8 +143,17 @@ class _Term:
 class _Estimands:
     """Builds each hypothesis's estimand as (accuracy cell, budget) terms on one grid."""
 
-    def __init__(self, grid: AccuracyGrid, premiums: PremiumTable | None, native: str, translate: str):
+    def __init__(self, grid: AccuracyGrid, premiums: PremiumTable | None, native: Arm, translate: Arm):
         self.grid, self.premiums, self.native, self.translate = grid, premiums, native, translate
+
+    def arm(self, arm: Arm, base: Mapping) -> str:
+        """The arm of a hypothesis's cells: its ``task``'s, else the grid's one task's (the tasks' arms may differ)."""
+        tasks = self.grid.cells["task"].dropna().unique() if "task" in self.grid.cells else []
+        task = base.get("task", tasks[0] if len(tasks) == 1 else None)
+        try:
+            return arm_of(arm, task)
+        except MindcapError as exc:
+            raise MindcapError(f"{exc} (give the hypothesis a task)") from None
 
     def budget(self, cell: dict, budget: int, scaled: bool) -> int:
         if not scaled:
@@ -165,15 +175,15 @@ class _Estimands:
         if h.kind == "gap":
             return [
                 [
-                    (1.0, _Term({**base, "arm": self.translate, "lang": lang}, h.budget, False)),
-                    (-1.0, _Term({**base, "arm": self.native, "lang": lang}, h.budget, False)),
+                    (1.0, _Term({**base, "arm": self.arm(self.translate, base), "lang": lang}, h.budget, False)),
+                    (-1.0, _Term({**base, "arm": self.arm(self.native, base), "lang": lang}, h.budget, False)),
                 ]
                 for lang in h.langs
             ]
         return [[(1.0, self._contrast(base, h.a)), (-1.0, self._contrast(base, h.b))]]
 
     def _delta(self, base: dict, lang: str, budget: int) -> list[tuple[float, _Term]]:
-        cell = {**base, "arm": self.native, "lang": lang}
+        cell = {**base, "arm": self.arm(self.native, base), "lang": lang}
         return [(1.0, _Term(cell, budget, True)), (-1.0, _Term(cell, budget, False))]
 
     @staticmethod
@@ -235,8 +245,8 @@ def run_family(
     *,
     premiums: PremiumTable | None = None,
     tests: FamilyTests = FamilyTests(),
-    native: str = NATIVE,
-    translate: str = TRANSLATE,
+    native: Arm = NATIVE,
+    translate: Arm = TRANSLATE,
     boot: Boot | None = None,
 ) -> FamilyResult:
     """Evaluate every hypothesis on one shared resampling, then Holm over the family.

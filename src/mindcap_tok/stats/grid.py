@@ -24,6 +24,7 @@ import pandas as pd
 from ..choices import FRAMES as FRAMES
 from ..errors import MindcapError
 from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS  # cells and the generation settings that split them
+from .roles import Arm, arm_of, label
 
 _BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")
 
@@ -279,9 +280,9 @@ def _varying(records: pd.DataFrame, keys: Sequence[str]) -> list[str]:
 
 def check_arms(
     records: pd.DataFrame,
-    native: str = "native",
+    native: Arm = "native",
     *,
-    translate: str = "translate-act",
+    translate: Arm = "translate-act",
     frame: str = "replay",
     pooled: bool = False,
     common_items: bool = False,
@@ -297,7 +298,9 @@ def check_arms(
     per item k differ by item (per cap in the independent frame); and, unless ``common_items``, a pair of
     ``native`` and ``translate`` cells (same model, language and settings) that cover different items. With
     ``common_items`` such a pair is compared on the items both arms hold (see :meth:`ArmCoverage.keep`); none
-    in common is still refused. The one check ``sweep``, ``report``, ``protocol test`` and ``price`` run before
+    in common is still refused. ``native``/``translate``: one arm name, or each task's (task -> arm; the pair's
+    ``task`` picks them; the coverage then names them ``native`` and ``comparator`` where tasks differ). The one
+    check ``sweep``, ``report``, ``protocol test`` and ``price`` run before
     any statistic.
     """
     require_columns(records, [*CELL_COLUMNS, "item"], what="records")
@@ -322,24 +325,26 @@ def check_arms(
             )
     pair_keys = [k for k in keys if k != "arm"]
     pairs = []
+    nat_label, tr_label = label(native, "native"), label(translate, "comparator")
     for key, group in records.groupby(pair_keys, sort=True, dropna=False):
         row = dict(zip(pair_keys, key, strict=True))
         arm = group["arm"].to_numpy()
-        a, b = (np.unique(group["item"].to_numpy()[arm == x]) for x in (native, translate))
+        nat, tr = (arm_of(x, row.get("task")) for x in (native, translate))
+        a, b = (np.unique(group["item"].to_numpy()[arm == x]) for x in (nat, tr))
         if not a.size or not b.size:
             continue
         common = np.intersect1d(a, b)
         if (a.size != common.size or b.size != common.size) and (not common_items or not common.size):
             fix = "; pass --common-items to compare them on those" if common.size else ""
             problems.append(
-                f"arms {native} and {translate} of {_label(row, pair_keys, varying)} cover different items "
+                f"arms {nat} and {tr} of {_label(row, pair_keys, varying)} cover different items "
                 f"({a.size} and {b.size}; {common.size} in common){fix}"
             )
         pairs.append(
             {
                 **row,
-                f"items_{native}": int(a.size),
-                f"items_{translate}": int(b.size),
+                f"items_{nat_label}": int(a.size),
+                f"items_{tr_label}": int(b.size),
                 "common": int(common.size),
                 "items": common,
             }
@@ -347,5 +352,5 @@ def check_arms(
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise MindcapError(f"refusing to compare: {problems[0]}{more}")
-    columns = [*pair_keys, f"items_{native}", f"items_{translate}", "common", "items"]
-    return ArmCoverage(pd.DataFrame(pairs, columns=columns), common_items, native, translate, tuple(pair_keys))
+    columns = [*pair_keys, f"items_{nat_label}", f"items_{tr_label}", "common", "items"]
+    return ArmCoverage(pd.DataFrame(pairs, columns=columns), common_items, nat_label, tr_label, tuple(pair_keys))

@@ -59,9 +59,11 @@ from ..spec import (
     reading,
 )
 from .announcement import DEFAULT_GATE, announcement_gate, gate_decisions
+from .curves import NATIVE, TRANSLATE
 from .family import DEFAULT_OUTCOMES, FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, resolve_premiums
+from .roles import Arm
 
 _TOP_KEYS = {
     "name",
@@ -99,8 +101,9 @@ class Protocol:
     premiums: str | Mapping | None = None
     parser: str = "strict"
     outcomes: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_OUTCOMES))
-    native: str = "native"
-    translate: str = "translate-act"
+    #: the compared arms when the file declares them (None: each task's native and comparator arm)
+    native: str | None = None
+    translate: str | None = None
     description: str = ""
     #: B*, typed or computed from the file's ``bstar`` rule; ``budget = "bstar"`` in a hypothesis stands for it
     bstar: int | None = None
@@ -267,8 +270,8 @@ def load_protocol(path: str | Path, *, bstar: int | None = None) -> Protocol:
                 premiums=raw.get("premiums"),
                 parser=str(raw.get("parser", "strict")),
                 outcomes={**DEFAULT_OUTCOMES, **outcomes},
-                native=str(raw.get("native", "native")),
-                translate=str(raw.get("translate", "translate-act")),
+                native=str(raw["native"]) if "native" in raw else None,
+                translate=str(raw["translate"]) if "translate" in raw else None,
                 description=str(raw.get("description", "")),
                 bstar=value() if "bstar" in raw else None,
                 prices=check_prices(raw["prices"]) if "prices" in raw else None,
@@ -516,8 +519,16 @@ def verify_protocol(path: str | Path, tokenizers_dir: str | Path | None = None) 
     return record
 
 
-def run_protocol(proto: Protocol, by_budget: pd.DataFrame, *, premiums: PremiumTable | None) -> FamilyResult:
-    """Evaluate a (verified) protocol's family on ``Scores.by_budget``."""
+def run_protocol(
+    proto: Protocol,
+    by_budget: pd.DataFrame,
+    *,
+    premiums: PremiumTable | None,
+    native: Arm = NATIVE,
+    translate: Arm = TRANSLATE,
+) -> FamilyResult:
+    """Evaluate a (verified) protocol's family on ``Scores.by_budget``. The arms it declares are compared, else
+    ``native`` and ``translate`` (one arm, or each task's: :class:`~mindcap_tok.tasks.roles.TaskArms`)."""
     filters = {"model": proto.model} if proto.model else None
     grid = accuracy_grid(by_budget, proto.frame, filters=filters)
     return run_family(
@@ -525,8 +536,8 @@ def run_protocol(proto: Protocol, by_budget: pd.DataFrame, *, premiums: PremiumT
         proto.hypotheses,
         premiums=premiums,
         tests=FamilyTests(proto.alpha, proto.n_boot, proto.seed, proto.tail_factor, proto.outcomes),
-        native=proto.native,
-        translate=proto.translate,
+        native=proto.native or native,
+        translate=proto.translate or translate,
     )
 
 

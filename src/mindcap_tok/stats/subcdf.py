@@ -24,6 +24,7 @@ from ..resample import scale_budget
 from .curves import NATIVE, _row_keys, arm_pairs, delta_table
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import lookup_premium, premium_table
+from .roles import Arm, arm_mask, label
 
 _BY_RECORD_REQUIRED = (*CELL_COLUMNS, "item", "emission", "correct")
 
@@ -92,7 +93,7 @@ def subcdf(by_record: pd.DataFrame, points: Sequence[int]) -> pd.DataFrame:
 
 
 def predict_delta(
-    by_record: pd.DataFrame, premiums, *, budgets: Sequence[int] = SWEEP_BUDGETS, native: str = NATIVE
+    by_record: pd.DataFrame, premiums, *, budgets: Sequence[int] = SWEEP_BUDGETS, native: Arm = NATIVE
 ) -> pd.DataFrame:
     """Predicted Δ_L(B) = G(floor(r·B)) − G(B) per native cell, plus the naive factorization.
 
@@ -101,9 +102,9 @@ def predict_delta(
     """
     table = premium_table(premiums)
     budgets = [int(b) for b in budgets]
-    nat = by_record[by_record["arm"] == native] if "arm" in by_record.columns else by_record
+    nat = by_record[arm_mask(by_record, native)] if "arm" in by_record.columns else by_record
     if nat.empty:
-        raise MindcapError(f"by_record has no {native!r} records")
+        raise MindcapError(f"by_record has no {label(native, 'native')!r} records")
     scaled_all = set(budgets)
     for model, lang in nat[["model", "lang"]].drop_duplicates().itertuples(index=False):
         r = lookup_premium(table, str(model), lang=str(lang))

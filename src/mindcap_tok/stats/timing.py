@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..errors import MindcapError
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, require_columns
+from .roles import Arm, arm_mask
 
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 
@@ -58,13 +59,13 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
 
 
 def timing_contrast(
-    timing: pd.DataFrame, native: str = "native", *, translate: str = "translate-act", column: str = "emission_p10"
+    timing: pd.DataFrame, native: Arm = "native", *, translate: Arm = "translate-act", column: str = "emission_p10"
 ) -> pd.DataFrame:
     """Native minus translate ``column`` per (model, lang, ...): negative = native emits earlier (Table 2)."""
     require_columns(timing, [*CELL_COLUMNS, column], what="timing")
     keys = [k for k in timing.columns if k in ("model", "lang", *SETTING_COLUMNS) and k != "cap"]
-    nat = timing[timing["arm"] == native][[*keys, column]]
-    tr = timing[timing["arm"] == translate][[*keys, column]]
+    nat = timing[arm_mask(timing, native)][[*keys, column]]
+    tr = timing[arm_mask(timing, translate)][[*keys, column]]
     both = nat.merge(tr, on=keys, suffixes=("_native", "_translate"))
     both[f"{column}_diff"] = both[f"{column}_native"] - both[f"{column}_translate"]
     return both
