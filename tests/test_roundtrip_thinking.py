@@ -13,7 +13,7 @@ import pytest
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.backends import Completion
 from mindcap_tok.ledger.think import think_markers
-from mindcap_tok.roundtrip import parse_spec, run_roundtrip
+from mindcap_tok.roundtrip import CompareOptions, compare_runs, parse_spec, run_roundtrip
 from mindcap_tok.roundtrip.prompts import translation_prompt
 from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report
 from mindcap_tok.roundtrip.run import apply_hop, new_chains
@@ -206,3 +206,27 @@ def test_twins_run_and_report(tmp_path, tiny, backend, texts_file, qwen):
     )
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Thinking and instruct" in md and "1 hops never closed" in md
+    board = compare_runs(run_dirs=[tmp_path / "run"], out_dir=tmp_path / "board", options=CompareOptions(n_boot=20))
+    assert dict(zip(board.leaderboard["model"], board.leaderboard["thinking"], strict=True)) == {
+        "tiny-think": True,
+        "tiny-instruct": False,
+    }
+
+
+def test_cli_thinking_flag(tmp_path, tiny, texts_file, monkeypatch):
+    import mindcap_tok.roundtrip as rt
+    from mindcap_tok.cli.main import main
+
+    seen = {}
+
+    def capture(spec, name):
+        seen["spec"] = spec
+        raise MindcapError("stop here")
+
+    monkeypatch.setattr(rt, "open_backends", capture)
+    job = tmp_path / "job.toml"
+    job.write_text(f'model = "{tiny}"\nmodel_name = "tiny"\nsequences = ["en>de>en"]\ntexts = "{texts_file}"\n')
+    for flag, want in (("--thinking", True), ("--no-thinking", False)):
+        with pytest.raises(SystemExit) as done:
+            main(["roundtrip", str(job), "--out-dir", str(tmp_path / "run"), flag])
+        assert done.value.code != 0 and seen.pop("spec").models[0].thinking is want
