@@ -187,7 +187,7 @@ def parity_audit(
     tables = {"agreement": summarise(keys), "by_prefix": summarise(["prefix"]), "divergences": pd.DataFrame(div)}
     if thinks(records):
         whole = sample[sample["prefix"] == "whole"]
-        tables["by_channel"] = channel_table(records, whole, keys, tokenizers, think_close=think_close)
+        tables["by_channel"] = channel_table(records, whole, keys=keys, tokenizers=tokenizers, think_close=think_close)
         summary["channels"] = {
             str(ch): {"sampled": int(g["sampled"].sum()), "agree": int(g["agree"].sum())}
             for ch, g in tables["by_channel"].groupby("channel", sort=True)
@@ -207,9 +207,9 @@ def split_stored(stored: str, close_text: str, *, closed: bool) -> tuple[str, st
 def channel_table(
     records: pa.Table,
     whole: pd.DataFrame,
+    *,
     keys: Sequence[str],
     tokenizers: Mapping[str, ResolvedTokenizer],
-    *,
     think_close: str | None = None,
 ) -> pd.DataFrame:
     """Per population and channel (``reasoning``, ``answer``) of the sampled whole thinking records (``whole``:

@@ -640,7 +640,7 @@ def roundtrip_report(
               "langid": langid, "inconsistent": inconsistency_table(samples), "agreement": agreement,
               "hop_quality": hop_quality}  # fmt: skip
     if thinks:  # reasoning models: thinking and instruct twins side by side (older reports keep their files)
-        tables["thinking"] = twin_table(metrics, detail, spec["models"])
+        tables["thinking"] = twin_table(metrics, detail, models=spec["models"])
     files: list[str] = []
     with output_folder(out, PRODUCER) as tmp:
         for name, frame in tables.items():

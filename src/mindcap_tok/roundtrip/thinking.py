@@ -72,7 +72,7 @@ def _tokens(detail: pd.DataFrame, model: str) -> dict[str, float | None]:
     }
 
 
-def twin_table(metrics: pd.DataFrame, detail: pd.DataFrame, models: Sequence[dict]) -> pd.DataFrame:
+def twin_table(metrics: pd.DataFrame, detail: pd.DataFrame, *, models: Sequence[dict]) -> pd.DataFrame:
     """Per twin pair (:func:`twins`) and judge: pass share, mean MQM and tokens per hop (thought and answer, means
     over the model's hops; ``unclosed_hop_share``) of the thinking and the instruct entry side by side, and the
     pass-share difference (thinking − instruct). Empty when the run has no twins."""
