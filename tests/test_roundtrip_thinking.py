@@ -230,3 +230,12 @@ def test_cli_thinking_flag(tmp_path, tiny, texts_file, monkeypatch):
         with pytest.raises(SystemExit) as done:
             main(["roundtrip", str(job), "--out-dir", str(tmp_path / "run"), flag])
         assert done.value.code != 0 and seen.pop("spec").models[0].thinking is want
+
+
+def test_a_model_listed_twice_is_loaded_once(tiny, texts_file, monkeypatch):
+    import mindcap_tok.roundtrip.run as run
+
+    loaded = []
+    monkeypatch.setattr(run, "load_backend", lambda name, path, **kw: loaded.append(path) or object())
+    backends, judge = run.open_backends(twin_spec(tiny, texts_file, judge={"retries": 0}), "transformers")
+    assert loaded == [str(tiny)] and backends["tiny-think"] is backends["tiny-instruct"] is judge
