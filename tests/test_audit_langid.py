@@ -20,6 +20,7 @@ from mindcap_tok.audits import (
     split_translate_act,
     validation_agreement,
 )
+from mindcap_tok.audits.langid import split_channels
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.schema import validate_records
 
@@ -231,3 +232,25 @@ def test_thinking_records_are_labelled_per_channel(config, qwen, lid176):
     assert table.loc[(False, "answer"), "n"] == 1 and table.loc[(False, "answer"), "in_expected"] == 1.0
     with pytest.raises(MindcapError, match="need their tokenizers"):
         langid_audit(validate_records(recs), lid176)
+
+
+def test_think_markers_are_stripped_before_labelling(config, qwen, lid176):
+    # Qwen3's <think> / </think> are added tokens that are not special: a decode keeps them as text
+    th, en = _flores(config, "tha_Thai", 1)[0], _flores(config, "eng_Latn", 1)[0]
+    tok = qwen.tokenizer
+    ids = [tok.token_to_id("<think>"), *tok.encode(th, add_special_tokens=False).ids, tok.token_to_id("</think>")]
+    end = len(ids) - 1
+    second = [
+        tok.token_to_id("<think>"),
+        *tok.encode("again", add_special_tokens=False).ids,
+        tok.token_to_id("</think>"),
+    ]
+    ids += [*tok.encode(f"\n{en}\n", add_special_tokens=False).ids, *second]
+    assert "<think>" in tok.decode(ids[:end], skip_special_tokens=True)  # the markup the audit must not label
+    rec = make_record(qwen, "x", item=0, thinking=True, think_end=end) | {"output_ids": ids, "text": "x"}
+    split = split_channels(validate_records([rec]), {qwen.name: qwen})
+    reasoning, answer = split.column("text").to_pylist()
+    assert " ".join(reasoning.split()) == " ".join(th.split())  # the Thai thought, by hand, nothing else
+    assert " ".join(answer.split()) == " ".join(f"{en} again".split())  # a second block: its words, no markup
+    labels = label_traces(split, lid176)
+    assert not any("think" in s for s in labels["segment"])

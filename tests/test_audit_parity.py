@@ -86,3 +86,37 @@ def test_prefix_units(qwen):
     assert by.loc[str(cut), "partial UTF-8"] == 1 and by.loc[str(cut), "other"] == 0
     assert by.loc["whole", "sampled"] == 3 and by.loc["whole", "other"] == 1 and by.loc["whole", "partial UTF-8"] == 0
     assert res.summary["budgets"] == [cut]
+
+
+def test_thinking_records_are_compared_per_channel(qwen):
+    tok = qwen.tokenizer
+    o, c = tok.token_to_id("<think>"), tok.token_to_id("</think>")
+
+    def record(item, thought, answer, *, closed=True, stored=None, thinking=True):
+        ids = [o, *tok.encode(thought, add_special_tokens=False).ids]
+        end = len(ids) if closed else None
+        ids += [c, *tok.encode(answer, add_special_tokens=False).ids] if closed else []
+        text = tok.decode(ids, skip_special_tokens=False) if stored is None else stored
+        extra = {"thinking": True, "think_end": end} if thinking else {"thinking": False, "think_end": None}
+        return dict(make_record(qwen, "x", item=item, **extra), output_ids=ids, text=text)
+
+    recs = [
+        record(0, "\nWir zählen  16 - 3.\n", "\n#### 18\n"),  # agrees on both channels
+        record(
+            1, "\nWir zählen  16 - 3.\n", "\n#### 18\n", stored="<think>\nWir zählen 16 - 3.\n</think>\n#### 18\n"
+        ),  # spaces collapsed
+        record(2, "\nWir zählen.\n", "\n#### 18\n", stored="<think>\nWir zählen.\n\n#### 18\n"),  # no marker
+        record(3, "\nnoch am Denken", "", closed=False),  # unclosed: all reasoning, both agree
+        record(4, "\nWir zählen.\n", "\n#### 18\n", stored="<think>\nWir zählen.\n</think>\n#### 81\n"),
+    ]
+    recs.append(dict(make_record(qwen, "#### 18\n", item=5), thinking=False, think_end=None))  # thinking off
+    res = parity_audit(validate_records(recs), {"qwen3-8b": qwen}, per_stratum=100, seed=1)
+    table = res.tables["by_channel"].set_index("channel")
+    assert table["thinking"].tolist() == [True, True]  # the instruct record is in no channel row
+    reasoning, answer = table.loc["reasoning"], table.loc["answer"]
+    # by hand: reasoning agrees for 0, 3, 4; 1 differs in whitespace; 2 has no marker to split at
+    assert (reasoning["sampled"], reasoning["agree"], reasoning["whitespace clean-up"]) == (5, 3, 1)
+    assert (reasoning["other"], reasoning["marker_missing"]) == (1, 1)
+    # the answer agrees for 0, 1 and 3 (empty on both sides); 4 holds another number; 2 cannot be split
+    assert (answer["sampled"], answer["agree"], answer["other"], answer["marker_missing"]) == (5, 3, 2, 1)
+    assert res.summary["channels"] == {"answer": {"sampled": 5, "agree": 3}, "reasoning": {"sampled": 5, "agree": 3}}

@@ -80,3 +80,33 @@ def test_sweep_and_report_show_the_failure_tail(tmp_path, qwen):
     assert res.exit_code == 0, res.output
     assert "### Failure tail" in (out / "report.md").read_text()
     assert (out / "failure_tail.csv").read_text().splitlines()[0].endswith(",".join(OUTCOMES))
+
+
+# thinking records: (pieces, finish reason, outcome by hand); gold 18; the answer channel decides
+THINKING = [
+    (["<think>", "\n#### 18\n", "</think>", "\n\nI am not sure.\n"], "stop", "no_answer_line"),  # answer in thought
+    (["<think>", "\n#### 18\nstill thinking"], "length", "truncated"),  # unclosed at the cap, right line inside
+    (["<think>", "\nstill thinking #### 4.5"], "stop", "no_answer_line"),  # unclosed, stopped: marker inside only
+    (["<think>", "\nok\n", "</think>", "\n#### 17\n"], "stop", "wrong"),
+    (["<think>", "\nok\n", "</think>", "\n#### 18\n"], "stop", "correct"),
+    (["<think>", "\n#### 17\n", "</think>", "\n#### 4.5\n"], "stop", "unparseable"),
+]
+
+
+def test_thinking_records_are_classified_on_the_answer_channel(qwen):
+    recs = []
+    close = qwen.tokenizer.token_to_id("</think>")
+    for i, (pieces, finish, _) in enumerate(THINKING):
+        ids = [t for p in pieces for t in qwen.tokenizer.encode(p, add_special_tokens=False).ids]
+        end = ids.index(close) if close in ids else None
+        text = qwen.tokenizer.decode(ids, skip_special_tokens=True)  # the whole trace, the thought included
+        rec = make_record(qwen, "x", item=i, finish_reason=finish, thinking=True, think_end=end)
+        recs.append(rec | {"output_ids": ids, "text": text, "cap": len(ids)})
+    scores = score_ledger(pa.Table.from_pylist(recs), qwen, budgets=[4096])
+    assert scores.by_record["outcome"].tolist() == [want for *_, want in THINKING]
+    # without the channel the whole text would read otherwise (the first two hold a right answer line)
+    plain = [{k: v for k, v in r.items() if k not in ("thinking", "think_end")} for r in recs]
+    assert score_ledger(pa.Table.from_pylist(plain), qwen, budgets=[4096]).by_record["outcome"].tolist()[:2] == [
+        "correct",
+        "correct",
+    ]

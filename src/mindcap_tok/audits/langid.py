@@ -13,7 +13,9 @@ mappings of ``resources/macrolanguages.tsv``.
 
 Reasoning models: where some record thinks, each record is labelled per ``channel`` (:func:`split_channels`): a
 thinking record's ``reasoning`` (its thought) and ``answer`` (the text after it) apart, so the audit says which
-language a model reasons in and which it answers in; a record without thinking is one ``answer`` row.
+language a model reasons in and which it answers in; a record without thinking is one ``answer`` row. Qwen3's
+think tokens are not special, so a decode still holds ``<think>`` / ``</think>`` as text (the thought's opening
+token, a second think block in the answer): those markers are removed before labelling, as markup in no language.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pyarrow as pa
 from .._io import regular_file
 from ..errors import MindcapError, first_line
 from ..ledger.score import thinks
+from ..ledger.think import CLOSE_TEXT, OPEN_TEXT
 from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_lid176: this module's API too)
     MIN_LETTERS,
     THRESHOLD,
@@ -69,11 +72,19 @@ class LidValidation:
     criterion: float = 0.9
 
 
+def strip_think_markers(text: str) -> str:
+    """``text`` with every literal ``<think>`` and ``</think>`` replaced by a space (Qwen3's think tokens are not
+    special, so ``skip_special_tokens`` keeps them; their letters would count towards a label)."""
+    return text.replace(OPEN_TEXT, " ").replace(CLOSE_TEXT, " ")
+
+
 def split_channels(records: pa.Table, tokenizers: Mapping[str, ResolvedTokenizer]) -> pa.Table:
     """Where some record thinks: each thinking record as a ``reasoning`` row (the decode of its thought, up to
     ``think_end``; all of it when unclosed) and an ``answer`` row (the decode after ``think_end``; empty when
-    unclosed), each other record as one ``answer`` row; ``text`` replaced, a ``channel`` column added. Unchanged
-    when no record thinks. ``tokenizers`` maps the ``tokenizer`` column to the tokenizers that decode the ids."""
+    unclosed), each other record as one ``answer`` row; ``text`` replaced (the literal ``<think>`` / ``</think>``
+    markers of a thinking record's channels removed: :func:`strip_think_markers`), a ``channel`` column added.
+    Unchanged when no record thinks. ``tokenizers`` maps the ``tokenizer`` column to the tokenizers that decode
+    the ids."""
     if not thinks(records):
         return records
     ids = records.column("output_ids").to_pylist()
@@ -90,7 +101,7 @@ def split_channels(records: pa.Table, tokenizers: Mapping[str, ResolvedTokenizer
         thought, answer = (out, []) if end is None else (out[:end], out[end + 1 :])
         decoded = tokenizers[name].decode_batch([thought, answer], skip_special_tokens=True)
         rows += [r, r]
-        texts += decoded
+        texts += [strip_think_markers(t) for t in decoded]
         channels += ["reasoning", "answer"]
     table = records.take(pa.array(rows, pa.int64()))
     table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))

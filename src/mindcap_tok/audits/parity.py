@@ -15,6 +15,13 @@ reason and prefix budget is compared:
   normalisation), ``whitespace clean-up`` (then agrees with runs of whitespace collapsed and ends stripped,
   e.g. ``clean_up_tokenization_spaces``), ``partial UTF-8`` (then agrees without U+FFFD, the replacement a
   local decode puts where the ids end inside a character and a server withholds), ``other``.
+
+Reasoning models: where some record thinks, each sampled whole thinking record is also compared per channel
+(``by_channel``): the stored text split at its first closing marker (``</think>``, or the ``think_close``
+string) against the local decodes of the ids before and after ``think_end``, each classified as above. A thought
+that never closed is all reasoning (an empty answer channel on both sides). A stored text without the marker
+although the ids close the thought cannot be split: both its channels are ``other``, counted as
+``marker_missing``.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..ledger.score import flat_ids
+from ..ledger.score import flat_ids, thinks
+from ..ledger.think import think_markers
 from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, population_keys, stratified_sample
 
@@ -98,9 +106,11 @@ def parity_audit(
     per_stratum: int = 20,
     seed: int = 0,
     examples: int = 3,
+    think_close: str | None = None,
 ) -> AuditResult:
     """Raw and normalised agreement per population and per prefix budget on a stratified sample of prefixes
-    (see the module docs), divergences classified with examples."""
+    (see the module docs), divergences classified with examples; where some record thinks also per channel
+    (``think_close``: the string closing a thought, for tokenizers without a ``</think>`` token)."""
     keys = population_keys(records)
     frame = records.select([*keys, "item", "sample", "finish_reason", "n_tokens", "tokenizer"]).to_pandas()
     rows, lengths = prefix_units(frame["n_tokens"].to_numpy(), budgets)
@@ -175,4 +185,60 @@ def parity_audit(
         "divergences": {c: int(totals.get(c, 0)) for c in CLASSES[1:]},
     }
     tables = {"agreement": summarise(keys), "by_prefix": summarise(["prefix"]), "divergences": pd.DataFrame(div)}
+    if thinks(records):
+        whole = sample[sample["prefix"] == "whole"]
+        tables["by_channel"] = channel_table(records, whole, keys=keys, tokenizers=tokenizers, think_close=think_close)
+        summary["channels"] = {
+            str(ch): {"sampled": int(g["sampled"].sum()), "agree": int(g["agree"].sum())}
+            for ch, g in tables["by_channel"].groupby("channel", sort=True)
+        }
     return AuditResult("parity", tables=tables, summary=summary)
+
+
+def split_stored(stored: str, close_text: str, *, closed: bool) -> tuple[str, str] | None:
+    """(reasoning, answer) of a stored text: split at its first ``close_text`` (the marker in neither); all
+    reasoning when the thought never ``closed``; ``None`` when it closed but the text lacks the marker."""
+    if not closed:
+        return stored, ""
+    at = stored.find(close_text)
+    return None if at < 0 else (stored[:at], stored[at + len(close_text) :])
+
+
+def channel_table(
+    records: pa.Table,
+    whole: pd.DataFrame,
+    *,
+    keys: Sequence[str],
+    tokenizers: Mapping[str, ResolvedTokenizer],
+    think_close: str | None = None,
+) -> pd.DataFrame:
+    """Per population and channel (``reasoning``, ``answer``) of the sampled whole thinking records (``whole``:
+    rows of the sample with ``record``): units compared, agreement raw and normalised, divergence classes and
+    ``marker_missing`` (see the module docs)."""
+    on = records.column("thinking").fill_null(False).to_numpy(zero_copy_only=False)
+    picked = whole[on[whole["record"].to_numpy()]] if len(whole) else whole
+    sub = records.select(["output_ids", "text", "think_end"]).take(pa.array(picked["record"].to_numpy(), pa.int64()))
+    ids, stored, ends = (sub.column(c).to_pylist() for c in ("output_ids", "text", "think_end"))
+    units = []
+    for r, name in enumerate(picked["tokenizer"]):
+        tok = tokenizers[name]
+        close = think_markers(tok, think_close).close_text
+        end = ends[r]
+        local = (tok.decode(ids[r]), "") if end is None else (tok.decode(ids[r][:end]), tok.decode(ids[r][end + 1 :]))
+        split = split_stored(stored[r], close, closed=end is not None)
+        specials = special_tokens(tok)
+        for k, channel in enumerate(("reasoning", "answer")):
+            cls = "other" if split is None else classify(split[k], local[k], specials=specials)
+            units.append({**{c: picked[c].iloc[r] for c in keys}, "channel": channel, "class": cls,
+                          "marker_missing": split is None})  # fmt: skip
+    frame = pd.DataFrame(units, columns=[*keys, "channel", "class", "marker_missing"])
+    rows = []
+    for key, group in frame.groupby([*keys, "channel"], dropna=False, sort=True):
+        counts = group["class"].value_counts()
+        rows.append({
+            **dict(zip([*keys, "channel"], key, strict=True)), "sampled": len(group),
+            "agree": int(counts.get("agree", 0)), "raw_agreement": counts.get("agree", 0) / len(group),
+            "normalized_agreement": (counts.get("agree", 0) + counts.get("special-token markup", 0)) / len(group),
+            **{c: int(counts.get(c, 0)) for c in CLASSES[1:]}, "marker_missing": int(group["marker_missing"].sum()),
+        })  # fmt: skip
+    return pd.DataFrame(rows)

@@ -99,10 +99,13 @@ class _JobArgument(click.Argument):
 @multi_option("--judge-base-url", help="Judge server URL(s) (the judge then runs on a server).")
 @click.option("--judge-structured/--no-judge-structured", default=None,
               help="Send the reply's JSON schema with judge requests [default: the spec's, else yes].")  # fmt: skip
+@click.option("--thinking/--no-thinking", default=None,
+              help="Reasoning models: every model's enable_thinking (per_model tables still set one model's) "
+              "[default: the spec's, else off].")  # fmt: skip
 @click.pass_obj
 def roundtrip_command(
     state, job, out, backend, dry, fmt, model, texts, sample, sequences, max_tokens, seed, judge_model, judge_backend,
-    judge_base_url, judge_structured,
+    judge_base_url, judge_structured, thinking,
 ) -> None:  # fmt: skip
     """Translate texts through language sequences and back (hop waves, resumable), judge each back-translation
     for MQM issues, and report pass share (MQM >= 80) with bootstrap SEs over texts.
@@ -115,7 +118,7 @@ def roundtrip_command(
     judge_flags = {"model": judge_model, "backend": judge_backend, "base_url": list(judge_base_url),
                    "structured": judge_structured}  # fmt: skip
     args = (model, texts, sample, sequences, max_tokens, seed, judge_flags, file_judge)
-    spec = load_spec(job, _overrides(*args), data_dir=state.config.data_dir.value)
+    spec = load_spec(job, _overrides(*args) | {"thinking": thinking}, data_dir=state.config.data_dir.value)
     plan = plan_roundtrip(spec)
     if dry:
         emit(to_json(plan) if fmt == "json" else render([plan], fmt, title="round-trip plan"), None)
@@ -134,7 +137,9 @@ def roundtrip_command(
     click.echo(
         f"round trip {plan['name']}: {counts['samples']} samples ({counts['judged']} judged, "
         f"{counts['failed_empty_hop']} failed on an empty hop, {counts['unjudged']} unjudged), "
-        f"{counts['capped_hops']} capped hops; wrote {len(result.written)} files, {len(result.skipped)} already there",
+        f"{counts['capped_hops']} capped hops"
+        + (f", {counts['unclosed_thought_hops']} unclosed thoughts" if any(m.thinking for m in spec.models) else "")
+        + f"; wrote {len(result.written)} files, {len(result.skipped)} already there",
         err=True,
     )
     rows = metrics.to_dict("records") if fmt == "csv" else metrics[list(_TABLE_COLUMNS)].to_dict("records")

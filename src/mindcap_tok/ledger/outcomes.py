@@ -14,20 +14,27 @@ Every trace falls in exactly one category, by this precedence (the first that ap
 
 What is written decides before how the decode stopped: a capped trace with a wrong answer line is ``wrong``.
 The parser is the task's (integer, choice, math or regex), with the variant the scores were made with.
+
+Reasoning models: a record with ``thinking`` true is classified on its answer channel only, the decode of the
+ids after ``think_end`` (:func:`~mindcap_tok.ledger.think.answer_starts`), as scoring reads it: an answer line
+inside the thought is no answer, and a thought still open at the cap (an empty answer channel) is ``truncated``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from ..errors import MindcapError
 from ..tasks.answers import AnswerParser, per_language, task_parser
 from ..tasks.answers.choice import ChoiceParser
 from ..tasks.answers.integer import Parser as IntegerParser
 from ..tasks.answers.math import MathParser
+from ..tokenization.load import ResolvedTokenizer
+from .think import answer_starts
 
 OUTCOMES = (
     "correct",
@@ -62,23 +69,49 @@ def trace_outcome(
     return "truncated" if finish_reason == "length" else "no_answer_line"
 
 
+def answer_texts(part: pa.Table, tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None) -> list[str]:
+    """The text each record of ``part`` is classified on: its ``text``, or for a ``thinking`` record the decode of
+    its answer channel (empty when the thought never closed), with ``tokenizer`` (one, or by the records'
+    ``tokenizer`` column)."""
+    texts = part.column("text").to_pylist()
+    if "thinking" not in part.column_names or not any(part.column("thinking").fill_null(False).to_pylist()):
+        return texts
+    if tokenizer is None or "think_end" not in part.column_names:
+        raise MindcapError("records with thinking on need 'think_end' and their tokenizer to read the answer channel")
+    ids = part.column("output_ids").to_pylist()
+    thinking = part.column("thinking").fill_null(False).to_numpy(zero_copy_only=False)
+    ends = part.column("think_end").fill_null(-1).to_numpy(zero_copy_only=False)
+    starts = answer_starts(thinking, ends, n_tokens=np.array([len(i) for i in ids]))
+    names = part.column("tokenizer").to_pylist() if "tokenizer" in part.column_names else [None] * len(ids)
+    rows = np.flatnonzero(thinking)
+    for name in dict.fromkeys(names[r] for r in rows):
+        tok = tokenizer if isinstance(tokenizer, ResolvedTokenizer) else tokenizer[name]
+        mine = [r for r in rows if names[r] == name]
+        decoded = tok.decode_batch([ids[r][starts[r] :] for r in mine], skip_special_tokens=True)
+        for r, text in zip(mine, decoded, strict=True):
+            texts[r] = text
+    return texts
+
+
 def record_outcomes(
     table: pa.Table,
     correct: np.ndarray,
     *,
     parser: str | AnswerParser = "strict",
     tasks: Sequence[str | os.PathLike[str]] = (),
+    tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None = None,
 ) -> np.ndarray:
     """The outcome of every record of ``table`` (its ``text``, ``finish_reason`` and ``task``), given the
     scorer's ``correct``; ``parser`` names the variant (or is one parser for all), ``tasks`` the user's task
-    files. Only failed records are parsed, so a mostly correct ledger costs little."""
+    files, ``tokenizer`` the one decoding thinking records' answer channels (:func:`answer_texts`). Only failed
+    records are parsed, so a mostly correct ledger costs little."""
     n = table.num_rows
     out = np.full(n, "correct", dtype=object)
     failed = np.flatnonzero(np.asarray(correct) == 0)
     if not len(failed):
         return out
     part = table.take(pa.array(failed))
-    texts = part.column("text").to_pylist()
+    texts = answer_texts(part, tokenizer)
     finish = part.column("finish_reason").to_pylist()
     names = part.column("task").to_pylist() if "task" in part.column_names else ["mgsm"] * len(failed)
     langs = part.column("lang").to_pylist() if "lang" in part.column_names else [None] * len(failed)

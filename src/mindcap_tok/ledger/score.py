@@ -825,7 +825,7 @@ def score_ledger(
     if "cap" in table.column_names and "cap" not in by_record:
         by_record["cap"] = table.column("cap").to_numpy()
     if "text" in table.column_names:
-        by_record["outcome"] = record_outcomes(table, correct, parser=parser, tasks=tasks)
+        by_record["outcome"] = record_outcomes(table, correct, parser=parser, tasks=tasks, tokenizer=toks)
     if "forced" in table.column_names:  # under forcing: the forcing text appended (None: not recorded)
         by_record["forced"] = pd.array(table.column("forced").to_pylist(), dtype="boolean")
     if "retokenized" in table.column_names:  # ids re-encoded from a log's text: their length was not sampled

@@ -8,7 +8,9 @@ ranking (CSV ``model,score``, e.g. LMArena Elo), Spearman ρ between it and the 
 permutation p-value (:func:`~.agreement.rank_agreement`, seeded, the permutation count recorded).
 
 Runs that used different texts, sequences or judges are refused unless ``allow_mixed``; the output then says
-which differed. A model may appear in one run only. Outputs (one atomic folder): ``leaderboard.csv``,
+which differed. A model may appear in one run only (a thinking and an instruct entry of one model are two models,
+distinct names); where some run has a thinking model the leaderboard says which entries think (``thinking``).
+Outputs (one atomic folder): ``leaderboard.csv``,
 ``metrics.csv``, ``reference.csv`` (with a reference), ``compare.json`` (strict, shares as fractions),
 ``compare.md`` and the figures ``leaderboard.png`` and ``reference.png``.
 """
@@ -84,8 +86,13 @@ def _samples(run_dirs: Sequence[str | os.PathLike[str]], opts: CompareOptions) -
             if model in seen:
                 raise MindcapError(f"model {model!r} is in two runs ({seen[model]} and {run}); compare it once")
             seen[model] = str(run)
-        frames.append(d.samples.assign(run=str(run)))
+        thinking = {m["name"]: bool(m.get("thinking")) for m in d.manifest["spec"]["models"]}
+        frames.append(d.samples.assign(run=str(run), thinking=d.samples["model"].map(thinking)))
     return pd.concat(frames, ignore_index=True), mixed
+
+
+def _by_model(samples: pd.DataFrame) -> dict[str, bool]:
+    return dict(zip(samples["model"], samples["thinking"].astype(bool), strict=True))
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
@@ -180,6 +187,8 @@ def compare_runs(
     samples, mixed = _samples(run_dirs, options)
     metrics = roundtrip_metrics(samples, n_boot=options.n_boot, seed=options.seed)
     board = _leaderboard(metrics, samples, options)
+    if samples["thinking"].any():  # reasoning models: which entry thinks (leaderboards without one unchanged)
+        board.insert(board.columns.get_loc("model") + 1, "thinking", board["model"].map(_by_model(samples)))
     against, notes = _against(board, ref, options) if ref is not None else (pd.DataFrame(), [])
     summary = {
         "format": PRODUCER, "runs": [str(r) for r in run_dirs], "mixed": mixed, "models": int(board["model"].nunique()),

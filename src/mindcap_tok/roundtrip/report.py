@@ -18,6 +18,9 @@ What it holds (``report.md``, ``report.json``, CSVs, two figures):
 - for FLORES texts, quality along the chain: every hop's output against the FLORES text in that hop's language
   (chrF; COMET given a checkpoint), the drop hop by hop and the hop of the largest drop, beside the token ratio
   (``hop_quality.csv``; FLORES is parallel, so every hop has a reference);
+- reasoning models (a run with a thinking model, :mod:`.thinking`): each hop's thought tokens apart from its
+  answer tokens, the hops whose thought never closed, and thinking and instruct entries of one model side by
+  side (``thinking.csv``);
 - language-ID compliance of every hop's output with fastText ``lid.176`` (a hop is determinate with at least
   20 letters and top probability ≥ 0.5; languages the model cannot label are listed as unscored).
 
@@ -55,6 +58,7 @@ from .sequences import Chain
 from .spec import judge_names
 from .store import MANIFEST, RunStore
 from .texts import Text, flores_references, flores_split, load_texts, texts_hash
+from .thinking import twin_table
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok roundtrip report"
@@ -278,9 +282,19 @@ def hop_detail(
     hops: pd.DataFrame, texts: Mapping[str, Text], tokenizers: Mapping[str, ResolvedTokenizer]
 ) -> pd.DataFrame:
     """One row per hop: languages, ``output_tokens`` (output ids that are not special tokens), ``source_tokens``
-    (the chain's source text with the same tokenizer), their ratio, ``capped`` and ``empty``."""
+    (the chain's source text with the same tokenizer), their ratio, ``capped`` and ``empty``. In a run with a
+    thinking model also ``thinking``, ``thought_tokens`` and ``unclosed``: a thinking hop's ``text`` is then its
+    answer channel and ``output_tokens`` counts that channel only (the translation's own tokens)."""
     cols = ["model", "text_id", "sequence", "hop", "src_lang", "tgt_lang", "capped", "empty", "text"]
     out = hops[cols].copy() if len(hops) else pd.DataFrame(columns=cols)
+    thought = np.zeros(len(out), dtype=np.int64)
+    if "thinking" in hops and len(hops):
+        on = hops["thinking"].fillna(False).astype(bool).to_numpy()
+        out["text"] = np.where(on, hops["answer"].fillna(""), hops["text"])
+        thought = hops["thought_tokens"].fillna(0).astype(np.int64).to_numpy()
+        out["thinking"] = on
+        out["thought_tokens"] = thought
+        out["unclosed"] = hops["unclosed"].fillna(False).astype(bool).to_numpy()
     out_tok = np.full(len(out), np.nan)
     src_tok = np.full(len(out), np.nan)
     for model, tok in tokenizers.items():
@@ -289,7 +303,7 @@ def hop_detail(
             continue
         special = tok.special_ids
         ids = hops.loc[sel, "output_ids"]
-        out_tok[sel] = [sum(1 for i in row if i not in special) for row in ids]
+        out_tok[sel] = [sum(1 for i in row[t:] if i not in special) for row, t in zip(ids, thought[sel], strict=True)]
         ids_of = dict(zip(texts, tok.count_tokens([t.text for t in texts.values()]).tolist(), strict=True))
         src_tok[sel] = [ids_of[t] for t in out.loc[sel, "text_id"]]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -315,10 +329,19 @@ def hop_token_table(detail: pd.DataFrame, premiums: Mapping[tuple[str, str], flo
             "source_tokens": int(total_src) if len(counted) else None,
             "token_ratio": float(counted["output_tokens"].sum() / total_src) if len(counted) and total_src else None,
             "flores_premium": premiums.get((model, tgt)),
-        })  # fmt: skip
+        } | _thought_columns(g))  # fmt: skip
     order = {k: i for i, k in enumerate(dict.fromkeys(zip(detail["model"], detail["sequence"], strict=True)))}
     rows.sort(key=lambda r: (order[(r["model"], r["sequence"])], r["hop"]))
     return pd.DataFrame(rows)
+
+
+def _thought_columns(hops: pd.DataFrame) -> dict:
+    """A hop group's thought tokens (total and mean per hop) and unclosed-thought share, where the run thinks."""
+    if "thought_tokens" not in hops:
+        return {}
+    return {"thought_tokens": int(hops["thought_tokens"].sum()),
+            "mean_thought_tokens": float(hops["thought_tokens"].mean()),
+            "unclosed_share": float(hops["unclosed"].astype(bool).mean())}  # fmt: skip
 
 
 def truncation_table(detail: pd.DataFrame) -> pd.DataFrame:
@@ -597,6 +620,9 @@ def roundtrip_report(
         "unjudged": int((samples["status"] == "unjudged").sum()), "hops": len(detail),
         "capped_hops": int(detail["capped"].astype(bool).sum()) if len(detail) else 0,
     }  # fmt: skip
+    thinks = "thinking" in detail
+    if thinks:
+        counts["unclosed_thought_hops"] = int(detail["unclosed"].sum())
     summary = {
         "format": PRODUCER, "run_dir": str(run), "run": spec.get("name"), "run_seed": spec["seed"],
         "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "text"}, "counts": counts,
@@ -613,6 +639,8 @@ def roundtrip_report(
     tables = {"metrics": metrics, "chrf": chrf, "hop_tokens": hop_tokens, "truncation": truncation,
               "langid": langid, "inconsistent": inconsistency_table(samples), "agreement": agreement,
               "hop_quality": hop_quality}  # fmt: skip
+    if thinks:  # reasoning models: thinking and instruct twins side by side (older reports keep their files)
+        tables["thinking"] = twin_table(metrics, detail, models=spec["models"])
     files: list[str] = []
     with output_folder(out, PRODUCER) as tmp:
         for name, frame in tables.items():
@@ -745,6 +773,13 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
               "Output tokens / source tokens with the model's own tokenizer (ratio of totals, special ids not "
               "counted), beside the FLORES-200 devtest premium of the hop's language.", "",
               _md(tables["hop_tokens"]), "", "## Truncation", "", _md(tables["truncation"]), ""]  # fmt: skip
+    if "thinking" in tables:
+        parts += ["## Thinking and instruct", "",
+                  f"Thinking hops pass on their answer channel only; {c['unclosed_thought_hops']} hops never closed "
+                  "their thought (nothing passed on: the chain fails there). Output tokens above count a thinking "
+                  "hop's answer channel; its thought tokens (closing marker included) are counted apart. A model "
+                  "listed twice (same path, thinking and not) side by side, tokens as means per hop:", "",
+                  _md(tables["thinking"]), ""]  # fmt: skip
     parts += ["## Quality along the chain (FLORES references)", "",
               "Each hop's output against the FLORES text in that hop's language (chrF; COMET with a checkpoint); "
               "`chrf_drop`: from the previous hop (hop 0: the source, 100); `largest_drop` marks where the chain "

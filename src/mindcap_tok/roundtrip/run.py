@@ -9,6 +9,11 @@ reply did not parse, up to that judge's ``retries`` times; what is still unparse
 file holds the replies of every judge (``judge_model``); a sample is one chain as one judge scored it. Every wave and
 round is committed on its own, so a rerun resumes at the first one missing.
 
+Reasoning models (``thinking = true``): the model's hops are prompted with ``enable_thinking`` and each passes on
+only its answer channel; an unclosed thought passes on nothing (an empty hop). The hop records then carry the
+channel columns of :data:`~.store.THINK_HOP_SCHEMA` (:mod:`.thinking`). The judge is always prompted with
+thinking off.
+
 Stored records replay into samples one way, for the run and for its report (:mod:`.report`): :func:`new_chains`,
 then :func:`apply_hop` and :func:`apply_judge` per record, then :func:`sample_row` per chain.
 """
@@ -25,12 +30,14 @@ import pandas as pd
 from ..errors import MindcapError
 from ..ledger.backends import GenRequest, load_backend
 from ..ledger.jobs import ServerSpec
+from ..ledger.think import think_markers
 from .mqm import inconsistency, mqm_score, parse_judge, passes
 from .prompts import judge_prompt, judge_schema, template_id, translation_prompt
 from .sequences import Chain
 from .spec import JudgeSpec, RoundtripSpec, hop_seed, judge_seed, plan_roundtrip
-from .store import HOP_SCHEMA, JUDGE_SCHEMA, RunStore, hop_file, judge_file
+from .store import HOP_SCHEMA, JUDGE_SCHEMA, THINK_HOP_SCHEMA, RunStore, hop_file, judge_file
 from .texts import Text
+from .thinking import INSTRUCT, hop_channel, passed_on
 
 #: sample statuses
 JUDGED, FAILED, UNJUDGED = "judged", "failed", "unjudged"
@@ -55,6 +62,7 @@ class ChainState:
     done_hops: int = 0
     failed_hop: int | None = None
     capped_hops: int = 0
+    unclosed_hops: int = 0
     judgements: dict[str, dict] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
 
@@ -88,6 +96,7 @@ class RoundtripResult:
             "failed_empty_hop": int((s["status"] == FAILED).sum()),
             "unjudged": int((s["status"] == UNJUDGED).sum()),
             "capped_hops": int(s["capped_hops"].sum()),
+            "unclosed_thought_hops": int(s["unclosed_hops"].sum()),
             "bad_severity_records": int((s["n_bad_severity"] > 0).sum()),
         }
 
@@ -139,6 +148,7 @@ def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends)
         if not live:
             continue
         backend = _backend_for(backends, model.name)
+        _set_thinking(backend, model.thinking)
         asks = [
             (
                 translation_prompt(c.current, c.langs[hop - 1], c.langs[hop], spec.prompt_version),
@@ -149,15 +159,40 @@ def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends)
         ]
         reqs = _requests(backend, asks, spec.model_cap(model), spec.model_sampling(model))
         generator = _generator(backend)
+        thinks = any(m.thinking for m in spec.models)
+        markers = think_markers(backend.tok.resolved, model.think_close) if model.thinking else None
         for c, r, (pids, oids, text, finish) in zip(live, reqs, _decode(backend, reqs), strict=True):
-            rows.append({
+            row = {
                 "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "hop": hop,
                 "src_lang": c.langs[hop - 1], "tgt_lang": c.langs[hop], "seed": r.seed, "cap": r.max_tokens,
                 "template_id": template_id("translate", spec.prompt_version), "prompt_ids": pids,
                 "output_ids": oids, "text": text, "finish_reason": finish, "capped": finish == "length",
-                "empty": not text.strip(), "generator": generator,
-            })  # fmt: skip
+                "generator": generator,
+            }  # fmt: skip
+            if markers is not None:
+                row |= hop_channel(oids, markers, tokenizer=backend.tok.resolved, decode=_decoder(backend))
+            elif thinks:
+                row |= INSTRUCT | {"answer_tokens": len(oids)}
+            row["empty"] = not passed_on(row).strip()
+            rows.append(row)
     return rows
+
+
+def _set_thinking(backend, on: bool) -> None:
+    """Render the backend's prompts with ``enable_thinking = on`` (a backend shared by a model's thinking and
+    instruct entries, or with a judge, switches)."""
+    tok = getattr(backend, "tok", None)
+    if hasattr(tok, "set_thinking"):
+        tok.set_thinking(on)
+
+
+def _decoder(backend):
+    return lambda ids: backend.tok.decode_batch([ids])[0]
+
+
+def hop_schema(spec: RoundtripSpec):
+    """The hop records' schema: :data:`~.store.THINK_HOP_SCHEMA` when some model thinks, else the old one."""
+    return THINK_HOP_SCHEMA if any(m.thinking for m in spec.models) else HOP_SCHEMA
 
 
 def new_chains(models: Sequence[str], texts: Sequence[Text], sequences: Sequence[Chain]) -> list[ChainState]:
@@ -176,10 +211,11 @@ def apply_hop(index: Mapping[tuple[str, str, str], ChainState], row: Mapping) ->
     c = index[(row["model"], row["text_id"], row["sequence"])]
     c.done_hops = row["hop"]
     c.capped_hops += bool(row["capped"])
+    c.unclosed_hops += bool(row.get("unclosed"))
     if row["empty"]:
         c.failed_hop = row["hop"]
     else:
-        c.current = row["text"].strip()
+        c.current = passed_on(row).strip()
 
 
 def _judge_round(
@@ -195,6 +231,7 @@ def _judge_round(
         for c in pending
     ]
     schema = judge_schema(spec.prompt_version) if judge_spec.structured else None
+    _set_thinking(judge, False)
     reqs = _requests(judge, asks, judge_spec.max_tokens, judge_spec.sampling, schema)
     rows, generator = [], _generator(judge)
     for c, r, (pids, oids, raw, finish) in zip(pending, reqs, _decode(judge, reqs), strict=True):
@@ -237,7 +274,7 @@ def sample_row(c: ChainState, *, judge: str, seed: int) -> dict:
     return {
         "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "resource": c.resource,
         "category": c.category, "subcategory": c.subcategory, "status": status, "failed_hop": c.failed_hop,
-        "capped_hops": c.capped_hops,
+        "capped_hops": c.capped_hops, "unclosed_hops": c.unclosed_hops,
         "judge_attempts": c.attempts.get(judge, 0), "judge_model": judge,
         "parse": j["parse"] if j else None, "mqm": mqm, "inconsistent": clash,
         "passed": None if status == UNJUDGED else passes(mqm), "judge_score": score,
@@ -306,7 +343,7 @@ def run_roundtrip(
         return [row for n, p in pending.items() for row in _judge_round(spec, by_name[n], p, attempt, judges[n])]
 
     for hop in range(1, max(c.hops for c in spec.sequences) + 1):
-        stage(hop_file(hop), HOP_SCHEMA, lambda hop=hop: _hop_wave(spec, chains, hop, backend), apply_hop)
+        stage(hop_file(hop), hop_schema(spec), lambda hop=hop: _hop_wave(spec, chains, hop, backend), apply_hop)
     for attempt in range(max(j.retries for j in spec.judges) + 1):
         pending = {
             j.model.name: todo
@@ -330,12 +367,13 @@ def open_backends(spec: RoundtripSpec, backend: str | None = None) -> tuple[dict
     backend): ``({model name: backend}, judge backend)``, the judge backend a ``{judge name: backend}`` with
     several judges. ``backend`` overrides the spec's (default vllm)."""
     name = backend or spec.backend or ("server" if spec.server else "vllm")
-    backends = {
-        m.name: load_backend(
-            name, m.path, tokenizer_name=m.name, engine=spec.engine, seed=spec.seed, server=spec.server
-        )
-        for m in spec.models
-    }
+    by_path: dict[str, object] = {}  # a model listed twice (thinking and instruct) is loaded once
+    for m in spec.models:
+        if m.path not in by_path:
+            by_path[m.path] = load_backend(
+                name, m.path, tokenizer_name=m.name, engine=spec.engine, seed=spec.seed, server=spec.server
+            )
+    backends = {m.name: by_path[m.path] for m in spec.models}
     judges = {j.model.name: _judge_backend(spec, j, name, backends) for j in spec.judges}
     return backends, (judges if len(judges) > 1 else next(iter(judges.values())))
 

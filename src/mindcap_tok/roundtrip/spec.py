@@ -12,16 +12,24 @@ A spec::
     sequences = ["lit:all"]             # presets (lit:e-asia ... lit:all) and chains such as "en>de>th>en"
     max_tokens = 1024                   # cap of every hop
     seed = 0
+    thinking = false                    # reasoning models: every model's enable_thinking (per_model: one model's)
     prompt_version = "roundtrip-v1"
     prompts = "my-prompts.json"         # or the job's own templates (the packaged file's schema); SHA-256 recorded
     [sampling]                          # temperature, top_p, top_k of the translations
-    [per_model."qwen3-8b"]              # one model's own temperature, top_p, top_k, max_tokens (LiT Table 10)
+    [per_model."qwen3-8b"]              # one model's own temperature, top_p, top_k, max_tokens (LiT Table 10),
+                                        # thinking and think_close (the string closing a thought, for templates
+                                        # without a think token)
     [engine]                            # passed to the backend (vLLM options)
     [server]                            # the server backend (as `generate`'s [server] table)
     [judge]                             # model, model_name, backend, base_url, max_tokens, retries,
                                         # temperature, top_p, top_k (default: the first model, 1024, 2, 0.6, 0.95, 20),
                                         # structured (default true: the reply's JSON schema goes with each request)
     # or several judges, each judging every back-translation: [[judge]] tables (a list), each with its own model
+
+Reasoning models: a model with ``thinking = true`` is prompted with the chat template's ``enable_thinking`` and
+passes on only its answer channel (:mod:`.thinking`). A run may list the same model twice, thinking and instruct,
+as two entries with distinct ``model_name``s (``model = ["m", "m"]``, ``model_name = ["m-think", "m"]``,
+``[per_model.m-think] thinking = true``); the report compares such twins side by side.
 
 A run with several judges keeps the first as :attr:`RoundtripSpec.judge` (its identity is a one-judge run's when
 there is one judge, so older run folders still resume).
@@ -35,7 +43,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .._io import regular_file
@@ -65,20 +73,23 @@ from .texts import Text, load_texts, texts_hash
 
 _KEYS = {
     "name", "model", "model_name", "backend", "texts", "sample", "sentences_per_text", "sequences", "max_tokens",
-    "seed", "prompt_version", "sampling", "engine", "server", "judge", "per_model", "prompts",
+    "seed", "prompt_version", "sampling", "engine", "server", "judge", "per_model", "prompts", "thinking",
 }  # fmt: skip
-_PER_MODEL_KEYS = ("temperature", "top_p", "top_k", "max_tokens")
+_PER_MODEL_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "thinking", "think_close")
 
 
 @dataclass(frozen=True)
 class Model:
     """A model to test: where it loads from, the name its records carry, and its own translation sampling and
-    cap (``None``: the run's; ``[per_model.<name>]``)."""
+    cap (``None``: the run's; ``[per_model.<name>]``); ``thinking``: prompted with ``enable_thinking`` (a
+    reasoning model, its thought closed by its ``</think>`` token or the ``think_close`` string)."""
 
     path: str
     name: str
     sampling: Sampling | None = None
     max_tokens: int | None = None
+    thinking: bool = False
+    think_close: str | None = None
 
 
 #: the judge's sampling when ``[judge]`` sets none
@@ -160,9 +171,9 @@ class RoundtripSpec:
     def _per_model_identity(self) -> dict:
         """``per_model`` settings when a model has its own (absent otherwise: older identities unchanged)."""
         own = {
-            m.name: {"sampling": asdict(self.model_sampling(m)), "max_tokens": self.model_cap(m)}
+            m.name: {"sampling": asdict(self.model_sampling(m)), "max_tokens": self.model_cap(m)} | _thinking(m)
             for m in self.models
-            if m.sampling is not None or m.max_tokens is not None
+            if m.sampling is not None or m.max_tokens is not None or m.thinking
         }
         return {"per_model": own} if own else {}
 
@@ -184,6 +195,13 @@ class RoundtripSpec:
             "judges": [_judge_dict(j) for j in self.judges],
             "prompts_sha256": self.prompts_sha256,
         }
+
+
+def _thinking(model: Model) -> dict:
+    """A thinking model's identity keys (none for an instruct model: older identities unchanged)."""
+    if not model.thinking:
+        return {}
+    return {"thinking": True} | ({"think_close": model.think_close} if model.think_close else {})
 
 
 def _judge_dict(judge: JudgeSpec) -> dict:
@@ -252,10 +270,21 @@ def _per_model(value: object, models: tuple[Model, ...], sampling: Sampling) -> 
         if not isinstance(table, dict):
             raise SpecError(key, f"must be a table, got {show(table)}")
         check_known(table, _PER_MODEL_KEYS, prefix=f"{key}.")
-        own = {k: v for k, v in table.items() if k != "max_tokens"}
+        own = {k: v for k, v in table.items() if k in ("temperature", "top_p", "top_k")}
         cap = check_cap(table["max_tokens"], f"{key}.max_tokens") if "max_tokens" in table else None
-        out.append(Model(m.path, m.name, check_sampling(own, key, default=sampling) if own else None, cap))
+        thinking = _bool(table.get("thinking", m.thinking), f"{key}.thinking")
+        close = table.get("think_close")
+        if close is not None and (not isinstance(close, str) or not close or not thinking):
+            raise SpecError(f"{key}.think_close", "must be a non-empty string, for a model with thinking = true")
+        sampled = check_sampling(own, key, default=sampling) if own else None
+        out.append(Model(m.path, m.name, sampled, cap, thinking, close))
     return tuple(out)
+
+
+def _bool(value: object, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(key, f"must be true or false, got {show(value)}")
+    return value
 
 
 def _judges(value: object, models: tuple[Model, ...], base: Path | None) -> tuple[JudgeSpec, ...]:
@@ -337,6 +366,8 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
         if table in data and not isinstance(data[table], dict):
             raise SpecError(table, f"must be a table, got {show(data[table])}")
     sampling = check_sampling(data.get("sampling", {}), "sampling")
+    if "thinking" in data:
+        models = tuple(replace(m, thinking=_bool(data["thinking"], "thinking")) for m in models)
     if "per_model" in data:
         models = _per_model(data["per_model"], models, sampling)
     return RoundtripSpec(

@@ -3,7 +3,8 @@
 Layout::
 
     DIR/_roundtrip.json            # format, the spec, its identity, and every committed file (rows, SHA-256)
-    DIR/hops/hop-01.parquet        # every hop 1 of every (model, text, sequence) still running
+    DIR/hops/hop-01.parquet        # every hop 1 of every (model, text, sequence) still running (with a thinking
+                                   # model: THINK_HOP_SCHEMA, each hop's thought and answer channel apart)
     DIR/judge/round-0.parquet      # first judge attempt of every finished chain; round-1: the retries ...
 
 A file is written atomically, then listed in the manifest (written atomically too): the manifest is the commit
@@ -40,6 +41,12 @@ HOP_SCHEMA = pa.schema([
     ("src_lang", pa.string()), ("tgt_lang", pa.string()), ("seed", pa.int64()), ("cap", pa.int32()),
     ("template_id", pa.string()), ("prompt_ids", _IDS), ("output_ids", _IDS), ("text", pa.string()),
     ("finish_reason", pa.string()), ("capped", pa.bool_()), ("empty", pa.bool_()), ("generator", pa.string()),
+])  # fmt: skip
+#: the hop records of a run where some model thinks: the channel of each hop (:mod:`.thinking`) besides; runs
+#: without a thinking model keep :data:`HOP_SCHEMA`
+THINK_HOP_SCHEMA = pa.schema([
+    *HOP_SCHEMA, ("thinking", pa.bool_()), ("think_end", pa.int32()), ("answer", pa.string()),
+    ("thought_tokens", pa.int32()), ("answer_tokens", pa.int32()), ("unclosed", pa.bool_()),
 ])  # fmt: skip
 JUDGE_SCHEMA = pa.schema([
     ("model", pa.string()), ("text_id", pa.string()), ("sequence", pa.string()), ("attempt", pa.int16()),
