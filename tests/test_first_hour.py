@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -158,3 +159,46 @@ def test_extend_keeps_counts_integers_in_the_mean_row(tmp_path):
     mean = json.loads(res.stdout)[-1]
     assert mean["fold"] == "mean" and mean["merges"] == 2 and isinstance(mean["merges"], int)
     assert isinstance(mean["new_tokens"], int)
+
+
+def test_an_announced_budget_prints_as_an_integer_in_every_table_format(tmp_path, qwen):
+    root = tmp_path / "led"
+    Ledger(root).append(make_cell(qwen, n_items=2, n_samples=1), qwen)
+    Ledger(root).append(make_cell(qwen, n_items=2, n_samples=1, announced=256, announce_style="natural"), qwen)
+    for fmt in ("table", "md", "csv"):
+        res = run(["score", "--ledger", root, "--budgets", "8", "--format", fmt])
+        assert res.exit_code == 0, res.output
+        assert "256.0" not in res.stdout, fmt
+        assert re.search(r"(^|[ ,|&])256([ ,|&]|$)", res.stdout, re.M), fmt  # the budget, as an integer cell
+    rows = json.loads(run(["score", "--ledger", root, "--budgets", "8", "--format", "json"]).stdout)
+    assert sorted(r["announced"] for r in rows if r["announced"] is not None) == [256]
+    from mindcap_tok._tables import render
+
+    latex = render([{"announced": 256.0}, {"announced": None}], "latex")
+    assert "256 \\\\" in latex and "--- \\\\" in latex and "256.0" not in latex
+
+
+def test_every_command_resamples_10000_times_by_default_the_audit_too():
+    import click
+
+    from mindcap_tok.audits.suite import AuditConfig
+
+    ctx = click.Context(cli)
+
+    def walk(group, path=()):
+        for name in group.list_commands(ctx):  # the CLI loads its commands lazily
+            cmd = group.get_command(ctx, name)
+            if isinstance(cmd, click.Group):
+                yield from walk(cmd, (*path, name))
+            else:
+                yield (*path, name), cmd
+
+    defaults = {
+        " ".join(path): p.default
+        for path, cmd in walk(cli)
+        for p in cmd.params
+        if isinstance(p, click.Option) and "--n-boot" in p.opts
+    }
+    assert {"audit", "sweep", "premium", "price", "confirm"} <= set(defaults)
+    assert set(defaults.values()) == {10_000}, defaults
+    assert AuditConfig().resampling.n_boot == 10_000  # the library's suite, as the CLI
