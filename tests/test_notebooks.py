@@ -1,6 +1,7 @@
 """Notebooks run offline end to end, and what they compute matches the paper's published premiums."""
 
 import ast
+import math
 from pathlib import Path
 
 import nbformat
@@ -29,4 +30,41 @@ def test_premiums_notebook(tmp_path, monkeypatch):
     for key, value in expected.items():
         assert round(summary[key], 2) == value, key
     assert {k.split("/")[0] for k in summary} == {"qwen3-8b", "llama-3.1-8b", "mistral-nemo", "whisper"}
+    # the text says Qwen3 and Llama 3.1 differ most on Amharic, Llama's premium the larger: its own output must show it
+    langs = {k.split("/")[1] for k in summary}
+    gap = {lang: summary[f"llama-3.1-8b/{lang}"] - summary[f"qwen3-8b/{lang}"] for lang in langs}
+    assert max(gap, key=lambda lang: abs(gap[lang])) == "amh_Ethi" and gap["amh_Ethi"] > 0
+    assert "differ most on\nAmharic (`amh_Ethi`), where Llama 3.1's premium is the larger" in "".join(
+        c.source for c in nb.cells if c.cell_type == "markdown"
+    )
     assert (tmp_path / "premiums.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _run(name: str, tmp_path, monkeypatch):
+    monkeypatch.setenv("MINDCAP_CONFIG", str(NOTEBOOKS.parent / "mindcap.toml"))  # the kernel runs in tmp_path
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    return nb
+
+
+@pytest.mark.slow
+def test_demo_pipeline_notebook(tmp_path, monkeypatch):
+    nb = _run("02_demo_pipeline.ipynb", tmp_path, monkeypatch)
+    summary = ast.literal_eval(nb.cells[-1].outputs[0]["data"]["text/plain"])
+    largest = summary.pop("largest")
+    # floor(r·B) with the README's Qwen3 FLORES premiums, printed to 3 decimals (1.559 / 2.551 / 1.936)
+    readme_premiums = {"deu_Latn": 1.559, "tha_Thai": 2.551, "swh_Latn": 1.936}
+    assert set(summary) == set(readme_premiums)
+    for lang, r in readme_premiums.items():
+        b = summary[lang]["peak_budget"]
+        assert math.floor((r - 5e-4) * b) <= summary[lang]["scaled_budget"] <= math.floor((r + 5e-4) * b), lang
+    for row in summary.values():
+        low, high = row["ci"]
+        assert low <= row["delta"] <= high and row["delta"] > 0
+    # the text's claim ("the largest peak") is the argmax of what it printed; Thai has the largest premium
+    assert largest == max(summary, key=lambda lang: summary[lang]["delta"]) == "tha_Thai"
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"largest peak: tha_Thai at B = {summary['tha_Thai']['peak_budget']}" in printed
+    assert (tmp_path / "demo-report" / "native_curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
