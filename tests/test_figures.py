@@ -140,3 +140,32 @@ def test_the_report_figures_name_every_cell_of_a_language_apart(report_figures):
     assert sorted(labels) == ["de (replay)", "sw (replay)", "th (announced 1024)", "th (announced 256)", "th (replay)"]
     caption = [t.get_text() for t in caught["gap_curves.png"].texts][-1]
     assert caption.startswith("Unnormalised gap") and "Estimates: " in caption
+
+
+def test_the_tall_premium_plot_has_ticks_at_both_ends_and_names_its_models(tmp_path, monkeypatch):
+    import math
+
+    from mindcap_tok.report import figures
+
+    # 204 languages, two models, premiums from 1 to about 6 (the geometry of `premium --all --plot`)
+    rows = [
+        {"model": m, "lang": f"l{i:03d}_Xxxx", "premium": p, "ci_low": p - 0.02, "ci_high": p + 0.02}
+        | {"ref": "eng_Latn", "split": "devtest", "ci": 0.95}
+        for i in range(204)
+        for m, p in (("qwen3-8b", 1 + i / 40), ("llama-3.1-8b", 1 + math.sqrt(i) / 3))
+    ]
+    caught = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path, **kw: caught.append(fig))
+    figures.plot_premiums(rows, tmp_path / "p.png")
+    (fig,) = caught
+    ax = fig.axes[0]
+    assert "qwen3-8b" in ax.get_title() and "llama-3.1-8b" in ax.get_title()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes_box = ax.get_window_extent(renderer)
+    numbers = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip().replace(".", "").isdigit()]
+    above = [t for t in numbers if t.get_window_extent(renderer).y0 >= axes_box.y1]
+    below = [t for t in numbers if t.get_window_extent(renderer).y1 <= axes_box.y0]
+    assert len(above) >= 3 and len(below) >= 3
+    assert overprinted(fig) == []
+    assert covered_points(fig) == []
