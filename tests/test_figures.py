@@ -169,3 +169,38 @@ def test_the_tall_premium_plot_has_ticks_at_both_ends_and_names_its_models(tmp_p
     assert len(above) >= 3 and len(below) >= 3
     assert overprinted(fig) == []
     assert covered_points(fig) == []
+
+
+def _pass_share_figure(monkeypatch, tmp_path, shares):
+    import pandas as pd
+
+    from mindcap_tok.report import figures
+    from mindcap_tok.roundtrip.report import plot_pass_share
+
+    caught = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path, **kw: caught.append(fig))
+    metrics = pd.DataFrame(
+        [
+            {
+                "by": "sequence",
+                "group": g,
+                "model": "tiny",
+                "judge_model": "tiny",
+                "pass_share": s,
+                "pass_share_se": 0.0,
+            }
+            for g, s in zip(["en>de>en", "lit:c-europe"], shares, strict=True)
+        ]
+    )
+    plot_pass_share(metrics, tmp_path / "pass_share.png")
+    return caught[0]
+
+
+def test_a_pass_share_figure_with_nothing_judged_says_so(monkeypatch, tmp_path):
+    fig = _pass_share_figure(monkeypatch, tmp_path, [float("nan"), float("nan")])
+    texts = " ".join(t.get_text() for t in fig.findobj(Text))
+    assert "nothing to show, because no sample was judged" in texts
+    assert not fig.axes[0].patches and overprinted(fig) == []
+    fig = _pass_share_figure(monkeypatch, tmp_path, [0.5, float("nan")])
+    assert "not judged" in [t.get_text() for t in fig.axes[0].texts]
+    assert overprinted(fig) == []
