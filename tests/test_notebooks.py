@@ -68,3 +68,21 @@ def test_demo_pipeline_notebook(tmp_path, monkeypatch):
     assert f"largest peak: tha_Thai at B = {summary['tha_Thai']['peak_budget']}" in printed
     assert (tmp_path / "demo-report" / "native_curves.png").read_bytes()[:4] == b"\x89PNG"
     assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_protocol_notebook(tmp_path, monkeypatch):
+    from statsmodels.stats.multitest import multipletests
+
+    nb = _run("03_protocol.ipynb", tmp_path, monkeypatch)
+    summary = ast.literal_eval(nb.cells[-1].outputs[0]["data"]["text/plain"])
+    ids, pvalues, adjusted, decisions = zip(*summary["tests"], strict=True)
+    assert ids == ("H1-existence", "H2", "H3-th")
+    reject, holm, _, _ = multipletests(pvalues, alpha=summary["alpha"], method="holm")
+    assert list(adjusted) == pytest.approx(list(holm))
+    assert [d == "reject" for d in decisions] == list(reject)
+    # the protocol's outcome labels (paper §3): every null rejected, some, none
+    label = "confirmatory_support" if reject.all() else "partial_support" if reject.any() else "no_confirmatory_support"
+    assert summary["outcome"] == label
+    assert summary["refused"] is True  # the edited file was refused
+    assert (tmp_path / "protocol.toml.freeze.json").is_file()
