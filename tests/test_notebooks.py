@@ -86,3 +86,17 @@ def test_protocol_notebook(tmp_path, monkeypatch):
     assert summary["outcome"] == label
     assert summary["refused"] is True  # the edited file was refused
     assert (tmp_path / "protocol.toml.freeze.json").is_file()
+
+
+@pytest.mark.slow
+def test_pricing_notebook(tmp_path, monkeypatch):
+    nb = _run("04_pricing.ipynb", tmp_path, monkeypatch)
+    rows = ast.literal_eval(nb.cells[-1].outputs[0]["data"]["text/plain"])
+    assert [r["cap"] for r in rows] == [256, 512]
+    for r in rows:
+        assert r["closure"] == pytest.approx(r["G"] - r["G3"])  # closure = G − G3 by definition
+    assert rows[0]["G_max"] == rows[1]["G_max"]  # the gap at B_max does not depend on the priced cap
+    assert rows[0]["nat_gain"] > rows[1]["nat_gain"]  # a tighter cap leaves more for the longer cap to recover
+    triage = "".join(o.get("text", "") for o in nb.cells[3].outputs)
+    for r in rows:  # the sentences print the table's numbers, in points
+        assert f"At cap {r['cap']}: " in triage and f"G = {100 * r['G']:+.1f}." in triage
