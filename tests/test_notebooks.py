@@ -116,3 +116,18 @@ def test_audits_notebook(tmp_path, monkeypatch):
     parity = next(a for a in report["audits"] if a["name"] == "parity")
     # the demo stores each trace's text as the decoding of its ids, so a local decode agrees everywhere
     assert parity["summary"]["raw_agreement"] == 1.0 and parity["summary"]["sampled"] > 0
+
+
+@pytest.mark.slow
+def test_determinism_notebook(tmp_path, monkeypatch):
+    pytest.importorskip("torch")  # the torch extra: the tiny model runs on the transformers backend
+    from statsmodels.stats.proportion import proportion_confint
+
+    nb = _run("06_determinism.ipynb", tmp_path, monkeypatch)
+    s = ast.literal_eval(nb.cells[-1].outputs[0]["data"]["text/plain"])
+    # 2 items x (caps 4, 8 and long cap 16) repeat groups; a capped-vs-long pair per item and cap below long_cap
+    assert (s["repeat_groups"], s["prefix_pairs"]) == (6, 4)
+    for part, n in (("repeat", s["repeat_groups"]), ("prefix", s["prefix_pairs"])):
+        k = s[f"{part}_identical"]
+        assert s[f"{part}_share"] == pytest.approx(k / n)
+        assert s[f"{part}_ci"] == pytest.approx(list(proportion_confint(k, n, method="wilson")))
