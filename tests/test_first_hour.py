@@ -202,3 +202,25 @@ def test_every_command_resamples_10000_times_by_default_the_audit_too():
     assert {"audit", "sweep", "premium", "price", "confirm"} <= set(defaults)
     assert set(defaults.values()) == {10_000}, defaults
     assert AuditConfig().resampling.n_boot == 10_000  # the library's suite, as the CLI
+
+
+def test_a_trace_premium_headline_from_few_traces_says_how_few(tmp_path):
+    import pandas as pd
+
+    from mindcap_tok.audits import AuditResult, SuiteResult, write_report
+
+    def report(traces, items):
+        delta = pd.DataFrame(
+            [{"normalizer": n, "lang": "tha_Thai", "budget": 256, "delta": d, "peak": True} for n, d in
+             (("flores", 0.2), ("trace", 0.1))]
+        )  # fmt: skip
+        trace = pd.DataFrame([{"model": "m", "lang": "tha_Thai", "traces": traces, "items": items, "r_trace": 2.1}])
+        res = AuditResult("normalizer", tables={"delta": delta, "trace_premium": trace}, summary={"sesoi": 0.05})
+        out = tmp_path / f"a{traces}"
+        write_report(SuiteResult(ledger="L", records=traces, results=[res]), out)
+        return (out / "audit.md").read_text("utf-8")
+
+    few = report(2, 2)
+    assert "trace +10.0 (r_trace from 2 rendered traces; only 2 items in a cell: a rough estimate)" in few
+    many = report(400, 100)
+    assert "(r_trace from 400 rendered traces)" in many and "rough estimate" not in many

@@ -252,12 +252,22 @@ def _headline_parity(res: AuditResult) -> str:
     )
 
 
+#: below this many rendered items in a cell, the summary calls the trace premium a rough estimate (its item
+#: bootstrap has little to resample; 30 is the usual rule of thumb for a bootstrap CI)
+TRACE_ITEMS_CAVEAT = 30
+
+
 def _headline_normalizer(res: AuditResult) -> str:
     delta = res.tables.get("delta", pd.DataFrame())
     if delta.empty:
         return f"peak Δ_L: {MISSING} (no normalizer)"
     peaks = delta[delta["peak"]].groupby("normalizer", sort=False)["delta"].max()
     shown = ", ".join(f"{name} {MISSING if is_missing(v) else f'{100 * v:+.1f}'}" for name, v in peaks.items())
+    trace = res.tables.get("trace_premium", pd.DataFrame())
+    if "trace" in peaks.index and not trace.empty:  # r_trace rests on the traces that have a rendering
+        traces, items = int(trace["traces"].sum()), int(trace["items"].min())
+        shown += f" (r_trace from {traces} rendered traces"
+        shown += f"; only {items} items in a cell: a rough estimate)" if items < TRACE_ITEMS_CAVEAT else ")"
     return f"largest peak Δ_L (points): {shown}"
 
 
