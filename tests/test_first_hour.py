@@ -224,3 +224,16 @@ def test_a_trace_premium_headline_from_few_traces_says_how_few(tmp_path):
     assert "trace +10.0 (r_trace from 2 rendered traces; only 2 items in a cell: a rough estimate)" in few
     many = report(400, 100)
     assert "(r_trace from 400 rendered traces)" in many and "rough estimate" not in many
+
+
+def test_audit_sesoi_given_in_points_reads_as_both_in_the_report(tmp_path, ledger):
+    out = tmp_path / "audit"
+    res = run(["audit", "--ledger", ledger, "--out-dir", out, "--only", "normalizer", "--premiums", "th=2",
+               "--sesoi", "5", "--n-boot", "200"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "audit.json").read_text())
+    (normalizer,) = report["audits"]
+    assert normalizer["summary"]["sesoi"] == 0.05  # JSON holds fractions, as every JSON output
+    md = (out / "audit.md").read_text("utf-8")
+    assert "sesoi=0.05 (= 5 points)" in md
+    assert "Units: settings, tables and `audit.json` hold fractions" in md

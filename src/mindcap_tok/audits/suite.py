@@ -503,6 +503,10 @@ def _setting(value) -> str:
     return MISSING if value is None else json.dumps(value, ensure_ascii=False)
 
 
+#: settings given in points on the command line (``--sesoi 5``) and stored as fractions; the report shows both
+POINT_SETTINGS = ("sesoi",)
+
+
 def render_markdown(suite: SuiteResult) -> str:
     """The report: a headline summary (one line per audit), then one section per audit with its settings and a
     table per result table."""
@@ -510,6 +514,9 @@ def render_markdown(suite: SuiteResult) -> str:
         "# mindcap-tok audit report",
         "",
         f"Ledger: `{suite.ledger}` ({suite.records} records)",
+        "",
+        "Units: settings, tables and `audit.json` hold fractions (accuracies and shares in [0, 1]: 0.05 is 5 "
+        "points); a headline or column in points says so.",
         "",
         "## Summary",
         "",
@@ -522,7 +529,7 @@ def render_markdown(suite: SuiteResult) -> str:
             lines += [f"**Skipped:** {res.reason}", ""]
             continue
         settings = ", ".join(
-            f"{k}={_setting(v)}"
+            f"{k}={_setting(v)}" + (f" (= {100 * v:g} points)" if k in POINT_SETTINGS and isinstance(v, float) else "")
             for k, v in res.summary.items()
             if not isinstance(v, dict) or len(json.dumps(v, default=str)) < 200
         )
