@@ -2,6 +2,7 @@
 
 import ast
 import math
+import os
 from pathlib import Path
 
 import nbformat
@@ -43,6 +44,8 @@ def test_premiums_notebook(tmp_path, monkeypatch):
 def _run(name: str, tmp_path, monkeypatch):
     monkeypatch.setenv("MINDCAP_CONFIG", str(NOTEBOOKS.parent / "mindcap.toml"))  # the kernel runs in tmp_path
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # the kernel imports this checkout's package, whatever is installed (a relative PYTHONPATH would not reach it)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(NOTEBOOKS.parent / "src"), os.environ.get("PYTHONPATH", "")]))
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     return nb
