@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -158,3 +159,81 @@ def test_extend_keeps_counts_integers_in_the_mean_row(tmp_path):
     mean = json.loads(res.stdout)[-1]
     assert mean["fold"] == "mean" and mean["merges"] == 2 and isinstance(mean["merges"], int)
     assert isinstance(mean["new_tokens"], int)
+
+
+def test_an_announced_budget_prints_as_an_integer_in_every_table_format(tmp_path, qwen):
+    root = tmp_path / "led"
+    Ledger(root).append(make_cell(qwen, n_items=2, n_samples=1), qwen)
+    Ledger(root).append(make_cell(qwen, n_items=2, n_samples=1, announced=256, announce_style="natural"), qwen)
+    for fmt in ("table", "md", "csv"):
+        res = run(["score", "--ledger", root, "--budgets", "8", "--format", fmt])
+        assert res.exit_code == 0, res.output
+        assert "256.0" not in res.stdout, fmt
+        assert re.search(r"(^|[ ,|&])256([ ,|&]|$)", res.stdout, re.M), fmt  # the budget, as an integer cell
+    rows = json.loads(run(["score", "--ledger", root, "--budgets", "8", "--format", "json"]).stdout)
+    assert sorted(r["announced"] for r in rows if r["announced"] is not None) == [256]
+    from mindcap_tok._tables import render
+
+    latex = render([{"announced": 256.0}, {"announced": None}], "latex")
+    assert "256 \\\\" in latex and "--- \\\\" in latex and "256.0" not in latex
+
+
+def test_every_command_resamples_10000_times_by_default_the_audit_too():
+    import click
+
+    from mindcap_tok.audits.suite import AuditConfig
+
+    ctx = click.Context(cli)
+
+    def walk(group, path=()):
+        for name in group.list_commands(ctx):  # the CLI loads its commands lazily
+            cmd = group.get_command(ctx, name)
+            if isinstance(cmd, click.Group):
+                yield from walk(cmd, (*path, name))
+            else:
+                yield (*path, name), cmd
+
+    defaults = {
+        " ".join(path): p.default
+        for path, cmd in walk(cli)
+        for p in cmd.params
+        if isinstance(p, click.Option) and "--n-boot" in p.opts
+    }
+    assert {"audit", "sweep", "premium", "price", "confirm"} <= set(defaults)
+    assert set(defaults.values()) == {10_000}, defaults
+    assert AuditConfig().resampling.n_boot == 10_000  # the library's suite, as the CLI
+
+
+def test_a_trace_premium_headline_from_few_traces_says_how_few(tmp_path):
+    import pandas as pd
+
+    from mindcap_tok.audits import AuditResult, SuiteResult, write_report
+
+    def report(traces, items):
+        delta = pd.DataFrame(
+            [{"normalizer": n, "lang": "tha_Thai", "budget": 256, "delta": d, "peak": True} for n, d in
+             (("flores", 0.2), ("trace", 0.1))]
+        )  # fmt: skip
+        trace = pd.DataFrame([{"model": "m", "lang": "tha_Thai", "traces": traces, "items": items, "r_trace": 2.1}])
+        res = AuditResult("normalizer", tables={"delta": delta, "trace_premium": trace}, summary={"sesoi": 0.05})
+        out = tmp_path / f"a{traces}"
+        write_report(SuiteResult(ledger="L", records=traces, results=[res]), out)
+        return (out / "audit.md").read_text("utf-8")
+
+    few = report(2, 2)
+    assert "trace +10.0 (r_trace from 2 rendered traces; only 2 items in a cell: a rough estimate)" in few
+    many = report(400, 100)
+    assert "(r_trace from 400 rendered traces)" in many and "rough estimate" not in many
+
+
+def test_audit_sesoi_given_in_points_reads_as_both_in_the_report(tmp_path, ledger):
+    out = tmp_path / "audit"
+    res = run(["audit", "--ledger", ledger, "--out-dir", out, "--only", "normalizer", "--premiums", "th=2",
+               "--sesoi", "5", "--n-boot", "200"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "audit.json").read_text())
+    (normalizer,) = report["audits"]
+    assert normalizer["summary"]["sesoi"] == 0.05  # JSON holds fractions, as every JSON output
+    md = (out / "audit.md").read_text("utf-8")
+    assert "sesoi=0.05 (= 5 points)" in md
+    assert "Units: settings, tables and `audit.json` hold fractions" in md

@@ -79,6 +79,22 @@ def _plain_table(frame: pd.DataFrame, title: str | None, floatfmt: str) -> str:
     return buf.getvalue()
 
 
+def _integer_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Float columns that are integers with missing values (pandas turns an int column with a None into floats:
+    an ``announced`` budget read ``256.0000``) as nullable integers, so they print ``256`` and ``—``."""
+    import numpy as np
+
+    out = frame.copy()
+    for col in frame.columns:
+        values = frame[col]
+        if values.dtype.kind != "f" or not values.isna().any():
+            continue
+        present = values.dropna().to_numpy()
+        if np.all(np.isfinite(present)) and np.all(present == np.round(present)) and np.all(np.abs(present) < 2**53):
+            out[col] = values.astype("Int64")
+    return out
+
+
 def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: str = FLOATFMT) -> str:
     """Render rows (all with the same keys) in one of :data:`FORMATS`; ``title`` heads the plain table only.
 
@@ -88,7 +104,7 @@ def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: s
 
     if fmt == "json":
         return dumps_strict(list(rows)) + "\n"
-    frame = pd.DataFrame(list(rows))
+    frame = _integer_columns(pd.DataFrame(list(rows)))
     if fmt == "csv":
         return frame.to_csv(index=False)
     if fmt == "md":

@@ -286,12 +286,22 @@ def _headline_parity(res: AuditResult) -> str:
     )
 
 
+#: below this many rendered items in a cell, the summary calls the trace premium a rough estimate (its item
+#: bootstrap has little to resample; 30 is the usual rule of thumb for a bootstrap CI)
+TRACE_ITEMS_CAVEAT = 30
+
+
 def _headline_normalizer(res: AuditResult) -> str:
     delta = res.tables.get("delta", pd.DataFrame())
     if delta.empty:
         return f"peak Δ_L: {MISSING} (no normalizer)"
     peaks = delta[delta["peak"]].groupby("normalizer", sort=False)["delta"].max()
     shown = ", ".join(f"{name} {MISSING if is_missing(v) else f'{100 * v:+.1f}'}" for name, v in peaks.items())
+    trace = res.tables.get("trace_premium", pd.DataFrame())
+    if "trace" in peaks.index and not trace.empty:  # r_trace rests on the traces that have a rendering
+        traces, items = int(trace["traces"].sum()), int(trace["items"].min())
+        shown += f" (r_trace from {traces} rendered traces"
+        shown += f"; only {items} items in a cell: a rough estimate)" if items < TRACE_ITEMS_CAVEAT else ")"
     return f"largest peak Δ_L (points): {shown}"
 
 
@@ -588,6 +598,10 @@ def _setting(value) -> str:
     return MISSING if value is None else json.dumps(value, ensure_ascii=False)
 
 
+#: settings given in points on the command line (``--sesoi 5``) and stored as fractions; the report shows both
+POINT_SETTINGS = ("sesoi",)
+
+
 def render_markdown(suite: SuiteResult) -> str:
     """The report: a headline summary (one line per audit), then one section per audit with its settings and a
     table per result table."""
@@ -595,6 +609,9 @@ def render_markdown(suite: SuiteResult) -> str:
         "# mindcap-tok audit report",
         "",
         f"Ledger: `{suite.ledger}` ({suite.records} records)",
+        "",
+        "Units: settings, tables and `audit.json` hold fractions (accuracies and shares in [0, 1]: 0.05 is 5 "
+        "points); a headline or column in points says so.",
         "",
         "## Summary",
         "",
@@ -607,7 +624,7 @@ def render_markdown(suite: SuiteResult) -> str:
             lines += [f"**Skipped:** {res.reason}", ""]
             continue
         settings = ", ".join(
-            f"{k}={_setting(v)}"
+            f"{k}={_setting(v)}" + (f" (= {100 * v:g} points)" if k in POINT_SETTINGS and isinstance(v, float) else "")
             for k, v in res.summary.items()
             if not isinstance(v, dict) or len(json.dumps(v, default=str)) < 200
         )

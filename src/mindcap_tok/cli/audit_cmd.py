@@ -74,7 +74,7 @@ from ._parsing import Command
 @click.option("--adjudicate-n", type=int, default=20, show_default=True, help="Judged traces per population.")
 @click.option("--parity-per-stratum", type=int, default=20, show_default=True, help="Parity sample per stratum.")
 @click.option("--sesoi", type=float, default=5.0, show_default=True, help="SESOI in accuracy points.")
-@n_boot_option(2000)
+@n_boot_option()
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every sample and bootstrap.")
 @no_verify_option
 @tokenizer_option

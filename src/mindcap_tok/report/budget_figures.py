@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.languages import short_name
+from ..ledger.schema import SETTING_COLUMNS
 from .figures import save_figure
 
 
@@ -30,13 +31,63 @@ def _budget_axis(ax, budgets: np.ndarray) -> None:
     low, high = values[0], values[-1]
     powers = [1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= (1 << k) <= high]
     ticks = values if len(values) <= 12 or not powers else powers
-    if high > 1.25 * ticks[-1]:
-        ticks.append(high)  # the largest budget drawn gets a label
-    if low < ticks[0] / 1.25:
-        ticks.insert(0, low)
+    # the largest and smallest budgets drawn get a label, in place of a grid tick too close to print beside it
+    if high > ticks[-1]:
+        ticks = [*ticks[:-1], high] if high < 1.4 * ticks[-1] else [*ticks, high]
+    if low < ticks[0]:
+        ticks = [low, *ticks[1:]] if low > ticks[0] / 1.4 else [low, *ticks]
     ax.set_xticks(ticks, [str(t) for t in ticks], rotation=45, fontsize=8)
     ax.set_xlim(low / 1.1, high * 1.1)
     ax.minorticks_off()
+
+
+def _series(part: pd.DataFrame, peaks: pd.DataFrame):
+    """One curve per language and generation setting (a cell: an announcement cell is not the replay one), with
+    its label (the settings that differ between the panel's cells) and its peak row, if any."""
+    keys = ["lang", *(c for c in SETTING_COLUMNS if c in part.columns and part[c].nunique(dropna=False) > 1)]
+    for values, cur in part.groupby(keys, sort=False, dropna=False):
+        values = values if isinstance(values, tuple) else (values,)
+        setting = dict(zip(keys, values, strict=True))
+        shown = {k: v for k, v in setting.items() if k not in ("lang", "design", "announce_style") and not pd.isna(v)}
+        extra = [f"{k} {int(v) if isinstance(v, float) and v.is_integer() else v}" for k, v in shown.items()]
+        if not extra and "design" in setting:
+            extra = [str(setting["design"])]
+        label = short_name(setting["lang"]) + (f" ({', '.join(extra)})" if extra else "")
+        match = pd.Series(True, index=peaks.index)
+        for k, v in setting.items():
+            if k in peaks.columns:
+                match &= peaks[k].isna() if pd.isna(v) else peaks[k] == v
+        yield label, cur.sort_values("budget"), peaks[match]
+
+
+def _separate_labels(fig, labels: list) -> None:
+    """Move peak labels apart vertically until no two overlap (matplotlib places text where it is told and has
+    no placement of its own; the few labels of a panel are nudged by hand, in display units)."""
+    if len(labels) < 2:
+        return
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    placed = []
+    for label in sorted(labels, key=lambda t: t.get_position()[1], reverse=True):
+        box = label.get_window_extent(renderer)
+        to_data = label.get_transform().inverted()
+        while any(box.overlaps(other) for other in placed):
+            lowest = min(other.y0 for other in placed if box.overlaps(other))
+            shift = box.y1 - lowest + 2  # below the label it hits, 2 px apart
+            x, y = label.get_position()
+            cx, cy = label.get_transform().transform((x, y))
+            label.set_position(tuple(to_data.transform((cx, cy - shift))))
+            box = label.get_window_extent(renderer)
+        placed.append(box)
+
+
+def _caption(fig, text: str) -> None:
+    """A caption under the panels, with room made for it: the panels (and their x labels) end above it."""
+    caption = fig.text(0.01, 0.005, text, fontsize=8, ha="left", va="bottom", wrap=True)
+    fig.tight_layout()
+    fig.canvas.draw()
+    height = caption.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
+    fig.tight_layout(rect=(0, height + 0.01, 1, 1))
 
 
 def plot_native_curves(
@@ -52,16 +103,16 @@ def plot_native_curves(
     models = list(dict.fromkeys(curves["model"]))
     fig, axes = plt.subplots(1, len(models), figsize=(6.2 * len(models), 4.6), squeeze=False, sharey=True)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    labels = []
     for ax, model in zip(axes[0], models, strict=True):
         part = curves[curves["model"] == model]
-        for i, lang in enumerate(dict.fromkeys(part["lang"])):
+        panel_labels = []
+        for i, (label, cur, peak) in enumerate(_series(part, peaks[peaks["model"] == model])):
             colour = colours[i % len(colours)]
-            cur = part[part["lang"] == lang].sort_values("budget")
             x = cur["budget"].to_numpy()
-            ax.plot(x, 100 * cur["accuracy"], "-o", ms=3, color=colour, label=short_name(lang))
+            ax.plot(x, 100 * cur["accuracy"], "-o", ms=3, color=colour, label=label)
             if "ci_low" in cur:
                 ax.fill_between(x, 100 * cur["ci_low"], 100 * cur["ci_high"], color=colour, alpha=0.15, lw=0)
-            peak = peaks[(peaks["model"] == model) & (peaks["lang"] == lang)]
             if peak.empty:
                 continue
             pk = peak.iloc[0]
@@ -77,31 +128,31 @@ def plot_native_curves(
                 arrowprops={"arrowstyle": "->", "color": colour, "lw": 1.2},
             )
             ax.plot([b, s], [100 * acc_b, 100 * acc_b], ":", color=colour, lw=1)
-            ax.text(
-                s * 1.04,
-                100 * (acc_b + acc_s) / 2,
-                f"Δ={100 * pk['delta']:+.1f} pts\nB={b}→{s}",
-                color=colour,
-                fontsize=8,
-                va="center",
+            panel_labels.append(
+                ax.text(
+                    s * 1.04,
+                    100 * (acc_b + acc_s) / 2,
+                    f"Δ={100 * pk['delta']:+.1f} pts\nB={b}→{s}",
+                    color=colour,
+                    fontsize=8,
+                    va="center",
+                )
             )
+        labels.append(panel_labels)
         _budget_axis(ax, part["budget"].to_numpy())
         ax.set_xlabel("output-token budget B (prefix length, log scale)")
         ax.set_title(f"{model}: NATIVE accuracy vs budget")
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", fontsize=8, title="language", title_fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="language", title_fontsize=8)
     axes[0][0].set_ylabel("NATIVE strict accuracy (%)")
-    fig.text(
-        0.01,
-        -0.04,
+    _caption(
+        fig,
         f"Shaded bands: pointwise {level:.0%} item-clustered bootstrap CIs. Squares: each language's peak "
-        "length-normalisation effect, from the matched budget B to the premium-scaled budget floor(r·B); "
-        "the arrow is Δ_L(B) = acc(floor(r·B)) − acc(B).",
-        fontsize=8,
-        ha="left",
-        wrap=True,
+        "length-normalisation effect, from the matched budget B to the premium-scaled budget floor(r·B), a span "
+        "tinted in the language's colour; the arrow is Δ_L(B) = acc(floor(r·B)) − acc(B).",
     )
-    fig.tight_layout()
+    for panel_labels in labels:
+        _separate_labels(fig, panel_labels)
     save_figure(fig, path)
 
 
@@ -133,16 +184,27 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
         ax.set_xlabel("output-token budget B (same cap for both arms, log scale)")
         ax.set_title(f"{model}: gap(B) = TRANSLATE-ACT − NATIVE")
         ax.grid(alpha=0.3)
-        ax.legend(loc="center right", fontsize=8, title="language", title_fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="language", title_fontsize=8)
     axes[0][0].set_ylabel("accuracy gap (points)")
-    fig.text(
-        0.01,
-        -0.04,
+    _caption(
+        fig,
         f"Unnormalised gap at equal output caps; shaded: pointwise {level:.0%} item-clustered bootstrap CIs. "
-        "Negative where NATIVE leads under tight caps; flat once accuracy saturates.",
-        fontsize=8,
-        ha="left",
-        wrap=True,
+        + gap_summary(gaps),
     )
-    fig.tight_layout()
     save_figure(fig, path)
+
+
+def gap_summary(gaps: pd.DataFrame) -> str:
+    """Which arm leads where, read from the gap estimates (the caption of the gap figure says only this)."""
+    parts = []
+    for (model, lang), cur in gaps.groupby(["model", "lang"], sort=False):
+        cur = cur.sort_values("budget")
+        native = cur.loc[cur["gap"] < 0, "budget"].astype(int).tolist()
+        name = f"{short_name(lang)}" if gaps["model"].nunique() == 1 else f"{model} {short_name(lang)}"
+        if not native:
+            parts.append(f"{name}: TRANSLATE-ACT ahead or level at every budget")
+        elif len(native) == len(cur):
+            parts.append(f"{name}: NATIVE ahead at every budget")
+        else:
+            parts.append(f"{name}: NATIVE ahead at B = {', '.join(map(str, native))}")
+    return "Estimates: " + "; ".join(parts) + "."

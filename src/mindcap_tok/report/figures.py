@@ -24,7 +24,8 @@ def save_figure(fig, path: str | os.PathLike[str], *, dpi: int = 150) -> None:
 def plot_premiums(rows: Sequence[dict], path: str | os.PathLike[str]) -> None:
     """Dot plot of premiums with CIs, one row per language sorted by premium, one colour per model.
 
-    ``rows`` are :meth:`mindcap_tok.premium.Premium.as_dict` dicts. Tall enough for all 204 languages.
+    ``rows`` are :meth:`mindcap_tok.premium.Premium.as_dict` dicts. Tall enough for all 204 languages; a tall
+    figure repeats the x ticks and label at the top, so a reader at either end can read a premium off.
     """
     import matplotlib
 
@@ -54,7 +55,9 @@ def plot_premiums(rows: Sequence[dict], path: str | os.PathLike[str]) -> None:
         f"token premium r = tokens(L) / tokens({first['ref']})  "
         f"(FLORES-200 {first['split']}, {first['ci'] * 100:.0f}% CI)"
     )
-    ax.set_title("Token premium per language")
+    if height > 8:  # the same axis again at the top (an identity secondary axis)
+        ax.secondary_xaxis("top").set_xlabel(ax.get_xlabel())
+    ax.set_title(f"Token premium per language: {', '.join(models)}")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     save_figure(fig, path)

@@ -485,6 +485,20 @@ def plot_pass_share(metrics: pd.DataFrame, path: str | os.PathLike[str]) -> None
     several = rows["judge_model"].nunique() > 1
     bars = list(rows.groupby(["model", "judge_model"], sort=False))
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 * len(seqs) + 2), 3.8))
+    if rows["pass_share"].astype(float).isna().all():  # an empty axis would read as a pass share of 0
+        ax.set_axis_off()
+        ax.text(
+            0.5,
+            0.5,
+            "nothing to show, because no sample was judged\n(every judge reply was missing or "
+            "could not be parsed; see report.md)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
+        ax.set_title("Round trip: pass share per sequence")
+        save_figure(fig, path)
+        return
     width = 0.8 / max(1, len(bars))
     for k, ((model, judge), sub) in enumerate(bars):
         sub = sub.set_index("group").reindex(seqs)
@@ -493,6 +507,8 @@ def plot_pass_share(metrics: pd.DataFrame, path: str | os.PathLike[str]) -> None
         se = sub["pass_share_se"].astype(float).fillna(0).to_numpy()
         label = f"{model} / {judge}" if several else model
         ax.bar(x, np.nan_to_num(share), width, yerr=se, capsize=2, label=label)
+        for xi in x[np.isnan(share)]:  # a bar of height 0 is a pass share of 0; an unjudged one says so
+            ax.text(xi, 0.02, "not judged", rotation=90, ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(seqs)), seqs, rotation=30, ha="right", fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("pass share (MQM ≥ 80)")

@@ -1,0 +1,206 @@
+"""Figures a reader can trust (issue 28): rendered from the demo ledger, no two texts overprint, legends hide no
+data point, captions follow the data, and the tall premium plot has ticks at top and bottom and names the model.
+
+Text extents come from matplotlib's own renderer (``get_window_extent`` after ``fig.canvas.draw()``).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+from matplotlib.text import Text
+
+from mindcap_tok import Resampling, write_budget_report
+from mindcap_tok.report import budget_figures
+from mindcap_tok.report.demo import build_demo
+
+
+def overprinted(fig) -> list[tuple[str, str]]:
+    """Pairs of visible, non-empty texts (titles, labels, tick labels, notes, legend entries) whose rendered
+    boxes overlap."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    shown = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    boxes = [(t, t.get_window_extent(renderer)) for t in shown]
+    return [
+        (a.get_text(), b.get_text())
+        for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2)
+        if box_a.overlaps(box_b)
+    ]
+
+
+def covered_points(fig) -> list[tuple[str, float, float]]:
+    """Data points (line vertices, markers) that a legend box covers."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent(renderer)
+        for line in ax.get_lines():
+            for x, y in line.get_transform().transform(line.get_xydata()):
+                if box.contains(x, y):
+                    out.append((line.get_label(), x, y))
+    return out
+
+
+@pytest.fixture(scope="module")
+def report_figures(tmp_path_factory, config):
+    """The report's figures from a small demo ledger, caught before they are saved (and closed)."""
+    from mindcap_tok.stats.inputs import load_scored_ledger, sweep_budgets
+
+    root = tmp_path_factory.mktemp("figs")
+    demo = build_demo(
+        root / "demo",
+        seed=0,
+        n_items=60,
+        k=4,
+        data_dir=config.data_dir.value,
+        tokenizers_dir=config.tokenizers_dir.value,
+    )
+    grid = [64, 128, 192, 256, 384, 512, 768, 1024, 2048]
+    scored = load_scored_ledger(
+        demo.ledger,
+        sweep_budgets(grid),
+        tokenizers_dir=config.tokenizers_dir.value,
+        data_dir=config.data_dir.value,
+        premium_specs=["qwen3-8b"],
+    )
+    caught = {}
+    original = budget_figures.save_figure
+
+    def catch(fig, path, **kw):
+        caught[str(path).rsplit("/", 1)[-1]] = fig
+        fig.savefig(path)
+
+    budget_figures.save_figure = catch
+    try:
+        write_budget_report(
+            scored.scores, scored.premiums, out_dir=root / "report", budgets=grid, resampling=Resampling(200, 0)
+        )
+    finally:
+        budget_figures.save_figure = original
+    return caught, scored
+
+
+def test_report_figures_have_no_overprinted_text(report_figures):
+    caught, _ = report_figures
+    assert {"native_curves.png", "gap_curves.png"} <= set(caught)
+    for name, fig in caught.items():
+        assert overprinted(fig) == [], name
+
+
+def test_report_legends_hide_no_data_point(report_figures):
+    caught, _ = report_figures
+    for name, fig in caught.items():
+        assert covered_points(fig) == [], name
+
+
+def test_the_overlap_check_finds_overprinted_text():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.text(0.5, 0.5, "Δ=+10.0 pts")
+    ax.text(0.51, 0.5, "Δ=+12.0 pts")
+    ax.plot([0.03, 0.9], [0.97, 0.1], "o", label="de")  # the first point sits under an upper-left legend
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.legend(loc="upper left")
+    assert overprinted(fig) == [("Δ=+10.0 pts", "Δ=+12.0 pts")]
+    assert [p[0] for p in covered_points(fig)] == ["de"]
+    plt.close(fig)
+
+
+def test_the_gap_caption_says_what_the_estimates_show():
+    import pandas as pd
+
+    from mindcap_tok.report.budget_figures import gap_summary
+
+    rows = [("tha_Thai", 64, -0.02), ("tha_Thai", 128, 0.05), ("deu_Latn", 64, 0.0), ("deu_Latn", 128, 0.01)]
+    rows += [("swh_Latn", 64, -0.1), ("swh_Latn", 128, -0.01)]
+    gaps = pd.DataFrame([{"model": "m", "lang": lang, "budget": b, "gap": g} for lang, b, g in rows])
+    assert gap_summary(gaps) == (
+        "Estimates: th: NATIVE ahead at B = 64; de: TRANSLATE-ACT ahead or level at every budget; "
+        "sw: NATIVE ahead at every budget."
+    )
+
+
+def test_the_report_figures_name_every_cell_of_a_language_apart(report_figures):
+    """The demo's native Thai has a replay cell and two announcement cells: three curves, never one zigzag."""
+    caught, _ = report_figures
+    (ax,) = caught["native_curves.png"].axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sorted(labels) == ["de (replay)", "sw (replay)", "th (announced 1024)", "th (announced 256)", "th (replay)"]
+    caption = [t.get_text() for t in caught["gap_curves.png"].texts][-1]
+    assert caption.startswith("Unnormalised gap") and "Estimates: " in caption
+
+
+def test_the_tall_premium_plot_has_ticks_at_both_ends_and_names_its_models(tmp_path, monkeypatch):
+    import math
+
+    from mindcap_tok.report import figures
+
+    # 204 languages, two models, premiums from 1 to about 6 (the geometry of `premium --all --plot`)
+    rows = [
+        {"model": m, "lang": f"l{i:03d}_Xxxx", "premium": p, "ci_low": p - 0.02, "ci_high": p + 0.02}
+        | {"ref": "eng_Latn", "split": "devtest", "ci": 0.95}
+        for i in range(204)
+        for m, p in (("qwen3-8b", 1 + i / 40), ("llama-3.1-8b", 1 + math.sqrt(i) / 3))
+    ]
+    caught = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path, **kw: caught.append(fig))
+    figures.plot_premiums(rows, tmp_path / "p.png")
+    (fig,) = caught
+    ax = fig.axes[0]
+    assert "qwen3-8b" in ax.get_title() and "llama-3.1-8b" in ax.get_title()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes_box = ax.get_window_extent(renderer)
+    numbers = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip().replace(".", "").isdigit()]
+    above = [t for t in numbers if t.get_window_extent(renderer).y0 >= axes_box.y1]
+    below = [t for t in numbers if t.get_window_extent(renderer).y1 <= axes_box.y0]
+    assert len(above) >= 3 and len(below) >= 3
+    assert overprinted(fig) == []
+    assert covered_points(fig) == []
+
+
+def _pass_share_figure(monkeypatch, tmp_path, shares):
+    import pandas as pd
+
+    from mindcap_tok.report import figures
+    from mindcap_tok.roundtrip.report import plot_pass_share
+
+    caught = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path, **kw: caught.append(fig))
+    metrics = pd.DataFrame(
+        [
+            {
+                "by": "sequence",
+                "group": g,
+                "model": "tiny",
+                "judge_model": "tiny",
+                "pass_share": s,
+                "pass_share_se": 0.0,
+            }
+            for g, s in zip(["en>de>en", "lit:c-europe"], shares, strict=True)
+        ]
+    )
+    plot_pass_share(metrics, tmp_path / "pass_share.png")
+    return caught[0]
+
+
+def test_a_pass_share_figure_with_nothing_judged_says_so(monkeypatch, tmp_path):
+    fig = _pass_share_figure(monkeypatch, tmp_path, [float("nan"), float("nan")])
+    texts = " ".join(t.get_text() for t in fig.findobj(Text))
+    assert "nothing to show, because no sample was judged" in texts
+    assert not fig.axes[0].patches and overprinted(fig) == []
+    fig = _pass_share_figure(monkeypatch, tmp_path, [0.5, float("nan")])
+    assert "not judged" in [t.get_text() for t in fig.axes[0].texts]
+    assert overprinted(fig) == []
