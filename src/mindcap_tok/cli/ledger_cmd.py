@@ -103,7 +103,7 @@ def import_command(
         return
     from ..ledger.importer import ImportInterrupted, import_jsonl
 
-    if len(paths) != 1 or (paths[0] != "-" and not Path(paths[0]).is_file()):
+    if len(paths) != 1 or Path(paths[0]).is_dir():  # a pipe or FIFO is the importer's to judge
         raise MindcapError("--from jsonl imports one file (or `-`); give a single JSON-lines file")
     file = paths[0]
     # a pipe can be read only once: count lines (for the progress bar) only in regular files
