@@ -26,11 +26,13 @@ if TYPE_CHECKING:
     from .audits.parser_audit import parser_audit
     from .audits.suite import AuditConfig, AuditInputs, SuiteResult, audit_inputs, run_audits, write_report
     from .audits.translation import translation_audit
+    from .audits.truncation import truncation_audit
     from .config import Config, load_config
     from .data.flores import load_flores
     from .data.languages import resolve_language
     from .data.mgsm import load_mgsm
     from .ledger.generate import GenerateResult, JobHooks, dry_run, run_job
+    from .ledger.import_logs import import_logs
     from .ledger.importer import ImportResult, import_jsonl
     from .ledger.jobs import JobSpec
     from .ledger.jobs import load_spec as load_job_spec
@@ -38,8 +40,11 @@ if TYPE_CHECKING:
     from .ledger.store import Ledger
     from .premium import Premium, PremiumText, token_premium
     from .report.budget_report import write_budget_report
+    from .report.demo import build_demo
     from .report.figures import plot_premiums
+    from .report.tiny_model import build_tiny_model
     from .resample import Resampling, scale_budget
+    from .roundtrip.render import RenderSpec, render_traces
     from .roundtrip.report import ReportResult, roundtrip_report
     from .roundtrip.run import RoundtripResult, open_backends, run_roundtrip
     from .roundtrip.spec import RoundtripSpec, plan_roundtrip
@@ -51,6 +56,7 @@ if TYPE_CHECKING:
     from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
     from .stats.timing import emission_timing
     from .tasks.answers import get_parser
+    from .tasks.load import load_task
     from .tokenization.load import ResolvedTokenizer, load_tokenizer
 
 #: public name -> "module" (relative to the package) or "module:attribute" where the two names differ
@@ -73,6 +79,8 @@ _LAZY = {
     "Ledger": "ledger.store",
     "ImportResult": "ledger.importer",
     "import_jsonl": "ledger.importer",
+    "import_logs": "ledger.import_logs",
+    "load_task": "tasks.load",
     "JobSpec": "ledger.jobs",
     "load_job_spec": "ledger.jobs:load_spec",
     "GenerateResult": "ledger.generate",
@@ -102,6 +110,9 @@ _LAZY = {
     "verify_protocol": "stats.protocol",
     "write_budget_report": "report.budget_report",
     "plot_premiums": "report.figures",
+    # offline material to try everything on: the simulated demo ledger, a tiny local model
+    "build_demo": "report.demo",
+    "build_tiny_model": "report.tiny_model",
     # vocabulary extensions and ladder pricing
     "learn_extension": "adaptation.extend",
     "CrossFitting": "adaptation.crossfit",
@@ -130,6 +141,9 @@ _LAZY = {
     "parity_audit": "audits.parity",
     "parser_audit": "audits.parser_audit",
     "translation_audit": "audits.translation",
+    "truncation_audit": "audits.truncation",
+    "RenderSpec": "roundtrip.render",
+    "render_traces": "roundtrip.render",
     # round-trip translation
     "RoundtripSpec": "roundtrip.spec",
     "load_roundtrip_spec": "roundtrip.spec:load_spec",
@@ -167,6 +181,7 @@ __all__ = [
     "PremiumText",
     "PriceSettings",
     "Pricing",
+    "RenderSpec",
     "ReportResult",
     "Resampling",
     "ResolvedTokenizer",
@@ -180,6 +195,8 @@ __all__ = [
     "Sweep",
     "accuracy_curves",
     "audit_inputs",
+    "build_demo",
+    "build_tiny_model",
     "confirm",
     "consistency",
     "determinism_audit",
@@ -189,6 +206,7 @@ __all__ = [
     "freeze_protocol",
     "get_parser",
     "import_jsonl",
+    "import_logs",
     "langid_audit",
     "learn_extension",
     "load_config",
@@ -200,6 +218,7 @@ __all__ = [
     "load_protocol",
     "load_roundtrip_spec",
     "load_scored_ledger",
+    "load_task",
     "load_tokenizer",
     "normalizer_audit",
     "open_backends",
@@ -208,6 +227,7 @@ __all__ = [
     "plan_roundtrip",
     "plot_premiums",
     "price_ledger",
+    "render_traces",
     "resolve_language",
     "retokenize",
     "roundtrip_report",
@@ -221,6 +241,7 @@ __all__ = [
     "sweep_budgets",
     "token_premium",
     "translation_audit",
+    "truncation_audit",
     "validation_agreement",
     "verify_protocol",
     "write_budget_report",
