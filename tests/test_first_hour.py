@@ -237,3 +237,26 @@ def test_audit_sesoi_given_in_points_reads_as_both_in_the_report(tmp_path, ledge
     md = (out / "audit.md").read_text("utf-8")
     assert "sesoi=0.05 (= 5 points)" in md
     assert "Units: settings, tables and `audit.json` hold fractions" in md
+
+
+def test_latex_tables_are_ascii_with_the_symbols_as_latex_commands():
+    from mindcap_tok._tables import render
+
+    rows = [{"arm": "translate-act", "note": "B → floor(r·B), Δ ≤ 0.05 × 2 … ρ"}]
+    latex = render(rows, "latex")
+    assert latex.isascii(), [c for c in latex if not c.isascii()]
+    # each symbol as the command written by hand for it, and LaTeX's specials escaped by pandas
+    expected = r"B $\rightarrow$ floor(r$\cdot$B), $\Delta$ $\leq$ 0.05 $\times$ 2 \ldots{} $\rho$"
+    assert expected in latex and "translate-act" in latex
+
+
+def test_premium_markdown_and_latex_show_the_tokenizer_hash_abbreviated(qwen):
+    args = ["premium", "--model", "qwen3-8b", "--lang", "th", "--n-boot", "40"]
+    full = qwen.sha256
+    csv = run([*args, "--format", "csv"]).stdout
+    assert f",{full}," in csv  # machine-readable output keeps the whole hash
+    for fmt in ("md", "latex"):
+        res = run([*args, "--format", fmt])
+        assert res.exit_code == 0, res.output
+        assert full not in res.stdout and full[:12] in res.stdout and "tokenizer" in res.stdout, fmt
+        assert "sha256" not in res.stdout.split("\n", 1)[0], fmt  # the header names what is shown: 12 digits

@@ -95,10 +95,32 @@ def _integer_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: the non-ASCII symbols this package's tables print, as pdflatex reads them (written by hand: pandas escapes
+#: only LaTeX's special characters, and no converter is among the dependencies)
+_LATEX_SYMBOLS = str.maketrans(
+    {
+        "→": r"$\rightarrow$",
+        "·": r"$\cdot$",
+        "×": r"$\times$",
+        "−": "-",
+        "–": "--",
+        "—": "---",
+        "…": r"\ldots{}",
+        "≤": r"$\leq$",
+        "≥": r"$\geq$",
+        "±": r"$\pm$",
+        "Δ": r"$\Delta$",
+        "ρ": r"$\rho$",
+        "≈": r"$\approx$",
+    }
+)
+
+
 def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: str = FLOATFMT) -> str:
     """Render rows (all with the same keys) in one of :data:`FORMATS`; ``title`` heads the plain table only.
 
-    LaTeX escapes ``_ % & # $ { } ~ ^ \\`` in headers and cells, so ``tha_Thai`` reads ``tha\\_Thai``.
+    LaTeX escapes ``_ % & # $ { } ~ ^ \\`` in headers and cells, so ``tha_Thai`` reads ``tha\\_Thai``, and writes
+    the symbols the tables use (→, ·, Δ, ≤, …) as LaTeX commands, so the output is ASCII that pdflatex reads.
     """
     import pandas as pd
 
@@ -110,7 +132,8 @@ def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: s
     if fmt == "md":
         return markdown_table(frame, floatfmt) + "\n"
     if fmt == "latex":
-        return frame.to_latex(index=False, float_format=lambda x: format(x, floatfmt), na_rep="---", escape=True)
+        text = frame.to_latex(index=False, float_format=lambda x: format(x, floatfmt), na_rep="---", escape=True)
+        return text.translate(_LATEX_SYMBOLS)
     if fmt == "table":
         return _plain_table(frame, title, floatfmt)
     raise MindcapError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")

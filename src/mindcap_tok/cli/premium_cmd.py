@@ -47,6 +47,14 @@ def _csv_rows(results: list[dict]) -> list[dict]:
     return rows
 
 
+def _short_hash(row: dict) -> dict:
+    """``row`` with ``tokenizer_sha256`` shown as its first 12 hex digits (``tokenizer_sha12``), in place."""
+    return {
+        ("tokenizer_sha12" if k == "tokenizer_sha256" else k): (v[:12] if k == "tokenizer_sha256" else v)
+        for k, v in row.items()
+    }
+
+
 @click.command("premium", cls=Command)
 @multi_option(
     "--model",
@@ -135,8 +143,10 @@ def premium_command(
                 for r in results
             ]
         )
-    elif fmt in ("csv", "md", "latex"):
+    elif fmt == "csv":
         text = render(_csv_rows(results), fmt)
+    elif fmt in ("md", "latex"):  # tables to read: the tokenizer hash abbreviated as in the plain table's notes
+        text = render([_short_hash(r) for r in _csv_rows(results)], fmt)
     else:
         text = render(
             _table_rows(results, budgets),
