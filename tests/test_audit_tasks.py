@@ -11,38 +11,12 @@ from mindcap_tok.audits._common import role_mask
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.resample import Resampling
+from task_files import integer_task
 
 #: a user's task: native and "english" arms (comparator), the latter reasoning in English, no translation
-USER_TASK = """
-name = "plain"
-version = 1
-licence = "CC0-1.0"
-languages = ["eng_Latn", "deu_Latn"]
-native = "native"
-comparator = "english"
-
-[source]
-files = "plain-{lang}.jsonl"
-fields = { q = "question" }
-
-[answer]
-type = "integer"
-
-[gold]
-type = "integer"
-
-[arms.native.templates."*"]
-instruction = "Solve."
-body = "{q}"
-[arms.english]
-reasoning = "eng_Latn"
-[arms.english.templates."*"]
-instruction = "Solve in English."
-body = "{q}"
-[arms.other.templates."*"]
-instruction = "Solve another way."
-body = "{q}"
-"""
+USER_TASK = integer_task(
+    "plain", ["eng_Latn", "deu_Latn"], comparator_reasoning="eng_Latn", more_arms=[("other", "Solve another way.")]
+)
 
 
 @pytest.fixture

@@ -11,33 +11,10 @@ from mindcap_tok.audits.translation import translation_arms
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.tasks.load import load_task
+from task_files import integer_task
 
 #: a user's task: integer answers, two arms, none of them translating
-NO_TRANSLATION = """
-name = "plain"
-version = 1
-licence = "CC0-1.0"
-languages = ["eng_Latn", "deu_Latn"]
-native = "native"
-comparator = "english"
-
-[source]
-files = "plain-{lang}.jsonl"
-fields = { q = "question" }
-
-[answer]
-type = "integer"
-
-[gold]
-type = "integer"
-
-[arms.native.templates."*"]
-instruction = "Solve."
-body = "{q}"
-[arms.english.templates."*"]
-instruction = "Solve in English."
-body = "{q}"
-"""
+NO_TRANSLATION = integer_task("plain", ["eng_Latn", "deu_Latn"])
 
 REF = "Which answer does the passage support?"
 

@@ -57,6 +57,7 @@ from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.resample import Resampling, bootstrap_counts
 from price_fixture import english_trace, save_tiny, thai_trace
+from task_files import integer_task
 
 B_MAX, GOLD, WRONG = 64, 7, 3
 NATIVE_TYPES = {"A": (5, GOLD), "B": (15, GOLD), "C": (20, GOLD), "D": (28, GOLD), "E": (12, WRONG), "F": (40, None)}
@@ -468,27 +469,7 @@ def test_price_json_is_strict_where_the_share_is_undefined(world):
 
 
 #: a user's task whose arms are ``direct`` (native) and ``english`` (comparator)
-_USER_TASK = """
-name = "plain2"
-version = 1
-licence = "CC0-1.0"
-languages = ["tha_Thai"]
-native = "direct"
-comparator = "english"
-[source]
-files = "plain-{lang}.jsonl"
-fields = { q = "question" }
-[answer]
-type = "integer"
-[gold]
-type = "integer"
-[arms.direct.templates."*"]
-instruction = "Solve."
-body = "{q}"
-[arms.english.templates."*"]
-instruction = "Solve in English."
-body = "{q}"
-"""
+_USER_TASK = integer_task("plain2", ["tha_Thai"], native="direct")
 
 
 def test_price_compares_the_tasks_own_arms(world, tmp_path):

@@ -16,35 +16,10 @@ from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.curves import sweep
 from mindcap_tok.stats.roles import arm_mask
+from task_files import integer_task
 
 #: a user's task: native arm ``direct``, comparator ``english`` (integer answers, German items)
-USER_TASK = """
-name = "plain2"
-version = 1
-licence = "CC0-1.0"
-languages = ["deu_Latn", "tha_Thai"]
-native = "direct"
-comparator = "english"
-
-[source]
-files = "plain-{lang}.jsonl"
-fields = { q = "question" }
-
-[answer]
-type = "integer"
-
-[gold]
-type = "integer"
-
-[arms.direct.templates."*"]
-instruction = "Solve."
-body = "{q}"
-[arms.english]
-reasoning = "eng_Latn"
-[arms.english.templates."*"]
-instruction = "Solve in English."
-body = "{q}"
-"""
+USER_TASK = integer_task("plain2", ["deu_Latn", "tha_Thai"], native="direct", comparator_reasoning="eng_Latn")
 
 #: (task, arm) -> per item, per sample: "early" (answers within 30 tokens), "late" (between 30 and 90), "wrong"
 PLAN = {

@@ -110,13 +110,6 @@ DEFAULTS = {
     "template_id": "",
     "generator_version": "",
     "retokenized": False,
-    "thinking": False,
-    "think_end": None,
-    "forced_think_close": False,
-    "forced": None,
-    "finish_inferred": False,
-    "cap_inferred": False,
-    "log_output_tokens": None,
 }
 #: how the cell columns are stored inside shards (dictionary-encoded, so pandas/pyarrow merge them with the
 #: hive folder names); :func:`to_canonical` turns them back into plain strings
@@ -135,6 +128,7 @@ EXTRA_COLUMNS = {
     "cap_inferred": False,
     "log_output_tokens": None,
 }
+DEFAULTS |= EXTRA_COLUMNS  # a record that leaves one out holds its fill
 #: the shard layout before tasks, still written for shards whose records all have the default task
 LEGACY_STORAGE_SCHEMA = pa.schema(
     [
