@@ -36,6 +36,7 @@ from ..spec import Sampling, seed_hash
 from ..stats.curves import NATIVE
 from .run import _decode, _generator, _requests
 from .sequences import language_name
+from .store import read_run_manifest
 
 MANIFEST = "_render.json"
 FORMAT = "mindcap-tok render"
@@ -143,20 +144,11 @@ class _Store:
             foreign = [p.name for p in root.iterdir() if p.name not in own and not p.name.startswith(".")]
             if foreign:
                 raise MindcapError(f"render folder {root} holds files that are not a render run's ({foreign[0]})")
-        path = root / MANIFEST
-        if path.is_file():
-            try:
-                manifest = json.loads(regular_file(path, "render manifest").read_text("utf-8"))
-            except (OSError, ValueError) as exc:
-                raise MindcapError(f"render manifest {path} is unreadable: {exc}") from None
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise MindcapError(f"{path} is not a mindcap-tok render manifest")
-            if manifest.get("identity") != json.loads(dumps_strict(identity)):
-                raise MindcapError(
-                    f"{root} holds another render run (other traces, translator, prompt, cap, seed or sampling); "
-                    "choose a new folder"
-                )
-            self.manifest = manifest
+        path = regular_file(root / MANIFEST, "render manifest")
+        other = "render run (other traces, translator, prompt, cap, seed or sampling)"
+        found = read_run_manifest(path, fmt=FORMAT, identity=identity, what="render manifest", other=other)
+        if found is not None:
+            self.manifest = found
         else:
             self.manifest = {"format": FORMAT, "version": 1, "identity": identity, "waves": {}}
 

@@ -70,6 +70,23 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def read_run_manifest(path: Path, *, fmt: str, identity: dict, what: str, other: str) -> dict | None:
+    """The run manifest at ``path`` when it is this run's (its ``identity``), ``None`` when there is none; a
+    manifest of another kind or of another run (``other`` says what differs) is a one-line error. ``what``
+    names the manifest in messages ("round-trip manifest")."""
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MindcapError(f"{what} {path} is unreadable: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != fmt:
+        raise MindcapError(f"{path} is not a mindcap-tok {what}")
+    if manifest.get("identity") != json.loads(dumps_strict(identity)):
+        raise MindcapError(f"{path.parent} holds another {other}; choose a new folder")
+    return manifest
+
+
 class RunStore:
     """A round-trip run folder (see the module docs); ``open`` checks it belongs to the spec's ``identity``."""
 
@@ -77,19 +94,10 @@ class RunStore:
         self.root = Path(root)
         self._check_folder()
         path = regular_file(self.root / MANIFEST, "round-trip manifest")
-        if path.is_file():
-            try:
-                manifest = json.loads(path.read_text("utf-8"))
-            except (OSError, ValueError) as exc:
-                raise MindcapError(f"round-trip manifest {path} is unreadable: {exc}") from exc
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise MindcapError(f"{path} is not a mindcap-tok round-trip manifest")
-            if manifest.get("identity") != json.loads(dumps_strict(identity)):
-                raise MindcapError(
-                    f"{self.root} holds another round-trip run (different models, texts, sequences, seed, caps or "
-                    "sampling); choose a new folder"
-                )
-            self.manifest = manifest
+        other = "round-trip run (different models, texts, sequences, seed, caps or sampling)"
+        found = read_run_manifest(path, fmt=FORMAT, identity=identity, what="round-trip manifest", other=other)
+        if found is not None:
+            self.manifest = found
         else:
             self.manifest = {"format": FORMAT, "version": VERSION, "identity": identity, "spec": spec, "files": {}}
 
