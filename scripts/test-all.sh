@@ -40,8 +40,10 @@ VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 .venv-gen/bin/python -
 .venv-comet/bin/python -m pytest -q -m comet -p no:cacheprovider tests/test_audit_comet.py tests/test_roundtrip_comet.py   # no dev extra here
 
 [ -x .venv-evals/bin/python ] || "$PY" -m venv .venv-evals
-# openai: inspect's openai-api/ provider, which the inspect test points at a local server of the tiny model
-.venv-evals/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,inspect]' lm-eval==0.4.13 openai==3.57.0
-.venv-evals/bin/python -c "import lm_eval, inspect_ai, openai"  # no silent skip
+# openai: inspect's openai-api/ provider, which the inspect test points at a local server of the tiny model;
+# accelerate: lm-eval's hf model and inspect's hf/ provider load the model with a device map
+.venv-evals/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,inspect]' lm-eval==0.4.13 openai==3.57.0 \
+  accelerate==1.15.0
+.venv-evals/bin/python -c "import lm_eval, inspect_ai, openai, accelerate"  # no silent skip
 .venv-evals/bin/python -m pytest -q -m evals -p no:cacheprovider --durations=5 \
   tests/test_import_lmeval_evals.py tests/test_import_inspect_evals.py
