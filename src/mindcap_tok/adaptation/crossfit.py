@@ -222,7 +222,7 @@ class CrossFitting:
 
 def extend_crossfit(
     base: ResolvedTokenizer,
-    corpus: Corpus,
+    corpus: Corpus | Iterable[tuple[ItemId, str]],
     *,
     lang: str,
     learning: CrossFitting = CrossFitting(),
@@ -232,6 +232,8 @@ def extend_crossfit(
     on_progress: Callable[[int, int | None], None] | None = None,
 ) -> list[FoldExtension]:
     """Learn, measure and (with ``out_dir``) save cross-fitted extensions: what ``mindcap-tok extend`` runs.
+
+    ``corpus``: a :class:`Corpus` or any ``(item_id, text)`` pairs (e.g. ``enumerate`` of FLORES lines).
 
     Each fold's FLORES effect is measured with ``n_boot`` resamples seeded by its fold's seed. ``out_dir`` is
     checked before learning starts, and nothing is written unless every fold succeeds.
