@@ -134,3 +134,87 @@ def test_determinism_notebook(tmp_path, monkeypatch):
         k = s[f"{part}_identical"]
         assert s[f"{part}_share"] == pytest.approx(k / n)
         assert s[f"{part}_ci"] == pytest.approx(list(proportion_confint(k, n, method="wilson")))
+
+
+def _flores(config, split: str, code: str) -> list[str]:
+    """FLORES-200 lines of one language, read from the configured folder and NFC-normalised here."""
+    import unicodedata
+
+    path = config.data_dir.value / "flores200" / split / f"{code}.{split}"
+    return [unicodedata.normalize("NFC", line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.slow
+def test_extension_notebook(tmp_path, monkeypatch, config):
+    import json
+    import statistics
+
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer
+
+    nb = _run("07_extension.ipynb", tmp_path, monkeypatch)
+    s = ast.literal_eval(nb.cells[-1].outputs[0]["data"]["text/plain"])
+    base_path = config.tokenizers_dir.value / "qwen3" / "tokenizer.json"  # what registry name qwen3-8b names
+    base_json = json.loads(base_path.read_text(encoding="utf-8"))
+    base_merges, base_vocab = base_json["model"]["merges"], base_json["model"]["vocab"]
+    base_added = {t["content"]: t["id"] for t in base_json["added_tokens"]}
+    largest = max([*base_vocab.values(), *base_added.values()])
+    base = Tokenizer.from_file(str(base_path))
+    thai_dev, english_dev = _flores(config, "dev", "tha_Thai"), _flores(config, "dev", "eng_Latn")
+    thai_test, english_test = _flores(config, "devtest", "tha_Thai"), _flores(config, "devtest", "eng_Latn")
+
+    def count(tok, texts):
+        return [len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False)]
+
+    size, folds = s["size"], 2
+    assert s["base_merges"] == len(base_merges) and s["merges"] == [len(base_merges) + size] * folds
+    ratios = []
+    for k in range(folds):
+        folder = tmp_path / "th-ext" / f"fold-{k}"
+        data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+        merges, vocab = data["model"]["merges"], data["model"]["vocab"]
+        # the base merge list is the file's prefix, in order; every base id (specials included) is unchanged
+        assert merges[: len(base_merges)] == base_merges and len(merges) == len(base_merges) + size
+        assert all(vocab.get(t) == i for t, i in base_vocab.items())
+        assert all(t["id"] == base_added[t["content"]] for t in data["added_tokens"]) and len(
+            data["added_tokens"]
+        ) == len(base_added)
+        new_ids = sorted(i for t, i in vocab.items() if t not in base_vocab and t not in base_added)
+        assert new_ids == list(range(largest + 1, largest + 1 + size))
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        held_out, training = manifest["held_out_items"], manifest["training_items"]
+        assert set(held_out).isdisjoint(training) and set(held_out) | set(training) == set(range(len(thai_dev)))
+        assert s["held_out"][k] == len(held_out)
+        # the held-out counts and premium, counted here with `tokenizers` on the FLORES files themselves
+        ext = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        thai = [thai_dev[i] for i in held_out]
+        english = [english_dev[i] for i in held_out]
+        ext_encodings = ext.encode_batch(thai, add_special_tokens=False)
+        assert [ext.decode(e.ids) for e in ext_encodings] == thai
+        thai_base, thai_ext = count(base, thai), [len(e.ids) for e in ext_encodings]
+        assert all(e <= b for e, b in zip(thai_ext, thai_base, strict=True))
+        ratios += [e / b for e, b in zip(thai_ext, thai_base, strict=True)]
+        sums = {"thai_base": sum(thai_base), "thai_ext": sum(thai_ext)}
+        sums |= {"english_base": sum(count(base, english)), "english_ext": sum(count(ext, english))}
+        assert s["held_out_tokens"][k] == sums
+        held = [sums["thai_base"] / sums["english_base"], sums["thai_ext"] / sums["english_ext"]]
+        assert s["held_out_premium"][k] == pytest.approx(held, abs=1e-6)
+        # what the library reported on devtest: the ratio of summed devtest counts
+        devtest = [sum(count(t, thai_test)) / sum(count(t, english_test)) for t in (base, ext)]
+        assert s["devtest_premium"][k] == pytest.approx(devtest, abs=1e-6)
+        # transformers reads the folder and gives these ids
+        hf = AutoTokenizer.from_pretrained(folder)
+        assert hf(thai, add_special_tokens=False)["input_ids"] == [e.ids for e in ext_encodings]
+    # the text's claims: every invariant held on both folds, the premium fell on both, English unchanged
+    assert s["base_merges_first"] == s["new_ids_follow"] == [True] * folds
+    for key in ("base_ids_moved", "special_ids_moved", "round_trip_failures", "not_coarsening", "longer"):
+        assert s[key] == [0] * folds, key
+    assert s["transformers_differ"] == [0] * folds
+    assert all(after < before for before, after in s["devtest_premium"] + s["held_out_premium"])
+    assert s["english_token_change"] == [0.0] * folds
+    assert all(t["english_base"] == t["english_ext"] for t in s["held_out_tokens"].values())
+    assert f"median {statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f}" in s["caption"]
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert s["caption"] in printed
+    assert (tmp_path / "extension.png").read_bytes()[:4] == b"\x89PNG"
+    assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
