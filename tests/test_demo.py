@@ -39,13 +39,8 @@ def test_the_ledgers_hold_the_designed_cells(demo, config):
         256,
         1024,
     }
-    assert set(indep["cap"]) == {
-        256,
-        512,
-        652,
-        1024,
-        1305,
-    }  # B and floor(2.55 B) at 256, 512; and 1024 and set(indep["arm"]) == {"native", "translate-act"}
+    assert set(indep["cap"]) == {256, 512, 652, 1024, 1305}  # B and floor(2.55 B) at 256, 512; and 1024
+    assert set(indep["arm"]) == {"native", "translate-act"}
     assert (indep["n_tokens"] <= indep["cap"]).all() and set(indep["design"]) == {"independent"}
     for lang in LANGS:  # real MGSM items: gold answers and questions of that language
         items = load_mgsm(lang, config.data_dir.value)
@@ -80,6 +75,20 @@ def test_scores_match_the_answer_line_spelled_into_each_trace(demo, qwen):
         e = int(emission)
         assert f"#### {value}" in qwen.decode(ids[:e]) and f"#### {value}" not in qwen.decode(ids[: e - 1])
     assert answered > 60
+
+
+def test_finished_traces_are_the_tokenizers_own_encoding(demo, config):
+    """A model's ids are almost always the canonical encoding of its text; the demo's finished traces are all of
+    them (so `price` finds no trace that re-encodes to another token count). Checked with HF tokenizers itself."""
+    from tokenizers import Tokenizer
+
+    hf = Tokenizer.from_file(str(config.tokenizers_dir.value / "qwen3" / "tokenizer.json"))
+    for name in ("ledger", "independent"):
+        records = Ledger(demo / name).to_pandas()
+        done = records[records["finish_reason"] == "stop"]
+        assert len(done) > 0.5 * len(records)
+        encoded = [e.ids for e in hf.encode_batch(done["text"].tolist(), add_special_tokens=False)]
+        assert encoded == [list(ids) for ids in done["output_ids"]]
 
 
 def test_same_seed_same_bytes_other_seed_other_records(tmp_path, qwen, config):

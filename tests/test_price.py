@@ -167,6 +167,31 @@ def test_price_on_choice_and_math_tasks_by_hand(world, tmp_path, task, right, wr
         assert getattr(row, name) == pytest.approx(float(value), abs=1e-12), name
 
 
+def test_the_note_counts_finished_traces_that_are_not_canonical(world, priced, tmp_path):
+    """Stored ids that are not the tokenizer's own encoding: one finished trace spelled in bytes (37 ids for 17
+    tokens) is what the note counts; one cut trace ending inside a character (its text ends in U+FFFD) is not."""
+    _, base, _, folds = world
+    records = []
+    for arm, plan, text_of in ARMS:
+        for item, kinds in enumerate(plan):
+            records += [_record(base, arm, item, s, text_of(kind)) for s, kind in enumerate(kinds)]
+    first = records[0]  # native item 0 sample 0, type A
+    assert (first["arm"], first["item"], first["sample"], first["finish_reason"]) == ("native", 0, 0, "stop")
+    first["output_ids"] = list(("กา" * 5).encode()) + base.tokenizer.encode("\n#### 7").ids  # byte ids = bytes
+    cut = next(r for r in records if r["arm"] == "native" and r["item"] == 8)  # type F, cut at B_max
+    cut["output_ids"] = [*cut["output_ids"][:63], "ก".encode()[0]]
+    for rec in (first, cut):
+        rec["text"] = base.tokenizer.decode(rec["output_ids"])
+    assert cut["text"].endswith("\ufffd") and cut["finish_reason"] == "length"
+    ledger = Ledger(tmp_path / "ledger")
+    ledger.append(records, tokenizer=base)
+    settings = PriceSettings(resampling=Resampling(100, 3), tokenizer=base)
+    result = price_ledger(ledger, "tiny", lang="th", caps=[30], extension=GivenFolds(folds), settings=settings)
+    (note,) = [n for n in result.notes if "re-encode" in n]
+    assert note.startswith("note: 1 of 37 finished traces (2.70%) re-encode")  # 40 traces, 3 cut at B_max
+    assert not [n for n in priced.notes if "re-encode" in n]  # the world's own ids are canonical
+
+
 def test_no_recovery_means_exactly_zero_extension_gain(priced):
     row = priced.rows[1]
     assert row.cap == 63

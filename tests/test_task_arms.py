@@ -1,6 +1,6 @@
 """Every command compares each task's own native and comparator arms (issue 22): a user's task whose arms are
-``direct``/``english`` beside an MGSM cell, in one ledger, through score, sweep, report, protocol, consistency and
-price, with no arm flag. Expected values are worked by hand from the token positions (see ``_ledger``)."""
+``direct``/``english`` beside an MGSM cell, in one ledger, through score, sweep, report, protocol, consistency,
+confirm and price, with no arm flag. Expected values are worked by hand from the token positions (see ``_ledger``)."""
 
 from __future__ import annotations
 
@@ -190,3 +190,35 @@ def test_consistency_checks_each_tasks_native_arm(world, qwen):
         )
         ref = consistency(alone, {"deu_Latn": 3.0}, budgets=[30], splits=Splits(3, 4), native=native).cells.iloc[0]
         assert cells[task]["mae"] == pytest.approx(ref["mae"]) and cells[task]["peak_agree"] == ref["peak_agree"]
+
+
+@pytest.fixture(scope="module")
+def independent(tmp_path_factory, qwen):
+    """The world's texts decoded again at caps 30 and 90, one decode per cap: a trace's fate at a cap is its
+    replay prefix's, so the independent Δ_L is the replay one (plain2: 7/8 − 4/8, mgsm: 8/8 − 2/8)."""
+    root = tmp_path_factory.mktemp("taskarms-independent")
+    records = []
+    for cap in (30, 90):
+        for (task, arm), plan in PLAN.items():
+            for item, kinds in enumerate(plan):
+                for sample, kind in enumerate(kinds):
+                    rec = make_record(
+                        qwen, _text(kind, 10 + item), arm=arm, lang="deu_Latn", item=item, sample=sample,
+                        gold=10 + item, cap=cap,
+                    )  # fmt: skip
+                    records.append(rec | {"task": task})
+    Ledger(root / "I").append(records, qwen)
+    return root / "I"
+
+
+def test_confirm_checks_each_tasks_native_arm(world, independent):
+    ledger, task_file, _ = world
+    args = ("confirm", "--replay", ledger, "--independent", independent, "--premiums", "de=3", "--budgets", "30")
+    res = run(*args, "--n-boot", "200", "--task", task_file, "--format", "json")
+    assert res.exit_code == 0, res.output
+    rows = _by_task(json.loads(res.output)["rows"])
+    assert set(rows) == {"plain2", "mgsm"}
+    for task, (at_b, at_rb, _) in HAND.items():
+        assert rows[task]["predicted"] == pytest.approx(at_rb - at_b)
+        assert rows[task]["independent"] == pytest.approx(at_rb - at_b)
+        assert rows[task]["subcdf_predicted"] == pytest.approx(at_rb - at_b)

@@ -478,12 +478,15 @@ def price_traces(
         _item_sums(item_index, items.size, values), _item_sums(item_index, items.size, counts), n_boot=n_boot, seed=seed
     )
     rows = _price_rows(traces, grid, boot, ci, native, ext, int(items.size))
-    changed = float((base.n_tokens != frame["n_tokens"].to_numpy()).mean())
+    # only a finished trace says something here: a cut one may end inside a word or a character
+    finished = scoring.complete
+    changed = int((finished & (base.n_tokens != frame["n_tokens"].to_numpy())).sum())
     notes = []
-    if changed > 0:
+    if changed:
         notes.append(
-            f"note: {100 * changed:.2f}% of traces re-encode to a different base token count than stored (the model "
-            "emitted non-canonical tokenizations); the baseline is the re-encoded one, as for the extension."
+            f"note: {changed} of {int(finished.sum())} finished traces ({100 * changed / finished.sum():.2f}%) "
+            "re-encode to a different base token count than stored (the model emitted non-canonical "
+            "tokenizations); the baseline is the re-encoded one, as for the extension."
         )
     return Pricing(
         model=traces.model,

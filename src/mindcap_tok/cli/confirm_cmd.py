@@ -20,7 +20,7 @@ from ._options import (
 )
 from ._output import emit, render, to_json
 from ._parsing import Command
-from .stats_cmd import _resampling, load_scores
+from .stats_cmd import _resampling, load_scores, score_arms
 
 _LEDGER = click.Path(exists=True, file_okay=False)
 
@@ -76,7 +76,12 @@ def confirm_command(state, replay, independent, budgets, n_boot, seed, level, fm
     rep, table = load_scores(state, replay, sweep_budgets(grid), common["premium_specs"], **kw)
     ind, _ = load_scores(state, independent, sweep_budgets(grid), common["premium_specs"], **kw)
     result = confirm(
-        rep, ind, premiums=table, budgets=grid, resampling=_resampling({"n_boot": n_boot, "seed": seed, "level": level})
+        rep,
+        ind,
+        premiums=table,
+        budgets=grid,
+        resampling=_resampling({"n_boot": n_boot, "seed": seed, "level": level}),
+        native=score_arms(rep, common["tasks"]).native,  # each task's own native arm
     )
     if fmt == "json":
         text = to_json({**result.as_dict(), "units": "fractions"})

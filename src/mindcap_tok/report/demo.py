@@ -3,14 +3,18 @@ without a GPU: simulated traces written as real Qwen3 token ids for real MGSM pr
 
 Emission positions and correctness come from :mod:`mindcap_tok.stats.simulation` (the model the coverage check
 uses); each trace is then spelled out in tokens: reasoning (the item's own MGSM question, in the arm's reasoning
-language, repeated) up to its emission position E, an answer line ``#### <n>`` ending exactly at E (the gold
-answer when correct, gold + 1 otherwise), and, for a trace that stopped, a short tail. Same seed, same records.
+language, repeated) up to its emission position E, an answer line ``#### <n>`` ending at E (the gold answer when
+correct, gold + 1 otherwise), and, for a trace that stopped, a short tail. Pieces are joined only where a
+pre-token of the text ends (the reasoning before the answer line after a letter or digit, which a newline cannot
+join), so every finished trace's ids are the tokenizer's own encoding of its text, as a model's usually are; the
+answer line may therefore end a few tokens before E. Same seed, same records.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -79,6 +83,39 @@ def _cycle(ids: list[int], n: int) -> list[int]:
     return (ids * (n // len(ids) + 1))[:n] if n > 0 else []
 
 
+@dataclass(frozen=True)
+class _Spelling:
+    """A text's own ids, to repeat and cut where one of its pre-tokens ends: ``ends`` (token counts within one
+    repetition, ascending, the last being the length) and ``safe`` (those after a letter or digit, where a
+    following newline stays a pre-token of its own)."""
+
+    ids: list[int]
+    ends: np.ndarray
+    safe: np.ndarray
+
+    @classmethod
+    def of(cls, text: str, encoding) -> _Spelling:
+        """From ``text`` and its HF ``Encoding`` (whose ``word_ids`` number the pre-tokens)."""
+        words, offsets = encoding.word_ids, encoding.offsets
+        ends = [j + 1 for j in range(len(words)) if j + 1 == len(words) or words[j + 1] != words[j]]
+        safe = [e for e in ends if unicodedata.category(text[offsets[e - 1][1] - 1])[0] in "LN"]
+        return cls(list(encoding.ids), np.array(ends, dtype=np.int64), np.array(safe, dtype=np.int64))
+
+    def prefix(self, n: int, *, safe: bool = False) -> list[int]:
+        """The longest prefix of the repeated ids, at most ``n`` long, that ends where a pre-token ends (a ``safe``
+        end: one a newline may follow)."""
+        points, period = (self.safe if safe else self.ends), len(self.ids)
+        rounds, rest = divmod(max(n, 0), period)
+        i = int(np.searchsorted(points, rest, side="right"))
+        if i:
+            cut = rounds * period + int(points[i - 1])
+        elif rounds and points.size:
+            cut = (rounds - 1) * period + int(points[-1])
+        else:
+            cut = 0
+        return _cycle(self.ids, cut)
+
+
 class _Writer:
     """Spells simulated traces as token ids, caching each item's prompt and filler encodings."""
 
@@ -86,20 +123,27 @@ class _Writer:
         self.tok = tok
         langs = (*PREMIUMS, "eng_Latn")
         self.items = {lang: load_mgsm(lang, data_dir) for lang in langs}
-        self.filler = {
-            lang: tok.encode_batch([it.question + "\n" for it in items]) for lang, items in self.items.items()
-        }
-        self.tail = tok.encode("\nThe answer is given above.")
+        self.filler = {lang: self._spell([it.question + "\n" for it in items]) for lang, items in self.items.items()}
+        # no final full stop: "above" + "\nThe" repeats as it encodes (a "." would join the newline)
+        (self.tail,) = self._spell(["\nThe answer is given above"])
 
-    def trace(self, arm: str, lang: str, item: int, emission: float, correct: bool, n_tokens: int) -> list[int]:
-        """Ids whose answer line ends at token ``emission`` (NaN: no answer line), ``n_tokens`` long."""
+    def _spell(self, texts: list[str]) -> list[_Spelling]:
+        encodings = self.tok.tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [_Spelling.of(t, e) for t, e in zip(texts, encodings, strict=True)]
+
+    def trace(
+        self, arm: str, lang: str, item: int, emission: float, correct: bool, n_tokens: int, stopped: bool
+    ) -> list[int]:
+        """Ids whose answer line ends at token ``emission`` or a few tokens before (NaN: no answer line), at most
+        ``n_tokens`` long; a trace that did not stop is exactly ``n_tokens`` long (the cap cuts it anywhere)."""
         filler = self.filler["eng_Latn" if arm in _ENGLISH_REASONING else lang][item]
         if math.isnan(emission):
-            return _cycle(filler, n_tokens)
+            return filler.prefix(n_tokens) if stopped else _cycle(filler.ids, n_tokens)
         gold = self.items[lang][item].answer
         answer = self.tok.encode(f"\n#### {gold if correct else gold + 1}")
-        head = _cycle(filler, max(int(emission) - len(answer), 0)) + answer
-        return head + _cycle(self.tail, n_tokens - len(head))
+        head = filler.prefix(int(emission) - len(answer), safe=True) + answer
+        rest = n_tokens - len(head)
+        return head + (self.tail.prefix(rest) if stopped else _cycle(self.tail.ids, rest))
 
     def records(self, sim: SimulatedLedger, design: str, seed: int, announced: int | None = None) -> list[dict]:
         """One ledger record per simulated trace of ``sim``."""
@@ -113,7 +157,13 @@ class _Writer:
                     for sample in range(sim.design.k):
                         at = (cap_i, c_i, item, sample)
                         ids = self.trace(
-                            cell.arm, cell.lang, item, sim.emission[at], bool(sim.correct[at]), int(sim.n_tokens[at])
+                            cell.arm,
+                            cell.lang,
+                            item,
+                            sim.emission[at],
+                            bool(sim.correct[at]),
+                            int(sim.n_tokens[at]),
+                            bool(sim.stopped[at]),
                         )
                         out.append(
                             {
@@ -188,7 +238,9 @@ ids of the real Qwen3 tokenizer, {n_items} items x {k} samples per cell.
   mindcap_tok.stats.simulation (item random effects shared by every cell, log-normal E whose median scales
   with the paper's premiums {premiums}, C correlated with E, some traces never answering). The trace is then
   spelled out in tokens: the item's question repeated as "reasoning", an answer line `#### n` ending at token E
-  (gold when C = 1, gold + 1 otherwise), and for a trace that stopped, a short tail.
+  or a few tokens before (gold when C = 1, gold + 1 otherwise), and for a trace that stopped, a short tail. The
+  pieces join where the text's pre-tokens end, so a finished trace's ids are the tokenizer's own encoding of
+  its text.
 - The same seed gives the same records.
 
 Try: `mindcap-tok score --ledger ledger`, `mindcap-tok sweep --ledger ledger --premiums qwen3-8b`,

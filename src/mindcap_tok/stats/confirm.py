@@ -24,6 +24,7 @@ from .bootstrap import Boot, grid_bootstrap
 from .curves import NATIVE, _row_keys, _scaled, arm_pairs, sweep
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, accuracy_grid, require_columns
 from .premiums import premium_table
+from .roles import Arm
 from .subcdf import _truncated, compare_prediction, predict_delta
 
 #: the columns of :class:`Confirmation`'s tables that hold proportions (tables may show them as points)
@@ -72,7 +73,7 @@ def _keys(frame: pd.DataFrame) -> list[str]:
     return [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in frame.columns and c not in ("arm", "cap", "design")]
 
 
-def _delta_se(grid: AccuracyGrid, boot: Boot, table, budgets: Sequence[int], native: str) -> pd.DataFrame:
+def _delta_se(grid: AccuracyGrid, boot: Boot, table, budgets: Sequence[int], native: Arm) -> pd.DataFrame:
     """Bootstrap SE of Δ_L(B) per native cell and budget, from the replicates of ``boot`` (paired)."""
     rows = []
     for n, _ in arm_pairs(grid, native):
@@ -139,7 +140,7 @@ def confirm(
     premiums,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
-    native: str = NATIVE,
+    native: Arm = NATIVE,
 ) -> Confirmation:
     """Check the replay ledger's predictions on an independent ledger.
 
@@ -151,7 +152,8 @@ def confirm(
     ``subcdf_predicted`` and ``subcdf_error`` (subcdf_predicted − independent). ``cells`` (per native cell):
     ``predicted_budget`` (the discovery peak), ``independent_argmax``, ``argmax_agree``, ``subcdf_mae`` and
     ``subcdf_max_abs_error``. ``lengths``: :func:`output_lengths`. One item resampling (``resampling``) per
-    ledger; every value is a proportion.
+    ledger; every value is a proportion. ``native``: the native arm of every cell, or each task's (task -> arm,
+    as :func:`~mindcap_tok.stats.curves.sweep` takes it).
     """
     table = premium_table(premiums)
     budgets = sorted({int(b) for b in budgets})
