@@ -34,7 +34,7 @@ from .._json import dumps_strict
 from ..errors import MindcapError
 from ..spec import Sampling, seed_hash
 from ..stats.curves import NATIVE
-from .run import _decode, _generator, _requests
+from .chat import chat_requests, decode_requests, generator_label
 from .sequences import language_name
 from .store import read_run_manifest
 
@@ -231,10 +231,10 @@ def _wave(part: list[dict], backend, template: str, ident: str, spec: RenderSpec
         )
         for t in part
     ]
-    reqs = _requests(backend, asks, spec.max_tokens, spec.sampling)
-    generator = _generator(backend)
+    reqs = chat_requests(backend, asks, spec.max_tokens, spec.sampling)
+    generator = generator_label(backend)
     return [
         {**{k: t[k] for k in _KEYS}, "seed": r.seed, "cap": r.max_tokens, "template_id": ident,
          "output_ids": list(oids), "english": _answer_part(text), "finish_reason": finish, "generator": generator}
-        for t, r, (_, oids, text, finish) in zip(part, reqs, _decode(backend, reqs), strict=True)
+        for t, r, (_, oids, text, finish) in zip(part, reqs, decode_requests(backend, reqs), strict=True)
     ]  # fmt: skip

@@ -28,9 +28,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import MindcapError
-from ..ledger.backends import GenRequest, load_backend
+from ..ledger.backends import load_backend
 from ..ledger.jobs import ServerSpec
 from ..ledger.think import think_markers
+from .chat import chat_requests, decode_requests, generator_label
 from .mqm import inconsistency, mqm_score, parse_judge, passes
 from .prompts import judge_prompt, judge_schema, template_id, translation_prompt
 from .sequences import Chain
@@ -101,44 +102,12 @@ class RoundtripResult:
         }
 
 
-def _generator(backend) -> str:
-    return f"{getattr(backend, 'name', type(backend).__name__)} {getattr(backend, 'version', '')}".strip()
-
-
 def _backend_for(backends, model: str):
     if isinstance(backends, Mapping):
         if model not in backends:
             raise MindcapError(f"no backend given for model {model!r}")
         return backends[model]
     return backends
-
-
-def _requests(
-    backend, asks: list[tuple[str, int, str]], cap: int, sampling, json_schema: dict | None = None
-) -> list[GenRequest]:
-    """One request per ``(user message, seed, name)``, all prompts templated and encoded in one batch."""
-    prompts = backend.tok.chat_batch([user for user, _, _ in asks])
-    common = {"n": 1, "max_tokens": cap, "temperature": sampling.temperature, "top_p": sampling.top_p,
-              "top_k": sampling.top_k, "json_schema": json_schema}  # fmt: skip
-    return [
-        GenRequest(prompt_ids=tuple(ids), seed=seed, text=text, user=user, name=name, **common)
-        for (user, seed, name), (text, ids) in zip(asks, prompts, strict=True)
-    ]
-
-
-def _decode(backend, requests: list[GenRequest]) -> list[tuple[tuple[int, ...], tuple[int, ...], str, str]]:
-    """(prompt ids, output ids, text, finish reason) per request, one decode each."""
-    if not requests:
-        return []
-    done = backend.generate(requests)
-    if len(done) != len(requests) or any(len(c) != 1 for c in done):
-        raise MindcapError("the backend returned a different number of completions than requested")
-    comps = [c[0] for c in done]
-    texts = backend.tok.decode_batch([c.ids for c in comps])
-    return [
-        (c.prompt_ids or r.prompt_ids, c.ids, t, c.finish_reason)
-        for r, c, t in zip(requests, comps, texts, strict=True)
-    ]
 
 
 def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends) -> list[dict]:
@@ -157,11 +126,11 @@ def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends)
             )
             for c in live
         ]
-        reqs = _requests(backend, asks, spec.model_cap(model), spec.model_sampling(model))
-        generator = _generator(backend)
+        reqs = chat_requests(backend, asks, spec.model_cap(model), spec.model_sampling(model))
+        generator = generator_label(backend)
         thinks = any(m.thinking for m in spec.models)
         markers = think_markers(backend.tok.resolved, model.think_close) if model.thinking else None
-        for c, r, (pids, oids, text, finish) in zip(live, reqs, _decode(backend, reqs), strict=True):
+        for c, r, (pids, oids, text, finish) in zip(live, reqs, decode_requests(backend, reqs), strict=True):
             row = {
                 "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "hop": hop,
                 "src_lang": c.langs[hop - 1], "tgt_lang": c.langs[hop], "seed": r.seed, "cap": r.max_tokens,
@@ -232,9 +201,9 @@ def _judge_round(
     ]
     schema = judge_schema(spec.prompt_version) if judge_spec.structured else None
     _set_thinking(judge, False)
-    reqs = _requests(judge, asks, judge_spec.max_tokens, judge_spec.sampling, schema)
-    rows, generator = [], _generator(judge)
-    for c, r, (pids, oids, raw, finish) in zip(pending, reqs, _decode(judge, reqs), strict=True):
+    reqs = chat_requests(judge, asks, judge_spec.max_tokens, judge_spec.sampling, schema)
+    rows, generator = [], generator_label(judge)
+    for c, r, (pids, oids, raw, finish) in zip(pending, reqs, decode_requests(judge, reqs), strict=True):
         j = parse_judge(raw)
         rows.append({
             "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "attempt": attempt,
