@@ -218,3 +218,59 @@ def test_extension_notebook(tmp_path, monkeypatch, config):
     assert s["caption"] in printed
     assert (tmp_path / "extension.png").read_bytes()[:4] == b"\x89PNG"
     assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_roundtrip_notebook(tmp_path, monkeypatch, config):
+    pytest.importorskip("torch")  # the torch extra: the tiny model runs on the transformers backend
+    pytest.importorskip("sacrebleu")  # the chrf extra: chrF along the chain
+    import json
+    from collections import defaultdict
+
+    import pyarrow.parquet as pq
+    from sacrebleu.metrics import CHRF
+    from tokenizers import Tokenizer
+
+    nb = _run("08_roundtrip.ipynb", tmp_path, monkeypatch)
+    s = ast.literal_eval(nb.cells[-1].outputs[0]["data"]["text/plain"])
+    run = tmp_path / "rt-run"
+    hops = [r for f in sorted((run / "hops").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    judged = [r for f in sorted((run / "judge").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    # 2 sentences x 2 sequences (en>de>en, en>th>en) x 2 hops, no chain ended early; one judge reply per chain
+    assert s["plan"]["chains"] == 2 * 2 and s["plan"]["waves"] == 2
+    assert len(hops) == s["counts"]["hops"] == len(s["hops"]) == 2 * 2 * 2 and not any(r["empty"] for r in hops)
+    assert len(judged) == s["counts"]["samples"] == 4
+    # judged = replies that parsed; the rest of the finished chains are unjudged (no chain failed)
+    parsed = sum(r["parse"] is not None for r in judged)
+    assert (s["counts"]["judged"], s["counts"]["unjudged"], s["counts"]["failed_empty_hop"]) == (parsed, 4 - parsed, 0)
+    # the text's claims: no sample judged, every hop stopped at its cap
+    assert parsed == 0 and all(r["finish_reason"] == "length" and len(r["output_ids"]) == r["cap"] for r in hops)
+    # token counts with the real Qwen3 tokenizer, read with `tokenizers` itself; sources read from the FLORES files
+    path = config.tokenizers_dir.value / "qwen3" / "tokenizer.json"
+    qwen = Tokenizer.from_file(str(path))
+    special = {t["id"] for t in json.loads(path.read_text("utf-8"))["added_tokens"] if t["special"]}
+    english = _flores(config, "devtest", "eng_Latn")
+    refs = {lang: _flores(config, "devtest", lang) for lang in {r["tgt_lang"] for r in hops}}
+    expected, totals, chrf = {}, defaultdict(lambda: [0, 0, 0]), defaultdict(list)
+    for r in hops:
+        line = int(r["text_id"].removeprefix("devtest:"))
+        out = sum(i not in special for i in r["output_ids"])
+        src = len(qwen.encode(english[line], add_special_tokens=False).ids)
+        assert qwen.decode(r["output_ids"], skip_special_tokens=True) == r["text"]  # the text is its ids' decoding
+        expected[(r["text_id"], r["sequence"], r["hop"])] = (out, src, r["capped"])
+        key = (r["sequence"], r["hop"])
+        totals[key] = [totals[key][0] + 1, totals[key][1] + out, totals[key][2] + src]
+        chrf[key].append(CHRF().sentence_score(r["text"], [refs[r["tgt_lang"]][line]]).score)
+    assert {(t, q, h): (o, n, c) for t, q, h, o, n, c in s["hops"]} == expected
+    assert len(s["hop_tokens"]) == len(totals)
+    for seq, hop, n, out, src, share, ratio in s["hop_tokens"]:
+        assert (n, out, src) == tuple(totals[(seq, hop)]) and share == 1.0
+        assert ratio == pytest.approx(out / src)
+    assert len({ratio for *_, ratio in s["hop_tokens"]}) == 1  # the text: every hop's ratio is the same
+    assert {(q, h): v for q, h, v in s["hop_chrf"]} == pytest.approx({k: sum(v) / len(v) for k, v in chrf.items()})
+    # the files the report names exist; both figures are PNGs, and shown inline
+    report = tmp_path / "rt-report"
+    assert {"pass_share.png", "token_cost.png", "hop_tokens.csv", "hop_quality.csv"} <= set(s["files"])
+    assert all((report / f).is_file() for f in s["files"])
+    assert all((report / f).read_bytes()[:4] == b"\x89PNG" for f in ("pass_share.png", "token_cost.png"))
+    assert sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs) == 2

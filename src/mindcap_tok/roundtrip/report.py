@@ -66,7 +66,11 @@ PRODUCER = "mindcap-tok roundtrip report"
 
 @dataclass(frozen=True)
 class ReportResult:
-    """What :func:`roundtrip_report` wrote (file names inside ``out_dir``) and the tables behind it."""
+    """What :func:`roundtrip_report` wrote (file names inside ``out_dir``) and the tables behind it: ``hops`` one row
+    per hop (:func:`hop_detail`, with chrF against FLORES and language ID where scored), ``hop_tokens`` the token
+    cost per hop (:func:`hop_token_table`), ``hop_quality`` the quality along the chain (:func:`hop_quality_table`;
+    empty for file texts or without sacrebleu), each as in its CSV (``hops`` also keeps the texts ``hops.csv``
+    leaves out)."""
 
     out_dir: Path
     files: tuple[str, ...]
@@ -75,6 +79,7 @@ class ReportResult:
     chrf: pd.DataFrame
     hops: pd.DataFrame
     hop_tokens: pd.DataFrame
+    hop_quality: pd.DataFrame
     truncation: pd.DataFrame
     langid: pd.DataFrame
     summary: dict
@@ -678,8 +683,8 @@ def roundtrip_report(
                    "files": sorted(files)}  # fmt: skip
         (tmp / "report.json").write_text(dumps_strict(payload) + "\n", "utf-8")
         (tmp / "report.md").write_text(_markdown(summary, tables, notes, files), "utf-8")
-    return ReportResult(out, tuple(sorted(files)), samples, metrics, chrf, detail, hop_tokens, truncation, langid,
-                        summary, tuple(notes))  # fmt: skip
+    return ReportResult(out, tuple(sorted(files)), samples, metrics, chrf, detail, hop_tokens, hop_quality,
+                        truncation, langid, summary, tuple(notes))  # fmt: skip
 
 
 #: the report's optional parts, each needing an extra: key in ``skipped`` -> its name in notes and Markdown
