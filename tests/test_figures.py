@@ -6,8 +6,6 @@ Text extents come from matplotlib's own renderer (``get_window_extent`` after ``
 
 from __future__ import annotations
 
-import itertools
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -15,40 +13,10 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.text import Text
 
+from figure_checks import covered_points, overprinted
 from mindcap_tok import Resampling, write_budget_report
 from mindcap_tok.report import budget_figures
 from mindcap_tok.report.demo import build_demo
-
-
-def overprinted(fig) -> list[tuple[str, str]]:
-    """Pairs of visible, non-empty texts (titles, labels, tick labels, notes, legend entries) whose rendered
-    boxes overlap."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    shown = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    boxes = [(t, t.get_window_extent(renderer)) for t in shown]
-    return [
-        (a.get_text(), b.get_text())
-        for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2)
-        if box_a.overlaps(box_b)
-    ]
-
-
-def covered_points(fig) -> list[tuple[str, float, float]]:
-    """Data points (line vertices, markers) that a legend box covers."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    out = []
-    for ax in fig.axes:
-        legend = ax.get_legend()
-        if legend is None:
-            continue
-        box = legend.get_window_extent(renderer)
-        for line in ax.get_lines():
-            for x, y in line.get_transform().transform(line.get_xydata()):
-                if box.contains(x, y):
-                    out.append((line.get_label(), x, y))
-    return out
 
 
 @pytest.fixture(scope="module")
