@@ -143,7 +143,7 @@ def _pass_share_figure(monkeypatch, tmp_path, shares):
     import pandas as pd
 
     from mindcap_tok.report import figures
-    from mindcap_tok.roundtrip.report import plot_pass_share
+    from mindcap_tok.roundtrip.plots import plot_pass_share
 
     caught = []
     monkeypatch.setattr(figures, "save_figure", lambda fig, path, **kw: caught.append(fig))

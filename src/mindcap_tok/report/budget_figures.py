@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..data.languages import short_name
 from ..ledger.schema import SETTING_COLUMNS
-from .figures import save_figure
+from .figures import caption, legend_outside, save_figure, separate_labels
 
 
 def _plt():
@@ -58,36 +58,6 @@ def _series(part: pd.DataFrame, peaks: pd.DataFrame):
             if k in peaks.columns:
                 match &= peaks[k].isna() if pd.isna(v) else peaks[k] == v
         yield label, cur.sort_values("budget"), peaks[match]
-
-
-def _separate_labels(fig, labels: list) -> None:
-    """Move peak labels apart vertically until no two overlap (matplotlib places text where it is told and has
-    no placement of its own; the few labels of a panel are nudged by hand, in display units)."""
-    if len(labels) < 2:
-        return
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    placed = []
-    for label in sorted(labels, key=lambda t: t.get_position()[1], reverse=True):
-        box = label.get_window_extent(renderer)
-        to_data = label.get_transform().inverted()
-        while any(box.overlaps(other) for other in placed):
-            lowest = min(other.y0 for other in placed if box.overlaps(other))
-            shift = box.y1 - lowest + 2  # below the label it hits, 2 px apart
-            x, y = label.get_position()
-            cx, cy = label.get_transform().transform((x, y))
-            label.set_position(tuple(to_data.transform((cx, cy - shift))))
-            box = label.get_window_extent(renderer)
-        placed.append(box)
-
-
-def _caption(fig, text: str) -> None:
-    """A caption under the panels, with room made for it: the panels (and their x labels) end above it."""
-    caption = fig.text(0.01, 0.005, text, fontsize=8, ha="left", va="bottom", wrap=True)
-    fig.tight_layout()
-    fig.canvas.draw()
-    height = caption.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
-    fig.tight_layout(rect=(0, height + 0.01, 1, 1))
 
 
 def plot_native_curves(
@@ -143,16 +113,16 @@ def plot_native_curves(
         ax.set_xlabel("output-token budget B (prefix length, log scale)")
         ax.set_title(f"{model}: NATIVE accuracy vs budget")
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="language", title_fontsize=8)
+        legend_outside(ax, title="language", title_fontsize=8)
     axes[0][0].set_ylabel("NATIVE strict accuracy (%)")
-    _caption(
+    caption(
         fig,
         f"Shaded bands: pointwise {level:.0%} item-clustered bootstrap CIs. Squares: each language's peak "
         "length-normalisation effect, from the matched budget B to the premium-scaled budget floor(r·B), a span "
         "tinted in the language's colour; the arrow is Δ_L(B) = acc(floor(r·B)) − acc(B).",
     )
     for panel_labels in labels:
-        _separate_labels(fig, panel_labels)
+        separate_labels(fig, panel_labels)
     save_figure(fig, path)
 
 
@@ -184,9 +154,9 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
         ax.set_xlabel("output-token budget B (same cap for both arms, log scale)")
         ax.set_title(f"{model}: gap(B) = TRANSLATE-ACT − NATIVE")
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="language", title_fontsize=8)
+        legend_outside(ax, title="language", title_fontsize=8)
     axes[0][0].set_ylabel("accuracy gap (points)")
-    _caption(
+    caption(
         fig,
         f"Unnormalised gap at equal output caps; shaded: pointwise {level:.0%} item-clustered bootstrap CIs. "
         + gap_summary(gaps),
