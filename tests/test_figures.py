@@ -100,6 +100,19 @@ def test_the_gap_caption_says_what_the_estimates_show():
     )
 
 
+def test_the_gap_caption_names_the_task_where_two_share_a_language():
+    import pandas as pd
+
+    from mindcap_tok.report.budget_figures import gap_summary
+
+    rows = [("mgsm", 64, -0.02), ("mgsm", 128, 0.05), ("plain2", 64, 0.1), ("plain2", 128, 0.2)]
+    gaps = pd.DataFrame([{"model": "m", "task": t, "lang": "deu_Latn", "budget": b, "gap": g} for t, b, g in rows])
+    assert gap_summary(gaps) == (
+        "Estimates: de (mgsm): NATIVE ahead at B = 64; de (plain2): TRANSLATE-ACT ahead or level at every budget."
+    )
+    assert gap_summary(gaps[gaps["task"] == "mgsm"]) == "Estimates: de: NATIVE ahead at B = 64."  # one task
+
+
 def test_the_report_figures_name_every_cell_of_a_language_apart(report_figures):
     """The demo's native Thai has a replay cell and two announcement cells: three curves, never one zigzag."""
     caught, _ = report_figures

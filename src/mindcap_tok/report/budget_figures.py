@@ -41,6 +41,18 @@ def _budget_axis(ax, budgets: np.ndarray) -> None:
     ax.minorticks_off()
 
 
+def _tasks(part: pd.DataFrame) -> list[str]:
+    """``["task"]`` where the rows hold several tasks (their curves in one language must be told apart), else
+    ``[]``: a single task's labels stay the language alone."""
+    return ["task"] if "task" in part.columns and part["task"].nunique() > 1 else []
+
+
+def _curve_name(setting: dict) -> str:
+    """A gap curve's name: its language, and its task where the panel holds several (``de (plain2)``)."""
+    name = short_name(setting["lang"])
+    return f"{name} ({setting['task']})" if "task" in setting else name
+
+
 def _series(part: pd.DataFrame, peaks: pd.DataFrame):
     """One curve per language and generation setting (a cell: an announcement cell is not the replay one), with
     its label (the settings that differ between the panel's cells) and its peak row, if any."""
@@ -49,7 +61,10 @@ def _series(part: pd.DataFrame, peaks: pd.DataFrame):
         values = values if isinstance(values, tuple) else (values,)
         setting = dict(zip(keys, values, strict=True))
         shown = {k: v for k, v in setting.items() if k not in ("lang", "design", "announce_style") and not pd.isna(v)}
-        extra = [f"{k} {int(v) if isinstance(v, float) and v.is_integer() else v}" for k, v in shown.items()]
+        extra = [
+            str(v) if k == "task" else f"{k} {int(v) if isinstance(v, float) and v.is_integer() else v}"
+            for k, v in shown.items()
+        ]
         if not extra and "design" in setting:
             extra = [str(setting["design"])]
         label = short_name(setting["lang"]) + (f" ({', '.join(extra)})" if extra else "")
@@ -137,10 +152,11 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
     fig, axes = plt.subplots(1, len(models), figsize=(6.2 * len(models), 4.4), squeeze=False, sharey=True)
     for ax, model in zip(axes[0], models, strict=True):
         part = gaps[gaps["model"] == model]
-        for lang in dict.fromkeys(part["lang"]):
-            cur = part[part["lang"] == lang].sort_values("budget")
+        keys = [*_tasks(part), "lang"]
+        for values, cur in part.groupby(keys, sort=False):
+            cur = cur.sort_values("budget")
             x = cur["budget"].to_numpy()
-            (line,) = ax.plot(x, 100 * cur["gap"], "-o", ms=3, label=short_name(lang))
+            (line,) = ax.plot(x, 100 * cur["gap"], "-o", ms=3, label=_curve_name(dict(zip(keys, values, strict=True))))
             if "gap_ci_low" in cur:
                 ax.fill_between(
                     x, 100 * cur["gap_ci_low"], 100 * cur["gap_ci_high"], color=line.get_color(), alpha=0.15, lw=0
@@ -167,10 +183,13 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
 def gap_summary(gaps: pd.DataFrame) -> str:
     """Which arm leads where, read from the gap estimates (the caption of the gap figure says only this)."""
     parts = []
-    for (model, lang), cur in gaps.groupby(["model", "lang"], sort=False):
+    keys = ["model", *_tasks(gaps), "lang"]
+    for values, cur in gaps.groupby(keys, sort=False):
+        setting = dict(zip(keys, values, strict=True))
         cur = cur.sort_values("budget")
         native = cur.loc[cur["gap"] < 0, "budget"].astype(int).tolist()
-        name = f"{short_name(lang)}" if gaps["model"].nunique() == 1 else f"{model} {short_name(lang)}"
+        name = _curve_name(setting)
+        name = name if gaps["model"].nunique() == 1 else f"{setting['model']} {name}"
         if not native:
             parts.append(f"{name}: TRANSLATE-ACT ahead or level at every budget")
         elif len(native) == len(cur):
