@@ -6,8 +6,6 @@ Text extents come from matplotlib's own renderer (``get_window_extent`` after ``
 
 from __future__ import annotations
 
-import itertools
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -15,40 +13,10 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.text import Text
 
+from figure_checks import covered_points, overprinted
 from mindcap_tok import Resampling, write_budget_report
 from mindcap_tok.report import budget_figures
 from mindcap_tok.report.demo import build_demo
-
-
-def overprinted(fig) -> list[tuple[str, str]]:
-    """Pairs of visible, non-empty texts (titles, labels, tick labels, notes, legend entries) whose rendered
-    boxes overlap."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    shown = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    boxes = [(t, t.get_window_extent(renderer)) for t in shown]
-    return [
-        (a.get_text(), b.get_text())
-        for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2)
-        if box_a.overlaps(box_b)
-    ]
-
-
-def covered_points(fig) -> list[tuple[str, float, float]]:
-    """Data points (line vertices, markers) that a legend box covers."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    out = []
-    for ax in fig.axes:
-        legend = ax.get_legend()
-        if legend is None:
-            continue
-        box = legend.get_window_extent(renderer)
-        for line in ax.get_lines():
-            for x, y in line.get_transform().transform(line.get_xydata()):
-                if box.contains(x, y):
-                    out.append((line.get_label(), x, y))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +100,19 @@ def test_the_gap_caption_says_what_the_estimates_show():
     )
 
 
+def test_the_gap_caption_names_the_task_where_two_share_a_language():
+    import pandas as pd
+
+    from mindcap_tok.report.budget_figures import gap_summary
+
+    rows = [("mgsm", 64, -0.02), ("mgsm", 128, 0.05), ("plain2", 64, 0.1), ("plain2", 128, 0.2)]
+    gaps = pd.DataFrame([{"model": "m", "task": t, "lang": "deu_Latn", "budget": b, "gap": g} for t, b, g in rows])
+    assert gap_summary(gaps) == (
+        "Estimates: de (mgsm): NATIVE ahead at B = 64; de (plain2): TRANSLATE-ACT ahead or level at every budget."
+    )
+    assert gap_summary(gaps[gaps["task"] == "mgsm"]) == "Estimates: de: NATIVE ahead at B = 64."  # one task
+
+
 def test_the_report_figures_name_every_cell_of_a_language_apart(report_figures):
     """The demo's native Thai has a replay cell and two announcement cells: three curves, never one zigzag."""
     caught, _ = report_figures
@@ -175,7 +156,7 @@ def _pass_share_figure(monkeypatch, tmp_path, shares):
     import pandas as pd
 
     from mindcap_tok.report import figures
-    from mindcap_tok.roundtrip.report import plot_pass_share
+    from mindcap_tok.roundtrip.plots import plot_pass_share
 
     caught = []
     monkeypatch.setattr(figures, "save_figure", lambda fig, path, **kw: caught.append(fig))

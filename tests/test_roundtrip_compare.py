@@ -55,6 +55,26 @@ def test_leaderboard_ranks_stability_and_reference(runs, tmp_path):
     assert "## Against the reference ranking" in (tmp_path / "cmp" / "compare.md").read_text("utf-8")
 
 
+def test_a_reference_with_too_few_models_gets_a_figure_that_says_why(runs, tmp_path, monkeypatch):
+    from mindcap_tok.report import figures
+
+    dirs, _, _ = runs
+    ref = tmp_path / "two.csv"
+    ref.write_text("model,score\nm1,1400\nm2,1380\n", "utf-8")
+    caught = {}
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path, **kw: caught.update({path.name: fig}))
+    result = compare_runs(run_dirs=dirs, out_dir=tmp_path / "cmp", reference=ref, options=OPTS)
+    assert result.reference.empty and {"reference.csv", "reference.png"} <= set(result.files)
+    (ax,) = caught["reference.png"].axes
+    words = " ".join(t.get_text() for t in ax.texts).replace("\n", " ")
+    assert words == (
+        "nothing to show, because only 2 model(s) judged by judge are in the reference ranking, and a rank "
+        "agreement needs at least 3"
+    )
+    title = caught["leaderboard.png"].axes[0].get_title().replace("\n", " ")
+    assert title.startswith("Round-trip leaderboard of 3 models, judged by judge")
+
+
 def test_mixed_runs_are_refused_unless_allowed(runs, tmp_path):
     dirs, mixed, _ = runs
     with pytest.raises(MindcapError, match=r"different texts; give --allow-mixed"):

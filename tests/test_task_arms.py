@@ -131,6 +131,33 @@ def test_report_tables_carry_each_task(world, tmp_path):
     assert "| plain2 |" in (out / "report.md").read_text("utf-8")
 
 
+def test_report_figures_tell_two_tasks_in_one_language_apart(world, tmp_path, monkeypatch):
+    """Both tasks are German: each figure draws a curve per task, labelled with it, at the accuracies of HAND."""
+    from figure_checks import covered_points, overprinted
+    from mindcap_tok.report import budget_figures
+
+    ledger, task_file, _ = world
+    caught = {}
+    monkeypatch.setattr(budget_figures, "save_figure", lambda fig, path, **kw: caught.update({path.name: fig}))
+    res = run(
+        "report", "--ledger", ledger, "--premiums", "de=3", "--budgets", "30", "--n-boot", "200",
+        "--task", task_file, "--out-dir", tmp_path / "rep",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    native, gap = ({line.get_label(): line for line in caught[name].axes[0].get_lines()}
+                   for name in ("native_curves.png", "gap_curves.png"))  # fmt: skip
+    for curves in (native, gap):  # matplotlib names unlabelled lines (peak markers, the zero line) "_child…"
+        assert {label for label in curves if not label.startswith("_")} == {"de (plain2)", "de (mgsm)"}
+    for task, (at_b, at_rb, translate) in HAND.items():
+        x, y = native[f"de ({task})"].get_data()
+        assert dict(zip(x, y, strict=True)) == {30: pytest.approx(100 * at_b), 90: pytest.approx(100 * at_rb)}
+        assert list(gap[f"de ({task})"].get_ydata()) == [pytest.approx(100 * (translate - at_b))]
+    caption = caught["gap_curves.png"].texts[-1].get_text()
+    assert "de (plain2): TRANSLATE-ACT ahead or level at every budget" in caption and "de (mgsm): " in caption
+    for name, fig in caught.items():
+        assert overprinted(fig) == [] and covered_points(fig) == [], name
+
+
 def _protocol(root, body: str, top: str = ""):
     proto = root / "p.toml"
     proto.write_text(f'name = "arms"\nn_boot = 300\nseed = 1\n{top}[premiums]\nde = 3\n' + body, "utf-8")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..data.languages import short_name
 from ..ledger.schema import SETTING_COLUMNS
-from .figures import save_figure
+from .figures import caption, legend_outside, save_figure, separate_labels
 
 
 def _plt():
@@ -41,6 +41,18 @@ def _budget_axis(ax, budgets: np.ndarray) -> None:
     ax.minorticks_off()
 
 
+def _tasks(part: pd.DataFrame) -> list[str]:
+    """``["task"]`` where the rows hold several tasks (their curves in one language must be told apart), else
+    ``[]``: a single task's labels stay the language alone."""
+    return ["task"] if "task" in part.columns and part["task"].nunique() > 1 else []
+
+
+def _curve_name(setting: dict) -> str:
+    """A gap curve's name: its language, and its task where the panel holds several (``de (plain2)``)."""
+    name = short_name(setting["lang"])
+    return f"{name} ({setting['task']})" if "task" in setting else name
+
+
 def _series(part: pd.DataFrame, peaks: pd.DataFrame):
     """One curve per language and generation setting (a cell: an announcement cell is not the replay one), with
     its label (the settings that differ between the panel's cells) and its peak row, if any."""
@@ -49,7 +61,10 @@ def _series(part: pd.DataFrame, peaks: pd.DataFrame):
         values = values if isinstance(values, tuple) else (values,)
         setting = dict(zip(keys, values, strict=True))
         shown = {k: v for k, v in setting.items() if k not in ("lang", "design", "announce_style") and not pd.isna(v)}
-        extra = [f"{k} {int(v) if isinstance(v, float) and v.is_integer() else v}" for k, v in shown.items()]
+        extra = [
+            str(v) if k == "task" else f"{k} {int(v) if isinstance(v, float) and v.is_integer() else v}"
+            for k, v in shown.items()
+        ]
         if not extra and "design" in setting:
             extra = [str(setting["design"])]
         label = short_name(setting["lang"]) + (f" ({', '.join(extra)})" if extra else "")
@@ -58,36 +73,6 @@ def _series(part: pd.DataFrame, peaks: pd.DataFrame):
             if k in peaks.columns:
                 match &= peaks[k].isna() if pd.isna(v) else peaks[k] == v
         yield label, cur.sort_values("budget"), peaks[match]
-
-
-def _separate_labels(fig, labels: list) -> None:
-    """Move peak labels apart vertically until no two overlap (matplotlib places text where it is told and has
-    no placement of its own; the few labels of a panel are nudged by hand, in display units)."""
-    if len(labels) < 2:
-        return
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    placed = []
-    for label in sorted(labels, key=lambda t: t.get_position()[1], reverse=True):
-        box = label.get_window_extent(renderer)
-        to_data = label.get_transform().inverted()
-        while any(box.overlaps(other) for other in placed):
-            lowest = min(other.y0 for other in placed if box.overlaps(other))
-            shift = box.y1 - lowest + 2  # below the label it hits, 2 px apart
-            x, y = label.get_position()
-            cx, cy = label.get_transform().transform((x, y))
-            label.set_position(tuple(to_data.transform((cx, cy - shift))))
-            box = label.get_window_extent(renderer)
-        placed.append(box)
-
-
-def _caption(fig, text: str) -> None:
-    """A caption under the panels, with room made for it: the panels (and their x labels) end above it."""
-    caption = fig.text(0.01, 0.005, text, fontsize=8, ha="left", va="bottom", wrap=True)
-    fig.tight_layout()
-    fig.canvas.draw()
-    height = caption.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
-    fig.tight_layout(rect=(0, height + 0.01, 1, 1))
 
 
 def plot_native_curves(
@@ -143,16 +128,16 @@ def plot_native_curves(
         ax.set_xlabel("output-token budget B (prefix length, log scale)")
         ax.set_title(f"{model}: NATIVE accuracy vs budget")
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="language", title_fontsize=8)
+        legend_outside(ax, title="language", title_fontsize=8)
     axes[0][0].set_ylabel("NATIVE strict accuracy (%)")
-    _caption(
+    caption(
         fig,
         f"Shaded bands: pointwise {level:.0%} item-clustered bootstrap CIs. Squares: each language's peak "
         "length-normalisation effect, from the matched budget B to the premium-scaled budget floor(r·B), a span "
         "tinted in the language's colour; the arrow is Δ_L(B) = acc(floor(r·B)) − acc(B).",
     )
     for panel_labels in labels:
-        _separate_labels(fig, panel_labels)
+        separate_labels(fig, panel_labels)
     save_figure(fig, path)
 
 
@@ -167,10 +152,11 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
     fig, axes = plt.subplots(1, len(models), figsize=(6.2 * len(models), 4.4), squeeze=False, sharey=True)
     for ax, model in zip(axes[0], models, strict=True):
         part = gaps[gaps["model"] == model]
-        for lang in dict.fromkeys(part["lang"]):
-            cur = part[part["lang"] == lang].sort_values("budget")
+        keys = [*_tasks(part), "lang"]
+        for values, cur in part.groupby(keys, sort=False):
+            cur = cur.sort_values("budget")
             x = cur["budget"].to_numpy()
-            (line,) = ax.plot(x, 100 * cur["gap"], "-o", ms=3, label=short_name(lang))
+            (line,) = ax.plot(x, 100 * cur["gap"], "-o", ms=3, label=_curve_name(dict(zip(keys, values, strict=True))))
             if "gap_ci_low" in cur:
                 ax.fill_between(
                     x, 100 * cur["gap_ci_low"], 100 * cur["gap_ci_high"], color=line.get_color(), alpha=0.15, lw=0
@@ -184,9 +170,9 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
         ax.set_xlabel("output-token budget B (same cap for both arms, log scale)")
         ax.set_title(f"{model}: gap(B) = TRANSLATE-ACT − NATIVE")
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="language", title_fontsize=8)
+        legend_outside(ax, title="language", title_fontsize=8)
     axes[0][0].set_ylabel("accuracy gap (points)")
-    _caption(
+    caption(
         fig,
         f"Unnormalised gap at equal output caps; shaded: pointwise {level:.0%} item-clustered bootstrap CIs. "
         + gap_summary(gaps),
@@ -197,10 +183,13 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
 def gap_summary(gaps: pd.DataFrame) -> str:
     """Which arm leads where, read from the gap estimates (the caption of the gap figure says only this)."""
     parts = []
-    for (model, lang), cur in gaps.groupby(["model", "lang"], sort=False):
+    keys = ["model", *_tasks(gaps), "lang"]
+    for values, cur in gaps.groupby(keys, sort=False):
+        setting = dict(zip(keys, values, strict=True))
         cur = cur.sort_values("budget")
         native = cur.loc[cur["gap"] < 0, "budget"].astype(int).tolist()
-        name = f"{short_name(lang)}" if gaps["model"].nunique() == 1 else f"{model} {short_name(lang)}"
+        name = _curve_name(setting)
+        name = name if gaps["model"].nunique() == 1 else f"{setting['model']} {name}"
         if not native:
             parts.append(f"{name}: TRANSLATE-ACT ahead or level at every budget")
         elif len(native) == len(cur):

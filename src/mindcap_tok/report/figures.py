@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import textwrap
 from collections.abc import Sequence
 
 from .._io import atomic_write_bytes, check_output_file
@@ -19,6 +20,67 @@ def save_figure(fig, path: str | os.PathLike[str], *, dpi: int = 150) -> None:
     fig.savefig(buf, format=suffix, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     atomic_write_bytes(path, buf.getvalue())
+
+
+def nothing_to_show(ax, reason: str, *, width: int = 60) -> None:
+    """Turn an empty panel into a sentence saying why it is empty: an empty axis reads as data of zero."""
+    ax.set_axis_off()
+    text = textwrap.fill(f"nothing to show, because {reason}", width)
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9)
+
+
+def wrapped(text: str, width_in: float, *, fontsize: float = 10) -> str:
+    """``text`` broken into lines of about ``width_in`` inches at ``fontsize`` points (a title naming many models
+    stays within its figure)."""
+    return textwrap.fill(text, max(30, int(width_in * 72 / (0.55 * fontsize))))
+
+
+def names(values: Sequence[str], *, most: int = 4) -> str:
+    """The names in a title: all of them up to ``most``, else the first ones and how many more."""
+    values = list(dict.fromkeys(values))
+    if len(values) <= most:
+        return ", ".join(values)
+    return f"{', '.join(values[: most - 1])} and {len(values) - most + 1} more"
+
+
+def mirror_x_axis(ax) -> None:
+    """Repeat the x ticks and label at the top of a tall panel, so a reader at either end can read a value off."""
+    ax.secondary_xaxis("top").set_xlabel(ax.get_xlabel())
+
+
+def legend_outside(ax, **kwargs) -> None:
+    """The legend to the right of ``ax``, outside it, so it hides no data point."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, **kwargs)
+
+
+def caption(fig, text: str) -> None:
+    """A caption under the panels, with room made for it: the panels (and their x labels) end above it."""
+    note = fig.text(0.01, 0.005, text, fontsize=8, ha="left", va="bottom", wrap=True)
+    fig.tight_layout()
+    fig.canvas.draw()
+    height = note.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
+    fig.tight_layout(rect=(0, height + 0.01, 1, 1))
+
+
+def separate_labels(fig, labels: Sequence) -> None:
+    """Move point labels apart vertically until no two overlap (matplotlib places text where it is told and has
+    no placement of its own; the few labels of a panel are nudged by hand, in display units)."""
+    if len(labels) < 2:
+        return
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    placed = []
+    for label in sorted(labels, key=lambda t: t.get_position()[1], reverse=True):
+        box = label.get_window_extent(renderer)
+        to_data = label.get_transform().inverted()
+        while any(box.overlaps(other) for other in placed):
+            lowest = min(other.y0 for other in placed if box.overlaps(other))
+            shift = box.y1 - lowest + 2  # below the label it hits, 2 px apart
+            x, y = label.get_position()
+            cx, cy = label.get_transform().transform((x, y))
+            label.set_position(tuple(to_data.transform((cx, cy - shift))))
+            box = label.get_window_extent(renderer)
+        placed.append(box)
 
 
 def plot_premiums(rows: Sequence[dict], path: str | os.PathLike[str]) -> None:
@@ -56,7 +118,7 @@ def plot_premiums(rows: Sequence[dict], path: str | os.PathLike[str]) -> None:
         f"(FLORES-200 {first['split']}, {first['ci'] * 100:.0f}% CI)"
     )
     if height > 8:  # the same axis again at the top (an identity secondary axis)
-        ax.secondary_xaxis("top").set_xlabel(ax.get_xlabel())
+        mirror_x_axis(ax)
     ax.set_title(f"Token premium per language: {', '.join(models)}")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)

@@ -5,7 +5,7 @@ Modules: ``sequences`` (presets and chains), ``prompts`` (versioned templates), 
 user files), ``spec`` (job specs and :func:`plan_roundtrip`), ``store`` (the run folder), ``run``
 (:func:`run_roundtrip`: hop waves and judge rounds), ``mqm`` (judge replies and MQM), ``metrics``,
 ``agreement`` (rank agreement), ``report`` (:func:`roundtrip_report`: the report folder of a finished run),
-``compare`` (:func:`compare_runs`: a leaderboard across runs).
+``compare`` (:func:`compare_runs`: a leaderboard across runs), ``plots`` (the figures of both).
 """
 
 from __future__ import annotations

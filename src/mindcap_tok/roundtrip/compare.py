@@ -12,7 +12,8 @@ which differed. A model may appear in one run only (a thinking and an instruct e
 distinct names); where some run has a thinking model the leaderboard says which entries think (``thinking``).
 Outputs (one atomic folder): ``leaderboard.csv``,
 ``metrics.csv``, ``reference.csv`` (with a reference), ``compare.json`` (strict, shares as fractions),
-``compare.md`` and the figures ``leaderboard.png`` and ``reference.png``.
+``compare.md`` and the figures ``leaderboard.png`` and (with a reference) ``reference.png``, a panel per judge;
+a judge with fewer than three models in both says so in its panel.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ..errors import MindcapError
 from ..resample import bootstrap_counts
 from .agreement import MIN_MODELS, N_PERM, rank_agreement
 from .metrics import N_BOOT, roundtrip_metrics
+from .plots import plot_leaderboard, plot_reference
 from .report import inside_folder, read_run
 
 PRODUCER = "mindcap-tok roundtrip compare"
@@ -203,63 +205,13 @@ def compare_runs(
         plot_leaderboard(board, tmp / "leaderboard.png")
         if ref is not None:
             against.to_csv(tmp / "reference.csv", index=False)
-            files.append("reference.csv")
-            if len(against):
-                plot_reference(board, ref, against, tmp / "reference.png")
-                files.append("reference.png")
+            plot_reference(board, ref, against, tmp / "reference.png")  # too few models: it says so
+            files += ["reference.csv", "reference.png"]
         payload = {**summary, "leaderboard": board.to_dict("records"), "metrics": metrics.to_dict("records"),
                    "against_reference": against.to_dict("records"), "notes": notes, "files": sorted(files)}  # fmt: skip
         (tmp / "compare.json").write_text(dumps_strict(payload) + "\n", "utf-8")
         (tmp / "compare.md").write_text(_markdown(summary, board, metrics, against, notes), "utf-8")
     return CompareResult(out, tuple(sorted(files)), board, metrics, against, {**summary, "notes": notes})
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def plot_leaderboard(board: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Pass share ±1 bootstrap SE per model in rank order, one series per judge."""
-    from ..report.figures import save_figure
-
-    plt = _plt()
-    order = list(dict.fromkeys(board["model"]))
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.7 * len(order) + 2), 3.8))
-    judges = list(dict.fromkeys(board["judge_model"]))
-    for k, (judge, g) in enumerate(board.groupby("judge_model", sort=False)):
-        g = g.set_index("model").reindex(order)
-        x = np.arange(len(order)) + (k - (len(judges) - 1) / 2) * 0.15
-        se = g["pass_share_se"].astype(float).fillna(0).to_numpy()
-        ax.errorbar(x, g["pass_share"].astype(float), yerr=se, fmt="o", capsize=3, label=f"judge {judge}")
-    ax.set_xticks(range(len(order)), order, rotation=30, ha="right", fontsize=8)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("pass share (MQM ≥ 80)")
-    ax.set_title("Round-trip leaderboard (±1 bootstrap SE over texts)")
-    ax.legend(fontsize=8)
-    save_figure(fig, path)
-
-
-def plot_reference(board: pd.DataFrame, ref: pd.DataFrame, against: pd.DataFrame, path) -> None:
-    """Benchmark pass share against the outside score, one point per model, ρ in the legend."""
-    from ..report.figures import save_figure
-
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 4.0))
-    for row in against.itertuples():
-        g = board[board["judge_model"] == row.judge_model].merge(ref, on="model")
-        ax.plot(g["score"], g["pass_share"].astype(float), "o", label=f"{row.judge_model}: ρ = {row.rho:.2f}")
-        for m, x, y in zip(g["model"], g["score"], g["pass_share"].astype(float), strict=True):
-            ax.annotate(m, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel("reference score")
-    ax.set_ylabel("pass share (MQM ≥ 80)")
-    ax.set_title("Round trip vs the reference ranking")
-    ax.legend(fontsize=8)
-    save_figure(fig, path)
 
 
 def _md(frame: pd.DataFrame, fmt: str = ".4f") -> str:

@@ -53,6 +53,7 @@ from ..metrics.langid import MIN_LETTERS, THRESHOLD
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .agreement import MIN_MODELS, N_PERM, judge_agreement
 from .metrics import N_BOOT, roundtrip_metrics
+from .plots import plot_pass_share, plot_token_cost
 from .run import apply_hop, apply_judge, new_chains, sample_row
 from .sequences import Chain
 from .spec import judge_names
@@ -465,84 +466,6 @@ def langid_table(labelled: pd.DataFrame) -> pd.DataFrame:
             "top_other": others.index[0] if len(others) else None,
         })  # fmt: skip
     return pd.DataFrame(rows)
-
-
-# -- figures ----------------------------------------------------------------------------------------------------
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def plot_pass_share(metrics: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Bars of pass share (MQM ≥ 80) per sequence, one colour per model (per model and judge with several judges),
-    ±1 bootstrap SE."""
-    from ..report.figures import save_figure
-
-    plt = _plt()
-    rows = metrics[metrics["by"] == "sequence"]
-    seqs = list(dict.fromkeys(rows["group"]))
-    several = rows["judge_model"].nunique() > 1
-    bars = list(rows.groupby(["model", "judge_model"], sort=False))
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.0 * len(seqs) + 2), 3.8))
-    if rows["pass_share"].astype(float).isna().all():  # an empty axis would read as a pass share of 0
-        ax.set_axis_off()
-        ax.text(
-            0.5,
-            0.5,
-            "nothing to show, because no sample was judged\n(every judge reply was missing or "
-            "could not be parsed; see report.md)",
-            ha="center",
-            va="center",
-            transform=ax.transAxes,
-        )
-        ax.set_title("Round trip: pass share per sequence")
-        save_figure(fig, path)
-        return
-    width = 0.8 / max(1, len(bars))
-    for k, ((model, judge), sub) in enumerate(bars):
-        sub = sub.set_index("group").reindex(seqs)
-        x = np.arange(len(seqs)) + (k - (len(bars) - 1) / 2) * width
-        share = sub["pass_share"].astype(float).to_numpy()
-        se = sub["pass_share_se"].astype(float).fillna(0).to_numpy()
-        label = f"{model} / {judge}" if several else model
-        ax.bar(x, np.nan_to_num(share), width, yerr=se, capsize=2, label=label)
-        for xi in x[np.isnan(share)]:  # a bar of height 0 is a pass share of 0; an unjudged one says so
-            ax.text(xi, 0.02, "not judged", rotation=90, ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(seqs)), seqs, rotation=30, ha="right", fontsize=8)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("pass share (MQM ≥ 80)")
-    ax.set_title("Round trip: pass share per sequence (±1 bootstrap SE over texts)")
-    ax.legend(fontsize=8)
-    save_figure(fig, path)
-
-
-def plot_token_cost(hop_tokens: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Output / source tokens at each hop of each chain (lines), FLORES premiums as hollow markers."""
-    from ..report.figures import save_figure
-
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4.0))
-    for (model, seq), g in hop_tokens.groupby(["model", "sequence"], sort=False):
-        g = g.sort_values("hop")
-        (line,) = ax.plot(g["hop"], g["token_ratio"].astype(float), "o-", ms=4, label=f"{model} {seq}")
-        if g["flores_premium"].notna().any():
-            ax.plot(g["hop"], g["flores_premium"].astype(float), "o", mfc="none", color=line.get_color(), ms=7)
-        for h, r, lang in zip(g["hop"], g["token_ratio"].astype(float), g["tgt_lang"], strict=True):
-            if np.isfinite(r):
-                ax.annotate(lang.split("_")[0], (h, r), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    ax.set_xlabel("hop")
-    ax.set_ylabel("output tokens / source tokens")
-    ax.set_title("Token cost along each chain (hollow: FLORES premium)")
-    ax.legend(fontsize=6)
-    save_figure(fig, path)
 
 
 # -- the report -------------------------------------------------------------------------------------------------
