@@ -12,16 +12,7 @@ import pandas as pd
 
 from ..data.languages import short_name
 from ..ledger.schema import SETTING_COLUMNS
-from .figures import caption, legend_outside, save_figure, separate_labels
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
+from .figures import caption, legend_outside, pyplot, save_figure, separate_labels
 
 
 def _budget_axis(ax, budgets: np.ndarray) -> None:
@@ -84,7 +75,7 @@ def plot_native_curves(
     (proportions); ``peaks``: :attr:`mindcap_tok.stats.Sweep.peaks`. Each language's peak interval from B to
     floor(r·B) is shaded, and its two accuracy endpoints are marked and labelled with Δ_L.
     """
-    plt = _plt()
+    plt = pyplot()
     models = list(dict.fromkeys(curves["model"]))
     fig, axes = plt.subplots(1, len(models), figsize=(6.2 * len(models), 4.6), squeeze=False, sharey=True)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -147,7 +138,7 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
     ``gaps``: rows with ``model``, ``lang``, ``budget``, ``gap`` and optionally ``gap_ci_low``/``gap_ci_high``
     (proportions), e.g. :attr:`mindcap_tok.stats.Sweep.rows`.
     """
-    plt = _plt()
+    plt = pyplot()
     models = list(dict.fromkeys(gaps["model"]))
     fig, axes = plt.subplots(1, len(models), figsize=(6.2 * len(models), 4.4), squeeze=False, sharey=True)
     for ax, model in zip(axes[0], models, strict=True):

@@ -10,6 +10,17 @@ from collections.abc import Sequence
 from .._io import atomic_write_bytes, check_output_file
 
 
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only, no display), imported on first use: the CLI's start
+    stays cheap."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def save_figure(fig, path: str | os.PathLike[str], *, dpi: int = 150) -> None:
     """Save a matplotlib figure atomically (PNG/SVG/PDF by suffix) and close it; never inside a ledger."""
     import matplotlib.pyplot as plt
@@ -89,11 +100,7 @@ def plot_premiums(rows: Sequence[dict], path: str | os.PathLike[str]) -> None:
     ``rows`` are :meth:`mindcap_tok.premium.Premium.as_dict` dicts. Tall enough for all 204 languages; a tall
     figure repeats the x ticks and label at the top, so a reader at either end can read a premium off.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     models = list(dict.fromkeys(r["model"] for r in rows))
     langs: dict[str, float] = {}
     for r in rows:  # sort by each language's largest premium across models

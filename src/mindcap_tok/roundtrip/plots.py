@@ -15,20 +15,20 @@ import pandas as pd
 
 from ..data.languages import short_name
 from ..report import figures
-from ..report.figures import caption, legend_outside, mirror_x_axis, names, nothing_to_show, separate_labels, wrapped
+from ..report.figures import (
+    caption,
+    legend_outside,
+    mirror_x_axis,
+    names,
+    nothing_to_show,
+    pyplot,
+    separate_labels,
+    wrapped,
+)
 from .agreement import MIN_MODELS
 
 #: a leaderboard at least this tall (inches) repeats its x axis at the top
 TALL = 6.0
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def chain_label(sequence: str) -> str:
@@ -40,7 +40,7 @@ def chain_label(sequence: str) -> str:
 def plot_pass_share(metrics: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Bars of pass share (MQM ≥ 80) per sequence, ±1 bootstrap SE, one colour per model (per model and judge
     with several judges); a bar with no judged sample says "not judged"."""
-    plt = _plt()
+    plt = pyplot()
     rows = metrics[metrics["by"] == "sequence"]
     seqs = list(dict.fromkeys(rows["group"]))
     models, judges = list(dict.fromkeys(rows["model"])), list(dict.fromkeys(rows["judge_model"]))
@@ -114,7 +114,7 @@ def _cost_caption(hop_tokens: pd.DataFrame) -> str:
 def plot_token_cost(hop_tokens: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Output / source tokens at each hop, one panel per sequence, one line per model, FLORES premiums as hollow
     markers; ``hop_tokens`` is :func:`~.report.hop_token_table` with at least one counted ratio."""
-    plt = _plt()
+    plt = pyplot()
     seqs = list(dict.fromkeys(hop_tokens["sequence"]))
     models = list(dict.fromkeys(hop_tokens["model"]))
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -142,7 +142,7 @@ def plot_token_cost(hop_tokens: pd.DataFrame, path: str | os.PathLike[str]) -> N
 def plot_leaderboard(board: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Pass share ±1 bootstrap SE per model, a row per model in the first judge's rank order (best on top), one
     marker series per judge; tall enough for every model, with the x axis repeated at the top when tall."""
-    plt = _plt()
+    plt = pyplot()
     order = list(dict.fromkeys(board["model"]))
     judges = list(dict.fromkeys(board["judge_model"]))
     height = max(2.8, 0.3 * len(order) * max(1.0, 0.5 * len(judges)) + 1.8)
@@ -217,7 +217,7 @@ def _reference_panel(ax, judge: str, both: pd.DataFrame, agreement) -> list:
 def plot_reference(board: pd.DataFrame, ref: pd.DataFrame, against: pd.DataFrame, path) -> None:
     """Benchmark pass share against the outside score, a panel per judge with its Spearman ρ; a judge with too
     few models in both says so."""
-    plt = _plt()
+    plt = pyplot()
     judges = list(dict.fromkeys(board["judge_model"]))
     rows = {r.judge_model: r for r in against.itertuples()} if len(against) else {}
     ncols = min(2, len(judges))
