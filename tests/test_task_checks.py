@@ -237,7 +237,6 @@ def test_a_task_file_or_job_spec_nested_thousands_deep_is_one_line(tmp_path, dee
 
 
 def test_a_yaml_protocol_nested_deep_or_holding_itself_is_one_line(tmp_path):
-    pytest.importorskip("yaml")
     for text in ("a: " + "[" * 5000 + "]" * 5000 + "\n", "a: &x [*x]\n", "a: " + "[" * 150 + "]" * 150 + "\n"):
         (tmp_path / "p.yaml").write_text(text, "utf-8")
         with pytest.raises(MindcapError, match=f"protocol .*p.yaml nests .* more than {MAX_NESTING} levels deep"):

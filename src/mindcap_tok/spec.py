@@ -113,15 +113,15 @@ def nesting_depth(value: object) -> int:
     stack: list[tuple[object, bool]] = [(value, False)]
     while stack:
         node, measured = stack.pop()
-        if not isinstance(node, dict | list):
+        if not isinstance(node, dict | list) or (not measured and id(node) in heights):
             continue
+        if not measured and id(node) in open_:
+            return sys.maxsize
         children = [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, dict | list)]
         if measured:
             open_.discard(id(node))
             heights[id(node)] = 1 + max((heights[id(c)] for c in children), default=0)
-        elif id(node) in open_:
-            return sys.maxsize
-        elif id(node) not in heights:
+        else:
             open_.add(id(node))
             stack.append((node, True))
             stack.extend((c, False) for c in children)
