@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.tasks.datasets import item_count, load_items
+from mindcap_tok.tasks.datasets import MAX_CSV_FIELD, item_count, load_items
 from mindcap_tok.tasks.load import load_task, parse_task
 
 #: Belebele's schema (facebook/belebele): every field a string, correct_answer_num "1".."4"
@@ -136,14 +136,25 @@ def test_item_count_refuses_languages_of_different_lengths(tmp_path):
     assert item_count(load_task("mgsm"), ["tha_Thai"]) == 250
 
 
+NOT_INTEGER = "must be an integer (ASCII digits, an optional '-'), got"
+
+
 @pytest.mark.parametrize(
     ("row", "gold", "message"),
     [
         ({"answer": "5"}, "integer", "rows-eng_Latn.jsonl: row 1: no field 'question' (the task's q)"),
         ({"question": 7, "answer": "5"}, "integer", "row 1: field 'question' must be a string, got int"),
         ({"question": "x"}, "integer", "row 1: no field 'answer' (the task's gold)"),
-        ({"question": "x", "answer": "five"}, "integer", "row 1: field 'answer' must be an integer, got 'five'"),
-        ({"question": "x", "answer": True}, "integer", "row 1: field 'answer' must be an integer, got True"),
+        ({"question": "x", "answer": "five"}, "integer", f"row 1: field 'answer' {NOT_INTEGER} 'five'"),
+        ({"question": "x", "answer": True}, "integer", f"row 1: field 'answer' {NOT_INTEGER} true"),
+        # str.isdigit() takes '²' and int() refuses it; a second sign; past Python's 4,300-digit limit of int()
+        ({"question": "x", "answer": "²"}, "integer", f"row 1: field 'answer' {NOT_INTEGER} '²'"),
+        ({"question": "x", "answer": "--5"}, "integer", f"row 1: field 'answer' {NOT_INTEGER} '--5'"),
+        ({"question": "x", "answer": "7" * 5000}, "integer", f"row 1: field 'answer' {NOT_INTEGER} '777777"),
+        ({"question": "x", "answer": [[1]]}, "integer", f"row 1: field 'answer' {NOT_INTEGER} [[1]]"),
+        # the ledger's gold column is a 64-bit integer
+        ({"question": "x", "answer": str(2**63)}, "integer", f"row 1: field 'answer' = {2**63} is beyond the 64-bit"),
+        ({"question": "x", "answer": -(2**63) - 1}, "integer", f"row 1: field 'answer' = {-(2**63) - 1} is beyond"),
         ({"question": "x", "answer": 3}, "string", "row 1: field 'answer' must be a string, got int"),
     ],
 )
@@ -170,3 +181,66 @@ def test_missing_sources_are_one_line(tmp_path, hf_cache):
     with pytest.raises(MindcapError, match=r"cannot load .*hub \(eng_Latn, test\)") as info:
         load_items(task, "eng_Latn")
     assert "\n" not in str(info.value)
+
+
+def test_integer_golds_within_64_bits_are_read_as_written(tmp_path):
+    rows = [
+        {"question": "a", "answer": "-12"},
+        {"question": "b", "answer": str(2**63 - 1)},
+        {"question": "c", "answer": 0},
+    ]
+    _jsonl(tmp_path / "rows-eng_Latn.jsonl", rows)
+    assert [it.gold for it in load_items(_local(tmp_path, "jsonl"), "eng_Latn")] == [-12, 2**63 - 1, 0]
+
+
+def _one_line(tmp_path: Path, suffix: str) -> str:
+    with pytest.raises(MindcapError) as info:
+        load_items(_local(tmp_path, suffix), "eng_Latn")
+    assert "\n" not in str(info.value) and f"rows-eng_Latn.{suffix}" in str(info.value)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("suffix", ["json", "jsonl"])
+def test_a_data_file_nested_thousands_deep_is_one_line(tmp_path, suffix):
+    deep = "[" * 5000 + "]" * 5000
+    text = deep if suffix == "json" else json.dumps({"question": "a", "answer": 1}) + "\n" + deep + "\n"
+    (tmp_path / f"rows-eng_Latn.{suffix}").write_text(text, "utf-8")
+    message = _one_line(tmp_path, suffix)
+    assert "JSON nested too deep to read" in message
+    assert suffix == "json" or "line 2" in message
+
+
+def test_a_json_integer_past_the_digit_limit_is_one_line(tmp_path):
+    (tmp_path / "rows-eng_Latn.jsonl").write_text('{"question": "a", "answer": ' + "9" * 5000 + "}\n", "utf-8")
+    assert "line 1: not valid JSON" in _one_line(tmp_path, "jsonl")
+
+
+def _csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ["question", "answer"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_a_csv_field_longer_than_the_csv_modules_default_limit_is_read(tmp_path):
+    long = "word " * 60_000  # 300,000 characters: past csv's default 131,072
+    _csv(tmp_path / "rows-eng_Latn.csv", [{"question": long, "answer": "3"}, {"question": "a\nb", "answer": "4"}])
+    items = load_items(_local(tmp_path, "csv"), "eng_Latn")
+    assert [(it.fields["q"], it.gold) for it in items] == [(long, 3), ("a\nb", 4)]
+    assert csv.field_size_limit() == 131_072  # the process-wide limit is put back
+
+
+def test_a_csv_field_past_the_stated_bound_is_one_line(tmp_path):
+    _csv(
+        tmp_path / "rows-eng_Latn.csv",
+        [{"question": "a", "answer": "3"}, {"question": "x" * (MAX_CSV_FIELD + 1), "answer": "4"}],
+    )
+    message = _one_line(tmp_path, "csv")
+    assert f"row 2: not valid CSV: field larger than field limit ({MAX_CSV_FIELD})" in message
+
+
+def test_json_lines_split_at_newlines_only(tmp_path):
+    rows = [{"question": "one\u2028two\x85three", "answer": 1}, {"question": "b", "answer": 2}]
+    (tmp_path / "rows-eng_Latn.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    items = load_items(_local(tmp_path, "jsonl"), "eng_Latn")
+    assert [it.fields["q"] for it in items] == ["one\u2028two\x85three", "b"]

@@ -10,9 +10,13 @@ way by each of them:
   each is kept, and ``top_k = 0`` (which backends read as "off", like -1) is refused so that "off" has one
   spelling;
 - caps (output-token caps, announced budgets, ``max_tokens``): integers in 1..:data:`MAX_CAP`;
-- seeds: integers >= 0 (``true`` is no 1 and ``1.5`` no seed); :func:`seed_hash` derives every request's seed;
+- seeds: integers in 0..:data:`MAX_SEED` (``true`` is no 1 and ``1.5`` no seed); :func:`seed_hash` derives every
+  request's seed; ``top_k`` at most :data:`MAX_TOP_K` and bootstrap resamples at most :data:`MAX_RESAMPLES`, so that
+  no value reaches an engine or an array size as an integer too large for a C integer;
 - model names: non-empty strings; :func:`default_model_name` is the name records carry when none is given;
-- unknown keys are refused, with the known ones listed.
+- unknown keys are refused, with the known keys of the table they are in listed;
+- files: :func:`read_toml` reads a TOML file into plain data, refusing in one line a file that does not read, does
+  not parse or nests tables and lists deeper than :data:`MAX_NESTING` levels.
 
 Every refusal is a :class:`SpecError` (a :class:`~mindcap_tok.errors.BadInputError`; ``key``: dotted path,
 ``problem``) reading ``key: problem``; a reader names its file in front with :func:`reading` (the error's
@@ -29,22 +33,39 @@ but specs are a few lines read once per run, and it would be a second validation
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import re
+import reprlib
+import sys
+import tomllib
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from .errors import BadInputError, MindcapError, locate
+from ._io import regular_file
+from .errors import BadInputError, MindcapError, first_line, locate
 from .tokenization.registry import canonical_model_name
 
 #: The largest output-token cap, announced budget or premium-scaled cap floor(r·B). The paper's budgets stop at
 #: 4,096 and no model decodes a million tokens in one request; a larger value is a typo, refused before it reaches
 #: the engine, the worst-case token count or the ledger's int64 ``cap`` column.
 MAX_CAP = 1 << 20
+#: The largest seed: a seed is handed to engines as a C long (and stored in JSON as a 64-bit integer).
+MAX_SEED = (1 << 63) - 1
+#: The largest ``top_k``: engines take it as a C int; no vocabulary comes near it.
+MAX_TOP_K = (1 << 31) - 1
+#: The most bootstrap resamples a protocol may ask for: 100 times the paper's 10,000; more is a typo that would
+#: allocate arrays of that many rows.
+MAX_RESAMPLES = 1_000_000
+#: How deep tables and lists may nest in a spec or task file: real files nest a few levels; a file nested
+#: thousands of levels deep would exhaust the parser's (and every later reader's) recursion.
+MAX_NESTING = 100
 ENDPOINTS = ("completions", "chat")
 
 
@@ -67,10 +88,77 @@ def reading(source: object) -> Iterator[None]:
         raise
 
 
+#: the repr of tables and lists in messages: a few levels and items of them (a whole repr may be huge, or too deep
+#: for the interpreter to write)
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 4, 60, 60
+
+
 def show(value: object) -> str:
     """A short one-line repr of ``value`` for an error message (booleans as TOML writes them)."""
-    text = str(value).lower() if isinstance(value, bool) else repr(value)
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, int) and value.bit_length() > 192:  # its repr is long, past 4,300 digits refused
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    else:
+        text = _SHORT.repr(value) if isinstance(value, dict | list | tuple | set) else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def nesting_depth(value: object) -> int:
+    """How many tables and lists nest in ``value`` (a scalar: 0), walked without recursion; a structure that
+    holds itself (a YAML alias) nests without end (``sys.maxsize``). A shared part is measured once."""
+    heights: dict[int, int] = {}
+    open_: set[int] = set()  # entered, not yet measured: the ancestors of the node in hand
+    stack: list[tuple[object, bool]] = [(value, False)]
+    while stack:
+        node, measured = stack.pop()
+        if not isinstance(node, dict | list) or (not measured and id(node) in heights):
+            continue
+        if not measured and id(node) in open_:
+            return sys.maxsize
+        children = [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, dict | list)]
+        if measured:
+            open_.discard(id(node))
+            heights[id(node)] = 1 + max((heights[id(c)] for c in children), default=0)
+        else:
+            open_.add(id(node))
+            stack.append((node, True))
+            stack.extend((c, False) for c in children)
+    return heights.get(id(value), 0)
+
+
+def check_nesting(value: object, what: str = "the file") -> object:
+    """``value`` when its tables and lists nest at most :data:`MAX_NESTING` deep, else a :class:`BadInputError`."""
+    if nesting_depth(value) > MAX_NESTING:
+        raise BadInputError(f"{what} nests tables or lists more than {MAX_NESTING} levels deep")
+    return value
+
+
+def parse_toml(text: str, source: object, what: str = "file") -> dict:
+    """The plain data of TOML ``text`` (read from ``source``), else a one-line :class:`BadInputError` naming it:
+    invalid TOML, or nesting past :data:`MAX_NESTING` (which the parser may find first, as a recursion)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInputError(f"{what} {source} is not valid TOML: {exc}") from exc
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise BadInputError(f"{what} {source} is not valid TOML: {first_line(exc)}") from exc
+    except RecursionError:
+        raise BadInputError(f"{what} {source} nests tables or lists more than {MAX_NESTING} levels deep") from None
+    return check_nesting(data, f"{what} {source}")
+
+
+def read_toml(path: str | os.PathLike[str], what: str) -> dict:
+    """The plain data of the TOML file at ``path`` (``what`` names it in errors: ``task file``, ``job spec``);
+    a file that cannot be read, is not UTF-8, not TOML or nested too deep is refused in one line."""
+    try:
+        text = regular_file(path, what).read_text("utf-8")
+    except OSError as exc:
+        raise BadInputError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"{what} {path} is not UTF-8 text: {exc}") from exc
+    return parse_toml(text, path, what)
 
 
 def check_known(table: Mapping, known: Iterable[str], *, prefix: str = "") -> None:
@@ -103,16 +191,18 @@ def _check(rule: Callable[[Any], bool], problem: str) -> AfterValidator:
 
 
 Cap = Annotated[int, _between(1, MAX_CAP)]
-Seed = Annotated[int, _between(0)]
+Seed = Annotated[int, _between(0, MAX_SEED)]
 ModelName = Annotated[str, _check(lambda v: bool(v.strip()), "must not be empty")]
 Temperature = Annotated[float, _check(lambda v: v >= 0, "must be >= 0, got {}")]
 TopP = Annotated[float, _check(lambda v: 0 < v <= 1, "must be in (0, 1], got {}")]
-TopK = Annotated[int, _check(lambda v: v == -1 or v >= 1, "must be -1 (no top-k) or >= 1, got {}")]
+TopK = Annotated[
+    int, _check(lambda v: v == -1 or 1 <= v <= MAX_TOP_K, f"must be -1 (no top-k) or in 1..{MAX_TOP_K}, got {{}}")
+]
 Retries = Annotated[int, _between(0, 100)]
 #: a protocol's family-wise error rate, its bootstrap resamples (the level's minimum is checked apart, see
 #: :func:`mindcap_tok.resample.check_resamples`) and its p-value tail factor
 Alpha = Annotated[float, _check(lambda v: 0 < v < 1, "must be in (0, 1), got {}")]
-Resamples = Annotated[int, _between(2)]
+Resamples = Annotated[int, _between(2, MAX_RESAMPLES)]
 TailFactor = Annotated[float, _check(lambda v: v >= 1, "must be >= 1, got {}")]
 
 _STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
@@ -120,8 +210,49 @@ _TYPES = {"int_type": "int", "float_type": "float (finite)", "finite_number": "f
           "string_type": "string", "bool_type": "bool", "list_type": "list", "dict_type": "table"}  # fmt: skip
 
 
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The model of the table at ``loc`` inside ``model`` (through fields, optional values, and the values of
+    dicts and lists of models), or ``None`` when it is no model."""
+    current: object = model
+    for part in loc:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            if part not in current.model_fields:
+                return None
+            current = current.model_fields[part].annotation
+            continue
+        current = _unwrap(current)
+        origin = get_origin(current)
+        if origin is dict:
+            current = get_args(current)[1]
+        elif origin is list:
+            current = get_args(current)[0]
+        else:
+            return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(kind: object) -> object:
+    """``kind`` without ``Annotated`` and ``| None``."""
+    while True:
+        if get_origin(kind) is Annotated:
+            kind = get_args(kind)[0]
+        elif get_origin(kind) in (Union, types.UnionType):
+            kept = [a for a in get_args(kind) if a is not type(None)]
+            if len(kept) != 1:
+                return kind
+            kind = kept[0]
+        else:
+            return kind
+
+
+def _known(model: type[BaseModel]) -> list[str]:
+    """The keys of ``model``'s table, as the file spells them."""
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
 def _problem(err: Mapping, known: Iterable[str]) -> str:
-    """Our wording of one pydantic error."""
+    """Our wording of one pydantic error (``known``: the keys of the table it was found in)."""
     kind = err["type"]
     if kind == "value_error":
         return str(err["ctx"]["error"])
@@ -145,8 +276,8 @@ def validate(model: type[BaseModel], table: object, *, key: str) -> BaseModel:
         return model.model_validate(table)
     except ValidationError as exc:
         err = exc.errors()[0]
-        known = [f.alias or name for name, f in model.model_fields.items()]  # as the file spells them
-        raise SpecError(_key(f"{key}." if key else "", err["loc"]), _problem(err, known)) from None
+        table = _model_at(model, tuple(err["loc"][:-1])) or model
+        raise SpecError(_key(f"{key}." if key else "", err["loc"]), _problem(err, _known(table))) from None
 
 
 _ADAPTERS: dict[object, TypeAdapter] = {}

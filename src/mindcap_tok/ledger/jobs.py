@@ -54,13 +54,11 @@ import math
 import os
 import random
 import re
-import tomllib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
 
-from .._io import regular_file
 from ..data.languages import resolve_language
 from ..errors import BadInputError, MindcapError
 from ..resample import Resampling, scale_budget
@@ -76,6 +74,7 @@ from ..spec import (
     check_seed,
     default_model_name,
     int_range,
+    read_toml,
     reading,
     seed_hash,
     server_options,
@@ -83,9 +82,9 @@ from ..spec import (
 )
 from ..tasks.datasets import item_count
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
-from ..tasks.model import Task
+from ..tasks.model import EVERY_LANGUAGE, Task
 from .prompts import prompt_languages
-from .schema import ANNOUNCE_STYLES, DESIGNS
+from .schema import ANNOUNCE_STYLES, ARMS, DESIGNS
 
 #: The most samples per item (``k``) a spec may ask for. The paper draws k = 8 and a variance study needs a few
 #: hundred; far above that a value is a typo (k = 10**12 would plan 10**12 records per prompt and ask the engine
@@ -338,7 +337,9 @@ def spec_task(spec: JobSpec) -> Task:
 
 
 def _check_cells(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], data: dict) -> str:
-    """Refuse arms and languages the task lacks; the prompt version in force (MGSM's template files only)."""
+    """Refuse arms and languages the task lacks, and arms it has no prompt for (a template file's arms are MGSM's);
+    the prompt version in force (MGSM's template files only). What is refused here would otherwise fail only when
+    the prompt is built, after earlier shards' requests were sent."""
     for arm in arms:
         if arm not in task.arms:
             raise BadInputError(f"unknown arm {arm!r}; use one of {', '.join(task.arms)}")
@@ -352,11 +353,30 @@ def _check_cells(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], data
                 raise BadInputError(f"task {task.name} has no {lang}; its languages are {', '.join(task.languages)}")
         return task.template_version
     version = _str(data.get("prompt_version", task.prompts), "prompt_version")
+    for arm in arms:
+        if arm not in ARMS:
+            raise BadInputError(
+                f"task {task.name}: arm {arm!r} has no prompts in template file {version} (its arms: {', '.join(ARMS)})"
+            )
     covered = prompt_languages(version)
     for lang in langs:
         if lang not in covered:
             raise BadInputError(f"prompt version {version} has no {lang}; it covers {', '.join(covered)}")
     return version
+
+
+def _check_announcements(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], style: str) -> None:
+    """Refuse a natural announcement for an (arm, language) whose template has no announcement sentence."""
+    if task.prompts is not None or style != "natural":
+        return
+    for arm in arms:
+        templates = task.arms[arm].templates
+        for lang in langs:
+            if (templates.get(lang) or templates[EVERY_LANGUAGE]).announce is None:
+                raise BadInputError(
+                    f"task {task.name}, arm {arm}, {lang}: the announcement design needs an announcement sentence "
+                    "(announce, with {budget}) in its template, or announce.style = 'tag'"
+                )
 
 
 def parse_spec(
@@ -417,6 +437,8 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         if too_large:
             raise BadInputError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
     budgets, style = _announce(data, design)
+    if budgets:
+        _check_announcements(task, arms, langs, style)
     scaled_arms = tuple(_list(data.get("scaled_arms", ["native"]), str, "scaled_arms", empty=True))
     if "think_close" in data and not data.get("thinking", False):
         raise BadInputError("think_close applies to thinking = true only")
@@ -565,14 +587,7 @@ def load_spec(
     (``--task``: a built-in task or a task file, relative to the working folder) replaces the file's ``task``,
     ``thinking`` (``--thinking/--no-thinking``) its ``thinking`` (off: its ``think_close`` too)."""
     path = Path(path)
-    try:
-        data = tomllib.loads(regular_file(path, "job spec").read_text("utf-8"))
-    except OSError as exc:
-        raise BadInputError(f"cannot read job spec {path}: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise BadInputError(f"job spec {path} is not UTF-8 text: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInputError(f"job spec {path} is not valid TOML: {exc}") from exc
+    data = read_toml(path, "job spec")
     if task is not None:
         task = os.fspath(task)
         data = {**data, "task": task if task in builtin_tasks() else str(Path(task).resolve())}

@@ -46,13 +46,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..budgets import SCORE_BUDGETS, check_budgets
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..tasks.answers import AnswerParser as Parser
 from ..tasks.answers import get_parser, per_language, task_parser
+from ..tasks.roles import find_tasks, gold_type_mismatch
 from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, anchor_starts, byte_table, gather_bytes
 from ..tokenization.load import ResolvedTokenizer
 from .outcomes import record_outcomes
-from .schema import CELL_COLUMNS, SETTING_COLUMNS
+from .schema import CELL_COLUMNS, SETTING_COLUMNS, describe
 from .think import answer_starts
 from .tokenizers import resolve_tokenizers
 
@@ -731,6 +732,10 @@ def _score_tasks(
     """Prefix scores of every record with its task's parser (``parser`` names the variant, or is one parser for
     all; ``tasks``: the user's task files), the versions of the libraries that judged, and the parser name."""
     groups: dict = _task_rows(table)
+    if not hasattr(parser, "line_cuts"):
+        bad = gold_type_mismatch(table, find_tasks(list(groups), tasks))
+        if bad is not None:
+            raise BadInputError(f"{describe(table, bad[0])}: {bad[1]}")
     if not hasattr(parser, "line_cuts") and any(per_language(t, parser, files=tasks) for t in groups):
         groups = _language_rows(table, groups, parser, tasks)
 

@@ -42,11 +42,9 @@ resumed run reproduces an uninterrupted one.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .._io import regular_file
 from ..errors import BadInputError
 from ..ledger.backends import BACKENDS
 from ..spec import (
@@ -62,6 +60,7 @@ from ..spec import (
     default_model_name,
     int_range,
     judge_table,
+    read_toml,
     reading,
     seed_hash,
     server_options,
@@ -391,12 +390,8 @@ def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
 
 
 def read_spec_file(path: str | os.PathLike[str]) -> dict:
-    """The plain data of a TOML spec file (a one-line error when it does not parse)."""
-    try:
-        with open(regular_file(path, "round-trip spec"), "rb") as fh:
-            return tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise BadInputError(f"cannot read round-trip spec {path}: {exc}") from exc
+    """The plain data of a TOML spec file (a one-line error when it does not read or parse)."""
+    return read_toml(path, "round-trip spec")
 
 
 def load_spec(path: str | os.PathLike[str], overrides: dict | None = None, *, data_dir=None) -> RoundtripSpec:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -46,6 +45,7 @@ from ..data.languages import resolve_language
 from ..errors import BadInputError, MindcapError, first_line, with_context
 from ..resample import check_resamples, scale_budget
 from ..spec import (
+    MAX_NESTING,
     Alpha,
     BstarRule,
     Resamples,
@@ -54,8 +54,10 @@ from ..spec import (
     check_bstar,
     check_known,
     check_model,
+    check_nesting,
     check_prices,
     check_seed,
+    parse_toml,
     reading,
 )
 from .announcement import DEFAULT_GATE, announcement_gate, gate_decisions
@@ -121,15 +123,17 @@ def _read(path: Path) -> dict:
     suffix = path.suffix.lower()
     try:
         if suffix == ".toml":
-            return tomllib.loads(text)
+            return parse_toml(text, path, "protocol")
         if suffix in (".yaml", ".yml"):
             import yaml
 
             data = yaml.safe_load(text)
             if not isinstance(data, dict):
                 raise BadInputError("a protocol must be a mapping at the top level", source=path)
-            return data
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
+            return check_nesting(data, f"protocol {path}")
+    except RecursionError:
+        raise BadInputError(f"protocol {path} nests mappings or lists more than {MAX_NESTING} levels deep") from None
+    except ValueError as exc:
         raise BadInputError(f"not valid {suffix[1:].upper()}: {first_line(exc)}", source=path) from exc
     except Exception as exc:  # yaml.YAMLError; yaml is imported lazily
         if type(exc).__module__.startswith("yaml"):

@@ -4,13 +4,19 @@ local files (JSONL, JSON, CSV, Parquet) or a Hugging Face dataset (``datasets.lo
 Each row becomes a :class:`TaskItem`: the source's mapped fields (strings, as published: no normalisation, since
 they are what a prompt sends) and the gold answer, of the task's gold type after its normalisation. A missing
 field or a value of the wrong type is a one-line error naming the file (or dataset), the row and the field.
+
+Limits: an integer gold is ASCII digits with an optional leading ``-`` (no other digits, no second sign) and fits
+the ledger's 64-bit ``gold`` column; a CSV field may hold up to :data:`MAX_CSV_FIELD` characters (a long passage
+is a legitimate item); JSON nested past the parser's recursion is refused in one line.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +24,16 @@ from .._io import regular_file
 from ..config import load_config
 from ..data.mgsm import N_ITEMS, MgsmItem, load_mgsm
 from ..errors import BadInputError, MindcapError
+from ..spec import show
 from .model import GoldSpec, Task
+
+#: The longest CSV field read (characters): Python's csv module stops at 131,072 by default, shorter than a long
+#: passage may be; 16 Mi characters is far above any item and bounds what one field can hold.
+MAX_CSV_FIELD = 1 << 24
+#: an integer gold written as text: ASCII digits (``str.isdigit`` also takes ``'²'``), one optional minus sign
+_INTEGER = re.compile(r"-?[0-9]+")
+#: the ledger stores an integer gold as a 64-bit integer
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 @dataclass(frozen=True)
@@ -50,10 +65,14 @@ def _gold(value: object, spec: GoldSpec, where: str) -> int | str:
         if not isinstance(value, str):
             raise BadInputError(f"{where}: field {spec.field!r} must be a string, got {type(value).__name__}")
         return value
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        return int(value)
+    if isinstance(value, str) and _INTEGER.fullmatch(value) and len(value.lstrip("-")) <= 19:
+        value = int(value)  # 19 digits hold every 64-bit integer: int() never meets Python's digit limit here
     if not isinstance(value, int) or isinstance(value, bool):
-        raise BadInputError(f"{where}: field {spec.field!r} must be an integer, got {value!r}")
+        raise BadInputError(
+            f"{where}: field {spec.field!r} must be an integer (ASCII digits, an optional '-'), got {show(value)}"
+        )
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise BadInputError(f"{where}: field {spec.field!r} = {show(value)} is beyond the 64-bit integers a gold holds")
     return value
 
 
@@ -91,15 +110,43 @@ def _read_rows(path: Path) -> list:
         return pq.read_table(file).to_pylist()
     text = file.read_text("utf-8")
     if suffix == ".jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        # JSON lines end at "\n" only: a JSON string may hold U+2028 and other characters str.splitlines() splits at
+        return [_json(line, f"{path}: line {i}") for i, line in enumerate(text.split("\n"), 1) if line.strip()]
     if suffix == ".json":
-        rows = json.loads(text)
+        rows = _json(text, str(path))
         if not isinstance(rows, list):
             raise BadInputError(f"{path}: must hold a JSON list of rows")
         return rows
     if suffix == ".csv":
-        return list(csv.DictReader(text.splitlines()))
+        return _csv_rows(text, path)
     raise BadInputError(f"{path}: unknown data file type {suffix!r}; use .jsonl, .json, .csv or .parquet")
+
+
+def _json(text: str, where: str) -> object:
+    """The JSON value of ``text``; invalid JSON or JSON nested too deep to parse is one line naming ``where``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise BadInputError(f"{where}: JSON nested too deep to read") from None
+    except ValueError as exc:  # json.JSONDecodeError, and integers past Python's digit limit
+        raise BadInputError(f"{where}: not valid JSON: {exc}") from None
+
+
+def _csv_rows(text: str, path: Path) -> list[dict]:
+    """The rows of a CSV file with a header, fields up to :data:`MAX_CSV_FIELD` characters.
+
+    The csv module's field limit is process-wide: it is raised for this read and put back after it."""
+    previous = csv.field_size_limit(MAX_CSV_FIELD)
+    rows: list[dict] = []
+    try:
+        rows.extend(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise BadInputError(
+            f"{path}: row {len(rows) + 1}: not valid CSV: {exc} (a field may hold up to {MAX_CSV_FIELD} characters)"
+        ) from None
+    finally:
+        csv.field_size_limit(previous)
+    return rows
 
 
 def _from_files(task: Task, lang: str, data_dir) -> tuple[list, str]:
@@ -114,6 +161,8 @@ def _from_files(task: Task, lang: str, data_dir) -> tuple[list, str]:
         raise BadInputError(f"task {task.name}: data file missing: {path}") from exc
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise BadInputError(f"task {task.name}: cannot read {path}: {exc}") from exc
+    except RecursionError:  # a Parquet file's nested values
+        raise BadInputError(f"task {task.name}: cannot read {path}: values nested too deep") from None
 
 
 def dataset_location(task: Task, data_dir=None) -> str:

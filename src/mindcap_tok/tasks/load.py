@@ -1,16 +1,20 @@
-"""Reading task files: the built-in ones (``tasks/builtin/<name>.toml``) by name, a user's by path."""
+"""Reading task files: the built-in ones (``tasks/builtin/<name>.toml``) by name, a user's by path.
+
+A user's task may not take a built-in task's name (records name their task, so the two could not be told apart),
+and the task files given together may not name one task twice.
+"""
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from .._io import regular_file
 from ..errors import BadInputError
-from ..spec import reading, validate
+from ..spec import SpecError, read_toml, reading, validate
 from .model import Task, check_task
 
 _BUILTIN = "mindcap_tok.tasks.builtin"
@@ -35,17 +39,6 @@ def parse_task(data: object, source: object = "task", *, base: Path | None = Non
     return task
 
 
-def _read(path: Path, what: str) -> dict:
-    try:
-        return tomllib.loads(regular_file(path, what).read_text("utf-8"))
-    except OSError as exc:
-        raise BadInputError(f"cannot read {what} {path}: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise BadInputError(f"{what} {path} is not UTF-8 text: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInputError(f"{what} {path} is not valid TOML: {exc}") from exc
-
-
 @cache
 def _builtin(name: str) -> Task:
     text = resources.files(_BUILTIN).joinpath(f"{name}.toml").read_text("utf-8")
@@ -53,11 +46,30 @@ def _builtin(name: str) -> Task:
 
 
 def load_task(name_or_path: str | os.PathLike[str]) -> Task:
-    """A built-in task by name (``belebele``), else the task file at that path (``my-task.toml``)."""
+    """A built-in task by name (``belebele``), else the task file at that path (``my-task.toml``), whose task
+    may not take a built-in task's name."""
     text = os.fspath(name_or_path)
     if text in builtin_tasks():
         return _builtin(text)
     path = Path(text)
     if path.suffix != ".toml" and not path.exists():
         raise BadInputError(f"unknown task {text!r}: give a task file (.toml) or one of {', '.join(builtin_tasks())}")
-    return parse_task(_read(path, "task file"), path, base=path.resolve().parent)
+    task = parse_task(read_toml(path, "task file"), path, base=path.resolve().parent)
+    if task.name in builtin_tasks():
+        with reading(path):
+            raise SpecError("name", f"{task.name!r} is a built-in task's name; give your task a name of its own")
+    return task
+
+
+def load_task_files(files: Iterable[str | os.PathLike[str]]) -> dict[str, Task]:
+    """The tasks of the user's task ``files`` by name; two files naming the same task are refused in one line."""
+    found: dict[str, tuple[Task, str]] = {}
+    for file in files:
+        task = load_task(file)
+        if task.name in found and os.path.realpath(found[task.name][1]) != os.path.realpath(file):
+            raise BadInputError(
+                f"task files {found[task.name][1]} and {os.fspath(file)} both name task {task.name!r}; "
+                "give each task once"
+            )
+        found[task.name] = (task, os.fspath(file))
+    return {name: task for name, (task, _) in found.items()}

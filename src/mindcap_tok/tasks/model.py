@@ -2,8 +2,13 @@
 
 A task file is TOML, checked by these pydantic models in strict mode (no coercion, no unknown keys) through the
 spec layer (:func:`mindcap_tok.spec.validate`), so every refusal reads ``file: key: problem``. The checks that
-span keys (the native arm exists, every arm covers every language, a template uses only fields the source maps)
-are in :func:`check_task`. See the README's "Tasks" section for the format.
+span keys (the native arm exists, every arm covers every language, a template uses only fields the source maps,
+answer patterns compile) are in :func:`check_task`, so that a task file is checked whole when it is read. See the
+README's "Tasks" section for the format.
+
+Templates take plain named placeholders only (``{question}``): a format spec (``{question:>100000}``), a
+conversion (``{question!r}``), an attribute or an index (``{question.x}``, ``{question[0]}``) is refused, since
+each either fails only when a prompt is built or builds a prompt the file does not show.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..spec import SpecError
+from ..spec import SpecError, show
+from .answers.filter import filter_parser
+from .answers.regex import compile_answer_pattern
 
 _STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 #: a task or arm name: it names files and ledger values
@@ -130,10 +137,24 @@ class Task(BaseModel):
 
 
 def _placeholders(text: str, key: str) -> set[str]:
+    """The names of the placeholders of template ``text``, each a plain ``{name}`` (else a :class:`SpecError`)."""
     try:
-        return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+        parts = list(string.Formatter().parse(text))
     except ValueError as exc:
         raise SpecError(key, f"is not a valid template ({exc}; write a literal brace twice)") from None
+    names = set()
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        if not name or name.isdigit() or "." in name or "[" in name or spec or conversion:
+            written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise SpecError(
+                key,
+                f"placeholder {show(written)} must be a plain {{name}} (no position, format spec, conversion, "
+                "attribute or index; write a literal brace twice)",
+            )
+        names.add(name)
+    return names
 
 
 def _check_source(task: Task) -> None:
@@ -195,10 +216,19 @@ def _check_answer(task: Task) -> None:
         raise SpecError("answer.labels", "a choice answer needs its labels")
     if kind == "regex" and not task.answer.pattern:
         raise SpecError("answer.pattern", "a regex answer needs its pattern")
+    if task.answer.pattern is not None:
+        try:
+            compile_answer_pattern(task.answer.pattern)
+        except MindcapError as exc:
+            raise SpecError("answer.pattern", str(exc)) from None
     for name, spec in task.answer.filters.items():
-        for lang in spec.patterns:
+        for lang, pattern in spec.patterns.items():
             if lang != EVERY_LANGUAGE and lang not in task.languages:
                 raise SpecError(f"answer.filters.{name}.patterns.{lang}", "is not one of the task's languages")
+            try:
+                filter_parser(name, pattern, select=spec.select, compare=tuple(spec.compare))
+            except MindcapError as exc:
+                raise SpecError(f"answer.filters.{name}.patterns.{lang}", str(exc)) from None
     if (kind == "integer") != (task.gold.type == "integer"):
         raise SpecError("gold.type", f"must be {'integer' if kind == 'integer' else 'string'} for {kind} answers")
 

@@ -1,5 +1,6 @@
 """Each record's task and that task's native and comparator arms: what lets every statistic, the pricing and the
-audits compare a task's own two arms (``direct``/``english`` for a user's task) without naming any task."""
+audits compare a task's own two arms (``direct``/``english`` for a user's task) without naming any task; and
+whether each record's stored gold has its task's gold type (a user's task is known only once its file is given)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import BadInputError
-from .load import DEFAULT_TASK, builtin_tasks, load_task
+from .load import DEFAULT_TASK, builtin_tasks, load_task, load_task_files
 from .model import Task
 
 
@@ -29,7 +31,7 @@ def record_tasks(table: pa.Table | pd.DataFrame) -> np.ndarray:
 def find_tasks(names: Sequence[str], files: Sequence[str | os.PathLike[str]] = ()) -> dict[str, Task]:
     """The task of each name: a built-in one, or one of the user's task ``files`` (a ledger records a task by
     name; a task that is neither is a one-line error asking for its file)."""
-    given = {t.name: t for t in map(load_task, files)}
+    given = load_task_files(files)
     out = {}
     for name in dict.fromkeys(names):
         if name not in given and name not in builtin_tasks():
@@ -56,3 +58,28 @@ def task_arms(records: pa.Table | pd.DataFrame, files: Sequence[str | os.PathLik
     by name, the user's from ``files``)."""
     found = find_tasks(list(dict.fromkeys(record_tasks(records))), files)
     return TaskArms({n: t.native for n, t in found.items()}, {n: t.comparator for n, t in found.items()})
+
+
+def gold_type_mismatch(table: pa.Table, tasks: dict[str, Task]) -> tuple[int, str] | None:
+    """The first record whose stored gold is not of its task's gold type, as (row, problem), else ``None``: an
+    integer task's gold stored as text (``gold_text``) or a text task's stored as an integer (``gold``) would
+    never equal an answer read, and score 0 without a word. ``tasks``: each task the records name."""
+    names = table.column_names
+    n = table.num_rows
+    task_col = table.column("task").fill_null(DEFAULT_TASK) if "task" in names else pa.array([DEFAULT_TASK] * n)
+    gold = table.column("gold") if "gold" in names else pa.nulls(n, pa.int64())
+    text = table.column("gold_text") if "gold_text" in names else pa.nulls(n, pa.string())
+    for name, task in tasks.items():
+        rows = pc.equal(task_col, name)
+        integer = task.gold.type == "integer"
+        bad = pc.and_(rows, pc.is_valid(text) if integer else pc.is_valid(gold))
+        if pc.any(bad).as_py():
+            row = int(np.flatnonzero(bad.to_numpy(zero_copy_only=False))[0])
+            if integer:
+                value = text[row].as_py()
+                return row, (f"gold = {value!r} is stored as text, but task {name!r} takes an integer gold; store "
+                             "its records with integer golds")  # fmt: skip
+            value = gold[row].as_py()
+            return row, (f"gold = {value} is stored as an integer, but task {name!r} takes a text gold; store its "
+                         f'records with text golds ("{value}")')  # fmt: skip
+    return None
