@@ -532,10 +532,10 @@ class Ledger:
         :meth:`text_mismatches`).
         """
         self.check_new_location()
+        table = validate_records(records)  # before the lock: invalid records leave no new ledger folder behind
         with self._lock():
             manifest = self.manifest()
             self._recover(manifest)
-            table = validate_records(records)
             sizes, tok_entries = self._vocab_sizes(table, tokenizer, manifest.get("tokenizers", {}))
             check_token_ids(table, sizes)
             stored = self._stored(table, manifest, skip_existing)
