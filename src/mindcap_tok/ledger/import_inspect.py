@@ -37,7 +37,7 @@ import re
 import struct
 import zipfile
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,7 +50,7 @@ from ..tasks.load import builtin_tasks, load_task
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .import_logs import commit
-from .importer import mib
+from .importer import human
 from .schema import registry_model_name
 from .store import Ledger, ShardInfo
 
@@ -139,7 +139,7 @@ def check_log_size(path: Path, *, member_limit: int | None = None, log_limit: in
         raise BadInputError(f"{path}: cannot read the inspect log ({exc.strerror or exc})") from exc
     if path.suffix != ".eval":
         if size > log_limit:
-            raise BadInputError(f"{path}: the inspect log holds {mib(size)}, more than the limit {mib(log_limit)}")
+            raise BadInputError(f"{path}: the inspect log holds {human(size)}, more than the limit {human(log_limit)}")
         return
     try:
         with zipfile.ZipFile(path) as archive:
@@ -149,13 +149,13 @@ def check_log_size(path: Path, *, member_limit: int | None = None, log_limit: in
     for info in members:  # what the zip declares: refused before anything is inflated
         if info.file_size > member_limit:
             raise BadInputError(
-                f"{path}: member {info.filename!a} declares {mib(info.file_size)} inflated, more than the limit "
-                f"{mib(member_limit)} per member"
+                f"{path}: member {info.filename!a} declares {human(info.file_size)} inflated, more than the limit "
+                f"{human(member_limit)} per member"
             )
     declared = sum(info.file_size for info in members)
     if declared > log_limit:
         raise BadInputError(
-            f"{path}: its members declare {mib(declared)} inflated, more than the limit {mib(log_limit)} per log"
+            f"{path}: its members declare {human(declared)} inflated, more than the limit {human(log_limit)} per log"
         )
     total = 0
     with pa.OSFile(str(path)) as raw:
@@ -163,11 +163,11 @@ def check_log_size(path: Path, *, member_limit: int | None = None, log_limit: in
             size = _inflated_size(raw, info, min(member_limit, log_limit - total), path)
             if size > member_limit:
                 raise BadInputError(
-                    f"{path}: member {info.filename!a} inflates to more than the limit {mib(member_limit)} per member"
+                    f"{path}: member {info.filename!a} inflates to more than the limit {human(member_limit)} per member"
                 )
             total += size
             if total > log_limit:
-                raise BadInputError(f"{path}: its members inflate to more than the limit {mib(log_limit)} per log")
+                raise BadInputError(f"{path}: its members inflate to more than the limit {human(log_limit)} per log")
 
 
 def _inflated_size(raw: pa.NativeFile, info: zipfile.ZipInfo, budget: int, path: Path) -> int:
@@ -200,7 +200,7 @@ def _inflated_size(raw: pa.NativeFile, info: zipfile.ZipInfo, budget: int, path:
     return size
 
 
-def _deflate_chunks(data: pa.NativeFile):
+def _deflate_chunks(data: pa.NativeFile) -> Iterator[bytes]:
     """A raw Deflate stream inflated at most :data:`_CHUNK` bytes at a time (zlib's ``max_length``)."""
     inflate = zlib.decompressobj(-15)
     pending = b""
@@ -213,7 +213,7 @@ def _deflate_chunks(data: pa.NativeFile):
         pending = inflate.unconsumed_tail
 
 
-def _zstd_chunks(data: pa.NativeFile):
+def _zstd_chunks(data: pa.NativeFile) -> Iterator[bytes]:
     """A Zstandard stream (one frame or several) decompressed :data:`_CHUNK` bytes at a time (pyarrow's
     streaming decoder, already a dependency, holds one chunk and the frame window)."""
     stream = pa.CompressedInputStream(data, "zstd")

@@ -46,7 +46,7 @@ from ..errors import BadInputError, MindcapError
 from ..tasks.load import load_task
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
-from .importer import _lines, mib
+from .importer import _lines, human
 from .schema import registry_model_name
 
 #: ``max_gen_toks`` of lm-eval's ``hf`` and ``vllm`` models when a task sets none (lm-eval 0.4.13)
@@ -98,8 +98,8 @@ def find_logs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, Path 
     total = sum(_size(samples) for samples, _ in out)
     if total > SAMPLES_LIMIT:
         raise BadInputError(
-            f"{', '.join(str(p) for p in paths)}: the samples files hold {mib(total)}, more than the "
-            f"{mib(SAMPLES_LIMIT)} one import reads; import them in parts"
+            f"{', '.join(str(p) for p in paths)}: the samples files hold {human(total)}, more than the "
+            f"{human(SAMPLES_LIMIT)} one import reads; import them in parts"
         )
     return out
 
@@ -116,7 +116,7 @@ def _results(path: Path | None) -> dict:
     if path is None:
         return {}
     if _size(path) > RESULTS_LIMIT:
-        raise BadInputError(f"{path}: more than {mib(RESULTS_LIMIT)}, not an lm-eval results file")
+        raise BadInputError(f"{path}: more than {human(RESULTS_LIMIT)}, not an lm-eval results file")
     try:
         data = json.loads(path.read_text("utf-8"))
     except RecursionError as exc:

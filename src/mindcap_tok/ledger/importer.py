@@ -84,9 +84,11 @@ class ImportResult:
     over_cap: int = 0
 
 
-def mib(n: int) -> str:
-    """A size as a limit message states it: ``32 MiB``, or bytes under one MiB."""
-    return f"{n:,} bytes" if n < 1 << 20 else f"{n / (1 << 20):,.0f} MiB"
+def human(n: int) -> str:
+    """A byte count as limit messages state it: ``1 GiB``, ``32 MiB``, or bytes under one MiB."""
+    if n < 1 << 20:
+        return f"{n:,} bytes"
+    return f"{n >> 30:,} GiB" if n % (1 << 30) == 0 else f"{n / (1 << 20):,.0f} MiB"
 
 
 #: a ``\uD800``-``\uDFFF`` escape: JSON can spell a lone surrogate, which is not text (and not UTF-8)
@@ -116,7 +118,7 @@ def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, dict, int]]:
     while raw := stream.readline(LINE_LIMIT + 1):
         number += 1
         if len(raw) > LINE_LIMIT and not raw.endswith(b"\n"):
-            raise MindcapError(f"{name}:{number}: line longer than {mib(LINE_LIMIT)} (the most a record may take)")
+            raise MindcapError(f"{name}:{number}: line longer than {human(LINE_LIMIT)} (the most a record may take)")
         try:
             line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as exc:
