@@ -181,7 +181,7 @@ def _inflated_size(raw: pa.NativeFile, info: zipfile.ZipInfo, budget: int, path:
         header = raw.get_stream(info.header_offset, _LOCAL_HEADER.size).read()
         magic, name_length, extra_length = _LOCAL_HEADER.unpack(header)
         if magic != b"PK\x03\x04":
-            raise ValueError("no local file header where the central directory points")
+            raise BadInputError(f"{where}: no local file header where the central directory points (not a zip)")
         start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
         data = raw.get_stream(start, info.compress_size)
         if info.compress_type == _ZSTANDARD:
@@ -208,7 +208,7 @@ def _deflate_chunks(data: pa.NativeFile) -> Iterator[bytes]:
         if not pending:
             pending = data.read(_CHUNK)
             if not pending:
-                raise ValueError("the Deflate stream ends early")
+                raise zlib.error("the Deflate stream ends early")
         yield inflate.decompress(pending, _CHUNK)
         pending = inflate.unconsumed_tail
 
