@@ -92,6 +92,10 @@ def import_command(
     task name (mgsm_native_cot_th: mgsm, tha_Thai, native; mgsm_en_cot_th: pivot; other tasks need --task), the
     cap from max_gen_toks (lm-eval's default 256 when unset, marked), ids re-encoded with --tokenizer (required)
     and the finish reason inferred from them (length when they reach the cap). All files in one commit.
+
+    --from inspect reads inspect_ai logs (.eval, .json) through inspect (the inspect extra). Limits: a .eval log's
+    members may inflate to 256 MiB each and 1 GiB together (a .json log: 1 GiB), checked before inspect reads it;
+    lm-eval samples files hold at most 1 GiB together; a JSON line at most 32 MiB.
     """
     if source != "jsonl":
         if allow_text_mismatch:

@@ -21,25 +21,49 @@ sample's completion becomes one record:
 
 Everything is read and checked before anything is written, and :func:`import_inspect` adds all records in one
 commit: a malformed log, an unmappable task or a model mismatch leaves the ledger as it was.
+
+inspect reads a whole log into memory, so each log is checked before it is handed to inspect
+(:func:`check_log_size`): a ``.json`` log may hold at most :data:`LOG_LIMIT` bytes, and a ``.eval`` log's members
+(stored, Deflate or Zstandard) at most :data:`MEMBER_LIMIT` bytes each and :data:`LOG_LIMIT` together once
+inflated. The sizes the zip declares are checked first, then every member is inflated as a stream, counting
+its bytes and stopping past the limit, so a zip that understates its sizes is caught too; memory stays at
+about one chunk.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import re
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+
+from .._io import regular_file
 from ..data.mgsm import parse_gold
-from ..errors import MindcapError, MissingExtraError, first_line
+from ..errors import BadInputError, MindcapError, MissingExtraError, first_line
 from ..tasks.load import builtin_tasks, load_task
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
-from ..tokenization.registry import canonical_model_name, registry
-from .schema import RecordError
+from .import_logs import commit
+from .importer import human
+from .schema import registry_model_name
 from .store import Ledger, ShardInfo
 
 LOG_SUFFIXES = (".eval", ".json")
+#: the most bytes one member of a ``.eval`` log (one sample's JSON, the header) may inflate to
+MEMBER_LIMIT = 256 << 20
+#: the most bytes a whole log may hold once inflated (a ``.json`` log: its size)
+LOG_LIMIT = 1 << 30
+#: bytes read or inflated at a time while checking a log
+_CHUNK = 1 << 20
+#: zip compression methods inspect writes: stored, Deflate, Zstandard
+_STORED, _DEFLATED, _ZSTANDARD = 0, 8, 93
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, (version .. sizes), name length, extra length
 #: inspect's stop reasons that say how a completion ended
 _FINISH = {"stop": "stop", "max_tokens": "length"}
 
@@ -78,31 +102,122 @@ def _read_eval_log():
 
 
 def log_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """The log files named by ``paths``: each a ``.eval``/``.json`` file or a folder of them (its own files)."""
+    """The log files named by ``paths``: each a ``.eval``/``.json`` file or a folder of them (its own files).
+
+    A FIFO, socket or device, given or inside a given folder under a log's name, is refused (never opened: a
+    FIFO would block the reader); sub-folders of a log folder are not searched."""
     found: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.suffix in LOG_SUFFIXES and p.is_file())
+            inside = sorted(p for p in path.iterdir() if p.suffix in LOG_SUFFIXES and not p.is_dir())
             if not inside:
-                raise MindcapError(f"{path}: folder holds no inspect log (*.eval, *.json)")
-            found += inside
-        elif not path.is_file():
-            raise MindcapError(f"{path}: no such log file or folder")
-        elif path.suffix not in LOG_SUFFIXES:
-            raise MindcapError(f"{path}: not an inspect log (a .eval or .json file)")
-        else:
-            found.append(path)
+                raise BadInputError(f"{path}: folder holds no inspect log (*.eval, *.json)")
+            found += [regular_file(p, "inspect log") for p in inside]
+            continue
+        regular_file(path, "inspect log")
+        if not path.is_file():
+            raise BadInputError(f"{path}: no such log file or folder")
+        if path.suffix not in LOG_SUFFIXES:
+            raise BadInputError(f"{path}: not an inspect log (a .eval or .json file)")
+        found.append(path)
     return found
 
 
-def _registry_name(name: str) -> str | None:
-    """The registry model ``name`` names (an alias or a Hugging Face id such as ``Qwen/Qwen3-8B``), else ``None``."""
-    known = canonical_model_name(name)
-    if known is not None:
-        return known
-    low = name.lower()
-    return next((e.name for e in registry().values() if e.hf_id is not None and e.hf_id.lower() == low), None)
+def check_log_size(path: Path, *, member_limit: int | None = None, log_limit: int | None = None) -> None:
+    """Refuse, in one line naming ``path``, a log that would inflate past the limits (see the module docs).
+
+    ``member_limit`` and ``log_limit`` default to :data:`MEMBER_LIMIT` and :data:`LOG_LIMIT`. A ``.eval`` log
+    that is not a zip inspect could read (encrypted members, another compression method, a damaged member) is
+    refused here as well.
+    """
+    member_limit = MEMBER_LIMIT if member_limit is None else member_limit
+    log_limit = LOG_LIMIT if log_limit is None else log_limit
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read the inspect log ({exc.strerror or exc})") from exc
+    if path.suffix != ".eval":
+        if size > log_limit:
+            raise BadInputError(f"{path}: the inspect log holds {human(size)}, more than the limit {human(log_limit)}")
+        return
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+        raise BadInputError(f"{path}: not a readable inspect log (not a zip archive: {first_line(exc)})") from exc
+    for info in members:  # what the zip declares: refused before anything is inflated
+        if info.file_size > member_limit:
+            raise BadInputError(
+                f"{path}: member {info.filename!a} declares {human(info.file_size)} inflated, more than the limit "
+                f"{human(member_limit)} per member"
+            )
+    declared = sum(info.file_size for info in members)
+    if declared > log_limit:
+        raise BadInputError(
+            f"{path}: its members declare {human(declared)} inflated, more than the limit {human(log_limit)} per log"
+        )
+    total = 0
+    with pa.OSFile(str(path)) as raw:
+        for info in members:  # what the members really hold: inflated as a stream, stopped past the limit
+            size = _inflated_size(raw, info, min(member_limit, log_limit - total), path)
+            if size > member_limit:
+                raise BadInputError(
+                    f"{path}: member {info.filename!a} inflates to more than the limit {human(member_limit)} per member"
+                )
+            total += size
+            if total > log_limit:
+                raise BadInputError(f"{path}: its members inflate to more than the limit {human(log_limit)} per log")
+
+
+def _inflated_size(raw: pa.NativeFile, info: zipfile.ZipInfo, budget: int, path: Path) -> int:
+    """The bytes member ``info`` inflates to, counted in chunks and no longer once past ``budget``."""
+    where = f"{path}: member {info.filename!a}"
+    if info.flag_bits & 0x1:
+        raise BadInputError(f"{where} is encrypted (not an inspect log)")
+    if info.compress_type not in (_STORED, _DEFLATED, _ZSTANDARD):
+        raise BadInputError(f"{where} uses zip compression method {info.compress_type}, which inspect does not write")
+    try:
+        header = raw.get_stream(info.header_offset, _LOCAL_HEADER.size).read()
+        magic, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+        if magic != b"PK\x03\x04":
+            raise BadInputError(f"{where}: no local file header where the central directory points (not a zip)")
+        start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+        data = raw.get_stream(start, info.compress_size)
+        if info.compress_type == _ZSTANDARD:
+            chunks = _zstd_chunks(data)
+        elif info.compress_type == _DEFLATED:
+            chunks = _deflate_chunks(data)
+        else:
+            chunks = iter(lambda: data.read(_CHUNK), b"")
+        size = 0
+        for chunk in chunks:
+            size += len(chunk)
+            if size > budget:
+                break
+    except (struct.error, ValueError, zlib.error, pa.ArrowException, OSError) as exc:
+        raise BadInputError(f"{where} cannot be read ({first_line(exc)}): not a readable inspect log") from exc
+    return size
+
+
+def _deflate_chunks(data: pa.NativeFile) -> Iterator[bytes]:
+    """A raw Deflate stream inflated at most :data:`_CHUNK` bytes at a time (zlib's ``max_length``)."""
+    inflate = zlib.decompressobj(-15)
+    pending = b""
+    while not inflate.eof:
+        if not pending:
+            pending = data.read(_CHUNK)
+            if not pending:
+                raise zlib.error("the Deflate stream ends early")
+        yield inflate.decompress(pending, _CHUNK)
+        pending = inflate.unconsumed_tail
+
+
+def _zstd_chunks(data: pa.NativeFile) -> Iterator[bytes]:
+    """A Zstandard stream (one frame or several) decompressed :data:`_CHUNK` bytes at a time (pyarrow's
+    streaming decoder, already a dependency, holds one chunk and the frame window)."""
+    stream = pa.CompressedInputStream(data, "zstd")
+    return iter(lambda: stream.read(_CHUNK), b"")
 
 
 def _model_name(model: str) -> tuple[str, str]:
@@ -124,8 +239,10 @@ def _task_of(log, sample, given: Task | None, where: str) -> Task:
     named = _metadata(sample, log.eval.metadata or {}, "task")
     if named is None:
         named = log.eval.task.rpartition("@")[2].rpartition("/")[2]
+    if not isinstance(named, str):
+        raise BadInputError(f"{where}: metadata task = {named!r} is not a task name")
     if named not in builtin_tasks():
-        raise MindcapError(
+        raise BadInputError(
             f"{where}: inspect task {named!r} is not a built-in task ({', '.join(builtin_tasks())}); "
             "pass --task NAME|FILE or set 'task' in the eval's or the samples' metadata"
         )
@@ -135,23 +252,28 @@ def _task_of(log, sample, given: Task | None, where: str) -> Task:
 def _gold(target, task: Task, where: str) -> int | str:
     values = [target] if isinstance(target, str) else list(target)
     if len(values) != 1 or not isinstance(values[0], str):
-        raise MindcapError(f"{where}: target {target!r} is not one gold answer")
+        raise BadInputError(f"{where}: target {target!r} is not one gold answer")
     if task.gold.type != "integer":
         return values[0]
     try:
         return parse_gold(values[0])
     except MindcapError as exc:
-        raise MindcapError(
+        raise BadInputError(
             f"{where}: target {values[0]!r} is not an integer, but task {task.name!r} takes one"
         ) from exc
 
 
+#: a sample id spelled as a non-negative integer (ASCII digits only: ``str.isdigit`` admits ``'²'``)
+_ITEM_ID = re.compile(r"[0-9]{1,18}")
+
+
 def _item(sample, where: str) -> int:
+    """The item of a sample: ``item`` in its metadata, else its id, an integer or one spelled in ASCII digits."""
     item = (sample.metadata or {}).get("item", sample.id)
-    if isinstance(item, str) and item.isdigit():
+    if isinstance(item, str) and _ITEM_ID.fullmatch(item):
         item = int(item)
     if not isinstance(item, int) or isinstance(item, bool):
-        raise MindcapError(f"{where}: sample id {item!r} is not an integer; set 'item' in the sample's metadata")
+        raise BadInputError(f"{where}: sample id {item!r} is not an integer; set 'item' in the sample's metadata")
     return item
 
 
@@ -190,13 +312,13 @@ def _log_records(log, where: str, task: Task | None, model: str) -> tuple[list[d
         sample_task = _task_of(log, sample, task, at)
         lang = _metadata(sample, eval_meta, "lang")
         if not isinstance(lang, str):
-            raise MindcapError(f"{at}: no language; set 'lang' in the sample's or the eval's metadata")
+            raise BadInputError(f"{at}: no language; set 'lang' in the sample's or the eval's metadata")
         cap = _event_cap(sample) or run_cap
         if cap is None:
-            raise MindcapError(f"{at}: the log holds no max_tokens (no generate config, no model event)")
+            raise BadInputError(f"{at}: the log holds no max_tokens (no generate config, no model event)")
         reason = sample.output.stop_reason
         if reason not in (*_FINISH, "unknown"):
-            raise MindcapError(f"{at}: stop reason {reason!r} is neither a stop nor the cap (cannot be imported)")
+            raise BadInputError(f"{at}: stop reason {reason!r} is neither a stop nor the cap (cannot be imported)")
         usage = sample.output.usage
         sources.append(at)
         records.append(
@@ -238,6 +360,8 @@ def read_inspect_logs(
     """
     files = log_files(paths)
     read_eval_log = _read_eval_log()
+    for path in files:  # every log before inspect reads any: one it must not read is refused first
+        check_log_size(path)
     tok = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
     given = load_task(task) if task is not None else None
     result = InspectLogs(logs=[str(p) for p in files], records=[])
@@ -245,17 +369,17 @@ def read_inspect_logs(
         try:
             log = read_eval_log(str(path))
         except Exception as exc:  # inspect raises many kinds (zip, JSON, pydantic): each is a malformed log
-            raise MindcapError(f"{path}: not a readable inspect log ({first_line(exc)})") from exc
+            raise BadInputError(f"{path}: not a readable inspect log ({first_line(exc)})") from exc
         name = _model_name(log.eval.model)[1]
-        known, wanted = _registry_name(name), _registry_name(tok.name)
+        known, wanted = registry_model_name(name), registry_model_name(tok.name)
         if known is not None and wanted is not None and known != wanted:
-            raise MindcapError(f"{path}: the log's model is {name} ({known}), but --tokenizer is {tok.name}")
+            raise BadInputError(f"{path}: the log's model is {name} ({known}), but --tokenizer is {tok.name}")
         records, sources, errored = _log_records(log, str(path), given, known or name)
         result.records += records
         result.sources += sources
         result.errored += errored
     if not result.records:
-        raise MindcapError(f"{', '.join(result.logs)}: no completed samples to import")
+        raise BadInputError(f"{', '.join(result.logs)}: no completed samples to import")
     prompts = tok.encode_batch([r["prompt"] for r in result.records])
     outputs = tok.encode_batch([r["text"] for r in result.records])
     for rec, prompt_ids, output_ids in zip(result.records, prompts, outputs, strict=True):
@@ -277,7 +401,7 @@ def read_logs(
     """:func:`read_inspect_logs` as :func:`mindcap_tok.ledger.import_logs.import_logs` calls a reader (at most
     one task file: it applies to every log whose task is not built in)."""
     if len(tasks) > 1:
-        raise MindcapError("inspect logs take one task file (the task of logs whose task is not built in)")
+        raise BadInputError("inspect logs take one task file (the task of logs whose task is not built in)")
     return read_inspect_logs(paths, tokenizer=tokenizer, task=tasks[0] if tasks else None)
 
 
@@ -298,9 +422,6 @@ def import_inspect(
     led.check_new_location()
     tok = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
     read = read_inspect_logs(paths, tokenizer=tok, task=task, tokenizers_dir=tokenizers_dir)
-    try:
-        shards = led.append(read.records, {tok.name: tok}, skip_existing=True)
-    except RecordError as exc:
-        raise MindcapError(f"{read.sources[exc.index]}: {exc}") from exc
+    shards = commit(led, read.records, tok, ", ".join(map(str, paths)), read.sources)
     added = sum(s.rows for s in shards)
     return InspectImport(read, str(led.root), added=added, skipped=len(read.records) - added, shards=shards)

@@ -20,7 +20,14 @@ Each response of a sample (``resps[0][j]``) is one record, sample ``j``:
   sampling): it is kept as it is, and counted (:attr:`LmevalRecords.over_cap`);
 - seed: the run's ``torch_seed`` (0 without a results file); generator ``lm-eval`` and its version.
 
-A results file naming a model (``model_args`` ``pretrained=...``) that is not the tokenizer's is refused.
+A results file naming a model (``model_args`` ``pretrained=...``) that is not the tokenizer's is refused. The
+model is stored by registry name where the name is a registry model's (``Qwen/Qwen3-8B`` -> ``qwen3-8b``), any
+other name as given (``my-org/qwen3-8b-ft``).
+
+Every record of every file is held in memory until the one commit, so the samples files may hold at most
+:data:`SAMPLES_LIMIT` bytes together, a results file :data:`RESULTS_LIMIT` bytes and a line
+:data:`~mindcap_tok.ledger.importer.LINE_LIMIT` bytes, each checked before it is parsed. A FIFO, socket or
+device named like a samples or results file is refused (never opened).
 """
 
 from __future__ import annotations
@@ -32,17 +39,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._io import regular_file
 from ..data.languages import resolve_language
 from ..data.mgsm import parse_gold
 from ..errors import BadInputError, MindcapError
 from ..tasks.load import load_task
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
-from ..tokenization.registry import canonical_model_name
-from .importer import _lines
+from .importer import _lines, human
+from .schema import registry_model_name
 
 #: ``max_gen_toks`` of lm-eval's ``hf`` and ``vllm`` models when a task sets none (lm-eval 0.4.13)
 LMEVAL_DEFAULT_CAP = 256
+#: the most bytes the samples files of one import may hold together (their records are held in memory)
+SAMPLES_LIMIT = 1 << 30
+#: the most bytes a results file may hold (lm-eval writes a few hundred KB)
+RESULTS_LIMIT = 64 << 20
 #: lm-eval's MGSM task families: name prefix -> (task, arm)
 MGSM_FAMILIES = {"mgsm_native_cot_": ("mgsm", "native"), "mgsm_en_cot_": ("mgsm", "pivot")}
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<time>[^_]+)\.jsonl$")
@@ -56,43 +68,89 @@ class LmevalRecords:
     records: list[dict] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     over_cap: int = 0
+    #: where each record came from (``samples_….jsonl:3 (response 0)``), for messages
+    sources: list[str] = field(default_factory=list)
 
 
 def find_logs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, Path | None]]:
     """Each ``samples_<task>_<time>.jsonl`` among ``paths`` (files, or folders searched recursively) with the
-    ``results_<time>.json`` beside it, if there is one."""
+    ``results_<time>.json`` beside it, if there is one. A FIFO, socket or device named like either is refused."""
     found: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            inside = sorted(p for p in path.rglob("samples_*.jsonl") if p.is_file())
+            inside = sorted(p for p in path.rglob("samples_*.jsonl") if not p.is_dir())
             if not inside:
                 raise BadInputError(f"{path}: no lm-eval samples file (samples_<task>_<time>.jsonl) in this folder")
-            found += inside
-        elif path.is_file():
-            if _SAMPLES.match(path.name) is None:
-                raise BadInputError(f"{path}: not an lm-eval samples file (samples_<task>_<time>.jsonl)")
-            found.append(path)
-        else:
+            found += [regular_file(p, "lm-eval samples file") for p in inside]
+            continue
+        regular_file(path, "lm-eval samples file")
+        if not path.is_file():
             raise BadInputError(f"{path}: no such file or folder")
+        if _SAMPLES.match(path.name) is None:
+            raise BadInputError(f"{path}: not an lm-eval samples file (samples_<task>_<time>.jsonl)")
+        found.append(path)
     out = []
     for samples in dict.fromkeys(found):
         time = _SAMPLES.match(samples.name)["time"]
         results = samples.with_name(f"results_{time}.json")
-        out.append((samples, results if results.is_file() else None))
+        out.append((samples, regular_file(results, "lm-eval results file") if os.path.lexists(results) else None))
+    total = sum(_size(samples) for samples, _ in out)
+    if total > SAMPLES_LIMIT:
+        raise BadInputError(
+            f"{', '.join(str(p) for p in paths)}: the samples files hold {human(total)}, more than the "
+            f"{human(SAMPLES_LIMIT)} one import reads; import them in parts"
+        )
     return out
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as exc:
+        raise BadInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
 def _results(path: Path | None) -> dict:
+    """The results file's object, its fields that are read checked for their types."""
     if path is None:
         return {}
+    if _size(path) > RESULTS_LIMIT:
+        raise BadInputError(f"{path}: more than {human(RESULTS_LIMIT)}, not an lm-eval results file")
     try:
         data = json.loads(path.read_text("utf-8"))
+    except RecursionError as exc:
+        raise BadInputError(f"{path}: not a readable lm-eval results file (JSON nested too deeply)") from exc
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise BadInputError(f"{path}: not a readable lm-eval results file ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("configs", {}), dict):
         raise BadInputError(f"{path}: not an lm-eval results file (expected an object with 'configs')")
+    config = data.get("config")
+    args = config.get("model_args") if isinstance(config, dict) else None
+    shapes = [
+        ("config", config, dict),
+        ("config.model_args", args, str | dict),
+        *((f"config.model_args.{k}", args.get(k), str) for k in ("pretrained", "model") if isinstance(args, dict)),
+        ("model_name", data.get("model_name"), str),
+        ("lm_eval_version", data.get("lm_eval_version"), str),
+        ("torch_seed", data.get("torch_seed"), int),
+    ]
+    for task, task_config in data.get("configs", {}).items():
+        shapes.append((f"configs.{task}", task_config, dict))
+        if isinstance(task_config, dict):
+            shapes.append((f"configs.{task}.generation_kwargs", task_config.get("generation_kwargs"), dict))
+    for key, value, kind in shapes:
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise BadInputError(f"{path}: {key} = {_short(value)} is not {_KIND_WORDS[kind]}")
     return data
+
+
+_KIND_WORDS = {dict: "an object", str: "a string", int: "an integer", str | dict: "a string or an object"}
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def log_model(results: dict) -> str | None:
@@ -113,7 +171,7 @@ def _model_keys(name: str) -> set[str]:
     """Names one model goes by: its registry name, its resolved path, and its last path part (lower case)."""
     keys = {name.rstrip("/").rsplit("/", 1)[-1].lower()}
     for candidate in (name, name.rstrip("/").rsplit("/", 1)[-1]):
-        canonical = canonical_model_name(candidate)
+        canonical = registry_model_name(candidate)
         if canonical is not None:
             keys.add(canonical.lower())
     path = Path(name).expanduser()
@@ -162,12 +220,13 @@ def map_task(name: str, tasks: Sequence) -> tuple[str, str, str]:
     )
 
 
-def _cap(line_kwargs: object, config: dict) -> tuple[int, bool]:
-    for kwargs in (line_kwargs, (config.get("generation_kwargs") or {})):
+def _cap(line_kwargs: dict | None, config: dict, where: str, results: Path | None) -> tuple[int, bool]:
+    """The cap of a sample (its kwargs, else its task's config in the results file) and whether it is inferred."""
+    for kwargs, at in ((line_kwargs, where), (config.get("generation_kwargs"), f"{results}: configs")):
         if isinstance(kwargs, dict) and kwargs.get("max_gen_toks") is not None:
             cap = kwargs["max_gen_toks"]
             if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-                raise BadInputError(f"max_gen_toks = {cap!r} is not a positive integer")
+                raise BadInputError(f"{at}: max_gen_toks = {_short(cap)} is not a positive integer")
             return cap, False
     return LMEVAL_DEFAULT_CAP, True
 
@@ -202,7 +261,10 @@ def _sample(obj: dict, where: str) -> tuple[int, object, list[str], str, object]
     first = args.get("gen_args_0") if isinstance(args, dict) else None
     if not isinstance(first, dict) or not isinstance(first.get("arg_0"), str):
         raise BadInputError(f"{where}: arguments lacks gen_args_0.arg_0 (the prompt)")
-    return doc_id, obj["target"], resps[0], first["arg_0"], first.get("arg_1")
+    kwargs = first.get("arg_1")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise BadInputError(f"{where}: gen_args_0.arg_1 = {_short(kwargs)} is not an object (the generation kwargs)")
+    return doc_id, obj["target"], resps[0], first["arg_0"], kwargs
 
 
 def read_lmeval_logs(
@@ -220,15 +282,19 @@ def read_lmeval_logs(
         logged = log_model(results)
         if logged is not None:
             check_log_model(logged, tokenizer.name, where=str(results_path))
-        model = (canonical_model_name(logged) or logged) if logged else tokenizer.name
+        model = (registry_model_name(logged) or logged) if logged else tokenizer.name
         lm_task = _SAMPLES.match(samples.name)["task"]
         task, lang, arm = map_task(lm_task, user_tasks)
         spec = next((t for t in user_tasks if t.name == task), None) or load_task(task)
         config = (results.get("configs") or {}).get(lm_task) or {}
         seed = results.get("torch_seed")
         seen: dict[int, tuple[list[str], int]] = {}
-        with open(samples, "rb") as stream:
-            for number, obj in _lines(stream, str(samples)):
+        try:
+            stream = open(samples, "rb")  # noqa: SIM115 - closed by the with below; an open error is one line
+        except OSError as exc:
+            raise BadInputError(f"cannot read {samples}: {exc.strerror or exc}") from exc
+        with stream:
+            for number, obj, _ in _lines(stream, str(samples)):
                 where = f"{samples}:{number}"
                 doc_id, target, texts, prompt, kwargs = _sample(obj, where)
                 if doc_id in seen:
@@ -238,9 +304,10 @@ def read_lmeval_logs(
                         )
                     continue  # the same sample under another filter
                 seen[doc_id] = (texts, number)
-                cap, inferred = _cap(kwargs, config)
+                cap, inferred = _cap(kwargs, config, where, results_path)
                 gold = _gold(spec, target, where)
                 for j, text in enumerate(texts):
+                    out.sources.append(f"{where} (response {j})")
                     pending.append(
                         {
                             "model": model,
@@ -249,7 +316,7 @@ def read_lmeval_logs(
                             "task": task,
                             "item": doc_id,
                             "sample": j,
-                            "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else 0,
+                            "seed": 0 if seed is None else seed,
                             "cap": cap,
                             "cap_inferred": inferred,
                             "template_id": f"lm-eval:{lm_task}",

@@ -4,7 +4,8 @@ A reader is ``read(paths, tokenizer, *, tasks)`` returning an object with ``reco
 ``over_cap`` (how many re-encode to more ids than their cap); :data:`READERS` names each by module and function,
 imported on use (the inspect reader needs the ``inspect`` extra). Every record of every file is read, mapped and
 checked before the one commit, so a bad log leaves the ledger as it was; rerunning skips records already stored
-identically.
+identically. A record the ledger refuses is one line naming its file and line (the reader's ``sources``), and a
+write that fails (a full disk) is one line saying that nothing was committed.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import importlib
 import os
 from collections.abc import Sequence
 
-from ..errors import BadInputError
+from ..errors import BadInputError, MindcapError, first_line
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .importer import ImportResult
-from .store import Ledger
+from .schema import RecordError
+from .store import Ledger, ShardInfo
 
 #: ``--from`` value -> (module of this package, reader function)
 READERS = {
@@ -50,12 +52,36 @@ def import_logs(
     led.check_new_location()
     tok = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
     got = read(list(paths), tok, tasks=tasks)
-    if not got.records:
-        raise BadInputError(f"the {source} logs at {', '.join(map(str, paths))} hold no records")
-    written = led.append(got.records, {tok.name: tok}, skip_existing=True)
-    added = sum(s.rows for s in written)
     name = ", ".join(map(str, paths))
+    if not got.records:
+        raise BadInputError(f"the {source} logs at {name} hold no records")
+    written = commit(led, got.records, tok, name, getattr(got, "sources", None))
+    added = sum(s.rows for s in written)
     retok = sum(bool(r.get("retokenized")) for r in got.records)
     return ImportResult(
         name, str(led.root), len(got.records), added, len(got.records) - added, retok, written, got.over_cap
     )
+
+
+def commit(
+    led: Ledger, records: list[dict], tok: ResolvedTokenizer, name: str, sources: Sequence[str] | None = None
+) -> list[ShardInfo]:
+    """Append ``records`` (read from the logs ``name``) to ``led`` in one commit; return the shards written.
+
+    A refused record is one line naming where it came from (``sources[i]``, else the record); a failed write
+    (``OSError``: a full disk, a read-only folder) is one line saying that nothing was committed, since the
+    import is one commit and the store removes what it had written.
+    """
+    try:
+        return led.append(records, {tok.name: tok}, skip_existing=True)
+    except RecordError as exc:
+        if sources is None:
+            raise
+        other = "" if exc.other is None else f" (and {sources[exc.other]})"
+        raise BadInputError(f"{sources[exc.index]}: {exc}{other}") from exc
+    except OSError as exc:
+        why = exc.strerror or first_line(exc)
+        raise MindcapError(
+            f"import of {name} stopped ({why}): 0 records committed to {led.root} (the import is one commit); "
+            "rerun once the problem is fixed"
+        ) from exc

@@ -21,6 +21,9 @@ when it finished by ``length``, hold at least ``cap`` ids, and its ``text`` must
 (:func:`text_mismatches`; ``allow_text_mismatch`` stores such records marked in the manifest). Model names are
 stored by registry name (:func:`~mindcap_tok.ledger.schema.canonical_models`). Ctrl-C or an ``OSError`` (a
 full disk) stops the import with one line saying where and how many records were committed.
+
+Memory stays bounded whatever the input: a line longer than :data:`LINE_LIMIT` is refused before it is read
+whole, and a batch is committed once its lines reach :data:`BATCH_BYTES`.
 """
 
 from __future__ import annotations
@@ -43,7 +46,6 @@ from ..data.mgsm import parse_gold
 from ..errors import MindcapError, first_line, with_context
 from ..tasks.load import builtin_tasks, load_task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
-from ..tokenization.registry import canonical_model_name
 from .schema import (
     CELL_COLUMNS,
     COLUMNS,
@@ -54,12 +56,17 @@ from .schema import (
     RecordError,
     check_token_ids,
     describe,
+    registry_model_name,
     validate_records,
 )
 from .store import Ledger, ShardInfo, key_tuples
 from .think import think_end, think_markers
 
 BATCH_RECORDS = 2000
+#: the most bytes of input lines in one batch (a batch is committed sooner when its lines reach it)
+BATCH_BYTES = 64 << 20
+#: the longest input line (one record) read: a record at the largest cap (2^20 ids) takes about 8 MiB
+LINE_LIMIT = 32 << 20
 
 
 @dataclass
@@ -75,6 +82,13 @@ class ImportResult:
     retokenized: int = 0
     shards: list[ShardInfo] = field(default_factory=list)
     over_cap: int = 0
+
+
+def human(n: int) -> str:
+    """A byte count as limit messages state it: ``1 GiB``, ``32 MiB``, or bytes under one MiB."""
+    if n < 1 << 20:
+        return f"{n:,} bytes"
+    return f"{n >> 30:,} GiB" if n % (1 << 30) == 0 else f"{n / (1 << 20):,.0f} MiB"
 
 
 #: a ``\uD800``-``\uDFFF`` escape: JSON can spell a lone surrogate, which is not text (and not UTF-8)
@@ -97,9 +111,14 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     return obj
 
 
-def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, dict]]:
-    """``(line number, object)`` for each non-blank line; any unreadable line is a one-line error at ``name:line``."""
-    for number, raw in enumerate(stream, start=1):
+def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, dict, int]]:
+    """``(line number, object, bytes)`` for each non-blank line; any unreadable line, or one longer than
+    :data:`LINE_LIMIT` (refused before it is read whole), is a one-line error at ``name:line``."""
+    number = 0
+    while raw := stream.readline(LINE_LIMIT + 1):
+        number += 1
+        if len(raw) > LINE_LIMIT and not raw.endswith(b"\n"):
+            raise MindcapError(f"{name}:{number}: line longer than {human(LINE_LIMIT)} (the most a record may take)")
         try:
             line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as exc:
@@ -125,7 +144,7 @@ def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, dict]]:
                         raise MindcapError(
                             f"{name}:{number}: {key!a} holds a lone surrogate escape (\\ud800-\\udfff), not text"
                         )
-        yield number, obj
+        yield number, obj, len(raw)
 
 
 def _is_text(value: str) -> bool:
@@ -148,7 +167,7 @@ class _Tokenizers:
         if self.fixed is not None:
             return self.fixed
         if model not in self.by_model:
-            self.by_model[model] = load_tokenizer(canonical_model_name(model) or model, self.dir)
+            self.by_model[model] = load_tokenizer(registry_model_name(model) or model, self.dir)
         return self.by_model[model]
 
 
@@ -319,6 +338,7 @@ def import_jsonl(
     generated: list[bool] = []  # whether each record's output ids are the generated ones
     seen = _SeenKeys()
     number = 0  # the line read last
+    batch_bytes = 0  # bytes of the lines in the batch
 
     def at_line(exc: RecordError) -> MindcapError:
         msg = f"{name}:{lines[exc.index]}: {exc}"
@@ -371,7 +391,7 @@ def import_jsonl(
 
     try:
         with _open(path, name) as stream:
-            for number, obj in _lines(stream, name):
+            for number, obj, size in _lines(stream, name):
                 where = f"{name}:{number}"
                 if not isinstance(obj.get("model"), str):
                     raise MindcapError(f"{where}: 'model' must be a string")
@@ -381,8 +401,10 @@ def import_jsonl(
                 batch.append(rec)
                 lines.append(number)
                 generated.append(gen)
-                if len(batch) >= batch_records:
+                batch_bytes += size
+                if len(batch) >= batch_records or batch_bytes >= BATCH_BYTES:
                     flush()
+                    batch_bytes = 0
             flush()
     except MindcapError as exc:
         done = result.added + result.skipped

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
-from ..tokenization.registry import canonical_model_name
+from ..tokenization.registry import canonical_model_name, registry
 
 ARMS = ("native", "translate-act", "pivot", "code-switched")
 ANNOUNCE_STYLES = ("none", "natural", "tag")
@@ -415,16 +415,28 @@ def _resolve_langs(table: pa.Table) -> pa.Table:
     return table.set_column(table.schema.get_field_index("lang"), "lang", pc.take(pa.array(vals), idx))
 
 
+def registry_model_name(name: str) -> str | None:
+    """The registry model ``name`` names, else ``None``: a registry name, an alias, or the registry's own Hugging
+    Face id of the model (``Qwen/Qwen3-8B``, in any case, as the hub reads it). Another organisation's name
+    (``evil-org/qwen3-8b``) names no registry model: a copy or a fine-tune is its own model."""
+    known = canonical_model_name(name)
+    if known is not None or "/" not in name:
+        return known
+    low = name.lower()
+    return next((e.name for e in registry().values() if e.hf_id is not None and e.hf_id.lower() == low), None)
+
+
 def canonical_models(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """Model names as stored: the registry name for a registry model or alias (``qwen3``, ``Qwen3-8B`` ->
-    ``qwen3-8b``), any other name (a path, an unknown Hugging Face id) as given. Each distinct name is
+    """Model names as stored: the registry name for a registry model, alias or the model's Hugging Face id
+    (``qwen3``, ``Qwen3-8B``, ``Qwen/Qwen3-8B`` -> ``qwen3-8b``; :func:`registry_model_name`), any other name (a
+    path, another Hugging Face id) as given. Each distinct name is
     looked up once; a dictionary-encoded column is mapped through its dictionary."""
     if isinstance(col, pa.ChunkedArray):
         return pa.chunked_array([canonical_models(c) for c in col.chunks], col.type)
     if isinstance(col, pa.DictionaryArray):
         return pa.DictionaryArray.from_arrays(col.indices, canonical_models(col.dictionary))
     names = pc.unique(col).to_pylist()
-    mapping = {n: canonical_model_name(n) or n for n in names if n is not None}
+    mapping = {n: registry_model_name(n) or n for n in names if n is not None}
     if all(k == v for k, v in mapping.items()):
         return col
     keys = list(mapping)
@@ -538,7 +550,7 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
             )
     if "tokenizer" not in table.column_names:
         models = table.column("model").to_pylist()
-        table = table.append_column("tokenizer", pa.array([canonical_model_name(m) or m for m in models], pa.string()))
+        table = table.append_column("tokenizer", pa.array([registry_model_name(m) or m for m in models], pa.string()))
     columns = {}
     for field in SCHEMA:
         if field.name == "n_tokens" or (field.name == "announce_style" and "announce_style" not in table.column_names):

@@ -34,7 +34,7 @@ import os
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -51,7 +51,6 @@ from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text, check_folde
 from ..data.languages import resolve_language
 from ..errors import DamagedDataError, MindcapError, first_line, with_context
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
-from ..tokenization.registry import canonical_model_name
 from .schema import (
     CELL_COLUMNS,
     KEY_COLUMNS,
@@ -64,6 +63,7 @@ from .schema import (
     describe,
     duplicate_row,
     fill_absent_columns,
+    registry_model_name,
     storage_version,
     to_canonical,
     to_storage,
@@ -180,8 +180,9 @@ def key_tuples(table: pa.Table) -> list[tuple]:
 
 
 def _model_key(name: str) -> str:
-    """A model name as filters compare it: the registry name for a registry model or alias, else itself."""
-    return canonical_model_name(name) or name
+    """A model name as filters compare it: the registry name for a registry model, alias or Hugging Face id, else
+    itself (:func:`~.schema.registry_model_name`)."""
+    return registry_model_name(name) or name
 
 
 def _group_key(values: tuple) -> tuple:
@@ -531,10 +532,10 @@ class Ledger:
         :meth:`text_mismatches`).
         """
         self.check_new_location()
+        table = validate_records(records)  # before the lock: invalid records leave no new ledger folder behind
         with self._lock():
             manifest = self.manifest()
             self._recover(manifest)
-            table = validate_records(records)
             sizes, tok_entries = self._vocab_sizes(table, tokenizer, manifest.get("tokenizers", {}))
             check_token_ids(table, sizes)
             stored = self._stored(table, manifest, skip_existing)
@@ -550,7 +551,11 @@ class Ledger:
             all_marks = {**manifest.get(TEXT_MISMATCH, {}), **marks}
             before = manifest.get("version", 1) if manifest["shards"] else 1
             version = max(before, needed, _MARKED_VERSION if all_marks else 1)
-            self._commit(manifest, shards, tokenizers, all_marks, version)
+            try:
+                self._commit(manifest, shards, tokenizers, all_marks, version)
+            except BaseException:  # not committed (a full disk, Ctrl-C): its shards go too, the ledger is as it was
+                self._discard(self.root / s.path for s in written)
+                raise
             for s in written:
                 final = self.root / s.path
                 os.replace(final.with_name("." + final.name + _PENDING), final)
@@ -565,25 +570,39 @@ class Ledger:
         groups = frame.groupby(list(CELL_COLUMNS), sort=True).indices
         seq = len(manifest["shards"])
         written, marks, needed = [], {}, 1
-        for (model, arm, lang), rows in groups.items():
-            part = to_storage(table.take(pa.array(rows)))
-            needed = max(needed, storage_version(part.schema))
-            sink = pa.BufferOutputStream()
-            pq.write_table(part, sink, compression="zstd")
-            data = sink.getvalue().to_pybytes()
-            rel = f"{_cell_dir(model, arm, lang)}/part-{seq:06d}-{uuid.uuid4().hex[:8]}.parquet"
-            final = self.root / rel
-            final.parent.mkdir(parents=True, exist_ok=True)
-            pending = final.with_name("." + final.name + _PENDING)
-            with open(pending, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            written.append(ShardInfo(rel, model, arm, lang, part.num_rows, len(data), _sha256(data), _now()))
-            if marked[rows].any():
-                marks[rel] = np.flatnonzero(marked[rows]).tolist()
-            seq += 1
+        begun: list[Path] = []  # the pending shards begun, removed if any write fails (a full disk, Ctrl-C)
+        try:
+            for (model, arm, lang), rows in groups.items():
+                part = to_storage(table.take(pa.array(rows)))
+                needed = max(needed, storage_version(part.schema))
+                sink = pa.BufferOutputStream()
+                pq.write_table(part, sink, compression="zstd")
+                data = sink.getvalue().to_pybytes()
+                rel = f"{_cell_dir(model, arm, lang)}/part-{seq:06d}-{uuid.uuid4().hex[:8]}.parquet"
+                final = self.root / rel
+                final.parent.mkdir(parents=True, exist_ok=True)
+                pending = final.with_name("." + final.name + _PENDING)
+                begun.append(final)
+                with open(pending, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                written.append(ShardInfo(rel, model, arm, lang, part.num_rows, len(data), _sha256(data), _now()))
+                if marked[rows].any():
+                    marks[rel] = np.flatnonzero(marked[rows]).tolist()
+                seq += 1
+        except BaseException:
+            self._discard(begun)
+            raise
         return written, marks, needed
+
+    @staticmethod
+    def _discard(finals: Iterable[Path]) -> None:
+        """Remove the pending files of uncommitted shards (``finals``: their final paths); what cannot be removed
+        now, the next append removes (:meth:`_recover`)."""
+        for final in finals:
+            with contextlib.suppress(OSError):
+                final.with_name("." + final.name + _PENDING).unlink(missing_ok=True)
 
     def _commit(
         self, manifest: dict, shards: list[dict], tokenizers: dict, marks: dict[str, list[int]], version: int
