@@ -97,6 +97,16 @@ def test_confirm_names_what_each_ledger_holds(ledger):
     assert line == (f"error: no records in {ledger} match --lang sw (the ledger holds deu_Latn, tha_Thai)")
 
 
+def test_cost_grid_names_the_models_the_ledger_holds(ledger, tmp_path):
+    prices = tmp_path / "prices.csv"
+    prices.write_text("model,input,output\nqwen3-8b,0.2,0.8\n", "utf-8")
+    res = run(["cost-grid", "--ledger", ledger, "--prices", prices, "--model", "llama3.1", "--budgets", "256"])
+    assert (
+        one_line_error(res, "")
+        == f"error: no records in {ledger} match --model llama3.1 (the ledger holds m2, qwen3-8b)"
+    )
+
+
 def test_filters_that_each_match_but_not_together_name_the_cells(ledger):
     line = one_line_error(run(["score", "--ledger", ledger, "--model", "m2", "--lang", "th"]), "")
     cells = "m2/native/deu_Latn, qwen3-8b/native/tha_Thai, qwen3-8b/translate-act/tha_Thai"

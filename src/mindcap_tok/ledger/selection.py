@@ -1,6 +1,7 @@
 """The error for a ``--model``/``--arm``/``--lang`` selection that matches no record of a ledger: which filter
 matched nothing and what the ledger holds instead, so the user can correct the selection in one step. Every
-command that filters a ledger this way (``score``, ``sweep``, ``report``, ``consistency``, ``confirm``) raises it."""
+command that filters a ledger this way (``score``, ``sweep``, ``report``, ``consistency``, ``confirm``, ``protocol
+test``, ``cost-grid``) raises it."""
 
 from __future__ import annotations
 
