@@ -73,7 +73,12 @@ class Inputs:
     def native(self) -> Path:
         """A ledger of two short native Thai traces (what `render` translates)."""
         qwen = self.get("qwen")
-        return self.once("native", lambda p: Ledger(p).append(make_cell(qwen, 2, 1), qwen) and p)
+
+        def make(p: Path) -> Path:
+            Ledger(p).append(make_cell(qwen, 2, 1), qwen)
+            return p
+
+        return self.once("native", make)
 
     @property
     def byte_level(self) -> Path:
