@@ -41,9 +41,9 @@ def test_debug_after_the_subcommand_shows_the_traceback(tmp_path):
     (tmp_path / "empty").mkdir()
     res = run(["score", "--ledger", tmp_path / "empty", "--debug"])
     assert res.exit_code == 2 and "no ledger at" in res.output and "Traceback" in res.output
-    from mindcap_tok.cli.main import debug_first
+    from mindcap_tok.cli.main import globals_first
 
-    assert debug_first(["sweep", "--debug", "--", "--debug"]) == ["--debug", "sweep", "--", "--debug"]
+    assert globals_first(["sweep", "--debug", "--", "--debug"]) == ["--debug", "sweep", "--", "--debug"]
 
 
 def test_ledger_info_prints_counts_as_integers(ledger):
@@ -120,15 +120,27 @@ def test_a_missing_relative_model_folder_says_what_it_is_relative_to(tmp_path):
     assert f"read from the spec file's folder ({jobs}, here {tmp_path / 'out' / 'tiny'})" in res.output
 
 
-def test_an_offline_hub_id_of_a_registry_model_suggests_the_registry_name(monkeypatch):
+def test_offline_tokenizer_messages_say_what_is_true_and_what_to_do(monkeypatch, tmp_path, config):
     from mindcap_tok.errors import MindcapError
     from mindcap_tok.tokenization.load import load_tokenizer
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(MindcapError, match="or use its registry name 'qwen3-8b'"):
-        load_tokenizer("Qwen/Qwen3-8B")
+    local = config.tokenizers_dir.value / "qwen3" / "tokenizer.json"
+    # a registry model's hub id in a configured checkout: its registry name reads the local copy, named
     with pytest.raises(MindcapError) as exc:
-        load_tokenizer("org/unknown-model")
+        load_tokenizer("Qwen/Qwen3-8B", config.tokenizers_dir.value)
+    assert f"use its registry name 'qwen3-8b', which reads the local copy {local}" in str(exc.value)
+    assert "point mindcap-tok at local tokenizers" not in str(exc.value)
+    # the registry name with no local copy: where the copy was looked for, never "use its registry name"
+    with pytest.raises(MindcapError) as exc:
+        load_tokenizer("qwen3-8b", tmp_path)
+    message = str(exc.value)
+    assert f"the local tokenizers folder {tmp_path} has no qwen3/ folder" in message and "HF_HUB_OFFLINE" in message
+    assert "use its registry name" not in message
+    # another organisation's id: a local folder or file instead, no registry name
+    with pytest.raises(MindcapError) as exc:
+        load_tokenizer("org/unknown-model", tmp_path)
+    assert "give the tokenizer's local folder or tokenizer file" in str(exc.value)
     assert "registry name" not in str(exc.value)
 
 

@@ -373,7 +373,7 @@ def test_cli_dry_run_and_generate(tmp_path, tiny, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["generate", job, "--out-dir", str(tmp_path / "led"), "--backend", "transformers"])
     assert exc.value.code == 0
-    assert "wrote 12 shards (36 records" in capsys.readouterr().out
+    assert "wrote 12 shards (36 records" in capsys.readouterr().err
     assert dry_run(job, tmp_path / "led")["shards_done"] == 12
 
 

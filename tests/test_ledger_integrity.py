@@ -460,7 +460,7 @@ def test_import_reads_standard_input_in_one_pass(tmp_path, qwen, cell):
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr.decode()
-    assert b"imported 6 of 6 records" in proc.stdout and len(Ledger(tmp_path / "B")) == 6
+    assert b"imported 6 of 6 records" in proc.stderr and len(Ledger(tmp_path / "B")) == 6
 
 
 # -- 8. file modes ----------------------------------------------------------------------------------------------

@@ -166,7 +166,7 @@ def test_ledger_import_refuses_a_fifo_but_reads_standard_input(tmp_path, qwen):
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     )
-    assert proc.returncode == 0 and "imported 1 of 1" in proc.stdout, proc.stderr
+    assert proc.returncode == 0 and "imported 1 of 1" in proc.stderr and proc.stdout == "", proc.stderr
 
 
 # -- tokenizers -----------------------------------------------------------------------------------------------------

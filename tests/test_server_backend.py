@@ -877,7 +877,7 @@ def test_unreachable_url_through_the_cli(tmp_path, tiny, capsys, fakes):
         main(["generate", str(job), "--out-dir", str(tmp_path / "led"), "--base-url", fake.url])
     assert exc.value.code == 0
     captured = capsys.readouterr()
-    assert "wrote 1 shards (1 records" in captured.out
+    assert "wrote 1 shards (1 records" in captured.err
     warnings = [line for line in captured.err.splitlines() if "retokenized" in line]
     assert len(warnings) == 1 and warnings[0].startswith("warning: ")
 

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from ledger_factory import early_late_records
 from mindcap_tok import Splits, consistency
+from mindcap_tok.choices import MAX_SPLITS
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
@@ -67,8 +68,10 @@ def test_one_split_has_no_sd_and_bad_settings_are_refused():
     scores = _scores([("native", i, 0, 40 + 50 * i, 1) for i in range(4)], [50, 100, 200])
     one = consistency(scores, {"de": 2.0}, budgets=[50, 100], splits=Splits(1, seed=3))
     assert one.cells["splits"].iloc[0] == 1 and np.isnan(one.cells["mae_sd"].iloc[0])
-    with pytest.raises(MindcapError, match="splits must be a whole number of at least 1"):
-        Splits(0)
+    for n in (0, MAX_SPLITS + 1, 10**12):  # refused at once, before any split is drawn
+        with pytest.raises(MindcapError, match=f"^splits must be a whole number from 1 to 1,000, got {n}$"):
+            Splits(n)
+    assert Splits(MAX_SPLITS).n == 1000
     with pytest.raises(MindcapError, match="no scores at budget"):
         consistency(scores, {"de": 3.0}, budgets=[50, 100], splits=Splits(1))
     with pytest.raises(MindcapError, match="split seed must be a whole number of at least 0"):

@@ -45,7 +45,9 @@ def test_scores_at_the_sweep_budgets_match_the_hand_worked_accuracies(ledger, co
 def test_the_selection_filters_records_and_an_empty_one_is_a_one_line_error(ledger, config):
     scored = _load(ledger, config, langs=["th"], models=["qwen3-8b"])
     assert len(scored.scores.by_record) == 16
-    with pytest.raises(MindcapError, match=r"no records in .* after --model/--lang filters"):
+    with pytest.raises(
+        MindcapError, match=r"no records in .* match --model llama-3\.1-8b \(the ledger holds qwen3-8b\)$"
+    ):
         _load(ledger, config, models=["llama-3.1-8b"])
 
 

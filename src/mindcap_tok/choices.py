@@ -15,6 +15,9 @@ SWEEP_BUDGETS = (64, 128, 192, 256, 384, 512, 768, 1024)
 SCORE_BUDGETS = (*SWEEP_BUDGETS, 2048, 4096)
 #: the largest budget accepted (a token count; 2**31 - 1, so every budget fits the ledger's int32 positions)
 MAX_BUDGET = 2**31 - 1
+#: the most split-halves one consistency check draws: each costs time and memory in every cell (a few ms and a few
+#: hundred rows per cell), and the spread of an MAE settles within tens of splits
+MAX_SPLITS = 1000
 #: the two frames of a budget sweep: replay (prefixes of long generations) and independent (one decode per cap)
 FRAMES = ("replay", "independent")
 #: generation engines

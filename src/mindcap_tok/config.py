@@ -124,7 +124,17 @@ def _read_config_file(path: Path) -> dict[str, Path]:
         raw = tomllib.loads(regular_file(path, "config file").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise BadInputError(f"cannot read config file {path}: {exc}") from exc
+    except RecursionError as exc:  # tomllib parses nested arrays and tables recursively
+        raise BadInputError(
+            f"cannot read config file {path}: values nested too deeply for the TOML reader (a config file needs "
+            "only a [paths] table of strings)"
+        ) from exc
     paths = raw.get("paths", {})
+    if not isinstance(paths, dict):
+        raise BadInputError(f'config file {path}: [paths] must be a table (data_dir = "...", tokenizers_dir = ...)')
+    wrong = sorted(k for k, v in paths.items() if k in ENV_VARS and not isinstance(v, str))
+    if wrong:
+        raise BadInputError(f"config file {path}: {', '.join(wrong)} under [paths] must be a string (a folder path)")
     unknown = sorted(set(paths) - set(ENV_VARS))
     if unknown:
         raise BadInputError(f"config file {path}: unknown setting(s) {', '.join(unknown)} under [paths]")

@@ -107,6 +107,14 @@ def translation_audit(
     refs_of = [_lookup(references, t, i) for t, i in zip(seg["task"], seg["item"], strict=True)]
     has = seg["segment"].notna() & pd.Series([r is not None for r in refs_of], index=seg.index)
     scored = seg[has].reset_index(drop=True)
+    if scored.empty:  # an audit that scored nothing is never "ok"
+        no_segment = int(seg["segment"].isna().sum())
+        no_reference = int(sum(r is None for r, s in zip(refs_of, seg["segment"], strict=True) if s is not None))
+        return skipped(
+            "comet",
+            f"nothing scored: of {len(seg)} translation-arm records, {no_segment} have no translation segment (no "
+            f"match of the delimiter regex {delimiter}; see --delimiter) and {no_reference} no reference text",
+        )
     refs = [r for r, h in zip(refs_of, has, strict=True) if h]
     metrics = {"chrf": chrf_scores(scored["segment"].tolist(), refs)}
     if comet_checkpoint is not None:

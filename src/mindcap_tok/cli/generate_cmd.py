@@ -77,5 +77,6 @@ def generate_command(
     rate = result.tokens / result.seconds if result.seconds else 0.0
     click.echo(
         f"job {result.job}: wrote {result.written} shards ({result.records} records, {result.tokens} output tokens, "
-        f"{rate:.0f} tok/s) into {result.ledger}; {result.skipped} of {result.shards} shards were already done"
+        f"{rate:.0f} tok/s) into {result.ledger}; {result.skipped} of {result.shards} shards were already done",
+        err=True,
     )

@@ -129,7 +129,8 @@ def import_command(
         sys.exit(130)
     click.echo(
         f"imported {result.added} of {result.read} records into {result.ledger} ({len(result.shards)} new shards; "
-        f"{result.skipped} already stored, {result.retokenized} retokenized from text)"
+        f"{result.skipped} already stored, {result.retokenized} retokenized from text)",
+        err=True,
     )
 
 
@@ -147,7 +148,8 @@ def _import_logs(state, paths: tuple[str, ...], out: str, source: str, tokenizer
     click.echo(
         f"imported {result.added} of {result.read} records from {source} logs into {result.ledger} "
         f"({len(result.shards)} new shards; {result.skipped} already stored, {result.retokenized} retokenized from "
-        f"text, {result.over_cap} of them encode to more ids than their cap, kept as they are)"
+        f"text, {result.over_cap} of them encode to more ids than their cap, kept as they are)",
+        err=True,
     )
 
 
@@ -172,7 +174,8 @@ def _import_inspect(state, paths: tuple[str, ...], out: str, source: str, tokeni
         f"imported {result.added} of {len(read.records)} samples from {len(read.logs)} inspect log(s) into "
         f"{result.ledger} ({result.skipped} already stored; all retokenized from text, {read.over_cap} of them "
         f"longer than their cap; finish reason inferred for {read.finish_inferred}, cap a provider default for "
-        f"{read.cap_inferred}; {read.errored} errored samples left out)"
+        f"{read.cap_inferred}; {read.errored} errored samples left out)",
+        err=True,
     )
 
 

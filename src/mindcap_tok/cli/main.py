@@ -48,14 +48,34 @@ COMMANDS = {
 }
 
 
-def debug_first(args: Sequence[str]) -> list[str]:
-    """``args`` with ``--debug`` moved to the front when it follows the subcommand (``mindcap-tok sweep … --debug``),
-    where the root group reads it; tokens after ``--`` are left alone."""
+#: the root group's options that take a value; like ``--debug`` they may follow the subcommand (no subcommand has an
+#: option of these names: tests/test_cli_streams.py checks every command)
+GLOBAL_VALUE_OPTIONS = ("--data-dir", "--tokenizers-dir")
+
+
+def globals_first(args: Sequence[str]) -> list[str]:
+    """``args`` with the root group's options moved to the front where they follow the subcommand
+    (``mindcap-tok sweep … --debug --data-dir D``), where the root group reads them; tokens after ``--`` are left
+    alone. ``--data-dir``/``--tokenizers-dir`` take their value with them (``--data-dir D`` or ``--data-dir=D``);
+    one with no value left is a usage error, never the subcommand's name taken as its value."""
     args = list(args)
     end = args.index("--") if "--" in args else len(args)
-    if "--debug" not in args[:end]:
-        return args
-    return ["--debug", *(a for a in args[:end] if a != "--debug"), *args[end:]]
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < end:
+        token = args[i]
+        if token == "--debug" or ("=" in token and token.partition("=")[0] in GLOBAL_VALUE_OPTIONS):
+            front.append(token)
+        elif token in GLOBAL_VALUE_OPTIONS:
+            if i + 1 >= end:
+                raise click.UsageError(f"Option '{token}' requires an argument.")
+            front += [token, args[i + 1]]
+            i += 1
+        else:
+            rest.append(token)
+        i += 1
+    return [*front, *rest, *args[end:]]
 
 
 class Group(_parsing.Group):
@@ -65,7 +85,7 @@ class Group(_parsing.Group):
         return list(COMMANDS)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, debug_first(args))
+        return super().parse_args(ctx, globals_first(args))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
@@ -91,20 +111,23 @@ class Group(_parsing.Group):
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
-    "--data-dir", type=click.Path(file_okay=False), help="Folder with flores200/ and mgsm/ (overrides config and env)."
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    help="Folder with flores200/ and mgsm/ (overrides config and env); before or after the subcommand.",
 )
-@click.option("--tokenizers-dir", type=click.Path(file_okay=False), help="Folder with one tokenizer folder per model.")
-@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.option(
+    "--tokenizers-dir",
+    type=click.Path(file_okay=False),
+    help="Folder with one tokenizer folder per model (overrides config and env); before or after the subcommand.",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks; before or after the subcommand.")
 @click.version_option(package_name="mindcap-tok")
 @click.pass_context
 def cli(ctx: click.Context, data_dir: str | None, tokenizers_dir: str | None, debug: bool) -> None:
     """mindcap-tok: measure how much of a multilingual reasoning gap the output-token cap makes."""
     _log.install()
-    try:
-        config = load_config(data_dir=data_dir, tokenizers_dir=tokenizers_dir)
-    except MindcapError as exc:
-        raise click.ClickException(str(exc)) from exc
-    ctx.obj = State(config=config, debug=debug)
+    ctx.obj = State(config=Config(), debug=debug)  # --debug holds for a config file that fails to read
+    ctx.obj.config = load_config(data_dir=data_dir, tokenizers_dir=tokenizers_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

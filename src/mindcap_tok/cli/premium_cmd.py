@@ -9,7 +9,7 @@ from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
 from ..data.mgsm import MGSM_CORPORA, MGSM_LANGUAGES, mgsm_language, mgsm_source
 from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option, out_file_option
-from ._output import emit, render, to_json
+from ._output import emit, render, to_json, writing
 from ._parsing import Command
 from ._progress import on_progress, progress_bar
 
@@ -160,5 +160,6 @@ def premium_command(
     if plot:
         from ..report.figures import plot_premiums
 
-        plot_premiums(results, plot)
+        with writing(plot):
+            plot_premiums(results, plot)
         click.echo(f"wrote {plot}", err=True)

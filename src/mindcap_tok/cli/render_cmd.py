@@ -60,5 +60,6 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
     )
     click.echo(
         f"rendered {result.kept} of {result.traces} native traces into {result.out_dir / 'renderings.jsonl'} "
-        f"({result.capped} hit the cap, {result.empty} empty); {len(result.skipped)} waves were done"
+        f"({result.capped} hit the cap, {result.empty} empty); {len(result.skipped)} waves were done",
+        err=True,
     )

@@ -9,7 +9,6 @@ import click
 
 from .._io import check_output_folder, output_folder
 from ..choices import SCORE_BUDGETS, VARIANTS
-from ..errors import MindcapError
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
@@ -77,6 +76,7 @@ def score_command(
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
     from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
     from ..ledger.score import accuracy_curves, score_ledger, with_thought_counts
+    from ..ledger.selection import empty_selection
     from ..ledger.store import Ledger
     from ..ledger.tokenizers import resolve_tokenizers
     from ..tokenization.load import load_tokenizer
@@ -88,7 +88,7 @@ def score_command(
     led = Ledger(ledger_dir, verify=not no_verify)
     records = led.read(model=models or None, arm=arms or None, lang=langs or None, columns=columns)
     if records.num_rows == 0:
-        raise MindcapError(f"no records in {ledger_dir} match the selection")
+        raise empty_selection(led, models=models, arms=arms, langs=langs)
     override = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
     toks = resolve_tokenizers(
         records.column("tokenizer").to_pylist(),

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..choices import FRAMES, SWEEP_BUDGETS
+from ..choices import FRAMES, MAX_SPLITS, SWEEP_BUDGETS
 from ._options import (
     allow_tokenizer_mismatch_option,
     budgets_option,
@@ -389,13 +389,13 @@ def protocol_freeze(state, file, tag) -> None:
 
     cfg = state.config
     rec = freeze_protocol(file, tag=tag, tokenizers_dir=cfg.tokenizers_dir.value, data_dir=cfg.data_dir.value)
-    click.echo(f"frozen {rec.protocol}: sha256 {rec.sha256}")
+    click.echo(f"frozen {rec.protocol}: sha256 {rec.sha256}", err=True)
     if rec.bstar is not None:
-        click.echo(f"  B* = {rec.bstar}")
+        click.echo(f"  B* = {rec.bstar}", err=True)
     for name, sha in (rec.inputs or {}).items():
-        click.echo(f"  with {name}: sha256 {sha}")
+        click.echo(f"  with {name}: sha256 {sha}", err=True)
     if rec.tag:
-        click.echo(f"git tag {rec.tag} at {rec.commit[:12]}")
+        click.echo(f"git tag {rec.tag} at {rec.commit[:12]}", err=True)
         if not rec.file_committed:
             click.echo(
                 "warning: the protocol file is not committed at the tagged commit; commit it so the tag "
@@ -496,7 +496,7 @@ _MAE_COLUMNS = ("mae", "mae_sd", "mae_min", "mae_max")
     type=click.IntRange(min=1),
     default=20,
     show_default=True,
-    help="Seeded split-halves per cell: split s splits the items with seed S + s.",
+    help=f"Seeded split-halves per cell, at most {MAX_SPLITS:,}: split s splits the items with seed S + s.",
 )
 @_seed_option
 @_apply(_selection)

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..budgets import SWEEP_BUDGETS
-from ..errors import MindcapError
+from ..choices import MAX_SPLITS
+from ..errors import BadInputError, MindcapError
 from .curves import NATIVE, _group_keys, _scaled
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import premium_table
@@ -32,15 +33,15 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Splits:
     """How many seeded split-halves to draw: split ``s`` is ``split_items(items, seed + s)``, so split 0 is the
-    one :func:`~.subcdf.split_items` draws from ``seed``. Checked at construction (``n`` of at least 1, ``seed``
-    of at least 0)."""
+    one :func:`~.subcdf.split_items` draws from ``seed``. Checked at construction (``n`` from 1 to
+    :data:`MAX_SPLITS`, ``seed`` of at least 0)."""
 
     n: int = 20
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
-            raise MindcapError(f"splits must be a whole number of at least 1, got {self.n!r}")
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or not 1 <= self.n <= MAX_SPLITS:
+            raise BadInputError(f"splits must be a whole number from 1 to {MAX_SPLITS:,}, got {self.n!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise MindcapError(f"the split seed must be a whole number of at least 0, got {self.seed!r}")
 

@@ -77,11 +77,13 @@ def prompt_tokens(records) -> pd.DataFrame:
 
 def ledger_prompt_tokens(path: str | Path, *, models: Sequence[str] = ()) -> pd.DataFrame:
     """:func:`prompt_tokens` of the ledger at ``path`` (only ``models`` when given)."""
+    from ..ledger.selection import empty_selection
     from ..ledger.store import Ledger
 
-    table = Ledger(path).read(model=list(models) or None, columns=[*CELL_COLUMNS, "prompt_ids"])
+    ledger = Ledger(path)
+    table = ledger.read(model=list(models) or None, columns=[*CELL_COLUMNS, "prompt_ids"])
     if table.num_rows == 0:
-        raise MindcapError(f"no records in {path}" + (" for --model" if models else ""))
+        raise empty_selection(ledger, models=models)
     return prompt_tokens(table)
 
 

@@ -19,10 +19,10 @@ from tokenizers import Tokenizer
 
 from .._io import regular_file
 from ..config import hub_unavailable, load_config
-from ..errors import MindcapError, first_line
+from ..errors import BadInputError, MindcapError, first_line
 from .base import ExtensionFormat, TokenizerBackend
 from .hf import HFBackend, read_tokenizer_file
-from .registry import canonical_model_name, registry
+from .registry import RegistryEntry, canonical_model_name, registry
 from .sentencepiece_family import load_sentencepiece
 from .tiktoken_engine import NotEligible, TiktokenEngine, tiktoken_engine
 from .tiktoken_family import load_tiktoken
@@ -176,26 +176,69 @@ def tokenizer_file(folder: Path) -> Path | None:
     return None
 
 
-#: where a user points mindcap-tok at local tokenizers, for messages
-LOCAL_TOKENIZERS_HINT = (
-    "point mindcap-tok at local tokenizers: tokenizers_dir in mindcap.toml (this folder, a parent, or the user's "
-    "config folder), MINDCAP_TOKENIZERS_DIR, or --tokenizers-dir"
-)
+#: how a user sets the folder of local tokenizers, for messages
+_SET_TOKENIZERS_DIR = "tokenizers_dir in mindcap.toml, MINDCAP_TOKENIZERS_DIR or --tokenizers-dir"
+#: what to give instead of a Hugging Face id that is not a registry model's
+_LOCAL_INSTEAD = "give the tokenizer's local folder or tokenizer file (tokenizer.json, .tiktoken, .model) instead"
 
 
-def _from_hub(hf_id: str, name: str) -> ResolvedTokenizer:
+def _tokenizers_root(tokenizers_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The folder of local tokenizers: ``tokenizers_dir``, else the configured one (``None``: not set)."""
+    return Path(tokenizers_dir) if tokenizers_dir is not None else load_config().tokenizers_dir.value
+
+
+def _local_file(root: Path | None, entry: RegistryEntry) -> Path | None:
+    """The tokenizer file of a registry model in the local tokenizers folder ``root``, or ``None``."""
+    folder = None if root is None else root / entry.folder
+    return tokenizer_file(folder) if folder is not None and folder.is_dir() else None
+
+
+def _local_miss(root: Path | None, entry: RegistryEntry) -> str:
+    """Why a registry model has no local tokenizer file, and where it would go."""
+    if root is None:
+        return f"no local tokenizers folder is set ({_SET_TOKENIZERS_DIR}: the folder that holds {entry.folder}/)"
+    if not root.is_dir():
+        where = f"{_SET_TOKENIZERS_DIR}: the folder that holds {entry.folder}/"
+        return f"the local tokenizers folder {root} does not exist ({where})"
+    if not (root / entry.folder).is_dir():
+        return (
+            f"the local tokenizers folder {root} has no {entry.folder}/ folder (put the tokenizer's file there, or set "
+            f"another folder: {_SET_TOKENIZERS_DIR})"
+        )
+    return f"{root / entry.folder} has no tokenizer.json, *.tiktoken or *.model file"
+
+
+def _registry_hint(entry: RegistryEntry, root: Path | None) -> str:
+    """What to give instead of the Hugging Face id of the registry model ``entry``: its registry name."""
+    found = _local_file(root, entry)
+    if found is not None:
+        return f"use its registry name {entry.name!r}, which reads the local copy {found}"
+    return f"its registry name {entry.name!r} reads a local copy, but {_local_miss(root, entry)}"
+
+
+def _from_hub(hf_id: str, name: str, hint: str) -> ResolvedTokenizer:
+    """The tokenizer of ``hf_id`` from the Hugging Face hub, named ``name`` (a registry name whose local copy is
+    missing, or the id itself); ``hint``: why nothing local was read, or what to give instead."""
     why = hub_unavailable()  # no download attempt (and no retry loop) offline
+    fallback = name != hf_id
     if why is not None:
-        known = [e.name for e in registry().values() if e.hf_id is not None and e.hf_id.lower() == hf_id.lower()]
-        alias = f"; or use its registry name {known[0]!r}, read from the local tokenizers" if known else ""
-        raise MindcapError(f"no local tokenizer for {name!r} and {why}; {LOCAL_TOKENIZERS_HINT}{alias}")
+        if fallback:
+            raise BadInputError(
+                f"no tokenizer for {name!r}: {hint}; and its Hugging Face fallback {hf_id} cannot be read: {why}"
+            )
+        raise BadInputError(f"{hf_id!r} is a Hugging Face id, read from the hub only, and {why}; {hint}")
     try:
         from transformers import AutoTokenizer
 
         hf_tok = AutoTokenizer.from_pretrained(hf_id)
     except Exception as exc:
-        raise MindcapError(
-            f"cannot load tokenizer {hf_id!r} from the Hugging Face hub ({first_line(exc)}); {LOCAL_TOKENIZERS_HINT}"
+        if fallback:
+            raise BadInputError(
+                f"no tokenizer for {name!r}: {hint}; and its Hugging Face fallback {hf_id} failed to load "
+                f"({first_line(exc)})"
+            ) from exc
+        raise BadInputError(
+            f"cannot load tokenizer {hf_id!r} from the Hugging Face hub ({first_line(exc)}); {hint}"
         ) from exc
     backend = getattr(hf_tok, "backend_tokenizer", None)
     if backend is None:
@@ -219,18 +262,20 @@ def load_tokenizer(name: str, tokenizers_dir: str | os.PathLike[str] | None = No
     canonical = canonical_model_name(name)
     if canonical is not None:
         entry = registry()[canonical]
-        root = Path(tokenizers_dir) if tokenizers_dir is not None else load_config().tokenizers_dir.value
-        found = tokenizer_file(root / entry.folder) if root is not None and (root / entry.folder).is_dir() else None
+        root = _tokenizers_root(tokenizers_dir)
+        found = _local_file(root, entry)
         if found is not None:
             return _from_file(found, canonical)
         if entry.hf_id is None:
-            raise MindcapError(
-                f"{canonical}: no tokenizer in {root / entry.folder if root is not None else entry.folder!r} "
-                "and no Hugging Face id to fall back on; set tokenizers_dir"
+            miss = _local_miss(root, entry)
+            raise BadInputError(
+                f"no tokenizer for {canonical!r}: {miss}; and it has no Hugging Face id to fall back on"
             )
-        return _from_hub(entry.hf_id, canonical)
+        return _from_hub(entry.hf_id, canonical, _local_miss(root, entry))
     if "/" in name and not name.startswith((".", "/")) and name.count("/") == 1:
-        return _from_hub(name, name)
+        entry = next((e for e in registry().values() if e.hf_id is not None and e.hf_id.lower() == name.lower()), None)
+        hint = _LOCAL_INSTEAD if entry is None else _registry_hint(entry, _tokenizers_root(tokenizers_dir))
+        return _from_hub(name, name, hint)
     known = ", ".join(f"{e.name} ({', '.join(e.aliases)})" for e in registry().values())
     raise MindcapError(
         f"unknown model {name!r}; known: {known}; "
