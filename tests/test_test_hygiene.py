@@ -44,9 +44,17 @@ def test_no_test_module_imports_another():
 
 
 def _stage_commands() -> list[str]:
-    """The pytest commands of scripts/test-all.sh, continuation lines joined."""
-    commands = SCRIPT.read_text("utf-8").replace("\\\n", " ").splitlines()
-    return [c for c in commands if "-m pytest" in c and not c.lstrip().startswith("#")]
+    """The pytest commands of scripts/test-all.sh, continuation lines joined and ``$NAME`` of the script's own
+    ``NAME=value`` lines filled in."""
+    names: dict[str, str] = {}
+    commands = []
+    for line in SCRIPT.read_text("utf-8").replace("\\\n", " ").splitlines():
+        line = re.sub(r"\$(\w+)", lambda m: names.get(m[1], m[0]), line)
+        if assignment := re.fullmatch(r"([A-Z_]+)=(\S*)", line.strip()):
+            names[assignment[1]] = assignment[2]
+        elif "-m pytest" in line and not line.lstrip().startswith("#"):
+            commands.append(line)
+    return commands
 
 
 def test_every_stage_names_the_modules_its_tests_need():

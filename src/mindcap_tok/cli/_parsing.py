@@ -52,7 +52,8 @@ def spread_list_options(params: Sequence[click.Parameter], args: Sequence[str], 
     The values of other options are skipped (``--texts --lang`` gives ``--texts`` the value ``--lang``), ``--``
     ends the options, and without ``interspersed`` (a group) so does the first positional: the subcommand's."""
     options = {name: p for p in params if isinstance(p, click.Option) for name in (*p.opts, *p.secondary_opts)}
-    args, out, i = list(args), [], 0
+    args, i = list(args), 0
+    out: list[str] = []
     while i < len(args):
         token = args[i]
         i += 1
