@@ -83,7 +83,7 @@ class _ListOptions:
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         spread = spread_list_options(self.params, args, interspersed=ctx.allow_interspersed_args)
-        return super().parse_args(ctx, spread)  # type: ignore[misc]
+        return super().parse_args(ctx, spread)  # type: ignore[misc]  # a mixin: click's Command comes next in the MRO
 
 
 class Command(_ListOptions, click.Command):
