@@ -4,6 +4,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+#: a small task file written out by hand: two languages, integer answers, a native and a comparator arm
+SMALL = """
+name = "tiny"
+version = 2
+licence = "CC0-1.0"
+languages = ["eng_Latn", "deu_Latn"]
+native = "native"
+comparator = "translate-act"
+
+[source]
+files = "tiny-{lang}.jsonl"
+fields = { q = "question" }
+
+[answer]
+type = "integer"
+
+[gold]
+type = "integer"
+
+[arms.native.templates.eng_Latn]
+instruction = "Solve. End with a final line \\"#### <integer>\\"."
+announce = "You have {budget} tokens."
+body = "Problem: {q}"
+[arms.native.templates.deu_Latn]
+instruction = "Löse. Ende mit einer Zeile \\"#### <Zahl>\\"."
+body = "Aufgabe: {q}"
+[arms.translate-act.templates."*"]
+instruction = "Translate to English, then solve."
+body = "Problem: {q}"
+"""
+
 
 def integer_task(
     name: str,

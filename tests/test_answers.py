@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from importlib import metadata
 
 import pytest
 
+from answer_specs import ABCD, BELEBELE, MATH, Answer
 from mindcap_tok.errors import MindcapError, MissingExtraError
 from mindcap_tok.tasks.answers import VARIANTS, get_parser
 from mindcap_tok.tasks.answers import math as math_answers
 from mindcap_tok.tasks.answers.integer import LineCuts
-
-
-@dataclass
-class Answer:
-    """The fields of a task's answer spec that parsers read (a stand-in for ``tasks.model.AnswerSpec``)."""
-
-    type: str
-    labels: list[str] | None = None
-    pattern: str | None = None
-    variants: dict = field(default_factory=dict)
-
-
-ABCD = Answer("choice", list("ABCD"), variants={"phrases": {"spa": ["Respuesta"], "deu": ["Antwort"]}})
-BELEBELE = Answer("choice", list("1234"))
-MATH = Answer("math")
 
 
 # -- choice ---------------------------------------------------------------------------------------------------

@@ -87,14 +87,6 @@ JUDGED = {
 }
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    pytest.importorskip("torch", reason="the tiny model is built with torch")
-    from tiny_model import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
-
-
 class Judge:
     """A real local OpenAI-compatible server; ``answer(prompt text)`` is its reply. Keeps every request body."""
 

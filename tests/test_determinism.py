@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
+from generation_job import frame, spec_data
 from mindcap_tok.audits import REGISTRY, run_audits
 from mindcap_tok.audits.determinism import determinism_audit, first_divergence, wilson_interval
 from mindcap_tok.audits.suite import select_audits
@@ -18,7 +19,6 @@ from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.generate import dry_run, run_job
 from mindcap_tok.ledger.jobs import parse_spec, plan_job
 from mindcap_tok.ledger.store import Ledger
-from test_generate import backend, frame, spec_data, tiny  # noqa: F401  (fixtures)
 
 statsmodels_proportion = pytest.importorskip("statsmodels.stats.proportion")
 
@@ -192,7 +192,7 @@ def test_audit_skips_without_determinism_records():
 # -- the transformers backend end to end ----------------------------------------------------------------------------
 
 
-def test_transformers_determinism_job_and_audit(tmp_path, tiny, backend, config):  # noqa: F811
+def test_transformers_determinism_job_and_audit(tmp_path, tiny, backend, config):
     data = spec_data(
         tiny,
         design="determinism",

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import mindcap_tok
+from fake_server import LABEL, ONE_REQUEST, server_backend, server_spec
 from ledger_factory import make_cell
 from mindcap_tok.cli.main import cli
 from mindcap_tok.config import ENV_CONFIG, load_config
@@ -30,7 +31,6 @@ from mindcap_tok.premium import token_premium
 from mindcap_tok.resample import Resampling
 from mindcap_tok.spec import SpecError, reading
 from mindcap_tok.stats.protocol import load_protocol
-from test_server_backend import LABEL, ONE_REQUEST, backend, fakes, hf, server_spec, tiny  # noqa: F401
 
 SRC = Path(mindcap_tok.__file__).parent  # the package under test
 #: the only ``raise ValueError(`` allowed in src: pydantic validators of the spec layer, which must raise
@@ -123,12 +123,12 @@ def test_damaged_shard_and_manifest_are_damaged_data(tmp_path, qwen):
     assert bad.value.path == root / MANIFEST
 
 
-def test_server_that_always_fails_is_a_backend_error(tmp_path, tiny, fakes, config):  # noqa: F811
+def test_server_that_always_fails_is_a_backend_error(tmp_path, tiny, fakes, config):
     fake = fakes()
     fake.faults = ["500", "500"]
     spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
     with pytest.raises(BackendError) as exc:
-        run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "led", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
     assert (exc.value.attempts, exc.value.url) == (2, fake.url)
     assert str(exc.value).startswith(f"{LABEL} failed after 2 attempt(s): ")
 

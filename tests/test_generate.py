@@ -10,6 +10,7 @@ from fractions import Fraction
 import pytest
 
 from conftest import REPO
+from generation_job import frame, spec_data
 from mindcap_tok.cli.main import main
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
@@ -18,53 +19,11 @@ from mindcap_tok.ledger.jobs import caps_for, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.ledger.store import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
-from tiny_model import build_tiny_model
 
 try:
     import torch
-except ImportError:  # the spec tests need no torch; every test of the tiny model does
+except ImportError:  # the spec tests need no torch; every test of the tiny model does (the tiny fixture skips)
     torch = None
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    if torch is None:
-        pytest.skip("the transformers backend needs the torch extra")
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
-
-
-@pytest.fixture(scope="module")
-def backend(tiny):
-    from mindcap_tok.ledger.backends import load_backend
-
-    return load_backend("transformers", str(tiny), tokenizer_name="tiny-qwen3")
-
-
-def spec_data(tiny, **kw) -> dict:
-    data = {
-        "name": "t",
-        "model": str(tiny),
-        "model_name": "tiny-qwen3",
-        "arms": ["native"],
-        "langs": ["deu_Latn", "tha_Thai"],
-        "items": [0, 1, 2],
-        "k": 2,
-        "design": "replay",
-        "caps": [12],
-        "shard_size": 2,
-        "seed": 7,
-        "sampling": {"temperature": 0.8, "top_p": 0.95, "top_k": 20},
-    }
-    data.update(kw)
-    return data
-
-
-def frame(ledger) -> list[dict]:
-    df = Ledger(ledger).to_pandas()
-    df = df.sort_values(["lang", "cap", "announced", "item", "sample"]).reset_index(drop=True)
-    for col in ("announced", "think_end", "log_output_tokens"):  # nullable ints: NaN in pandas, never equal
-        df[col] = df[col].astype(object).where(df[col].notna(), None)
-    return [{k: (list(v) if k.endswith("_ids") else v) for k, v in row.items()} for row in df.to_dict("records")]
 
 
 # -- the spec ---------------------------------------------------------------------------------------------------

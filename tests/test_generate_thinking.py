@@ -15,14 +15,14 @@ from mindcap_tok.ledger.generate import run_job
 from mindcap_tok.ledger.jobs import load_spec, parse_spec
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.ledger.store import Ledger
-from tiny_model import build_tiny_model
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-think", think_tokens=True)
+def tiny(tiny_think):
+    """The thinking model of conftest.py: every test here reads its ``<think>`` tokens."""
+    return tiny_think
 
 
 @pytest.fixture(scope="module")

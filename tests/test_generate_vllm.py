@@ -8,12 +8,11 @@ import pytest
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'mindcap-tok[gen]'; CPU recipe in README)")
 
+from generation_job import frame, spec_data  # noqa: E402
 from mindcap_tok.ledger.generate import JobHooks, run_job  # noqa: E402
 from mindcap_tok.ledger.jobs import parse_spec  # noqa: E402
 from mindcap_tok.ledger.score import score_ledger  # noqa: E402
 from mindcap_tok.ledger.store import Ledger  # noqa: E402
-from test_generate import frame, spec_data  # noqa: E402
-from vllm_tiny import engine_fixture, tiny_fixture  # noqa: E402, F401  (the fixtures tiny and engine)
 
 
 def test_vllm_records_reproduce_and_score(tmp_path, tiny, engine, config):

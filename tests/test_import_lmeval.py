@@ -206,7 +206,7 @@ def test_jsonl_imports_one_file(tmp_path):
 def test_a_task_not_built_in_maps_through_its_task_file(tmp_path):
     """``tiny_de`` (lm-eval's name) is the user's task ``tiny`` in ``deu_Latn``; the gold is its integer."""
     from mindcap_tok.ledger import Ledger
-    from test_tasks import SMALL
+    from task_files import SMALL
 
     (tmp_path / "tiny.toml").write_text(SMALL, "utf-8")
     logs = _log(tmp_path / "run", task="tiny_de")

@@ -56,28 +56,18 @@ from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
 from mindcap_tok.resample import Resampling, bootstrap_counts
-from price_fixture import english_trace, save_tiny, thai_trace
+from price_fixture import (
+    ARMS,
+    B_MAX,
+    GOLD,
+    WRONG,
+    native_text,
+    price_record,
+    price_world,
+    translate_text,
+)
 from task_files import integer_task
 
-B_MAX, GOLD, WRONG = 64, 7, 3
-NATIVE_TYPES = {"A": (5, GOLD), "B": (15, GOLD), "C": (20, GOLD), "D": (28, GOLD), "E": (12, WRONG), "F": (40, None)}
-NATIVE_PLAN = ["AA", "AA", "BA", "BA", "CE", "DA", "DA", "EE", "FF", "AF"]
-TRANSLATE_PLAN = ["SS", "SS", "SS", "SS", "SS", "PS", "PS", "LW", "SS", "SS"]
-
-
-def _native_text(kind: str) -> str:
-    k, value = NATIVE_TYPES[kind]
-    return "กา" * k if value is None else thai_trace(k, value)
-
-
-def _translate_text(kind: str) -> str:
-    if kind == "P":
-        return "กา" * 10 + english_trace(6, GOLD)
-    k, value = {"S": (5, GOLD), "L": (20, GOLD), "W": (5, WRONG)}[kind]
-    return english_trace(k, value)
-
-
-ARMS = (("native", NATIVE_PLAN, _native_text), ("translate-act", TRANSLATE_PLAN, _translate_text))
 _f = Fraction
 #: the module docstring's figures at B = 30, worked by hand
 HAND_AT_30 = {
@@ -89,39 +79,9 @@ HAND_AT_30 = {
 }  # fmt: skip
 
 
-def _record(tok, arm: str, item: int, sample: int, text: str) -> dict:
-    ids = tok.tokenizer.encode(text, add_special_tokens=False).ids[:B_MAX]
-    return {
-        "model": "tiny",
-        "arm": arm,
-        "lang": "tha_Thai",
-        "item": item,
-        "sample": sample,
-        "seed": sample,
-        "cap": B_MAX,
-        "prompt": f"question {item}",
-        "prompt_ids": [1, 2],
-        "output_ids": ids,
-        "text": tok.tokenizer.decode(ids),
-        "finish_reason": "length" if len(ids) >= B_MAX else "stop",
-        "gold": GOLD,
-        "generator": "hand",
-        "tokenizer": "tiny",
-    }
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("price")
-    base, ext = save_tiny(root / "base"), save_tiny(root / "ext", extended=True)
-    records = []
-    for arm, plan, text_of in ARMS:
-        for item, kinds in enumerate(plan):
-            records += [_record(base, arm, item, s, text_of(kind)) for s, kind in enumerate(kinds)]
-    ledger = Ledger(root / "ledger")
-    ledger.append(records, tokenizer=base)
-    folds = [FoldTokenizer(ext, frozenset(range(5)), 0), FoldTokenizer(ext, frozenset(range(5, 10)), 1)]
-    return ledger, base, ext, folds
+    return price_world(tmp_path_factory.mktemp("price"))
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +116,7 @@ def test_price_on_choice_and_math_tasks_by_hand(world, tmp_path, task, right, wr
         for item, kinds in enumerate(plan):
             for s, kind in enumerate(kinds):
                 text = text_of(kind).replace(f"#### {WRONG}", f"#### {wrong}").replace(f"#### {GOLD}", f"#### {right}")
-                records.append(_record(base, arm, item, s, text) | {"task": task, "gold": None, "gold_text": gold})
+                records.append(price_record(base, arm, item, s, text) | {"task": task, "gold": None, "gold_text": gold})
     ledger = Ledger(tmp_path / "L")
     ledger.append(records, tokenizer=base)
     settings = PriceSettings(resampling=Resampling(400, 3), tokenizer=base)
@@ -174,7 +134,7 @@ def test_the_note_counts_finished_traces_that_are_not_canonical(world, priced, t
     records = []
     for arm, plan, text_of in ARMS:
         for item, kinds in enumerate(plan):
-            records += [_record(base, arm, item, s, text_of(kind)) for s, kind in enumerate(kinds)]
+            records += [price_record(base, arm, item, s, text_of(kind)) for s, kind in enumerate(kinds)]
     first = records[0]  # native item 0 sample 0, type A
     assert (first["arm"], first["item"], first["sample"], first["finish_reason"]) == ("native", 0, 0, "stop")
     first["output_ids"] = list(("กา" * 5).encode()) + base.tokenizer.encode("\n#### 7").ids  # byte ids = bytes
@@ -233,8 +193,8 @@ def test_closure_interval_matches_a_slow_item_bootstrap(world, priced):
 
 
 # texts scoring 1 at B = 30 (from the table in the module docstring)
-_RIGHT_AT_30_BASE = {_native_text("A"), _translate_text("S")}
-_RIGHT_AT_30_EXT = {_native_text(k) for k in "ABC"} | {_translate_text(k) for k in "SP"}
+_RIGHT_AT_30_BASE = {native_text("A"), translate_text("S")}
+_RIGHT_AT_30_EXT = {native_text(k) for k in "ABC"} | {translate_text(k) for k in "SP"}
 
 
 def test_triage_states_each_rung_and_warns_that_b_max_binds(priced):
@@ -279,7 +239,7 @@ def test_a_cell_mixing_tasks_is_refused(world, tmp_path):
     ledger, base, _, folds = world
     shutil.copytree(ledger.root, tmp_path / "L")
     mixed = Ledger(tmp_path / "L")
-    mixed.append([_record(base, "native", 0, 2, _native_text("A")) | {"task": "my-task"}], tokenizer=base)
+    mixed.append([price_record(base, "native", 0, 2, native_text("A")) | {"task": "my-task"}], tokenizer=base)
     # one pricing is one task's (the CLI prices each task of a model and language in turn)
     with pytest.raises(MindcapError, match=r"tiny tha_Thai records hold several tasks \(mgsm, my-task\); price one"):
         price_ledger(
@@ -397,7 +357,9 @@ def _relabelled_ledger(world, folder, lang: str = "tha_Thai", tok=None):
     records = []
     for arm, plan, text_of in ARMS:
         for item, kinds in enumerate(plan):
-            records += [{**_record(tok, arm, item, s, text_of(kind)), "lang": lang} for s, kind in enumerate(kinds)]
+            records += [
+                {**price_record(tok, arm, item, s, text_of(kind)), "lang": lang} for s, kind in enumerate(kinds)
+            ]
     ledger = Ledger(folder)
     ledger.append(records, tokenizer=tok)
     return ledger
@@ -510,7 +472,7 @@ def test_price_compares_the_tasks_own_arms(world, tmp_path):
     for arm, plan, text_of in ARMS:
         for item, kinds in enumerate(plan):
             for s, kind in enumerate(kinds):
-                records.append(_record(base, renamed[arm], item, s, text_of(kind)) | {"task": "plain2"})
+                records.append(price_record(base, renamed[arm], item, s, text_of(kind)) | {"task": "plain2"})
     mixed.append(records, tokenizer=base)
     assert ledger_tasks(mixed, "tiny", lang="th") == ["mgsm", "plain2"]
     for task in ("plain2", "mgsm"):

@@ -134,6 +134,7 @@ def _environment(copy: Path, bin_dir: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.readme
 def test_every_runnable_readme_block_runs_as_written(tmp_path):
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("needs git and a checkout to copy")

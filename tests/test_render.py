@@ -15,16 +15,10 @@ from tokenizers import Tokenizer
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
-from tiny_model import build_tiny_model
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
 
 THAI = ["ขั้นที่ 1: คิด {i}\nดังนั้นคำตอบคือ {v}\n#### {v}\n", "โจทย์ {i}: ไข่ {v} ฟอง\n#### {v}\n"]
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ def test_defaults_are_the_librarys_and_it_is_frozen():
     r = Resampling()
     assert (r.n_boot, r.seed, r.level) == (10_000, 0, 0.95)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        r.n_boot = 5  # type: ignore[misc]
+        r.n_boot = 5  # type: ignore[misc]  # the frozen dataclass's refusal is what is tested
 
 
 def test_too_few_resamples_for_the_level_is_refused_at_construction():

@@ -101,16 +101,8 @@ def _check(tok: ChatTokenizer, users: list[str]) -> None:
     assert tok.chat_batch(users[5:6]) == want[5:6]
 
 
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    pytest.importorskip("torch", reason="the tiny model needs the torch extra")
-    from tiny_model import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
-
-
-def test_tiny_qwen3_template_is_filled_in_and_equals_chat(tiny_folder, users):
-    tok = _tokenizer(tiny_folder)
+def test_tiny_qwen3_template_is_filled_in_and_equals_chat(tiny, users):
+    tok = _tokenizer(tiny)
     assert tok._frame() == ("<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
     _check(tok, users)
     assert tok._lines is not None  # the line memo was used

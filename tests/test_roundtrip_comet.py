@@ -1,5 +1,5 @@
 """COMET in the round-trip report (extra ``comet``, its own environment ``.venv-comet``): the column is what COMET
-itself predicts for (source, back-translation, source), using the tiny checkpoint of ``test_audit_comet``."""
+itself predicts for (source, back-translation, source), using the tiny checkpoint of ``comet_checkpoint``."""
 
 from __future__ import annotations
 
@@ -9,12 +9,22 @@ import pytest
 pytestmark = pytest.mark.comet
 comet = pytest.importorskip("comet", reason="needs the comet extra (its own environment, see scripts/test-all.sh)")
 
+from comet_checkpoint import build_checkpoint  # noqa: E402
 from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report  # noqa: E402
-from test_audit_comet import checkpoint  # noqa: E402, F401 (a fixture)
-from test_roundtrip_report import BACK, SEQ, SOURCES, run  # noqa: E402, F401 (run: a fixture)
+from roundtrip_two_sequences import BACK, SEQ, SOURCES, write_two_sequence_run  # noqa: E402
 
 
-def test_comet_of_each_back_translation_is_what_comet_predicts(run, qwen, checkpoint, tmp_path):  # noqa: F811
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return build_checkpoint(tmp_path_factory.mktemp("comet"))
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, qwen):
+    return write_two_sequence_run(tmp_path_factory.mktemp("rt"), qwen)
+
+
+def test_comet_of_each_back_translation_is_what_comet_predicts(run, qwen, checkpoint, tmp_path):
     result = roundtrip_report(
         run,
         tmp_path / "report",
@@ -36,7 +46,7 @@ def test_comet_of_each_back_translation_is_what_comet_predicts(run, qwen, checkp
     assert "## chrF and COMET of the back-translation" in (tmp_path / "report" / "report.md").read_text("utf-8")
 
 
-def test_comet_of_each_hop_is_what_comet_predicts_against_the_hops_reference(checkpoint):  # noqa: F811
+def test_comet_of_each_hop_is_what_comet_predicts_against_the_hops_reference(checkpoint):
     import pandas as pd
 
     from mindcap_tok.roundtrip.report import add_hop_comet

@@ -14,21 +14,8 @@ from mindcap_tok.roundtrip import parse_spec, plan_roundtrip, roundtrip_metrics,
 from mindcap_tok.roundtrip.prompts import translation_prompt
 from mindcap_tok.roundtrip.spec import hop_seed, judge_seed
 from mindcap_tok.roundtrip.store import RunStore
-from tiny_model import build_tiny_model
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
-
-
-@pytest.fixture(scope="module")
-def backend(tiny):
-    from mindcap_tok.ledger.backends import load_backend
-
-    return load_backend("transformers", str(tiny), tokenizer_name="tiny-qwen3")
 
 
 GOOD = json.dumps({"score": 88, "classification": "7-good", "issues": [

@@ -21,7 +21,6 @@ from mindcap_tok.roundtrip.sequences import parse_chain
 from mindcap_tok.roundtrip.store import RunStore
 from mindcap_tok.roundtrip.texts import Text
 from mindcap_tok.roundtrip.thinking import hop_channel
-from tiny_model import build_tiny_model
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
 
@@ -29,8 +28,9 @@ GOOD = json.dumps({"score": 90, "classification": "8-good", "issues": [{"severit
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-think", think_tokens=True)
+def tiny(tiny_think):
+    """The thinking model of conftest.py: every test here reads its ``<think>`` tokens."""
+    return tiny_think
 
 
 @pytest.fixture(scope="module")

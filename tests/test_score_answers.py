@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from answer_specs import ABCD, MATH
 from mindcap_tok.data.mgsm import load_mgsm
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.score import byte_table, score_ledger, score_prefixes
 from mindcap_tok.tasks.answers import get_parser
 from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
 from score_reference import assert_equals_reference, reference_scores, trace_frame
-from test_answers import ABCD, MATH
 
 CHOICE_PARSERS = ["strict", "paren", "answer", "phrases", "label", "paren+answer+phrases+last", "answer+terminated"]
 MATH_PARSERS = ["strict", "boxed", "boxed+last", "boxed+terminated"]

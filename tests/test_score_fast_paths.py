@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from answer_specs import ABCD, MATH, Answer
 from mindcap_tok.ledger.score import score_ledger, score_prefixes
 from mindcap_tok.tasks.answers import VARIANTS, get_parser
 from mindcap_tok.tasks.answers._lines import fold_literals
 from mindcap_tok.tokenization.byte_tables import ByteTable, anchor_starts, byte_table, gather_bytes
 from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
 from score_reference import assert_equals_reference, reference_scores, trace_frame
-from test_answers import ABCD, MATH, Answer
 
 REGEX = Answer("regex", pattern=r"ANS=(?P<answer>[0-9]+)")
 # fragments per answer type: pieces of answer lines and their near misses

@@ -1,13 +1,12 @@
-"""The ``server`` backend against small REAL HTTP servers on 127.0.0.1 (``http.server`` in a thread) that answer
-with hand-written OpenAI/vLLM-shaped bodies and inject 429/500/dropped connections/slow answers: request
-building, id extraction from each response shape, the retokenized path, retries, one-line errors, resume."""
+"""The ``server`` backend against small REAL HTTP servers on 127.0.0.1 (``http.server`` in a thread, the fake of
+``fake_server``) that answer with hand-written OpenAI/vLLM-shaped bodies and inject 429/500/dropped connections/slow
+answers: request building, id extraction from each response shape, the retokenized path, retries, one-line errors,
+resume."""
 
 from __future__ import annotations
 
 import json
 import re
-import socket
-import threading
 import time
 from dataclasses import dataclass
 
@@ -15,7 +14,8 @@ import pytest
 
 pytest.importorskip("httpx", reason="the server backend needs the server extra (httpx)")
 
-from local_http import LocalHTTP
+from fake_server import LABEL, ONE_REQUEST, TAMPER, decode, free_port, local_prompt, rule, server_backend, server_spec
+from generation_job import frame
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.backends import GenRequest
@@ -23,287 +23,6 @@ from mindcap_tok.ledger.backends.server import ServerBackend, parse_response, re
 from mindcap_tok.ledger.generate import JobHooks, run_job
 from mindcap_tok.ledger.jobs import ServerSpec, load_spec, parse_spec, plan_job
 from mindcap_tok.ledger.store import Ledger
-from test_generate import frame, spec_data
-from tiny_model import VOCAB, build_tiny_model
-
-EOS = 2  # <|im_end|> in tiny_model.SPECIALS order
-#: ids of single characters (filled by the ``hf`` fixture): their text re-encodes to at most as many ids
-ALPHABET: list[int] = []
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    pytest.importorskip("torch", reason="the tiny model is built with torch")
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
-
-
-@pytest.fixture(scope="module")
-def hf(tiny):
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(tiny)
-    ALPHABET[:] = tok.convert_tokens_to_ids(list("abcdefghijklmnopqrstuvwxyz0123456789"))
-    assert len(set(ALPHABET)) == 36 and tok.unk_token_id not in ALPHABET
-    return tok
-
-
-def local_prompt(hf, user: str) -> tuple[str, list[int]]:
-    """The chat template applied here with transformers directly (thinking off), as the other backends do."""
-    text = hf.apply_chat_template(
-        [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True, enable_thinking=False
-    )
-    return text, hf(text, add_special_tokens=False)["input_ids"]
-
-
-def decode(hf, ids, skip: bool = True) -> str:
-    """Text of ids with the fast tokenizer itself (no transformers clean-up of spaces)."""
-    return hf.backend_tokenizer.decode(list(ids), skip_special_tokens=skip)
-
-
-def rule(seed: int, sample: int, cap: int) -> tuple[list[int], str]:
-    """The fake server's decode: every third sample stops early on EOS, the others run to the cap."""
-    n = cap // 2 if (seed + sample) % 3 == 0 else cap
-    ids = [ALPHABET[(seed * 31 + sample * 17 + t * 7) % len(ALPHABET)] for t in range(n)]
-    if n < cap:
-        ids[-1] = EOS
-        return ids, "stop"
-    return ids, "length"
-
-
-def first_length(answer: dict) -> dict:
-    """The answer's first choice that ran to the cap (``rule`` gives one in every two consecutive samples)."""
-    return next(c for c in answer["choices"] if c["finish_reason"] == "length")
-
-
-def first_id(answer: dict, value: int) -> None:
-    """Replace the first output id of choice 0 with ``value``."""
-    answer["choices"][0]["token_ids"][0] = value
-
-
-#: faults that spoil a well-formed answer (a request for n = 2 under cap 12) and the problem named for each
-TAMPER = {
-    "index-true": (lambda a: a["choices"].append({**a["choices"][0], "index": True}), "choice 2 has index true"),
-    "index-half": (lambda a: a["choices"].append({**a["choices"][0], "index": 0.5}), "choice 2 has index 0.5"),
-    "index-str": (lambda a: a["choices"].append({**a["choices"][0], "index": "1"}), 'choice 2 has index "1"'),
-    "index-null": (lambda a: a["choices"].append({**a["choices"][0], "index": None}), "choice 2 has index null"),
-    "id-2**64": (
-        lambda a: first_id(a, 2**64),
-        f"choice 0: token id 18446744073709551616 out of range 0..{VOCAB - 1}",
-    ),
-    "id-vocab": (
-        lambda a: first_id(a, VOCAB),
-        f"choice 0: token id {VOCAB} out of range 0..{VOCAB - 1}",
-    ),
-    "short-length": (
-        lambda a: first_length(a)["token_ids"].pop(),
-        "finish_reason 'length' with 11 of max_tokens 12 tokens",
-    ),
-    "stop-at-cap": (
-        lambda a: first_length(a).update(finish_reason="stop"),
-        "finish_reason 'stop' with 12 of max_tokens 12 tokens",
-    ),
-    "over-cap": (lambda a: first_length(a)["token_ids"].append(EOS), "13 output ids, above max_tokens 12"),
-}
-
-
-def trickle(h, gap_s: float = 0.5) -> None:
-    """A 200 whose headers promise 200 bytes and whose body then comes one byte every ``gap_s`` seconds."""
-    try:
-        h.send_response(200)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", "200")
-        h.end_headers()
-        for byte in b'{"choices": [{"inde':
-            h.wfile.write(bytes([byte]))
-            time.sleep(gap_s)
-    except OSError:  # the client gave up
-        pass
-    h.close_connection = True
-
-
-# -- the fake server -----------------------------------------------------------------------------------------------
-
-
-class Fake:
-    """An OpenAI-compatible server on 127.0.0.1: ``mode`` is ``ids`` (vLLM >= 0.10.2), ``plain`` (a hosted API:
-    text only, vLLM's extensions refused) or ``logprobs`` (older vLLM); ``faults`` are applied to the next
-    requests in order."""
-
-    def __init__(self, hf, mode: str = "ids", served: str = "tiny", key: str | None = None) -> None:
-        self.hf, self.mode, self.served, self.key = hf, mode, served, key
-        self.faults: list[str] = []
-        self.bodies: list[dict] = []
-        self.lock = threading.Lock()
-        self.inflight = self.max_inflight = 0
-        self.delay = 0.0
-        self.prompt_shift = 0
-        self.http = LocalHTTP(self.get, self.post)
-        self.url = self.http.url
-
-    def get(self, h) -> None:
-        if h.path == "/version":
-            h.reply(200, {"version": "0.0.fake"})
-        else:
-            h.reply(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
-
-    def post(self, h, raw: bytes) -> None:
-        body = json.loads(raw)
-        with self.lock:
-            self.bodies.append(body)
-            fault = self.faults.pop(0) if self.faults else None
-            self.inflight += 1
-            self.max_inflight = max(self.max_inflight, self.inflight)
-        try:
-            self.serve(h, body, fault)
-        finally:
-            with self.lock:
-                self.inflight -= 1
-
-    def close(self) -> None:
-        self.http.close()
-
-    def serve(self, h, body: dict, fault: str | None) -> None:
-        if fault == "drop":
-            h.close_connection = True
-            return
-        if fault == "slow":
-            time.sleep(1.0)
-        if fault == "silent":
-            time.sleep(2.5)
-        if fault == "trickle":
-            return trickle(h)
-        if fault == "429":
-            return h.reply(429, {"error": {"message": "Too Many Requests", "code": 429}}, {"Retry-After": "1"})
-        if fault == "500":
-            return h.reply(500, {"error": {"message": "EngineCore died\nTraceback ...", "code": 500}})
-        if fault == "400":
-            return h.reply(
-                400,
-                {
-                    "error": {
-                        "message": "max_tokens is too large",
-                        "type": "BadRequestError",
-                        "param": None,
-                        "code": 400,
-                    }
-                },
-            )
-        if fault == "garbage":
-            return h.reply(200, None, raw=b'{"choices": [ {"index": 0,')
-        if fault == "long":  # text only, and more of it than the cap allows
-            return h.reply(
-                200, {"choices": [{"index": i, "text": "x " * 40, "finish_reason": "length"} for i in range(body["n"])]}
-            )
-        if fault == "abort":
-            return h.reply(
-                200,
-                {
-                    "choices": [
-                        {"index": i, "text": "", "finish_reason": "abort", "token_ids": []} for i in range(body["n"])
-                    ]
-                },
-            )
-        if self.key is not None and h.headers.get("Authorization") != f"Bearer {self.key}":
-            return h.reply(401, {"error": "Unauthorized"})
-        if body["model"] != self.served:
-            return h.reply(
-                404,
-                {
-                    "error": {
-                        "message": f"The model `{body['model']}` does not exist.",
-                        "type": "NotFoundError",
-                        "param": "model",
-                        "code": 404,
-                    }
-                },
-            )
-        extensions = sorted({"return_token_ids", "top_k"} & set(body))
-        if self.mode == "plain" and (extensions or not isinstance(body.get("prompt"), str)):
-            bad = extensions or ["prompt"]
-            return h.reply(
-                400,
-                {
-                    "error": {
-                        "message": f"Unrecognized request argument supplied: {bad[0]}",
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": None,
-                    }
-                },
-            )
-        time.sleep(self.delay)
-        answer = self.answer(body, h.path)
-        if fault in TAMPER:
-            TAMPER[fault][0](answer)
-        h.reply(200, answer)
-
-    def answer(self, body: dict, path: str) -> dict:
-        chat = path.endswith("/chat/completions")
-        if chat:
-            prompt_ids = local_prompt(self.hf, body["messages"][0]["content"])[1][self.prompt_shift :]
-        elif isinstance(body["prompt"], list):
-            prompt_ids = list(body["prompt"])
-        else:
-            prompt_ids = self.hf(body["prompt"], add_special_tokens=False)["input_ids"]
-        choices = []
-        for i in range(body["n"]):
-            ids, finish = rule(body["seed"], i, body["max_tokens"])
-            text = decode(self.hf, ids)
-            c = {"index": i, "logprobs": None, "finish_reason": finish, "stop_reason": None}
-            c.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
-            if self.mode == "ids":
-                c["token_ids"] = ids
-                if not chat:
-                    c["prompt_token_ids"] = prompt_ids[self.prompt_shift :]
-            elif self.mode == "logprobs" and body.get("return_tokens_as_token_ids"):
-                c["logprobs"] = {
-                    "tokens": [f"token_id:{t}" for t in ids],
-                    "token_logprobs": [-1.0] * len(ids),
-                    "text_offset": list(range(len(ids))),
-                    "top_logprobs": None,
-                }
-            choices.append(c)
-        out = {
-            "id": "cmpl-fake",
-            "object": "chat.completion" if chat else "text_completion",
-            "created": 1,
-            "model": self.served,
-            "choices": choices,
-            "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": 1, "total_tokens": 1},
-        }
-        if chat and self.mode == "ids":
-            out["prompt_token_ids"] = prompt_ids
-        return out
-
-
-@pytest.fixture
-def fakes(hf):
-    made: list[Fake] = []
-
-    def make(**kw) -> Fake:
-        made.append(Fake(hf, **kw))
-        return made[-1]
-
-    yield make
-    for f in made:
-        f.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def server_spec(tiny, urls, job: dict | None = None, **server) -> dict:
-    """The test job (``job`` overrides its keys) with a ``[server]`` table (``server`` overrides its keys)."""
-    opts = {"base_url": urls, "model": "tiny", "max_retries": 4, "timeout_s": 10.0}
-    opts.update(server)
-    return spec_data(tiny, server=opts, **(job or {}))
-
-
-def backend(tiny, spec, **kw) -> ServerBackend:
-    return ServerBackend(str(tiny), "tiny-qwen3", spec.server, backoff_s=0.01, **kw)
 
 
 def check_rows(rows, hf, *, retokenized=False) -> None:
@@ -611,7 +330,7 @@ def test_two_servers_share_the_job_and_records_match_their_answers(tmp_path, tin
     a, b = fakes(), fakes()
     a.delay = b.delay = 0.05
     spec = parse_spec(server_spec(tiny, [a.url, b.url], concurrency=2))
-    res = run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
+    res = run_job(spec, tmp_path / "led", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
     assert (res.written, res.records, res.backend) == (4, 12, "server")
     rows = frame(tmp_path / "led")
     check_rows(rows, hf)
@@ -624,10 +343,13 @@ def test_two_servers_share_the_job_and_records_match_their_answers(tmp_path, tin
     assert max(a.max_inflight, b.max_inflight) <= 2
     # resuming through another URL with other connection settings is the same job; another served model is not
     moved = parse_spec(server_spec(tiny, b.url, concurrency=5, timeout_s=3))
-    assert run_job(moved, tmp_path / "led", backend=backend(tiny, moved), data_dir=config.data_dir.value).skipped == 4
+    assert (
+        run_job(moved, tmp_path / "led", backend=server_backend(tiny, moved), data_dir=config.data_dir.value).skipped
+        == 4
+    )
     other = parse_spec(server_spec(tiny, b.url, endpoint="chat"))
     with pytest.raises(MindcapError, match="holds a different spec"):
-        run_job(other, tmp_path / "led", backend=backend(tiny, other), data_dir=config.data_dir.value)
+        run_job(other, tmp_path / "led", backend=server_backend(tiny, other), data_dir=config.data_dir.value)
 
 
 class ShardAtATime:
@@ -665,8 +387,8 @@ def test_progress_counts_requests_and_output_tokens(tmp_path, tiny, hf, fakes, c
     # the fake server's rule fixes every decode's length, whichever backend path asks
     want_tokens = sum(len(rule(r.seed, j, 12)[0]) for s in plan_job(spec).shards for r in s.requests for j in range(2))
     for label, make, counts in [
-        ("per request", lambda: backend(tiny, spec), [0, 1, 2, 3, 4, 5, 6]),
-        ("per shard", lambda: ShardAtATime(backend(tiny, spec)), [0, 2, 3, 5, 6]),  # shards of 2, 1, 2, 1
+        ("per request", lambda: server_backend(tiny, spec), [0, 1, 2, 3, 4, 5, 6]),
+        ("per shard", lambda: ShardAtATime(server_backend(tiny, spec)), [0, 2, 3, 5, 6]),  # shards of 2, 1, 2, 1
     ]:
         rec = Recorder()
         led = tmp_path / label
@@ -688,7 +410,7 @@ def test_concurrency_bounds_requests_in_flight(tmp_path, tiny, hf, fakes, config
     fake.delay = 0.2
     job = {"items": [0, 1, 2, 3, 4, 5], "langs": ["deu_Latn"], "shard_size": 6, "k": 1}
     spec = parse_spec(server_spec(tiny, fake.url, job, concurrency=2))
-    run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "led", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
     assert len(fake.bodies) == 6 and fake.max_inflight == 2
 
 
@@ -696,7 +418,7 @@ def test_retries_lose_and_duplicate_nothing(tmp_path, tiny, hf, fakes, config):
     fake = fakes()
     fake.faults = ["429", "500", "drop", "slow"]
     spec = parse_spec(server_spec(tiny, fake.url, concurrency=1, timeout_s=0.5))
-    b = backend(tiny, spec)
+    b = server_backend(tiny, spec)
     t0 = time.perf_counter()
     res = run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value)
     assert time.perf_counter() - t0 >= 1.0  # Retry-After: 1 was honoured
@@ -708,7 +430,9 @@ def test_retokenized_when_the_server_returns_no_ids(tmp_path, tiny, hf, fakes, c
     fake = fakes(mode="plain")
     spec = parse_spec(server_spec(tiny, fake.url))
     warnings: list[str] = []
-    run_job(spec, tmp_path / "led", backend=backend(tiny, spec, warn=warnings.append), data_dir=config.data_dir.value)
+    run_job(
+        spec, tmp_path / "led", backend=server_backend(tiny, spec, warn=warnings.append), data_dir=config.data_dir.value
+    )
     rows = frame(tmp_path / "led")
     check_rows(rows, hf, retokenized=True)
     assert len(warnings) == 2 and "refused vLLM's request extensions" in warnings[0]
@@ -721,18 +445,18 @@ def test_retokenized_when_the_server_returns_no_ids(tmp_path, tiny, hf, fakes, c
 def test_logprob_ids_of_older_servers(tmp_path, tiny, hf, fakes, config):
     fake = fakes(mode="logprobs")
     spec = parse_spec(server_spec(tiny, fake.url, logprob_ids=True))
-    run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "led", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
     check_rows(frame(tmp_path / "led"), hf)
 
 
 def test_chat_endpoint_stores_the_servers_prompt_ids(tmp_path, tiny, hf, fakes, config):
     fake = fakes()
     spec = parse_spec(server_spec(tiny, fake.url, endpoint="chat"))
-    run_job(spec, tmp_path / "same", backend=backend(tiny, spec), data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "same", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
     check_rows(frame(tmp_path / "same"), hf)  # the server's template equals the local one
     assert all(bd["chat_template_kwargs"] == {"enable_thinking": False} for bd in fake.bodies)
     fake.prompt_shift = 1  # a server template that differs: its ids are stored
-    run_job(spec, tmp_path / "other", backend=backend(tiny, spec), data_dir=config.data_dir.value)
+    run_job(spec, tmp_path / "other", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
     for r, s in zip(frame(tmp_path / "other"), frame(tmp_path / "same"), strict=True):
         assert r["prompt_ids"] == s["prompt_ids"][1:] and r["prompt"] == decode(hf, s["prompt_ids"][1:], skip=False)
         assert r["output_ids"] == s["output_ids"]
@@ -743,7 +467,7 @@ def test_prompt_id_mismatch_is_an_error_naming_the_request(tmp_path, tiny, hf, f
     fake.prompt_shift = 1
     spec = parse_spec(server_spec(tiny, fake.url))
     with pytest.raises(MindcapError, match=r"request native/deu_Latn/replay-cap12/00000 item \d: the server's prompt"):
-        run_job(spec, tmp_path / "led", backend=backend(tiny, spec), data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "led", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
     assert not Ledger(tmp_path / "led").exists() or Ledger(tmp_path / "led").read().num_rows == 0
 
 
@@ -759,7 +483,7 @@ def test_a_failed_request_fails_its_shard_at_once_and_resume_completes(
 ):
     fake = fakes()
     spec = parse_spec(server_spec(tiny, fake.url, {"shard_size": 3, "langs": ["deu_Latn"]}, concurrency=1))
-    b = backend(tiny, spec)
+    b = server_backend(tiny, spec)
     warm = parse_spec(server_spec(tiny, fake.url, {"items": [0], "langs": ["deu_Latn"], "name": "warm"}))
     # once the URL took vLLM's extensions, a 400 is not retried as a plain request
     run_job(warm, tmp_path / "w", backend=b, data_dir=config.data_dir.value)
@@ -780,8 +504,6 @@ MALFORMED = {
     "garbage": "not JSON (",
     "abort": """choice 0 has finish_reason "abort" (input should be 'stop' or 'length')""",
 }
-ONE_REQUEST = {"items": [0], "langs": ["deu_Latn"]}
-LABEL = "request native/deu_Latn/replay-cap12/00000 item 0"
 
 
 @pytest.mark.parametrize("fault", list(MALFORMED))
@@ -789,7 +511,7 @@ def test_a_malformed_reply_is_retried_then_fails_storing_nothing(tmp_path, tiny,
     fake = fakes()
     fake.faults = [fault, fault]
     spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
-    b = backend(tiny, spec)
+    b = server_backend(tiny, spec)
     with pytest.raises(MindcapError) as exc:
         run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value)
     message = str(exc.value)
@@ -803,7 +525,7 @@ def test_a_malformed_reply_then_a_good_one_stores_the_good_one_once(tmp_path, ti
     fake = fakes()
     fake.faults = ["index-true"]  # three choices for n = 2 first, then a well-formed answer
     spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
-    b = backend(tiny, spec)
+    b = server_backend(tiny, spec)
     assert run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value).records == 2 and b.retries == 1
     rows = frame(tmp_path / "led")
     seed = fake.bodies[1]["seed"]
@@ -825,7 +547,7 @@ def test_timeout_is_a_deadline_for_the_whole_request(tmp_path, tiny, hf, fakes, 
     fake = fakes()
     fake.faults = [fault, fault]
     spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1, timeout_s=1))
-    b = backend(tiny, spec)
+    b = server_backend(tiny, spec)
     t0 = time.perf_counter()
     with pytest.raises(MindcapError) as exc:
         run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value)
@@ -841,13 +563,15 @@ def test_wrong_model_name_and_invalid_key(tmp_path, tiny, fakes, config, monkeyp
     monkeypatch.setenv("MINDCAP_TEST_KEY", "wrong")
     spec = parse_spec(server_spec(tiny, fake.url, api_key_env="MINDCAP_TEST_KEY"))
     with pytest.raises(MindcapError, match=r"answered 401: Unauthorized \(check the key in \$MINDCAP_TEST_KEY\)"):
-        run_job(spec, tmp_path / "a", backend=backend(tiny, spec), data_dir=config.data_dir.value)
+        run_job(spec, tmp_path / "a", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
     monkeypatch.setenv("MINDCAP_TEST_KEY", "right")
     wrong = parse_spec(server_spec(tiny, fake.url, api_key_env="MINDCAP_TEST_KEY", model="nope"))
     with pytest.raises(MindcapError) as exc:
-        run_job(wrong, tmp_path / "b", backend=backend(tiny, wrong), data_dir=config.data_dir.value)
+        run_job(wrong, tmp_path / "b", backend=server_backend(tiny, wrong), data_dir=config.data_dir.value)
     assert "answered 404: The model `nope` does not exist. (is 'nope' the served model name?" in str(exc.value)
-    assert run_job(spec, tmp_path / "c", backend=backend(tiny, spec), data_dir=config.data_dir.value).records == 12
+    assert (
+        run_job(spec, tmp_path / "c", backend=server_backend(tiny, spec), data_dir=config.data_dir.value).records == 12
+    )
     assert all(bd["model"] in ("tiny", "nope") for bd in fake.bodies)
 
 

@@ -21,22 +21,16 @@ pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'mindcap-tok[gen]'; CPU recipe in README)")
 httpx = pytest.importorskip("httpx", reason="the server backend needs the server extra")
 
+from generation_job import frame, spec_data  # noqa: E402
 from local_http import LocalHTTP  # noqa: E402
 from mindcap_tok.data.mgsm import load_mgsm  # noqa: E402
 from mindcap_tok.ledger.backends.server import ServerBackend  # noqa: E402
 from mindcap_tok.ledger.generate import run_job  # noqa: E402
 from mindcap_tok.ledger.jobs import parse_spec  # noqa: E402
 from mindcap_tok.ledger.prompts import build_prompt  # noqa: E402
-from test_generate import frame, spec_data  # noqa: E402
-from tiny_model import build_tiny_model  # noqa: E402
 from vllm_server import ServerStartError, vllm_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3")
 
 
 @pytest.fixture(scope="module")

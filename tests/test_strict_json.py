@@ -16,7 +16,7 @@ from mindcap_tok._json import dumps_strict, strict_json_value
 from mindcap_tok.cli._output import to_json
 from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
-from test_price import world  # noqa: F401  (the pricing fixture: a tiny tokenizer whose table is known by hand)
+from price_fixture import price_world
 
 #: two languages' premiums, two budgets and a small bootstrap: what the sweep and the audit share here
 CELL = ["--premiums", "th=3", "--premiums", "sw=2", "--budgets", "4,16", "--n-boot", "50"]
@@ -107,8 +107,8 @@ def test_protocol_test_json_is_strict(ledger, tmp_path):
     assert strict_loads((tmp_path / "p.toml.freeze.json").read_text())["sha256"]
 
 
-def test_price_json_is_strict(world):  # noqa: F811
-    ledger, base, _, _ = world
+def test_price_json_is_strict(tmp_path):
+    ledger, base, _, _ = price_world(tmp_path)  # a tiny tokenizer whose table is known by hand
     res = run(price_tiny_args(ledger.root, base.path))
     (row,) = strict_loads(res.stdout)
     assert row["cap"] == 30

@@ -12,38 +12,9 @@ from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger.prompts import task_prompt
 from mindcap_tok.tasks.datasets import TaskItem
 from mindcap_tok.tasks.load import builtin_tasks, load_task, parse_task
+from task_files import SMALL
 
 DATA = Path(__file__).parent / "data"
-
-SMALL = """
-name = "tiny"
-version = 2
-licence = "CC0-1.0"
-languages = ["eng_Latn", "deu_Latn"]
-native = "native"
-comparator = "translate-act"
-
-[source]
-files = "tiny-{lang}.jsonl"
-fields = { q = "question" }
-
-[answer]
-type = "integer"
-
-[gold]
-type = "integer"
-
-[arms.native.templates.eng_Latn]
-instruction = "Solve. End with a final line \\"#### <integer>\\"."
-announce = "You have {budget} tokens."
-body = "Problem: {q}"
-[arms.native.templates.deu_Latn]
-instruction = "Löse. Ende mit einer Zeile \\"#### <Zahl>\\"."
-body = "Aufgabe: {q}"
-[arms.translate-act.templates."*"]
-instruction = "Translate to English, then solve."
-body = "Problem: {q}"
-"""
 
 
 def _small(**changes) -> dict:

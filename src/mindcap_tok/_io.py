@@ -359,7 +359,7 @@ def _remove_owned(folder: Path, files: dict[str, str]) -> None:
 def _alive(owner: object) -> bool:
     """Whether the process a staging marker names may still be writing (unknown or on another host: yes)."""
     ours = isinstance(owner, dict) and owner.get("host") == socket.gethostname()
-    if not (ours and isinstance(owner.get("pid"), int)):
+    if not (ours and isinstance(owner, dict) and isinstance(owner.get("pid"), int)):
         return True
     try:
         os.kill(owner["pid"], 0)

@@ -153,8 +153,9 @@ def load_config(
     explicit = {"data_dir": data_dir, "tokenizers_dir": tokenizers_dir}
     resolved: dict[str, Setting] = {}
     for name, env_var in ENV_VARS.items():
-        if explicit[name] is not None:
-            resolved[name] = Setting(Path(explicit[name]).expanduser().resolve(), "flag")
+        given = explicit[name]
+        if given is not None:
+            resolved[name] = Setting(Path(given).expanduser().resolve(), "flag")
         elif os.environ.get(env_var):
             resolved[name] = Setting(Path(os.environ[env_var]).expanduser().resolve(), f"env {env_var}")
         elif name in from_file:

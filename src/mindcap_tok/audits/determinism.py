@@ -18,6 +18,7 @@ other diverges at its own length) at the 10th, 50th and 90th percentiles (numpy'
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,7 +84,7 @@ def _share(group: pd.DataFrame, level: float) -> dict:
 
 
 def _summarise(units: pd.DataFrame, by: list[str], level: float) -> pd.DataFrame:
-    rows = []
+    rows: list[dict[str, Any]] = []
     if units.empty:
         return pd.DataFrame(rows)
     for key, group in units.groupby(by, dropna=False, sort=True):

@@ -161,7 +161,8 @@ def ask_judge(judge: LidJudge, texts: Sequence[str], *, seeds: Sequence[int]) ->
 def _agreement(group: pd.DataFrame, level: float) -> dict:
     """Counts and Wilson intervals of one group of judged traces (unparseable replies in no denominator)."""
     parsed = group[group["judge_label"].notna()]
-    row = {"sampled": len(group), "parsed": len(parsed), "unparseable": len(group) - len(parsed)}
+    n_parsed = len(parsed)
+    row: dict[str, float | None] = {"sampled": len(group), "parsed": n_parsed, "unparseable": len(group) - n_parsed}
     for column, name in (("agree", "agreement"), ("agree_macro", "agreement_macro")):
         hits = int(parsed[column].sum())
         low, high = wilson_interval(hits, len(parsed), level=level)

@@ -231,7 +231,7 @@ def threshold_premium(acc: np.ndarray, t0: int, *, budgets: Sequence[int], sesoi
 
     Returns (r, B, floor(rB)) or (None, None, None) when no r in range reaches it.
     """
-    best = (None, None, None)
+    best: tuple[Fraction | None, int | None, int | None] = (None, None, None)
     for b in budgets:
         hi = min(int(np.floor(r_max * b)), t0 + len(acc) - 1)
         if hi <= b:

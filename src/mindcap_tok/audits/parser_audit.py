@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,7 +80,7 @@ def read_at_cuts(
     out = []
     total = len(data)
     for c, end in zip(cuts, at_end, strict=True):
-        found = (None, False, None)
+        found: tuple[Hashable | None, bool, Hashable | None] = (None, False, None)
         for s, e, lc in spans:
             if s >= c:
                 break
@@ -205,7 +206,9 @@ def parser_audit(
     golds = record_golds(records)
     n = len(frame)
     rescued, unstable = np.zeros(n, bool), np.zeros(n, bool)
-    gains_rows, peak_rows, verdicts = [], [], []
+    gains_rows: list[dict[str, Any]] = []
+    peak_rows: list[dict[str, Any]] = []
+    verdicts = []
     for task_name, rows_t in frame.groupby("task", sort=True).indices.items():
         task = found[task_name]
         variants = task_variants(task)

@@ -52,7 +52,8 @@ def spread_list_options(params: Sequence[click.Parameter], args: Sequence[str], 
     The values of other options are skipped (``--texts --lang`` gives ``--texts`` the value ``--lang``), ``--``
     ends the options, and without ``interspersed`` (a group) so does the first positional: the subcommand's."""
     options = {name: p for p in params if isinstance(p, click.Option) for name in (*p.opts, *p.secondary_opts)}
-    args, out, i = list(args), [], 0
+    args, i = list(args), 0
+    out: list[str] = []
     while i < len(args):
         token = args[i]
         i += 1
@@ -82,7 +83,7 @@ class _ListOptions:
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         spread = spread_list_options(self.params, args, interspersed=ctx.allow_interspersed_args)
-        return super().parse_args(ctx, spread)  # type: ignore[misc]
+        return super().parse_args(ctx, spread)  # type: ignore[misc]  # a mixin: click's Command comes next in the MRO
 
 
 class Command(_ListOptions, click.Command):

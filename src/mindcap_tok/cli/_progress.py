@@ -94,7 +94,8 @@ class Throughput:
     def __init__(self, clock: Callable[[], float], show: Callable[[], None]) -> None:
         self.show = show
         self.start = clock()
-        self.done, self.total, self.tokens = 0, None, 0
+        self.done, self.tokens = 0, 0
+        self.total: int | None = None
 
     def progress(self, done: int, total: int | None = None) -> None:
         """The library's ``on_progress``: ``done`` of ``total`` requests so far."""
@@ -157,6 +158,8 @@ def throughput_bar(
         out.write(f"{description}: {shown}, {stats.rates(now)}, {now - stats.start:.0f} s\n")
         out.flush()
         printed = done
+
+    last: float  # when the last line was printed: the start, once ``stats`` exists
 
     def maybe() -> None:
         nonlocal last

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
@@ -41,7 +42,7 @@ def load_scores(state, ledger: str, budgets_for, premium_specs=(), **selection):
     from ..stats.inputs import LedgerSelection, load_scored_ledger
 
     with ExitStack() as stack:
-        report = []
+        report: list[Callable[[int, int], None]] = []  # the bar's on_progress, once it is open
 
         def step(done: int, total: int) -> None:
             if not report:  # the bar opens once the number of records is known

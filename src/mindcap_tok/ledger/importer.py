@@ -44,12 +44,11 @@ import pyarrow.compute as pc
 from .._io import regular_file
 from ..data.mgsm import parse_gold
 from ..errors import MindcapError, first_line, with_context
-from ..tasks.load import builtin_tasks, load_task
+from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .schema import (
     CELL_COLUMNS,
     COLUMNS,
-    DEFAULT_TASK,
     REQUIRED,
     SETTING_COLUMNS,
     TASK_COLUMNS,

@@ -13,7 +13,8 @@ shards with ``task`` filled in and ``gold_text`` null.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeAlias, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -140,7 +141,8 @@ LEGACY_STORAGE_SCHEMA = pa.schema(
 #: the layout of shards written before format 4 that carry the task columns
 _TASK_STORAGE_SCHEMA = pa.schema([f for f in STORAGE_SCHEMA if f.name not in EXTRA_COLUMNS])
 
-Records = pa.Table | pd.DataFrame | Iterable[Mapping]
+#: what the readers take: a table, a DataFrame or plain records
+Records: TypeAlias = "pa.Table | pd.DataFrame | Iterable[Mapping[str, Any]]"
 
 
 class RecordError(MindcapError):
@@ -179,7 +181,7 @@ def describe(table: pa.Table, row: int) -> str:
 _NAMING = ("model", "arm", "lang", "design", "cap", "announced", "item", "sample")
 
 
-def _describe_values(values: Mapping, row: int) -> str:
+def _describe_values(values: Mapping[str, Any], row: int) -> str:
     parts = []
     for col in _NAMING:
         if col in values:
@@ -190,7 +192,7 @@ def _describe_values(values: Mapping, row: int) -> str:
     return f"record {row} ({' '.join(parts)})" if parts else f"record {row}"
 
 
-def _from_dicts(records: Iterable[Mapping]) -> pa.Table:
+def _from_dicts(records: Iterable[Mapping[str, Any]]) -> pa.Table:
     rows = list(records)
     if not rows:
         return pa.table({})
@@ -227,7 +229,7 @@ def _from_dicts(records: Iterable[Mapping]) -> pa.Table:
     return pa.table(columns)
 
 
-def _split_gold(row: Mapping, i: int) -> Mapping:
+def _split_gold(row: Mapping[str, Any], i: int) -> Mapping[str, Any]:
     """The record with a text ``gold`` (a choice label, a math answer) moved to ``gold_text``: the gold's Python
     type says where it is stored (int -> ``gold``, str -> ``gold_text``)."""
     if not isinstance(row.get("gold"), str):
@@ -260,7 +262,7 @@ def _fits(arr: pa.Array, kind: str) -> bool:
     return pc.list_flatten(arr).null_count == 0
 
 
-def _is_int(v: object) -> bool:
+def _is_int(v: object) -> TypeGuard[int | np.integer[Any]]:
     return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
 
 
@@ -290,7 +292,7 @@ def _value_problem(name: str, v: object, kind: str) -> str | None:
     return None
 
 
-def _strict_array(name: str, values: list, rows: list[Mapping]) -> pa.Array:
+def _strict_array(name: str, values: list[Any], rows: list[Mapping[str, Any]]) -> pa.Array:
     """``values`` as Arrow, inferred (not converted) so that floats, booleans and null ids are refused."""
     kind = _STRICT[name]
     try:
@@ -475,7 +477,7 @@ def duplicate_row(table: pa.Table) -> tuple[int, int] | None:
     """The first pair of rows (earlier, later) sharing the record key, or ``None``."""
     if table.num_rows < 2:
         return None
-    first_seen: dict[tuple, int] = {}
+    first_seen: dict[tuple[Any, ...], int] = {}
     for row, key in enumerate(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True)):
         earlier = first_seen.setdefault(key, row)
         if earlier != row:
@@ -505,7 +507,7 @@ def _gold_columns(table: pa.Table) -> pa.Table:
 def _check_gold(table: pa.Table) -> None:
     """Each record holds exactly one gold value, a task name, and the default task's gold is an integer."""
     gold, text, task = table.column("gold"), table.column("gold_text"), table.column("task")
-    checks = (
+    checks: tuple[tuple[Any, Callable[[int], str]], ...] = (
         (pc.and_(pc.is_null(gold), pc.is_null(text)), lambda row: "gold is missing (null)"),
         (
             pc.and_(pc.is_valid(gold), pc.is_valid(text)),

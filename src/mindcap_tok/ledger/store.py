@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
@@ -127,7 +128,7 @@ def _shard_info(entry: object, index: int, manifest: Path) -> ShardInfo:
         raise DamagedDataError(f"{where} {' and '.join(parts)}", path=manifest)
     for key, kind in _SHARD_FIELDS.items():
         value = entry[key]
-        if type(value) is not kind or (kind is int and value < 0):
+        if type(value) is not kind or (isinstance(value, int) and value < 0):
             what = "a non-negative integer" if kind is int else "a string"
             raise DamagedDataError(f"{where}: {key} = {value!r} is not {what}", path=manifest)
     if not _HEX64.fullmatch(entry["sha256"]):
@@ -174,7 +175,7 @@ def _cells(table: pa.Table) -> set[tuple[str, str, str]]:
     return {(r["model"], r["arm"], r["lang"]) for r in groups.to_pylist()}
 
 
-def key_tuples(table: pa.Table) -> list[tuple]:
+def key_tuples(table: pa.Table) -> list[tuple[Any, ...]]:
     """Each row's ledger key, the values of ``KEY_COLUMNS`` in order."""
     return list(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True))
 
@@ -185,7 +186,7 @@ def _model_key(name: str) -> str:
     return registry_model_name(name) or name
 
 
-def _group_key(values: tuple) -> tuple:
+def _group_key(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """A row of group keys as a hashable tuple, every missing value (None, NaN) as ``None``."""
     return tuple(None if pd.isna(v) else v for v in values)
 
@@ -246,7 +247,7 @@ class Ledger:
     def exists(self) -> bool:
         return regular_file(self.manifest_path, "ledger manifest").is_file()
 
-    def manifest(self) -> dict:
+    def manifest(self) -> dict[str, Any]:
         """The parsed manifest (an empty one when the folder holds no ledger yet)."""
         if not self.exists():
             return {"format": FORMAT, "version": VERSION, "shards": [], "tokenizers": {}, "rows": 0, "cells": {}}
@@ -307,7 +308,7 @@ class Ledger:
                 f"{self.root} is not a ledger and already holds other files ({shown}); give a new or empty folder"
             )
 
-    def _require(self) -> dict:
+    def _require(self) -> dict[str, Any]:
         if not self.exists():
             raise MindcapError(f"no ledger at {self.root} (no {MANIFEST}); create one with `mindcap-tok ledger import`")
         return self.manifest()
@@ -316,14 +317,14 @@ class Ledger:
         """Committed shards, in the order they were written."""
         return self._shards(self.manifest())
 
-    def _entries(self, manifest: dict) -> list[tuple[ShardInfo, str | None]]:
+    def _entries(self, manifest: dict[str, Any]) -> list[tuple[ShardInfo, str | None]]:
         """Each listed shard with the reason its path is unsafe to open (``None`` when it is safe)."""
         return [
             (info, shard_path_problem(info.path))
             for info in (_shard_info(e, i, self.manifest_path) for i, e in enumerate(manifest["shards"]))
         ]
 
-    def _shards(self, manifest: dict) -> list[ShardInfo]:
+    def _shards(self, manifest: dict[str, Any]) -> list[ShardInfo]:
         out = []
         for info, problem in self._entries(manifest):
             if problem is not None:
@@ -333,7 +334,7 @@ class Ledger:
             out.append(info)
         return out
 
-    def tokenizers(self) -> dict[str, dict]:
+    def tokenizers(self) -> dict[str, dict[str, Any]]:
         """Tokenizer name -> {sha256, vocab_size} of the ids stored under that name."""
         return dict(self.manifest().get("tokenizers", {}))
 
@@ -435,7 +436,7 @@ class Ledger:
         finally:
             os.close(fd)  # releases the lock
 
-    def _recover(self, manifest: dict) -> None:
+    def _recover(self, manifest: dict[str, Any]) -> None:
         """Finish renames of committed shards; delete hidden shards that no manifest committed."""
         listed = set()
         for s in self._shards(manifest):
@@ -448,7 +449,12 @@ class Ledger:
             if pending not in listed:
                 pending.unlink(missing_ok=True)
 
-    def _vocab_sizes(self, table: pa.Table, tokenizer, known: dict) -> tuple[dict[str, int], dict[str, dict]]:
+    def _vocab_sizes(
+        self,
+        table: pa.Table,
+        tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None,
+        known: dict[str, Any],
+    ) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
         names = pc.unique(table.column("tokenizer")).to_pylist()
         if isinstance(tokenizer, ResolvedTokenizer):
             tokenizer = {n: tokenizer for n in names}
@@ -463,7 +469,7 @@ class Ledger:
                     raise with_context(
                         exc, f"cannot check token ids of tokenizer {name!r}: {exc}; pass the tokenizer to append()"
                     ) from exc
-            entry = {"sha256": tok.sha256, "vocab_size": tok.vocab_size}
+            entry: dict[str, Any] = {"sha256": tok.sha256, "vocab_size": tok.vocab_size}
             if name in known and known[name]["sha256"] != entry["sha256"]:
                 raise MindcapError(
                     f"tokenizer {name!r} in these records has sha256 {entry['sha256'][:12]}…, but the ledger's ids "
@@ -472,7 +478,7 @@ class Ledger:
             sizes[name], entries[name] = tok.vocab_size, entry
         return sizes, entries
 
-    def _stored(self, table: pa.Table, manifest: dict, skip_existing: bool) -> np.ndarray:
+    def _stored(self, table: pa.Table, manifest: dict[str, Any], skip_existing: bool) -> np.ndarray:
         """Which rows of ``table`` are already stored, identical; a stored key with other content is an error.
 
         Without ``skip_existing`` any stored key is an error. Errors are :class:`RecordError` naming the row
@@ -562,7 +568,7 @@ class Ledger:
             return written
 
     def _write_shards(
-        self, table: pa.Table, manifest: dict, marked: np.ndarray
+        self, table: pa.Table, manifest: dict[str, Any], marked: np.ndarray
     ) -> tuple[list[ShardInfo], dict[str, list[int]], int]:
         """Write one pending shard per cell; return them, per shard path the rows flagged in ``marked``, and
         the highest manifest format their layouts need (:func:`~.schema.storage_version`)."""
@@ -605,7 +611,12 @@ class Ledger:
                 final.with_name("." + final.name + _PENDING).unlink(missing_ok=True)
 
     def _commit(
-        self, manifest: dict, shards: list[dict], tokenizers: dict, marks: dict[str, list[int]], version: int
+        self,
+        manifest: dict[str, Any],
+        shards: list[dict[str, Any]],
+        tokenizers: dict[str, Any],
+        marks: dict[str, list[int]],
+        version: int,
     ) -> None:
         cells: dict[str, int] = {}
         for s in shards:
@@ -649,7 +660,11 @@ class Ledger:
         # a model matches by name or registry alias (``qwen3`` finds records stored as ``qwen3-8b``, and back)
         models = None if model is None else {_model_key(m) for m in ([model] if isinstance(model, str) else model)}
         arms = None if arm is None else ({arm} if isinstance(arm, str) else set(arm))
-        wanted = [(models, _model_key), (arms, str), (None if langs is None else set(langs), str)]
+        wanted: list[tuple[set[str] | None, Callable[[str], str]]] = [
+            (models, _model_key),
+            (arms, str),
+            (None if langs is None else set(langs), str),
+        ]
         with self._shared_lock():
             chosen = [
                 s
@@ -678,7 +693,7 @@ class Ledger:
         schema = pa.schema([SCHEMA.field(c) for c in KEY_COLUMNS])
         return pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
 
-    def to_pandas(self, *args, **kwargs) -> pd.DataFrame:
+    def to_pandas(self, *args: Any, **kwargs: Any) -> pd.DataFrame:
         """:meth:`read` as a pandas DataFrame."""
         return self.read(*args, **kwargs).to_pandas()
 

@@ -6,6 +6,7 @@ import io
 import os
 import textwrap
 from collections.abc import Sequence
+from typing import Any
 
 from .._io import atomic_write_bytes, check_output_file
 
@@ -80,7 +81,7 @@ def separate_labels(fig, labels: Sequence) -> None:
         return
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    placed = []
+    placed: list[Any] = []  # matplotlib Bbox of each label already placed
     for label in sorted(labels, key=lambda t: t.get_position()[1], reverse=True):
         box = label.get_window_extent(renderer)
         to_data = label.get_transform().inverted()

@@ -10,6 +10,7 @@ about announced cells that is retained while one of its cells fails the gate is 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,13 +54,13 @@ def announcement_gate(by_record: pd.DataFrame, *, gate: float = DEFAULT_GATE) ->
     return pd.DataFrame(rows, columns=columns)
 
 
-def _matches(cell: Mapping, term: Mapping) -> bool:
+def _matches(cell: Mapping[str, Any], term: Mapping[str, Any]) -> bool:
     shared = [k for k in (*CELL_COLUMNS, *SETTING_COLUMNS) if k in term and k in cell]
     return all(str(cell[k]) == str(term[k]) for k in shared)
 
 
 def gate_decisions(
-    decisions: pd.DataFrame, *, terms: Mapping[str, Iterable[Mapping]], gate_table: pd.DataFrame
+    decisions: pd.DataFrame, *, terms: Mapping[str, Iterable[Mapping[str, Any]]], gate_table: pd.DataFrame
 ) -> pd.DataFrame:
     """``decisions`` (a family's table, with ``id`` and ``decision``) with ``clears_gate`` (None when no announced
     cell of the hypothesis is in ``gate_table``) and ``informative`` (False for a retained null in a cell that

@@ -16,6 +16,7 @@ This module is the reusable entry point for other stages (ladder pricing, audits
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,17 +53,13 @@ class Boot:
     def n_boot(self) -> int:
         return self.replicates.shape[0]
 
-    def __getitem__(self, index) -> Boot:
+    def __getitem__(self, index: Any) -> Boot:
         index = index if isinstance(index, tuple) else (index,)
         rep_index = (slice(None), *index)
-        studentized = self.studentized
-        return Boot(
-            np.asarray(self.estimate[index]),
-            self.replicates[rep_index],
-            self.seed,
-            np.asarray(self.se_estimate[index]) if studentized else None,
-            self.se_replicates[rep_index] if studentized else None,
-        )
+        estimate, replicates = np.asarray(self.estimate[index]), self.replicates[rep_index]
+        if self.se_estimate is None or self.se_replicates is None:  # not studentized
+            return Boot(estimate, replicates, self.seed)
+        return Boot(estimate, replicates, self.seed, np.asarray(self.se_estimate[index]), self.se_replicates[rep_index])
 
     def _check(self, other: Boot) -> None:
         if other.seed != self.seed or other.n_boot != self.n_boot:
@@ -115,7 +112,7 @@ class Boot:
         statistic's shape without its last axis.
         """
         check_level(level)
-        if self.studentized:
+        if self.se_estimate is not None and self.se_replicates is not None:  # studentized
             s_hat, s_rep = self.se_estimate, self.se_replicates
         else:
             s_hat = s_rep = self.se()

@@ -23,7 +23,7 @@ from ..resample import DEFAULT_RESAMPLING, Resampling
 from .bootstrap import Boot, grid_bootstrap
 from .curves import NATIVE, _row_keys, _scaled, arm_pairs, sweep
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, accuracy_grid, require_columns
-from .premiums import premium_table
+from .premiums import PremiumsLike, premium_table
 from .roles import Arm
 from .subcdf import _truncated, compare_prediction, predict_delta
 
@@ -52,9 +52,9 @@ class Confirmation:
     n_boot: int
     seed: int
     level: float
-    premiums: dict = field(default_factory=dict)
+    premiums: dict[str, Any] = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
         return {
             "n_boot": self.n_boot,
@@ -73,7 +73,7 @@ def _keys(frame: pd.DataFrame) -> list[str]:
     return [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in frame.columns and c not in ("arm", "cap", "design")]
 
 
-def _delta_se(grid: AccuracyGrid, boot: Boot, table, budgets: Sequence[int], native: Arm) -> pd.DataFrame:
+def _delta_se(grid: AccuracyGrid, boot: Boot, table: pd.DataFrame, budgets: Sequence[int], native: Arm) -> pd.DataFrame:
     """Bootstrap SE of Δ_L(B) per native cell and budget, from the replicates of ``boot`` (paired)."""
     rows = []
     for n, _ in arm_pairs(grid, native):
@@ -137,7 +137,7 @@ def confirm(
     replay: Any,
     independent: Any,
     *,
-    premiums,
+    premiums: PremiumsLike,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
     native: Arm = NATIVE,

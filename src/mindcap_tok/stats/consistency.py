@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,7 @@ from ..choices import MAX_SPLITS
 from ..errors import BadInputError, MindcapError
 from .curves import NATIVE, _group_keys, _scaled
 from .grid import AccuracyGrid, accuracy_grid
-from .premiums import premium_table
+from .premiums import PremiumsLike, premium_table
 from .roles import Arm, arm_mask, label
 from .subcdf import compare_prediction, split_items, subcdf_grid
 
@@ -63,7 +63,7 @@ class Consistency:
     n_splits: int
     seed: int
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
         return {
             "frame": "replay",
@@ -87,8 +87,8 @@ def _positions(grid: AccuracyGrid, items: np.ndarray) -> np.ndarray:
 
 
 def _cell_splits(
-    emitted: AccuracyGrid, observed: AccuracyGrid, cell: int, *, table, budgets: list[int], splits: Splits
-) -> tuple[list[dict], list[dict], list[dict]]:
+    emitted: AccuracyGrid, observed: AccuracyGrid, cell: int, *, table: pd.DataFrame, budgets: list[int], splits: Splits
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """One cell's rows for every split: predicted Δ_L (G on the first half), observed Δ_L (strict scores on the
     second half) per budget, and the split's seed, premium and half sizes."""
     keys = {k: observed.cells.at[cell, k] for k in _group_keys(observed)}
@@ -113,7 +113,7 @@ def _cell_splits(
 
 def consistency(
     scores: Scores,
-    premiums,
+    premiums: PremiumsLike,
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     splits: Splits = Splits(),

@@ -19,6 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 from .._io import regular_file
 from ..data.languages import resolve_language
@@ -64,7 +65,7 @@ def price_of(prices: Prices, model: str) -> tuple[Fraction, Fraction]:
     raise MindcapError(f"no token prices for model {model!r} (have: {', '.join(sorted(prices))})")
 
 
-def prompt_tokens(records) -> pd.DataFrame:
+def prompt_tokens(records: pa.Table | pd.DataFrame) -> pd.DataFrame:
     """Per cell (model, arm, lang): ``n_records``, ``prompt_tokens_total`` and their mean ``prompt_tokens``, from
     a ledger table's ``prompt_ids`` (a :class:`pyarrow.Table` or a DataFrame)."""
     frame = records if isinstance(records, pd.DataFrame) else records.select([*CELL_COLUMNS, "prompt_ids"]).to_pandas()

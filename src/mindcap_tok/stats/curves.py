@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +21,7 @@ from ..ledger.schema import ARMS
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
-from .premiums import PremiumTable, lookup_premium, premium_table
+from .premiums import PremiumsLike, PremiumTable, lookup_premium, premium_table
 from .roles import Arm, arm_mask, arm_of, label
 
 NATIVE, TRANSLATE = ARMS[0], ARMS[1]
@@ -76,7 +78,7 @@ def arm_pairs(grid: AccuracyGrid, native: Arm = NATIVE, *, translate: Arm = TRAN
     return pairs
 
 
-def _row_keys(grid: AccuracyGrid, cell: int) -> dict:
+def _row_keys(grid: AccuracyGrid, cell: int) -> dict[str, Any]:
     return {k: grid.cells.at[cell, k] for k in _group_keys(grid)}
 
 
@@ -107,7 +109,7 @@ def gap_table(
 
 def delta_table(
     scores: pd.DataFrame | AccuracyGrid,
-    premiums,
+    premiums: PremiumsLike,
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     frame: str = "replay",
@@ -140,7 +142,7 @@ def delta_table(
     return pd.DataFrame(rows)
 
 
-def _scaled(table: PremiumTable, grid: AccuracyGrid, cell: int, budgets: Sequence[int]):
+def _scaled(table: PremiumTable, grid: AccuracyGrid, cell: int, budgets: Sequence[int]) -> tuple[Fraction, list[int]]:
     r = lookup_premium(table, str(grid.cells.at[cell, "model"]), lang=str(grid.cells.at[cell, "lang"]))
     return r, [scale_budget(r, int(b)) for b in budgets]
 
@@ -156,9 +158,9 @@ class Sweep:
     seed: int
     level: float
     frame: str
-    premiums: dict = field(default_factory=dict)
+    premiums: dict[str, Any] = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
         return {
             "frame": self.frame,
@@ -176,7 +178,9 @@ def _leader(gap: float) -> str:
     return "tie" if gap == 0 or np.isnan(gap) else ("translate" if gap > 0 else "native")
 
 
-def crossovers(keys: dict, budgets: Sequence[int], *, gap: np.ndarray, lead: np.ndarray) -> list[dict]:
+def crossovers(
+    keys: dict[str, Any], budgets: Sequence[int], *, gap: np.ndarray, lead: np.ndarray
+) -> list[dict[str, Any]]:
     """Transition intervals [B_a, B_b] where the leading arm changes between consecutive non-tied budgets.
 
     ``gap`` = acc_T − acc_N per budget, ``lead`` = bootstrap P(native leads) per budget.
@@ -206,7 +210,7 @@ def crossovers(keys: dict, budgets: Sequence[int], *, gap: np.ndarray, lead: np.
 
 def sweep(
     scores: pd.DataFrame | AccuracyGrid,
-    premiums,
+    premiums: PremiumsLike,
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
@@ -288,8 +292,8 @@ def sweep(
             cross.extend(crossovers(keys, budgets, gap=gap.estimate, lead=lead))
         part["n_items"] = int(n_items)
         rows.append(part)
-        k, stability = delta.argmax()
-        k = int(k)
+        peak, stability = delta.argmax()
+        k = int(peak)
         peaks.append(
             {
                 **keys,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,14 +47,14 @@ class Hypothesis:
     langs: tuple[str, ...] = ()
     other: str | None = None
     other_budget: int | None = None
-    a: Mapping | None = None
-    b: Mapping | None = None
+    a: Mapping[str, Any] | None = None
+    b: Mapping[str, Any] | None = None
     model: str | None = None
-    settings: Mapping = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
 
     @classmethod
-    def from_dict(cls, raw: Mapping, defaults: Mapping | None = None) -> Hypothesis:
+    def from_dict(cls, raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> Hypothesis:
         """Read a declaration (a TOML/YAML table); unknown keys are errors, so typos cannot pass silently."""
         raw = dict(raw)
         hid = str(raw.pop("id", "") or "")
@@ -107,7 +108,7 @@ class Hypothesis:
             raise MindcapError(f"hypothesis {self.id}: two-sided takes no margin")
 
 
-def _int_or_none(value, hid: str, name: str) -> int | None:
+def _int_or_none(value: object, hid: str, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -115,7 +116,7 @@ def _int_or_none(value, hid: str, name: str) -> int | None:
     return int(value)
 
 
-def _term(raw, hid: str, name: str) -> dict | None:
+def _term(raw: object, hid: str, name: str) -> dict[str, Any] | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
@@ -135,7 +136,7 @@ def _term(raw, hid: str, name: str) -> dict | None:
 
 @dataclass(frozen=True)
 class _Term:
-    cell: dict
+    cell: dict[str, Any]
     budget: int
     scaled: bool
 
@@ -143,10 +144,10 @@ class _Term:
 class _Estimands:
     """Builds each hypothesis's estimand as (accuracy cell, budget) terms on one grid."""
 
-    def __init__(self, grid: AccuracyGrid, premiums: PremiumTable | None, native: Arm, translate: Arm):
+    def __init__(self, grid: AccuracyGrid, premiums: PremiumTable | None, native: Arm, translate: Arm) -> None:
         self.grid, self.premiums, self.native, self.translate = grid, premiums, native, translate
 
-    def arm(self, arm: Arm, base: Mapping) -> str:
+    def arm(self, arm: Arm, base: Mapping[str, Any]) -> str:
         """The arm of a hypothesis's cells: its ``task``'s, else the grid's one task's (the tasks' arms may differ)."""
         tasks = self.grid.cells["task"].dropna().unique() if "task" in self.grid.cells else []
         task = base.get("task", tasks[0] if len(tasks) == 1 else None)
@@ -155,7 +156,7 @@ class _Estimands:
         except MindcapError as exc:
             raise MindcapError(f"{exc} (give the hypothesis a task)") from None
 
-    def budget(self, cell: dict, budget: int, scaled: bool) -> int:
+    def budget(self, cell: dict[str, Any], budget: int, scaled: bool) -> int:
         if not scaled:
             return budget
         if self.premiums is None:
@@ -182,12 +183,12 @@ class _Estimands:
             ]
         return [[(1.0, self._contrast(base, h.a)), (-1.0, self._contrast(base, h.b))]]
 
-    def _delta(self, base: dict, lang: str, budget: int) -> list[tuple[float, _Term]]:
+    def _delta(self, base: dict[str, Any], lang: str, budget: int) -> list[tuple[float, _Term]]:
         cell = {**base, "arm": self.arm(self.native, base), "lang": lang}
         return [(1.0, _Term(cell, budget, True)), (-1.0, _Term(cell, budget, False))]
 
     @staticmethod
-    def _contrast(base: dict, raw: Mapping) -> _Term:
+    def _contrast(base: dict[str, Any], raw: Mapping[str, Any]) -> _Term:
         cell = {**base, **{k: v for k, v in raw.items() if k not in ("budget", "scaled")}}
         return _Term(cell, int(raw["budget"]), bool(raw.get("scaled", False)))
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..choices import FRAMES as FRAMES
 from ..errors import MindcapError
-from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS  # cells and the generation settings that split them
+from ..ledger.schema import CELL_COLUMNS as CELL_COLUMNS  # what names a cell (re-exported)
+from ..ledger.schema import SETTING_COLUMNS as SETTING_COLUMNS  # the generation settings that split cells
 from .roles import Arm, arm_of, label
 
 _BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")
@@ -92,7 +94,7 @@ class AccuracyGrid:
             )
         return pos
 
-    def select(self, **selector) -> np.ndarray:
+    def select(self, **selector: object) -> np.ndarray:
         """Indices of the cells whose key columns equal every given value (``None`` values are ignored)."""
         mask = np.ones(len(self.cells), dtype=bool)
         for key, value in selector.items():
@@ -104,7 +106,7 @@ class AccuracyGrid:
             mask &= (col.isna() if _is_missing(value) else col == value).to_numpy()
         return np.flatnonzero(mask)
 
-    def one_cell(self, **selector) -> int:
+    def one_cell(self, **selector: object) -> int:
         """The index of the single cell matching ``selector``; a one-line error if none or several match."""
         found = self.select(**selector)
         described = ", ".join(f"{k}={v}" for k, v in selector.items() if v is not None)
@@ -129,7 +131,7 @@ class AccuracyGrid:
         )
 
 
-def _is_missing(value) -> bool:
+def _is_missing(value: object) -> bool:
     return value is pd.NA or (isinstance(value, float) and np.isnan(value))
 
 
@@ -193,7 +195,7 @@ _SETTING_NAMES = {
 }
 
 
-def _same(values: pd.Series | np.ndarray, value) -> np.ndarray:
+def _same(values: pd.Series | np.ndarray, value: object) -> np.ndarray:
     """Where ``values`` equal ``value``, a missing value equal to a missing one."""
     values = pd.Series(values)
     return values.isna().to_numpy() if pd.isna(value) else (values == value).fillna(False).to_numpy(dtype=bool)
@@ -233,7 +235,7 @@ class ArmCoverage:
             mask &= ~group | np.isin(frame["item"].to_numpy(), row["items"])
         return frame[mask]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the flag and every pair's counts (without the item lists)."""
         pairs = self.pairs.drop(columns=["items"]).astype(object)
         return {
@@ -252,7 +254,7 @@ class ArmCoverage:
         return f"--common-items: compared on the items both arms hold: {'; '.join(parts)}\n" if parts else ""
 
 
-def _show(value) -> str:
+def _show(value: object) -> str:
     """A setting's value in words: ``—`` when missing, a whole float as an integer (``256``, not ``256.0``)."""
     if pd.isna(value):
         return "—"
@@ -261,7 +263,7 @@ def _show(value) -> str:
     return str(value)
 
 
-def _label(row: Mapping, keys: Sequence[str], varying: Sequence[str] = ()) -> str:
+def _label(row: Mapping[str, Any], keys: Sequence[str], varying: Sequence[str] = ()) -> str:
     """``model/arm/lang`` (those of ``keys`` that ``row`` has), then the settings in ``varying`` that it holds."""
     base = "/".join(str(row[k]) for k in CELL_COLUMNS if k in keys)
     extra = [f"{k} {_show(row[k])}" for k in varying if not pd.isna(row[k])]

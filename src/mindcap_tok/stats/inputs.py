@@ -3,7 +3,7 @@ start from, as one library call (so a library user reproduces them without the C
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,13 +18,13 @@ if TYPE_CHECKING:
     from ..ledger.score import Scores
 
 #: ``budgets_for(premium table, models, langs)``: the budgets to score at, once the premiums are known
-BudgetsFor = Callable[["pd.DataFrame", list[str], list[str]], Iterable[int]]
+BudgetsFor = Callable[["pd.DataFrame", list[str], list[str]], Sequence[int]]
 
 
 def sweep_budgets(grid: Sequence[int]) -> BudgetsFor:
     """The ``budgets_for`` of a Δ_L sweep over ``grid``: each B and each floor(r·B) of the ledger's languages."""
 
-    def budgets_for(premiums, models: list[str], langs: list[str]) -> list[int]:
+    def budgets_for(premiums: pd.DataFrame, models: list[str], langs: list[str]) -> list[int]:
         ratios = [lookup_premium(premiums, m, lang=lang) for m in models for lang in langs if lang != "eng_Latn"]
         return required_budgets(grid, ratios)
 

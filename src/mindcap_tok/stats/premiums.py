@@ -7,9 +7,11 @@ Values are kept as exact fractions so that floor(r·B) is computed exactly by
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
+from typing import Any, TypeAlias
 
 from .._io import regular_file
 from ..data.languages import resolve_language
@@ -20,9 +22,11 @@ from ..tokenization.registry import canonical_model_name
 
 #: (model or None for "any model", FLORES code) -> r
 PremiumTable = dict[tuple[str | None, str], Fraction]
+#: what :func:`premium_table` takes: Premium objects, premium rows, ``{lang: r}``, ``{(model, lang): r}`` or a table
+PremiumsLike: TypeAlias = Any
 
 
-def _exact(value) -> Fraction:
+def _exact(value: Any) -> Fraction:  # any number, or text of one; checked here
     if isinstance(value, Fraction):
         return value
     try:
@@ -34,7 +38,7 @@ def _exact(value) -> Fraction:
     return r
 
 
-def premium_table(source) -> PremiumTable:
+def premium_table(source: PremiumsLike) -> PremiumTable:
     """Normalise premiums given as :class:`~mindcap_tok.premium.Premium` objects, rows of
     ``mindcap-tok premium --format json`` (dicts with model/lang/premium, tokens/ref_tokens used when
     present), ``{lang: r}`` (any model), ``{(model, lang): r}``, or an existing table."""
@@ -118,8 +122,8 @@ def resolve_premiums(
     models: Iterable[str],
     *,
     languages: Iterable[str],
-    tokenizers_dir: str | Path | None = None,
-    data_dir: str | Path | None = None,
+    tokenizers_dir: str | os.PathLike[str] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
     ref: str = "eng_Latn",
 ) -> PremiumTable:
     """Premiums for a ledger's models and languages from command-line style specs.

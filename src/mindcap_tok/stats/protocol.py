@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -100,7 +101,7 @@ class Protocol:
     tail_factor: float = 1.0
     frame: str = "replay"
     model: str | None = None
-    premiums: str | Mapping | None = None
+    premiums: str | Mapping[str, Any] | None = None
     parser: str = "strict"
     outcomes: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_OUTCOMES))
     #: the compared arms when the file declares them (None: each task's native and comparator arm)
@@ -115,7 +116,7 @@ class Protocol:
     announcement_gate: float = DEFAULT_GATE
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:
     try:
         text = regular_file(path, "protocol").read_text("utf-8")
     except OSError as exc:
@@ -154,7 +155,7 @@ def bstar_from_rule(rule: BstarRule, premiums: Sequence[Fraction | float]) -> in
     return max(fits)
 
 
-def _languages(hyps: Sequence[Mapping]) -> list[str]:
+def _languages(hyps: Sequence[Mapping[str, Any]]) -> list[str]:
     """Every language a protocol's hypotheses name (``lang``, ``langs``, ``other``, the terms' ``lang``)."""
     out = []
     for h in hyps:
@@ -186,10 +187,10 @@ def compute_bstar(
         return bstar_from_rule(setting, [lookup_premium(table, str(model or ""), lang=lang) for lang in langs])
 
 
-def _with_bstar(hyps: list, bstar: Callable[[], int]) -> list:
+def _with_bstar(hyps: list[Any], bstar: Callable[[], int]) -> list[Any]:
     """The hypotheses with every ``"bstar"`` budget (``budget``, ``other_budget``, a term's ``budget``) replaced."""
 
-    def swap(table: Mapping) -> dict:
+    def swap(table: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(table)
         for key in ("budget", "other_budget"):
             if out.get(key) == "bstar":
@@ -204,7 +205,7 @@ def _with_bstar(hyps: list, bstar: Callable[[], int]) -> list:
     ]
 
 
-def _declared_bstar(path: Path, raw: Mapping, computed: int | None) -> Callable[[], int]:
+def _declared_bstar(path: Path, raw: Mapping[str, Any], computed: int | None) -> Callable[[], int]:
     """B* as a hypothesis reads it: the typed value, ``computed``, or the one the freeze recorded."""
 
     def value() -> int:
@@ -298,7 +299,7 @@ def protocol_hash(path: str | Path) -> str:
         raise MindcapError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
 
 
-def _premium_entries(raw: str | Mapping | list | None, folder: str | Path) -> list[tuple[str, str]]:
+def _premium_entries(raw: str | Mapping[str, Any] | list[Any] | None, folder: str | Path) -> list[tuple[str, str]]:
     """(spec as written, spec with relative paths resolved against ``folder``) for each declared premium."""
     if raw is None:
         return []
@@ -371,11 +372,11 @@ class FreezeRecord:
     inputs: dict[str, str] | None = None  # name -> sha256 of each file the protocol names (None: older records)
     bstar: int | None = None  # B* (computed when the protocol gives a rule), None when it declares none
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 
@@ -545,9 +546,9 @@ def run_protocol(
     )
 
 
-def announced_terms(proto: Protocol) -> dict[str, list[dict]]:
+def announced_terms(proto: Protocol) -> dict[str, list[dict[str, Any]]]:
     """Per hypothesis id, the cells (model, arm, lang and settings) of its terms that name an announced budget."""
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for h in proto.hypotheses:
         for term in (h.a, h.b):
             if term and term.get("announced") is not None:

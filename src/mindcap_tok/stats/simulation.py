@@ -91,19 +91,19 @@ class SimulatedLedger:
     def grid(self, budgets: Sequence[int]) -> AccuracyGrid:
         """Per-item sums on ``budgets`` (replay: every budget from the one long ledger; independent:
         budget B from the decodes capped at B), without building DataFrames."""
-        budgets = np.asarray(sorted({int(b) for b in budgets}), dtype=np.int64)
+        grid_budgets = np.asarray(sorted({int(b) for b in budgets}), dtype=np.int64)
         if self.frame == "replay":
-            src = np.zeros(len(budgets), dtype=np.int64)
+            src = np.zeros(len(grid_budgets), dtype=np.int64)
         else:
-            missing = sorted(set(budgets.tolist()) - set(self.caps))
+            missing = sorted(set(grid_budgets.tolist()) - set(self.caps))
             if missing:
                 raise MindcapError(f"no independent decodes capped at {missing}")
-            src = np.asarray([self.caps.index(int(b)) for b in budgets])
+            src = np.asarray([self.caps.index(int(b)) for b in grid_budgets])
         em = self.emission[src]  # (budgets, cells, items, k)
-        ok = self.correct[src] & (em <= budgets[:, None, None, None])
+        ok = self.correct[src] & (em <= grid_budgets[:, None, None, None])
         correct = ok.sum(axis=-1).transpose(2, 1, 0).astype(np.float64)  # (items, cells, budgets)
         count = np.full(correct.shape, float(self.design.k))
-        return AccuracyGrid(self._cells(), budgets, np.arange(self.design.n_items), correct, count, self.frame)
+        return AccuracyGrid(self._cells(), grid_budgets, np.arange(self.design.n_items), correct, count, self.frame)
 
     def _cells(self) -> pd.DataFrame:
         return pd.DataFrame([{"model": c.model, "arm": c.arm, "lang": c.lang} for c in self.design.cells])

@@ -23,7 +23,7 @@ from ..errors import MindcapError
 from ..resample import scale_budget
 from .curves import NATIVE, _row_keys, arm_pairs, delta_table
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
-from .premiums import lookup_premium, premium_table
+from .premiums import PremiumsLike, lookup_premium, premium_table
 from .roles import Arm, arm_mask, label
 
 _BY_RECORD_REQUIRED = (*CELL_COLUMNS, "item", "emission", "correct")
@@ -93,7 +93,7 @@ def subcdf(by_record: pd.DataFrame, points: Sequence[int]) -> pd.DataFrame:
 
 
 def predict_delta(
-    by_record: pd.DataFrame, premiums, *, budgets: Sequence[int] = SWEEP_BUDGETS, native: Arm = NATIVE
+    by_record: pd.DataFrame, premiums: PremiumsLike, *, budgets: Sequence[int] = SWEEP_BUDGETS, native: Arm = NATIVE
 ) -> pd.DataFrame:
     """Predicted Δ_L(B) = G(floor(r·B)) − G(B) per native cell, plus the naive factorization.
 

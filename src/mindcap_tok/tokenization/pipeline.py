@@ -15,8 +15,11 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+#: a JSON object of ``tokenizer.json``
+Node = dict[str, Any]
 
-def _steps(node: dict | None, key: str) -> tuple[dict, ...]:
+
+def _steps(node: Node | None, key: str) -> tuple[Node, ...]:
     """A ``Sequence`` node's steps (one level), a single step as a 1-tuple, nothing as ()."""
     if not node:
         return ()
@@ -40,10 +43,10 @@ class Pipeline:
     """A ``tokenizer.json`` as its readers see it. ``spec`` is the parsed JSON, shared: read it, never change it."""
 
     text: str
-    spec: dict
+    spec: Node
 
     @property
-    def model(self) -> dict:
+    def model(self) -> Node:
         """The ``model`` node (``{}`` when absent)."""
         return self.spec.get("model") or {}
 
@@ -53,21 +56,21 @@ class Pipeline:
         return self.model.get("type")
 
     @property
-    def normalizer(self) -> dict | None:
+    def normalizer(self) -> Node | None:
         return self.spec.get("normalizer")
 
     @cached_property
-    def normalizers(self) -> tuple[dict, ...]:
+    def normalizers(self) -> tuple[Node, ...]:
         """The normaliser's steps (a ``Sequence`` unrolled one level)."""
         return _steps(self.normalizer, "normalizers")
 
     @property
-    def pre_tokenizer(self) -> dict:
+    def pre_tokenizer(self) -> Node:
         """The pre-tokeniser node (``{}`` when absent)."""
         return self.spec.get("pre_tokenizer") or {}
 
     @cached_property
-    def pre_tokenizers(self) -> tuple[dict, ...]:
+    def pre_tokenizers(self) -> tuple[Node, ...]:
         """The pre-tokeniser's steps (a ``Sequence`` unrolled one level; ``({},)`` when absent, as readers expect)."""
         pre = self.pre_tokenizer
         return tuple(pre.get("pretokenizers", [])) if pre.get("type") == "Sequence" else (pre,)
@@ -78,7 +81,7 @@ class Pipeline:
         return frozenset(_types(self.spec.get("pre_tokenizer")))
 
     @property
-    def added_tokens(self) -> list[dict]:
+    def added_tokens(self) -> list[Node]:
         """The ``added_tokens`` entries (content, id, special, lstrip, rstrip, single_word, normalized)."""
         return self.spec.get("added_tokens", [])
 

@@ -196,6 +196,7 @@ class PretokenEncoder:
         model, moved = self._tokenizer.model, self._reclassified
         for piece in pieces:
             if piece not in self._row:
+                assert isinstance(piece, str), piece  # added tokens (1-tuples) are memoised when the store is reset
                 if any(unicodedata.category(c) in ("Cn", "Cs") or c in moved for c in piece):
                     raise _Unsure(piece)  # never memoised, so every text holding it comes back here
                 chars = "".join(BYTE_TO_CHAR[b] for b in piece.encode("utf-8"))
@@ -221,10 +222,10 @@ class PretokenEncoder:
         """All texts' ids as one int64 array and ``splits`` (text ``t`` is ``flat[splits[t]:splits[t+1]]``)."""
         if self._starts.size > MAX_CACHED or self._ids.size > MAX_IDS:
             self._reset()
-        rows = [self._rows(t) for t in texts]
+        per_text = [self._rows(t) for t in texts]
         piece_splits = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum([r.size for r in rows], out=piece_splits[1:])
-        rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        np.cumsum([r.size for r in per_text], out=piece_splits[1:])
+        rows = np.concatenate(per_text) if per_text else np.zeros(0, dtype=np.int64)
         lengths = self._lengths.view()[rows]
         ends = np.cumsum(lengths)  # ends[k]: ids of the first k+1 pieces
         splits = np.zeros(len(texts) + 1, dtype=np.int64)

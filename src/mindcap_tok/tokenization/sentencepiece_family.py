@@ -186,7 +186,7 @@ def hf_tokenizer_json(data: bytes) -> str:
     mergeable = {s for s, t in zip(strings, types, strict=True) if t in (1, 4)}
     scores = [p.score for p in pieces]
     order = sorted((i for i, t in enumerate(types) if t in (1, 4)), key=lambda i: -scores[i])
-    merges = []
+    merges: list[tuple[str, str]] = []
     for i in order:
         s = strings[i]
         merges.extend((s[:k], s[k:]) for k in range(1, len(s)) if s[:k] in mergeable and s[k:] in mergeable)

@@ -40,6 +40,7 @@ class TiktokenEngine:
     def _encode_with_added(self, text: str) -> list[int]:
         ids: list[int] = []
         start = 0
+        assert self._added_re is not None  # called only when the tokenizer has added tokens
         for m in self._added_re.finditer(text):
             ids += self.enc.encode_ordinary(self._normalize(text[start : m.start()]))
             ids.append(self.added[m.group()])
@@ -103,12 +104,12 @@ def _check(condition: bool, reason: str) -> None:
         raise NotEligible(f"not run by tiktoken: {reason}")
 
 
-def _merge_pairs(merges: list) -> list[tuple[str, str]]:
+def _merge_pairs(merges: list[list[str] | str]) -> list[tuple[str, ...]]:
     # tokenizers stores merges as [a, b] pairs (>= 0.20) or as "a b" strings
     return [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in merges]
 
 
-def _byte_level_ranks(model: dict, added_ids: set[int]) -> dict[bytes, int]:
+def _byte_level_ranks(model: dict[str, Any], added_ids: set[int]) -> dict[bytes, int]:
     """Token bytes -> id for a byte-level BPE vocab (added tokens left out: they are matched before BPE), after
     checking that tiktoken's BPE (merge the adjacent pair whose concatenation has the lowest id) is the merges'.
     """

@@ -49,12 +49,12 @@ class ChoiceParser(LineParser):
     terminated: bool = False
 
     @property
-    def trigger(self) -> re.Pattern[str] | None:  # type: ignore[override]
+    def trigger(self) -> re.Pattern[str] | None:  # type: ignore[override]  # computed where the base has a field
         """``####`` or the start of each lenient form (a standalone label may be anywhere: every line is read)."""
         return _patterns(self.labels, self.forms, self.phrases)[2]
 
     @property
-    def anchors(self) -> tuple[bytes, ...] | None:  # type: ignore[override]
+    def anchors(self) -> tuple[bytes, ...] | None:  # type: ignore[override]  # computed where the base has a field
         """Byte strings one of which each line matching the trigger holds (lowercased): ``####``, ``(b)`` for
         each label, the answer words; ``None`` with the ``label`` form (any line may hold a label)."""
         return _anchors(self.labels, self.forms, self.phrases)

@@ -44,7 +44,7 @@ class FilterParser(LineParser):
     terminated: bool = False
 
     @property
-    def trigger(self) -> re.Pattern[str]:  # type: ignore[override]
+    def trigger(self) -> re.Pattern[str]:  # type: ignore[override]  # computed where the base has a field
         """A line with a match in some prefix holds a match (the patterns match no U+FFFD and look nowhere ahead)."""
         return self.pattern
 

@@ -44,12 +44,12 @@ class MathParser(LineParser):
     terminated: bool = False
 
     @property
-    def trigger(self) -> re.Pattern[str] | None:  # type: ignore[override]
+    def trigger(self) -> re.Pattern[str] | None:  # type: ignore[override]  # computed where the base has a field
         """``####``, or a box too."""
         return any_of(("####", r"\\boxed\{") if self.boxed else ("####",))
 
     @property
-    def anchors(self) -> tuple[bytes, ...]:  # type: ignore[override]
+    def anchors(self) -> tuple[bytes, ...]:  # type: ignore[override]  # computed where the base has a field
         """``####``, or ``\\boxed{`` too (lowercase already)."""
         return (b"####", _BOX.encode()) if self.boxed else (b"####",)
 
