@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -63,6 +63,7 @@ MAX_TOP_K = (1 << 31) - 1
 #: The most bootstrap resamples a protocol may ask for: 100 times the paper's 10,000; more is a typo that would
 #: allocate arrays of that many rows.
 MAX_RESAMPLES = 1_000_000
+_T = TypeVar("_T")
 #: How deep tables and lists may nest in a spec or task file: real files nest a few levels; a file nested
 #: thousands of levels deep would exhaust the parser's (and every later reader's) recursion.
 MAX_NESTING = 100
@@ -128,7 +129,7 @@ def nesting_depth(value: object) -> int:
     return heights.get(id(value), 0)
 
 
-def check_nesting(value: object, what: str = "the file") -> object:
+def check_nesting(value: _T, what: str = "the file") -> _T:
     """``value`` when its tables and lists nest at most :data:`MAX_NESTING` deep, else a :class:`BadInputError`."""
     if nesting_depth(value) > MAX_NESTING:
         raise BadInputError(f"{what} nests tables or lists more than {MAX_NESTING} levels deep")
