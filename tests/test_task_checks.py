@@ -15,6 +15,7 @@ from local_http import LocalHTTP
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ledger import Ledger
+from mindcap_tok.ledger.import_lmeval import read_lmeval_logs
 from mindcap_tok.ledger.jobs import load_spec
 from mindcap_tok.roundtrip.spec import read_spec_file
 from mindcap_tok.spec import MAX_NESTING, nesting_depth, read_toml
@@ -289,3 +290,10 @@ def test_a_misspelled_key_lists_the_keys_of_its_own_table(tmp_path):
         MindcapError, match=r"job\.toml: sampling\.tmperature: unknown key; known: temperature, top_k, top_p"
     ):
         load_spec(_world(tmp_path, job=JOB + "[sampling]\ntmperature = 1\n"))
+
+
+def test_lmeval_import_refuses_two_task_files_naming_one_task(tmp_path, qwen):
+    (tmp_path / "a.toml").write_text(TASK, "utf-8")
+    (tmp_path / "b.toml").write_text(TASK.replace('instruction = "Solve."', 'instruction = "Other."'), "utf-8")
+    with pytest.raises(MindcapError, match=r"task files .*a\.toml and .*b\.toml both name task 'plain'"):
+        read_lmeval_logs([], qwen, tasks=[tmp_path / "a.toml", tmp_path / "b.toml"])

@@ -43,7 +43,7 @@ from .._io import regular_file
 from ..data.languages import resolve_language
 from ..data.mgsm import parse_gold
 from ..errors import BadInputError, MindcapError
-from ..tasks.load import load_task
+from ..tasks.load import load_task, load_task_files
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
 from .importer import _lines, human
@@ -274,7 +274,7 @@ def read_lmeval_logs(
     tasks: Sequence[str | os.PathLike[str]] = (),
 ) -> LmevalRecords:
     """The ledger records of the lm-eval logs at ``paths`` (see the module docs); any problem is one line."""
-    user_tasks = [load_task(t) for t in tasks]
+    user_tasks = list(load_task_files(tasks).values())
     out = LmevalRecords()
     pending: list[dict] = []
     for samples, results_path in find_logs(paths):
