@@ -19,7 +19,7 @@ from mindcap_tok.errors import BadInputError, MindcapError
 from mindcap_tok.ledger import Ledger, store
 from mindcap_tok.ledger.import_inspect import _item
 from mindcap_tok.ledger.importer import import_jsonl
-from mindcap_tok.ledger.schema import registry_model_name
+from mindcap_tok.tokenization.registry import registry_model_name
 
 TIME = "2026-01-01T00-00-00.000000"
 ARGS = {"gen_args_0": {"arg_0": "โจทย์", "arg_1": {"max_gen_toks": 16}}}
@@ -136,7 +136,7 @@ def test_registry_names_come_from_registry_names_aliases_and_the_true_hub_id(nam
 def _score_models(ledger: Path, model: str) -> set[str]:
     res = _invoke("score", "--ledger", ledger, "--budgets", "64", "--format", "json", "--model", model)
     if res.exit_code != 0:
-        assert "match the selection" in res.output, res.output
+        assert f"match --model {model} (the ledger holds" in res.output, res.output
         return set()
     return {row["model"] for row in json.loads(res.stdout)}
 

@@ -215,3 +215,24 @@ def test_hypothesis_keys_are_refused_in_one_line_naming_the_file(tmp_path, line,
     path = tmp_path / "p.toml"
     path.write_text(PROTOCOL + line + "\n", "utf-8")
     assert _refusal(lambda c: load_protocol(path), {}) == f"{path}: {problem}"
+
+
+@pytest.mark.parametrize(
+    ("model", "name"),
+    [
+        ("Qwen/Qwen3-8B", "qwen3-8b"),  # the registry model's own hub id
+        ("qwen/qwen3-8b", "qwen3-8b"),  # the hub reads ids in any case
+        ("qwen3", "qwen3-8b"),  # an alias
+        ("evil-org/qwen3-8b", "evil-org/qwen3-8b"),  # another organisation's copy keeps its id, as imports store it
+        ("someone/my-model", "someone/my-model"),
+    ],
+)
+def test_generation_names_models_by_the_import_rule(model, name):
+    assert parse_job(dict(JOB, model=model)).model_name == name
+
+
+def test_a_local_folder_is_named_by_its_folder(tmp_path):
+    (tmp_path / "Qwen3-8B").mkdir()
+    (tmp_path / "tiny").mkdir()
+    assert parse_job(dict(JOB, model=str(tmp_path / "Qwen3-8B"))).model_name == "qwen3-8b"
+    assert parse_job(dict(JOB, model=str(tmp_path / "tiny") + "/")).model_name == "tiny"

@@ -50,7 +50,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, 
 
 from ._io import regular_file
 from .errors import BadInputError, MindcapError, first_line, locate
-from .tokenization.registry import canonical_model_name
+from .tokenization.registry import canonical_model_name, registry_model_name
 
 #: The largest output-token cap, announced budget or premium-scaled cap floor(r·B). The paper's budgets stop at
 #: 4,096 and no model decodes a million tokens in one request; a larger value is a typo, refused before it reaches
@@ -310,8 +310,16 @@ def check_model(value: object, key: str = "model") -> str:
 
 
 def default_model_name(model: str) -> str:
-    """The records' name of a model: its registry name, else its folder or HF id's last part."""
-    return canonical_model_name(model) or canonical_model_name(model.rsplit("/", 1)[-1]) or Path(model.rstrip("/")).name
+    """The records' name of a model: its registry name; for a Hugging Face id that is not a local folder, the
+    registry name only where it is the registry model's own id (another organisation's copy keeps its id, as
+    imports store it); for a local folder, the registry name its folder name gives, else the folder name."""
+    known = registry_model_name(model)
+    if known is not None:
+        return known
+    if "/" in model.rstrip("/") and not Path(model).exists():
+        return model
+    folder = Path(model.rstrip("/")).name
+    return canonical_model_name(folder) or folder
 
 
 def seed_hash(*parts: object, sep: str = "\x1f") -> int:

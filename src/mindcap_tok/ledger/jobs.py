@@ -488,7 +488,8 @@ def _identity(data: dict, base: Path | None, design: str) -> tuple[str, str, str
             )
     records = check_model(data["model_name"], "model_name") if data.get("model_name") else default_model_name(model)
     tokenizer = _str(data.get("tokenizer", records), "tokenizer")
-    name = _str(data.get("name", records + "-" + design), "name")
+    # a hub id's slash cannot stand in a file name: "org--model", as the hub's own cache folders write it
+    name = _str(data.get("name", records.replace("/", "--") + "-" + design), "name")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise BadInputError(f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
     return model, records, tokenizer, name

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
-from ..tokenization.registry import canonical_model_name, registry
+from ..tokenization.registry import registry_model_name
 
 ARMS = ("native", "translate-act", "pivot", "code-switched")
 ANNOUNCE_STYLES = ("none", "natural", "tag")
@@ -415,17 +415,6 @@ def _resolve_langs(table: pa.Table) -> pa.Table:
     keys, vals = list(mapping), list(mapping.values())
     idx = pc.index_in(col, value_set=pa.array(keys))
     return table.set_column(table.schema.get_field_index("lang"), "lang", pc.take(pa.array(vals), idx))
-
-
-def registry_model_name(name: str) -> str | None:
-    """The registry model ``name`` names, else ``None``: a registry name, an alias, or the registry's own Hugging
-    Face id of the model (``Qwen/Qwen3-8B``, in any case, as the hub reads it). Another organisation's name
-    (``evil-org/qwen3-8b``) names no registry model: a copy or a fine-tune is its own model."""
-    known = canonical_model_name(name)
-    if known is not None or "/" not in name:
-        return known
-    low = name.lower()
-    return next((e.name for e in registry().values() if e.hf_id is not None and e.hf_id.lower() == low), None)
 
 
 def canonical_models(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:

@@ -38,3 +38,14 @@ def canonical_model_name(name: str) -> str | None:
         if low == entry.name.lower() or low in (a.lower() for a in entry.aliases):
             return entry.name
     return None
+
+
+def registry_model_name(name: str) -> str | None:
+    """The registry model ``name`` names, else ``None``: a registry name, an alias, or the registry's own Hugging
+    Face id of the model (``Qwen/Qwen3-8B``, in any case, as the hub reads it). Another organisation's name
+    (``evil-org/qwen3-8b``) names no registry model: a copy or a fine-tune is its own model."""
+    known = canonical_model_name(name)
+    if known is not None or "/" not in name:
+        return known
+    low = name.lower()
+    return next((e.name for e in _registry().values() if e.hf_id is not None and e.hf_id.lower() == low), None)
