@@ -192,3 +192,12 @@ def test_a_full_standard_output_is_one_line(tmp_path):
         proc = _cli(["languages"], stdout=full, stderr=subprocess.PIPE)
     assert proc.returncode == 2
     assert proc.stderr == "error: cannot write the output to standard output: No space left on device\n"
+
+
+@pytest.mark.parametrize("command", [["config"], ["score"], ["ledger", "import"]])
+def test_help_works_beside_a_config_file_that_cannot_be_read(tmp_path, command):
+    cfg = tmp_path / "mindcap.toml"
+    cfg.write_text("paths = 3\n", "utf-8")
+    res = run([*command, "--help"], env={"MINDCAP_CONFIG": str(cfg)})
+    assert res.exit_code == 0 and "Usage:" in res.stdout, res.output
+    assert run(command, env={"MINDCAP_CONFIG": str(cfg)}).exit_code == 2  # the file is still refused without --help

@@ -51,6 +51,9 @@ COMMANDS = {
 #: the root group's options that take a value; like ``--debug`` they may follow the subcommand (no subcommand has an
 #: option of these names: tests/test_cli_streams.py checks every command)
 GLOBAL_VALUE_OPTIONS = ("--data-dir", "--tokenizers-dir")
+_HELP = {"-h", "--help"}
+#: ``ctx.meta`` key: whether a subcommand's help was asked for (then no config file is read)
+_HELP_ASKED = "mindcap_tok.help_asked"
 
 
 def globals_first(args: Sequence[str]) -> list[str]:
@@ -85,7 +88,9 @@ class Group(_parsing.Group):
         return list(COMMANDS)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, globals_first(args))
+        args = globals_first(args)
+        ctx.meta[_HELP_ASKED] = bool(_HELP & set(args[: args.index("--") if "--" in args else len(args)]))
+        return super().parse_args(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
@@ -109,7 +114,7 @@ class Group(_parsing.Group):
             ctx.exit(2)
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": sorted(_HELP)})
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False),
@@ -127,7 +132,8 @@ def cli(ctx: click.Context, data_dir: str | None, tokenizers_dir: str | None, de
     """mindcap-tok: measure how much of a multilingual reasoning gap the output-token cap makes."""
     _log.install()
     ctx.obj = State(config=Config(), debug=debug)  # --debug holds for a config file that fails to read
-    ctx.obj.config = load_config(data_dir=data_dir, tokenizers_dir=tokenizers_dir)
+    if not ctx.meta[_HELP_ASKED]:  # a subcommand's --help needs no config: it must work beside a broken file
+        ctx.obj.config = load_config(data_dir=data_dir, tokenizers_dir=tokenizers_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
