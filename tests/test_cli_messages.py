@@ -201,3 +201,24 @@ def test_help_works_beside_a_config_file_that_cannot_be_read(tmp_path, command):
     res = run([*command, "--help"], env={"MINDCAP_CONFIG": str(cfg)})
     assert res.exit_code == 0 and "Usage:" in res.stdout, res.output
     assert run(command, env={"MINDCAP_CONFIG": str(cfg)}).exit_code == 2  # the file is still refused without --help
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["score", "--budgets", "64", "--format", "json"],
+        ["sweep", "--premiums", "th=2", "--n-boot", "50", "--format", "json"],
+    ],  # fmt: skip
+    ids=lambda c: c[0],
+)
+def test_a_language_among_others_that_the_ledger_lacks_is_warned_of(ledger, command):
+    res = run([*command, "--ledger", ledger, "--lang", "fr", "--lang", "th"])
+    assert res.exit_code == 0, res.output
+    assert (
+        f"warning: --lang fr matches no record of {ledger} (it holds deu_Latn, tha_Thai); the results leave it out"
+        in res.stderr.splitlines()
+    )
+    out = json.loads(res.stdout)
+    assert {row["lang"] for row in (out["rows"] if command[0] == "sweep" else out)} == {"tha_Thai"}
+    quiet = run([*command, "--ledger", ledger, "--lang", "th"])
+    assert "warning: --lang" not in quiet.stderr

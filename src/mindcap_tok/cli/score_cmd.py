@@ -76,7 +76,7 @@ def score_command(
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
     from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
     from ..ledger.score import accuracy_curves, score_ledger, with_thought_counts
-    from ..ledger.selection import empty_selection
+    from ..ledger.selection import empty_selection, warn_unmatched
     from ..ledger.store import Ledger
     from ..ledger.tokenizers import resolve_tokenizers
     from ..tokenization.load import load_tokenizer
@@ -89,6 +89,7 @@ def score_command(
     records = led.read(model=models or None, arm=arms or None, lang=langs or None, columns=columns)
     if records.num_rows == 0:
         raise empty_selection(led, models=models, arms=arms, langs=langs)
+    warn_unmatched(led, models=models, arms=arms, langs=langs)
     override = load_tokenizer(tokenizer, state.config.tokenizers_dir.value) if tokenizer else None
     toks = resolve_tokenizers(
         records.column("tokenizer").to_pylist(),

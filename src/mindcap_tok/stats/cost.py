@@ -78,13 +78,14 @@ def prompt_tokens(records: pa.Table | pd.DataFrame) -> pd.DataFrame:
 
 def ledger_prompt_tokens(path: str | Path, *, models: Sequence[str] = ()) -> pd.DataFrame:
     """:func:`prompt_tokens` of the ledger at ``path`` (only ``models`` when given)."""
-    from ..ledger.selection import empty_selection
+    from ..ledger.selection import empty_selection, warn_unmatched
     from ..ledger.store import Ledger
 
     ledger = Ledger(path)
     table = ledger.read(model=list(models) or None, columns=[*CELL_COLUMNS, "prompt_ids"])
     if table.num_rows == 0:
         raise empty_selection(ledger, models=models)
+    warn_unmatched(ledger, models=models)
     return prompt_tokens(table)
 
 

@@ -77,7 +77,7 @@ def load_scored_ledger(
     import pyarrow.compute as pc
 
     from ..ledger.score import score_ledger
-    from ..ledger.selection import empty_selection
+    from ..ledger.selection import empty_selection, warn_unmatched
     from ..ledger.store import Ledger
     from ..ledger.tokenizers import resolve_tokenizers
     from ..tokenization.load import load_tokenizer
@@ -88,6 +88,7 @@ def load_scored_ledger(
     table = led.read(model=list(sel.models) or None, lang=codes or None)
     if table.num_rows == 0:
         raise empty_selection(led, models=sel.models, langs=sel.langs)
+    warn_unmatched(led, models=sel.models, langs=sel.langs)
     ledger_models = sorted(pc.unique(table.column("model")).to_pylist())
     ledger_langs = sorted(pc.unique(table.column("lang")).to_pylist())
     premiums = resolve_premiums(
