@@ -386,7 +386,7 @@ def test_new_folder_and_run_store_refuse_a_dangling_symlink(tmp_path):
     for check in (check_new_folder, lambda p: RunStore(p, {}, {}), lambda p: check_output_folder(p, "test")):
         with pytest.raises(MindcapError, match=r"symlink to .*nowhere, which does not exist"):
             check(link)
-    with pytest.raises(MindcapError, match="does not exist"), new_folder(link) as tmp:
+    with pytest.raises(MindcapError, match="does not exist"), new_folder(link, "test") as tmp:
         (tmp / "a").write_text("a")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
 
