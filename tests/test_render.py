@@ -140,7 +140,7 @@ def test_a_template_with_a_format_spec_is_refused_at_load(tmp_path, tiny, ledger
     prompts = tmp_path / "p.json"
     prompts.write_text(json.dumps({"translate": "From {src_lang} to {tgt_lang}: " + spec}), "utf-8")
     res = _render(led, tiny, tmp_path / "rend", "--prompts", str(prompts))
-    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output  # before the model loads
     assert str(prompts) in res.output and spec in res.output and "Traceback" not in res.output
     assert not (tmp_path / "rend").exists()
 
@@ -152,8 +152,7 @@ def test_a_symlink_inside_the_render_folder_is_refused(tmp_path, tiny, ledger):
     out.mkdir()
     (out / "waves").symlink_to(outside)
     res = _render(led, tiny, out)
-    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
-    assert "waves is a symlink" in res.output
+    assert res.exit_code == 2 and "waves is a symlink" in _one_error(res)
     assert list(outside.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["waves"]
 
 
@@ -166,8 +165,7 @@ def test_a_second_render_into_a_folder_being_written_is_refused(tmp_path, tiny, 
     before = _files(out)
     with lock_held(out) as pid:
         res = _render(led, tiny, out, "--keep-capped")
-        assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
-        assert f"process {pid}" in res.output and "being written by another run" in res.output
+        assert res.exit_code == 2 and f"being written by another run (process {pid} on" in _one_error(res)
         assert _files(out) == before
     assert _render(led, tiny, out, "--keep-capped").exit_code == 0  # the lock went with its process
 
@@ -179,3 +177,10 @@ def _files(folder):
         for p in folder.rglob("*")
         if p.is_file() and p.name != ".mindcap-tok-lock"
     }
+
+
+def _one_error(res) -> str:
+    """The one error line of a refused run (the transformers backend's weight-loading progress may precede it)."""
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in res.output, res.output
+    return errors[0]

@@ -415,12 +415,13 @@ def _staging(target: Path) -> Iterator[Path]:
         yield tmp
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError) and exc.errno in NO_ROOM:
+        cause = exc.__cause__ if isinstance(exc, StorageError) else exc  # a file of it written atomically, or not
+        if isinstance(cause, OSError) and cause.errno in NO_ROOM:
             kept = "the earlier output there is unchanged" if os.path.lexists(target) else "nothing is there"
             raise StorageError(
-                f"cannot write output folder {target}: {exc.strerror}; nothing was published (its staging "
+                f"cannot write output folder {target}: {cause.strerror}; nothing was published (its staging "
                 f"folder was removed, {kept})",
-                path=exc.filename,
+                path=target,
             ) from exc
         raise
 
