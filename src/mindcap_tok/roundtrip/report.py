@@ -191,6 +191,8 @@ def _check_record(
         why = f"past the sequence's last language ({len(c.langs) - 1} hops)"
     elif hop is None and (row["judge_model"] not in judges or not c.finished):
         why = "by a judge the spec does not name" if row["judge_model"] not in judges else "of an unfinished chain"
+    elif hop is None and row["parse"] is not None and None in (row["n_minor"], row["n_major"], row["n_critical"]):
+        why = "a parsed judgement without its issue counts"
     else:
         return
     raise DamagedDataError(f"round-trip file {path}: the record {what} disagrees with the run's spec: {why}", path=path)

@@ -170,6 +170,11 @@ def check_manifest(manifest: object, path: Path) -> dict:
 
 #: the schemas a committed file may have, by folder
 _SCHEMAS = {"hops/": (HOP_SCHEMA, THINK_HOP_SCHEMA), "judge/": (JUDGE_SCHEMA,)}
+#: the columns every record of a committed file fills (replaying a run reads them all)
+_FILLED = {
+    "hops/": ("model", "text_id", "sequence", "hop", "capped", "empty", "text"),
+    "judge/": ("model", "text_id", "sequence", "attempt", "judge_model", "n_bad_severity"),
+}
 
 
 class RunStore:
@@ -261,12 +266,18 @@ class RunStore:
             table = pq.read_table(io.BytesIO(data))
         except (OSError, pa.ArrowException) as exc:
             raise DamagedDataError(f"round-trip file {path} is not readable Parquet: {exc}", path=path) from None
-        schemas = _SCHEMAS[name[: name.index("/") + 1]]
-        if not any(table.schema.remove_metadata().equals(s) for s in schemas) or table.num_rows != entry["rows"]:
+        folder = name[: name.index("/") + 1]
+        if (
+            not any(table.schema.remove_metadata().equals(s) for s in _SCHEMAS[folder])
+            or table.num_rows != entry["rows"]
+        ):
             raise DamagedDataError(
                 f"round-trip file {path} does not hold the records of a round-trip run (other columns or rows)",
                 path=path,
             )
+        empty = [c for c in _FILLED[folder] if table.column(c).null_count]
+        if empty:
+            raise DamagedDataError(f"round-trip file {path}: records without {empty[0]}", path=path)
         return table.to_pylist()
 
     def read_all(self, prefix: str) -> list[dict]:
