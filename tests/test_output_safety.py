@@ -596,3 +596,41 @@ def test_a_report_with_no_room_is_one_line_and_publishes_nothing(ledger, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == (["rep"] if earlier else [])
     if earlier:
         assert _snapshot(out) == before
+
+
+NO_ROOM_RUN = """
+import os, sys
+from pathlib import Path
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.roundtrip.store import HOP_SCHEMA, RunStore, hop_file
+
+def rows(text):
+    return [{"model": "m", "text_id": "a", "sequence": "s", "hop": 1, "src_lang": "x", "tgt_lang": "y", "seed": 1,
+             "cap": 8, "template_id": "t", "prompt_ids": [1], "output_ids": [2], "text": text,
+             "finish_reason": "stop", "capped": False, "empty": False, "generator": "g"}]
+
+store = RunStore(Path(sys.argv[1]), {"texts": "h"}, {})
+store.write(hop_file(1), rows("short"), HOP_SCHEMA)
+try:
+    store.write(hop_file(2), rows(os.urandom(24000).hex()), HOP_SCHEMA)  # random: zstd packs it to about 24 KB
+except MindcapError as exc:
+    print(exc)
+"""
+
+
+def test_a_run_folder_with_no_room_says_what_stays_committed(tmp_path):
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_ROOM_RUN, str(run_dir)], env=env, capture_output=True, text=True, timeout=120,
+        preexec_fn=_no_room_for_files_over(16384),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    message = proc.stdout.strip()
+    assert message.startswith(f"cannot write {run_dir / 'hops' / 'hop-02.parquet'}: File too large"), message
+    assert message.endswith("1 files of the run stay committed, a rerun resumes after them"), message
+    assert list(json.loads((run_dir / "_roundtrip.json").read_text("utf-8"))["files"]) == ["hops/hop-01.parquet"]
+    assert sorted(p.name for p in (run_dir / "hops").iterdir()) == ["hop-01.parquet"]  # no temporary file left

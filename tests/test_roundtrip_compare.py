@@ -186,7 +186,7 @@ def test_hop_records_that_disagree_with_the_spec_are_one_line(runs, tmp_path, ca
     dirs, _, _ = runs
     run = _copy_run(dirs[0], tmp_path / "run")
     path = _add_hop(run, qwen, edit)
-    err = _one_line_refusal(["roundtrip", "compare", str(run), "--out-dir", str(tmp_path / "cmp")], capsys, path, says)
+    _one_line_refusal(["roundtrip", "compare", str(run), "--out-dir", str(tmp_path / "cmp")], capsys, path, says)
     assert not (tmp_path / "cmp").exists()
 
 

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from .._io import check_folder_path, check_tree, enclosing_ledger, folder_lock, regular_file, write_inside
 from .._json import dumps_strict
-from ..errors import BadInputError, DamagedDataError, MindcapError
+from ..errors import BadInputError, DamagedDataError, MindcapError, StorageError, with_context
 from ..spec import Sampling, SpecError, seed_hash, validate
 from ..stats.curves import NATIVE
 from .chat import chat_requests, decode_requests, generator_label
@@ -213,9 +213,14 @@ class _Store:
         return table.to_pylist()
 
     def write(self, name: str, data: bytes) -> None:
-        write_inside(self.root, name, data, "render folder")
-        self.manifest["waves"][name] = hashlib.sha256(data).hexdigest()
-        write_inside(self.root, MANIFEST, (dumps_strict(self.manifest) + "\n").encode("utf-8"), "render folder")
+        manifest = {**self.manifest, "waves": {**self.manifest["waves"], name: hashlib.sha256(data).hexdigest()}}
+        try:
+            write_inside(self.root, name, data, "render folder")
+            write_inside(self.root, MANIFEST, (dumps_strict(manifest) + "\n").encode("utf-8"), "render folder")
+        except StorageError as exc:
+            done = len(self.manifest["waves"])
+            raise with_context(exc, f"{exc}; {done} waves stay committed, a rerun resumes after them") from exc
+        self.manifest = manifest
 
 
 def _wave_bytes(rows: list[dict]) -> bytes:

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from .._io import RUN_LOCK, check_folder_path, check_tree, enclosing_ledger, folder_lock, regular_file, write_inside
 from .._json import dumps_strict
-from ..errors import DamagedDataError, MindcapError
+from ..errors import DamagedDataError, MindcapError, StorageError, with_context
 from ..spec import SpecError, validate
 
 MANIFEST = "_roundtrip.json"
@@ -245,11 +245,18 @@ class RunStore:
             pa.table(columns, schema=schema), buf, compression="zstd", use_dictionary=False, memory_pool=pool
         )
         data = buf.getvalue()
-        write_inside(self.root, name, data, "round-trip folder")
         entry = {"rows": len(rows), "bytes": len(data), "sha256": _sha256(data),
                  "written": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
-        self.manifest["files"][name] = entry
-        write_inside(self.root, MANIFEST, (dumps_strict(self.manifest) + "\n").encode("utf-8"), "round-trip folder")
+        manifest = {**self.manifest, "files": {**self.manifest["files"], name: entry}}
+        try:
+            write_inside(self.root, name, data, "round-trip folder")
+            write_inside(self.root, MANIFEST, (dumps_strict(manifest) + "\n").encode("utf-8"), "round-trip folder")
+        except StorageError as exc:
+            done = len(self.manifest["files"])
+            raise with_context(
+                exc, f"{exc}; {done} files of the run stay committed, a rerun resumes after them"
+            ) from exc
+        self.manifest = manifest
 
     def read(self, name: str) -> list[dict]:
         """The rows of a committed file, checked against the manifest's SHA-256 and row count and against its
