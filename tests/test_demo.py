@@ -132,3 +132,20 @@ def test_a_failed_demo_leaves_nothing(tmp_path):
     res = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "nodata"), "demo", "--out-dir", str(out)])
     assert res.exit_code == 2 and "MGSM folder not found" in res.output
     assert list(tmp_path.iterdir()) == []
+
+
+def _tree(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_demo_checks_both_folders_before_writing_either(tmp_path, demo):
+    """--tiny-model into a folder holding a demo ledger, or the two folders overlapping: one line, and neither
+    folder is written (the demo ledger is not built first and then left behind)."""
+    held = _tree(demo)
+    out = tmp_path / "new-demo"
+    for tiny in (demo, demo / "ledger", out, out / "tiny"):
+        res = CliRunner().invoke(cli, ["demo", "--out-dir", str(out), "--tiny-model", str(tiny), "--items", "2"])
+        assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.output
+        assert "Traceback" not in res.output
+        assert not out.exists() and _tree(demo) == held
+        assert list(tmp_path.iterdir()) == []

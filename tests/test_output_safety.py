@@ -386,7 +386,7 @@ def test_new_folder_and_run_store_refuse_a_dangling_symlink(tmp_path):
     for check in (check_new_folder, lambda p: RunStore(p, {}, {}), lambda p: check_output_folder(p, "test")):
         with pytest.raises(MindcapError, match=r"symlink to .*nowhere, which does not exist"):
             check(link)
-    with pytest.raises(MindcapError, match="does not exist"), new_folder(link) as tmp:
+    with pytest.raises(MindcapError, match="does not exist"), new_folder(link, "test") as tmp:
         (tmp / "a").write_text("a")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
 
@@ -504,3 +504,133 @@ def test_an_error_at_the_publish_puts_the_old_output_back_at_once(tmp_path, monk
     with pytest.raises(exc), output_folder(out, "test") as tmp:
         (tmp / "b.txt").write_text("new")
     assert _snapshot(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+# -- a new folder (an extension) killed as it publishes: the rerun says whether it is complete ------------------
+KILL_NEW = """
+import os, sys
+from pathlib import Path
+import mindcap_tok._io as io
+
+step, out = sys.argv[1], Path(sys.argv[2])
+real_replace = os.replace
+
+def replace(src, dst):
+    real_replace(src, dst)
+    if step == "publish":
+        os._exit(9)  # as abrupt as SIGKILL, just after the rename: the staging marker is still inside
+
+io.os.replace = replace
+with io.new_folder(out, "mindcap-tok extension") as tmp:
+    (tmp / "fold-0").mkdir()
+    (tmp / "fold-0" / "tokenizer.json").write_text("{}")
+    (tmp / "summary.json").write_text("{}")
+    if step == "block":
+        os._exit(9)
+"""
+
+
+def test_an_extend_killed_as_it_publishes_is_recognised_by_the_rerun(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from mindcap_tok._io import STAGING_MARKER, check_new_folder, new_folder
+
+    out = tmp_path / "th-ext"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-c", KILL_NEW, "publish", str(out)], env=env, capture_output=True)
+    assert proc.returncode == 9, proc.stderr.decode()
+    assert (out / STAGING_MARKER).exists()  # killed between the rename and the marker's removal
+    with pytest.raises(SystemExit) as exc:
+        main(["extend", "--model", "qwen3-8b", "--lang", "th", "--out-dir", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "already exists: a complete output of `mindcap-tok extension`" in err and "its 2 files unchanged" in err
+    assert not (out / STAGING_MARKER).exists()  # the leftover of the dead process is gone, the output kept
+    assert _snapshot(out).keys() == {"fold-0/tokenizer.json", "summary.json", OUTPUT_MARKER}
+
+    (out / "summary.json").write_text("edited")  # no longer what the run wrote: not called complete
+    with pytest.raises(MindcapError, match=r"not whole \(summary.json was changed since\)"):
+        check_new_folder(out)
+
+    # killed while writing: the staging folder goes with the rerun, which publishes a complete folder
+    other = tmp_path / "sw-ext"
+    proc = subprocess.run([sys.executable, "-c", KILL_NEW, "block", str(other)], env=env, capture_output=True)
+    assert proc.returncode == 9 and not other.exists() and len(list(tmp_path.glob(".sw-ext.*.tmp"))) == 1
+    with new_folder(other, "mindcap-tok extension") as tmp:
+        (tmp / "summary.json").write_text("{}")
+    assert not list(tmp_path.glob(".sw-ext.*")) and _snapshot(other).keys() == {"summary.json", OUTPUT_MARKER}
+
+
+def _no_room_for_files_over(limit: int):
+    """In the child: files cannot grow past ``limit`` bytes (RLIMIT_FSIZE; the write fails with EFBIG, as a full
+    disk fails with ENOSPC, once SIGXFSZ is ignored)."""
+    import resource
+    import signal
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.parametrize("earlier", [False, True])
+def test_a_report_with_no_room_is_one_line_and_publishes_nothing(ledger, tmp_path, earlier):
+    import subprocess
+    import sys
+
+    out = tmp_path / "rep"
+    if earlier:
+        assert run(["report", "--ledger", str(ledger), *REPORT, "--out-dir", str(out)]).exit_code == 0
+    before = _snapshot(out) if earlier else None
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    args = [sys.executable, "-m", "mindcap_tok", "report", "--ledger", str(ledger), *REPORT, "--out-dir", str(out)]
+    proc = subprocess.run(
+        args, env=env, capture_output=True, text=True, timeout=300, preexec_fn=_no_room_for_files_over(4096)
+    )
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "File too large; nothing was published (its staging folder was removed" in errors[0]
+    assert ("the earlier output there is unchanged" if earlier else "nothing is there") in errors[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["rep"] if earlier else [])
+    if earlier:
+        assert _snapshot(out) == before
+
+
+NO_ROOM_RUN = """
+import os, sys
+from pathlib import Path
+from mindcap_tok.errors import MindcapError
+from mindcap_tok.roundtrip.store import HOP_SCHEMA, RunStore, hop_file
+
+def rows(text):
+    return [{"model": "m", "text_id": "a", "sequence": "s", "hop": 1, "src_lang": "x", "tgt_lang": "y", "seed": 1,
+             "cap": 8, "template_id": "t", "prompt_ids": [1], "output_ids": [2], "text": text,
+             "finish_reason": "stop", "capped": False, "empty": False, "generator": "g"}]
+
+store = RunStore(Path(sys.argv[1]), {"texts": "h"}, {})
+store.write(hop_file(1), rows("short"), HOP_SCHEMA)
+try:
+    store.write(hop_file(2), rows(os.urandom(24000).hex()), HOP_SCHEMA)  # random: zstd packs it to about 24 KB
+except MindcapError as exc:
+    print(exc)
+"""
+
+
+def test_a_run_folder_with_no_room_says_what_stays_committed(tmp_path):
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_ROOM_RUN, str(run_dir)], env=env, capture_output=True, text=True, timeout=120,
+        preexec_fn=_no_room_for_files_over(16384),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    message = proc.stdout.strip()
+    assert message.startswith(f"cannot write {run_dir / 'hops' / 'hop-02.parquet'}: File too large"), message
+    assert message.endswith("1 files of the run stay committed, a rerun resumes after them"), message
+    assert list(json.loads((run_dir / "_roundtrip.json").read_text("utf-8"))["files"]) == ["hops/hop-01.parquet"]
+    assert sorted(p.name for p in (run_dir / "hops").iterdir()) == ["hop-01.parquet"]  # no temporary file left

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from tokenizers import Tokenizer
 
 from ledger_factory import make_record
+from lock_holder import lock_held
 from mindcap_tok.cli.main import cli
 from mindcap_tok.ledger import Ledger
 
@@ -93,3 +94,87 @@ def test_rerun_resumes_and_capped_renderings_are_left_out(tmp_path, tiny, ledger
     assert kept.count("\n") == 6 and (out / "renderings.jsonl").read_text("utf-8") == ""
     res = _render(led, tiny, out, "--seed", "4")
     assert res.exit_code != 0 and "another render run" in res.output
+
+
+class Scripted:
+    """The tiny model's backend whose replies are scripted per request (real token ids of ``reply(name)``), for
+    replies random weights never give: a reasoning translator's closed and unclosed thoughts."""
+
+    def __init__(self, inner, reply) -> None:
+        self.inner, self.reply, self.tok = inner, reply, inner.tok
+        self.name, self.version = inner.name, inner.version
+
+    def generate(self, requests):
+        from mindcap_tok.ledger.backends import Completion
+
+        return [[Completion(tuple(self.tok.encode(self.reply(r.name))), "stop")] for r in requests]
+
+
+def test_an_unclosed_thought_is_no_rendering(tmp_path, tiny, ledger):
+    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.roundtrip.render import RenderSpec, render_traces
+
+    led, _ = ledger
+
+    def reply(name: str) -> str:  # item 0: the thought never closes; others: closed, then the answer
+        return "<think>\nStep 1: think" if "/0/" in name else "<think>\nStep 1\n</think>\n\nThe answer is 9"
+
+    back = Scripted(load_backend("transformers", str(tiny), tokenizer_name="tiny-qwen3"), reply)
+    result = render_traces(Ledger(led).read(), tmp_path / "rend", back, spec=RenderSpec("t", max_tokens=8))
+    rows = [json.loads(line) for line in (tmp_path / "rend" / "renderings.jsonl").read_text("utf-8").splitlines()]
+    # six native traces, two of item 0: those two give no rendering, the four others their answer channel
+    assert sorted((r["item"], r["sample"]) for r in rows) == [(i, s) for i in (1, 2) for s in (0, 1)]
+    assert {r["english"] for r in rows} == {"The answer is 9"}
+    assert (result.kept, result.unclosed, result.empty, result.capped) == (4, 2, 0, 0)
+
+
+@pytest.mark.parametrize("spec", ["{text:d}", "{text!r}", "{text:>100000}"])
+def test_a_template_with_a_format_spec_is_refused_at_load(tmp_path, tiny, ledger, spec):
+    led, _ = ledger
+    prompts = tmp_path / "p.json"
+    prompts.write_text(json.dumps({"translate": "From {src_lang} to {tgt_lang}: " + spec}), "utf-8")
+    res = _render(led, tiny, tmp_path / "rend", "--prompts", str(prompts))
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output  # before the model loads
+    assert str(prompts) in res.output and spec in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "rend").exists()
+
+
+def test_a_symlink_inside_the_render_folder_is_refused(tmp_path, tiny, ledger):
+    led, _ = ledger
+    out, outside = tmp_path / "rend", tmp_path / "outside"
+    outside.mkdir()
+    out.mkdir()
+    (out / "waves").symlink_to(outside)
+    res = _render(led, tiny, out)
+    assert res.exit_code == 2 and "waves is a symlink" in _one_error(res)
+    assert list(outside.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["waves"]
+
+
+def test_a_second_render_into_a_folder_being_written_is_refused(tmp_path, tiny, ledger):
+    """Another process holds the folder's lock (a run writing it): the second run refuses at once, in one line,
+    and the first's files are left as they are; once the first ends, a run goes ahead."""
+    led, _ = ledger
+    out = tmp_path / "rend"
+    assert _render(led, tiny, out, "--keep-capped").exit_code == 0
+    before = _files(out)
+    with lock_held(out) as pid:
+        res = _render(led, tiny, out, "--keep-capped")
+        assert res.exit_code == 2 and f"being written by another run (process {pid} on" in _one_error(res)
+        assert _files(out) == before
+    assert _render(led, tiny, out, "--keep-capped").exit_code == 0  # the lock went with its process
+
+
+def _files(folder):
+    """Every file below ``folder`` and its bytes, but the lock file (a holder writes its name in it)."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != ".mindcap-tok-lock"
+    }
+
+
+def _one_error(res) -> str:
+    """The one error line of a refused run (the transformers backend's weight-loading progress may precede it)."""
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in res.output, res.output
+    return errors[0]

@@ -119,3 +119,93 @@ def test_cli_judge_flags_apply_to_each_judge_of_the_file():
                    {"model": "b", "base_url": ["http://j:8000/v1"], "structured": False}]  # fmt: skip
     two = _overrides((), None, None, (), None, None, {**flags, "model": ["x", "y"]}, {"retries": 1})["judge"]
     assert [j["model"] for j in two] == ["x", "y"] and all(j["retries"] == 1 and not j["structured"] for j in two)
+
+
+def _copy_run(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _one_line_refusal(args, capsys, *names):
+    run_cli(args, code=2)
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err and "Error:" not in err, err
+    for name in names:
+        assert str(name) in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda m: m["spec"].pop("sequences"), "spec.sequences"),  # a missing key
+        (lambda m: m.update(files=["hops/hop-01.parquet"]), "files"),  # a list where a table belongs
+        (lambda m: m.update(spec="qwen3"), "spec"),  # a string where a table belongs
+        (lambda m: m["spec"]["models"][0].pop("name"), "spec.models[0].name"),
+        (lambda m: m["files"].update({"../../elsewhere.parquet": m["files"]["hops/hop-01.parquet"]}), "files"),
+    ],
+)
+def test_a_damaged_manifest_is_one_line_naming_it(runs, tmp_path, capsys, damage, says):
+    dirs, _, _ = runs
+    run = _copy_run(dirs[0], tmp_path / "run")
+    manifest = json.loads((run / "_roundtrip.json").read_text("utf-8"))
+    damage(manifest)
+    (run / "_roundtrip.json").write_text(json.dumps(manifest), "utf-8")
+    err = _one_line_refusal(
+        ["roundtrip", "compare", str(run), str(dirs[1]), "--out-dir", str(tmp_path / "cmp")], capsys,
+        run / "_roundtrip.json", says,
+    )  # fmt: skip
+    assert "is damaged" in err and not (tmp_path / "cmp").exists()
+
+
+def _add_hop(run, qwen, rows_of):
+    """Commit one more hop file into a copied run with the run store's own writer (so its hash is listed)."""
+    from mindcap_tok.roundtrip.store import HOP_SCHEMA, RunStore
+
+    manifest = json.loads((run / "_roundtrip.json").read_text("utf-8"))
+    store = RunStore(run, manifest["identity"], manifest["spec"])
+    row = store.read("hops/hop-02.parquet")[0]
+    name, rows = rows_of(row)
+    store.write(name, rows, HOP_SCHEMA)
+    return run / name
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda r: ("hops/hop-03.parquet", [{**r, "hop": 3}]), "past the sequence's last language (2 hops)"),
+        (lambda r: ("hops/hop-03.parquet", [{**r, "hop": 3, "text_id": "t99"}]), "does not have"),
+        (lambda r: ("hops/hop-03.parquet", [{**r, "hop": 2}]), "out of order"),
+        (lambda r: ("hops/hop-03.parquet", [{**r, "hop": 3, "sequence": "eng_Latn>fra_Latn"}]), "does not have"),
+        (lambda r: ("hops/hop-03.parquet", [{**r, "hop": None}]), "records without hop"),
+    ],
+)
+def test_hop_records_that_disagree_with_the_spec_are_one_line(runs, tmp_path, capsys, qwen, edit, says):
+    dirs, _, _ = runs
+    run = _copy_run(dirs[0], tmp_path / "run")
+    path = _add_hop(run, qwen, edit)
+    _one_line_refusal(["roundtrip", "compare", str(run), "--out-dir", str(tmp_path / "cmp")], capsys, path, says)
+    assert not (tmp_path / "cmp").exists()
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "NaN"])
+def test_a_reference_score_that_is_not_finite_is_one_line(runs, tmp_path, capsys, value):
+    dirs, _, _ = runs
+    ref = tmp_path / "elo.csv"
+    ref.write_text(f"model,score\nm1,1400\nm2,{value}\nm3,1390\n", "utf-8")
+    args = ["roundtrip", "compare", *map(str, dirs), "--reference-ranking", str(ref), "--out-dir", str(tmp_path / "c")]
+    err = _one_line_refusal(args, capsys, ref)
+    assert "not a finite number for m2" in err and not (tmp_path / "c").exists()
+
+
+def test_the_comparison_is_never_written_inside_a_run_folder(runs, tmp_path, capsys):
+    dirs, _, _ = runs
+    other = _copy_run(dirs[2], tmp_path / "other")  # a run that is not among the compared ones
+    before = sorted(p.relative_to(other).as_posix() for p in other.rglob("*"))
+    for out in (other / "cmp", other / "hops" / "cmp"):
+        _one_line_refusal(["roundtrip", "compare", *map(str, dirs[:2]), "--out-dir", str(out)], capsys, other)
+    assert sorted(p.relative_to(other).as_posix() for p in other.rglob("*")) == before
+    run_cli(["roundtrip", "report", str(dirs[0]), "--out-dir", str(other / "rep")], code=2)
+    assert "inside the round-trip run folder" in capsys.readouterr().err and not (other / "rep").exists()

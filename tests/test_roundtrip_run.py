@@ -365,3 +365,70 @@ def test_per_model_sampling_and_caps(tmp_path, tiny, backend, texts_file):
         make_spec(tiny, texts_file, model=[str(tiny), str(tiny)], model_name=["a", "b"], per_model={"c": {}})
     with pytest.raises(MindcapError, match=r"per_model\.a\.seed: unknown key"):
         make_spec(tiny, texts_file, model_name="a", model=str(tiny), per_model={"a": {"seed": 1}})
+
+
+def _job(tmp_path, tiny, texts_file):
+    job = tmp_path / "job.toml"
+    job.write_text(f'model = "{tiny}"\nmodel_name = "tiny-qwen3"\nbackend = "transformers"\ntexts = "{texts_file}"\n'
+                   'sequences = ["en>sw>en"]\nmax_tokens = 6\nseed = 3\n[judge]\nretries = 0\n', "utf-8")  # fmt: skip
+    return job
+
+
+def test_a_symlink_inside_the_run_folder_is_refused_and_nothing_goes_through_it(
+    tmp_path, tiny, backend, texts_file, capsys, monkeypatch
+):
+    import mindcap_tok.roundtrip as rt
+
+    monkeypatch.setattr(rt, "open_backends", lambda spec, name: (backend, FakeJudge(backend.tok, judge_reply)))
+    outside, run = tmp_path / "outside", tmp_path / "run"
+    outside.mkdir()
+    run.mkdir()
+    (run / "hops").symlink_to(outside)
+    run_cli(["roundtrip", str(_job(tmp_path, tiny, texts_file)), "--out-dir", str(run)], code=2)
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "hops is a symlink" in err, err
+    assert list(outside.iterdir()) == [] and [p.name for p in run.iterdir()] == ["hops"]
+
+    # a link made while a run goes (after its checks): the next write through it is refused, nothing lands there
+    (run / "hops").unlink()
+    spec = rt.load_spec(_job(tmp_path, tiny, texts_file), {})
+
+    def plant(name: str, rows: int) -> None:
+        if name == "hops/hop-01.parquet":
+            (run / "judge").symlink_to(outside)
+
+    with pytest.raises(MindcapError, match=r"judge is a symlink"):
+        run_roundtrip(spec, run, backend, FakeJudge(backend.tok, judge_reply), on_wave=plant)
+    assert list(outside.iterdir()) == []
+
+
+def test_a_second_run_into_a_folder_being_written_refuses_and_the_first_ends_whole(tmp_path, tiny, backend, texts_file):
+    """Two real processes: while this one runs (holding the folder after its first wave), the CLI in another
+    process starts the same run into the same folder; it refuses in one line, and this run ends whole."""
+    import os
+    import subprocess
+    import sys
+
+    from lock_holder import SRC
+    from mindcap_tok.roundtrip import load_spec
+
+    job, run = _job(tmp_path, tiny, texts_file), tmp_path / "run"
+    spec = load_spec(job, {})
+    second = {}
+
+    def start_the_second(name: str, rows: int) -> None:
+        if name == "hops/hop-01.parquet":
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+            args = [sys.executable, "-m", "mindcap_tok", "roundtrip", str(job), "--out-dir", str(run)]
+            second["proc"] = subprocess.run(args, env=env, capture_output=True, timeout=300, text=True)
+
+    result = run_roundtrip(spec, run, backend, FakeJudge(backend.tok, judge_reply), on_wave=start_the_second)
+    proc = second["proc"]
+    # one error line (the transformers backend's weight-loading progress may come before it)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"is being written by another run (process {os.getpid()} on" in errors[0]
+    assert result.written == ["hops/hop-01.parquet", "hops/hop-02.parquet", "judge/round-00.parquet"]
+    store = RunStore(run, spec.identity(), spec.as_dict())
+    assert sorted(store.manifest["files"]) == result.written
+    assert [len(store.read(n)) for n in result.written] == [3, 3, 3]  # every file whole, all of this run's

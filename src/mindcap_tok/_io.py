@@ -11,10 +11,17 @@ name), publishes the new one, then removes the old one file by file; a run that 
 that work first: it puts the old output back when ``DIR`` is missing (killed between the two renames) or
 finishes removing it when ``DIR`` is there, in both cases only after checking that ``.DIR.old`` holds nothing but
 that producer's unchanged files.
+
+Run folders (a round trip's, a render's) are written in place, file by file: every path below such a folder is
+checked component by component (:func:`write_inside`), so nothing is written through a symlink found there, and
+a writer holds the folder's lock file for the whole run (:func:`folder_lock`), so two runs never mix their files.
+A write that fails for want of space (disk full, quota, file size limit) is one line saying what was left.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import glob
 import hashlib
 import json
@@ -24,11 +31,11 @@ import socket
 import stat
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .errors import MindcapError, with_context
+from .errors import BadInputError, MindcapError, StorageError, with_context
 
 #: the file that makes a folder a ledger, and the format it names (ledger/store.py writes it)
 LEDGER_MANIFEST = "_manifest.json"
@@ -37,6 +44,10 @@ LEDGER_FORMAT = "mindcap-tok ledger"
 OUTPUT_MARKER = ".mindcap-tok-output.json"
 #: the file a staging folder holds while it is written: whose it is, so a leftover of a killed run can go
 STAGING_MARKER = ".mindcap-tok-staging.json"
+#: the lock file a run folder holds: a writer holds an exclusive ``flock`` on it for the whole run
+RUN_LOCK = ".mindcap-tok-lock"
+#: the errors of a write that found no room: disk full, quota exceeded, file size limit (RLIMIT_FSIZE)
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
 
@@ -90,7 +101,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_dir():
         raise MindcapError(f"{target} is a folder; give a file path")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise _no_room(exc, f"cannot write {target}: {exc.strerror}; it was left as it was") from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -98,10 +112,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             os.fsync(fh.fileno())
         chmod_default(Path(tmp))
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _no_room(exc, f"cannot write {target}: {exc.strerror}; it was left as it was") from exc
         raise
     return target
+
+
+def _no_room(exc: OSError, message: str) -> OSError | StorageError:
+    """``exc`` as a :class:`StorageError` saying ``message`` when the write found no room, else ``exc`` itself."""
+    return StorageError(message, path=exc.filename) if exc.errno in NO_ROOM else exc
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -380,7 +401,8 @@ def _clean_staging(target: Path) -> None:
 
 @contextmanager
 def _staging(target: Path) -> Iterator[Path]:
-    """A marked temporary folder beside ``target``, removed on any error."""
+    """A marked temporary folder beside ``target``, removed on any error; a write that found no room is one line
+    saying that nothing was published."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _clean_staging(target)
@@ -391,8 +413,16 @@ def _staging(target: Path) -> Iterator[Path]:
         owner = {"host": socket.gethostname(), "pid": os.getpid()}
         (tmp / STAGING_MARKER).write_text(json.dumps(owner) + "\n", "utf-8")
         yield tmp
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        cause = exc.__cause__ if isinstance(exc, StorageError) else exc  # a file of it written atomically, or not
+        if isinstance(cause, OSError) and cause.errno in NO_ROOM:
+            kept = "the earlier output there is unchanged" if os.path.lexists(target) else "nothing is there"
+            raise StorageError(
+                f"cannot write output folder {target}: {cause.strerror}; nothing was published (its staging "
+                f"folder was removed, {kept})",
+                path=target,
+            ) from exc
         raise
 
 
@@ -409,13 +439,7 @@ def output_folder(path: str | os.PathLike[str], producer: str) -> Iterator[Path]
     _finish_replace(target, producer)
     with _staging(target) as tmp:
         yield tmp
-        files = {
-            p.relative_to(tmp).as_posix(): _sha256(p)
-            for p in sorted(tmp.rglob("*"))
-            if p.is_file() and not (p.parent == tmp and p.name in (STAGING_MARKER, OUTPUT_MARKER))
-        }
-        marker = {"producer": producer, "written": datetime.now(UTC).isoformat(timespec="seconds"), "files": files}
-        (tmp / OUTPUT_MARKER).write_text(json.dumps(marker, indent=1, ensure_ascii=False) + "\n", "utf-8")
+        _write_marker(tmp, producer)
         check_output_folder(target, producer)  # unchanged while we wrote?
         if os.path.lexists(target):
             old = _old(target)
@@ -434,6 +458,17 @@ def output_folder(path: str | os.PathLike[str], producer: str) -> Iterator[Path]
             _publish(tmp, target)
 
 
+def _write_marker(tmp: Path, producer: str) -> None:
+    """List every file of the staged folder ``tmp`` with its SHA-256 in its output marker, naming ``producer``."""
+    files = {
+        p.relative_to(tmp).as_posix(): _sha256(p)
+        for p in sorted(tmp.rglob("*"))
+        if p.is_file() and not (p.parent == tmp and p.name in (STAGING_MARKER, OUTPUT_MARKER))
+    }
+    marker = {"producer": producer, "written": datetime.now(UTC).isoformat(timespec="seconds"), "files": files}
+    (tmp / OUTPUT_MARKER).write_text(json.dumps(marker, indent=1, ensure_ascii=False) + "\n", "utf-8")
+
+
 def _publish(tmp: Path, target: Path) -> None:
     """Give a staged folder and its files the user's default permissions, then rename it to ``target``."""
     for p in (tmp, *tmp.rglob("*")):
@@ -444,25 +479,181 @@ def _publish(tmp: Path, target: Path) -> None:
 
 def check_new_folder(out: str | os.PathLike[str]) -> Path:
     """Refuse a new output folder (an extension) that exists already (even as a dangling symlink), would lie
-    inside a ledger or cannot be created; return it."""
+    inside a ledger or cannot be created; return it. An existing folder is described: a complete earlier output
+    (its marker's files all there, unchanged) or not known to be one."""
     target = check_folder_path(out)
     if os.path.lexists(target):
-        raise MindcapError(f"output folder {target} already exists; choose a new one")
+        raise MindcapError(f"output folder {target} already exists: {_describe(target)}")
     ledger = enclosing_ledger(target)
     if ledger is not None:
         raise MindcapError(f"output folder {target} is inside the ledger {ledger}; choose a folder outside it")
     return target
 
 
+def _describe(target: Path) -> str:
+    """What an existing output folder holds, and what to do, for :func:`check_new_folder`'s refusal.
+
+    A staging marker left inside a published folder (a kill between the rename and its removal) is removed when
+    its process is gone: the rename is the commit point, so such a folder is complete.
+    """
+    if target.is_symlink() or not target.is_dir():
+        return "it is not a folder; choose a new one"
+    marker = _marker(target)
+    if marker is None:
+        return "mindcap-tok did not write it, or wrote it without a marker (not known to be complete); choose a new one"
+    leftover = _read_json(target / STAGING_MARKER)
+    if leftover is not None and not _alive(leftover):
+        (target / STAGING_MARKER).unlink()
+    for name, digest in marker["files"].items():
+        why = _unsafe(target, name)
+        if why is None and not (target / name).exists():
+            why = f"{name} is missing"
+        elif why is None and _sha256(target / name) != digest:
+            why = f"{name} was changed since"
+        if why is not None:
+            return f"an output of `{marker['producer']}` that is not whole ({why}); choose a new one"
+    return (
+        f"a complete output of `{marker['producer']}` (written {marker.get('written', '?')}, its "
+        f"{len(marker['files'])} files unchanged); choose a new folder, or remove it to write it again"
+    )
+
+
 @contextmanager
-def new_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
+def new_folder(out: str | os.PathLike[str], producer: str) -> Iterator[Path]:
     """Yield a temporary folder beside ``out`` and rename it to ``out`` when the block succeeds.
 
-    ``out`` must not exist; on any error the temporary folder is removed, so no half-written output remains.
+    ``out`` must not exist; on any error the temporary folder is removed, so no half-written output remains. The
+    folder gets an output marker naming ``producer`` and its files, so a later run can say it is complete.
     """
     target = check_new_folder(out)
     with _staging(target) as tmp:
         yield tmp
+        _write_marker(tmp, producer)
         if os.path.lexists(target):
             raise MindcapError(f"output folder {target} appeared while writing; left it alone")
         _publish(tmp, target)
+
+
+# -- run folders: written in place, file by file, by one run at a time -------------------------------------------
+
+
+def check_tree(root: Path, what: str) -> None:
+    """Refuse a folder holding, anywhere below it, a symlink or anything but folders and regular files: one line
+    naming the first (a run writes its files below ``root``, never through a link it did not make)."""
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            raise MindcapError(f"cannot read {what} {root}: {exc.strerror or exc}") from exc
+        for entry in entries:
+            shown = Path(entry.path).relative_to(root).as_posix()
+            if entry.is_symlink():
+                raise BadInputError(f"{what} {root}: {shown} is a symlink; remove it (a run writes only its own files)")
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif not entry.is_file(follow_symlinks=False):
+                kind = _kind(entry.stat(follow_symlinks=False).st_mode)
+                raise BadInputError(f"{what} {root}: {shown} is {kind}; remove it (a run writes only regular files)")
+
+
+def _below(root: Path, name: str, what: str) -> Path:
+    """``root/name``, each folder on the way made here when missing and checked (``lstat``, never followed): one
+    line when one is a symlink or not a folder, or the file itself a symlink or not a regular file."""
+    parts = Path(name).parts
+    if not parts or Path(name).is_absolute() or ".." in parts:
+        raise ValueError(f"not a plain relative path: {name}")
+    here = root
+    for depth, part in enumerate(parts, 1):
+        here = here / part
+        last = depth == len(parts)
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            if last:
+                break
+            try:
+                os.mkdir(here)
+            except FileExistsError:
+                pass  # made meanwhile: checked below like any other
+            except OSError as exc:
+                raise _no_room(exc, f"cannot create {here}: {exc.strerror}") from exc
+            mode = os.lstat(here).st_mode
+        shown = Path(*parts[:depth]).as_posix()
+        if stat.S_ISLNK(mode):
+            raise BadInputError(f"{what} {root}: {shown} is a symlink; remove it (a run writes only its own files)")
+        if not last and not stat.S_ISDIR(mode):
+            raise BadInputError(f"{what} {root}: {shown} is not a folder; remove it")
+        if last and not stat.S_ISREG(mode):
+            raise BadInputError(f"{what} {root}: {shown} is {_kind(mode)}; remove it")
+    return here
+
+
+def write_inside(root: Path, name: str, data: bytes, what: str) -> Path:
+    """Write ``data`` to ``root/name`` atomically (:func:`atomic_write_bytes`), through real folders only (see
+    :func:`_below`; ``root`` itself is made when absent); ``what`` names the folder in messages ("round-trip
+    folder")."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _no_room(exc, f"cannot create {what} {root}: {exc.strerror}") from exc
+    return atomic_write_bytes(_below(root, name, what), data)
+
+
+@contextmanager
+def folder_lock(folder: Path, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (made when absent) for the block; a second writer is refused at once
+    with one line naming the holder, so two runs never mix their files in one folder.
+
+    An ``flock`` on ``folder/.mindcap-tok-lock`` (the file stays; the kernel drops the lock when the process ends,
+    so a kill leaves no stale lock). On Linux NFS (kernel 2.6.12 on) ``flock`` is emulated with POSIX byte-range
+    locks that the server arbitrates between clients (NFSv4, or NFSv3 with lockd running); a mount with
+    ``nolock`` or ``local_lock=flock`` keeps the lock on one client, so two machines are not kept apart there.
+    A folder the block made and left holding nothing but the lock file is removed again (a refused run writes
+    nothing).
+    """
+    made = not os.path.lexists(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / RUN_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BadInputError(f"{what} {folder}: {RUN_LOCK} is a symlink; remove it") from exc
+        raise _no_room(exc, f"cannot lock {what} {folder}: {exc.strerror or exc}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadInputError(f"{what} {folder}: {RUN_LOCK} is {_kind(os.fstat(fd).st_mode)}; remove it")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_json(folder / RUN_LOCK)
+            who = f"process {holder.get('pid')} on {holder.get('host')}" if isinstance(holder, dict) else "a process"
+            raise BadInputError(
+                f"{what} {folder} is being written by another run ({who}); wait for it to end or choose another folder"
+            ) from None
+        except OSError as exc:
+            raise MindcapError(f"cannot lock {what} {folder}: {exc.strerror or exc}") from exc
+        if not _same_file(fd, folder / RUN_LOCK):  # a run that made the folder removed it as we opened it
+            raise BadInputError(f"{what} {folder} was being written by another run just now; run again")
+        with suppress(OSError):  # the holder's name is only for the message a second writer gets
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps({"host": socket.gethostname(), "pid": os.getpid()}) + "\n").encode(), 0)
+        try:
+            yield
+        finally:
+            with suppress(OSError):
+                if made and {p.name for p in folder.iterdir()} == {RUN_LOCK}:
+                    (folder / RUN_LOCK).unlink()
+                    folder.rmdir()
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` (not followed) is the file open as ``fd``."""
+    try:
+        here, there = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)

@@ -7,7 +7,8 @@ decide by class and fields rather than by reading messages:
 - :class:`BadInputError`: the user's input (an option, a spec value, a file of the wrong shape);
 - :class:`DamagedDataError`: data the package wrote or keeps (a ledger manifest or shard) that fails its checks;
 - :class:`MissingExtraError`: an optional dependency is not installed (``package``, ``extra``);
-- :class:`BackendError`: a generation backend or server failed (``url``, ``attempts``).
+- :class:`BackendError`: a generation backend or server failed (``url``, ``attempts``);
+- :class:`StorageError`: a write found no room (disk full, quota): what was kept and what was not (``path``).
 
 ``source`` (keyword-only, on every kind) names the file or thing being read when the problem was found; a spec
 reader sets it (:func:`mindcap_tok.spec.reading`) and ``str(exc)`` reads ``source: message``. Kinds whose message
@@ -111,3 +112,12 @@ def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message (its type when the message is empty)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+class StorageError(MindcapError):
+    """A write found no room (disk full, quota exceeded, file size limit); the message says what was kept and
+    what was not, ``path`` names what was being written."""
+
+    def __init__(self, message: str, *, path: object = None, source: object = None) -> None:
+        super().__init__(message, source=source)
+        self.path = path

@@ -24,7 +24,7 @@ from ..tokenization.load import ResolvedTokenizer
 from .corpus import Corpus, ItemId, as_corpus
 from .effect import Effect, measure_effect
 from .extend import Extension, learn_extension
-from .saved import SUMMARY, extension_record, resolved, transformers_export, write_extension
+from .saved import PRODUCER, SUMMARY, extension_record, resolved, transformers_export, write_extension
 
 
 def _sort_key(item: ItemId) -> tuple[int, int | str]:
@@ -197,7 +197,7 @@ def save_crossfit(
     ``extra`` (e.g. the corpus identity and the command line) goes into every manifest and the summary.
     """
     rows = summarize(folds)
-    with new_folder(out_dir) as tmp:
+    with new_folder(out_dir, PRODUCER) as tmp:
         for fx in folds:
             sub = tmp / f"fold-{fx.fold}"
             sub.mkdir()

@@ -53,6 +53,8 @@ HF_REMEDY = (
     "=True), which adds them as single-character pieces first and so changes their base segmentation"
 )
 SUMMARY = "summary.json"
+#: the producer an extension folder's output marker names (``extend``, ``price --save-extension``, the API)
+PRODUCER = "mindcap-tok extension"
 FORMAT = "mindcap-tok/extension/1"
 #: files copied from the base tokenizer's folder so transformers sees the same special tokens and templates
 COPIED_FILES = ("tokenizer_config.json", "special_tokens_map.json")
@@ -297,7 +299,7 @@ def save_extension(
     (none: its training texts).
     """
     extra = {"lang": resolve_language(lang)} if lang is not None else {}
-    with new_folder(out_dir) as tmp:
+    with new_folder(out_dir, PRODUCER) as tmp:
         record = {**extension_record(ext), **extra, **(manifest or {})}
         write_extension(ext, tmp, manifest=record, held_out=tuple(held_out))
     return Path(out_dir)

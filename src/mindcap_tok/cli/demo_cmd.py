@@ -30,6 +30,9 @@ def demo_command(state, out: str | None, tiny_model: str | None, seed: int, n_it
     """Write a simulated ledger (four arms, de/th/sw, replay, independent and announcement designs) and a README."""
     if out is None and tiny_model is None:
         raise MindcapError("give --out-dir DIR (the demo ledger), --tiny-model DIR (a tiny local model), or both")
+    from ..report.demo import check_demo_outputs
+
+    check_demo_outputs(out, tiny_model)  # both folders before either is written
     tokenizers_dir = state.config.tokenizers_dir.value
     if out is not None:
         from ..report.demo import build_demo

@@ -38,7 +38,7 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
 
     from ..ledger.backends import load_backend
     from ..ledger.store import Ledger
-    from ..roundtrip.render import DEFAULT_PROMPTS, RenderSpec, render_traces
+    from ..roundtrip.render import DEFAULT_PROMPTS, RenderSpec, load_prompt, render_traces
     from ..spec import Sampling, ServerSpec
 
     name = model_name or Path(model).name
@@ -51,6 +51,7 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
         keep_capped=options["keep_capped"],
         sampling=Sampling(temperature=options["temperature"], top_p=1.0, top_k=0),
     )
+    load_prompt(spec.prompts)  # a bad prompts file is refused before the ledger is read or the model loaded
     records = Ledger(ledger, verify=not options["no_verify"]).read()
     engine = backend or ("server" if base_url else "vllm")
     server = ServerSpec(base_url=tuple(base_url)) if base_url else None

@@ -20,14 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import output_folder
+from .._io import check_output_folder, output_folder
 from ..data.mgsm import load_mgsm
+from ..errors import BadInputError
 from ..ledger.prompts import build_prompt
 from ..ledger.schema import ARMS
 from ..ledger.store import Ledger
 from ..resample import scale_budget
 from ..stats.simulation import SimCell, SimDesign, SimulatedLedger, simulate
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from .tiny_model import check_tiny_model
 
 PRODUCER = "mindcap-tok demo"
 MODEL = "qwen3-8b"
@@ -247,6 +249,20 @@ Try: `mindcap-tok score --ledger ledger`, `mindcap-tok sweep --ledger ledger --p
 `mindcap-tok report --ledger ledger --out-dir report/`,
 `mindcap-tok sweep --ledger independent --frame independent --budgets 256,512 --premiums th=2`.
 """
+
+
+def check_demo_outputs(out_dir: str | os.PathLike[str] | None, tiny_model: str | os.PathLike[str] | None) -> None:
+    """Check every output folder of ``mindcap-tok demo`` before anything is written: the demo folder and the tiny
+    model's each hold nothing but their own earlier output, neither lies in the other, and the tiny model can be
+    built (torch installed); so a refusal never comes after one of them was written."""
+    if out_dir is not None:
+        check_output_folder(out_dir, PRODUCER)
+    if tiny_model is not None:
+        check_tiny_model(tiny_model)
+    if out_dir is not None and tiny_model is not None:
+        a, b = Path(os.path.abspath(out_dir)), Path(os.path.abspath(tiny_model))
+        if a == b or a in b.parents or b in a.parents:
+            raise BadInputError(f"--out-dir {out_dir} and --tiny-model {tiny_model} overlap; give two separate folders")
 
 
 def build_demo(

@@ -7,11 +7,12 @@ Its outputs are noise (random weights): it shows the pipeline working, not a mod
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
-from .._io import output_folder
-from ..errors import MindcapError
+from .._io import check_output_folder, output_folder
+from ..errors import MindcapError, MissingExtraError
 from ..tokenization.load import load_tokenizer
 
 PRODUCER = "mindcap-tok demo --tiny-model"
@@ -34,6 +35,16 @@ def build_tiny_model(
     target = Path(out_dir)
     with output_folder(target, PRODUCER) as tmp:
         save_tiny_qwen3(tmp, tok.tokenizer, seed=seed, max_positions=8192)
+    return target
+
+
+def check_tiny_model(out_dir: str | os.PathLike[str]) -> Path:
+    """Refuse, before anything is written, what :func:`build_tiny_model` would refuse only after: an output
+    folder holding anything but an earlier tiny model, or no torch/transformers to build it with."""
+    target = check_output_folder(out_dir, PRODUCER)
+    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingExtraError(missing[0], "torch", needed_by="the tiny model")
     return target
 
 

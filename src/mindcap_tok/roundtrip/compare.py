@@ -29,12 +29,12 @@ import pandas as pd
 from .._io import output_folder, regular_file
 from .._json import dumps_strict
 from .._tables import markdown_table
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..resample import bootstrap_counts
 from .agreement import MIN_MODELS, N_PERM, rank_agreement
 from .metrics import N_BOOT, roundtrip_metrics
 from .plots import plot_leaderboard, plot_reference
-from .report import inside_folder, read_run
+from .report import check_outside_runs, inside_folder, read_run
 
 PRODUCER = "mindcap-tok roundtrip compare"
 #: what runs must share to be compared (identity keys)
@@ -132,9 +132,9 @@ def read_reference(path: str | os.PathLike[str]) -> pd.DataFrame:
     if missing:
         raise MindcapError(f"reference ranking {path} lacks the column(s) {', '.join(sorted(missing))} (model,score)")
     scores = pd.to_numeric(frame["score"], errors="coerce")
-    if scores.isna().any():
-        bad = frame.loc[scores.isna(), "model"].astype(str).tolist()
-        raise MindcapError(f"reference ranking {path}: score is not a number for {', '.join(bad)}")
+    if not np.isfinite(scores.astype(float)).all():
+        bad = frame.loc[~np.isfinite(scores.astype(float)), "model"].astype(str).tolist()
+        raise BadInputError(f"reference ranking {path}: score is not a finite number for {', '.join(bad)}")
     if frame["model"].duplicated().any():
         raise MindcapError(
             f"reference ranking {path} lists {frame['model'][frame['model'].duplicated()].iloc[0]} twice"
@@ -185,6 +185,7 @@ def compare_runs(
     for run in run_dirs:
         if inside_folder(out, Path(run)) or inside_folder(Path(run), out):
             raise MindcapError(f"write the comparison outside the run folder {run} (and not around it)")
+    check_outside_runs(out)
     ref = read_reference(reference) if reference is not None else None
     samples, mixed = _samples(run_dirs, options)
     metrics = roundtrip_metrics(samples, n_boot=options.n_boot, seed=options.seed)

@@ -10,9 +10,11 @@ round-trip hops' request and decode plumbing. Layout of the folder::
     DIR/renderings.jsonl        # what ``audit --renderings`` reads: model, lang, item, sample, english
 
 Every file is written atomically and a wave counts once the manifest lists it, so a rerun resumes at the first
-missing wave. A rendering that came back empty, or hit its cap (unless ``keep_capped``), is left out of
-``renderings.jsonl`` (a cut rendering would inflate r_trace) and counted in the result; the audit then runs on
-the traces rendered whole.
+missing wave. A run holds the folder's lock (a second run into it is refused in one line) and writes through no
+symlink: a folder holding one, or a special file, is refused. A rendering that came back empty, whose thought never
+closed (a reasoning translator cut or stopped inside ``<think>``: no rendering at all), or that hit its cap
+(unless ``keep_capped``), is left out of ``renderings.jsonl`` (a cut rendering would inflate r_trace) and counted
+in the result; the audit then runs on the traces rendered whole.
 """
 
 from __future__ import annotations
@@ -21,18 +23,22 @@ import hashlib
 import json
 import os
 import string
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Annotated
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from .._io import atomic_write_bytes, atomic_write_text, check_folder_path, enclosing_ledger, regular_file
+from .._io import check_folder_path, check_tree, enclosing_ledger, folder_lock, regular_file, write_inside
 from .._json import dumps_strict
-from ..errors import MindcapError
-from ..spec import Sampling, seed_hash
+from ..errors import BadInputError, DamagedDataError, MindcapError, StorageError, with_context
+from ..spec import Sampling, SpecError, seed_hash, validate
 from ..stats.curves import NATIVE
 from .chat import chat_requests, decode_requests, generator_label
 from .sequences import language_name
@@ -46,8 +52,10 @@ _KEYS = ("model", "lang", "item", "sample")
 _WAVE_SCHEMA = pa.schema([
     ("model", pa.string()), ("lang", pa.string()), ("item", pa.int64()), ("sample", pa.int64()),
     ("seed", pa.int64()), ("cap", pa.int32()), ("template_id", pa.string()), ("output_ids", pa.list_(pa.int32())),
-    ("english", pa.string()), ("finish_reason", pa.string()), ("generator", pa.string()),
+    ("english", pa.string()), ("finish_reason", pa.string()), ("generator", pa.string()), ("unclosed", pa.bool_()),
 ])  # fmt: skip
+#: the wave files a render manifest may list
+_WAVE = r"waves/wave-\d{4,}\.parquet"
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,8 @@ class RenderSpec:
 
 @dataclass(frozen=True)
 class RenderResult:
-    """What a run did: traces to render, waves written and read back, renderings kept and left out."""
+    """What a run did: traces to render, waves written and read back, renderings kept and left out (cut at the
+    cap, empty, or a thought that never closed: ``unclosed``)."""
 
     out_dir: Path
     traces: int
@@ -78,6 +87,7 @@ class RenderResult:
     kept: int
     capped: int
     empty: int
+    unclosed: int = 0
 
     def as_dict(self) -> dict:
         """Plain data for JSON."""
@@ -108,7 +118,14 @@ def load_prompt(prompts: str = DEFAULT_PROMPTS) -> tuple[str, str]:
     except ValueError as exc:
         raise MindcapError(f"render prompts {prompts}: the template does not parse ({exc})") from None
     if names != {"src_lang", "tgt_lang", "text"}:
-        raise MindcapError(f"render prompts {prompts}: placeholders {sorted(names)}, not src_lang, tgt_lang, text")
+        raise BadInputError(f"render prompts {prompts}: placeholders {sorted(names)}, not src_lang, tgt_lang, text")
+    fancy = [
+        "{" + n + (f"!{c}" if c else "") + (f":{f}" if f else "") + "}"
+        for _, n, f, c in string.Formatter().parse(template)
+        if n is not None and (f or c)
+    ]
+    if fancy:  # a format spec or conversion may not suit the value ({text:d}) or build a huge prompt ({text:>9999})
+        raise BadInputError(f"render prompts {prompts}: {fancy[0]} has a format spec or conversion; use plain {{name}}")
     return template, ident
 
 
@@ -131,6 +148,16 @@ def _fingerprint(traces: pa.Table) -> str:
     return digest.hexdigest()
 
 
+class _Manifest(BaseModel):
+    """A render manifest as read back: its committed waves and their SHA-256 (other keys checked by identity)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    waves: dict[
+        Annotated[str, StringConstraints(pattern=rf"^{_WAVE}$")],
+        Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")],
+    ]
+
+
 class _Store:
     """The render folder (see the module docs): its manifest, waves and renderings file."""
 
@@ -138,19 +165,35 @@ class _Store:
         check_folder_path(root, "render folder")
         if enclosing_ledger(root) is not None:
             raise MindcapError(f"render folder {root} is or lies inside a ledger; choose another")
-        self.root = root
+        self.root, self._identity = root, identity
+        self._load()
+
+    def _load(self) -> None:
+        root = self.root
         own = {MANIFEST, RENDERINGS, "waves"}
         if root.is_dir():
+            check_tree(root, "render folder")
             foreign = [p.name for p in root.iterdir() if p.name not in own and not p.name.startswith(".")]
             if foreign:
                 raise MindcapError(f"render folder {root} holds files that are not a render run's ({foreign[0]})")
         path = regular_file(root / MANIFEST, "render manifest")
         other = "render run (other traces, translator, prompt, cap, seed or sampling)"
-        found = read_run_manifest(path, fmt=FORMAT, identity=identity, what="render manifest", other=other)
+        found = read_run_manifest(path, fmt=FORMAT, identity=self._identity, what="render manifest", other=other)
         if found is not None:
+            try:
+                validate(_Manifest, found, key="")
+            except SpecError as exc:
+                raise DamagedDataError(f"render manifest {path} is damaged: {exc}", path=path) from None
             self.manifest = found
         else:
-            self.manifest = {"format": FORMAT, "version": 1, "identity": identity, "waves": {}}
+            self.manifest = {"format": FORMAT, "version": 1, "identity": self._identity, "waves": {}}
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the folder's lock while a run writes, the manifest read again under it."""
+        with folder_lock(self.root, "render folder"):
+            self._load()
+            yield
 
     def has(self, name: str) -> bool:
         return name in self.manifest["waves"]
@@ -158,18 +201,32 @@ class _Store:
     def read(self, name: str) -> list[dict]:
         data = regular_file(self.root / name, "render wave").read_bytes()
         if hashlib.sha256(data).hexdigest() != self.manifest["waves"][name]:
-            raise MindcapError(f"render wave {self.root / name} differs from the one the manifest lists (altered?)")
-        return pq.read_table(pa.BufferReader(data)).to_pylist()
+            raise DamagedDataError(f"render wave {self.root / name} differs from the one the manifest lists (altered?)")
+        try:
+            table = pq.read_table(pa.BufferReader(data))
+        except (OSError, pa.ArrowException) as exc:
+            raise DamagedDataError(f"render wave {self.root / name} is not readable Parquet: {exc}") from None
+        # waves written before ``unclosed`` was recorded lack it (:func:`_settled` reads their text again)
+        need = [f for f in _WAVE_SCHEMA if f.name != "unclosed" or "unclosed" in table.schema.names]
+        if not all(f.name in table.schema.names and table.schema.field(f.name).type == f.type for f in need):
+            raise DamagedDataError(f"render wave {self.root / name} does not hold a render wave's columns")
+        return table.to_pylist()
 
-    def write(self, name: str, rows: list[dict]) -> None:
-        sink = pa.BufferOutputStream()
-        pq.write_table(pa.Table.from_pylist(rows, schema=_WAVE_SCHEMA), sink, compression="zstd")
-        data = sink.getvalue().to_pybytes()
-        path = self.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, data)
-        self.manifest["waves"][name] = hashlib.sha256(data).hexdigest()
-        atomic_write_text(self.root / MANIFEST, dumps_strict(self.manifest) + "\n")
+    def write(self, name: str, data: bytes) -> None:
+        manifest = {**self.manifest, "waves": {**self.manifest["waves"], name: hashlib.sha256(data).hexdigest()}}
+        try:
+            write_inside(self.root, name, data, "render folder")
+            write_inside(self.root, MANIFEST, (dumps_strict(manifest) + "\n").encode("utf-8"), "render folder")
+        except StorageError as exc:
+            done = len(self.manifest["waves"])
+            raise with_context(exc, f"{exc}; {done} waves stay committed, a rerun resumes after them") from exc
+        self.manifest = manifest
+
+
+def _wave_bytes(rows: list[dict]) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(rows, schema=_WAVE_SCHEMA), sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
 
 
 def render_traces(
@@ -186,9 +243,14 @@ def render_traces(
     identity = {"traces": traces.num_rows, "sha256": _fingerprint(traces), "template": template,
                 "spec": {**asdict(spec), "prompts": ident, "keep_capped": None}}  # fmt: skip
     store = _Store(Path(out_dir), identity)
+    with store.writing():
+        return _render(store, traces.to_pylist(), backend, template, ident, spec, on_wave)
+
+
+def _render(store: _Store, todo: list[dict], backend, template: str, ident: str, spec: RenderSpec, on_wave):
+    """The waves of :func:`render_traces` (each read back when committed) and the renderings file."""
     rows_all: list[dict] = []
     written, skipped = [], []
-    todo = traces.to_pylist()
     for w, start in enumerate(range(0, len(todo), spec.wave_size)):
         name = f"waves/wave-{w + 1:04d}.parquet"
         part = todo[start : start + spec.wave_size]
@@ -197,28 +259,43 @@ def render_traces(
             skipped.append(name)
         else:
             rows = _wave(part, backend, template, ident, spec)
-            store.write(name, rows)
+            store.write(name, _wave_bytes(rows))
             written.append(name)
-        rows_all += rows
+        rows_all += [_settled(r) for r in rows]
         if on_wave:
             on_wave(name, len(rows))
     capped = sum(r["finish_reason"] == "length" for r in rows_all)
-    empty = sum(not r["english"].strip() for r in rows_all)
+    unclosed = sum(r["unclosed"] for r in rows_all)
+    empty = sum(not r["english"].strip() and not r["unclosed"] for r in rows_all)
     kept = [
         {k: r[k] for k in (*_KEYS, "english")}
         for r in rows_all
         if (spec.keep_capped or r["finish_reason"] != "length") and r["english"].strip()
     ]
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
-    atomic_write_text(store.root / RENDERINGS, lines)
-    return RenderResult(store.root, len(todo), written, skipped, len(kept), capped, empty)
+    write_inside(store.root, RENDERINGS, lines.encode("utf-8"), "render folder")
+    return RenderResult(store.root, len(todo), written, skipped, len(kept), capped, empty, unclosed)
 
 
-def _answer_part(text: str) -> str:
-    """The reply without a leading ``<think>...</think>`` block (a reasoning translator's), stripped. Written by
-    hand: the think block is a plain-text convention no tokenizer marks as special."""
+def _settled(row: dict) -> dict:
+    """A wave record with ``unclosed`` known: a wave written before it was recorded kept an unclosed thought's
+    text as its ``english``, so that text is split again."""
+    if row.get("unclosed") is not None:
+        return row
+    english, unclosed = _answer_part(row["english"], prompt_opens=False)
+    return {**row, "english": english, "unclosed": unclosed}
+
+
+def _answer_part(text: str, *, prompt_opens: bool) -> tuple[str, bool]:
+    """(the reply's answer, stripped; whether its thought never closed). A reply that opens a thought
+    (``<think>``, or a prompt that ends opening one: ``prompt_opens``) answers only after the first ``</think>``
+    (vLLM's reasoning parsers' rule, :mod:`mindcap_tok.ledger.think`); with no ``</think>`` it is all thought
+    and gives no rendering (``""``, unclosed). Written on the text, by hand: the translator may be any server,
+    and its think block a plain-text convention no tokenizer need mark."""
     head, sep, tail = text.partition("</think>")
-    return (tail if sep and head.lstrip().startswith("<think>") else text).strip()
+    if not (prompt_opens or head.lstrip().startswith("<think>")):
+        return text.strip(), False
+    return (tail.strip(), False) if sep else ("", True)
 
 
 def _wave(part: list[dict], backend, template: str, ident: str, spec: RenderSpec) -> list[dict]:
@@ -233,8 +310,10 @@ def _wave(part: list[dict], backend, template: str, ident: str, spec: RenderSpec
     ]
     reqs = chat_requests(backend, asks, spec.max_tokens, spec.sampling)
     generator = generator_label(backend)
-    return [
-        {**{k: t[k] for k in _KEYS}, "seed": r.seed, "cap": r.max_tokens, "template_id": ident,
-         "output_ids": list(oids), "english": _answer_part(text), "finish_reason": finish, "generator": generator}
-        for t, r, (_, oids, text, finish) in zip(part, reqs, decode_requests(backend, reqs), strict=True)
-    ]  # fmt: skip
+    rows = []
+    for t, r, (_, oids, text, finish) in zip(part, reqs, decode_requests(backend, reqs), strict=True):
+        english, unclosed = _answer_part(text, prompt_opens=r.text.rstrip().endswith("<think>"))
+        rows.append({**{k: t[k] for k in _KEYS}, "seed": r.seed, "cap": r.max_tokens, "template_id": ident,
+                     "output_ids": list(oids), "english": english, "finish_reason": finish, "generator": generator,
+                     "unclosed": unclosed})  # fmt: skip
+    return rows

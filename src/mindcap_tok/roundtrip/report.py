@@ -47,17 +47,17 @@ import pandas as pd
 from .._io import check_output_folder, output_folder, regular_file
 from .._json import dumps_strict
 from .._tables import markdown_table
-from ..errors import MindcapError, MissingExtraError
+from ..errors import BadInputError, DamagedDataError, MindcapError, MissingExtraError
 from ..metrics import chrf_scores, comet_scores, label_segments, lid_labels, load_lid_model, macrolanguages
 from ..metrics.langid import MIN_LETTERS, THRESHOLD
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .agreement import MIN_MODELS, N_PERM, judge_agreement
 from .metrics import N_BOOT, roundtrip_metrics
 from .plots import plot_pass_share, plot_token_cost
-from .run import apply_hop, apply_judge, new_chains, sample_row
+from .run import ChainState, apply_hop, apply_judge, new_chains, sample_row
 from .sequences import Chain
 from .spec import judge_names
-from .store import MANIFEST, RunStore
+from .store import MANIFEST, RunStore, check_manifest, enclosing_run
 from .texts import Text, flores_references, flores_split, load_texts, texts_hash
 from .thinking import twin_table
 
@@ -113,10 +113,9 @@ def read_run(
         )
     try:
         manifest = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise MindcapError(f"round-trip manifest {path} is unreadable: {exc}") from exc
-    if not isinstance(manifest, dict) or "identity" not in manifest or "spec" not in manifest:
-        raise MindcapError(f"{path} is not a mindcap-tok round-trip manifest")
+    except (OSError, ValueError, RecursionError) as exc:
+        raise DamagedDataError(f"round-trip manifest {path} is unreadable: {exc}", path=path) from None
+    check_manifest(manifest, path)
     store = RunStore(root, manifest["identity"], manifest["spec"])  # checks the format and the folder's contents
     spec = manifest["spec"]
     sequences = spec["sequences"]
@@ -157,17 +156,46 @@ def _rebuild(root: Path, store: RunStore, manifest: dict, loaded: list[Text]) ->
         [Chain(name, tuple(seq["langs"]), seq["resource"]) for name, seq in sequences.items()],
     )
     index = {c.key: c for c in chains}
-    hop_rows = store.read_all("hops/")
-    for row in hop_rows:
-        apply_hop(index, row)
-    for row in store.read_all("judge/"):
-        apply_judge(index, row)
+    judges = judge_names(spec)
+    hop_rows = []
+    for name in sorted(n for n in manifest["files"] if n.startswith("hops/")):
+        for row in store.read(name):
+            _check_record(index, row, root / name, hop=int(name[len("hops/hop-") : -len(".parquet")]))
+            apply_hop(index, row)
+            hop_rows.append(row)
+    for name in sorted(n for n in manifest["files"] if n.startswith("judge/")):
+        for row in store.read(name):
+            _check_record(index, row, root / name, judges=judges)
+            apply_judge(index, row)
     if not hop_rows:
         raise MindcapError(f"run {root} holds no hop records yet; run it first")
-    judges = judge_names(spec)
     samples = pd.DataFrame([sample_row(c, judge=j, seed=spec["seed"]) for c in chains for j in judges])
     hops = pd.DataFrame(hop_rows) if hop_rows else pd.DataFrame(columns=["model", "text_id", "sequence", "hop"])
     return RunData(manifest, {t.id: t for t in loaded}, hops, samples)
+
+
+def _check_record(
+    index: Mapping[tuple, ChainState], row: dict, path: Path, *, hop: int | None = None, judges: Sequence[str] = ()
+) -> None:
+    """Refuse a stored record the run's spec cannot have written: a chain it does not have, a hop out of order
+    (not the file's, not the chain's next, past its last language), a judgement of an unfinished chain or by a
+    judge it does not name; one line naming the file."""
+    key = (row["model"], row["text_id"], row["sequence"])
+    c = index.get(key)
+    what = f"{'/'.join(map(str, key))} hop {row['hop']}" if hop is not None else f"{'/'.join(map(str, key))} judge"
+    if c is None:
+        why = "a model, text or sequence that the run's spec does not have"
+    elif hop is not None and (row["hop"] != hop or c.failed_hop is not None or c.done_hops != hop - 1):
+        why = f"out of order (the chain is at hop {c.done_hops}{' and ended' if c.failed_hop else ''})"
+    elif hop is not None and hop >= len(c.langs):
+        why = f"past the sequence's last language ({len(c.langs) - 1} hops)"
+    elif hop is None and (row["judge_model"] not in judges or not c.finished):
+        why = "by a judge the spec does not name" if row["judge_model"] not in judges else "of an unfinished chain"
+    elif hop is None and row["parse"] is not None and None in (row["n_minor"], row["n_major"], row["n_critical"]):
+        why = "a parsed judgement without its issue counts"
+    else:
+        return
+    raise DamagedDataError(f"round-trip file {path}: the record {what} disagrees with the run's spec: {why}", path=path)
 
 
 # -- judge consistency ------------------------------------------------------------------------------------------
@@ -477,6 +505,13 @@ def inside_folder(path: Path, folder: Path) -> bool:
     return a == b or b in a.parents
 
 
+def check_outside_runs(out: Path) -> None:
+    """Refuse an output folder inside a round-trip run folder: the run would no longer read as one."""
+    run = enclosing_run(out)
+    if run is not None:
+        raise BadInputError(f"output folder {out} lies inside the round-trip run folder {run}; write it outside")
+
+
 @dataclass(frozen=True)
 class ReportOptions:
     """Settings of :func:`roundtrip_report`.
@@ -512,6 +547,7 @@ def roundtrip_report(
     run, out = Path(run_dir), Path(out_dir)
     if inside_folder(out, run) or inside_folder(run, out):
         raise MindcapError(f"write the report outside the run folder {run} (and not around it)")
+    check_outside_runs(out)
     check_output_folder(out, PRODUCER)
     data = read_run(run, texts, data_dir)
     spec = data.manifest["spec"]

@@ -285,9 +285,15 @@ def run_roundtrip(
     ``backend``: one backend (one model) or ``{model name: backend}``; ``judge_backend``: the judge's, or
     ``{judge name: backend}`` with several judges (default: the backend of the model each judge names, when it is
     one of the tested models). ``on_wave(name, rows)`` is called after each wave or round, stored or read
-    back."""
+    back. The folder is locked while the run writes: a second run into it is refused in one line."""
     store = RunStore(out_dir, spec.identity(), spec.as_dict())
     judges = _judge_backends(spec, backend, judge_backend)
+    with store.writing():
+        return _run(spec, store, out_dir, backend, judges, on_wave)
+
+
+def _run(spec: RoundtripSpec, store: RunStore, out_dir, backend, judges: dict, on_wave) -> RoundtripResult:
+    """The waves and rounds of :func:`run_roundtrip`, each read back when committed, else run and committed."""
     chains = new_chains([m.name for m in spec.models], spec.texts, spec.sequences)
     index = {c.key: c for c in chains}
     written: list[str] = []

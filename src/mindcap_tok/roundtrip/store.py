@@ -8,8 +8,10 @@ Layout::
     DIR/judge/round-0.parquet      # first judge attempt of every finished chain; round-1: the retries ...
 
 A file is written atomically, then listed in the manifest (written atomically too): the manifest is the commit
-point, so a rerun resumes at the first wave or round it does not list. The folder holds nothing else; a
-folder with other files, a ledger or a folder inside one is refused.
+point, so a rerun resumes at the first wave or round it does not list. The folder holds nothing else (besides
+the lock file a run holds, :func:`~mindcap_tok._io.folder_lock`); a folder with other files, a symlink or special
+file anywhere inside, a ledger or a folder inside one is refused. A manifest is checked whole when read
+(:class:`RunManifest`), and each file's table against its schema, so a damaged or hand-made run is one line.
 """
 
 from __future__ import annotations
@@ -19,20 +21,26 @@ import io
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Annotated, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from .._io import atomic_write_bytes, atomic_write_text, check_folder_path, enclosing_ledger, regular_file
+from .._io import RUN_LOCK, check_folder_path, check_tree, enclosing_ledger, folder_lock, regular_file, write_inside
 from .._json import dumps_strict
-from ..errors import MindcapError
+from ..errors import DamagedDataError, MindcapError, StorageError, with_context
+from ..spec import SpecError, validate
 
 MANIFEST = "_roundtrip.json"
 FORMAT = "mindcap-tok roundtrip"
 VERSION = 1
-_OWN = re.compile(r"(hops/hop-\d{2}|judge/round-\d{2})\.parquet|hops|judge|_roundtrip\.json")
+_FILE = r"(hops/hop-\d{2}|judge/round-\d{2})\.parquet"
+_OWN = re.compile(rf"{_FILE}|hops|judge|_roundtrip\.json|{re.escape(RUN_LOCK)}")
 _TMP = re.compile(r"(hops/|judge/)?\.[^/]+\.tmp")
 
 _IDS = pa.list_(pa.int32())
@@ -78,28 +86,126 @@ def read_run_manifest(path: Path, *, fmt: str, identity: dict, what: str, other:
         return None
     try:
         manifest = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise MindcapError(f"{what} {path} is unreadable: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise DamagedDataError(f"{what} {path} is unreadable: {exc}", path=path) from None
     if not isinstance(manifest, dict) or manifest.get("format") != fmt:
-        raise MindcapError(f"{path} is not a mindcap-tok {what}")
+        raise DamagedDataError(f"{path} is not a mindcap-tok {what}", path=path)
     if manifest.get("identity") != json.loads(dumps_strict(identity)):
         raise MindcapError(f"{path.parent} holds another {other}; choose a new folder")
     return manifest
 
 
+# -- the manifest's shape: what the run, its report and compare read from it ----------------------------------
+
+_LOOSE = ConfigDict(strict=True, extra="allow", allow_inf_nan=False)
+_Name = Annotated[str, StringConstraints(min_length=1)]
+
+
+class _Entry(BaseModel):
+    """A committed file: its rows and SHA-256."""
+
+    model_config = _LOOSE
+    rows: Annotated[int, Field(ge=0)]
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class _Model(BaseModel):
+    model_config = _LOOSE
+    name: _Name
+    path: _Name
+    thinking: bool = False
+
+
+class _Judge(BaseModel):
+    model_config = _LOOSE
+    model: _Model
+
+
+class _Sequence(BaseModel):
+    model_config = _LOOSE
+    langs: Annotated[list[_Name], Field(min_length=2)]
+    resource: str
+
+
+class _Spec(BaseModel):
+    """The parts of a run's spec (:meth:`~.spec.RoundtripSpec.as_dict`) that reading a run relies on."""
+
+    model_config = _LOOSE
+    models: Annotated[list[_Model], Field(min_length=1)]
+    texts: _Name
+    sample: Annotated[int, Field(ge=1)] | None
+    sentences_per_text: Annotated[int, Field(ge=1)]
+    sequences: Annotated[dict[str, _Sequence], Field(min_length=1)]
+    seed: int
+    judge: _Judge
+    judges: list[_Judge] | None = None
+
+
+class _Identity(BaseModel):
+    model_config = _LOOSE
+    texts: str
+
+
+class RunManifest(BaseModel):
+    """A round-trip manifest as read back: the keys a run, its report and ``compare`` use, checked whole (extra
+    keys of other versions are kept)."""
+
+    model_config = _LOOSE
+    format: Literal["mindcap-tok roundtrip"]
+    version: int
+    identity: _Identity
+    spec: _Spec
+    files: dict[Annotated[str, StringConstraints(pattern=rf"^{_FILE}$")], _Entry]
+
+
+def check_manifest(manifest: object, path: Path) -> dict:
+    """``manifest`` (parsed JSON) when it has a round-trip manifest's shape, else a one-line error naming ``path``
+    and the first key that is wrong."""
+    try:
+        validate(RunManifest, manifest, key="")
+    except SpecError as exc:
+        raise DamagedDataError(f"round-trip manifest {path} is damaged: {exc}", path=path) from None
+    return manifest  # type: ignore[return-value]
+
+
+#: the schemas a committed file may have, by folder
+_SCHEMAS = {"hops/": (HOP_SCHEMA, THINK_HOP_SCHEMA), "judge/": (JUDGE_SCHEMA,)}
+#: the columns every record of a committed file fills (replaying a run reads them all)
+_FILLED = {
+    "hops/": ("model", "text_id", "sequence", "hop", "capped", "empty", "text"),
+    "judge/": ("model", "text_id", "sequence", "attempt", "judge_model", "n_bad_severity"),
+}
+
+
 class RunStore:
-    """A round-trip run folder (see the module docs); ``open`` checks it belongs to the spec's ``identity``."""
+    """A round-trip run folder (see the module docs); ``open`` checks it belongs to the spec's ``identity``.
+
+    Reading needs nothing more; a run writes inside :meth:`writing`, which holds the folder's lock."""
 
     def __init__(self, root: str | os.PathLike[str], identity: dict, spec: dict) -> None:
         self.root = Path(root)
+        self._identity, self._spec = identity, spec
+        self._load()
+
+    def _load(self) -> None:
         self._check_folder()
         path = regular_file(self.root / MANIFEST, "round-trip manifest")
         other = "round-trip run (different models, texts, sequences, seed, caps or sampling)"
-        found = read_run_manifest(path, fmt=FORMAT, identity=identity, what="round-trip manifest", other=other)
+        found = read_run_manifest(path, fmt=FORMAT, identity=self._identity, what="round-trip manifest", other=other)
         if found is not None:
-            self.manifest = found
+            self.manifest = check_manifest(found, path)
         else:
-            self.manifest = {"format": FORMAT, "version": VERSION, "identity": identity, "spec": spec, "files": {}}
+            self.manifest = {
+                "format": FORMAT, "version": VERSION, "identity": self._identity, "spec": self._spec, "files": {}
+            }  # fmt: skip
+
+    @contextmanager
+    def writing(self) -> Iterator[RunStore]:
+        """Hold the folder's lock for a run's writes (a second run into the folder is refused in one line) and
+        read the manifest again under it, so the run resumes from what is committed now."""
+        with folder_lock(self.root, "round-trip folder"):
+            self._load()
+            yield self
 
     def _check_folder(self) -> None:
         check_folder_path(self.root, "round-trip folder")
@@ -110,6 +216,7 @@ class RunStore:
             raise MindcapError(f"round-trip folder {self.root} exists and is not a folder")
         if not self.root.is_dir():
             return
+        check_tree(self.root, "round-trip folder")
         entries = sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*"))
         foreign = [e for e in entries if not (_OWN.fullmatch(e) or _TMP.fullmatch(e))]
         if foreign:
@@ -125,7 +232,8 @@ class RunStore:
         return name in self.manifest["files"]
 
     def write(self, name: str, rows: list[dict], schema: pa.Schema) -> None:
-        """Write ``rows`` to ``name`` atomically, then commit it in the manifest."""
+        """Write ``rows`` to ``name`` atomically, then commit it in the manifest (through no symlink: each folder
+        on the way is checked)."""
         # the C library's malloc, not Arrow's default mimalloc, which made these writes 2-3x slower (measured with
         # benchmarks/bench_roundtrip.py, whose waves are seconds apart)
         pool = pa.system_memory_pool()
@@ -137,23 +245,54 @@ class RunStore:
             pa.table(columns, schema=schema), buf, compression="zstd", use_dictionary=False, memory_pool=pool
         )
         data = buf.getvalue()
-        atomic_write_bytes(self.root / name, data)
         entry = {"rows": len(rows), "bytes": len(data), "sha256": _sha256(data),
                  "written": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
-        self.manifest["files"][name] = entry
-        atomic_write_text(self.root / MANIFEST, dumps_strict(self.manifest) + "\n")
+        manifest = {**self.manifest, "files": {**self.manifest["files"], name: entry}}
+        try:
+            write_inside(self.root, name, data, "round-trip folder")
+            write_inside(self.root, MANIFEST, (dumps_strict(manifest) + "\n").encode("utf-8"), "round-trip folder")
+        except StorageError as exc:
+            done = len(self.manifest["files"])
+            raise with_context(
+                exc, f"{exc}; {done} files of the run stay committed, a rerun resumes after them"
+            ) from exc
+        self.manifest = manifest
 
     def read(self, name: str) -> list[dict]:
-        """The rows of a committed file, checked against the manifest's SHA-256."""
+        """The rows of a committed file, checked against the manifest's SHA-256 and row count and against its
+        schema."""
         path = self.root / name
         try:
             data = regular_file(path, "round-trip file").read_bytes()
         except OSError as exc:
-            raise MindcapError(f"round-trip file {path} is missing: {exc}") from exc
-        if _sha256(data) != self.manifest["files"][name]["sha256"]:
-            raise MindcapError(f"round-trip file {path} differs from the one the manifest lists (altered?)")
-        return pq.read_table(io.BytesIO(data)).to_pylist()
+            raise DamagedDataError(f"round-trip file {path} is missing: {exc}", path=path) from exc
+        entry = self.manifest["files"][name]
+        if _sha256(data) != entry["sha256"]:
+            raise DamagedDataError(f"round-trip file {path} differs from the one the manifest lists (altered?)")
+        try:
+            table = pq.read_table(io.BytesIO(data))
+        except (OSError, pa.ArrowException) as exc:
+            raise DamagedDataError(f"round-trip file {path} is not readable Parquet: {exc}", path=path) from None
+        folder = name[: name.index("/") + 1]
+        if (
+            not any(table.schema.remove_metadata().equals(s) for s in _SCHEMAS[folder])
+            or table.num_rows != entry["rows"]
+        ):
+            raise DamagedDataError(
+                f"round-trip file {path} does not hold the records of a round-trip run (other columns or rows)",
+                path=path,
+            )
+        empty = [c for c in _FILLED[folder] if table.column(c).null_count]
+        if empty:
+            raise DamagedDataError(f"round-trip file {path}: records without {empty[0]}", path=path)
+        return table.to_pylist()
 
     def read_all(self, prefix: str) -> list[dict]:
         """Rows of every committed file under ``prefix`` (``hops/`` or ``judge/``), in file order."""
         return [row for name in sorted(self.manifest["files"]) if name.startswith(prefix) for row in self.read(name)]
+
+
+def enclosing_run(path: str | os.PathLike[str]) -> Path | None:
+    """The round-trip run folder that ``path`` is or lies inside (a folder holding :data:`MANIFEST`), or ``None``."""
+    here = Path(os.path.abspath(path))
+    return next((folder for folder in (here, *here.parents) if (folder / MANIFEST).is_file()), None)
