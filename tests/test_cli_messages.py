@@ -208,7 +208,7 @@ def test_help_works_beside_a_config_file_that_cannot_be_read(tmp_path, command):
     [
         ["score", "--budgets", "64", "--format", "json"],
         ["sweep", "--premiums", "th=2", "--n-boot", "50", "--format", "json"],
-    ],  # fmt: skip
+    ],
     ids=lambda c: c[0],
 )
 def test_a_language_among_others_that_the_ledger_lacks_is_warned_of(ledger, command):
