@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mindcap_tok"
 #: stage (top-level module or subpackage of mindcap_tok) -> layer; a module may import its own layer or lower
 LAYERS = {
     "errors": 0, "_io": 0, "_json": 0, "_tables": 0, "_log": 0, "config": 0, "choices": 0,
-    "data": 1, "tokenization": 1, "resample": 1, "budgets": 1, "spec": 1,
+    "data": 1, "tokenization": 1, "resample": 1, "budgets": 1, "spec": 1, "templates": 1,
     "premium": 2, "metrics": 2, "tasks": 2,
     "ledger": 3,
     "stats": 4,

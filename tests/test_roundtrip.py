@@ -307,19 +307,26 @@ def test_bootstrap_averages_sequences_within_a_text_first():
 # -- the run folder ----------------------------------------------------------------------------------------------
 
 
-def test_run_folder_refuses_other_files_and_other_runs(tmp_path):
+def _run_spec(config, seed: int = 3):
+    """A real spec (its identity and dict, as a run stores them): one model, ``en>de>en``, 2 FLORES texts."""
+    spec = parse_spec({"model": "org/m", "sequences": ["en>de>en"], "sample": 2, "seed": seed},
+                      data_dir=config.data_dir.value)  # fmt: skip
+    return spec.identity(), spec.as_dict()
+
+
+def test_run_folder_refuses_other_files_and_other_runs(tmp_path, config):
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(MindcapError, match="not a round-trip run's"):
-        RunStore(tmp_path / "other", {"a": 1}, {})
-    store = RunStore(tmp_path / "run", {"a": 1}, {})
+        RunStore(tmp_path / "other", *_run_spec(config))
+    store = RunStore(tmp_path / "run", *_run_spec(config))
     store.write("hops/hop-01.parquet", [], HOP_SCHEMA)
-    assert RunStore(tmp_path / "run", {"a": 1}, {}).has("hops/hop-01.parquet")
+    assert RunStore(tmp_path / "run", *_run_spec(config)).has("hops/hop-01.parquet")
     with pytest.raises(MindcapError, match="another round-trip run"):
-        RunStore(tmp_path / "run", {"a": 2}, {})
+        RunStore(tmp_path / "run", *_run_spec(config, seed=4))
 
 
-def test_run_folder_reads_back_the_rows_it_wrote(tmp_path):
+def test_run_folder_reads_back_the_rows_it_wrote(tmp_path, config):
     """Rows go in column by column (nulls, empty and long id lists, non-ASCII text) and come back as written."""
     rows = [
         {"model": "m", "text_id": "t1", "sequence": "s", "attempt": 0, "judge_model": "j", "seed": 2**31 - 1,
@@ -332,7 +339,7 @@ def test_run_folder_reads_back_the_rows_it_wrote(tmp_path):
          "parse": "strict", "mqm": -6.5, "judge_score": 90.0, "classification": "8-very good", "n_minor": 1,
          "n_major": 1, "n_critical": 0, "n_bad_severity": 2, "issues": "[]", "error": None, "generator": "echo 1"},
     ]  # fmt: skip
-    store = RunStore(tmp_path / "run", {"a": 1}, {})
+    store = RunStore(tmp_path / "run", *_run_spec(config))
     store.write("judge/round-00.parquet", rows, JUDGE_SCHEMA)
-    back = RunStore(tmp_path / "run", {"a": 1}, {}).read("judge/round-00.parquet")
+    back = RunStore(tmp_path / "run", *_run_spec(config)).read("judge/round-00.parquet")
     assert back == [{**r, "prompt_ids": list(r["prompt_ids"]), "output_ids": list(r["output_ids"])} for r in rows]

@@ -52,6 +52,11 @@ def test_own_prompts_replace_the_packaged_ones_and_are_hashed(tmp_path, texts):
         ({"judge": 3}, r"mine\.json\.judge: must be of type string"),
         ({"colour": "red"}, r"mine\.json\.colour: unknown key"),
         ({"translate": "Translate {text}."}, r"placeholders \['text'\], not \['src_lang', 'text', 'tgt_lang'\]"),
+        (
+            {"translate": "{src_lang} {tgt_lang} {text:>99999}"},
+            r"translate placeholder '\{text:>99999\}' must be a plain",
+        ),
+        ({"translate": "{src_lang} {tgt_lang} {text!r}"}, r"translate placeholder '\{text!r\}' must be a plain"),
         ({"severities": {"minor": 1, "major": 10, "critical": 25}}, "must be MQM's own"),
     ],
 )

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -35,6 +34,7 @@ from ..errors import MindcapError
 from ..ledger.backends.base import GenRequest
 from ..metrics.langid import macro_group, macrolanguages, normalize_label
 from ..spec import seed_hash
+from ..templates import template_fields
 from ._common import population_keys, stratified_sample
 from .determinism import wilson_interval
 
@@ -73,7 +73,7 @@ def load_prompt(version: str = DEFAULT_PROMPT) -> dict:
         raise MindcapError(f"unknown language-ID judge prompt {version!r}; shipped: {DEFAULT_PROMPT}")
     raw = file.read_bytes()
     data = json.loads(raw)
-    fields = {name for _, name, _, _ in string.Formatter().parse(data["prompt"]) if name is not None}
+    fields = template_fields(data["prompt"])  # a shipped file: a bad one is the package's own fault
     if fields != {"text"} or data.get("reply_schema", {}).get("type") != "object":
         raise MindcapError(f"judge prompt {version} needs exactly the placeholder {{text}} and an object reply_schema")
     return {**data, "sha256": hashlib.sha256(raw).hexdigest()}

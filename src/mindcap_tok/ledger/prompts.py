@@ -14,7 +14,6 @@ stating the budget; ``tag``, a machine-readable ``TOKEN_BUDGET: <n>`` line.
 from __future__ import annotations
 
 import json
-import string
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -24,6 +23,7 @@ from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
 from ..tasks.datasets import TaskItem
 from ..tasks.model import EVERY_LANGUAGE, Task
+from ..templates import template_fields
 from .schema import ANNOUNCE_STYLES, ARMS
 
 DEFAULT_VERSION = "mgsm-v1"
@@ -52,7 +52,7 @@ def prompt_versions() -> list[str]:
 
 
 def _fields(template: str) -> set[str]:
-    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    return template_fields(template)
 
 
 @cache

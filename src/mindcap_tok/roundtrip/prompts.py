@@ -16,7 +16,6 @@ import copy
 import hashlib
 import json
 import os
-import string
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -24,8 +23,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from .._io import regular_file
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..spec import SpecError, validate
+from ..templates import template_fields
 from .mqm import PASS_THRESHOLD, WEIGHTS
 from .sequences import language_name
 
@@ -90,7 +90,10 @@ def load_templates(version: str = DEFAULT_VERSION) -> dict:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise MindcapError(f"round-trip template {version} has no judge_schema (a JSON schema of an object)")
     for key, want in _FIELDS.items():
-        got = {name for _, name, _, _ in string.Formatter().parse(data[key]) if name is not None}
+        try:
+            got = template_fields(data[key])
+        except ValueError as exc:
+            raise BadInputError(f"round-trip template {version}/{key} {exc}") from None
         if got != want:
             raise MindcapError(
                 f"round-trip template {version}/{key} has placeholders {sorted(got)}, not {sorted(want)}"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import string
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -40,6 +39,7 @@ from .._json import dumps_strict
 from ..errors import BadInputError, DamagedDataError, MindcapError, StorageError, with_context
 from ..spec import Sampling, SpecError, seed_hash, validate
 from ..stats.curves import NATIVE
+from ..templates import template_fields
 from .chat import chat_requests, decode_requests, generator_label
 from .sequences import language_name
 from .store import read_run_manifest
@@ -114,18 +114,11 @@ def load_prompt(prompts: str = DEFAULT_PROMPTS) -> tuple[str, str]:
     if not isinstance(template, str):
         raise MindcapError(f"render prompts {prompts}: need a 'translate' template (a string)")
     try:
-        names = {n for _, n, _, _ in string.Formatter().parse(template) if n is not None}
+        names = template_fields(template)
     except ValueError as exc:
-        raise MindcapError(f"render prompts {prompts}: the template does not parse ({exc})") from None
+        raise BadInputError(f"render prompts {prompts}: the template {exc}") from None
     if names != {"src_lang", "tgt_lang", "text"}:
         raise BadInputError(f"render prompts {prompts}: placeholders {sorted(names)}, not src_lang, tgt_lang, text")
-    fancy = [
-        "{" + n + (f"!{c}" if c else "") + (f":{f}" if f else "") + "}"
-        for _, n, f, c in string.Formatter().parse(template)
-        if n is not None and (f or c)
-    ]
-    if fancy:  # a format spec or conversion may not suit the value ({text:d}) or build a huge prompt ({text:>9999})
-        raise BadInputError(f"render prompts {prompts}: {fancy[0]} has a format spec or conversion; use plain {{name}}")
     return template, ident
 
 

@@ -14,14 +14,14 @@ each either fails only when a prompt is built or builds a prompt the file does n
 from __future__ import annotations
 
 import re
-import string
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..spec import SpecError, show
+from ..spec import SpecError
+from ..templates import template_fields
 from .answers.filter import filter_parser
 from .answers.regex import compile_answer_pattern
 
@@ -139,22 +139,9 @@ class Task(BaseModel):
 def _placeholders(text: str, key: str) -> set[str]:
     """The names of the placeholders of template ``text``, each a plain ``{name}`` (else a :class:`SpecError`)."""
     try:
-        parts = list(string.Formatter().parse(text))
+        return template_fields(text)
     except ValueError as exc:
-        raise SpecError(key, f"is not a valid template ({exc}; write a literal brace twice)") from None
-    names = set()
-    for _, name, spec, conversion in parts:
-        if name is None:
-            continue
-        if not name or name.isdigit() or "." in name or "[" in name or spec or conversion:
-            written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
-            raise SpecError(
-                key,
-                f"placeholder {show(written)} must be a plain {{name}} (no position, format spec, conversion, "
-                "attribute or index; write a literal brace twice)",
-            )
-        names.add(name)
-    return names
+        raise SpecError(key, str(exc)) from None
 
 
 def _check_source(task: Task) -> None:
