@@ -144,7 +144,7 @@ def test_offline_tokenizer_messages_say_what_is_true_and_what_to_do(monkeypatch,
     assert "registry name" not in str(exc.value)
 
 
-def test_every_output_path_the_readme_writes_is_git_ignored():
+def test_every_output_path_the_readme_and_docs_write_is_git_ignored():
     import re
     import shutil
     import subprocess
@@ -153,7 +153,8 @@ def test_every_output_path_the_readme_writes_is_git_ignored():
     repo = Path(__file__).resolve().parents[1]
     if shutil.which("git") is None or not (repo / ".git").exists():
         pytest.skip("needs git and a checkout")
-    readme = (repo / "README.md").read_text("utf-8")
+    pages = [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
+    readme = "\n".join(p.read_text("utf-8") for p in pages)
     paths = {m for m in re.findall(r"--(?:out-dir|out|save|plot|tiny-model) ([a-z0-9_./-]+)", readme)}
     assert {"demo/", "th-ext/", "sweep.csv", "out/tiny-qwen3"} <= paths
     found = subprocess.run(["git", "-C", repo, "check-ignore", "--no-index", *sorted(paths)], capture_output=True)

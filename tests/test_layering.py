@@ -1,4 +1,4 @@
-"""Data flows one way (DESIGN.md): a stage imports only stages below it. Walks every module's imports."""
+"""Data flows one way (docs/architecture.md): a stage imports only stages below it. Walks every module's imports."""
 
 from __future__ import annotations
 

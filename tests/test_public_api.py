@@ -1,5 +1,5 @@
-"""The public API is ``mindcap_tok.__all__``: every README example, notebook and example script imports only from
-it, every name in it resolves and is documented, and ``import mindcap_tok`` stays light."""
+"""The public API is ``mindcap_tok.__all__``: every README and docs/ example, notebook and example script imports only
+from it, every name in it resolves and is documented, and ``import mindcap_tok`` stays light."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 import mindcap_tok
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]  # the README and the docs pages
 INIT = ROOT / "src" / "mindcap_tok" / "__init__.py"
 
 
@@ -57,9 +57,9 @@ def test_the_checker_refuses_deep_imports_and_unlisted_names():
     assert bad_imports("import mindcap_tok\nfrom mindcap_tok import load_tokenizer, price_ledger") == []
 
 
-def test_readme_examples_import_only_the_public_api():
-    blocks = python_blocks(README.read_text("utf-8"))
-    assert blocks, "the README has no python examples"
+def test_documented_examples_import_only_the_public_api():
+    blocks = [b for page in PAGES for b in python_blocks(page.read_text("utf-8"))]
+    assert len(blocks) >= 2, "the README and docs/ have no python examples"
     assert [p for b in blocks for p in bad_imports(b)] == []
 
 

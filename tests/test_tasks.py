@@ -110,8 +110,8 @@ def test_a_task_file_by_path(tmp_path):
         load_task("belebel")
 
 
-def test_the_readme_task_example_is_a_valid_task(tmp_path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+def test_the_documented_task_example_is_a_valid_task(tmp_path):
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "tasks.md").read_text("utf-8")
     start = readme.index('name = "my-quiz"')
     (tmp_path / "quiz.toml").write_text(readme[start : readme.index("```", start)], "utf-8")
     task = load_task(tmp_path / "quiz.toml")
