@@ -32,7 +32,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -109,6 +109,8 @@ Temperature = Annotated[float, _check(lambda v: v >= 0, "must be >= 0, got {}")]
 TopP = Annotated[float, _check(lambda v: 0 < v <= 1, "must be in (0, 1], got {}")]
 TopK = Annotated[int, _check(lambda v: v == -1 or v >= 1, "must be -1 (no top-k) or >= 1, got {}")]
 Retries = Annotated[int, _between(0, 100)]
+#: a deadline in seconds (a request to a server: ``timeout_s``); finite (the tables refuse inf and nan)
+Timeout = Annotated[float, _check(lambda v: v > 0, "must be > 0, got {}")]
 #: a protocol's family-wise error rate, its bootstrap resamples (the level's minimum is checked apart, see
 #: :func:`mindcap_tok.resample.check_resamples`) and its p-value tail factor
 Alpha = Annotated[float, _check(lambda v: 0 < v < 1, "must be in (0, 1), got {}")]
@@ -228,7 +230,9 @@ class ServerSpec:
     ``model``). ``endpoint``: ``completions`` (prompt built locally, sent as ids) or ``chat`` (server-side
     template). ``logprob_ids``: also ask for the ids through logprobs (vLLM before 0.10.2).
     ``reasoning_effort``: sent as the request's ``reasoning_effort`` (a hosted reasoning API's thinking level,
-    e.g. ``low``, ``high``); empty: not sent.
+    e.g. ``low``, ``high``); empty: not sent. ``timeout_s``: the deadline of each attempt of a request, the
+    whole exchange (connect, send, headers, body); 600 s leaves room for long generations on a loaded server.
+    ``max_retries``: further attempts of a request that timed out or failed in a way worth retrying.
     """
 
     base_url: tuple[str, ...] = ()
@@ -250,7 +254,7 @@ class _ServerTable(BaseModel):
     base_url: object = None  # one URL or a list: checked by base_urls
     api_key_env: Annotated[str, _check(lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v), _ENV_NAME)] = ""
     concurrency: Annotated[int, _between(1, 4096)] = 8
-    timeout_s: Annotated[float, _check(lambda v: v > 0, "must be > 0, got {}")] = 600.0
+    timeout_s: Timeout = 600.0
     max_retries: Retries = 5
     model: ModelName = "m"
     endpoint: Annotated[str, _check(lambda v: v in ENDPOINTS, f"must be one of {', '.join(ENDPOINTS)}, got {{!r}}")] = (
@@ -291,6 +295,13 @@ def server_options(value: object, key: str = "server") -> ServerSpec:
     return ServerSpec(**out)
 
 
+def with_bounds(opts: ServerSpec, timeout_s: float | None = None, max_retries: int | None = None) -> ServerSpec:
+    """``opts`` with the given ``timeout_s`` and ``max_retries`` (``None``: keep its own), as the command line's
+    ``--timeout`` and ``--max-retries`` set them."""
+    given = {k: v for k, v in (("timeout_s", timeout_s), ("max_retries", max_retries)) if v is not None}
+    return replace(opts, **given) if given else opts
+
+
 def check_server(opts: ServerSpec, key: str = "server") -> ServerSpec:
     """The options of a :class:`ServerSpec` built in code, by the ``[server]`` table's rules."""
     table = {f.name: getattr(opts, f.name) for f in fields(ServerSpec) if f.name not in ("base_url", "api_key_env")}
@@ -319,6 +330,8 @@ class _JudgeTable(BaseModel):
     top_p: TopP = 0.95
     top_k: TopK = 20
     structured: bool = True
+    timeout_s: Timeout = 600.0
+    max_retries: Retries = 5
 
 
 def judge_table(value: object, key: str = "judge") -> dict:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from ..choices import FORMATS, MAX_BUDGET
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ._parsing import MultiValueOption
 
 
@@ -148,3 +150,44 @@ allow_tokenizer_mismatch_option = click.option(
     help="Score with a tokenizer whose file hash differs from the one the ledger's manifest recorded for that "
     "tokenizer name (by default an error: the stored ids may not belong to it).",
 )
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise BadInputError(f"{param.opts[0]}: must be a number of seconds > 0, got {value}")
+    return value
+
+
+def server_bounds_options(f):
+    """``--timeout SECONDS`` and ``--max-retries N``: how long a command waits on a server (generation, a
+    translator, a judge), one spelling in every command; ``None`` when not given (the spec's or the default)."""
+    f = click.option(
+        "--max-retries",
+        type=click.IntRange(0, 100),
+        default=None,
+        metavar="N",
+        help="Further attempts of a server request that timed out or failed in a way worth retrying "
+        "[default: the spec's max_retries, else 5].",
+    )(f)
+    return click.option(
+        "--timeout",
+        "timeout_s",
+        type=float,
+        default=None,
+        callback=_seconds,
+        metavar="SECONDS",
+        help="Deadline of each server request attempt, the whole exchange (connect, send, the complete answer): a "
+        "server that answers slowly or never ends the command after about (max-retries + 1) x SECONDS "
+        "[default: the spec's timeout_s, else 600, room for long generations; lower it for short replies].",
+    )(f)
+
+
+def server_bounds(options: dict, engine: str | None, where: str = "") -> dict:
+    """The ``--timeout``/``--max-retries`` given, as ``ServerSpec`` keys; a one-line error when ``engine`` (the
+    backend they would reach, ``where`` saying whose) is not a server."""
+    given = {k: options[k] for k in ("timeout_s", "max_retries") if options.get(k) is not None}
+    if given and engine != "server":
+        flags = " and ".join("--timeout" if k == "timeout_s" else "--max-retries" for k in given)
+        raise BadInputError(f"{flags} bound{'s' if len(given) == 1 else ''} a server's answers, not the {engine} "
+                            f"backend{where}")  # fmt: skip
+    return given

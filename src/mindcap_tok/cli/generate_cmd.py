@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..choices import BACKENDS
-from ._options import multi_option, out_dir_option
+from ._options import multi_option, out_dir_option, server_bounds_options
 from ._parsing import Command
 from ._progress import throughput_bar
 
@@ -25,6 +25,7 @@ from ._progress import throughput_bar
     metavar="URL",
     help="OpenAI-compatible server(s) (http://HOST:8000/v1) for the server backend; several spread the requests.",
 )
+@server_bounds_options
 @click.option(
     "--task",
     metavar="NAME|FILE",
@@ -49,6 +50,8 @@ def generate_command(
     task: str | None,
     thinking: bool | None,
     dry: bool,
+    timeout_s: float | None,
+    max_retries: int | None,
 ) -> None:
     """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
     from ..ledger.generate import JobHooks, dry_run, run_job
@@ -72,6 +75,8 @@ def generate_command(
             backend=backend,
             base_url=base_url,
             hooks=JobHooks(on_progress=bar.progress, on_tokens=bar.count_tokens),
+            timeout_s=timeout_s,
+            max_retries=max_retries,
             **dirs,
         )
     rate = result.tokens / result.seconds if result.seconds else 0.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..choices import BACKENDS
-from ._options import multi_option, no_verify_option, out_dir_option
+from ._options import multi_option, no_verify_option, out_dir_option, server_bounds, server_bounds_options
 from ._parsing import Command
 
 
@@ -21,6 +21,7 @@ from ._parsing import Command
     help="Engine of the translator [default: server when --base-url is given, else vllm].",
 )
 @multi_option("--base-url", "base_url", metavar="URL", help="OpenAI-compatible server(s) for the server backend.")
+@server_bounds_options
 @click.option("--prompts", default=None, help="Prompt: a shipped version (render-v1) or a JSON file with 'translate'.")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True, help="Cap per rendering.")
 @click.option("--wave-size", type=click.IntRange(min=1), default=64, show_default=True, help="Traces per wave.")
@@ -39,7 +40,7 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
     from ..ledger.backends import load_backend
     from ..ledger.store import Ledger
     from ..roundtrip.render import DEFAULT_PROMPTS, RenderSpec, render_traces
-    from ..spec import Sampling, ServerSpec
+    from ..spec import Sampling, ServerSpec, with_bounds
 
     name = model_name or Path(model).name
     spec = RenderSpec(
@@ -51,9 +52,10 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
         keep_capped=options["keep_capped"],
         sampling=Sampling(temperature=options["temperature"], top_p=1.0, top_k=0),
     )
-    records = Ledger(ledger, verify=not options["no_verify"]).read()
     engine = backend or ("server" if base_url else "vllm")
-    server = ServerSpec(base_url=tuple(base_url)) if base_url else None
+    bounds = server_bounds(options, engine, " of the translator")
+    records = Ledger(ledger, verify=not options["no_verify"]).read()
+    server = with_bounds(ServerSpec(base_url=tuple(base_url)), **bounds) if base_url else None
     back = load_backend(engine, model, tokenizer_name=name, seed=spec.seed, server=server)
     result = render_traces(
         records, out, back, spec=spec, on_wave=lambda wave, n: click.echo(f"{wave}: {n} renderings", err=True)

@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from .._io import atomic_write_text, regular_file
-from ..errors import MindcapError
-from ..spec import ServerSpec, base_urls
+from ..errors import BadInputError, MindcapError
+from ..spec import ServerSpec, base_urls, check_server, with_bounds
 from ..tasks.answers.integer import parse_answer
 from ..tasks.datasets import TaskItem, load_items
 from .backends import Completion, GenRequest, load_backend
@@ -419,6 +419,8 @@ def run_job(
     base_url: Sequence[str] = (),
     task: str | os.PathLike[str] | None = None,
     hooks: JobHooks = JobHooks(),
+    timeout_s: float | None = None,
+    max_retries: int | None = None,
 ) -> GenerateResult:
     """Generate the records of ``job`` (a spec or a TOML path) into ``ledger``; see the module docs.
 
@@ -426,7 +428,7 @@ def run_job(
     by default ``server`` when the job has a ``[server]`` table or ``base_url`` is given, else ``vllm``.
     ``base_url`` (server URLs) replaces the job's ``[server] base_url``. ``task`` (a built-in task's name or a
     task file) replaces the spec file's ``task``. ``hooks`` (:class:`JobHooks`) are told of the start, each shard
-    and the progress.
+    and the progress. ``timeout_s`` and ``max_retries`` replace the ``[server]`` table's (the server backend only).
     """
     spec = _spec(job, data_dir, tokenizers_dir, task)
     server = spec.server
@@ -434,9 +436,14 @@ def run_job(
         server = replace(server or ServerSpec(), base_url=base_urls(list(base_url), "--base-url"))
     if backend is None:
         backend = "server" if server is not None else "vllm"
+    other = backend if isinstance(backend, str) else backend.name
     if base_url and backend != "server":
-        other = backend if isinstance(backend, str) else backend.name
         raise MindcapError(f"--base-url is for the server backend, not {other}")
+    if (timeout_s, max_retries) != (None, None):
+        if backend != "server":
+            whose = f"the {other} backend" if isinstance(backend, str) else "a started backend (set its own options)"
+            raise BadInputError(f"--timeout and --max-retries bound a server's answers, not {whose}")
+        server = check_server(with_bounds(server or ServerSpec(), timeout_s, max_retries))
     plan = plan_job(spec)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     led.check_new_location()
