@@ -322,7 +322,7 @@ def test_cli_a_stalling_judge_server_ends_the_audit_after_the_timeout(ledger_dir
         (["--timeout", "5"], "--timeout only apply with --adjudicate"),
         (["--max-retries", "0"], "--max-retries only apply with --adjudicate"),
         (["--adjudicate", "--judge-model", "org/m", "--timeout", "5"],
-         "--timeout bounds a server's answers, not the vllm backend of the judge"),
+         "--timeout is for the server backend; the judge runs on vllm"),
         (["--adjudicate", "--judge-model", "org/m", "--timeout", "-1", "--judge-base-url", "http://127.0.0.1:9/v1"],
          "--timeout: must be a number of seconds > 0, got -1.0"),
     ],

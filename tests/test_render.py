@@ -139,6 +139,4 @@ def test_timeout_needs_a_translator_server(tmp_path, tiny, ledger):
     led, _ = ledger
     res = _render(led, tiny, tmp_path / "rend", "--timeout", "5")
     assert res.exit_code == 2 and not (tmp_path / "rend").exists()
-    assert res.stderr.strip() == (
-        "error: --timeout bounds a server's answers, not the transformers backend of the translator"
-    )
+    assert res.stderr.strip() == ("error: --timeout is for the server backend; the translator runs on transformers")

@@ -462,7 +462,7 @@ def test_timeout_needs_a_server_in_the_run(tmp_path, tiny, texts_file, capsys):
     run_cli(["roundtrip", "--out-dir", str(tmp_path / "r"), "--model", str(tiny), "--texts", str(texts_file),
              "--sequences", "en>sw>en", "--backend", "transformers", "--timeout", "5"], code=2)  # fmt: skip
     assert capsys.readouterr().err.strip() == (
-        "error: --timeout and --max-retries bound a server's answers: this run names no server ([server] table, "
+        "error: --timeout is for the server backend; this run names no server ([server] table, "
         "judge base_url or --judge-base-url)"
     )
     assert not (tmp_path / "r").exists()

@@ -295,11 +295,39 @@ def server_options(value: object, key: str = "server") -> ServerSpec:
     return ServerSpec(**out)
 
 
-def with_bounds(opts: ServerSpec, timeout_s: float | None = None, max_retries: int | None = None) -> ServerSpec:
-    """``opts`` with the given ``timeout_s`` and ``max_retries`` (``None``: keep its own), as the command line's
-    ``--timeout`` and ``--max-retries`` set them."""
-    given = {k: v for k, v in (("timeout_s", timeout_s), ("max_retries", max_retries)) if v is not None}
-    return replace(opts, **given) if given else opts
+@dataclass(frozen=True)
+class ServerOverrides:
+    """What the command line changes in how a server is reached: ``base_url`` (``--base-url``), ``timeout_s``
+    (``--timeout``) and ``max_retries`` (``--max-retries``), each over a ``[server]`` table's (empty or ``None``:
+    the table's)."""
+
+    base_url: tuple[str, ...] = ()
+    timeout_s: float | None = None
+    max_retries: int | None = None
+
+    def flags(self) -> list[str]:
+        """The command-line flags of the replacements given."""
+        given = (("--base-url", self.base_url), ("--timeout", self.timeout_s), ("--max-retries", self.max_retries))
+        return [flag for flag, value in given if value not in ((), None)]
+
+    def check_backend(self, backend: str, whose: str = "") -> None:
+        """Refuse in one line any replacement given for a ``backend`` that is not the server backend (``whose``:
+        what runs on it, e.g. ``the judge``, for the message)."""
+        flags = self.flags()
+        if flags and backend != "server":
+            given = f"{' and '.join(flags)} {'is' if len(flags) == 1 else 'are'} for the server backend"
+            raise BadInputError(f"{given}; {whose} runs on {backend}" if whose else f"{given}, not {backend}")
+
+    def apply(self, server: ServerSpec | None) -> ServerSpec | None:
+        """``server`` with the replacements (a default table when it is ``None`` and one is given), checked by
+        the ``[server]`` table's rules."""
+        if not self.flags():
+            return server
+        out = server or ServerSpec()
+        if self.base_url:
+            out = replace(out, base_url=base_urls(list(self.base_url), "--base-url"))
+        bounds = {k: v for k, v in (("timeout_s", self.timeout_s), ("max_retries", self.max_retries)) if v is not None}
+        return check_server(replace(out, **bounds))
 
 
 def check_server(opts: ServerSpec, key: str = "server") -> ServerSpec:

@@ -180,14 +180,3 @@ def server_bounds_options(f):
         "server that answers slowly or never ends the command after about (max-retries + 1) x SECONDS "
         "[default: the spec's timeout_s, else 600, room for long generations; lower it for short replies].",
     )(f)
-
-
-def server_bounds(options: dict, engine: str | None, where: str = "") -> dict:
-    """The ``--timeout``/``--max-retries`` given, as ``ServerSpec`` keys; a one-line error when ``engine`` (the
-    backend they would reach, ``where`` saying whose) is not a server."""
-    given = {k: options[k] for k in ("timeout_s", "max_retries") if options.get(k) is not None}
-    if given and engine != "server":
-        flags = " and ".join("--timeout" if k == "timeout_s" else "--max-retries" for k in given)
-        raise BadInputError(f"{flags} bound{'s' if len(given) == 1 else ''} a server's answers, not the {engine} "
-                            f"backend{where}")  # fmt: skip
-    return given

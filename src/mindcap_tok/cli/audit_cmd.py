@@ -13,7 +13,6 @@ from ._options import (
     n_boot_option,
     no_verify_option,
     out_dir_option,
-    server_bounds,
     server_bounds_options,
     task_files_option,
     tokenizer_option,
@@ -174,14 +173,14 @@ def _judge(options: dict, names: list[str]):
         raise MindcapError(f"--adjudicate-n must be at least 1, got {options['adjudicate_n']}")
     from ..audits.lid_adjudication import LidJudge
     from ..ledger.backends import load_backend
-    from ..spec import ServerSpec, with_bounds
+    from ..spec import ServerOverrides
 
     urls = tuple(u for part in options["judge_base_url"] for u in part.split(",") if u)
     name = options["judge_backend"] or ("server" if urls else "vllm")
     if name == "server" and not urls:
         raise MindcapError("--judge-backend server needs --judge-base-url http://HOST:8000/v1")
-    bounds = server_bounds(options, name, " of the judge")
-    server = with_bounds(ServerSpec(base_url=urls), **bounds) if urls else None
+    server = ServerOverrides(urls, options["timeout_s"], options["max_retries"])
+    server.check_backend(name, "the judge")
     model = options["judge_model"]
-    backend = load_backend(name, model, tokenizer_name=model, server=server)
+    backend = load_backend(name, model, tokenizer_name=model, server=server.apply(None))
     return LidJudge(backend, model, per_cell=options["adjudicate_n"])

@@ -56,6 +56,7 @@ def generate_command(
     """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
     from ..ledger.generate import JobHooks, dry_run, run_job
     from ..ledger.jobs import load_spec
+    from ..spec import ServerOverrides
 
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value, "task": task}
     if thinking is not None:  # the spec read here, with the switch replaced
@@ -73,10 +74,8 @@ def generate_command(
             job,
             out,
             backend=backend,
-            base_url=base_url,
+            server=ServerOverrides(tuple(base_url), timeout_s, max_retries),
             hooks=JobHooks(on_progress=bar.progress, on_tokens=bar.count_tokens),
-            timeout_s=timeout_s,
-            max_retries=max_retries,
             **dirs,
         )
     rate = result.tokens / result.seconds if result.seconds else 0.0

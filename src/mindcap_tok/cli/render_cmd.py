@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..choices import BACKENDS
-from ._options import multi_option, no_verify_option, out_dir_option, server_bounds, server_bounds_options
+from ._options import multi_option, no_verify_option, out_dir_option, server_bounds_options
 from ._parsing import Command
 
 
@@ -40,7 +40,7 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
     from ..ledger.backends import load_backend
     from ..ledger.store import Ledger
     from ..roundtrip.render import DEFAULT_PROMPTS, RenderSpec, render_traces
-    from ..spec import Sampling, ServerSpec, with_bounds
+    from ..spec import Sampling, ServerOverrides
 
     name = model_name or Path(model).name
     spec = RenderSpec(
@@ -53,10 +53,10 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
         sampling=Sampling(temperature=options["temperature"], top_p=1.0, top_k=0),
     )
     engine = backend or ("server" if base_url else "vllm")
-    bounds = server_bounds(options, engine, " of the translator")
+    server = ServerOverrides(tuple(base_url), options["timeout_s"], options["max_retries"])
+    server.check_backend(engine, "the translator")
     records = Ledger(ledger, verify=not options["no_verify"]).read()
-    server = with_bounds(ServerSpec(base_url=tuple(base_url)), **bounds) if base_url else None
-    back = load_backend(engine, model, tokenizer_name=name, seed=spec.seed, server=server)
+    back = load_backend(engine, model, tokenizer_name=name, seed=spec.seed, server=server.apply(None))
     result = render_traces(
         records, out, back, spec=spec, on_wave=lambda wave, n: click.echo(f"{wave}: {n} renderings", err=True)
     )

@@ -115,6 +115,7 @@ def roundtrip_command(
     from ..errors import BadInputError
     from ..roundtrip import load_spec, open_backends, plan_roundtrip, roundtrip_metrics, run_roundtrip
     from ..roundtrip.spec import read_spec_file
+    from ..spec import ServerOverrides
 
     file_spec = read_spec_file(job) if job else {}
     file_judge = file_spec.get("judge", {})
@@ -127,7 +128,9 @@ def roundtrip_command(
         overrides["server"] = {**file_spec["server"], **bounds}
     spec = load_spec(job, overrides, data_dir=state.config.data_dir.value)
     if bounds and spec.server is None and not any(j.base_url for j in spec.judges):
-        raise BadInputError("--timeout and --max-retries bound a server's answers: this run names no server "
+        given = ServerOverrides(timeout_s=timeout_s, max_retries=max_retries).flags()
+        verb = "is" if len(given) == 1 else "are"
+        raise BadInputError(f"{' and '.join(given)} {verb} for the server backend; this run names no server "
                             "([server] table, judge base_url or --judge-base-url)")  # fmt: skip
     plan = plan_roundtrip(spec)
     if dry:

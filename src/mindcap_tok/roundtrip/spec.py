@@ -52,6 +52,7 @@ from ..errors import BadInputError
 from ..ledger.backends import BACKENDS
 from ..spec import (
     Sampling,
+    ServerOverrides,
     ServerSpec,
     SpecError,
     base_urls,
@@ -67,7 +68,6 @@ from ..spec import (
     seed_hash,
     server_options,
     show,
-    with_bounds,
 )
 from .prompts import DEFAULT_VERSION, load_templates, prompt_file
 from .sequences import Chain, resolve_sequences
@@ -152,12 +152,12 @@ class RoundtripSpec:
         if judge.base_url:
             base = ServerSpec(base_url=judge.base_url)
             if self.server is not None:
-                base = with_bounds(base, self.server.timeout_s, self.server.max_retries)
+                base = ServerOverrides(timeout_s=self.server.timeout_s, max_retries=self.server.max_retries).apply(base)
         elif self.server is not None:
             base = self.server
         else:
             return None
-        return with_bounds(base, judge.timeout_s, judge.max_retries)
+        return ServerOverrides(timeout_s=judge.timeout_s, max_retries=judge.max_retries).apply(base)
 
     def model_sampling(self, model: Model) -> Sampling:
         """The translation sampling of ``model``: its own, else the run's."""

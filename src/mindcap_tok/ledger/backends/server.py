@@ -528,10 +528,11 @@ class ServerBackend:
         self, client, sems: dict, index: int, req: GenRequest, on_request: Callable[[list[Completion]], None] | None
     ) -> list[Completion]:
         """One request's attempts (see the module docs): its slot at a URL is kept while the next attempt goes to
-        the same URL, a retry at another URL waits before the first attempts there."""
+        the same URL, a retry at another URL waits before the first attempts there. A failure says how long the
+        attempts took, from the first one's start."""
         attempts = self.options.max_retries + 1
         held: str | None = None
-        start = time.monotonic()
+        start = 0.0
         try:
             for attempt in range(attempts):
                 url = self.urls[(index + attempt) % len(self.urls)]
@@ -541,6 +542,8 @@ class ServerBackend:
                         held = None
                     await sems[url].acquire(0 if attempt else 1)
                     held = url
+                if attempt == 0:
+                    start = time.monotonic()
                 try:
                     done = await self._attempt(client, url, req)
                 except _Retry as exc:
