@@ -312,7 +312,7 @@ def test_cli_a_stalling_judge_server_ends_the_audit_after_the_timeout(ledger_dir
         rf"{re.escape(server.url)} within 0\.5 s",
         err[0],
     )
-    assert found and 0.5 <= float(found[1]) < 2.0 and elapsed < 30, (err[0], elapsed)
+    assert found and 0.5 <= float(found[1]) < 3.0 and elapsed < 30, (err[0], elapsed)
     assert not (tmp_path / "a").exists() or not list((tmp_path / "a").iterdir())
 
 

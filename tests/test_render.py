@@ -130,7 +130,7 @@ def test_a_stalling_translator_server_ends_render_after_the_timeout(tmp_path, ti
         err[0],
     )
     assert found, err[0]
-    assert 1.0 <= float(found[1]) < 3.0 and elapsed < 10, (found[1], elapsed)
+    assert 1.0 <= float(found[1]) < 4.0 and elapsed < 20, (found[1], elapsed)
     assert not (out / "waves").exists() or not list((out / "waves").iterdir())
     assert not (out / "renderings.jsonl").exists()
 

@@ -454,7 +454,7 @@ def test_a_stalling_judge_server_ends_roundtrip_after_the_timeout(tmp_path, tiny
         err[-1],
     )
     # one error line, the last (transformers' weight-loading bars come before it)
-    assert found and [line for line in err if "error" in line] == [err[-1]] and 0.5 <= float(found[1]) < 2.0, err
+    assert found and [line for line in err if "error" in line] == [err[-1]] and 0.5 <= float(found[1]) < 3.0, err
     assert (out / "hops" / "hop-01.parquet").exists() and not (out / judge_file(0)).exists()
 
 

@@ -177,6 +177,7 @@ def server_bounds_options(f):
         callback=_seconds,
         metavar="SECONDS",
         help="Deadline of each server request attempt, the whole exchange (connect, send, the complete answer): a "
-        "server that answers slowly or never ends the command after about (max-retries + 1) x SECONDS "
-        "[default: the spec's timeout_s, else 600, room for long generations; lower it for short replies].",
+        "server that answers slowly or never ends the command after about (max-retries + 1) x SECONDS plus the "
+        "waits between attempts [default: the spec's timeout_s, else 600, room for long generations; lower it "
+        "for short replies such as a judge's].",
     )(f)
