@@ -174,6 +174,10 @@ class Fake:
             )
         if fault == "garbage":
             return h.reply(200, None, raw=b'{"choices": [ {"index": 0,')
+        if fault == "nested":  # well-formed JSON, 5,000 levels deep
+            return h.reply(200, None, raw=b'{"choices": ' + b"[" * 5000 + b"]" * 5000 + b"}")
+        if fault == "nested-500":  # an error whose body nests 5,000 levels deep
+            return h.reply(500, None, raw=b'{"error": ' + b"[" * 5000 + b"]" * 5000 + b"}")
         if fault == "long":  # text only, and more of it than the cap allows
             return h.reply(
                 200, {"choices": [{"index": i, "text": "x " * 40, "finish_reason": "length"} for i in range(body["n"])]}

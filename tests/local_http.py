@@ -1,9 +1,11 @@
 """A real HTTP server on a free loopback port, in a thread: the base of the tests' fake OpenAI-compatible servers
-and of the fault-injecting proxy in front of a real vLLM server."""
+and of the fault-injecting proxy in front of a real vLLM server; and a raw TCP server that accepts connections and
+never completes an answer (silent or trickling), for the deadlines of every network wait."""
 
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -66,3 +68,62 @@ class LocalHTTP:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(5)
+
+
+class Stalling:
+    """A raw TCP server on 127.0.0.1 that accepts every connection and never completes an answer: ``silent``
+    reads the request and says nothing; ``trickle`` sends an HTTP answer (status line, headers, a body that never
+    ends) one byte every ``gap_s`` seconds, forever, so every read succeeds well within any per-read timeout.
+    ``url`` ends in ``/v1``; ``connections`` counts the connections accepted."""
+
+    def __init__(self, mode: str, gap_s: float = 0.1) -> None:
+        if mode not in ("silent", "trickle"):
+            raise ValueError(mode)
+        self.mode, self.gap_s = mode, gap_s
+        self.connections = 0
+        self.stop = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.threads: list[threading.Thread] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:  # closed
+                return
+            self.connections += 1
+            worker = threading.Thread(target=self._stall, args=(conn,), daemon=True)
+            self.threads.append(worker)
+            worker.start()
+
+    def _stall(self, conn: socket.socket) -> None:
+        answer = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"choices": ['
+        with conn:
+            conn.settimeout(self.gap_s)
+            sent = 0
+            while not self.stop.wait(self.gap_s):
+                try:
+                    conn.recv(65536)  # drain the request (a silent server reads it and says nothing)
+                except TimeoutError:
+                    pass
+                except OSError:
+                    return
+                if self.mode == "trickle":
+                    try:
+                        conn.sendall(answer[sent : sent + 1] if sent < len(answer) else b" ")
+                    except OSError:  # the client gave up
+                        return
+                    sent += 1
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+        self.thread.join(5)
+        for worker in self.threads:
+            worker.join(5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pandas as pd
 import pytest
@@ -239,3 +240,86 @@ def test_transformers_judge_with_the_tiny_model_runs_end_to_end(ledger_dir, tiny
     assert judged["judge_backend"].startswith("transformers")
     unparsed = [r for r in langid["tables"]["adjudication_disagreements"] if r["judge_label"] is None]
     assert len(unparsed) == judged["unparseable"] and all(r["error"] for r in unparsed)
+
+
+# -- judges that nest too deeply or never answer -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        ("[" * 5000 + "]" * 5000, "not read: brackets nested 5000 deep, above the 64 read"),
+        ('{"language": ' * 3000 + '"tha_Thai"' + "}" * 3000, "not read: brackets nested 3000 deep, above the 64 read"),
+        ("{" * 30000, "not read: brackets nested 30000 deep, above the 64 read"),
+        ("{" + "x" * 100_000, "no language in the reply"),  # too long for json-repair: read by the others only
+    ],
+)
+def test_replies_nested_too_deeply_or_too_long_to_repair_are_unparseable_at_once(reply, error):
+    """No RecursionError and no minutes in json-repair (17 s for the 30,000 braces): each is unparseable, saying
+    why, within a second."""
+    t0 = time.perf_counter()
+    got = parse_language(reply)
+    assert time.perf_counter() - t0 < 1.0
+    assert (got.how, got.code, got.error) == (None, None, error)
+
+
+def test_a_judge_whose_replies_nest_too_deeply_leaves_them_unparseable(tiny):
+    """Through a real local judge server: every reply is 5,000 brackets deep; the adjudication completes, each
+    trace unparseable with the reason in its row, none in any agreement's denominator."""
+    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.spec import ServerSpec
+
+    labels = _labels([(a, lang, p, "determinate") for a, lang, p, _ in JUDGED.values()])
+    fake = Judge(tiny, lambda prompt: "[" * 5000 + "]" * 5000)
+    try:
+        backend = load_backend("server", str(tiny), tokenizer_name="tiny", server=ServerSpec(base_url=(fake.url,)))
+        tables, summary = adjudicate(labels, LidJudge(backend, "judge-x", max_tokens=12_000), seed=4)
+    finally:
+        fake.server.close()
+    assert len(fake.prompts) == 9 and (summary["sampled"], summary["parsed"], summary["unparseable"]) == (9, 0, 9)
+    off = tables["adjudication_disagreements"]
+    assert len(off) == 9 and set(off["error"]) == {"not read: brackets nested 5000 deep, above the 64 read"}
+
+
+@pytest.mark.parametrize("mode", ["silent", "trickle"])
+def test_cli_a_stalling_judge_server_ends_the_audit_after_the_timeout(ledger_dir, tiny, tmp_path, mode):
+    """A judge server that accepts the connection and never answers (or trickles a byte every 0.1 s): --timeout
+    0.5 and --max-retries 0 end the audit after one attempt of about 0.5 s, in one line naming the URL; no
+    report is written."""
+    pytest.importorskip("httpx", reason="the server backend needs the server extra (httpx)")
+    from local_http import Stalling
+
+    server = Stalling(mode)
+    t0 = time.perf_counter()
+    try:
+        res = _audit(ledger_dir, tmp_path / "a", "--adjudicate", "--judge-model", str(tiny), "--judge-base-url",
+                     server.url, "--adjudicate-n", "2", "--timeout", "0.5", "--max-retries", "0")  # fmt: skip
+    finally:
+        server.close()
+    elapsed = time.perf_counter() - t0
+    err = res.stderr.strip().splitlines()
+    assert res.exit_code == 2 and len(err) == 1, res.output
+    found = re.fullmatch(
+        rf"error: audit langid failed: request lid judge \d failed after 1 attempt\(s\) in ([0-9.]+) s: no answer from "
+        rf"{re.escape(server.url)} within 0\.5 s",
+        err[0],
+    )
+    assert found and 0.5 <= float(found[1]) < 3.0 and elapsed < 30, (err[0], elapsed)
+    assert not (tmp_path / "a").exists() or not list((tmp_path / "a").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--timeout", "5"], "--timeout only apply with --adjudicate"),
+        (["--max-retries", "0"], "--max-retries only apply with --adjudicate"),
+        (["--adjudicate", "--judge-model", "org/m", "--timeout", "5"],
+         "--timeout is for the server backend; the judge runs on vllm"),
+        (["--adjudicate", "--judge-model", "org/m", "--timeout", "-1", "--judge-base-url", "http://127.0.0.1:9/v1"],
+         "--timeout: must be a number of seconds > 0, got -1.0"),
+    ],
+)  # fmt: skip
+def test_cli_bounds_need_a_judge_server(ledger_dir, tmp_path, flags, message):
+    res = _audit(ledger_dir, tmp_path / "x", *flags)
+    assert res.exit_code == 2 and res.stderr.strip() == f"error: {message}", res.output
+    assert not (tmp_path / "x").exists()

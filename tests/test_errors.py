@@ -130,7 +130,7 @@ def test_server_that_always_fails_is_a_backend_error(tmp_path, tiny, fakes, conf
     with pytest.raises(BackendError) as exc:
         run_job(spec, tmp_path / "led", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
     assert (exc.value.attempts, exc.value.url) == (2, fake.url)
-    assert str(exc.value).startswith(f"{LABEL} failed after 2 attempt(s): ")
+    assert re.match(rf"{re.escape(LABEL)} failed after 2 attempt\(s\) in [0-9]+\.[0-9] s: ", str(exc.value))
 
 
 @pytest.mark.parametrize("level", [0.0, 1.0, 1.5])

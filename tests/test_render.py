@@ -6,6 +6,8 @@ r_trace is checked against an independent count: the ledger tokenizer's tokenize
 from __future__ import annotations
 
 import json
+import re
+import time
 import unicodedata
 
 import pytest
@@ -178,3 +180,42 @@ def _one_error(res) -> str:
     errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in res.output, res.output
     return errors[0]
+
+
+@pytest.mark.parametrize("mode", ["silent", "trickle"])
+def test_a_stalling_translator_server_ends_render_after_the_timeout(tmp_path, tiny, ledger, mode):
+    """A server that accepts the connection and never answers (or trickles a byte every 0.1 s): --timeout 0.5 and
+    --max-retries 1 end `render` after two attempts of about 0.5 s each (and at most 0.5 s of backoff), in one line
+    naming the URL and the attempts; no wave and no renderings file are written."""
+    pytest.importorskip("httpx", reason="the server backend needs the server extra (httpx)")
+    from local_http import Stalling
+
+    led, _ = ledger
+    out = tmp_path / "rend"
+    server = Stalling(mode)
+    args = ["render", "--ledger", str(led), "--out-dir", str(out), "--model", str(tiny), "--base-url", server.url,
+            "--timeout", "0.5", "--max-retries", "1", "--max-tokens", "8", "--wave-size", "4"]  # fmt: skip
+    t0 = time.perf_counter()
+    try:
+        res = CliRunner().invoke(cli, args, catch_exceptions=False)
+    finally:
+        server.close()
+    elapsed = time.perf_counter() - t0
+    err = res.stderr.strip().splitlines()
+    assert res.exit_code == 2 and res.stdout == "" and len(err) == 1, res.output
+    found = re.fullmatch(
+        rf"error: request render \S+ failed after 2 attempt\(s\) in ([0-9.]+) s: no answer from "
+        rf"{re.escape(server.url)} within 0\.5 s",
+        err[0],
+    )
+    assert found, err[0]
+    assert 1.0 <= float(found[1]) < 4.0 and elapsed < 20, (found[1], elapsed)
+    assert not (out / "waves").exists() or not list((out / "waves").iterdir())
+    assert not (out / "renderings.jsonl").exists()
+
+
+def test_timeout_needs_a_translator_server(tmp_path, tiny, ledger):
+    led, _ = ledger
+    res = _render(led, tiny, tmp_path / "rend", "--timeout", "5")
+    assert res.exit_code == 2 and not (tmp_path / "rend").exists()
+    assert res.stderr.strip() == ("error: --timeout is for the server backend; the translator runs on transformers")

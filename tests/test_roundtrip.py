@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 
 import numpy as np
 import pandas as pd
@@ -96,6 +97,36 @@ def test_judge_truncated_without_json_repair(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_repair)
     j = parse_judge('{"score": 50, "issues": [{"severity": "major", "descr')
     assert j.how is None and j.mqm is None
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('{"issues": ' + "[" * 5000 + "]" * 5000 + "}", "not read: brackets nested 5001 deep, above the 64 read"),
+        ("```json\n" + "{" * 30000 + "\n```", "not read: brackets nested 30000 deep, above the 64 read"),
+        ('{"score": 5, "issues": [' + '"' * 20_000, "no JSON object with an issues list"),  # too long to repair
+        ('{"issues": [{"severity": "minor", "description": "' + "[" * 8 + "x", "no JSON object with an issues list"),
+    ],
+)
+def test_judge_replies_too_deep_or_too_long_to_repair_are_unparseable_at_once(text, error):
+    """No RecursionError, and none of json-repair's minutes on such replies (17 s for 30,000 braces, 10 s for 64
+    braces and 8,000 quotes): each is unparseable, saying why, within a second. The last two are past json-repair's
+    bounds (8,192 characters, brackets 8 deep even inside strings), though it would read them."""
+    t0 = time.perf_counter()
+    j = parse_judge(text)
+    assert time.perf_counter() - t0 < 1.0
+    assert (j.how, j.mqm, j.error) == (None, None, error)
+    if error.startswith("no JSON"):
+        assert isinstance(pytest.importorskip("json_repair").loads(text)["issues"], list)
+
+
+def test_judge_replies_within_the_repair_bounds_are_repaired():
+    """At the bounds (8 levels, 8,192 characters from the first brace) json-repair still reads a reply."""
+    deep = '{"issues": [{"severity": "minor", "description": "' + "[" * 5 + "x"
+    assert parse_judge(deep).how == "repaired"
+    cut = '{"issues": [{"severity": "major", "description": "' + "y" * (8192 - 50)
+    assert len(cut) == 8192 and (parse_judge(cut).how, parse_judge(cut).major) == ("repaired", 1)
+    assert parse_judge(cut + "y").how is None
 
 
 def test_judge_wrong_severities_are_errors_without_penalty():

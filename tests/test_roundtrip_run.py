@@ -4,6 +4,7 @@ hops, judge rounds with retries, resume after an interruption, and the CLI."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -432,3 +433,90 @@ def test_a_second_run_into_a_folder_being_written_refuses_and_the_first_ends_who
     store = RunStore(run, spec.identity(), spec.as_dict())
     assert sorted(store.manifest["files"]) == result.written
     assert [len(store.read(n)) for n in result.written] == [3, 3, 3]  # every file whole, all of this run's
+
+
+# -- judges that nest too deeply or never answer -------------------------------------------------------------------
+
+
+def test_judge_server_bounds_come_from_judge_and_server_tables(tiny, texts_file):
+    """A judge's server is waited for as its own timeout_s/max_retries say, else as [server]'s, else the
+    defaults (600 s, 5); neither enters the run's identity (a resumed run may change them)."""
+    url = ["http://127.0.0.1:9/v1"]
+    plain = make_spec(tiny, texts_file, judge={"base_url": url})
+    assert (plain.judge_server(plain.judge).timeout_s, plain.judge_server(plain.judge).max_retries) == (600.0, 5)
+    server = {"timeout_s": 7, "max_retries": 1}
+    inherited = make_spec(tiny, texts_file, server=server, judge={"base_url": url})
+    got = inherited.judge_server(inherited.judge)
+    assert (got.base_url, got.timeout_s, got.max_retries) == (tuple(url), 7.0, 1)
+    own = make_spec(tiny, texts_file, server=server, judge={"base_url": url, "timeout_s": 3, "max_retries": 0})
+    assert (own.judge_server(own.judge).timeout_s, own.judge_server(own.judge).max_retries) == (3.0, 0)
+    assert own.identity() == inherited.identity() == plain.identity()
+    assert make_spec(tiny, texts_file).judge_server(plain.judge.__class__(plain.judge.model)) is None
+    with pytest.raises(MindcapError, match=r"judge\.timeout_s: must be > 0, got 0"):
+        make_spec(tiny, texts_file, judge={"base_url": url, "timeout_s": 0})
+
+
+def test_judge_replies_nested_too_deeply_are_unjudged_saying_why(tmp_path, tiny, backend, texts_file):
+    """A real local judge server whose replies nest 1,500 brackets deep (past the JSON decoder's recursion
+    limit): the run completes, every sample unjudged, every judge record saying why."""
+    from local_http import LocalHTTP
+    from mindcap_tok.roundtrip import open_backends
+    from mindcap_tok.roundtrip.store import judge_file
+
+    reply = "[" * 1500 + "]" * 1500
+
+    def post(h, raw: bytes) -> None:
+        n = json.loads(raw)["n"]
+        h.reply(200, {"choices": [{"index": i, "text": reply, "finish_reason": "stop"} for i in range(n)]})
+
+    server = LocalHTTP(lambda h: h.reply(404, {"error": {"message": "Not Found"}}), post)
+    try:
+        judge_spec = {"retries": 0, "model": str(tiny), "base_url": [server.url], "max_tokens": 4096}
+        spec = make_spec(tiny, texts_file, sequences=["en>sw>en"], judge=judge_spec)
+        backends, judge = open_backends(spec, "transformers")
+        result = run_roundtrip(spec, tmp_path / "run", backends, judge)
+    finally:
+        server.close()
+    assert result.counts()["judged"] == 0 and result.samples["status"].tolist() == ["unjudged"] * 3
+    rows = RunStore(tmp_path / "run", spec.identity(), spec.as_dict()).read(judge_file(0))
+    assert [r["error"] for r in rows] == ["not read: brackets nested 1500 deep, above the 64 read"] * 3
+    assert all(r["raw"] == reply and r["parse"] is None for r in rows)
+
+
+@pytest.mark.parametrize("mode", ["silent", "trickle"])
+def test_a_stalling_judge_server_ends_roundtrip_after_the_timeout(tmp_path, tiny, texts_file, capsys, mode):
+    """Hops in process, the judge on a server that accepts the connection and never answers (or trickles a byte
+    every 0.1 s): --timeout 0.5 and --max-retries 0 end the run after one attempt of about 0.5 s, in one line
+    naming the URL; the hops stay (a rerun resumes), no judge round is written."""
+    pytest.importorskip("httpx", reason="the server backend needs the server extra (httpx)")
+    from local_http import Stalling
+    from mindcap_tok.roundtrip.store import judge_file
+
+    server = Stalling(mode)
+    out = tmp_path / "run"
+    args = ["roundtrip", "--out-dir", str(out), "--model", str(tiny), "--texts", str(texts_file), "--sequences",
+            "en>sw>en", "--max-tokens", "4", "--seed", "3", "--backend", "transformers", "--judge-model", str(tiny),
+            "--judge-base-url", server.url, "--timeout", "0.5", "--max-retries", "0"]  # fmt: skip
+    try:
+        run_cli(args, code=2)
+    finally:
+        server.close()
+    err = capsys.readouterr().err.strip().splitlines()
+    found = re.fullmatch(
+        rf"error: request judge \S+ attempt 0 failed after 1 attempt\(s\) in ([0-9.]+) s: no answer from "
+        rf"{re.escape(server.url)} within 0\.5 s",
+        err[-1],
+    )
+    # one error line, the last (transformers' weight-loading bars come before it)
+    assert found and [line for line in err if "error" in line] == [err[-1]] and 0.5 <= float(found[1]) < 3.0, err
+    assert (out / "hops" / "hop-01.parquet").exists() and not (out / judge_file(0)).exists()
+
+
+def test_timeout_needs_a_server_in_the_run(tmp_path, tiny, texts_file, capsys):
+    run_cli(["roundtrip", "--out-dir", str(tmp_path / "r"), "--model", str(tiny), "--texts", str(texts_file),
+             "--sequences", "en>sw>en", "--backend", "transformers", "--timeout", "5"], code=2)  # fmt: skip
+    assert capsys.readouterr().err.strip() == (
+        "error: --timeout is for the server backend; this run names no server ([server] table, "
+        "judge base_url or --judge-base-url)"
+    )
+    assert not (tmp_path / "r").exists()

@@ -502,8 +502,11 @@ def test_a_failed_request_fails_its_shard_at_once_and_resume_completes(
 MALFORMED = {
     **{fault: message for fault, (_, message) in TAMPER.items()},
     "garbage": "not JSON (",
+    "nested": "JSON nested too deeply to read",
     "abort": """choice 0 has finish_reason "abort" (input should be 'stop' or 'length')""",
 }
+#: the time a failed request's message says it spent on its attempts
+SECONDS = r"[0-9]+\.[0-9] s"
 
 
 @pytest.mark.parametrize("fault", list(MALFORMED))
@@ -515,10 +518,22 @@ def test_a_malformed_reply_is_retried_then_fails_storing_nothing(tmp_path, tiny,
     with pytest.raises(MindcapError) as exc:
         run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value)
     message = str(exc.value)
-    assert message.startswith(f"{LABEL} failed after 2 attempt(s): malformed response from {fake.url}: "), message
+    assert re.match(rf"{re.escape(LABEL)} failed after 2 attempt\(s\) in {SECONDS}: malformed response from ", message)
+    assert f": malformed response from {fake.url}: " in message, message
     assert MALFORMED[fault] in message and "\n" not in message
     assert b.retries == 1 and len(fake.bodies) == 2
     assert not Ledger(tmp_path / "led").exists() or Ledger(tmp_path / "led").read().num_rows == 0
+
+
+def test_an_error_body_nested_deeply_is_named_in_one_cut_line(tmp_path, tiny, hf, fakes, config):
+    fake = fakes()
+    fake.faults = ["nested-500", "nested-500"]
+    spec = parse_spec(server_spec(tiny, fake.url, ONE_REQUEST, max_retries=1))
+    with pytest.raises(MindcapError) as exc:
+        run_job(spec, tmp_path / "led", backend=server_backend(tiny, spec), data_dir=config.data_dir.value)
+    message = str(exc.value)
+    assert "failed after 2 attempt(s) in " in message and "\n" not in message and len(message) < 600
+    assert message.endswith(f": {fake.url} answered 500: " + '{"error": ' + "[" * (300 - 13) + "...")
 
 
 def test_a_malformed_reply_then_a_good_one_stores_the_good_one_once(tmp_path, tiny, hf, fakes, config):
@@ -553,8 +568,15 @@ def test_timeout_is_a_deadline_for_the_whole_request(tmp_path, tiny, hf, fakes, 
         run_job(spec, tmp_path / "led", backend=b, data_dir=config.data_dir.value)
     elapsed = time.perf_counter() - t0
     assert 2.0 <= elapsed < 4.0, elapsed
-    want = re.escape(f"{LABEL} failed after 2 attempt(s): ") + problem.replace("URL", re.escape(fake.url))
+    want = (
+        re.escape(f"{LABEL} failed after 2 attempt(s) in ")
+        + SECONDS
+        + ": "
+        + problem.replace("URL", re.escape(fake.url))
+    )
     assert re.fullmatch(want, str(exc.value)), str(exc.value)
+    said = float(re.search(r" in ([0-9.]+) s: ", str(exc.value))[1])  # the time both attempts took, as measured here
+    assert 2.0 <= said <= elapsed + 0.05, (said, elapsed)
     assert not Ledger(tmp_path / "led").exists() or Ledger(tmp_path / "led").read().num_rows == 0
 
 
@@ -625,9 +647,9 @@ def job_file(path, tiny, server_lines: str, timeout_s: float = 5) -> None:
             "answered 401: Unauthorized (check the key in $MINDCAP_TEST_KEY)",
         ),
         ("wrong model", 'model = "nope"', "answered 404: The model `nope` does not exist. (is 'nope' the served"),
-        ("malformed JSON", 'model = "tiny"', "failed after 2 attempt(s): malformed response from URL: not JSON ("),
+        ("malformed JSON", 'model = "tiny"', " s: malformed response from URL: not JSON ("),
         ("index true", 'model = "tiny"', "malformed response from URL: choice 1 has index true (input should be"),
-        ("trickle", 'model = "tiny"', "failed after 2 attempt(s): no complete answer from URL within 1 s (status 200"),
+        ("trickle", 'model = "tiny"', " s: no complete answer from URL within 1 s (status 200"),
         ("concurrency 0", 'model = "tiny"\nconcurrency = 0', "concurrency: must be an integer in 1..4096, got 0"),
         ("concurrency -3", 'model = "tiny"\nconcurrency = -3', "concurrency: must be an integer in 1..4096, got -3"),
     ],
@@ -654,3 +676,70 @@ def test_bad_input_through_the_cli(tmp_path, tiny, fakes, capsys, monkeypatch, c
         assert fake.bodies  # the server was asked, and refused or garbled the answer
         assert not Ledger(led).exists() or Ledger(led).read().num_rows == 0
         assert not [p for p in led.rglob("*") if p.name.endswith(".tmp")]
+
+
+# -- servers that hold the connection: every wait bounded by --timeout -------------------------------------------
+
+
+def stalling_job(path, tiny, items: int) -> None:
+    """A one-language job of ``items`` requests, one request in flight per URL, no timeout in the file."""
+    path.write_text(
+        f'name = "t"\nmodel = "{tiny}"\nmodel_name = "tiny-qwen3"\narms = ["native"]\nlangs = ["deu_Latn"]\n'
+        f'items = {list(range(items))}\nk = 1\ndesign = "replay"\ncaps = [8]\n[server]\nmodel = "tiny"\n'
+        "concurrency = 1\n",
+        "utf-8",
+    )
+
+
+@pytest.mark.parametrize("n_urls", [1, 2])
+@pytest.mark.parametrize("mode", ["silent", "trickle"])
+def test_a_stalling_server_ends_generate_after_the_timeout(tmp_path, tiny, capsys, mode, n_urls):
+    """Servers that accept the connection and never answer (or trickle a byte every 0.1 s, each read well within
+    the deadline): eight requests, one slot per URL, --timeout 0.5 and --max-retries 2 end the command after
+    three attempts of one request, about 1.5 s plus at most 1.5 s of backoff and a slot's wait per retry (2 URLs),
+    in one line naming the URL, the attempts and the time they took; not after the eight requests' attempts
+    queued one behind the other (8.5 s measured with retries queued behind first attempts). Nothing is stored."""
+    from local_http import Stalling
+
+    servers = [Stalling(mode) for _ in range(n_urls)]
+    job, led = tmp_path / "job.toml", tmp_path / "led"
+    stalling_job(job, tiny, 8)
+    args = ["generate", str(job), "--out-dir", str(led), "--timeout", "0.5", "--max-retries", "2", "--base-url"]
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(SystemExit) as exc:
+            main([*args, *(s.url for s in servers)])
+        elapsed = time.perf_counter() - t0
+    finally:
+        for s in servers:
+            s.close()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1, err
+    found = re.fullmatch(
+        r"error: request native/deu_Latn/replay-cap8/00000 item \d failed after 3 attempt\(s\) in ([0-9.]+) s: "
+        r"no answer from (\S+) within 0\.5 s",
+        err[0],
+    )
+    assert found and found[2] in {s.url for s in servers}, err[0]
+    assert 1.5 <= float(found[1]) < 6.0 and elapsed < 20, (found[1], elapsed)
+    assert not Ledger(led).exists() or Ledger(led).read().num_rows == 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--timeout", "0"], "--timeout: must be a number of seconds > 0, got 0.0"),
+        (["--timeout", "nan"], "--timeout: must be a number of seconds > 0, got nan"),
+        (["--timeout", "inf"], "--timeout: must be a number of seconds > 0, got inf"),
+        (["--timeout", "1", "--max-retries", "0", "--backend", "transformers"],
+         "error: --timeout and --max-retries are for the server backend, not transformers"),
+    ],
+)  # fmt: skip
+def test_generate_refuses_bad_bounds_in_one_line(tmp_path, tiny, capsys, flags, message):
+    job, led = tmp_path / "job.toml", tmp_path / "led"
+    stalling_job(job, tiny, 1)
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", str(job), "--out-dir", str(led), *flags])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1 and message in err[0], err
+    assert not led.exists()

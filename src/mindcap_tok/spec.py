@@ -42,7 +42,7 @@ import tomllib
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
@@ -200,6 +200,8 @@ TopK = Annotated[
     int, _check(lambda v: v == -1 or 1 <= v <= MAX_TOP_K, f"must be -1 (no top-k) or in 1..{MAX_TOP_K}, got {{}}")
 ]
 Retries = Annotated[int, _between(0, 100)]
+#: a deadline in seconds (a request to a server: ``timeout_s``); finite (the tables refuse inf and nan)
+Timeout = Annotated[float, _check(lambda v: v > 0, "must be > 0, got {}")]
 #: a protocol's family-wise error rate, its bootstrap resamples (the level's minimum is checked apart, see
 #: :func:`mindcap_tok.resample.check_resamples`) and its p-value tail factor
 Alpha = Annotated[float, _check(lambda v: 0 < v < 1, "must be in (0, 1), got {}")]
@@ -368,7 +370,9 @@ class ServerSpec:
     ``model``). ``endpoint``: ``completions`` (prompt built locally, sent as ids) or ``chat`` (server-side
     template). ``logprob_ids``: also ask for the ids through logprobs (vLLM before 0.10.2).
     ``reasoning_effort``: sent as the request's ``reasoning_effort`` (a hosted reasoning API's thinking level,
-    e.g. ``low``, ``high``); empty: not sent.
+    e.g. ``low``, ``high``); empty: not sent. ``timeout_s``: the deadline of each attempt of a request, the
+    whole exchange (connect, send, headers, body); 600 s leaves room for long generations on a loaded server.
+    ``max_retries``: further attempts of a request that timed out or failed in a way worth retrying.
     """
 
     base_url: tuple[str, ...] = ()
@@ -390,7 +394,7 @@ class _ServerTable(BaseModel):
     base_url: object = None  # one URL or a list: checked by base_urls
     api_key_env: Annotated[str, _check(lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v), _ENV_NAME)] = ""
     concurrency: Annotated[int, _between(1, 4096)] = 8
-    timeout_s: Annotated[float, _check(lambda v: v > 0, "must be > 0, got {}")] = 600.0
+    timeout_s: Timeout = 600.0
     max_retries: Retries = 5
     model: ModelName = "m"
     endpoint: Annotated[str, _check(lambda v: v in ENDPOINTS, f"must be one of {', '.join(ENDPOINTS)}, got {{!r}}")] = (
@@ -431,6 +435,41 @@ def server_options(value: object, key: str = "server") -> ServerSpec:
     return ServerSpec(**out)
 
 
+@dataclass(frozen=True)
+class ServerOverrides:
+    """What the command line changes in how a server is reached: ``base_url`` (``--base-url``), ``timeout_s``
+    (``--timeout``) and ``max_retries`` (``--max-retries``), each over a ``[server]`` table's (empty or ``None``:
+    the table's)."""
+
+    base_url: tuple[str, ...] = ()
+    timeout_s: float | None = None
+    max_retries: int | None = None
+
+    def flags(self) -> list[str]:
+        """The command-line flags of the replacements given."""
+        given = (("--base-url", self.base_url), ("--timeout", self.timeout_s), ("--max-retries", self.max_retries))
+        return [flag for flag, value in given if value not in ((), None)]
+
+    def check_backend(self, backend: str, whose: str = "") -> None:
+        """Refuse in one line any replacement given for a ``backend`` that is not the server backend (``whose``:
+        what runs on it, e.g. ``the judge``, for the message)."""
+        flags = self.flags()
+        if flags and backend != "server":
+            given = f"{' and '.join(flags)} {'is' if len(flags) == 1 else 'are'} for the server backend"
+            raise BadInputError(f"{given}; {whose} runs on {backend}" if whose else f"{given}, not {backend}")
+
+    def apply(self, server: ServerSpec | None) -> ServerSpec | None:
+        """``server`` with the replacements (a default table when it is ``None`` and one is given), checked by
+        the ``[server]`` table's rules."""
+        if not self.flags():
+            return server
+        out = server or ServerSpec()
+        if self.base_url:
+            out = replace(out, base_url=base_urls(list(self.base_url), "--base-url"))
+        bounds = {k: v for k, v in (("timeout_s", self.timeout_s), ("max_retries", self.max_retries)) if v is not None}
+        return check_server(replace(out, **bounds))
+
+
 def check_server(opts: ServerSpec, key: str = "server") -> ServerSpec:
     """The options of a :class:`ServerSpec` built in code, by the ``[server]`` table's rules."""
     table = {f.name: getattr(opts, f.name) for f in fields(ServerSpec) if f.name not in ("base_url", "api_key_env")}
@@ -459,6 +498,8 @@ class _JudgeTable(BaseModel):
     top_p: TopP = 0.95
     top_k: TopK = 20
     structured: bool = True
+    timeout_s: Timeout = 600.0
+    max_retries: Retries = 5
 
 
 def judge_table(value: object, key: str = "judge") -> dict:

@@ -8,11 +8,11 @@ nothing else, so the judge is blind to the cell, the arm and the automated label
 
 A reply is read by the JSON readers the round-trip judge uses (:func:`~mindcap_tok._json.reply_json_values`:
 ``{"language": ...}``), else as a bare code or English name (``plain``), else by the one FLORES-style code it
-contains (``code-in-text``); anything else is *unparseable*, counted as such and left out of every agreement's
-denominator. Agreement with the automated label is reported exactly and under the macrolanguage mapping, per
-population and pooled, with Wilson intervals, and every trace where the two differ (or the reply is unparseable)
-is listed. Replies are held in memory and the audit report is written in one step, so an interrupted run leaves
-nothing half-written; it is rerun whole.
+contains (``code-in-text``); anything else (a reply nested too deeply to read among it) is *unparseable*,
+counted as such and left out of every agreement's denominator. Agreement with the automated label is reported
+exactly and under the macrolanguage mapping, per population and pooled, with Wilson intervals, and every trace
+where the two differ (or the reply is unparseable) is listed. Replies are held in memory and the audit report is
+written in one step, so an interrupted run leaves nothing half-written; it is rerun whole.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._json import reply_json_values
+from .._json import NestedTooDeepError, reply_json_values
 from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..ledger.backends.base import GenRequest
@@ -119,11 +119,14 @@ def parse_language(reply: str) -> LanguageReply:
     body = reply.strip()
     if not body:
         return LanguageReply(None, error="empty reply")
-    for how, value in reply_json_values(body):
-        label = value.get("language") if isinstance(value, dict) else value
-        if isinstance(label, str):
-            code = language_code(label)
-            return LanguageReply(how, code) if code else LanguageReply(None, error=f"unknown language {label!r}")
+    try:
+        for how, value in reply_json_values(body):
+            label = value.get("language") if isinstance(value, dict) else value
+            if isinstance(label, str):
+                code = language_code(label)
+                return LanguageReply(how, code) if code else LanguageReply(None, error=f"unknown language {label!r}")
+    except NestedTooDeepError as exc:
+        return LanguageReply(None, error=f"not read: {exc}")
     code = language_code(body) if len(body) <= _PLAIN_CHARS else None
     if code:
         return LanguageReply("plain", code)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from ..choices import FORMATS, MAX_BUDGET
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ._parsing import MultiValueOption
 
 
@@ -148,3 +150,34 @@ allow_tokenizer_mismatch_option = click.option(
     help="Score with a tokenizer whose file hash differs from the one the ledger's manifest recorded for that "
     "tokenizer name (by default an error: the stored ids may not belong to it).",
 )
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise BadInputError(f"{param.opts[0]}: must be a number of seconds > 0, got {value}")
+    return value
+
+
+def server_bounds_options(f):
+    """``--timeout SECONDS`` and ``--max-retries N``: how long a command waits on a server (generation, a
+    translator, a judge), one spelling in every command; ``None`` when not given (the spec's or the default)."""
+    f = click.option(
+        "--max-retries",
+        type=click.IntRange(0, 100),
+        default=None,
+        metavar="N",
+        help="Further attempts of a server request that timed out or failed in a way worth retrying "
+        "[default: the spec's max_retries, else 5].",
+    )(f)
+    return click.option(
+        "--timeout",
+        "timeout_s",
+        type=float,
+        default=None,
+        callback=_seconds,
+        metavar="SECONDS",
+        help="Deadline of each server request attempt, the whole exchange (connect, send, the complete answer): a "
+        "server that answers slowly or never ends the command after about (max-retries + 1) x SECONDS plus the "
+        "waits between attempts [default: the spec's timeout_s, else 600, room for long generations; lower it "
+        "for short replies such as a judge's].",
+    )(f)

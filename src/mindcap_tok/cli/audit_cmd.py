@@ -13,6 +13,7 @@ from ._options import (
     n_boot_option,
     no_verify_option,
     out_dir_option,
+    server_bounds_options,
     task_files_option,
     tokenizer_option,
 )
@@ -71,6 +72,7 @@ from ._parsing import Command
     "--judge-backend", type=click.Choice(BACKENDS), help="Judge engine [default: server with a URL, else vllm]."
 )
 @multi_option("--judge-base-url", help="Judge server URL(s) (OpenAI-compatible; the judge then runs on a server).")
+@server_bounds_options
 @click.option("--adjudicate-n", type=int, default=20, show_default=True, help="Judged traces per population.")
 @click.option("--parity-per-stratum", type=int, default=20, show_default=True, help="Parity sample per stratum.")
 @click.option("--sesoi", type=float, default=5.0, show_default=True, help="SESOI in accuracy points.")
@@ -157,7 +159,8 @@ def _judge(options: dict, names: list[str]):
     from ..errors import MindcapError
 
     flags = [f for f, v in (("--judge-model", options["judge_model"]), ("--judge-backend", options["judge_backend"]),
-                            ("--judge-base-url", options["judge_base_url"])) if v]  # fmt: skip
+                            ("--judge-base-url", options["judge_base_url"]), ("--timeout", options["timeout_s"]),
+                            ("--max-retries", options["max_retries"])) if v not in (None, "", ())]  # fmt: skip
     if not options["adjudicate"]:
         if flags:
             raise MindcapError(f"{', '.join(flags)} only apply with --adjudicate")
@@ -170,12 +173,14 @@ def _judge(options: dict, names: list[str]):
         raise MindcapError(f"--adjudicate-n must be at least 1, got {options['adjudicate_n']}")
     from ..audits.lid_adjudication import LidJudge
     from ..ledger.backends import load_backend
-    from ..spec import ServerSpec
+    from ..spec import ServerOverrides
 
     urls = tuple(u for part in options["judge_base_url"] for u in part.split(",") if u)
     name = options["judge_backend"] or ("server" if urls else "vllm")
     if name == "server" and not urls:
         raise MindcapError("--judge-backend server needs --judge-base-url http://HOST:8000/v1")
+    server = ServerOverrides(urls, options["timeout_s"], options["max_retries"])
+    server.check_backend(name, "the judge")
     model = options["judge_model"]
-    backend = load_backend(name, model, tokenizer_name=model, server=ServerSpec(base_url=urls) if urls else None)
+    backend = load_backend(name, model, tokenizer_name=model, server=server.apply(None))
     return LidJudge(backend, model, per_cell=options["adjudicate_n"])

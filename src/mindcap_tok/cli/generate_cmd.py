@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..choices import BACKENDS
-from ._options import multi_option, out_dir_option
+from ._options import multi_option, out_dir_option, server_bounds_options
 from ._parsing import Command
 from ._progress import throughput_bar
 
@@ -25,6 +25,7 @@ from ._progress import throughput_bar
     metavar="URL",
     help="OpenAI-compatible server(s) (http://HOST:8000/v1) for the server backend; several spread the requests.",
 )
+@server_bounds_options
 @click.option(
     "--task",
     metavar="NAME|FILE",
@@ -49,10 +50,13 @@ def generate_command(
     task: str | None,
     thinking: bool | None,
     dry: bool,
+    timeout_s: float | None,
+    max_retries: int | None,
 ) -> None:
     """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
     from ..ledger.generate import JobHooks, dry_run, run_job
     from ..ledger.jobs import load_spec
+    from ..spec import ServerOverrides
 
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value, "task": task}
     if thinking is not None:  # the spec read here, with the switch replaced
@@ -70,7 +74,7 @@ def generate_command(
             job,
             out,
             backend=backend,
-            base_url=base_url,
+            server=ServerOverrides(tuple(base_url), timeout_s, max_retries),
             hooks=JobHooks(on_progress=bar.progress, on_tokens=bar.count_tokens),
             **dirs,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..choices import BACKENDS
-from ._options import multi_option, no_verify_option, out_dir_option
+from ._options import multi_option, no_verify_option, out_dir_option, server_bounds_options
 from ._parsing import Command
 
 
@@ -21,6 +21,7 @@ from ._parsing import Command
     help="Engine of the translator [default: server when --base-url is given, else vllm].",
 )
 @multi_option("--base-url", "base_url", metavar="URL", help="OpenAI-compatible server(s) for the server backend.")
+@server_bounds_options
 @click.option("--prompts", default=None, help="Prompt: a shipped version (render-v1) or a JSON file with 'translate'.")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True, help="Cap per rendering.")
 @click.option("--wave-size", type=click.IntRange(min=1), default=64, show_default=True, help="Traces per wave.")
@@ -39,7 +40,7 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
     from ..ledger.backends import load_backend
     from ..ledger.store import Ledger
     from ..roundtrip.render import DEFAULT_PROMPTS, RenderSpec, load_prompt, render_traces
-    from ..spec import Sampling, ServerSpec
+    from ..spec import Sampling, ServerOverrides
 
     name = model_name or Path(model).name
     spec = RenderSpec(
@@ -52,10 +53,11 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
         sampling=Sampling(temperature=options["temperature"], top_p=1.0, top_k=0),
     )
     load_prompt(spec.prompts)  # a bad prompts file is refused before the ledger is read or the model loaded
-    records = Ledger(ledger, verify=not options["no_verify"]).read()
     engine = backend or ("server" if base_url else "vllm")
-    server = ServerSpec(base_url=tuple(base_url)) if base_url else None
-    back = load_backend(engine, model, tokenizer_name=name, seed=spec.seed, server=server)
+    server = ServerOverrides(tuple(base_url), options["timeout_s"], options["max_retries"])
+    server.check_backend(engine, "the translator")
+    records = Ledger(ledger, verify=not options["no_verify"]).read()
+    back = load_backend(engine, model, tokenizer_name=name, seed=spec.seed, server=server.apply(None))
     result = render_traces(
         records, out, back, spec=spec, on_wave=lambda wave, n: click.echo(f"{wave}: {n} renderings", err=True)
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from ..choices import BACKENDS
-from ._options import format_option, multi_option, n_boot_option, out_dir_option
+from ._options import format_option, multi_option, n_boot_option, out_dir_option, server_bounds_options
 from ._output import emit, render, to_json
 from ._parsing import Group
 from ._progress import progress_bar
@@ -102,23 +102,36 @@ class _JobArgument(click.Argument):
 @click.option("--thinking/--no-thinking", default=None,
               help="Reasoning models: every model's enable_thinking (per_model tables still set one model's) "
               "[default: the spec's, else off].")  # fmt: skip
+@server_bounds_options
 @click.pass_obj
 def roundtrip_command(
     state, job, out, backend, dry, fmt, model, texts, sample, sequences, max_tokens, seed, judge_model, judge_backend,
-    judge_base_url, judge_structured, thinking,
+    judge_base_url, judge_structured, thinking, timeout_s, max_retries,
 ) -> None:  # fmt: skip
     """Translate texts through language sequences and back (hop waves, resumable), judge each back-translation
     for MQM issues, and report pass share (MQM >= 80) with bootstrap SEs over texts.
 
     `roundtrip report RUN_DIR --out-dir DIR` writes the full report of a finished run."""
+    from ..errors import BadInputError
     from ..roundtrip import load_spec, open_backends, plan_roundtrip, roundtrip_metrics, run_roundtrip
     from ..roundtrip.spec import read_spec_file
+    from ..spec import ServerOverrides
 
-    file_judge = read_spec_file(job).get("judge", {}) if job else {}
+    file_spec = read_spec_file(job) if job else {}
+    file_judge = file_spec.get("judge", {})
+    bounds = {k: v for k, v in (("timeout_s", timeout_s), ("max_retries", max_retries)) if v is not None}
     judge_flags = {"model": judge_model, "backend": judge_backend, "base_url": list(judge_base_url),
-                   "structured": judge_structured}  # fmt: skip
+                   "structured": judge_structured, **bounds}  # fmt: skip
     args = (model, texts, sample, sequences, max_tokens, seed, judge_flags, file_judge)
-    spec = load_spec(job, _overrides(*args) | {"thinking": thinking}, data_dir=state.config.data_dir.value)
+    overrides = _overrides(*args) | {"thinking": thinking}
+    if bounds and isinstance(file_spec.get("server"), dict):
+        overrides["server"] = {**file_spec["server"], **bounds}
+    spec = load_spec(job, overrides, data_dir=state.config.data_dir.value)
+    if bounds and spec.server is None and not any(j.base_url for j in spec.judges):
+        given = ServerOverrides(timeout_s=timeout_s, max_retries=max_retries).flags()
+        verb = "is" if len(given) == 1 else "are"
+        raise BadInputError(f"{' and '.join(given)} {verb} for the server backend; this run names no server "
+                            "([server] table, judge base_url or --judge-base-url)")  # fmt: skip
     plan = plan_roundtrip(spec)
     if dry:
         emit(to_json(plan) if fmt == "json" else render([plan], fmt, title="round-trip plan"), None)

@@ -32,11 +32,11 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .._io import atomic_write_text, regular_file
 from ..errors import MindcapError
-from ..spec import ServerSpec, base_urls
+from ..spec import ServerOverrides
 from ..tasks.answers.integer import parse_answer
 from ..tasks.datasets import TaskItem, load_items
 from .backends import Completion, GenRequest, load_backend
@@ -416,27 +416,25 @@ def run_job(
     backend: str | object | None = None,
     data_dir: str | os.PathLike[str] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
-    base_url: Sequence[str] = (),
+    server: ServerOverrides | None = None,
     task: str | os.PathLike[str] | None = None,
     hooks: JobHooks = JobHooks(),
 ) -> GenerateResult:
     """Generate the records of ``job`` (a spec or a TOML path) into ``ledger``; see the module docs.
 
     ``backend`` is ``vllm``, ``transformers``, ``server`` or a started backend object (reused across calls);
-    by default ``server`` when the job has a ``[server]`` table or ``base_url`` is given, else ``vllm``.
-    ``base_url`` (server URLs) replaces the job's ``[server] base_url``. ``task`` (a built-in task's name or a
-    task file) replaces the spec file's ``task``. ``hooks`` (:class:`JobHooks`) are told of the start, each shard
-    and the progress.
+    by default ``server`` when the job has a ``[server]`` table or ``server.base_url`` is given, else ``vllm``.
+    ``server`` (the command line's ``--base-url``, ``--timeout``, ``--max-retries``) replaces the job's
+    ``[server]`` keys, for the server backend started by name only. ``task`` (a built-in task's name or a task
+    file) replaces the spec file's ``task``. ``hooks`` (:class:`JobHooks`) are told of the start, each shard and
+    the progress.
     """
     spec = _spec(job, data_dir, tokenizers_dir, task)
-    server = spec.server
-    if base_url:
-        server = replace(server or ServerSpec(), base_url=base_urls(list(base_url), "--base-url"))
+    server = server or ServerOverrides()
     if backend is None:
-        backend = "server" if server is not None else "vllm"
-    if base_url and backend != "server":
-        other = backend if isinstance(backend, str) else backend.name
-        raise MindcapError(f"--base-url is for the server backend, not {other}")
+        backend = "server" if spec.server is not None or server.base_url else "vllm"
+    server.check_backend(backend if isinstance(backend, str) else f"a started {backend.name} backend")
+    options = server.apply(spec.server)
     plan = plan_job(spec)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     led.check_new_location()
@@ -454,7 +452,7 @@ def run_job(
     if isinstance(backend, str):
         try:
             backend = load_backend(
-                backend, spec.model, tokenizer_name=spec.tokenizer, engine=spec.engine, seed=spec.seed, server=server
+                backend, spec.model, tokenizer_name=spec.tokenizer, engine=spec.engine, seed=spec.seed, server=options
             )
         except BaseException:
             _undo(fresh)

@@ -6,15 +6,16 @@ from the judge; the judge's own 0–100 score and classification are kept beside
 classification contradicts its issues is flagged by :func:`inconsistency` (it is still scored from its issues).
 Readers, in order: the whole reply as JSON (``strict``), a fenced ```json block
 (``fenced``), the first JSON object embedded in prose (``embedded``), and ``json-repair`` when installed
-(``repaired``, imported lazily). A severity outside minor/major/critical is recorded as an error and counted;
-it adds no penalty.
+(``repaired``, imported lazily, only for replies within its bounds). A reply whose brackets nest deeper than
+:data:`~mindcap_tok._json.MAX_REPLY_DEPTH` is unparseable, its error says so. A severity outside
+minor/major/critical is recorded as an error and counted; it adds no penalty.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .._json import reply_json_values
+from .._json import NestedTooDeepError, reply_json_values
 
 WEIGHTS = {"minor": 1, "major": 5, "critical": 25}
 PASS_THRESHOLD = 80.0
@@ -124,8 +125,11 @@ def parse_judge(text: str) -> Judgement:
     body = text.strip()
     if not body:
         return Judgement(how=None, error="empty reply")
-    for how, value in reply_json_values(body):
-        found = judgement_from(value, how)
-        if found is not None:
-            return found
+    try:
+        for how, value in reply_json_values(body):
+            found = judgement_from(value, how)
+            if found is not None:
+                return found
+    except NestedTooDeepError as exc:
+        return Judgement(how=None, error=f"not read: {exc}")
     return Judgement(how=None, error="no JSON object with an issues list")

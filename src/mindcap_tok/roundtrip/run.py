@@ -29,7 +29,6 @@ import pandas as pd
 
 from ..errors import MindcapError
 from ..ledger.backends import load_backend
-from ..ledger.jobs import ServerSpec
 from ..ledger.think import think_markers
 from .chat import chat_requests, decode_requests, generator_label
 from .mqm import inconsistency, mqm_score, parse_judge, passes
@@ -356,9 +355,9 @@ def open_backends(spec: RoundtripSpec, backend: str | None = None) -> tuple[dict
 def _judge_backend(spec: RoundtripSpec, judge: JudgeSpec, name: str, backends: dict):
     """One judge's backend: a tested model's own when it runs on the same backend, else a new one."""
     jname = judge.backend or ("server" if judge.base_url else name)
-    if judge.model.name in backends and jname == name and not judge.base_url:
+    server = spec.judge_server(judge)
+    if judge.model.name in backends and jname == name and not judge.base_url and server == spec.server:
         return backends[judge.model.name]
-    server = ServerSpec(base_url=judge.base_url) if judge.base_url else spec.server
     return load_backend(
         jname,
         judge.model.path,

@@ -23,7 +23,8 @@ A spec::
     [server]                            # the server backend (as `generate`'s [server] table)
     [judge]                             # model, model_name, backend, base_url, max_tokens, retries,
                                         # temperature, top_p, top_k (default: the first model, 1024, 2, 0.6, 0.95, 20),
-                                        # structured (default true: the reply's JSON schema goes with each request)
+                                        # structured (default true: the reply's JSON schema goes with each request),
+                                        # timeout_s, max_retries (its server's, as [server]'s; default: [server]'s)
     # or several judges, each judging every back-translation: [[judge]] tables (a list), each with its own model
 
 Reasoning models: a model with ``thinking = true`` is prompted with the chat template's ``enable_thinking`` and
@@ -49,6 +50,7 @@ from ..errors import BadInputError
 from ..ledger.backends import BACKENDS
 from ..spec import (
     Sampling,
+    ServerOverrides,
     ServerSpec,
     SpecError,
     base_urls,
@@ -100,7 +102,10 @@ class JudgeSpec:
     """The judge: its model, backend (``None``: the run's), server URLs, cap, retries and sampling.
 
     ``structured``: send the reply's JSON schema with each judge request, for engines that constrain decoding
-    to it (vLLM's structured outputs, a server's ``response_format``; the transformers backend ignores it)."""
+    to it (vLLM's structured outputs, a server's ``response_format``; the transformers backend ignores it).
+    ``retries``: judge rounds again for replies that did not parse. ``timeout_s`` and ``max_retries``: how its
+    server is waited for, as the ``[server]`` table's keys (``None``: that table's, else their defaults); how a
+    server is reached, not what the judge says, so no part of the run's identity."""
 
     model: Model
     backend: str | None = None
@@ -109,6 +114,8 @@ class JudgeSpec:
     retries: int = 2
     sampling: Sampling = field(default_factory=lambda: JUDGE_SAMPLING)
     structured: bool = True
+    timeout_s: float | None = None
+    max_retries: int | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,20 @@ class RoundtripSpec:
     def judge(self) -> JudgeSpec:
         """The first judge (the only one of a one-judge run)."""
         return self.judges[0]
+
+    def judge_server(self, judge: JudgeSpec) -> ServerSpec | None:
+        """How ``judge`` reaches its server: its own ``base_url`` (with the ``[server]`` table's ``timeout_s`` and
+        ``max_retries``) or the ``[server]`` table, its own ``timeout_s`` and ``max_retries`` over those;
+        ``None`` when it names no server and the run has no ``[server]`` table."""
+        if judge.base_url:
+            base = ServerSpec(base_url=judge.base_url)
+            if self.server is not None:
+                base = ServerOverrides(timeout_s=self.server.timeout_s, max_retries=self.server.max_retries).apply(base)
+        elif self.server is not None:
+            base = self.server
+        else:
+            return None
+        return ServerOverrides(timeout_s=judge.timeout_s, max_retries=judge.max_retries).apply(base)
 
     def model_sampling(self, model: Model) -> Sampling:
         """The translation sampling of ``model``: its own, else the run's."""
@@ -315,6 +336,8 @@ def _judge(value: object, models: tuple[Model, ...], base: Path | None, key: str
             {k: v for k, v in value.items() if k in ("temperature", "top_p", "top_k")}, key, default=JUDGE_SAMPLING
         ),
         structured=value.get("structured", True),
+        timeout_s=float(value["timeout_s"]) if "timeout_s" in value else None,
+        max_retries=value.get("max_retries"),
     )
 
 

@@ -14,12 +14,15 @@ A server that refuses those extensions (a 400/422 to the first request sent to i
 the record is marked ``retokenized``; that is said once per run on stderr.
 
 At most ``concurrency`` requests are in flight per URL; requests are spread round-robin over the URLs and a
-retry goes to the next one. ``timeout_s`` is a deadline for each HTTP exchange as a whole (connect, send and
-every read), not for each read: a server that trickles its answer is cut off at the deadline too. Connection
-errors, timeouts, 408, 429, 5xx and malformed replies are retried ``max_retries`` times with exponential
-backoff and jitter (``Retry-After`` honoured, up to a minute), then fail the request (and so its shard) in one
-line; any other 4xx fails it at once. Retries never duplicate records: a request's records come from one
-response only.
+retry goes to the next one. ``timeout_s`` is a deadline for each HTTP exchange as a whole (connect, send,
+headers and body), not for each read: a server that trickles its answer, or accepts the connection and never
+answers, is cut off at the deadline. Connection errors, timeouts, 408, 429, 5xx and malformed replies are
+retried ``max_retries`` times with exponential backoff and jitter (``Retry-After`` honoured, up to a minute),
+then fail the request (and so its shard) in one line naming the URL, the attempts and the time spent; any other
+4xx fails it at once. A request keeps its slot between attempts at one URL and a retry at another URL goes
+before first attempts waiting there, so a dead server ends a run after about ``(max_retries + 1) *
+timeout_s`` plus the backoff, however many requests wait. Retries never duplicate records: a request's records
+come from one response only.
 
 Every reply is validated before anything is stored: exactly ``n`` choices with integer indices ``0..n-1``
 (each once), token ids integers (not bools, not floats) in the tokenizer's range (added tokens included), at
@@ -36,6 +39,8 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import heapq
+import itertools
 import json
 import logging
 import os
@@ -59,6 +64,9 @@ RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 MAX_WAIT_S = 60.0
 #: a token written by ``return_tokens_as_token_ids``
 _TOKEN_ID = re.compile(r"token_id:([0-9]+)")
+#: the deadline of the ``/version`` probe (at most ``timeout_s``) and the most of its body read
+VERSION_TIMEOUT_S = 5.0
+_VERSION_BYTES = 65_536
 logger = logging.getLogger(__name__)
 
 
@@ -81,7 +89,7 @@ def server_message(body: bytes | str, reason: str = "") -> str:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
         lines = [line for line in text.splitlines() if line.strip()]
         return _one_line(lines[0]) if lines else reason or "empty body"
     err = data.get("error") if isinstance(data, dict) else None
@@ -164,8 +172,8 @@ def _show(value: object, limit: int = 40) -> str:
     """A value of a reply as JSON writes it, cut to ``limit`` characters."""
     try:
         text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested deeper than the encoder goes
+        text = f"a deeply nested {type(value).__name__}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -299,6 +307,40 @@ class _Progress:
     received: int = 0
 
 
+class _Slots:
+    """At most ``n`` holders at a time; waiters are served by ``priority`` (lower first), then in arrival order.
+
+    Hand-written: asyncio's ``Semaphore`` serves waiters in arrival order only, and a retry must not queue behind
+    every first attempt of the run (see the module docs)."""
+
+    def __init__(self, n: int) -> None:
+        self.free = n
+        self.waiters: list[tuple[int, int, asyncio.Future]] = []
+        self._order = itertools.count()
+
+    async def acquire(self, priority: int) -> None:
+        if self.free > 0 and not self.waiters:
+            self.free -= 1
+            return
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self.waiters, (priority, next(self._order), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():  # granted as it was cancelled: pass the slot on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        """Hand the slot to the first waiter still waiting, else free it."""
+        while self.waiters:
+            future = heapq.heappop(self.waiters)[2]
+            if not future.done():
+                future.set_result(None)
+                return
+        self.free += 1
+
+
 def _run(coro):
     """Run a coroutine to completion, also from a thread that already runs an event loop (a notebook)."""
     try:
@@ -361,15 +403,32 @@ class ServerBackend:
     # -- set-up ---------------------------------------------------------------------------------------------------
 
     def _server_version(self) -> str:
-        """``vllm X.Y`` from the first URL's ``/version`` (vLLM serves it beside ``/v1``), else ``unknown``."""
+        """``vllm X.Y`` from the first URL's ``/version`` (vLLM serves it beside ``/v1``), else ``unknown``; the
+        probe as a whole gets at most :data:`VERSION_TIMEOUT_S` (and ``timeout_s``)."""
         url = self.urls[0]
         root = url[: -len("/v1")] if url.endswith("/v1") else url
         try:
-            resp = self._httpx.get(root + "/version", headers=self.headers, timeout=min(5.0, self.options.timeout_s))
-            version = resp.json().get("version") if resp.status_code == 200 else None
+            version = _run(self._fetch_version(root + "/version"))
         except Exception:  # a hosted API has no /version; a dead server fails on the first request instead
             version = None
         return f"vllm {version}" if isinstance(version, str) and version else "unknown"
+
+    async def _fetch_version(self, url: str) -> object:
+        """The ``version`` of the JSON object at ``url``, read within the probe's deadline."""
+        async with (
+            asyncio.timeout(min(VERSION_TIMEOUT_S, self.options.timeout_s)),
+            self._httpx.AsyncClient(headers=self.headers, timeout=None) as client,
+            client.stream("GET", url) as resp,
+        ):
+            if resp.status_code != 200:
+                return None
+            body = b""
+            async for chunk in resp.aiter_bytes():
+                body += chunk
+                if len(body) > _VERSION_BYTES:
+                    return None
+        data = json.loads(body)
+        return data.get("version") if isinstance(data, dict) else None
 
     def _once(self, key: str, message: str) -> None:
         if key not in self.warned:
@@ -445,7 +504,7 @@ class ServerBackend:
     ) -> list[list[Completion]]:
         httpx = self._httpx
         slots = self.options.concurrency
-        sems = {url: asyncio.Semaphore(slots) for url in self.urls}
+        sems = {url: _Slots(slots) for url in self.urls}
         limits = httpx.Limits(max_connections=slots * len(self.urls), max_keepalive_connections=slots * len(self.urls))
         async with httpx.AsyncClient(
             headers=self.headers, timeout=httpx.Timeout(None), limits=limits, follow_redirects=False
@@ -468,10 +527,23 @@ class ServerBackend:
     async def _request(
         self, client, sems: dict, index: int, req: GenRequest, on_request: Callable[[list[Completion]], None] | None
     ) -> list[Completion]:
+        """One request's attempts (see the module docs): its slot at a URL is kept while the next attempt goes to
+        the same URL, a retry at another URL waits before the first attempts there. A failure says how long the
+        attempts took, from the first one's start."""
         attempts = self.options.max_retries + 1
-        for attempt in range(attempts):
-            url = self.urls[(index + attempt) % len(self.urls)]
-            async with sems[url]:
+        held: str | None = None
+        start = 0.0
+        try:
+            for attempt in range(attempts):
+                url = self.urls[(index + attempt) % len(self.urls)]
+                if held != url:
+                    if held is not None:
+                        sems[held].release()
+                        held = None
+                    await sems[url].acquire(0 if attempt else 1)
+                    held = url
+                if attempt == 0:
+                    start = time.monotonic()
                 try:
                     done = await self._attempt(client, url, req)
                 except _Retry as exc:
@@ -480,12 +552,23 @@ class ServerBackend:
                     if on_request is not None:
                         on_request(done)
                     return done
-            if attempt + 1 < attempts:
-                self.retries += 1
-                if wait is None:
-                    wait = min(MAX_WAIT_S, self.backoff_s * 2**attempt) * self._jitter.uniform(0.5, 1.0)
-                await asyncio.sleep(wait)
-        raise BackendError(f"{self._label(req)} failed after {attempts} attempt(s): {last}", url=url, attempts=attempts)
+                if attempt + 1 < attempts:
+                    self.retries += 1
+                    if wait is None:
+                        wait = min(MAX_WAIT_S, self.backoff_s * 2**attempt) * self._jitter.uniform(0.5, 1.0)
+                    if self.urls[(index + attempt + 1) % len(self.urls)] != url:
+                        sems[url].release()
+                        held = None
+                    await asyncio.sleep(wait)
+        finally:
+            if held is not None:
+                sems[held].release()
+        spent = time.monotonic() - start
+        raise BackendError(
+            f"{self._label(req)} failed after {attempts} attempt(s) in {spent:.1f} s: {last}",
+            url=url,
+            attempts=attempts,
+        )
 
     async def _post(self, client, url: str, body: dict) -> _Answer:
         """One POST, the whole exchange (connect, send, headers, body) within ``timeout_s``."""
@@ -559,6 +642,8 @@ class ServerBackend:
             data = json.loads(resp.content)
         except ValueError as exc:
             raise _Retry(f"malformed response from {url}: not JSON ({_one_line(first_line(exc))})") from exc
+        except RecursionError as exc:  # the decoder's own depth guard
+            raise _Retry(f"malformed response from {url}: JSON nested too deeply to read") from exc
         try:
             stops = frozenset(req.stop_ids) | self.tok.resolved.special_ids
             choices = parse_response(
