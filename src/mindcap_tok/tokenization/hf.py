@@ -1,4 +1,5 @@
-"""The ``tokenizers`` family: a Hugging Face ``tokenizer.json``."""
+"""The ``tokenizers`` family: a Hugging Face ``tokenizer.json``, and :func:`encode_texts`, the one way this package
+encodes texts with a ``tokenizers.Tokenizer`` (texts too long for its regex engine included: :mod:`.long_text`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from tokenizers import Tokenizer
 
 from .base import ExtensionFormat
 from .bytelevel import token_bytes
+from .long_text import SAFE_CHARS, engine_guard, long_positions
+from .pipeline import Pipeline, pipeline
+from .pretoken_cache import PretokenEncoder
 
 
 class HFBackend:
@@ -26,18 +30,17 @@ class HFBackend:
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``, no special tokens."""
+        if len(text) > SAFE_CHARS:
+            return encode_texts(self.hf, [text])[0]
         return self.hf.encode(text, add_special_tokens=False).ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of every text, no special tokens (one batched, multi-threaded call)."""
-        return [e.ids for e in self.hf.encode_batch(list(texts), add_special_tokens=False)]
+        return encode_texts(self.hf, texts)
 
     def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
         """int64 token count of every text, no special tokens."""
-        encode = getattr(self.hf, "encode_batch_fast", self.hf.encode_batch)
-        return np.fromiter(
-            (len(e.ids) for e in encode(list(texts), add_special_tokens=False)), dtype=np.int64, count=len(texts)
-        )
+        return np.fromiter(map(len, encode_texts(self.hf, texts)), dtype=np.int64, count=len(texts))
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids`` (special tokens kept)."""
@@ -71,3 +74,28 @@ class HFBackend:
 def read_tokenizer_file(path: Path, mtime_ns: int) -> Tokenizer:
     # parsing a 150k-vocabulary file takes seconds; the mtime key reloads a file that changed
     return Tokenizer.from_file(str(path))
+
+
+def encode_texts(tok: Tokenizer, texts: Sequence[str]) -> list[list[int]]:
+    """Ids of every text, no special tokens: one batched ``encode_batch_fast`` call, except that a text longer than
+    :data:`~.long_text.SAFE_CHARS` is encoded pre-token by pre-token (:mod:`.long_text`), to the same ids."""
+    texts = list(texts)
+    encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
+    long = long_positions(texts)
+    if not long:
+        return [e.ids for e in encode(texts, add_special_tokens=False)]
+    out = [e.ids for e in encode([t if len(t) <= SAFE_CHARS else "" for t in texts], add_special_tokens=False)]
+    reference = _reference(tok, pipeline(tok))
+    for i in long:
+        out[i] = reference.encode(texts[i]) if reference is not None else _library(tok, texts[i])
+    return out
+
+
+def _library(tok: Tokenizer, text: str) -> list[int]:
+    return engine_guard(lambda: tok.encode(text, add_special_tokens=False).ids, text)
+
+
+@lru_cache(maxsize=8)
+def _reference(tok: Tokenizer, pipe: Pipeline) -> PretokenEncoder | None:
+    # keyed by the pipeline too, so that a tokenizer changed after its first long text gets a new encoder
+    return PretokenEncoder.from_tokenizer(tok)

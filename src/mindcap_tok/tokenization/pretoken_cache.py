@@ -31,6 +31,7 @@ import regex
 from tokenizers import Tokenizer
 
 from .bytelevel import BYTE_TO_CHAR
+from .long_text import engine_guard
 from .pipeline import Pipeline, pipeline
 
 #: rows (distinct pre-tokens) memoised before the memo is emptied (a few hundred MB at most)
@@ -48,7 +49,7 @@ class _Unsure(Exception):
 
 
 @lru_cache(maxsize=1)
-def _reclassified() -> frozenset[str]:
+def reclassified() -> frozenset[str]:
     """Code points assigned in this Python's ``unicodedata`` that the ``regex`` module puts in another category."""
     every = "".join(map(chr, itertools.chain(range(0xD800), range(0xE000, sys.maxunicode + 1))))
     moved: set[str] = set()
@@ -129,7 +130,7 @@ class PretokenEncoder:
         self._tokenizer = tokenizer
         self._nfc = pipe.normalizer is not None
         self._split = regex.compile(_split_pattern(pipe))
-        self._reclassified = _reclassified()
+        self._reclassified = reclassified()
         added = sorted({a["content"]: a["id"] for a in pipe.added_tokens}, key=len, reverse=True)
         # longest first: Python's leftmost-first alternation then picks HF's leftmost-longest added token
         self._added = re.compile("(" + "|".join(map(re.escape, added)) + ")") if added else None
@@ -210,7 +211,8 @@ class PretokenEncoder:
             try:
                 self._fill(pieces)
             except _Unsure:  # HF encodes this text, into a row of its own that no pre-token points to
-                return np.array([self._store(self._tokenizer.encode(text, add_special_tokens=False).ids)])
+                ids = engine_guard(lambda: self._tokenizer.encode(text, add_special_tokens=False).ids, text)
+                return np.array([self._store(ids)])
             return np.fromiter(map(self._row.__getitem__, pieces), dtype=np.int64, count=len(pieces))
 
     def encode(self, text: str) -> list[int]:
