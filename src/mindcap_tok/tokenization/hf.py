@@ -32,7 +32,7 @@ class HFBackend:
         """Ids of ``text``, no special tokens."""
         if len(text) > SAFE_CHARS:
             return encode_texts(self.hf, [text])[0]
-        return self.hf.encode(text, add_special_tokens=False).ids
+        return _library(self.hf, text)
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of every text, no special tokens (one batched, multi-threaded call)."""
@@ -83,8 +83,9 @@ def encode_texts(tok: Tokenizer, texts: Sequence[str]) -> list[list[int]]:
     encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
     long = long_positions(texts)
     if not long:
-        return [e.ids for e in encode(texts, add_special_tokens=False)]
-    out = [e.ids for e in encode([t if len(t) <= SAFE_CHARS else "" for t in texts], add_special_tokens=False)]
+        return engine_guard(lambda: [e.ids for e in encode(texts, add_special_tokens=False)], texts)
+    short = [t if len(t) <= SAFE_CHARS else "" for t in texts]
+    out = engine_guard(lambda: [e.ids for e in encode(short, add_special_tokens=False)], short)
     reference = _reference(tok, pipeline(tok))
     for i in long:
         out[i] = reference.encode(texts[i]) if reference is not None else _library(tok, texts[i])
@@ -92,7 +93,7 @@ def encode_texts(tok: Tokenizer, texts: Sequence[str]) -> list[list[int]]:
 
 
 def _library(tok: Tokenizer, text: str) -> list[int]:
-    return engine_guard(lambda: tok.encode(text, add_special_tokens=False).ids, text)
+    return engine_guard(lambda: tok.encode(text, add_special_tokens=False).ids, [text])
 
 
 @lru_cache(maxsize=8)

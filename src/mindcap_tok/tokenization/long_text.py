@@ -41,8 +41,9 @@ def long_positions(texts: Sequence[str]) -> list[int]:
     return [i for i, t in enumerate(texts) if len(t) > SAFE_CHARS]
 
 
-def engine_guard(encode: Callable[[], T], text: str) -> T:
-    """``encode()``, with a regex engine's give-up (a Rust panic through pyo3) turned into one line naming the text.
+def engine_guard(encode: Callable[[], T], texts: Sequence[str]) -> T:
+    """``encode()`` of ``texts``, a library's give-up (a Rust panic through pyo3: a regex engine's limit, a custom
+    tokenizer's runaway pattern) turned into one line naming the longest text.
 
     pyo3's ``PanicException`` derives from ``BaseException`` and cannot be imported, so it is recognised by name;
     every other exception passes unchanged."""
@@ -51,9 +52,10 @@ def engine_guard(encode: Callable[[], T], text: str) -> T:
     except BaseException as exc:
         if type(exc).__name__ != "PanicException":
             raise
+        text = max(texts, key=len, default="")
         raise BadInputError(
-            f"a text of {len(text):,} characters (starting {text[:30]!r}) is beyond what the tokenizer's regex "
-            f"engine can split ({first_line(exc)}), and mindcap-tok cannot split it for this tokenizer"
+            f"the tokenizer's library gave up on a text ({first_line(exc)}); the longest text given has "
+            f"{len(text):,} characters and starts {text[:30]!r}"
         ) from None
 
 
@@ -78,8 +80,9 @@ def tiktoken_ordinary(enc: Any, texts: Sequence[str]) -> list[list[int]]:
     texts = list(texts)
     long = long_positions(texts)
     if not long:
-        return enc.encode_ordinary_batch(texts)
-    out = enc.encode_ordinary_batch([t if len(t) <= SAFE_CHARS else "" for t in texts])
+        return engine_guard(lambda: enc.encode_ordinary_batch(texts), texts)
+    short = [t if len(t) <= SAFE_CHARS else "" for t in texts]
+    out = engine_guard(lambda: enc.encode_ordinary_batch(short), short)
     for i in long:
         out[i] = _tiktoken_long(enc, texts[i])
     return out
@@ -87,7 +90,7 @@ def tiktoken_ordinary(enc: Any, texts: Sequence[str]) -> list[list[int]]:
 
 def _tiktoken_long(enc: Any, text: str) -> list[int]:
     if unsure(text):
-        return engine_guard(lambda: enc.encode_ordinary(text), text)
+        return engine_guard(lambda: enc.encode_ordinary(text), [text])
     ids: list[int] = []
     for m in _pattern(enc._pat_str).finditer(text):
         ids += enc._encode_single_piece(m.group().encode("utf-8"))

@@ -211,7 +211,7 @@ class PretokenEncoder:
             try:
                 self._fill(pieces)
             except _Unsure:  # HF encodes this text, into a row of its own that no pre-token points to
-                ids = engine_guard(lambda: self._tokenizer.encode(text, add_special_tokens=False).ids, text)
+                ids = engine_guard(lambda: self._tokenizer.encode(text, add_special_tokens=False).ids, [text])
                 return np.array([self._store(ids)])
             return np.fromiter(map(self._row.__getitem__, pieces), dtype=np.int64, count=len(pieces))
 

@@ -21,7 +21,7 @@ import numpy as np
 from .._io import regular_file
 from ..errors import MindcapError, first_line
 from .base import ExtensionFormat, without
-from .long_text import SAFE_CHARS, tiktoken_ordinary
+from .long_text import SAFE_CHARS, engine_guard, tiktoken_ordinary
 
 
 class TiktokenBackend:
@@ -41,7 +41,7 @@ class TiktokenBackend:
         """Ids of ``text``; special-token text is encoded as ordinary text."""
         if len(text) > SAFE_CHARS:
             return tiktoken_ordinary(self.enc, [text])[0]
-        return self.enc.encode_ordinary(text)
+        return engine_guard(lambda: self.enc.encode_ordinary(text), [text])
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of every text (``encode_ordinary_batch``, threaded; long texts: :mod:`.long_text`)."""
