@@ -14,7 +14,6 @@ from tokenizers import Tokenizer
 from .base import ExtensionFormat
 from .bytelevel import token_bytes
 from .long_text import SAFE_CHARS, engine_guard, long_positions
-from .pipeline import Pipeline, pipeline
 from .pretoken_cache import PretokenEncoder
 
 
@@ -36,7 +35,7 @@ class HFBackend:
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of every text, no special tokens (one batched, multi-threaded call)."""
-        return encode_texts(self.hf, texts)
+        return encode_texts(self.hf, texts, fast=False)
 
     def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
         """int64 token count of every text, no special tokens."""
@@ -76,17 +75,18 @@ def read_tokenizer_file(path: Path, mtime_ns: int) -> Tokenizer:
     return Tokenizer.from_file(str(path))
 
 
-def encode_texts(tok: Tokenizer, texts: Sequence[str]) -> list[list[int]]:
-    """Ids of every text, no special tokens: one batched ``encode_batch_fast`` call, except that a text longer than
-    :data:`~.long_text.SAFE_CHARS` is encoded pre-token by pre-token (:mod:`.long_text`), to the same ids."""
+def encode_texts(tok: Tokenizer, texts: Sequence[str], *, fast: bool = True) -> list[list[int]]:
+    """Ids of every text, no special tokens: one batched call (``encode_batch_fast``, no offsets, or with ``fast``
+    false ``encode_batch``: the same ids), except that a text longer than :data:`~.long_text.SAFE_CHARS` is encoded
+    pre-token by pre-token (:mod:`.long_text`), to the same ids."""
     texts = list(texts)
-    encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
+    encode = getattr(tok, "encode_batch_fast", tok.encode_batch) if fast else tok.encode_batch
     long = long_positions(texts)
     if not long:
         return engine_guard(lambda: [e.ids for e in encode(texts, add_special_tokens=False)], texts)
     short = [t if len(t) <= SAFE_CHARS else "" for t in texts]
     out = engine_guard(lambda: [e.ids for e in encode(short, add_special_tokens=False)], short)
-    reference = _reference(tok, pipeline(tok))
+    reference = _reference(tok, tok.get_vocab_size(with_added_tokens=True))
     for i in long:
         out[i] = reference.encode(texts[i]) if reference is not None else _library(tok, texts[i])
     return out
@@ -97,6 +97,7 @@ def _library(tok: Tokenizer, text: str) -> list[int]:
 
 
 @lru_cache(maxsize=8)
-def _reference(tok: Tokenizer, pipe: Pipeline) -> PretokenEncoder | None:
-    # keyed by the pipeline too, so that a tokenizer changed after its first long text gets a new encoder
+def _reference(tok: Tokenizer, n_ids: int) -> PretokenEncoder | None:
+    # keyed by the number of ids too, so that tokens added after the first long text make a new encoder (the
+    # tokenizer's serialisation would catch every change, but takes half a second for a 150k vocabulary)
     return PretokenEncoder.from_tokenizer(tok)

@@ -192,7 +192,7 @@ class ChatTokenizer:
             return [self.chat(u) for u in users]
         texts = [frame[0] + u + frame[1] for u in users]
         if encoder is None:
-            ids = encode_texts(self.resolved.tokenizer, texts)
+            ids = encode_texts(self.resolved.tokenizer, texts, fast=False)
         elif self._lines is None:
             ids = _encode_all(encoder, texts)
         else:

@@ -9,6 +9,7 @@ as "no answer" because the pattern was too slow on it would be a silent wrong sc
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -64,9 +65,11 @@ class UserPattern:
 @cache
 def compile_user_pattern(pattern: str, *, what: str) -> UserPattern:
     """``pattern`` compiled for bounded searches; one that does not compile is refused in one line naming ``what``
-    (e.g. ``"answer pattern"``, ``"filter 'flexible' pattern"``)."""
+    (e.g. ``"answer pattern"``, ``"filter 'flexible' pattern"``). The syntax is Python's ``re`` (what lm-eval's
+    filters use): a pattern ``re`` refuses is refused even where the ``regex`` module would read it."""
     try:
+        re.compile(pattern)
         compiled = regex.compile(pattern)
-    except (regex.error, TypeError, ValueError, OverflowError, RecursionError) as exc:
+    except (re.error, regex.error, TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise BadInputError(f"{what} {pattern!r} does not compile: {exc}") from None
     return UserPattern(compiled, what)
