@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 import pytest
 
 from mindcap_tok.errors import BadInputError
+from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.tasks.answers import get_parser, patterns
 from mindcap_tok.tasks.answers.filter import filter_parser
 from mindcap_tok.tasks.answers.patterns import compile_user_pattern
+from score_reference import trace_frame
 
 
 @dataclass
@@ -90,3 +92,40 @@ def test_ordinary_patterns_match_as_re_does(pattern, line):
     assert [m.group(0) for m in ours.finditer(line)] == [m.group(0) for m in re.finditer(pattern, line)]
     assert [m.groups() for m in ours.finditer(line)] == [m.groups() for m in re.finditer(pattern, line)]
     assert ours.groups == re.compile(pattern).groups and ours.pattern == pattern
+
+
+_RUNAWAY_TASK = """name = "runaway"
+version = 1
+licence = "CC-BY-4.0"
+languages = ["eng_Latn"]
+native = "native"
+comparator = "translate-act"
+[source]
+files = "runaway-{lang}.jsonl"
+fields = { q = "question" }
+[answer]
+type = "regex"
+pattern = '(?P<answer>(a|aa)+)$'
+[gold]
+field = "answer"
+type = "string"
+[arms.native.templates."*"]
+instruction = "Answer."
+body = "{q}"
+[arms.translate-act.templates."*"]
+instruction = "Translate, then answer."
+body = "{q}"
+"""
+
+
+def test_scoring_a_ledger_with_a_runaway_pattern_refuses_in_one_line(qwen, tmp_path, short_timeout):
+    (tmp_path / "runaway.toml").write_text(_RUNAWAY_TASK, "utf-8")
+    texts = ["thinking\naaaa\n", f"thinking\n{RUNAWAY_LINE}\n"]
+    frame = trace_frame(qwen, [(qwen.encode(t), None, "stop") for t in texts]).assign(
+        task="runaway", gold=None, gold_text="aaaa"
+    )
+    ok = score_ledger(frame.iloc[:1], qwen, budgets=[100], tasks=[tmp_path / "runaway.toml"])
+    assert ok.by_record["correct"].tolist() == [1]
+    with pytest.raises(BadInputError, match=r"answer pattern .* took over 0.2 s") as info:
+        score_ledger(frame, qwen, budgets=[100], tasks=[tmp_path / "runaway.toml"])
+    assert "\n" not in str(info.value)
