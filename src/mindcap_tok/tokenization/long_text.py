@@ -19,6 +19,8 @@ differently), the library encodes the text and a give-up becomes one line (:func
 
 from __future__ import annotations
 
+import itertools
+import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -32,6 +34,10 @@ from ..errors import BadInputError, first_line
 SAFE_CHARS = 100_000
 
 T = TypeVar("T")
+
+#: general categories a code point can move between across Unicode versions (Cn, Cs and Co never change)
+_CATEGORIES = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf",
+               "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf")  # fmt: skip
 
 
 def long_positions(texts: Sequence[str]) -> list[int]:
@@ -62,10 +68,19 @@ def engine_guard(encode: Callable[[], T], texts: Sequence[str]) -> T:
 def unsure(text: str) -> bool:
     """Whether ``text`` holds a code point that this Python's Unicode tables leave unassigned or that the ``regex``
     module classifies differently: the library's regex engine could split around it otherwise."""
-    from .pretoken_cache import reclassified
-
     moved = reclassified()
     return any(unicodedata.category(c) in ("Cn", "Cs") or c in moved for c in set(text))
+
+
+@lru_cache(maxsize=1)
+def reclassified() -> frozenset[str]:
+    """Code points assigned in this Python's ``unicodedata`` that the ``regex`` module puts in another category."""
+    every = "".join(map(chr, itertools.chain(range(0xD800), range(0xE000, sys.maxunicode + 1))))
+    moved: set[str] = set()
+    for category in _CATEGORIES:
+        found = regex.findall(rf"\p{{{category}}}", every)
+        moved.update(c for c in found if unicodedata.category(c) not in (category, "Cn"))
+    return frozenset(moved)
 
 
 @lru_cache(maxsize=16)
