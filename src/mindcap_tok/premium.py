@@ -44,6 +44,7 @@ from .data.languages import resolve_language
 from .data.mgsm import MGSM_CORPORA, mgsm_source, mgsm_texts
 from .errors import MindcapError
 from .resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums, scale_budget
+from .tokenization.hf import encode_texts
 from .tokenization.load import ResolvedTokenizer
 from .tokenization.tiktoken_engine import Counter
 
@@ -90,10 +91,7 @@ def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str])
     """Token count of each line, no special tokens (one batched call); any tokenizer family."""
     if isinstance(tokenizer, ResolvedTokenizer):
         return tokenizer.count_tokens(lines)
-    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
-    return np.fromiter(
-        (len(e.ids) for e in encode(list(lines), add_special_tokens=False)), dtype=np.int64, count=len(lines)
-    )
+    return np.fromiter(map(len, encode_texts(tokenizer, lines)), dtype=np.int64, count=len(lines))
 
 
 def ratio_bootstrap(

@@ -31,6 +31,7 @@ from ..budgets import check_budgets
 from ..errors import MindcapError
 from ..ledger.score import score_token_ids
 from ..tokenization.byte_tables import ByteTable, byte_table
+from ..tokenization.hf import encode_texts
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.pretoken_cache import PretokenEncoder
 from .corpus import Corpus, as_corpus
@@ -126,8 +127,7 @@ def encode_ids(tokenizer: ResolvedTokenizer, texts: Sequence[str]) -> list[list[
     tok = tokenizer.tokenizer
     if tok is None:
         return tokenizer.encode_batch(texts)
-    encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
-    return [e.ids for e in encode(list(texts), add_special_tokens=False)]
+    return encode_texts(tok, texts)
 
 
 def usable_cpus() -> int:
@@ -168,8 +168,7 @@ class _ChunkScorer:
         elif isinstance(encoder, ResolvedTokenizer):  # tiktoken / sentencepiece
             flat, splits = flatten_ids(encoder.encode_batch(texts))
         else:
-            encode = getattr(encoder, "encode_batch_fast", encoder.encode_batch)
-            flat, splits = flatten_ids([e.ids for e in encode(texts, add_special_tokens=False)])
+            flat, splits = flatten_ids(encode_texts(encoder, texts))
         table = self.tables[k]  # a dummy prefix (Llama 2): each trace's first text token without its space
         prefix, totals = prefix_bytes_flat(
             table.trace_ids(flat, splits), splits, byte_lengths=table.lengths, budgets=self.grid

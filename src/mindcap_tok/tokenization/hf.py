@@ -1,4 +1,5 @@
-"""The ``tokenizers`` family: a Hugging Face ``tokenizer.json``."""
+"""The ``tokenizers`` family: a Hugging Face ``tokenizer.json``, and :func:`encode_texts`, the one way this package
+encodes texts with a ``tokenizers.Tokenizer`` (texts too long for its regex engine included: :mod:`.long_text`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from tokenizers import Tokenizer
 
 from .base import ExtensionFormat
 from .bytelevel import token_bytes
+from .long_text import SAFE_CHARS, engine_guard, long_positions
+from .pretoken_cache import PretokenEncoder
 
 
 class HFBackend:
@@ -26,18 +29,17 @@ class HFBackend:
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``, no special tokens."""
-        return self.hf.encode(text, add_special_tokens=False).ids
+        if len(text) > SAFE_CHARS:
+            return encode_texts(self.hf, [text])[0]
+        return _library(self.hf, text)
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of every text, no special tokens (one batched, multi-threaded call)."""
-        return [e.ids for e in self.hf.encode_batch(list(texts), add_special_tokens=False)]
+        return encode_texts(self.hf, texts, fast=False)
 
     def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
         """int64 token count of every text, no special tokens."""
-        encode = getattr(self.hf, "encode_batch_fast", self.hf.encode_batch)
-        return np.fromiter(
-            (len(e.ids) for e in encode(list(texts), add_special_tokens=False)), dtype=np.int64, count=len(texts)
-        )
+        return np.fromiter(map(len, encode_texts(self.hf, texts)), dtype=np.int64, count=len(texts))
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids`` (special tokens kept)."""
@@ -71,3 +73,31 @@ class HFBackend:
 def read_tokenizer_file(path: Path, mtime_ns: int) -> Tokenizer:
     # parsing a 150k-vocabulary file takes seconds; the mtime key reloads a file that changed
     return Tokenizer.from_file(str(path))
+
+
+def encode_texts(tok: Tokenizer, texts: Sequence[str], *, fast: bool = True) -> list[list[int]]:
+    """Ids of every text, no special tokens: one batched call (``encode_batch_fast``, no offsets, or with ``fast``
+    false ``encode_batch``: the same ids), except that a text longer than :data:`~.long_text.SAFE_CHARS` is encoded
+    pre-token by pre-token (:mod:`.long_text`), to the same ids."""
+    texts = list(texts)
+    encode = getattr(tok, "encode_batch_fast", tok.encode_batch) if fast else tok.encode_batch
+    long = long_positions(texts)
+    if not long:
+        return engine_guard(lambda: [e.ids for e in encode(texts, add_special_tokens=False)], texts)
+    short = [t if len(t) <= SAFE_CHARS else "" for t in texts]
+    out = engine_guard(lambda: [e.ids for e in encode(short, add_special_tokens=False)], short)
+    reference = _reference(tok, tok.get_vocab_size(with_added_tokens=True))
+    for i in long:
+        out[i] = reference.encode(texts[i]) if reference is not None else _library(tok, texts[i])
+    return out
+
+
+def _library(tok: Tokenizer, text: str) -> list[int]:
+    return engine_guard(lambda: tok.encode(text, add_special_tokens=False).ids, [text])
+
+
+@lru_cache(maxsize=8)
+def _reference(tok: Tokenizer, n_ids: int) -> PretokenEncoder | None:
+    # keyed by the number of ids too, so that tokens added after the first long text make a new encoder (the
+    # tokenizer's serialisation would catch every change, but takes half a second for a 150k vocabulary)
+    return PretokenEncoder.from_tokenizer(tok)

@@ -19,18 +19,16 @@ engines agree (the tests compare every assigned code point, in several contexts,
 
 from __future__ import annotations
 
-import itertools
 import re
-import sys
 import unicodedata
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 import regex
 from tokenizers import Tokenizer
 
 from .bytelevel import BYTE_TO_CHAR
+from .long_text import engine_guard, reclassified
 from .pipeline import Pipeline, pipeline
 
 #: rows (distinct pre-tokens) memoised before the memo is emptied (a few hundred MB at most)
@@ -38,24 +36,9 @@ MAX_CACHED = 2_000_000
 #: ids memoised before the memo is emptied
 MAX_IDS = 16_000_000
 
-#: general categories a code point can move between across Unicode versions (Cn, Cs and Co never change)
-_CATEGORIES = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf",
-               "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf")  # fmt: skip
-
 
 class _Unsure(Exception):
     """A pre-token holds a code point the regex engines or NFC might treat differently: encode the text with HF."""
-
-
-@lru_cache(maxsize=1)
-def _reclassified() -> frozenset[str]:
-    """Code points assigned in this Python's ``unicodedata`` that the ``regex`` module puts in another category."""
-    every = "".join(map(chr, itertools.chain(range(0xD800), range(0xE000, sys.maxunicode + 1))))
-    moved: set[str] = set()
-    for category in _CATEGORIES:
-        found = regex.findall(rf"\p{{{category}}}", every)
-        moved.update(c for c in found if unicodedata.category(c) not in (category, "Cn"))
-    return frozenset(moved)
 
 
 #: the regex HF's ``ByteLevel(use_regex=True)`` pre-tokenizer splits with (GPT-2's)
@@ -129,7 +112,7 @@ class PretokenEncoder:
         self._tokenizer = tokenizer
         self._nfc = pipe.normalizer is not None
         self._split = regex.compile(_split_pattern(pipe))
-        self._reclassified = _reclassified()
+        self._reclassified = reclassified()
         added = sorted({a["content"]: a["id"] for a in pipe.added_tokens}, key=len, reverse=True)
         # longest first: Python's leftmost-first alternation then picks HF's leftmost-longest added token
         self._added = re.compile("(" + "|".join(map(re.escape, added)) + ")") if added else None
@@ -211,7 +194,8 @@ class PretokenEncoder:
             try:
                 self._fill(pieces)
             except _Unsure:  # HF encodes this text, into a row of its own that no pre-token points to
-                return np.array([self._store(self._tokenizer.encode(text, add_special_tokens=False).ids)])
+                ids = engine_guard(lambda: self._tokenizer.encode(text, add_special_tokens=False).ids, [text])
+                return np.array([self._store(ids)])
             return np.fromiter(map(self._row.__getitem__, pieces), dtype=np.int64, count=len(pieces))
 
     def encode(self, text: str) -> list[int]:

@@ -14,6 +14,7 @@ from tokenizers import Tokenizer
 from ..errors import MindcapError, first_line
 from .base import TokenizerBackend
 from .bytelevel import CHAR_TO_BYTE, TO_LATIN1
+from .long_text import tiktoken_ordinary
 from .pipeline import pipeline
 
 
@@ -42,10 +43,10 @@ class TiktokenEngine:
         start = 0
         assert self._added_re is not None  # called only when the tokenizer has added tokens
         for m in self._added_re.finditer(text):
-            ids += self.enc.encode_ordinary(self._normalize(text[start : m.start()]))
+            ids += tiktoken_ordinary(self.enc, [self._normalize(text[start : m.start()])])[0]
             ids.append(self.added[m.group()])
             start = m.end()
-        return ids + self.enc.encode_ordinary(self._normalize(text[start:]))
+        return ids + tiktoken_ordinary(self.enc, [self._normalize(text[start:])])[0]
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text`` (no post-processor: no BOS/EOS)."""
@@ -59,7 +60,7 @@ class TiktokenEngine:
         if self._added_re is not None and self._added_re.search("\x00".join(texts)):
             with_added = {i for i, t in enumerate(texts) if self._added_re.search(t)}
         plain = iter(
-            self.enc.encode_ordinary_batch([self._normalize(t) for i, t in enumerate(texts) if i not in with_added])
+            tiktoken_ordinary(self.enc, [self._normalize(t) for i, t in enumerate(texts) if i not in with_added])
         )
         return [self._encode_with_added(t) if i in with_added else next(plain) for i, t in enumerate(texts)]
 

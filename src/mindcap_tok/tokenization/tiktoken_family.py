@@ -21,6 +21,7 @@ import numpy as np
 from .._io import regular_file
 from ..errors import MindcapError, first_line
 from .base import ExtensionFormat, without
+from .long_text import SAFE_CHARS, engine_guard, tiktoken_ordinary
 
 
 class TiktokenBackend:
@@ -38,11 +39,13 @@ class TiktokenBackend:
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``; special-token text is encoded as ordinary text."""
-        return self.enc.encode_ordinary(text)
+        if len(text) > SAFE_CHARS:
+            return tiktoken_ordinary(self.enc, [text])[0]
+        return engine_guard(lambda: self.enc.encode_ordinary(text), [text])
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """Ids of every text (``encode_ordinary_batch``, threaded)."""
-        return self.enc.encode_ordinary_batch(list(texts))
+        """Ids of every text (``encode_ordinary_batch``, threaded; long texts: :mod:`.long_text`)."""
+        return tiktoken_ordinary(self.enc, texts)
 
     def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
         """int64 token count of every text."""

@@ -18,6 +18,7 @@ from tokenizers import Tokenizer
 
 from ...errors import MindcapError, first_line
 from ...tokenization.byte_tables import byte_table
+from ...tokenization.hf import encode_texts
 from ...tokenization.load import ResolvedTokenizer
 from ...tokenization.pipeline import pipeline
 from ...tokenization.pretoken_cache import BYTE_LEVEL_PATTERN, PretokenEncoder
@@ -191,7 +192,7 @@ class ChatTokenizer:
             return [self.chat(u) for u in users]
         texts = [frame[0] + u + frame[1] for u in users]
         if encoder is None:
-            ids = [e.ids for e in self.resolved.tokenizer.encode_batch(texts, add_special_tokens=False)]
+            ids = encode_texts(self.resolved.tokenizer, texts, fast=False)
         elif self._lines is None:
             ids = _encode_all(encoder, texts)
         else:

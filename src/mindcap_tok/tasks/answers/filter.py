@@ -20,14 +20,13 @@ Written by hand: the harness's filters run on whole texts, not on the byte prefi
 
 from __future__ import annotations
 
-import re
 import string
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from ...errors import MindcapError
 from ._lines import LineParser
 from .integer import LineCuts
+from .patterns import UserPattern, compile_user_pattern
 
 _NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
@@ -37,14 +36,14 @@ class FilterParser(LineParser):
     """One language's filter: the compiled pattern, which match decides, and how values are compared."""
 
     name: str
-    pattern: re.Pattern[str]
+    pattern: UserPattern
     last: bool = False
     ignore_case: bool = False
     ignore_punctuation: bool = False
     terminated: bool = False
 
     @property
-    def trigger(self) -> re.Pattern[str]:  # type: ignore[override]  # computed where the base has a field
+    def trigger(self) -> UserPattern:  # type: ignore[override]  # computed where the base has a field
         """A line with a match in some prefix holds a match (the patterns match no U+FFFD and look nowhere ahead)."""
         return self.pattern
 
@@ -79,14 +78,11 @@ def _cached_cuts(parser: FilterParser, line: bytes) -> LineCuts:
 
 @cache
 def filter_parser(name: str, pattern: str, *, select: str, compare: tuple[str, ...]) -> FilterParser:
-    """The parser of filter variant ``name`` for one language's ``pattern`` (Python ``re``, as the harness)."""
-    try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
-        raise MindcapError(f"filter variant {name!r}: pattern {pattern!r} does not compile: {exc}") from None
+    """The parser of filter variant ``name`` for one language's ``pattern`` (the ``regex`` module, which reads the
+    harness's ``re`` syntax, with a time bound per search: :func:`~.patterns.compile_user_pattern`)."""
     return FilterParser(
         name,
-        compiled,
+        compile_user_pattern(pattern, what=f"filter variant {name!r}: pattern"),
         last=select == "last",
         ignore_case="ignore-case" in compare,
         ignore_punctuation="ignore-punctuation" in compare,

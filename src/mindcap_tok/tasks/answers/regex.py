@@ -2,18 +2,19 @@
 
 A line reads the ``answer`` group of the pattern's first match in it (stripped; empty reads nothing), and the
 first answer line decides (``last``: the last; ``terminated``: only ended lines), as for the other types. The
-answer is correct when it equals the gold string. Lines hold no ``"\\n"``, so a pattern never spans lines.
+answer is correct when it equals the gold string. Lines hold no ``"\\n"``, so a pattern never spans lines. The
+pattern runs on the ``regex`` module with a time bound per search (:mod:`.patterns`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from ...errors import MindcapError
+from ...errors import BadInputError, MindcapError
 from ._lines import LineParser
 from .integer import LineCuts
+from .patterns import UserPattern, compile_user_pattern
 
 VARIANTS = {
     "strict": "first line where the task's pattern matches; its 'answer' group is the answer",
@@ -27,7 +28,7 @@ class RegexParser(LineParser):
     """A user's rule: the compiled pattern (its ``answer`` group) and the line modifiers."""
 
     name: str
-    pattern: re.Pattern[str]
+    pattern: UserPattern
     last: bool = False
     terminated: bool = False
 
@@ -47,14 +48,12 @@ def _cached_cuts(parser: RegexParser, line: bytes) -> LineCuts:
 
 
 @cache
-def compile_answer_pattern(pattern: str) -> re.Pattern[str]:
-    """``pattern`` compiled once; a pattern that does not compile or lacks exactly one ``answer`` group is refused."""
-    try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
-        raise MindcapError(f"answer pattern {pattern!r} does not compile: {exc}") from None
+def compile_answer_pattern(pattern: str) -> UserPattern:
+    """``pattern`` compiled once for bounded searches (:func:`~.patterns.compile_user_pattern`); a pattern that
+    does not compile or lacks a named group ``answer`` is refused in one line."""
+    compiled = compile_user_pattern(pattern, what="answer pattern")
     if "answer" not in compiled.groupindex:
-        raise MindcapError(f"answer pattern {pattern!r} has no named group 'answer', as in (?P<answer>...)")
+        raise BadInputError(f"answer pattern {pattern!r} has no named group 'answer', as in (?P<answer>...)")
     return compiled
 
 
