@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mindcap_tok.errors import BadInputError
 from mindcap_tok.templates import template_fields
 
 
@@ -30,12 +31,12 @@ def test_plain_placeholders_are_named():
     ],
 )
 def test_anything_but_a_plain_name_is_refused_naming_the_placeholder(template, shown):
-    with pytest.raises(ValueError, match="must be a plain") as exc:
+    with pytest.raises(BadInputError, match="must be a plain") as exc:
         template_fields(f"a {template} b")
     assert repr(shown) in str(exc.value)
 
 
 @pytest.mark.parametrize("template", ["{text", "text}", "{text{x}}"])
 def test_a_template_that_does_not_parse_is_refused(template):
-    with pytest.raises(ValueError, match="is not a valid template"):
+    with pytest.raises(BadInputError, match="is not a valid template"):
         template_fields(template)

@@ -104,7 +104,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise _no_room(exc, f"cannot write {target}: {exc.strerror}; it was left as it was") from exc
+        raise _no_room(exc, f"cannot write {target}: {exc.strerror}; {target} was not written or changed") from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -115,7 +115,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise _no_room(exc, f"cannot write {target}: {exc.strerror}; it was left as it was") from exc
+            raise _no_room(exc, f"cannot write {target}: {exc.strerror}; {target} was not written or changed") from exc
         raise
     return target
 
@@ -562,8 +562,7 @@ def _below(root: Path, name: str, what: str) -> Path:
     """``root/name``, each folder on the way made here when missing and checked (``lstat``, never followed): one
     line when one is a symlink or not a folder, or the file itself a symlink or not a regular file."""
     parts = Path(name).parts
-    if not parts or Path(name).is_absolute() or ".." in parts:
-        raise ValueError(f"not a plain relative path: {name}")
+    assert parts and not Path(name).is_absolute() and ".." not in parts, f"not a plain relative path: {name}"
     here = root
     for depth, part in enumerate(parts, 1):
         here = here / part

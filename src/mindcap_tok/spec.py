@@ -136,7 +136,7 @@ def check_nesting(value: _T, what: str = "the file") -> _T:
     return value
 
 
-def parse_toml(text: str, source: object, what: str = "file") -> dict:
+def parse_toml(text: str, source: object, *, what: str = "file") -> dict:
     """The plain data of TOML ``text`` (read from ``source``), else a one-line :class:`BadInputError` naming it:
     invalid TOML, or nesting past :data:`MAX_NESTING` (which the parser may find first, as a recursion)."""
     try:
@@ -159,7 +159,7 @@ def read_toml(path: str | os.PathLike[str], what: str) -> dict:
         raise BadInputError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise BadInputError(f"{what} {path} is not UTF-8 text: {exc}") from exc
-    return parse_toml(text, path, what)
+    return parse_toml(text, path, what=what)
 
 
 def check_known(table: Mapping, known: Iterable[str], *, prefix: str = "") -> None:

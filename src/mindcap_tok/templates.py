@@ -10,23 +10,24 @@ from __future__ import annotations
 
 import string
 
+from .errors import BadInputError
 from .spec import show
 
 
 def template_fields(text: str) -> set[str]:
-    """The placeholder names of template ``text``; a :class:`ValueError` with a one-line problem (for the caller to
-    name its file and key) when it does not parse or a placeholder is not a plain ``{name}``."""
+    """The placeholder names of template ``text``; a :class:`BadInputError` saying the problem in one line (for the
+    caller to name its file and key) when it does not parse or a placeholder is not a plain ``{name}``."""
     try:
         parts = list(string.Formatter().parse(text))
     except ValueError as exc:
-        raise ValueError(f"is not a valid template ({exc}; write a literal brace twice)") from None
+        raise BadInputError(f"is not a valid template ({exc}; write a literal brace twice)") from None
     names = set()
     for _, name, spec, conversion in parts:
         if name is None:
             continue
         if not name or name.isdigit() or "." in name or "[" in name or spec or conversion:
             written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
-            raise ValueError(
+            raise BadInputError(
                 f"placeholder {show(written)} must be a plain {{name}} (no position, format spec, "
                 "conversion, attribute or index; write a literal brace twice)"
             )

@@ -422,6 +422,6 @@ def import_inspect(
     led.check_new_location()
     tok = load_tokenizer(tokenizer, tokenizers_dir) if isinstance(tokenizer, str) else tokenizer
     read = read_inspect_logs(paths, tokenizer=tok, task=task, tokenizers_dir=tokenizers_dir)
-    shards = commit(led, read.records, tok, ", ".join(map(str, paths)), read.sources)
+    shards = commit(led, read.records, tok=tok, name=", ".join(map(str, paths)), sources=read.sources)
     added = sum(s.rows for s in shards)
     return InspectImport(read, str(led.root), added=added, skipped=len(read.records) - added, shards=shards)

@@ -55,7 +55,7 @@ def import_logs(
     name = ", ".join(map(str, paths))
     if not got.records:
         raise BadInputError(f"the {source} logs at {name} hold no records")
-    written = commit(led, got.records, tok, name, getattr(got, "sources", None))
+    written = commit(led, got.records, tok=tok, name=name, sources=getattr(got, "sources", None))
     added = sum(s.rows for s in written)
     retok = sum(bool(r.get("retokenized")) for r in got.records)
     return ImportResult(
@@ -64,7 +64,7 @@ def import_logs(
 
 
 def commit(
-    led: Ledger, records: list[dict], tok: ResolvedTokenizer, name: str, sources: Sequence[str] | None = None
+    led: Ledger, records: list[dict], *, tok: ResolvedTokenizer, name: str, sources: Sequence[str] | None = None
 ) -> list[ShardInfo]:
     """Append ``records`` (read from the logs ``name``) to ``led`` in one commit; return the shards written.
 

@@ -92,7 +92,7 @@ def load_templates(version: str = DEFAULT_VERSION) -> dict:
     for key, want in _FIELDS.items():
         try:
             got = template_fields(data[key])
-        except ValueError as exc:
+        except BadInputError as exc:
             raise BadInputError(f"round-trip template {version}/{key} {exc}") from None
         if got != want:
             raise MindcapError(

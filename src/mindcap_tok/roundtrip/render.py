@@ -115,7 +115,7 @@ def load_prompt(prompts: str = DEFAULT_PROMPTS) -> tuple[str, str]:
         raise MindcapError(f"render prompts {prompts}: need a 'translate' template (a string)")
     try:
         names = template_fields(template)
-    except ValueError as exc:
+    except BadInputError as exc:
         raise BadInputError(f"render prompts {prompts}: the template {exc}") from None
     if names != {"src_lang", "tgt_lang", "text"}:
         raise BadInputError(f"render prompts {prompts}: placeholders {sorted(names)}, not src_lang, tgt_lang, text")

@@ -124,7 +124,7 @@ def _read(path: Path) -> dict[str, Any]:
     suffix = path.suffix.lower()
     try:
         if suffix == ".toml":
-            return parse_toml(text, path, "protocol")
+            return parse_toml(text, path, what="protocol")
         if suffix in (".yaml", ".yml"):
             import yaml
 

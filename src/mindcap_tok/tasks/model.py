@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..spec import SpecError
 from ..templates import template_fields
 from .answers.filter import filter_parser
@@ -140,7 +140,7 @@ def _placeholders(text: str, key: str) -> set[str]:
     """The names of the placeholders of template ``text``, each a plain ``{name}`` (else a :class:`SpecError`)."""
     try:
         return template_fields(text)
-    except ValueError as exc:
+    except BadInputError as exc:
         raise SpecError(key, str(exc)) from None
 
 
