@@ -49,9 +49,9 @@ from ..errors import BadInputError, MindcapError, MissingExtraError, first_line
 from ..tasks.load import builtin_tasks, load_task
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.registry import registry_model_name
 from .import_logs import commit
 from .importer import human
-from .schema import registry_model_name
 from .store import Ledger, ShardInfo
 
 LOG_SUFFIXES = (".eval", ".json")

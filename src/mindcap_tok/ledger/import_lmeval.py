@@ -46,8 +46,8 @@ from ..errors import BadInputError, MindcapError
 from ..tasks.load import load_task, load_task_files
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.registry import registry_model_name
 from .importer import _lines, human
-from .schema import registry_model_name
 
 #: ``max_gen_toks`` of lm-eval's ``hf`` and ``vllm`` models when a task sets none (lm-eval 0.4.13)
 LMEVAL_DEFAULT_CAP = 256

@@ -46,6 +46,7 @@ from ..data.mgsm import parse_gold
 from ..errors import MindcapError, first_line, with_context
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.registry import registry_model_name
 from .schema import (
     CELL_COLUMNS,
     COLUMNS,
@@ -55,7 +56,6 @@ from .schema import (
     RecordError,
     check_token_ids,
     describe,
-    registry_model_name,
     validate_records,
 )
 from .store import Ledger, ShardInfo, key_tuples

@@ -52,6 +52,7 @@ from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text, check_folde
 from ..data.languages import resolve_language
 from ..errors import DamagedDataError, MindcapError, first_line, with_context
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.registry import registry_model_name
 from .schema import (
     CELL_COLUMNS,
     KEY_COLUMNS,
@@ -64,7 +65,6 @@ from .schema import (
     describe,
     duplicate_row,
     fill_absent_columns,
-    registry_model_name,
     storage_version,
     to_canonical,
     to_storage,

@@ -305,7 +305,7 @@ def _wave(part: list[dict], backend, template: str, ident: str, spec: RenderSpec
     generator = generator_label(backend)
     rows = []
     for t, r, (_, oids, text, finish) in zip(part, reqs, decode_requests(backend, reqs), strict=True):
-        english, unclosed = _answer_part(text, prompt_opens=r.text.rstrip().endswith("<think>"))
+        english, unclosed = _answer_part(text, prompt_opens=(r.text or "").rstrip().endswith("<think>"))
         rows.append({**{k: t[k] for k in _KEYS}, "seed": r.seed, "cap": r.max_tokens, "template_id": ident,
                      "output_ids": list(oids), "english": english, "finish_reason": finish, "generator": generator,
                      "unclosed": unclosed})  # fmt: skip
