@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from itertools import chain
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from ledger_factory import make_record
-from mindcap_tok.adaptation.extend import PreTokenizer
+from mindcap_tok.adaptation.extend import PreTokenizer, pre_token_counts
 from mindcap_tok.adaptation.retokenize import encode_ids
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import BadInputError
@@ -290,3 +291,9 @@ def test_ledger_import_of_ten_million_spaces(tmp_path, qwen, source):
     assert "panick" not in proc.stderr and proc.stderr.count("\n") <= 1, proc.stderr
     (ids,) = Ledger(tmp_path / "L").to_pandas()["output_ids"]
     assert list(ids) == byte_level_ids(qwen.tokenizer, [" " * 10_499_999, " a"])
+
+
+def test_extension_pre_tokens_of_ten_million_spaces(qwen):
+    # the library would give up on this text; the pre-tokens by hand, in byte-level spelling ("Ġ" is a space)
+    counts = pre_token_counts(qwen.tokenizer, ["ok " + " " * 10_500_000 + "a"])
+    assert counts == Counter({"ok": 1, "Ġ" * 10_500_000: 1, "Ġa": 1})
