@@ -85,8 +85,8 @@ def _split_patterns(pipe: Pipeline) -> list[str] | None:
 
 def _normalizes_nfc(pipe: Pipeline) -> bool | None:
     """True for an NFC normalizer, False for none (absent, or an empty ``Sequence``), None for any other."""
-    steps = [s.get("type") for s in pipe.normalizers]
-    return {(): False, ("NFC",): True}.get(tuple(steps))
+    steps = tuple(str(s.get("type")) for s in pipe.normalizers)
+    return {(): False, ("NFC",): True}.get(steps)
 
 
 def _unsupported(pipe: Pipeline, tokenizer: Tokenizer) -> str | None:
