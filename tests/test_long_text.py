@@ -7,26 +7,43 @@ hand, each encoded by the library's own BPE; where nothing reproduces the pipeli
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
 from itertools import chain
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tokenizers import Tokenizer
 
+from ledger_factory import make_record
+from mindcap_tok.adaptation.extend import PreTokenizer, pre_token_counts
 from mindcap_tok.adaptation.retokenize import encode_ids
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import BadInputError
+from mindcap_tok.ledger import Ledger
+from mindcap_tok.ledger.backends import ChatTokenizer
 from mindcap_tok.premium import count_tokens
+from mindcap_tok.report.demo import build_demo
 from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
 from mindcap_tok.tokenization.hf import encode_texts
 from mindcap_tok.tokenization.load import load_tokenizer
 from mindcap_tok.tokenization.long_text import SAFE_CHARS
+from mindcap_tok.tokenization.pretoken_cache import PretokenEncoder
 from tokenizer_edits import edited
 
+REPO = Path(__file__).resolve().parents[1]
 HF_REGISTRY = ["qwen3-8b", "llama-3.1-8b", "mistral-nemo", "whisper"]
 TIKTOKEN_REGISTRY = ["gpt-4o", "gpt-4"]
 SCRIPTS = ["eng_Latn", "tha_Thai", "zho_Hans", "arb_Arab", "hin_Deva", "rus_Cyrl", "swh_Latn", "kor_Hang"]
+#: scripts DeepSeek-V3's three split regexes treat apart (digits, CJK and kana, letters and marks, punctuation)
+DEEPSEEK_SCRIPTS = [*SCRIPTS, "jpn_Jpan", "yue_Hant", "amh_Ethi", "mya_Mymr", "ell_Grek", "heb_Hebr"]
 #: whitespace runs of every kind the split regexes treat apart (spaces, tabs, newlines, CR LF, NBSP, ideographic)
 RUNS = [" ", "\t", "\n", "\r\n", " \n", "\n ", "\u00a0", "\u3000", " \t"]
 #: what may follow a run: a letter, a digit, punctuation, Thai, nothing, a contraction
@@ -178,3 +195,105 @@ def test_a_tokenizer_the_library_gives_up_on_is_one_line(qwen):
 
 def test_counts_are_int64(hf, flores_long):
     assert hf.count_tokens([flores_long]).dtype == np.int64
+
+
+def byte_level_ids(tok, pieces: list[str]) -> list[int]:
+    """Each pre-token through the tokenizer's own BPE model (the ids of pre-tokens worked out by hand)."""
+    return [t.id for p in pieces for t in tok.model.tokenize("".join(BYTE_TO_CHAR[b] for b in p.encode()))]
+
+
+@pytest.fixture(scope="module")
+def deepseek(config) -> Tokenizer:
+    return Tokenizer.from_file(str(config.tokenizers_dir.value / "deepseek-v3" / "tokenizer.json"))
+
+
+def test_deepseek_sequence_of_splits_gives_the_plain_ids(deepseek, flores_dir, flores_long):
+    encoder = PretokenEncoder.from_tokenizer(deepseek)
+    assert encoder is not None
+    texts = [s for code in DEEPSEEK_SCRIPTS for s in load_flores(code, "dev", source=flores_dir)[:60]]
+    texts += ["1234567 89\n\n  x<｜fim▁hole｜>y <｜end▁of▁sentence｜>!!\r\n", "日本語のテキスト123です。", " \t\n 9ab"]
+    texts += [flores_long, "1" * 9 + flores_long[: SAFE_CHARS + 7]]
+    want = plain_hf(deepseek, texts)
+    assert [encoder.encode(t) for t in texts] == want
+    assert encode_texts(deepseek, texts) == want
+
+
+@pytest.mark.slow
+def test_deepseek_ten_million_spaces_give_ids(deepseek):
+    # "\s+(?!\S)" takes all spaces but the last, which goes with the letter ("[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+")
+    text = " " * 10_500_000 + "a"
+    assert encode_texts(deepseek, [text]) == [byte_level_ids(deepseek, [" " * 10_499_999, " a"])]
+
+
+@pytest.mark.parametrize("name", ["qwen3", "llama3.1"])
+def test_chat_tokenizer_gives_transformers_ids(config, flores_dir, flores_long, name):
+    tok = ChatTokenizer(str(config.tokenizers_dir.value / name), name)
+    texts = [s for code in SCRIPTS for s in load_flores(code, "dev", source=flores_dir)[:5]]
+    texts += [flores_long, "<|im_end|>" + flores_long[: SAFE_CHARS + 3]]
+    for text in texts:
+        want = list(tok.hf(text, add_special_tokens=False)["input_ids"])
+        assert tok.encode(text) == want
+    tok.hf.chat_template = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    rendered = tok._render(texts[0])
+    assert tok.chat(texts[0]) == (rendered, list(tok.hf(rendered, add_special_tokens=False)["input_ids"]))
+
+
+@pytest.mark.parametrize("name", ["qwen3-8b", "llama-3.1-8b"])
+def test_extension_pre_tokens_of_long_text_are_the_librarys(config, flores_dir, flores_long, name):
+    tok = load_tokenizer(name, config.tokenizers_dir.value).tokenizer
+    pre = PreTokenizer(tok)
+    for text in [*load_flores("tha_Thai", "dev", source=flores_dir)[:20], flores_long]:
+        want = [p for p, _ in tok.pre_tokenizer.pre_tokenize_str(text)]
+        assert pre.pieces(text) == want
+
+
+def test_demo_refuses_a_question_past_safe_chars_in_one_line(tmp_path, qwen, config):
+    data = tmp_path / "data"
+    shutil.copytree(config.data_dir.value / "mgsm", data / "mgsm")
+    tsv = data / "mgsm" / "mgsm_th.tsv"
+    rows = tsv.read_text("utf-8").split("\n")
+    rows[1] = "ไข่ " * (SAFE_CHARS // 4) + rows[1]
+    tsv.write_text("\n".join(rows), "utf-8")
+    with pytest.raises(BadInputError, match=r"MGSM tha_Thai item 2: the question has [\d,]+ characters") as info:
+        build_demo(tmp_path / "demo", 1, n_items=3, k=1, tokenizer=qwen, data_dir=data)
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "demo").exists()
+
+
+def _jsonl_source(folder: Path, qwen, text: str) -> list[str]:
+    record = make_record(qwen, "a", cap=100_000, finish_reason="stop")
+    del record["output_ids"]  # encoded on import, from the text
+    record["text"] = text
+    (folder / "gen.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return [str(folder / "gen.jsonl")]
+
+
+def _lm_eval_source(folder: Path, qwen, text: str) -> list[str]:
+    # one sample line of lm-eval 0.4's --log_samples schema
+    args = {"gen_args_0": {"arg_0": "โจทย์: 1", "arg_1": {"until": ["โจทย์:"], "max_gen_toks": 100_000}}}
+    line = {"doc_id": 0, "doc": {}, "target": "1", "filter": "strict-match", "arguments": args, "resps": [[text]],
+            "filtered_resps": ["1"]}  # fmt: skip
+    (folder / "samples_mgsm_native_cot_th_2026-01-01T00-00-00.000000.jsonl").write_text(json.dumps(line) + "\n")
+    return [str(folder), "--from", "lm-eval", "--tokenizer", "qwen3-8b"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", [_jsonl_source, _lm_eval_source], ids=["jsonl", "lm-eval"])
+def test_ledger_import_of_ten_million_spaces(tmp_path, qwen, source):
+    # in a child process, so that a Rust panic message (written to file descriptor 2) would be seen
+    text = " " * 10_500_000 + "a"
+    (tmp_path / "in").mkdir()
+    args = [*source(tmp_path / "in", qwen, text), "--out-dir", str(tmp_path / "L")]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run([sys.executable, "-m", "mindcap_tok", "ledger", "import", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "panick" not in proc.stderr and proc.stderr.count("\n") <= 1, proc.stderr
+    (ids,) = Ledger(tmp_path / "L").to_pandas()["output_ids"]
+    assert list(ids) == byte_level_ids(qwen.tokenizer, [" " * 10_499_999, " a"])
+
+
+def test_extension_pre_tokens_of_ten_million_spaces(qwen):
+    # the library would give up on this text; the pre-tokens by hand, in byte-level spelling ("Ġ" is a space)
+    counts = pre_token_counts(qwen.tokenizer, ["ok " + " " * 10_500_000 + "a"])
+    assert counts == Counter({"ok": 1, "Ġ" * 10_500_000: 1, "Ġa": 1})

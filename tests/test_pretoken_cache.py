@@ -22,7 +22,7 @@ from mindcap_tok.tokenization.pretoken_cache import PretokenEncoder
 from price_fixture import save_tiny
 from tokenizer_edits import edited
 
-REGISTRY = ["qwen3-8b", "llama-3.1-8b", "mistral-nemo", "whisper"]
+REGISTRY = ["qwen3-8b", "llama-3.1-8b", "mistral-nemo", "whisper", "deepseek-v3"]
 
 
 def hf_ids(tok: Tokenizer, texts: list[str]) -> list[list[int]]:
@@ -149,8 +149,20 @@ def test_uncovered_pipelines_are_declined(qwen, change):
     assert PretokenEncoder.from_tokenizer(edited(qwen.tokenizer, **change)) is None
 
 
-@pytest.mark.parametrize("flag", ["lstrip", "single_word", "normalized"])
-def test_added_tokens_that_strip_or_match_normalized_text_are_declined(qwen, flag):
+def test_a_normalized_added_token_is_matched_after_nfc(tmp_path):
+    # "é" as a normalized added token: HF matches it in the NFC text, so a decomposed e + U+0301 is that token too,
+    # while a raw added token spanning it is matched first
+    tok = save_tiny(tmp_path / "base").tokenizer
+    tok.normalizer = normalizers.NFC()
+    tok.add_tokens([AddedToken("é", normalized=True), AddedToken("xé", normalized=False)])
+    enc = PretokenEncoder.from_tokenizer(tok)
+    texts = ["e\u0301", "é", "ae\u0301b xé xe\u0301", "xéé"]
+    assert memo_ids(enc, texts) == hf_ids(tok, texts)
+    assert enc.encode("e\u0301") == [tok.token_to_id("é")]
+
+
+@pytest.mark.parametrize("flag", ["lstrip", "single_word"])
+def test_added_tokens_that_strip_or_match_single_words_are_declined(qwen, flag):
     spec = json.loads(qwen.tokenizer.to_str())
     spec["added_tokens"][0][flag] = True
     assert PretokenEncoder.from_tokenizer(Tokenizer.from_str(json.dumps(spec))) is None

@@ -5,6 +5,8 @@ combining marks, special-token strings), for the tiny Qwen3's tokenizer and real
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mindcap_tok.data.flores import load_flores
@@ -147,10 +149,19 @@ def test_llama3_tokenizer_lines_with_a_verbatim_template(config, users):
     assert tok._lines is not None
 
 
-def test_tokenizers_outside_the_memoised_path_encode_in_one_batch(config, users):
+def test_deepseek_split_sequence_is_memoised_without_lines(config, users):
     tok = _tokenizer(config.tokenizers_dir.value / "deepseek-v3", QWEN3_TEMPLATE)
     _check(tok, users)
-    assert tok._fast[1] is None and tok._lines is None  # its pre-tokenizer: no memo, HF's batch encode
+    assert tok._fast[1] is not None and tok._lines is None  # its first split regex is not a line-safe one
+
+
+def test_tokenizers_outside_the_memoised_path_encode_in_one_batch(config, users, tmp_path):
+    spec = json.loads((config.tokenizers_dir.value / "deepseek-v3" / "tokenizer.json").read_text("utf-8"))
+    spec["normalizer"] = {"type": "Lowercase"}  # a pipeline the memo does not reproduce
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), "utf-8")
+    tok = _tokenizer(tmp_path, QWEN3_TEMPLATE)
+    _check(tok, users)
+    assert tok._fast[1] is None and tok._lines is None  # no memo: HF's batch encode
 
 
 def test_empty_batch(config):

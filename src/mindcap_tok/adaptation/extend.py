@@ -36,9 +36,11 @@ from tokenizers import Tokenizer
 
 from ..choices import DEFAULT_MIN_FREQ as DEFAULT_MIN_FREQ
 from ..errors import MindcapError
-from ..tokenization.bytelevel import is_byte_level
+from ..tokenization.bytelevel import BYTE_TO_CHAR, is_byte_level
 from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.long_text import SAFE_CHARS, engine_guard, unsure
 from ..tokenization.pipeline import parse_pipeline, pipeline
+from ..tokenization.pretoken_cache import PretokenEncoder
 from ..tokenization.tiktoken_family import parse_rank_file, tiktoken_files
 from ._bpe import PairLearner, RankLearner, Ranks
 from .corpus import Corpus, ItemId, as_corpus
@@ -232,6 +234,8 @@ class PreTokenizer:
         self._normalized = _added_pattern([t for t in added if t.normalized])
         self._normalizer = tok.normalizer
         self._pre = tok.pre_tokenizer
+        self._tok = tok
+        self._long: PretokenEncoder | None = None  # built for the first part longer than SAFE_CHARS
 
     def pieces(self, text: str) -> list[str]:
         """Pre-tokens of ``text`` in order."""
@@ -242,8 +246,20 @@ class PreTokenizer:
             norm = self._normalizer.normalize_str(raw) if self._normalizer is not None else raw
             for part in self._normalized.split(norm) if self._normalized is not None else (norm,):
                 if part:
-                    out.extend(p for p, _ in self._pre.pre_tokenize_str(part))
+                    out.extend(self._split(part))
         return out
+
+    def _split(self, part: str) -> list[str]:
+        """Pre-tokens of a normalized part holding no added token: the library's, except that a part longer than
+        its regex engine can split (:mod:`~mindcap_tok.tokenization.long_text`) is split by the ``regex`` module
+        where :class:`~mindcap_tok.tokenization.pretoken_cache.PretokenEncoder` reproduces the pipeline, to the
+        same pre-tokens."""
+        if len(part) > SAFE_CHARS and not unsure(part):
+            if self._long is None:
+                self._long = PretokenEncoder.from_tokenizer(self._tok)
+            if self._long is not None:
+                return ["".join(BYTE_TO_CHAR[b] for b in p.encode("utf-8")) for p in self._long.split(part)]
+        return engine_guard(lambda: [p for p, _ in self._pre.pre_tokenize_str(part)], [part])
 
 
 def pre_token_counts(tok: Tokenizer, texts: Iterable[str]) -> Counter[str]:

@@ -34,6 +34,7 @@ from .._io import new_folder, regular_file
 from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
+from ..tokenization.hf import encode_texts
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.sentencepiece_family import SentencePieceBackend, hf_tokenizer_json, load_sentencepiece, processor
 from ..tokenization.tiktoken_family import build_tiktoken, load_tiktoken, tiktoken_sha256
@@ -158,7 +159,7 @@ def transformers_export(ext: Extension, held_out: tuple[str, ...] = ()) -> Trans
     else:
         texts = list(ext.segmentation)
         want = [ext.segmentation[t] for t in texts]
-    got = [tuple(e.ids) for e in hf.encode_batch(texts, add_special_tokens=False)]
+    got = [tuple(ids) for ids in encode_texts(hf, texts, fast=False)]
     differing = sum(g != w for g, w in zip(got, want, strict=True))
     where = "held-out" if held_out else "training"
     return TransformersExport(text if differing == 0 else None, len(texts), differing, where)

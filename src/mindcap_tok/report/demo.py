@@ -29,6 +29,7 @@ from ..ledger.store import Ledger
 from ..resample import scale_budget
 from ..stats.simulation import SimCell, SimDesign, SimulatedLedger, simulate
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.long_text import SAFE_CHARS, engine_guard
 from .tiny_model import check_tiny_model
 
 PRODUCER = "mindcap-tok demo"
@@ -125,12 +126,21 @@ class _Writer:
         self.tok = tok
         langs = (*PREMIUMS, "eng_Latn")
         self.items = {lang: load_mgsm(lang, data_dir) for lang in langs}
+        for lang, items in self.items.items():
+            # a filler is cut where its pre-tokens end, which only the library's offsets tell; a text past
+            # SAFE_CHARS could exceed its regex engine's limits
+            for k, it in enumerate(items):
+                if len(it.question) >= SAFE_CHARS:
+                    raise BadInputError(
+                        f"MGSM {lang} item {k + 1}: the question has {len(it.question):,} characters, more than the "
+                        f"demo spells ({SAFE_CHARS - 1:,} at most)"
+                    )
         self.filler = {lang: self._spell([it.question + "\n" for it in items]) for lang, items in self.items.items()}
         # no final full stop: "above" + "\nThe" repeats as it encodes (a "." would join the newline)
         (self.tail,) = self._spell(["\nThe answer is given above"])
 
     def _spell(self, texts: list[str]) -> list[_Spelling]:
-        encodings = self.tok.tokenizer.encode_batch(texts, add_special_tokens=False)
+        encodings = engine_guard(lambda: self.tok.tokenizer.encode_batch(texts, add_special_tokens=False), texts)
         return [_Spelling.of(t, e) for t, e in zip(texts, encodings, strict=True)]
 
     def trace(

@@ -7,14 +7,15 @@ their 2.3 M pre-tokens up in a dict (20 k distinct) under 0.5 s. No library offe
 tokenizers (tiktoken has one for its own files only), so it is written here, and each distinct pre-token is
 still encoded by the tokenizer's own BPE model.
 
-Only the pipelines of byte-level BPE tokenizers like the registry's are covered: normalizer none or NFC;
-pre-tokenizer ``Split(regex, isolated)`` then ``ByteLevel`` without its own regex or prefix space, or
-``ByteLevel`` alone with its regex; a plain BPE model; added tokens matched as whole strings in the raw text;
-no truncation, padding or ``encode_special_tokens``. :meth:`PretokenEncoder.from_tokenizer` returns ``None`` for
-anything else, so callers keep HF's encode. A text goes to HF whole when it holds a code point that this Python's
-Unicode database leaves unassigned, or whose general category the ``regex`` module's (newer) tables give
-differently (U+0295 ʕ: Ll → Lo): HF's regex engine could side with either. On every other code point the two
-engines agree (the tests compare every assigned code point, in several contexts, with HF).
+Only the pipelines of byte-level BPE tokenizers like the registry's are covered: normalizer none (or an empty
+``Sequence``) or NFC; pre-tokenizer one or more ``Split(regex, isolated)`` (applied in turn to every piece, as HF's
+``Sequence`` does) then ``ByteLevel`` without its own regex or prefix space, or ``ByteLevel`` alone with its regex;
+a plain BPE model; added tokens matched as whole strings, in the raw text or (``normalized``) in each normalized
+segment between those; no truncation, padding or ``encode_special_tokens``. :meth:`PretokenEncoder.from_tokenizer`
+returns ``None`` for anything else, so callers keep HF's encode. A text goes to HF whole when it holds a code point
+that this Python's Unicode database leaves unassigned, or whose general category the ``regex`` module's (newer)
+tables give differently (U+0295 ʕ: Ll → Lo): HF's regex engine could side with either. On every other code point the
+two engines agree (the tests compare every assigned code point, in several contexts, with HF).
 """
 
 from __future__ import annotations
@@ -63,28 +64,37 @@ class _Column:
         return self._data[: self.size]
 
 
-def _split_pattern(pipe: Pipeline) -> str | None:
-    """The pre-tokenizer's split regex when it is ``Split(regex, isolated)`` + ``ByteLevel`` (no regex, no prefix
-    space) or ``ByteLevel`` alone with its regex and no prefix space; None for any other pre-tokenizer."""
+def _split_patterns(pipe: Pipeline) -> list[str] | None:
+    """The pre-tokenizer's split regexes, applied in turn, when it is one or more ``Split(regex, isolated)`` then
+    ``ByteLevel`` (no regex, no prefix space), or ``ByteLevel`` alone with its regex and no prefix space; None for
+    any other pre-tokenizer."""
     steps = list(pipe.pre_tokenizers)
     if [s.get("type") for s in steps] == ["ByteLevel"]:
         level = steps[0]
-        return BYTE_LEVEL_PATTERN if level.get("use_regex", True) and not level.get("add_prefix_space") else None
-    if [s.get("type") for s in steps] != ["Split", "ByteLevel"]:
+        return [BYTE_LEVEL_PATTERN] if level.get("use_regex", True) and not level.get("add_prefix_space") else None
+    *splits, level = steps
+    if not splits or level.get("type") != "ByteLevel" or level.get("use_regex") or level.get("add_prefix_space"):
         return None
-    split, level = steps
-    if split.get("behavior") != "Isolated" or split.get("invert") or "Regex" not in split.get("pattern", {}):
-        return None
-    return None if level.get("use_regex") or level.get("add_prefix_space") else split["pattern"]["Regex"]
+    for split in splits:
+        if split.get("type") != "Split" or split.get("behavior") != "Isolated" or split.get("invert"):
+            return None
+        if "Regex" not in split.get("pattern", {}):
+            return None
+    return [split["pattern"]["Regex"] for split in splits]
+
+
+def _normalizes_nfc(pipe: Pipeline) -> bool | None:
+    """True for an NFC normalizer, False for none (absent, or an empty ``Sequence``), None for any other."""
+    steps = tuple(str(s.get("type")) for s in pipe.normalizers)
+    return {(): False, ("NFC",): True}.get(steps)
 
 
 def _unsupported(pipe: Pipeline, tokenizer: Tokenizer) -> str | None:
     """Why ``pipe`` (a tokenizer.json) is outside the covered pipeline, or None when it is covered."""
-    norm = pipe.normalizer
-    if norm is not None and norm.get("type") != "NFC":
-        return f"normalizer {norm.get('type')}"
-    if _split_pattern(pipe) is None:
-        return "pre-tokenizer other than Split(regex, isolated) + ByteLevel, or ByteLevel with its regex"
+    if _normalizes_nfc(pipe) is None:
+        return f"normalizer {pipe.normalizer.get('type') if pipe.normalizer else None}"
+    if _split_patterns(pipe) is None:
+        return "pre-tokenizer other than Split(regex, isolated) steps + ByteLevel, or ByteLevel with its regex"
     model = pipe.model
     if model.get("type") != "BPE" or model.get("dropout") or model.get("byte_fallback"):
         return "model other than a plain BPE"
@@ -93,11 +103,34 @@ def _unsupported(pipe: Pipeline, tokenizer: Tokenizer) -> str | None:
     for added in pipe.added_tokens:
         if added.get("lstrip") or added.get("rstrip") or added.get("single_word"):
             return f"added token {added.get('content')!r} strips or matches single words"
-        if added.get("normalized"):  # HF matches these in a second pass, on the normalized text
-            return f"added token {added.get('content')!r} is matched after normalization"
     if tokenizer.truncation or tokenizer.padding:
         return "truncation or padding is set"
     return None
+
+
+def _alternation(tokens: list[str]) -> re.Pattern[str] | None:
+    """A pattern capturing any of ``tokens``: longest first, so that Python's leftmost-first alternation picks
+    HF's leftmost-longest added token."""
+    ordered = sorted(set(tokens), key=len, reverse=True)
+    return re.compile("(" + "|".join(map(re.escape, ordered)) + ")") if ordered else None
+
+
+def _isolated(pattern: regex.Pattern[str], segment: str) -> list[str]:
+    """``segment`` cut into the matches of ``pattern`` and the gaps between them, empty pieces dropped."""
+    if not pattern.groups:  # findall returns whole matches only for a pattern without groups
+        pieces = pattern.findall(segment)
+        if sum(map(len, pieces)) == len(segment) and "" not in pieces:
+            return pieces
+    out, at = [], 0
+    for m in pattern.finditer(segment):
+        if m.start() > at:
+            out.append(segment[at : m.start()])
+        if m.end() > m.start():
+            out.append(m.group())
+        at = m.end()
+    if at < len(segment):
+        out.append(segment[at:])
+    return out
 
 
 class PretokenEncoder:
@@ -110,12 +143,13 @@ class PretokenEncoder:
 
     def __init__(self, tokenizer: Tokenizer, pipe: Pipeline) -> None:
         self._tokenizer = tokenizer
-        self._nfc = pipe.normalizer is not None
-        self._split = regex.compile(_split_pattern(pipe))
+        self._nfc = bool(_normalizes_nfc(pipe))
+        self._splits = [regex.compile(p) for p in _split_patterns(pipe) or ()]
         self._reclassified = reclassified()
-        added = sorted({a["content"]: a["id"] for a in pipe.added_tokens}, key=len, reverse=True)
-        # longest first: Python's leftmost-first alternation then picks HF's leftmost-longest added token
-        self._added = re.compile("(" + "|".join(map(re.escape, added)) + ")") if added else None
+        # HF matches added tokens in two passes: the raw ones in the text, then the normalized ones in each
+        # normalized segment between those
+        self._added = _alternation([a["content"] for a in pipe.added_tokens if not a.get("normalized")])
+        self._added_normalized = _alternation([a["content"] for a in pipe.added_tokens if a.get("normalized")])
         self._added_ids = {a["content"]: a["id"] for a in pipe.added_tokens}
         self._reset()
 
@@ -144,34 +178,31 @@ class PretokenEncoder:
         self._ids.extend(ids)
         return self._starts.size - 1
 
-    def _pieces(self, segment: str) -> list[str]:
-        """Pre-tokens of a normalized segment: the regex's matches and the gaps between them (HF's isolated)."""
-        if not self._split.groups:  # findall returns whole matches only for a pattern without groups
-            pieces = self._split.findall(segment)
-            if sum(map(len, pieces)) == len(segment) and "" not in pieces:
-                return pieces
-        out, at = [], 0
-        for m in self._split.finditer(segment):
-            if m.start() > at:
-                out.append(segment[at : m.start()])
-            if m.end() > m.start():
-                out.append(m.group())
-            at = m.end()
-        if at < len(segment):
-            out.append(segment[at:])
-        return out
+    def split(self, segment: str) -> list[str]:
+        """Pre-tokens of a normalized segment holding no added token: each split regex in turn cuts every piece
+        into its matches and the gaps between them (HF's isolated behaviour, as its ``Sequence`` applies it)."""
+        pieces = [segment]
+        for pattern in self._splits:
+            pieces = [p for piece in pieces for p in _isolated(pattern, piece)]
+        return pieces
 
     def _text_pieces(self, text: str) -> list[str | tuple[str]]:
         """Added tokens (as 1-tuples) and pre-tokens of ``text``, in order."""
-        segments = self._added.split(text) if self._added is not None else [text]
         pieces: list[str | tuple[str]] = []
-        for k, segment in enumerate(segments):
+        for k, raw in enumerate(self._added.split(text) if self._added is not None else [text]):
             if k % 2:  # re.split puts the captured added tokens at odd positions
-                pieces.append((segment,))
-            elif segment:
-                if self._nfc and not unicodedata.is_normalized("NFC", segment):
-                    segment = self._tokenizer.normalizer.normalize_str(segment)
-                pieces.extend(self._pieces(segment))
+                pieces.append((raw,))
+                continue
+            if not raw:
+                continue
+            if self._nfc and not unicodedata.is_normalized("NFC", raw):
+                raw = self._tokenizer.normalizer.normalize_str(raw)
+            parts = self._added_normalized.split(raw) if self._added_normalized is not None else [raw]
+            for j, part in enumerate(parts):
+                if j % 2:
+                    pieces.append((part,))
+                elif part:
+                    pieces.extend(self.split(part))
         return pieces
 
     def _fill(self, pieces: list[str | tuple[str]]) -> None:

@@ -150,7 +150,7 @@ class ChatTokenizer:
         """The templated prompt (text and ids) for one user message, generation prompt added, thinking as
         :attr:`thinking` says."""
         text = self._render(user)
-        return text, list(self.hf(text, add_special_tokens=False)["input_ids"])
+        return text, self.encode(text)
 
     def _frame(self) -> tuple[str, str] | None:
         """The template's (prefix, suffix) around a user message when it inserts the message verbatim, else None.
@@ -221,8 +221,9 @@ class ChatTokenizer:
         return [list(chain.from_iterable(map(memo.__getitem__, text))) for text in keys]
 
     def encode(self, text: str) -> list[int]:
-        """Ids of plain text (no special tokens)."""
-        return list(self.hf(text, add_special_tokens=False)["input_ids"])
+        """Ids of plain text (no special tokens): the fast tokenizer's, a text too long for its regex engine
+        included (:func:`~mindcap_tok.tokenization.hf.encode_texts`)."""
+        return encode_texts(self.resolved.tokenizer, [text], fast=False)[0]
 
     def decode_batch(self, ids: list) -> list[str]:
         """Texts of several id sequences, special tokens skipped (the fast tokenizer, in one call)."""
