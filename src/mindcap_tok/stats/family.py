@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..resample import check_resamples, scale_budget
 from ..spec import check
 from .bootstrap import Boot, grid_bootstrap
@@ -114,7 +114,7 @@ def _declared(h: Hypothesis, value: _T | None, what: str) -> _T:
     """``value``, which the hypothesis's kind needs (a Hypothesis built without :meth:`Hypothesis.from_dict` may
     lack it)."""
     if value is None:
-        raise MindcapError(f"hypothesis {h.id}: {h.kind} needs {what}")
+        raise BadInputError(f"hypothesis {h.id}: {h.kind} needs {what}")
     return value
 
 
