@@ -151,7 +151,7 @@ def piece_closure(symbols: Sequence[int], strings: Sequence[str], *, pieces: dic
     return ids
 
 
-class PieceLearner(PairLearner):
+class PieceLearner(PairLearner[str]):
     """:class:`~._bpe.PairLearner` with SentencePiece semantics: pairs are chosen among valid new pieces only, a
     new piece is scored below every earlier one, and each word where its string can form (as the chosen pair or any
     other split) is re-run through :func:`piece_closure`.
