@@ -17,6 +17,7 @@ import os
 import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -130,7 +131,8 @@ class _Writer:
         (self.tail,) = self._spell(["\nThe answer is given above"])
 
     def _spell(self, texts: list[str]) -> list[_Spelling]:
-        encodings = self.tok.tokenizer.encode_batch(texts, add_special_tokens=False)
+        hf = self.tok.tokenizer
+        encodings = hf.encode_batch(texts, add_special_tokens=False)  # type: ignore[union-attr]  # Qwen: HF tokenizer
         return [_Spelling.of(t, e) for t, e in zip(texts, encodings, strict=True)]
 
     def trace(
@@ -149,7 +151,7 @@ class _Writer:
 
     def records(self, sim: SimulatedLedger, design: str, seed: int, announced: int | None = None) -> list[dict]:
         """One ledger record per simulated trace of ``sim``."""
-        out = []
+        out: list[dict[str, Any]] = []
         for c_i, cell in enumerate(sim.design.cells):
             for item in range(sim.design.n_items):
                 question = self.items[cell.lang][item].question
