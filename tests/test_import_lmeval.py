@@ -215,3 +215,12 @@ def test_a_task_not_built_in_maps_through_its_task_file(tmp_path):
     table = Ledger(tmp_path / "L").read(columns=["task", "lang", "arm", "gold", "item"]).to_pandas()
     assert set(table["task"]) == {"tiny"} and set(table["lang"]) == {"deu_Latn"} and set(table["arm"]) == {"native"}
     assert sorted(table["gold"]) == [1, 2, 3]
+
+
+def test_a_folder_with_a_samples_file_named_without_its_time_is_one_line(tmp_path):
+    """``samples_*.jsonl`` in a folder that lacks the ``_<time>`` part is refused by name, not a traceback."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "samples_mgsm.jsonl").write_text("", "utf-8")
+    res = _import(tmp_path / "run", tmp_path / "L")
+    _one_line_error(res, r"samples_mgsm\.jsonl: not an lm-eval samples file \(samples_<task>_<time>\.jsonl\)")
+    assert not (tmp_path / "L").exists()

@@ -14,7 +14,7 @@ import pytest
 
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.stats.curves import delta_table, gap_table
-from mindcap_tok.stats.family import family_budgets
+from mindcap_tok.stats.family import Hypothesis, family_budgets
 from mindcap_tok.stats.premiums import premium_table
 from mindcap_tok.stats.protocol import (
     freeze_path,
@@ -211,3 +211,9 @@ def test_the_git_tag_carries_the_hash_of_the_premiums_file(tmp_path):
     prem.write_text(prem.read_text("utf-8").replace("2.55", "1.2"), "utf-8")
     with pytest.raises(MindcapError, match=r"refusing .*proto\.yaml: prem\.json changed after the freeze"):
         verify_protocol(path)
+
+
+def test_a_hypothesis_built_without_its_budget_is_named_not_a_type_error():
+    """A Hypothesis built directly (no from_dict validation) that lacks what its kind needs is refused by name."""
+    with pytest.raises(MindcapError, match="hypothesis h1: delta needs budget"):
+        family_budgets([Hypothesis(id="h1", kind="delta", langs=("th",))], None, models=["m"])

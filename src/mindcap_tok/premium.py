@@ -223,6 +223,8 @@ def token_premium(
         if on_progress:
             on_progress(start + len(chunk), len(codes))
     counts = np.column_stack(columns)
+    low: list[None] | np.ndarray
+    high: list[None] | np.ndarray
     if protocol == "petrov2023" or not n_boot:
         low = high = [None] * len(codes)
         n_boot = 0
@@ -240,8 +242,8 @@ def token_premium(
                 ref=ref_code,
                 split=split,
                 premium=total / ref_total,
-                ci_low=None if low[j] is None else float(low[j]),
-                ci_high=None if high[j] is None else float(high[j]),
+                ci_low=None if (lo := low[j]) is None else float(lo),
+                ci_high=None if (hi := high[j]) is None else float(hi),
                 ci=ci,
                 tokens=total,
                 ref_tokens=ref_total,

@@ -64,6 +64,7 @@ MAX_TOP_K = (1 << 31) - 1
 #: allocate arrays of that many rows.
 MAX_RESAMPLES = 1_000_000
 _T = TypeVar("_T")
+_Model = TypeVar("_Model", bound=BaseModel)
 #: How deep tables and lists may nest in a spec or task file: real files nest a few levels; a file nested
 #: thousands of levels deep would exhaust the parser's (and every later reader's) recursion.
 MAX_NESTING = 100
@@ -270,7 +271,7 @@ def _key(prefix: str, loc: tuple) -> str:
     return (prefix + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")).rstrip(".")
 
 
-def validate(model: type[BaseModel], table: object, *, key: str) -> BaseModel:
+def validate(model: type[_Model], table: object, *, key: str) -> _Model:
     """``table`` checked by ``model`` (strict: no coercion, no unknown keys), else a :class:`SpecError`;
     ``key`` is the table's dotted path (``""``: the whole file)."""
     if not isinstance(table, dict):
@@ -283,10 +284,18 @@ def validate(model: type[BaseModel], table: object, *, key: str) -> BaseModel:
         raise SpecError(_key(f"{key}." if key else "", err["loc"]), _problem(err, _known(table))) from None
 
 
-_ADAPTERS: dict[object, TypeAdapter] = {}
+def validated_table(model: type[BaseModel], table: object, *, key: str) -> dict[str, Any]:
+    """``table`` as given, once ``model`` has checked it (see :func:`validate`)."""
+    if not isinstance(table, dict):
+        raise SpecError(key, f"must be a table, got {show(table)}")
+    validate(model, table, key=key)
+    return table
 
 
-def check(kind: object, value: object, *, key: str):
+_ADAPTERS: dict[object, TypeAdapter[Any]] = {}
+
+
+def check(kind: Any, value: object, *, key: str) -> Any:
     """One value checked against a shared rule (``Cap``, ``Seed``, ``ModelName``, ...), else a :class:`SpecError`."""
     adapter = _ADAPTERS.setdefault(kind, TypeAdapter(kind, config=ConfigDict(strict=True, allow_inf_nan=False)))
     try:
@@ -352,7 +361,7 @@ class _SamplingTable(BaseModel):
 def check_sampling(table: object, key: str = "sampling", *, default: Sampling | None = None) -> Sampling:
     """A ``[sampling]`` table (or the sampling keys of ``[judge]``) over ``default``: only its keys, each checked.
     An int passes for a float and is kept as written (``temperature = 1``)."""
-    validate(_SamplingTable, table, key=key)
+    table = validated_table(_SamplingTable, table, key=key)
     base = default or Sampling()
     return Sampling(**{f.name: table.get(f.name, getattr(base, f.name)) for f in fields(Sampling)})
 
@@ -426,7 +435,7 @@ def server_options(value: object, key: str = "server") -> ServerSpec:
     if isinstance(value, dict) and "api_key" in value:
         raise SpecError(f"{key}.api_key", "must not be in the file: put the key in an environment variable named by "
                         "api_key_env")  # fmt: skip
-    validate(_ServerTable, value, key=key)
+    value = validated_table(_ServerTable, value, key=key)
     out = {name: v for name, v in value.items() if name != "base_url"}
     if "timeout_s" in out:
         out["timeout_s"] = float(out["timeout_s"])
@@ -466,8 +475,11 @@ class ServerOverrides:
         out = server or ServerSpec()
         if self.base_url:
             out = replace(out, base_url=base_urls(list(self.base_url), "--base-url"))
-        bounds = {k: v for k, v in (("timeout_s", self.timeout_s), ("max_retries", self.max_retries)) if v is not None}
-        return check_server(replace(out, **bounds))
+        if self.timeout_s is not None:
+            out = replace(out, timeout_s=self.timeout_s)
+        if self.max_retries is not None:
+            out = replace(out, max_retries=self.max_retries)
+        return check_server(out)
 
 
 def check_server(opts: ServerSpec, key: str = "server") -> ServerSpec:
@@ -502,10 +514,9 @@ class _JudgeTable(BaseModel):
     max_retries: Retries = 5
 
 
-def judge_table(value: object, key: str = "judge") -> dict:
+def judge_table(value: object, key: str = "judge") -> dict[str, Any]:
     """A ``[judge]`` table checked key by key (strict types, shared rules, no unknown keys); returned as given."""
-    validate(_JudgeTable, value, key=key)
-    return value
+    return validated_table(_JudgeTable, value, key=key)
 
 
 # -- a protocol's B* ---------------------------------------------------------------------------------------------

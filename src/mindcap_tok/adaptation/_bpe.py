@@ -17,10 +17,13 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Generic, TypeVar
 
 Pair = tuple[int, int]
 #: pair -> (rank, id of the merged token), as a BPE model stores its merges
 Ranks = dict[Pair, tuple[int, int]]
+#: what a token's string is: text (merges, SentencePiece pieces) or bytes (tiktoken ranks)
+_S = TypeVar("_S", str, bytes)
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ def _merge_pair(symbols: list[int], a: int, b: int, new: int) -> list[int]:
     return out
 
 
-class PairLearner:
+class PairLearner(Generic[_S]):
     """Mutable learning state: word segmentations, pair counts, pair -> words index, lazy heap.
 
     ``strings[id]`` is the byte-level string of every id (extended as tokens are created); ``vocab`` maps
@@ -84,16 +87,16 @@ class PairLearner:
         self,
         words: list[list[int]],
         freqs: list[int],
-        strings: list[str],
-        vocab: dict[str, int],
+        strings: list[_S],
+        vocab: dict[_S, int],
         next_id: int,
         n_base_merges: int,
         base_ranks: Callable[[], Ranks],
     ) -> None:
         self.words = words
         self.freqs = freqs
-        self.strings = strings
-        self.vocab = vocab
+        self.strings: list[_S] = strings
+        self.vocab: dict[_S, int] = vocab
         self.next_id = next_id
         self.n_base_merges = n_base_merges
         self._base_ranks_factory = base_ranks
@@ -105,7 +108,10 @@ class PairLearner:
             for p in pairwise(sym):
                 self.counts[p] = self.counts.get(p, 0) + f
                 self.where.setdefault(p, set()).add(w)
-        self.heap = [(-c, strings[a], strings[b], a, b) for (a, b), c in self.counts.items()]
+        # (-count, left string, right string, left id, right id): the most frequent pair first, ties by strings
+        self.heap: list[tuple[int, _S, _S, int, int]] = [
+            (-c, strings[a], strings[b], a, b) for (a, b), c in self.counts.items()
+        ]
         heapq.heapify(self.heap)
         self._changed: set[Pair] = set()
 
@@ -220,7 +226,7 @@ def rank_closure(symbols: Sequence[int], strings: Sequence[bytes], ranks: dict[b
     return ids
 
 
-class RankLearner(PairLearner):
+class RankLearner(PairLearner[bytes]):
     """:class:`PairLearner` with tiktoken's merge semantics (hand-written: no library continues tiktoken BPE).
 
     A tiktoken encoding has no merge list: any adjacent pair whose joined bytes are a token merges, lowest rank
@@ -243,7 +249,7 @@ class RankLearner(PairLearner):
         next_id: int,
         word_bytes: Sequence[bytes],
     ) -> None:
-        super().__init__(words, freqs, strings, ranks, next_id, 0, dict)  # type: ignore[arg-type]
+        super().__init__(words, freqs, strings, ranks, next_id, 0, dict)
         self.whole = {b: w for w, b in enumerate(word_bytes)}
 
     def merge(self, pair: Pair, count: int) -> LearnedMerge:

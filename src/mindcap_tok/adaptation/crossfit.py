@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -82,9 +83,9 @@ class FoldExtension:
             out["effect"] = self.effect.as_dict()
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """One summary row (what ``mindcap-tok extend --format json`` prints per fold)."""
-        row = {
+        row: dict[str, Any] = {
             "fold": self.fold,
             "merges": self.extension.n_merges,
             "new_tokens": self.extension.n_new_tokens,
@@ -134,7 +135,7 @@ def cross_fit(
     assignment = assign_folds(corpus.item_ids(), folds, seed=seed)
     total = folds * size if size else None
     ordered = sorted(assignment, key=_sort_key)
-    out = []
+    out: list[FoldExtension] = []
     for f in range(folds):
         held_out = tuple(i for i in ordered if assignment[i] == f)
         training = tuple(i for i in ordered if assignment[i] != f)

@@ -26,7 +26,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -179,7 +179,7 @@ def tiktoken_words(base: ResolvedTokenizer, texts: Iterable[str]) -> tuple[list[
     for text in texts:
         counts.update(m.group() for m in pattern.finditer(text))
     strings = [w for w in counts if w]
-    enc = base.backend.enc  # type: ignore[union-attr]
+    enc = base.backend.enc  # type: ignore[union-attr]  # a ranks base: its backend is a TiktokenBackend
     # one piece, no regex split (tiktoken's own BPE, whole-piece shortcut included)
     return strings, [list(enc._encode_single_piece(w)) for w in strings], [counts[w] for w in strings]
 
@@ -188,11 +188,12 @@ def tiktoken_words(base: ResolvedTokenizer, texts: Iterable[str]) -> tuple[list[
 def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     """Parse and check the base tokenizer: byte-level BPE, no dropout, no word prefixes or suffixes."""
     check_extendable(base)
-    pipe = parse_pipeline(base.path.read_text(encoding="utf-8")) if base.path is not None else pipeline(base.tokenizer)
+    hf: Tokenizer = base.tokenizer  # type: ignore[assignment]  # check_extendable: a merges base is a HF tokenizer
+    pipe = parse_pipeline(base.path.read_text(encoding="utf-8")) if base.path is not None else pipeline(hf)
     model, kind = pipe.model, pipe.model_type
     if kind != "BPE":
         raise MindcapError(f"{base.name}: only byte-level BPE tokenizers can be extended; its model is {kind}")
-    if "ByteLevel" not in pipe.pre_tokenizer_types or not is_byte_level(base.tokenizer):
+    if "ByteLevel" not in pipe.pre_tokenizer_types or not is_byte_level(hf):
         raise MindcapError(
             f"{base.name}: a BPE model without a byte-level pre-tokenizer and decoder (e.g. SentencePiece BPE) "
             "cannot be extended: only byte-level BPE (GPT-2 style) is supported"
@@ -347,7 +348,8 @@ def tokenizer_json(ext: Extension) -> str:
         vocab.setdefault(content, i)
     for k, s in enumerate(ext.new_tokens):
         vocab[s] = ext.first_new_id + k
-    model["merges"].extend(f"{a} {b}" if info.merges_as_strings else [a, b] for a, b in ext.merges)
+    merges: Sequence[tuple[str, str]] = ext.merges  # type: ignore[assignment]  # a tokenizer.json's merges are str
+    model["merges"].extend(f"{a} {b}" if info.merges_as_strings else [a, b] for a, b in merges)
     return json.dumps(data, ensure_ascii=False)
 
 
@@ -383,7 +385,8 @@ def learn_extension(
         strings: list = tinfo.strings()
     else:
         info = base_bpe(base)
-        word_strings, words, freqs = base_words(base.tokenizer, corpus.texts())
+        hf: Tokenizer = base.tokenizer  # type: ignore[assignment]  # not ranks, not pieces: a merges (HF) base
+        word_strings, words, freqs = base_words(hf, corpus.texts())
         strings = info.strings()
     if not words:
         raise MindcapError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")

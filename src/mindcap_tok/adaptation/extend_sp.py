@@ -95,7 +95,7 @@ class PieceRules:
 
 def piece_rules(base: ResolvedTokenizer, symbols: Sequence[Sequence[str]]) -> PieceRules:
     """The rules for ``base``'s trainer spec; the target script is the most common letter script in ``symbols``."""
-    spec = base.backend.model_proto().trainer_spec  # type: ignore[union-attr]
+    spec = base.backend.model_proto().trainer_spec  # type: ignore[union-attr]  # a SentencePiece base
     counts: Counter[str] = Counter()
     for line in symbols:
         for piece in line:
@@ -114,7 +114,7 @@ def piece_rules(base: ResolvedTokenizer, symbols: Sequence[Sequence[str]]) -> Pi
 
 def check_bpe_model(base: ResolvedTokenizer) -> None:
     """Raise a one-line error unless ``base`` is a SentencePiece BPE model (Unigram cannot be extended this way)."""
-    model_type = base.backend.model_proto().trainer_spec.model_type  # type: ignore[union-attr]
+    model_type = base.backend.model_proto().trainer_spec.model_type  # type: ignore[union-attr]  # a SentencePiece base
     if model_type != BPE:
         kind = {1: "Unigram", 3: "word", 4: "char"}.get(model_type, str(model_type))
         raise MindcapError(
@@ -151,7 +151,7 @@ def piece_closure(symbols: Sequence[int], strings: Sequence[str], *, pieces: dic
     return ids
 
 
-class PieceLearner(PairLearner):
+class PieceLearner(PairLearner[str]):
     """:class:`~._bpe.PairLearner` with SentencePiece semantics: pairs are chosen among valid new pieces only, a
     new piece is scored below every earlier one, and each word where its string can form (as the chosen pair or any
     other split) is re-run through :func:`piece_closure`.
@@ -301,8 +301,8 @@ def learn_pieces(
     """Continue ``base``'s BPE on ``texts`` (see the module docstring); the pieces come in order of creation."""
     check_bpe_model(base)
     start = time.perf_counter()
-    proto = base.backend.model_proto()  # type: ignore[union-attr]
-    lines = base.backend.base_symbols(texts)  # type: ignore[union-attr]
+    proto = base.backend.model_proto()  # type: ignore[union-attr]  # a SentencePiece base
+    lines = base.backend.base_symbols(texts)  # type: ignore[union-attr]  # a SentencePiece base
     rules = piece_rules(base, lines)
     n_base = len(proto.pieces)
     taken = [p.piece for p in proto.pieces]
@@ -363,7 +363,7 @@ def _final_ids(
 ) -> dict[str, tuple[int, ...]]:
     """Each training text's ids under the extended model: the learner's words, missing characters as their UTF-8
     bytes (or, when added, as their new pieces), learned pieces renumbered right after the base pieces."""
-    sp = base.backend.sp  # type: ignore[union-attr]
+    sp = base.backend.sp  # type: ignore[union-attr]  # a SentencePiece base
     n_base = sp.get_piece_size()
     out: dict[str, tuple[int, ...]] = {}
     for text, words in zip(texts, lines, strict=True):
@@ -382,7 +382,7 @@ def _final_ids(
 
 def extended_model(base: ResolvedTokenizer, ext: PieceExtension) -> bytes:
     """The serialised extended ``.model``: the base ``ModelProto`` untouched, ``ext.pieces`` appended as NORMAL."""
-    proto = base.backend.model_proto()  # type: ignore[union-attr]
+    proto = base.backend.model_proto()  # type: ignore[union-attr]  # a SentencePiece base
     for piece, score in zip(ext.pieces, ext.scores, strict=True):
         new = proto.pieces.add()
         new.piece, new.score, new.type = piece, score, NORMAL

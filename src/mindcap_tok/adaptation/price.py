@@ -101,7 +101,7 @@ class Traces:
         """The largest stored prefix (the cap the long generations were stored under)."""
         return int(self.frame["cap"].max())
 
-    def select(self, items: Sequence[int]) -> Traces:
+    def select(self, items: Sequence[int] | np.ndarray) -> Traces:
         """Every trace of the given items (a cluster sample keeps all samples of a drawn item, in both arms)."""
         keep = self.frame["item"].isin(list(items)).to_numpy()
         rows = np.flatnonzero(keep)
@@ -201,7 +201,7 @@ def load_traces(
     return Traces(name, code, frame, decode_traces(tokenizer, ids), tokenizer, chosen.name, arms)
 
 
-def sample_items(items: Sequence[int], n: int | None, *, seed: int) -> np.ndarray:
+def sample_items(items: Sequence[int] | np.ndarray, n: int | None, *, seed: int) -> np.ndarray:
     """A seeded simple random sample of ``n`` distinct items (all of them when ``n`` is None or too large)."""
     pool = np.unique(np.asarray(items, dtype=np.int64))
     if n is None or n >= pool.size:
@@ -464,7 +464,9 @@ def price_traces(
     frame = traces.frame
     n = len(frame)
     golds, answer_parser = task_scoring(frame, parser, files=settings.task.files)
-    scoring = Scoring(golds, complete=(frame["finish_reason"] == "stop").to_numpy(), parser=answer_parser)
+    # only a finished trace says something about re-encoding: a cut one may end inside a word or a character
+    finished = (frame["finish_reason"] == "stop").to_numpy()
+    scoring = Scoring(golds, complete=finished, parser=answer_parser)
     # progress over both passes: n traces with the base tokenizer, then n with the extension
     first = (lambda done, _: on_progress(done, 2 * n)) if on_progress else None
     second = (lambda done, _: on_progress(n + done, 2 * n)) if on_progress else None
@@ -478,8 +480,6 @@ def price_traces(
         _item_sums(item_index, items.size, values), _item_sums(item_index, items.size, counts), n_boot=n_boot, seed=seed
     )
     rows = _price_rows(traces, grid, boot, ci, native, ext, int(items.size))
-    # only a finished trace says something here: a cut one may end inside a word or a character
-    finished = scoring.complete
     changed = int((finished & (base.n_tokens != frame["n_tokens"].to_numpy())).sum())
     notes = []
     if changed:
@@ -507,16 +507,24 @@ def price_traces(
     )
 
 
+def _scored(r: Retokenized) -> tuple[np.ndarray, np.ndarray]:
+    """The prefix scores and completed-trace correctness of traces retokenized with their golds."""
+    if r.scores is None or r.correct is None:
+        raise MindcapError("the traces were retokenized without golds to score against")
+    return r.scores, r.correct
+
+
 def _accuracy_columns(native: np.ndarray, base: Retokenized, ext: Retokenized, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Per trace and cap, the six accuracy columns (``_N_B`` … ``_T3_B``) as (values, counts): each trace fills
     only its own arm's three columns (base tokenizer at B, the completed trace, the extension at B)."""
     n = native.size
     values, counts = np.zeros((n, k, 6)), np.zeros((n, k, 6))
-    completed = np.broadcast_to(base.correct.astype(np.float64)[:, None], (n, k))
+    base_scores, base_correct = _scored(base)
+    completed = np.broadcast_to(base_correct.astype(np.float64)[:, None], (n, k))
     for col_native, col_translate, s in (
-        (_N_B, _T_B, base.scores.astype(np.float64)),
+        (_N_B, _T_B, base_scores.astype(np.float64)),
         (_N_MAX, _T_MAX, completed),
-        (_N3_B, _T3_B, ext.scores),
+        (_N3_B, _T3_B, _scored(ext)[0]),
     ):
         for rows, col in ((native, col_native), (~native, col_translate)):
             values[rows, :, col] = s[rows]
@@ -737,12 +745,13 @@ def _extension_folds(
         min_freq=learn.min_freq,
         add_missing_characters=learn.add_missing_characters,
     )
-    premiums: dict = {}
+    measured: dict = {}
     if learn.measure_premium:
         learned = measure_folds(learned, traces.lang, n_boot=resampling.n_boot, source=learn.flores_source)
-        premiums = {fx.fold: (fx.effect.before.premium, fx.effect.after.premium) for fx in learned}
+        # measure_folds gives every fold its effect
+        measured = {fx.fold: (fx.effect.before.premium, fx.effect.after.premium) for fx in learned if fx.effect}
     if learn.save_to is not None:
         save_crossfit(learned, learn.save_to, extra={"lang": traces.lang, "ledger": str(store.root)})
     merges = "/".join(str(fx.extension.n_merges) for fx in learned)
     described = f"{merges} merges learned on NATIVE traces, {learn.folds} cross-fitted folds"
-    return fold_tokenizers(learned, traces.lang), premiums, described
+    return fold_tokenizers(learned, traces.lang), measured, described

@@ -92,7 +92,7 @@ def flatten_ids(ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def prefix_bytes_flat(
-    flat: np.ndarray, splits: np.ndarray, *, byte_lengths: np.ndarray, budgets: Sequence[int]
+    flat: np.ndarray, splits: np.ndarray, *, byte_lengths: np.ndarray, budgets: Sequence[int] | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Byte length of the first B ids of every flattened sequence: ``(prefix (n, n_budgets), totals (n,))``.
 
@@ -191,6 +191,8 @@ def _init_worker(state: bytes) -> None:
 
 
 def _work(task: tuple) -> dict[str, np.ndarray]:
+    if _WORKER is None:
+        raise RuntimeError("a retokenizing worker runs only after _init_worker")
     return _WORKER(task)
 
 
@@ -224,7 +226,7 @@ def _retokenize_folds(
     choice: np.ndarray,
     tokenizers: Sequence[ResolvedTokenizer],
     grid: np.ndarray,
-    golds: Sequence[int] | None,
+    golds: Sequence[int | str | None] | None,
     done: np.ndarray,
     parser: str,
     on_progress: Callable[[int, int | None], None] | None,

@@ -34,6 +34,7 @@ from .._io import new_folder, regular_file
 from .._json import dumps_strict
 from ..data.languages import resolve_language
 from ..errors import MindcapError
+from ..tokenization.base import TokenizerBackend
 from ..tokenization.hf import encode_texts
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.sentencepiece_family import SentencePieceBackend, hf_tokenizer_json, load_sentencepiece, processor
@@ -140,7 +141,7 @@ class TransformersExport:
 
     def as_dict(self) -> dict:
         written = self.text is not None
-        out = {"tokenizer_json": f"{HF_FOLDER}/tokenizer.json" if written else None}
+        out: dict[str, object] = {"tokenizer_json": f"{HF_FOLDER}/tokenizer.json" if written else None}
         out |= {"probe_texts": self.probed, "probe_differing": self.differing, "probe_on": self.probe_on}
         return out if written else {**out, "remedy": HF_REMEDY}
 
@@ -177,7 +178,7 @@ def check_extended_pieces(tok: ResolvedTokenizer, ext: Extension) -> None:
         raise MindcapError(f"extended model changed {len(moved)} base pieces (e.g. id {moved[0]})")
     if tok.special_ids != ext.base.special_ids:
         raise MindcapError("extended model changed the control and unknown ids")
-    sp = tok.backend.sp  # type: ignore[attr-defined]
+    sp = tok.backend.sp  # type: ignore[union-attr]  # a pieces extension: a SentencePieceBackend
     for k, s in enumerate(ext.new_tokens):
         if sp.id_to_piece(ext.first_new_id + k) != s:
             raise MindcapError(f"new piece {s!r} is not at id {ext.first_new_id + k}")
@@ -189,18 +190,19 @@ def check_extended_pieces(tok: ResolvedTokenizer, ext: Extension) -> None:
 
 def check_extended(tok: Tokenizer, ext: Extension) -> None:
     """Raise unless every base token (added and special included) keeps its id and new tokens sit where planned."""
-    base_vocab = ext.base.tokenizer.get_vocab(with_added_tokens=True)
+    base_vocab = ext.base.tokenizer.get_vocab(with_added_tokens=True)  # type: ignore[union-attr]  # merges: an HF base
     got = tok.get_vocab(with_added_tokens=True)
     moved = [(s, i, got.get(s)) for s, i in base_vocab.items() if got.get(s) != i]
     if moved:
         s, i, j = moved[0]
         raise MindcapError(f"extended tokenizer moved {len(moved)} base tokens (e.g. {s!r}: {i} -> {j})")
-    for i, added in ext.base.tokenizer.get_added_tokens_decoder().items():
+    for i, added in ext.base.tokenizer.get_added_tokens_decoder().items():  # type: ignore[union-attr]  # an HF base
         if tok.token_to_id(added.content) != i or tok.id_to_token(i) != added.content:
             raise MindcapError(f"extended tokenizer lost added token {added.content!r} (id {i})")
     for k, s in enumerate(ext.new_tokens):
-        if got.get(s) != ext.first_new_id + k:
-            raise MindcapError(f"new token {s!r} has id {got.get(s)}, expected {ext.first_new_id + k}")
+        found = got.get(s)  # type: ignore[call-overload]  # a merges extension's new tokens are str
+        if found != ext.first_new_id + k:
+            raise MindcapError(f"new token {s!r} has id {found}, expected {ext.first_new_id + k}")
     expected = ext.first_new_id + ext.n_new_tokens
     size = tok.get_vocab_size(with_added_tokens=True)
     if size != expected:
@@ -212,7 +214,7 @@ def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
     if ext.writes_ranks:
         files = tiktoken_extension_files(ext)
         info = base_tiktoken(ext.base)
-        backend = build_tiktoken(
+        backend: TokenizerBackend = build_tiktoken(
             files.spec["name"], info.pat_str, ranks=files.ranks, specials=info.specials, where=f"extension of {name}"
         )
         tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=files.sha256)
@@ -259,8 +261,8 @@ def write_extension(ext: Extension, folder: Path, *, manifest: dict, held_out: t
         # a bare tokenizer.json base: the generic fast class reads everything from tokenizer.json
         config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
         (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    reloaded = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    check_extended(reloaded, ext)
+    reloaded_json = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    check_extended(reloaded_json, ext)
     full = {**manifest, "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
     (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
     return full

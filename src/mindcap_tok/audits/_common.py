@@ -94,7 +94,7 @@ def task_answer_parser(task: Task, spec: str = "strict") -> AnswerParser:
 def score_matrix(
     table: pa.Table,
     tokenizers: Mapping[str, ResolvedTokenizer],
-    budgets: Sequence[int],
+    budgets: Sequence[int] | np.ndarray,
     parser: str | AnswerParser = "strict",
     *,
     tasks: Mapping[str, Task] | None = None,

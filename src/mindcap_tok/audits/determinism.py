@@ -52,7 +52,7 @@ def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[flo
     return low, 1.0 if successes == n else min(1.0, float(center + half))
 
 
-def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
+def first_divergence(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) -> int | None:
     """The first token position where ``a`` and ``b`` differ (the shorter length when one is a strict prefix of
     the other), or ``None`` when they are identical."""
     x, y = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
@@ -118,8 +118,8 @@ def determinism_audit(records: pa.Table, level: float = 0.95) -> AuditResult:
         if len(group) < 2:
             continue
         rows = group["row"].to_numpy()
-        where = [first_divergence(ids[rows[0]], ids[r]) for r in rows[1:]]
-        where = [w for w in where if w is not None]
+        found = [first_divergence(ids[rows[0]], ids[r]) for r in rows[1:]]
+        where = [w for w in found if w is not None]
         repeats.append(
             {
                 **dict(zip([*cell, *seed, "cap", "item"], key, strict=True)),
@@ -136,14 +136,14 @@ def determinism_audit(records: pa.Table, level: float = 0.95) -> AuditResult:
         for cap, row in zip(first["cap"], first["row"], strict=True):
             if cap == long_cap:
                 continue
-            where = first_divergence(ids[int(row)], long_ids[: int(cap)])
+            diverge = first_divergence(ids[int(row)], long_ids[: int(cap)])
             prefix.append(
                 {
                     **dict(zip([*cell, *seed, "item"], key, strict=True)),
                     "cap": int(cap),
                     "long_cap": long_cap,
-                    "same": where is None,
-                    "diverge": where,
+                    "same": diverge is None,
+                    "diverge": diverge,
                 }
             )
     rep, pre = pd.DataFrame(repeats), pd.DataFrame(prefix)

@@ -116,9 +116,10 @@ def _keys(frame: pa.Table | pd.DataFrame) -> list[str]:
 
 def _analysed_text(text: str, translates: bool, delimiter: str) -> str | None:
     if translates:
-        text = split_translate_act(text, delimiter)[1]
-        if text is None:
+        act = split_translate_act(text, delimiter)[1]
+        if act is None:
             return None
+        text = act
     return " ".join(strip_answer_lines(text).split())
 
 

@@ -335,7 +335,7 @@ def normalizer_audit(
             scaled = scaled_by[name]
             delta = boot[[col[min(s, t1)] for s in scaled]] - boot[gi]
             lo, hi = delta.ci(level)
-            k = int(np.argmax(delta.estimate))
+            peak = int(np.argmax(delta.estimate))
             for j, b in enumerate(grid):
                 delta_rows.append(
                     {
@@ -347,7 +347,7 @@ def normalizer_audit(
                         "delta": float(delta.estimate[j]),
                         "ci_low": float(lo[j]),
                         "ci_high": float(hi[j]),
-                        "peak": j == k,
+                        "peak": j == peak,
                         "reaches_sesoi": bool(delta.estimate[j] >= sesoi),
                     }
                 )

@@ -27,7 +27,7 @@ import pyarrow as pa
 from .._io import output_folder
 from .._json import dumps_strict, strict_json_value
 from .._tables import MISSING, is_missing, markdown_table
-from ..errors import MindcapError, MissingExtraError, first_line
+from ..errors import BadInputError, MindcapError, MissingExtraError, first_line
 from ..ledger.store import Ledger
 from ..ledger.tokenizers import resolve_tokenizers
 from ..resample import Resampling
@@ -169,6 +169,8 @@ def _run_langid(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: Aud
 
 
 def _run_comet(records: pa.Table, toks: Mapping[str, ResolvedTokenizer], c: AuditConfig) -> AuditRun:
+    if c.references is None:  # the suite runs this audit only where it has references (its needs)
+        raise BadInputError("the COMET audit needs references for the translation segments")
     return AuditRun(
         translation_audit(
             records,

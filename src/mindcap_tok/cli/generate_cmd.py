@@ -55,14 +55,15 @@ def generate_command(
 ) -> None:
     """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
     from ..ledger.generate import JobHooks, dry_run, run_job
-    from ..ledger.jobs import load_spec
+    from ..ledger.jobs import JobSpec, load_spec
     from ..spec import ServerOverrides
 
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value, "task": task}
+    spec: str | JobSpec = job
     if thinking is not None:  # the spec read here, with the switch replaced
-        job, dirs = load_spec(job, thinking=thinking, **dirs), {**dirs, "task": None}
+        spec, dirs = load_spec(job, thinking=thinking, **dirs), {**dirs, "task": None}
     if dry:
-        plan = dry_run(job, out, **dirs)
+        plan = dry_run(spec, out, **dirs)
         click.echo(
             f"job {plan['job']} ({plan['design']}): {plan['requests']} requests, {plan['records']} records, "
             f"{plan['shards']} shards ({plan['shards_done']} already done), "
@@ -71,7 +72,7 @@ def generate_command(
         return
     with throughput_bar("generate") as bar:
         result = run_job(
-            job,
+            spec,
             out,
             backend=backend,
             server=ServerOverrides(tuple(base_url), timeout_s, max_retries),

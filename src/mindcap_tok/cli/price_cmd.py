@@ -186,7 +186,8 @@ def price_command(state, ledger_dir, models, langs, caps, fmt, out, no_verify, *
         for model in models:
             for code in codes:
                 ledger = Ledger(ledger_dir, verify=not no_verify)
-                for task in ledger_tasks(ledger, model, lang=code) or [None]:
+                tasks: list[str | None] = list(ledger_tasks(ledger, model, lang=code))
+                for task in tasks or [None]:
                     priced = dataclasses.replace(settings, task=PricedTask(task, files))
                     results.append(
                         price_ledger(ledger, model, lang=code, caps=list(caps), extension=extension, settings=priced)

@@ -62,6 +62,8 @@ class _RunOrSubcommand(Group):
         if not ctx.args:
             return super().invoke(ctx)  # the run (invoke_without_command)
         name, command, args = self.resolve_command(ctx, ctx.args)
+        if name is None or command is None:  # click resolves to nothing only when parsing resiliently
+            ctx.fail(f"no such command {ctx.args[0]!r}")
         with command.make_context(name, args, parent=ctx) as sub_ctx:
             return command.invoke(sub_ctx)
 

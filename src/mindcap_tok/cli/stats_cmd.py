@@ -396,7 +396,7 @@ def protocol_freeze(state, file, tag) -> None:
     for name, sha in (rec.inputs or {}).items():
         click.echo(f"  with {name}: sha256 {sha}", err=True)
     if rec.tag:
-        click.echo(f"git tag {rec.tag} at {rec.commit[:12]}", err=True)
+        click.echo(f"git tag {rec.tag} at {(rec.commit or '')[:12]}", err=True)
         if not rec.file_committed:
             click.echo(
                 "warning: the protocol file is not committed at the tagged commit; commit it so the tag "

@@ -33,6 +33,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from .._io import atomic_write_text, regular_file
 from ..errors import MindcapError
@@ -244,7 +245,8 @@ class _Runner:
 
     def _close(self, body: tuple[int, ...]) -> tuple[int, ...]:
         """What forcing appends before its text: the closing marker when ``body`` is still inside its thought."""
-        return self.markers.close_ids if self._inside_thought(body) else ()
+        markers = self.markers
+        return markers.close_ids if markers is not None and self.think_end(body) is None else ()
 
     def force(
         self, prompts: list[list[int]], done: list[list[Completion]]
@@ -259,7 +261,7 @@ class _Runner:
                     where.append((i, j, body))
         if not where:
             return done, set()
-        where = [(i, j, body, self._close(body)) for i, j, body in where]
+        forced = [(i, j, body, self._close(body)) for i, j, body in where]
         reqs = [
             GenRequest(
                 tuple(prompts[i]) + body + close + self.forcing_ids,
@@ -269,17 +271,17 @@ class _Runner:
                 0.0,
                 stop_ids=self.newlines,
             )
-            for i, _, body, close in where
+            for i, _, body, close in forced
         ]
         tails = self.backend.generate(reqs)
         out = [list(c) for c in done]
-        for (i, j, body, close), tail in zip(where, tails, strict=True):
+        for (i, j, body, close), tail in zip(forced, tails, strict=True):
             c = done[i][j]
             ids = body + close + self.forcing_ids + tail[0].ids
             out[i][j] = Completion(ids, c.finish_reason, c.prompt_ids, c.retokenized or tail[0].retokenized)
             if close:
                 self.closed.add((i, j))
-        return out, {(i, j) for i, j, _, _ in where}
+        return out, {(i, j) for i, j, _, _ in forced}
 
     def shard(self, shard: Shard, on_request: Callable[[list[Completion]], None] | None = None) -> list[dict]:
         """The records of one shard; ``on_request(completions)`` after each request that a backend reporting
@@ -409,11 +411,20 @@ def dry_run(
     return out
 
 
+class StartedBackend(Protocol):
+    """What a run reads of a started backend object: its name and its chat tokenizer (``tok``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def tok(self) -> Any: ...
+
+
 def run_job(
     job: JobSpec | str | os.PathLike[str],
     ledger: str | os.PathLike[str] | Ledger,
     *,
-    backend: str | object | None = None,
+    backend: str | StartedBackend | None = None,
     data_dir: str | os.PathLike[str] | None = None,
     tokenizers_dir: str | os.PathLike[str] | None = None,
     server: ServerOverrides | None = None,
@@ -449,22 +460,25 @@ def run_job(
         hooks.on_start(plan, len(todo))
     if not todo:
         return result
+    started: StartedBackend
     if isinstance(backend, str):
         try:
-            backend = load_backend(
+            started = load_backend(
                 backend, spec.model, tokenizer_name=spec.tokenizer, engine=spec.engine, seed=spec.seed, server=options
             )
         except BaseException:
             _undo(fresh)
             raise
-    runner = _Runner(spec, backend, data_dir)
+    else:
+        started = backend
+    runner = _Runner(spec, started, data_dir)
     progress = _Progress(sum(len(s.requests) for s in todo), hooks.on_progress, hooks.on_tokens)
     start = time.perf_counter()
     for index, shard in enumerate(todo):
         t0 = time.perf_counter()
         mark = (progress.done, progress.tokens)
         records = runner.shard(shard, progress.request if progress.wanted else None)
-        written = led.append(records, backend.tok.resolved, skip_existing=True)
+        written = led.append(records, started.tok.resolved, skip_existing=True)
         rows = sum(w.rows for w in written)
         tokens = sum(len(r["output_ids"]) for r in records)
         progress.settle(mark[0] + len(shard.requests), mark[1] + tokens)

@@ -72,6 +72,14 @@ class LmevalRecords:
     sources: list[str] = field(default_factory=list)
 
 
+def _samples_name(path: Path) -> re.Match[str]:
+    """The task and time parts of a samples file's name, else a one-line error naming the file."""
+    match = _SAMPLES.match(path.name)
+    if match is None:
+        raise BadInputError(f"{path}: not an lm-eval samples file (samples_<task>_<time>.jsonl)")
+    return match
+
+
 def find_logs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, Path | None]]:
     """Each ``samples_<task>_<time>.jsonl`` among ``paths`` (files, or folders searched recursively) with the
     ``results_<time>.json`` beside it, if there is one. A FIFO, socket or device named like either is refused."""
@@ -87,12 +95,10 @@ def find_logs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, Path 
         regular_file(path, "lm-eval samples file")
         if not path.is_file():
             raise BadInputError(f"{path}: no such file or folder")
-        if _SAMPLES.match(path.name) is None:
-            raise BadInputError(f"{path}: not an lm-eval samples file (samples_<task>_<time>.jsonl)")
         found.append(path)
     out = []
     for samples in dict.fromkeys(found):
-        time = _SAMPLES.match(samples.name)["time"]
+        time = _samples_name(samples)["time"]
         results = samples.with_name(f"results_{time}.json")
         out.append((samples, regular_file(results, "lm-eval results file") if os.path.lexists(results) else None))
     total = sum(_size(samples) for samples, _ in out)
@@ -188,7 +194,7 @@ def check_log_model(logged: str, tokenizer: str, *, where: str) -> None:
         )
 
 
-def map_task(name: str, tasks: Sequence) -> tuple[str, str, str]:
+def map_task(name: str, tasks: Sequence[Task]) -> tuple[str, str, str]:
     """``(task, FLORES code, arm)`` of an lm-eval task name (see the module docs); ``tasks``: the user's tasks."""
     for prefix, (task, arm) in MGSM_FAMILIES.items():
         if name.startswith(prefix):
@@ -204,14 +210,14 @@ def map_task(name: str, tasks: Sequence) -> tuple[str, str, str]:
         named = None
     for candidate in (name, name.replace("_", "-")):
         if candidate in given:
-            task = given[candidate]
-            lang = task.languages[0] if len(task.languages) == 1 else named
-            if lang not in task.languages:
+            spec = given[candidate]
+            lang = spec.languages[0] if len(spec.languages) == 1 else named
+            if lang is None or lang not in spec.languages:
                 raise BadInputError(f"lm-eval task {name!r}: the name ends in none of its task file's languages")
-            return task.name, lang, task.native
-    task = given.get(stem.replace("_", "-"))
-    if task is not None and named in task.languages:
-        return task.name, named, task.native
+            return spec.name, lang, spec.native
+    stem_spec = given.get(stem.replace("_", "-"))
+    if stem_spec is not None and named is not None and named in stem_spec.languages:
+        return stem_spec.name, named, stem_spec.native
     raise BadInputError(
         f"lm-eval task {name!r} is not one mindcap-tok maps (mgsm_native_cot_<lang>, mgsm_en_cot_<lang>); "
         f"give its task file (--task FILE) named {name.replace('_', '-')!r}, or {stem.replace('_', '-')!r} with "
@@ -246,7 +252,7 @@ def _gold(task: Task, target: object, where: str) -> int | str:
     return str(target)
 
 
-def _sample(obj: dict, where: str) -> tuple[int, object, list[str], str, object]:
+def _sample(obj: dict, where: str) -> tuple[int, object, list[str], str, dict | None]:
     """``(doc_id, target, responses, prompt, generation kwargs)`` of one sample line, else a one-line error."""
     missing = [k for k in ("doc_id", "target", "resps", "arguments") if k not in obj]
     if missing:
@@ -283,7 +289,7 @@ def read_lmeval_logs(
         if logged is not None:
             check_log_model(logged, tokenizer.name, where=str(results_path))
         model = (registry_model_name(logged) or logged) if logged else tokenizer.name
-        lm_task = _SAMPLES.match(samples.name)["task"]
+        lm_task = _samples_name(samples)["task"]
         task, lang, arm = map_task(lm_task, user_tasks)
         spec = next((t for t in user_tasks if t.name == task), None) or load_task(task)
         config = (results.get("configs") or {}).get(lm_task) or {}

@@ -58,6 +58,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
+from typing import TypeGuard, TypeVar
 
 from ..data.languages import resolve_language
 from ..errors import BadInputError, MindcapError
@@ -234,19 +235,21 @@ class Plan:
         }
 
 
-_TYPE_NAMES = {str: "string", int: "int", float: "float", bool: "bool", list: "list", dict: "table"}
+_T = TypeVar("_T")
+_TYPE_NAMES: dict[type, str] = {str: "string", int: "int", float: "float", bool: "bool", list: "list", dict: "table"}
 
 
-def _is(value: object, want: type) -> bool:
+def _is(value: object, want: type[_T]) -> TypeGuard[_T]:
     """Whether ``value`` has the TOML type ``want``: a bool is no int (``True == 1`` in Python), an int passes
     for a float, and a float must be finite."""
     if want is float:
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        return number and (isinstance(value, int) or math.isfinite(value))
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        return isinstance(value, int) or math.isfinite(value)
     return isinstance(value, want) and (want is bool or not isinstance(value, bool))
 
 
-def _typed(value: object, want: type, key: str):
+def _typed(value: object, want: type[_T], key: str) -> _T:
     """``value`` when it has the TOML type ``want`` (see :func:`_is`), else a :class:`MindcapError` naming ``key``."""
     if _is(value, want):
         return value
@@ -258,9 +261,10 @@ def _typed(value: object, want: type, key: str):
 
 def _str(value: object, key: str) -> str:
     """A non-empty string setting."""
-    if not _typed(value, str, key).strip():
+    text = _typed(value, str, key)
+    if not text.strip():
         raise SpecError(key, "must not be empty")
-    return value
+    return text
 
 
 def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:

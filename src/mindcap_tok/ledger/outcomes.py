@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..tasks.answers import AnswerParser, per_language, task_parser
 from ..tasks.answers.choice import ChoiceParser
 from ..tasks.answers.integer import Parser as IntegerParser
@@ -85,7 +85,12 @@ def answer_texts(part: pa.Table, tokenizer: ResolvedTokenizer | Mapping[str, Res
     names = part.column("tokenizer").to_pylist() if "tokenizer" in part.column_names else [None] * len(ids)
     rows = np.flatnonzero(thinking)
     for name in dict.fromkeys(names[r] for r in rows):
-        tok = tokenizer if isinstance(tokenizer, ResolvedTokenizer) else tokenizer[name]
+        if isinstance(tokenizer, ResolvedTokenizer):
+            tok = tokenizer
+        elif name is None:
+            raise BadInputError("thinking records name no tokenizer: give the one that decodes their answer channel")
+        else:
+            tok = tokenizer[name]
         mine = [r for r in rows if names[r] == name]
         decoded = tok.decode_batch([ids[r][starts[r] :] for r in mine], skip_special_tokens=True)
         for r, text in zip(mine, decoded, strict=True):
@@ -121,7 +126,7 @@ def record_outcomes(
         # a per-language filter (lm-eval's regexes) reads each language with its own pattern
         key = (task, langs[j]) if per_language(task, parser, files=tasks) else (task, None)
         if key not in readers:
-            strict = parser if hasattr(parser, "line_cuts") else task_parser(task, parser, files=tasks, lang=key[1])
+            strict = task_parser(task, parser, files=tasks, lang=key[1]) if isinstance(parser, str) else parser
             spec = LENIENT.get(type(task_parser(task, "strict", files=tasks)))
             readers[key] = (strict, task_parser(task, spec, files=tasks) if spec else None)
         strict, lenient = readers[key]

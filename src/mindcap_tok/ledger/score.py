@@ -200,6 +200,7 @@ def _scan_lines(ev: _EventLists, parser: Parser, rec: int, data: bytes, total: i
     starts = np.concatenate([[0], newlines + 1])
     ends = np.append(newlines, len(data))
     trigger = getattr(parser, "trigger", None)
+    lines: range | np.ndarray
     if trigger is None:
         lines = range(len(starts))
     else:
@@ -253,7 +254,10 @@ def _events_from_ids(
     after = np.where(j < len(newlines), newlines[np.minimum(j, len(newlines) - 1)], np.iinfo(np.int64).max)
     we = np.minimum(after, last_tok)
     windows = np.unique(np.stack([ws, we, rec], axis=1), axis=0)
-    return _scan_windows(ev, ids, splits, table, cut, base, totals, golds, complete, parser, *windows.T, anchors)
+    w_start, w_end, w_rec = windows.T
+    return _scan_windows(
+        ev, ids, splits, table, cut, base, totals, golds, complete, parser, w_start, w_end, w_rec, anchors
+    )
 
 
 def _scan_windows(
@@ -439,7 +443,7 @@ def score_token_ids(
     *,
     table: ByteTable | ResolvedTokenizer,
     golds: Sequence[Gold],
-    budgets: Sequence[int],
+    budgets: Sequence[int] | np.ndarray,
     parser: str | Parser = "strict",
     complete: np.ndarray | Sequence[bool] | None = None,
 ) -> PrefixScores:
@@ -486,7 +490,7 @@ def score_prefixes(
     token_ends: Sequence[np.ndarray],
     *,
     golds: Sequence[Gold],
-    budgets: Sequence[int],
+    budgets: Sequence[int] | np.ndarray,
     parser: str | Parser = "strict",
     complete: np.ndarray | Sequence[bool] | None = None,
 ) -> PrefixScores:
@@ -557,7 +561,7 @@ def score_by_tokenizer(
     table: pa.Table,
     tokenizers: ResolvedTokenizer | Mapping[str, ResolvedTokenizer],
     *,
-    budgets: Sequence[int],
+    budgets: Sequence[int] | np.ndarray,
     parser: str | Parser = "strict",
     on_progress=None,
 ) -> PrefixScores:
@@ -660,6 +664,8 @@ def thought_columns(table: pa.Table) -> dict[str, np.ndarray]:
     included: all of it when unclosed; 0 without thinking), ``answer_tokens`` (the rest) and ``cap_in_thought``
     (the cap fell inside the thought: cut by its cap while unclosed, or forced to close it)."""
     starts = record_answer_starts(table)
+    if starts is None:
+        raise BadInputError("thought columns need a table where some record thinks")
     n_tok = pc.list_value_length(table.column("output_ids")).to_numpy(zero_copy_only=False).astype(np.int64)
     thinking = table.column("thinking").to_numpy(zero_copy_only=False).astype(bool)
     unclosed = thinking & table.column("think_end").is_null().to_numpy(zero_copy_only=False)

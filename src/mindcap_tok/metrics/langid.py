@@ -22,6 +22,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -82,7 +83,7 @@ class LidModel:
     name: str
     path: str
     sha256: str
-    model: object
+    model: Any  # a fasttext model (fasttext ships no type information)
 
     def predict(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """Normalised top label and its probability for each single-line text."""
@@ -134,9 +135,9 @@ def load_lid_model(path: str | os.PathLike[str] | None = None, hub: bool = True)
         if not file.is_file():
             raise MindcapError(f"language-ID model {file} does not exist")
     else:
-        file = _glotlid_from_hub() if hub else None
-        name = "glotlid" if file is not None else "lid.176"
-        file = file or shipped_lid176()
+        found = _glotlid_from_hub() if hub else None
+        name = "glotlid" if found is not None else "lid.176"
+        file = found or shipped_lid176()
     try:
         with open(regular_file(file, "language-ID model"), "rb") as fh:  # streamed: GlotLID's model.bin is over 1 GB
             sha256 = hashlib.file_digest(fh, "sha256").hexdigest()

@@ -17,6 +17,7 @@ import os
 import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,11 @@ class _Writer:
         (self.tail,) = self._spell(["\nThe answer is given above"])
 
     def _spell(self, texts: list[str]) -> list[_Spelling]:
-        encodings = engine_guard(lambda: self.tok.tokenizer.encode_batch(texts, add_special_tokens=False), texts)
+        hf = self.tok.tokenizer  # the demo's tokenizer is Qwen3's: an HF tokenizer
+        encodings = engine_guard(
+            lambda: hf.encode_batch(texts, add_special_tokens=False),  # type: ignore[union-attr]  # HF: see above
+            texts,
+        )
         return [_Spelling.of(t, e) for t, e in zip(texts, encodings, strict=True)]
 
     def trace(
@@ -159,7 +164,7 @@ class _Writer:
 
     def records(self, sim: SimulatedLedger, design: str, seed: int, announced: int | None = None) -> list[dict]:
         """One ledger record per simulated trace of ``sim``."""
-        out = []
+        out: list[dict[str, Any]] = []
         for c_i, cell in enumerate(sim.design.cells):
             for item in range(sim.design.n_items):
                 question = self.items[cell.lang][item].question

@@ -106,7 +106,7 @@ def plot_premiums(rows: Sequence[dict], path: str | os.PathLike[str]) -> None:
     langs: dict[str, float] = {}
     for r in rows:  # sort by each language's largest premium across models
         langs[r["lang"]] = max(langs.get(r["lang"], 0.0), r["premium"])
-    order = sorted(langs, key=langs.get)
+    order = sorted(langs, key=lambda lang: langs[lang])
     ypos = {lang: i for i, lang in enumerate(order)}
     height = max(3.0, 0.16 * len(order) + 1.2)
     fig, ax = plt.subplots(figsize=(7.5, height))

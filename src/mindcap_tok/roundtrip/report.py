@@ -580,20 +580,21 @@ def roundtrip_report(
     hop_tokens = hop_token_table(detail, premiums)
     truncation = truncation_table(detail)
     detail, hop_quality = _hop_quality(detail, hop_tokens, spec, data_dir, comet_checkpoint, skipped, notes)
-    langid, unscored, lid_info = pd.DataFrame(), [], None
+    langid, lid_info = pd.DataFrame(), None
+    unscored: list[str] = []
     if lid and len(detail):
         try:
-            model = load_lid_model(lid_model, hub=False)
+            labeller = load_lid_model(lid_model, hub=False)
         except MindcapError as exc:  # a missing lid extra, or no usable model
             skipped["langid"] = str(exc)
             notes.append(f"{_PARTS['langid']} skipped: {exc}")
         else:
-            detail, unscored = label_hops(detail, model)
+            detail, unscored = label_hops(detail, labeller)
             langid = langid_table(detail)
-            lid_info = {"model": model.name, "sha256": model.sha256, "threshold": THRESHOLD,
+            lid_info = {"model": labeller.name, "sha256": labeller.sha256, "threshold": THRESHOLD,
                         "min_letters": MIN_LETTERS, "unscored_languages": unscored}  # fmt: skip
             if unscored:
-                notes.append(f"language ID: {model.name} cannot label {', '.join(unscored)} (unscored)")
+                notes.append(f"language ID: {labeller.name} cannot label {', '.join(unscored)} (unscored)")
     counts = {
         "samples": len(samples), "judged": int((samples["status"] == "judged").sum()),
         "failed_empty_hop": int((samples["status"] == "failed").sum()),

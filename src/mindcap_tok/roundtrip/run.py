@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -63,7 +64,7 @@ class ChainState:
     failed_hop: int | None = None
     capped_hops: int = 0
     unclosed_hops: int = 0
-    judgements: dict[str, dict] = field(default_factory=dict)
+    judgements: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -150,7 +151,7 @@ def _set_thinking(backend, on: bool) -> None:
     """Render the backend's prompts with ``enable_thinking = on`` (a backend shared by a model's thinking and
     instruct entries, or with a judge, switches)."""
     tok = getattr(backend, "tok", None)
-    if hasattr(tok, "set_thinking"):
+    if tok is not None and hasattr(tok, "set_thinking"):
         tok.set_thinking(on)
 
 
@@ -238,7 +239,11 @@ def sample_row(c: ChainState, *, judge: str, seed: int) -> dict:
         status, mqm, score = UNJUDGED, None, None
     else:
         status, mqm, score = JUDGED, mqm_score(j["n_minor"], j["n_major"], j["n_critical"]), j["judge_score"]
-    clash = inconsistency(j["classification"], j["n_major"], j["n_critical"]) if status == JUDGED else None
+    clash = (
+        inconsistency(j["classification"], j["n_major"], j["n_critical"])
+        if j is not None and status == JUDGED
+        else None
+    )
     return {
         "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "resource": c.resource,
         "category": c.category, "subcategory": c.subcategory, "status": status, "failed_hop": c.failed_hop,

@@ -148,6 +148,7 @@ class RoundtripSpec:
         """How ``judge`` reaches its server: its own ``base_url`` (with the ``[server]`` table's ``timeout_s`` and
         ``max_retries``) or the ``[server]`` table, its own ``timeout_s`` and ``max_retries`` over those;
         ``None`` when it names no server and the run has no ``[server]`` table."""
+        base: ServerSpec | None
         if judge.base_url:
             base = ServerSpec(base_url=judge.base_url)
             if self.server is not None:
@@ -321,7 +322,7 @@ def _judges(value: object, models: tuple[Model, ...], base: Path | None) -> tupl
 
 
 def _judge(value: object, models: tuple[Model, ...], base: Path | None, key: str) -> JudgeSpec:
-    judge_table(value, key)
+    value = judge_table(value, key)
     if "model" in value:
         (model,) = _models({k: v for k, v in value.items() if k in ("model", "model_name")}, base, f"{key}.")
     else:

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from .._io import RUN_LOCK, check_folder_path, check_tree, enclosing_ledger, folder_lock, regular_file, write_inside
 from .._json import dumps_strict
 from ..errors import DamagedDataError, MindcapError, StorageError, with_context
-from ..spec import SpecError, validate
+from ..spec import SpecError, validated_table
 
 MANIFEST = "_roundtrip.json"
 FORMAT = "mindcap-tok roundtrip"
@@ -162,10 +162,9 @@ def check_manifest(manifest: object, path: Path) -> dict:
     """``manifest`` (parsed JSON) when it has a round-trip manifest's shape, else a one-line error naming ``path``
     and the first key that is wrong."""
     try:
-        validate(RunManifest, manifest, key="")
+        return validated_table(RunManifest, manifest, key="")
     except SpecError as exc:
         raise DamagedDataError(f"round-trip manifest {path} is damaged: {exc}", path=path) from None
-    return manifest  # type: ignore[return-value]
 
 
 #: the schemas a committed file may have, by folder

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import reduce
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..resample import check_resamples, scale_budget
 from ..spec import check
 from .bootstrap import Boot, grid_bootstrap
@@ -32,6 +33,7 @@ from .roles import Arm, arm_of
 
 KINDS = ("delta", "delta-difference", "gap", "contrast")
 DEFAULT_OUTCOMES = {"all": "confirmatory_support", "some": "partial_support", "none": "no_confirmatory_support"}
+_T = TypeVar("_T")
 _TERM_KEYS = ("model", "arm", "lang", *SETTING_COLUMNS, "budget", "scaled")
 
 
@@ -108,6 +110,14 @@ class Hypothesis:
             raise MindcapError(f"hypothesis {self.id}: two-sided takes no margin")
 
 
+def _declared(h: Hypothesis, value: _T | None, what: str) -> _T:
+    """``value``, which the hypothesis's kind needs (a Hypothesis built without :meth:`Hypothesis.from_dict` may
+    lack it)."""
+    if value is None:
+        raise BadInputError(f"hypothesis {h.id}: {h.kind} needs {what}")
+    return value
+
+
 def _int_or_none(value: object, hid: str, name: str) -> int | None:
     if value is None:
         return None
@@ -168,20 +178,23 @@ class _Estimands:
         """For each component: signed terms whose weighted accuracies sum to the estimand."""
         base = {"model": h.model, **h.settings}
         if h.kind == "delta":
-            return [self._delta(base, lang, h.budget) for lang in h.langs]
+            return [self._delta(base, lang, _declared(h, h.budget, "budget")) for lang in h.langs]
         if h.kind == "delta-difference":
-            other_budget = h.other_budget or h.budget
-            minus = [(-w, t) for w, t in self._delta(base, h.other, other_budget)]
-            return [self._delta(base, h.langs[0], h.budget) + minus]
+            budget = _declared(h, h.budget, "budget")
+            other_budget = h.other_budget or budget
+            minus = [(-w, t) for w, t in self._delta(base, _declared(h, h.other, "other"), other_budget)]
+            return [self._delta(base, h.langs[0], budget) + minus]
         if h.kind == "gap":
+            budget = _declared(h, h.budget, "budget")
             return [
                 [
-                    (1.0, _Term({**base, "arm": self.arm(self.translate, base), "lang": lang}, h.budget, False)),
-                    (-1.0, _Term({**base, "arm": self.arm(self.native, base), "lang": lang}, h.budget, False)),
+                    (1.0, _Term({**base, "arm": self.arm(self.translate, base), "lang": lang}, budget, False)),
+                    (-1.0, _Term({**base, "arm": self.arm(self.native, base), "lang": lang}, budget, False)),
                 ]
                 for lang in h.langs
             ]
-        return [[(1.0, self._contrast(base, h.a)), (-1.0, self._contrast(base, h.b))]]
+        a, b = _declared(h, h.a, "term a"), _declared(h, h.b, "term b")
+        return [[(1.0, self._contrast(base, a)), (-1.0, self._contrast(base, b))]]
 
     def _delta(self, base: dict[str, Any], lang: str, budget: int) -> list[tuple[float, _Term]]:
         cell = {**base, "arm": self.arm(self.native, base), "lang": lang}
@@ -200,18 +213,20 @@ def family_budgets(
     out: set[int] = set()
     for h in hypotheses:
         reads: list[tuple[int, str | None, bool]] = []  # (budget, lang, scaled)
-        if h.kind == "delta":
-            reads += [(h.budget, lang, True) for lang in h.langs]
-        elif h.kind == "delta-difference":
-            reads += [(h.budget, h.langs[0], True), (h.other_budget or h.budget, h.other, True)]
-        elif h.kind == "gap":
-            reads += [(h.budget, lang, False) for lang in h.langs]
+        if h.kind != "contrast":
+            budget = _declared(h, h.budget, "budget")
+            if h.kind == "delta":
+                reads += [(budget, lang, True) for lang in h.langs]
+            elif h.kind == "delta-difference":
+                reads += [(budget, h.langs[0], True), (h.other_budget or budget, h.other, True)]
+            elif h.kind == "gap":
+                reads += [(budget, lang, False) for lang in h.langs]
         reads += [(int(t["budget"]), t.get("lang"), bool(t.get("scaled", False))) for t in (h.a, h.b) if t]
         for budget, lang, scaled in reads:
             out.add(int(budget))
             if scaled and premiums is not None:
                 for model in [h.model] if h.model else models:
-                    out.add(scale_budget(lookup_premium(premiums, model, lang=lang), int(budget)))
+                    out.add(scale_budget(lookup_premium(premiums, model, lang=_declared(h, lang, "lang")), budget))
     return sorted(out)
 
 
@@ -271,15 +286,15 @@ def run_family(
         boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
     rows = []
     for h in hypotheses:
-        comps, names = [], []
+        comps: list[Boot] = []
+        names: list[str] = []
         for terms in est.terms(h):
-            stat = None
+            pieces = []
             for w, term in terms:
                 cell = grid.one_cell(**term.cell)
                 b = grid.budget_index([est.budget(term.cell, term.budget, term.scaled)])[0]
-                piece = boot[cell, b] * w
-                stat = piece if stat is None else stat + piece
-            comps.append(stat)
+                pieces.append(boot[cell, b] * w)
+            comps.append(reduce(Boot.__add__, pieces))
             names.append(terms[0][1].cell.get("lang") or "")
         vec = Boot(np.array([c.estimate for c in comps]), np.stack([c.replicates for c in comps], axis=1), boot.seed)
         res = bootstrap_test(vec, h.alternative, margin=h.margin / 100.0, tail_factor=tail_factor)

@@ -166,9 +166,9 @@ def _check_arms(task: Task) -> None:
             raise SpecError(role, f"names no arm; arms: {', '.join(task.arms)}")
     if task.native == task.comparator:
         raise SpecError("comparator", "must differ from the native arm")
-    for arm in task.arms:
-        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", arm):
-            raise SpecError(f"arms.{arm}", "an arm name is lower-case letters, digits, '.', '_' or '-'")
+    for arm_name in task.arms:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", arm_name):
+            raise SpecError(f"arms.{arm_name}", "an arm name is lower-case letters, digits, '.', '_' or '-'")
     for name, arm in task.arms.items():
         for key in ("translation", "reasoning"):
             if getattr(arm, key) is not None:

@@ -26,8 +26,11 @@ class TokenizerBackend(Protocol):
     """What every family's back end answers (see the module docstring)."""
 
     family: str
-    dummy_prefix: bool
     extension_format: ExtensionFormat | None
+
+    @property
+    def dummy_prefix(self) -> bool:
+        """True when a space is prepended to the input (SentencePiece ``add_dummy_prefix``)."""
 
     @property
     def hf(self) -> Any:

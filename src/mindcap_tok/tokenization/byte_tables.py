@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import MindcapError
 from .load import ResolvedTokenizer
+from .sentencepiece_family import SentencePieceBackend
 
 _HASH, _NEWLINE = ord("#"), ord("\n")
 #: ``ByteTable.flags`` bits: the id's bytes hold ``#`` / a newline
@@ -121,8 +122,9 @@ def byte_table(tokenizer: ResolvedTokenizer) -> ByteTable:
         if i < len(token_bytes):
             token_bytes[i] = b""
     strip: list[int] = []
-    if tokenizer.dummy_prefix:
-        sp = tokenizer.backend.sp
+    backend = tokenizer.backend
+    if backend.dummy_prefix and isinstance(backend, SentencePieceBackend):  # only SentencePiece prepends a space
+        sp = backend.sp
         strip = [i for i, b in enumerate(token_bytes) if b[:1] == b" " and not sp.is_byte(i)]
     return ByteTable.from_token_bytes(token_bytes, strip)
 

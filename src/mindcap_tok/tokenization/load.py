@@ -273,8 +273,8 @@ def load_tokenizer(name: str, tokenizers_dir: str | os.PathLike[str] | None = No
             )
         return _from_hub(entry.hf_id, canonical, _local_miss(root, entry))
     if "/" in name and not name.startswith((".", "/")) and name.count("/") == 1:
-        entry = next((e for e in registry().values() if e.hf_id is not None and e.hf_id.lower() == name.lower()), None)
-        hint = _LOCAL_INSTEAD if entry is None else _registry_hint(entry, _tokenizers_root(tokenizers_dir))
+        listed = next((e for e in registry().values() if e.hf_id is not None and e.hf_id.lower() == name.lower()), None)
+        hint = _LOCAL_INSTEAD if listed is None else _registry_hint(listed, _tokenizers_root(tokenizers_dir))
         return _from_hub(name, name, hint)
     known = ", ".join(f"{e.name} ({', '.join(e.aliases)})" for e in registry().values())
     raise MindcapError(

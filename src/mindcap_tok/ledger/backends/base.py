@@ -139,7 +139,7 @@ class ChatTokenizer:
             self._fast, self._lines = None, None  # the template's frame depends on the switch
 
     def _render(self, user: str) -> str:
-        return self.hf.apply_chat_template(
+        return self.hf.apply_chat_template(  # type: ignore[return-value]  # tokenize=False: the text
             [{"role": "user", "content": user}],
             tokenize=False,
             add_generation_prompt=True,
@@ -182,9 +182,9 @@ class ChatTokenizer:
         if not users:
             return []
         if self._fast is None:
-            encoder = PretokenEncoder.from_tokenizer(self.resolved.tokenizer)
+            encoder = PretokenEncoder.from_tokenizer(self.resolved.tokenizer)  # type: ignore[arg-type]  # HF-backed
             self._fast = (self._frame(), encoder)
-            if encoder is not None and _lines_safe(self.resolved.tokenizer):
+            if encoder is not None and _lines_safe(self.resolved.tokenizer):  # type: ignore[arg-type]  # HF-backed
                 self._lines = {}
                 self._letters = dict(zip(ascii_letters, _encode_all(encoder, list(ascii_letters)), strict=True))
         frame, encoder = self._fast
@@ -192,7 +192,7 @@ class ChatTokenizer:
             return [self.chat(u) for u in users]
         texts = [frame[0] + u + frame[1] for u in users]
         if encoder is None:
-            ids = encode_texts(self.resolved.tokenizer, texts, fast=False)
+            ids = encode_texts(self.resolved.tokenizer, texts, fast=False)  # type: ignore[arg-type]  # HF-backed
         elif self._lines is None:
             ids = _encode_all(encoder, texts)
         else:
@@ -205,7 +205,7 @@ class ChatTokenizer:
     def _encode_by_line(self, encoder: PretokenEncoder, texts: list[str]) -> list[list[int]]:
         """Ids of ``texts`` cut where a line starts with an ASCII letter (a pre-token boundary for
         :data:`_LINE_SAFE`), each distinct piece encoded once: a template's fixed lines are looked up, not split."""
-        memo = self._lines
+        memo: dict[str, list[int]] = self._lines  # type: ignore[assignment]  # called only while _lines is a dict
         if len(memo) > _MAX_LINES:
             memo.clear()
         keys = [_line_keys(t) for t in texts]
@@ -223,11 +223,13 @@ class ChatTokenizer:
     def encode(self, text: str) -> list[int]:
         """Ids of plain text (no special tokens): the fast tokenizer's, a text too long for its regex engine
         included (:func:`~mindcap_tok.tokenization.hf.encode_texts`)."""
-        return encode_texts(self.resolved.tokenizer, [text], fast=False)[0]
+        fast = self.resolved.tokenizer
+        return encode_texts(fast, [text], fast=False)[0]  # type: ignore[arg-type]  # a chat tokenizer is HF's
 
     def decode_batch(self, ids: list) -> list[str]:
         """Texts of several id sequences, special tokens skipped (the fast tokenizer, in one call)."""
-        return self.resolved.tokenizer.decode_batch([list(x) for x in ids], skip_special_tokens=True)
+        fast = self.resolved.tokenizer
+        return fast.decode_batch([list(x) for x in ids], skip_special_tokens=True)  # type: ignore[union-attr]  # HF
 
     def newline_ids(self) -> tuple[int, ...]:
         """Ids whose text contains a newline: the ends of an answer line."""

@@ -47,7 +47,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
@@ -193,7 +193,7 @@ def _shape_problem(exc: ValidationError) -> str:
     return f"{subject} ({msg})"
 
 
-def _check_indices(choices: list[_Choice], n: int) -> None:
+def _check_indices(choices: Sequence[_Choice], n: int) -> None:
     """Exactly ``n`` choices, indices ``0..n-1`` each once."""
     seen: dict[int, int] = {}
     for pos, c in enumerate(choices):
@@ -264,11 +264,12 @@ def parse_response(
         reply = (_ChatCompletions if chat else _Completions).model_validate(data)
     except ValidationError as exc:
         raise MindcapError(_shape_problem(exc)) from None
-    _check_indices(reply.choices, n)
+    choices: list[_ChatChoice | _CompletionChoice] = [*reply.choices]
+    _check_indices(choices, n)
     if reply.prompt_token_ids is not None:
         _check_ids(reply.prompt_token_ids, vocab_size, "prompt_token_ids")
     out = []
-    for c in sorted(reply.choices, key=lambda c: c.index):
+    for c in sorted(choices, key=lambda c: c.index):
         where = f"choice {c.index}"
         ids = tuple(c.token_ids) if c.token_ids is not None else _logprob_ids(c.logprobs, where)
         if ids is not None:

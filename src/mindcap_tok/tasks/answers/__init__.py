@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...choices import VARIANTS as INTEGER_VARIANTS
 from ...errors import BadInputError, MindcapError
 from . import choice, math, regex
 from .filter import filter_parser
-from .integer import LineCuts, integer_parser
+from .integer import AnswerLine, LineCuts, integer_parser
+
+if TYPE_CHECKING:  # tasks.model imports this package's parsers
+    from ..model import Task
 
 #: answer type -> its variant names and one-line descriptions
 VARIANTS: dict[str, dict[str, str]] = {
@@ -29,11 +32,14 @@ VARIANTS: dict[str, dict[str, str]] = {
 class AnswerParser(Protocol):
     """What the scorer and the audits need of a parser, whatever its answer type."""
 
-    name: str
-    last: bool
-    terminated: bool
-
+    @property
+    def name(self) -> str: ...
+    @property
+    def last(self) -> bool: ...
+    @property
+    def terminated(self) -> bool: ...
     def line_value(self, line: str) -> Hashable | None: ...
+    def answer_lines(self, text: str, complete: bool = False) -> list[AnswerLine]: ...
     def line_cuts(self, line: bytes) -> LineCuts: ...
     def parse(self, text: str, complete: bool = False) -> Hashable | None: ...
     def correct(self, value: Any, gold: Any) -> bool: ...
@@ -46,10 +52,14 @@ class AnswerParser(Protocol):
 class AnswerLike(Protocol):
     """The fields of a task's answer spec a parser is built from (``tasks.model.AnswerSpec``)."""
 
-    type: str
-    labels: Sequence[str] | None
-    pattern: str | None
-    variants: Mapping[str, Any]
+    @property
+    def type(self) -> str: ...
+    @property
+    def labels(self) -> Sequence[str] | None: ...
+    @property
+    def pattern(self) -> str | None: ...
+    @property
+    def variants(self) -> Mapping[str, Any]: ...
 
 
 def get_parser(spec: Any = "strict", answer: AnswerLike | None = None) -> AnswerParser:
@@ -60,9 +70,9 @@ def get_parser(spec: Any = "strict", answer: AnswerLike | None = None) -> Answer
     """
     if hasattr(spec, "line_cuts"):
         return spec
-    kind = "integer" if answer is None else answer.type
-    if kind == "integer":
+    if answer is None or answer.type == "integer":
         return integer_parser(spec)
+    kind = answer.type
     if kind == "choice":
         phrases = (answer.variants or {}).get("phrases") or {}
         flat = tuple(dict.fromkeys(p for lang in sorted(phrases) for p in phrases[lang]))
@@ -76,7 +86,7 @@ def get_parser(spec: Any = "strict", answer: AnswerLike | None = None) -> Answer
     raise MindcapError(f"unknown answer type {kind!r}; use one of {', '.join(VARIANTS)}")
 
 
-def _task(task: str, files: Sequence[str | os.PathLike[str]]):
+def _task(task: str, files: Sequence[str | os.PathLike[str]]) -> Task:
     from ..load import builtin_tasks, load_task
 
     given = {t.name: t for t in map(load_task, files)}

@@ -14,6 +14,7 @@ from collections.abc import Hashable
 from functools import cache
 from itertools import chain, product
 from math import prod
+from typing import Any
 
 from .integer import AnswerLine, LineCuts, read_answer, read_answer_lines
 
@@ -64,7 +65,7 @@ class LineParser:
         full = self.line_value(text)
         if self.trigger is not None and self.trigger.search(text) is None:
             return LineCuts((), full)
-        partial: list[list] = []
+        partial: list[list[Any]] = []  # [k_lo, k_hi, value], k_hi extended in place
         for k in range(1, len(line)):
             value = self.line_value(line[:k].decode("utf-8", "replace"))
             if value is None:
@@ -79,7 +80,9 @@ class LineParser:
 @cache
 def any_of(patterns: tuple[str | None, ...]) -> re.Pattern[str] | None:
     """One trigger matching where any of ``patterns`` does (``None`` if one of them may match anywhere)."""
-    return None if None in patterns else re.compile("|".join(patterns))
+    if None in patterns:
+        return None
+    return re.compile("|".join(p for p in patterns if p is not None))
 
 
 @cache

@@ -90,23 +90,31 @@ def _patterns(
     after = rf"[ \t]*[:：]?[ \t]*\(?{label}"
     end = rf"\)?{_ALONE_AFTER}"
     words = {"answer": [r"answer(?:[ \t]+is)?"], "phrases": [re.escape(p) for p in phrases]}
-    lenient, starts = [], ["####"]  # a trigger: what every line with a reading in some prefix holds
+    lenient: list[re.Pattern[str]] = []
+    starts: list[str | None] = ["####"]  # a trigger: what every line with a reading in some prefix holds
     for form in forms:
         if form == "paren":
-            starts.append(rf"\({label}\)")
-            lenient.append(re.compile(starts[-1]))
+            paren = rf"\({label}\)"
+            starts.append(paren)
+            lenient.append(re.compile(paren))
         elif form == "label":
             starts.append(None)
             lenient.append(re.compile(rf"(?<![0-9A-Za-z]){label}{_ALONE_AFTER}"))
         elif words[form]:
-            starts.append(rf"(?i:{'|'.join(words[form])}){after}")  # the form without its optional end
-            lenient.append(re.compile(starts[-1] + end))
+            start = rf"(?i:{'|'.join(words[form])}){after}"  # the form without its optional end
+            starts.append(start)
+            lenient.append(re.compile(start + end))
     return strict, tuple(lenient), any_of(tuple(s.replace("?P<label>", "?:") if s else s for s in starts))
 
 
 @cache
 def _anchors(labels: tuple[str, ...], forms: tuple[str, ...], phrases: tuple[str, ...]) -> tuple[bytes, ...] | None:
-    words = {"paren": [f"({x})" for x in labels], "answer": ["answer"], "phrases": list(phrases), "label": [None]}
+    words: dict[str, list[str | None]] = {
+        "paren": [f"({x})" for x in labels],
+        "answer": ["answer"],
+        "phrases": list(phrases),
+        "label": [None],
+    }
     found = [b"####"]
     for form in forms:
         for word in words[form]:

@@ -30,6 +30,7 @@ Variants are named strings, combinable with ``+`` (``last+terminated``):
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from itertools import accumulate
@@ -150,8 +151,8 @@ def read_answer(rule, text: str, *, complete: bool):
 class LineCuts:
     """See :meth:`Parser.line_cuts`: ``partial`` is a tuple of ``(k_lo, k_hi, value)``; ``full`` the whole line's."""
 
-    partial: tuple[tuple[int, int, int], ...]
-    full: int | None
+    partial: tuple[tuple[int, int, Hashable], ...]
+    full: Hashable | None
 
 
 _STRIP_SEPARATORS = str.maketrans("", "", _SEPARATORS)
