@@ -421,7 +421,7 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(tmp_path, tiny, backend,
     killed_at = len(Ledger(tmp_path / "k"))
     assert 6 <= killed_at < 24, "the kill must land midway (12 shards of 2 records)"
     rerun = subprocess.run([*cmd, "transformers"], cwd=REPO, capture_output=True, text=True, check=True)
-    assert f"{killed_at // 2} of 12 shards were already done" in rerun.stdout
+    assert f"{killed_at // 2} of 12 shards were already done" in rerun.stderr  # status: stderr
     run_job(parse_spec(spec), tmp_path / "whole", backend=backend, data_dir=config.data_dir.value)
     assert frame(tmp_path / "k") == frame(tmp_path / "whole")
     assert Ledger(tmp_path / "k").verify().ok

@@ -114,7 +114,8 @@ def test_audits_notebook(tmp_path, monkeypatch):
     summary = ast.literal_eval(nb.cells[-1].outputs[0]["data"]["text/plain"])
     # 60 items x 4 samples x (4 arms x 3 languages + 2 announcement cells)
     assert summary["records"] == 60 * 4 * 14
-    assert summary["status"] == {"comet": "ok", "parser": "ok", "parity": "ok", "normalizer": "ok"}
+    # the demo's translate-act traces hold no translation segment: the translation audit scores none and says so
+    assert summary["status"] == {"comet": "skipped", "parser": "ok", "parity": "ok", "normalizer": "ok"}
     assert summary["files"] == ["audit.json", "audit.md"]
     report = json.loads((tmp_path / "audit" / "audit.json").read_text())
     parity = next(a for a in report["audits"] if a["name"] == "parity")
