@@ -6,25 +6,16 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 
 import pytest
 
+from answer_specs import Answer
 from mindcap_tok.errors import BadInputError
 from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.tasks.answers import get_parser, patterns
 from mindcap_tok.tasks.answers.filter import filter_parser
 from mindcap_tok.tasks.answers.patterns import compile_user_pattern
 from score_reference import trace_frame
-
-
-@dataclass
-class Answer:
-    type: str
-    labels: list[str] | None = None
-    pattern: str | None = None
-    variants: dict = field(default_factory=dict)
-
 
 #: a line on which ``(a|aa)+$`` backtracks about 1.6^40 times before failing (the ``b``)
 RUNAWAY_LINE = "a" * 40 + "b"
