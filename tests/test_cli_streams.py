@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from cli_args import price_tiny_args
 from cli_tree import leaf_commands
 from ledger_factory import make_cell, make_record
 from mindcap_tok.cli.main import cli
@@ -265,27 +266,7 @@ CASES: dict[str, Callable[[Inputs, Path], Case]] = {
         ["protocol", "test", i.protocol, "--ledger", i.byte_level / "ledger", "--format", "json"], JSON
     ),
     "price": lambda i, t: Case(
-        [
-            "price",
-            "--ledger",
-            i.byte_level / "ledger",
-            "--model",
-            "tiny",
-            "--lang",
-            "th",
-            "--cap",
-            "30",
-            "--tokenizer",
-            i.byte_level / "base",
-            "--learn-extension",
-            "--size",
-            "1",
-            "--no-premium",
-            "--n-boot",
-            "50",
-            "--format",
-            "json",
-        ],
+        price_tiny_args(i.byte_level / "ledger", i.byte_level / "base"),
         JSON,
         r"^Adaptation triage for tiny tha_Thai, 4 items",  # the triage notes, beside the JSON
     ),
