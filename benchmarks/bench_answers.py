@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from mindcap_tok.budgets import SCORE_BUDGETS
-from mindcap_tok.ledger.score import score_ledger
+from mindcap_tok.scoring.score import score_ledger
 from mindcap_tok.tasks.answers import choice, get_parser, math
 from mindcap_tok.tokenization.byte_tables import byte_table
 from mindcap_tok.tokenization.load import load_tokenizer

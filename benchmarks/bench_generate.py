@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from mindcap_tok.config import load_config
 from mindcap_tok.data.mgsm import load_mgsm
-from mindcap_tok.ledger.backends import GenRequest, load_backend
-from mindcap_tok.ledger.generate import run_job
-from mindcap_tok.ledger.jobs import parse_spec, plan_job
-from mindcap_tok.ledger.prompts import build_prompt
+from mindcap_tok.generation.backends import GenRequest, load_backend
+from mindcap_tok.generation.generate import run_job
+from mindcap_tok.generation.jobs import parse_spec, plan_job
+from mindcap_tok.generation.prompts import build_prompt
 from tiny_model import build_tiny_model
 
 

@@ -23,8 +23,8 @@ import numpy as np
 
 from mindcap_tok.config import load_config
 from mindcap_tok.data.languages import resolve_language
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.import_logs import import_logs
+from mindcap_tok.ingest.harness_logs import import_logs
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
 
 LANGS = ("bn", "de", "en", "es", "fr", "ja", "ru", "sw", "te", "th")

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
 
 ARMS = ("native", "translate-act")

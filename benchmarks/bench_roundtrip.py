@@ -28,7 +28,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from mindcap_tok.config import load_config
-from mindcap_tok.ledger.backends import ChatTokenizer, Completion, GenRequest
+from mindcap_tok.generation.backends import ChatTokenizer, Completion, GenRequest
 from mindcap_tok.roundtrip import parse_spec, plan_roundtrip, run_roundtrip
 
 REPO = Path(__file__).resolve().parents[1]

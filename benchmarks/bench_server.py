@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_generate import bare_requests, tiny_job
 from mindcap_tok.config import load_config
-from mindcap_tok.ledger.backends import load_backend
-from mindcap_tok.ledger.generate import GenerateResult, run_job
-from mindcap_tok.ledger.jobs import ServerSpec, parse_spec, plan_job
+from mindcap_tok.generation.backends import load_backend
+from mindcap_tok.generation.generate import GenerateResult, run_job
+from mindcap_tok.generation.jobs import ServerSpec, parse_spec, plan_job
 from tiny_model import build_tiny_model
 from vllm_server import vllm_server
 

@@ -78,7 +78,7 @@ def tiny_think(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def backend(tiny: Path):
     """The ``transformers`` backend on :func:`tiny`, loaded once per test module."""
-    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.generation.backends import load_backend
 
     return load_backend("transformers", str(tiny), tokenizer_name="tiny-qwen3")
 

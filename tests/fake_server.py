@@ -280,7 +280,7 @@ def server_spec(tiny, urls, job: dict | None = None, **server) -> dict:
 def server_backend(tiny: Path, spec, **kw):
     """The ``server`` backend of ``spec`` on the tiny model, retrying without waiting."""
     pytest.importorskip("httpx", reason="the server backend needs the server extra (httpx)")
-    from mindcap_tok.ledger.backends.server import ServerBackend
+    from mindcap_tok.generation.backends.server import ServerBackend
 
     return ServerBackend(str(tiny), "tiny-qwen3", spec.server, backoff_s=0.01, **kw)
 

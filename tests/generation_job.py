@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 
 def spec_data(tiny: Path | str, **kw) -> dict:

@@ -17,7 +17,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 from mindcap_tok.adaptation.retokenize import FoldTokenizer
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
 from mindcap_tok.tokenization.load import ResolvedTokenizer, load_tokenizer
 

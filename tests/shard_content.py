@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from mindcap_tok.ledger.store import ShardInfo
+from mindcap_tok.store.ledger import ShardInfo
 
 
 def _layout(meta: pq.FileMetaData) -> list[tuple[int, list[tuple[str, str]]]]:

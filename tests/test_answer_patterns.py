@@ -11,7 +11,7 @@ import pytest
 
 from answer_specs import Answer
 from mindcap_tok.errors import BadInputError
-from mindcap_tok.ledger.score import score_ledger
+from mindcap_tok.scoring.score import score_ledger
 from mindcap_tok.tasks.answers import get_parser, patterns
 from mindcap_tok.tasks.answers.filter import filter_parser
 from mindcap_tok.tasks.answers.patterns import compile_user_pattern

@@ -19,8 +19,8 @@ from mindcap_tok.adaptation.price import GivenFolds, PriceSettings, price_ledger
 from mindcap_tok.adaptation.retokenize import FoldTokenizer
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.resample import Resampling
+from mindcap_tok.store.ledger import Ledger
 
 
 def _records(tok, arm, items, right=lambda i: True, k=lambda i: 1, **kw):

@@ -17,7 +17,7 @@ comet = pytest.importorskip("comet", reason="needs the comet extra (its own envi
 from comet_checkpoint import REFS, SOURCES, build_checkpoint  # noqa: E402
 from ledger_factory import make_record  # noqa: E402
 from mindcap_tok.audits import comet_scores, translation_audit  # noqa: E402
-from mindcap_tok.ledger.schema import validate_records  # noqa: E402
+from mindcap_tok.store.schema import validate_records  # noqa: E402
 
 
 @pytest.fixture(scope="module")

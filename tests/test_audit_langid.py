@@ -22,7 +22,7 @@ from mindcap_tok.audits import (
 )
 from mindcap_tok.audits.langid import split_channels
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.schema import validate_records
+from mindcap_tok.store.schema import validate_records
 
 fasttext = pytest.importorskip("fasttext", reason="needs the lid extra")
 
@@ -148,7 +148,7 @@ def test_cli_exports_the_sample_and_scores_returned_labels(config, qwen, tmp_pat
     from click.testing import CliRunner
 
     from mindcap_tok.cli.main import cli
-    from mindcap_tok.ledger import Ledger
+    from mindcap_tok.store.ledger import Ledger
 
     de, th = _flores(config, "deu_Latn", 4), _flores(config, "tha_Thai", 4)
     recs = [make_record(qwen, t, lang="deu_Latn", item=i) for i, t in enumerate(de)]

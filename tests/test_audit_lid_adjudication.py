@@ -112,7 +112,7 @@ class Judge:
 
 
 def test_agreement_against_a_local_judge_with_known_answers(tiny):
-    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.generation.backends import load_backend
     from mindcap_tok.spec import ServerSpec
 
     labels = _labels([(a, lang, p, "determinate") for a, lang, p, _ in JUDGED.values()])
@@ -164,7 +164,7 @@ def _check_wilson(row, agree: int, macro: int, parsed: int) -> None:
 def ledger_dir(config, qwen, tmp_path_factory):
     pytest.importorskip("fasttext", reason="needs the lid extra")
     from ledger_factory import make_record
-    from mindcap_tok.ledger import Ledger
+    from mindcap_tok.store.ledger import Ledger
 
     def flores(code: str) -> list[str]:
         path = config.data_dir.value / "flores200" / "dev" / f"{code}.dev"
@@ -266,7 +266,7 @@ def test_replies_nested_too_deeply_or_too_long_to_repair_are_unparseable_at_once
 def test_a_judge_whose_replies_nest_too_deeply_leaves_them_unparseable(tiny):
     """Through a real local judge server: every reply is 5,000 brackets deep; the adjudication completes, each
     trace unparseable with the reason in its row, none in any agreement's denominator."""
-    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.generation.backends import load_backend
     from mindcap_tok.spec import ServerSpec
 
     labels = _labels([(a, lang, p, "determinate") for a, lang, p, _ in JUDGED.values()])

@@ -12,11 +12,11 @@ import pytest
 from ledger_factory import make_record
 from mindcap_tok.audits import behavioral_ratios, normalizer_audit, threshold_premium, trace_premiums
 from mindcap_tok.audits.normalizer import Normalizers, ThresholdSearch
-from mindcap_tok.ledger.schema import validate_records
-from mindcap_tok.ledger.score import score_ledger
 from mindcap_tok.resample import Resampling, bootstrap_counts
+from mindcap_tok.scoring.score import score_ledger
 from mindcap_tok.stats.curves import delta_table
 from mindcap_tok.stats.premiums import premium_table
+from mindcap_tok.store.schema import validate_records
 
 
 def _with_length(tok, n: int, **kw) -> dict:

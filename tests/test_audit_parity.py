@@ -9,7 +9,7 @@ import pytest
 from ledger_factory import make_record
 from mindcap_tok.audits import classify, parity_audit
 from mindcap_tok.audits._common import stratified_sample
-from mindcap_tok.ledger.schema import validate_records
+from mindcap_tok.store.schema import validate_records
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import pytest
 from ledger_factory import make_record
 from mindcap_tok.audits import parser_audit, read_records
 from mindcap_tok.audits._common import score_matrix
-from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.stats.premiums import premium_table
+from mindcap_tok.store.schema import validate_records
 from mindcap_tok.tasks.answers.integer import parse_answer
 
 PLANTED = [  # (text, gold, rescued, unstable)

@@ -12,10 +12,10 @@ from cli_args import audit_cell_args
 from ledger_factory import make_record
 from mindcap_tok.audits import AuditConfig, chrf_scores, run_audits, translation_audit, write_report
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.resample import Resampling
 from mindcap_tok.stats.premiums import premium_table
+from mindcap_tok.store.ledger import Ledger
+from mindcap_tok.store.schema import validate_records
 
 REFS = {
     0: "Janet has three ducks and sells the eggs.",

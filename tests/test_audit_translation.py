@@ -9,7 +9,7 @@ from ledger_factory import make_record
 from mindcap_tok.audits import chrf_scores, translation_audit
 from mindcap_tok.audits.translation import translation_arms
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.schema import validate_records
+from mindcap_tok.store.schema import validate_records
 from mindcap_tok.tasks.load import load_task
 from task_files import integer_task
 
@@ -85,7 +85,7 @@ def test_cli_says_not_applicable_for_a_task_without_a_translation_arm(qwen, tmp_
     from click.testing import CliRunner
 
     from mindcap_tok.cli.main import cli
-    from mindcap_tok.ledger import Ledger
+    from mindcap_tok.store.ledger import Ledger
 
     task = tmp_path / "plain.toml"
     task.write_text(NO_TRANSLATION, "utf-8")

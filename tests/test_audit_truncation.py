@@ -13,9 +13,9 @@ from ledger_factory import FILLER, make_record
 from mindcap_tok.audits import AuditConfig, run_audits
 from mindcap_tok.audits.truncation import cap_grid, truncation_audit
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.schema import validate_records
 from mindcap_tok.stats.premiums import premium_table
+from mindcap_tok.store.ledger import Ledger
+from mindcap_tok.store.schema import validate_records
 from mindcap_tok.tasks.answers.integer import parse_answer
 
 CAP = 24

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from ledger_factory import FILLER, early_late_records, make_record
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 
 @pytest.fixture(scope="module")

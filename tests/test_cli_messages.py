@@ -18,7 +18,7 @@ from cli_tree import command_at, leaf_commands
 from conftest import REPO
 from ledger_factory import make_cell, make_record
 from mindcap_tok.cli.main import GLOBAL_VALUE_OPTIONS, cli, globals_first
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 
 def run(args, env=None):

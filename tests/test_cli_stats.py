@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from ledger_factory import early_late_records
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 
 @pytest.fixture(scope="module")

@@ -23,8 +23,8 @@ from cli_args import price_tiny_args
 from cli_tree import leaf_commands
 from ledger_factory import make_cell, make_record
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.report.demo import build_demo
+from mindcap_tok.demo.ledger import build_demo
+from mindcap_tok.store.ledger import Ledger
 from price_fixture import english_trace, save_tiny, thai_trace
 from roundtrip_factory import write_run
 

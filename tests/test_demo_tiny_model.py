@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 pytest.importorskip("torch", reason="the tiny model needs the torch extra")
 

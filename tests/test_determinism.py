@@ -16,9 +16,9 @@ from mindcap_tok.audits.determinism import determinism_audit, first_divergence, 
 from mindcap_tok.audits.suite import select_audits
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.generate import dry_run, run_job
-from mindcap_tok.ledger.jobs import parse_spec, plan_job
-from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.generation.generate import dry_run, run_job
+from mindcap_tok.generation.jobs import parse_spec, plan_job
+from mindcap_tok.store.ledger import Ledger
 
 statsmodels_proportion = pytest.importorskip("statsmodels.stats.proportion")
 

@@ -12,9 +12,9 @@ pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'mindcap-
 from generation_job import frame, spec_data  # noqa: E402
 from mindcap_tok.audits import run_audits  # noqa: E402
 from mindcap_tok.audits.determinism import wilson_interval  # noqa: E402
-from mindcap_tok.ledger.generate import run_job  # noqa: E402
-from mindcap_tok.ledger.jobs import parse_spec  # noqa: E402
-from mindcap_tok.ledger.store import Ledger  # noqa: E402
+from mindcap_tok.generation.generate import run_job  # noqa: E402
+from mindcap_tok.generation.jobs import parse_spec  # noqa: E402
+from mindcap_tok.store.ledger import Ledger  # noqa: E402
 
 
 def test_vllm_determinism_job_and_audit(tmp_path, tiny, engine, config):

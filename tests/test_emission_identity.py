@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mindcap_tok.ledger.score import score_ledger
+from mindcap_tok.scoring.score import score_ledger
 from mindcap_tok.stats.subcdf import subcdf
 from score_reference import assert_equals_reference, reference_scores, trace_frame
 

@@ -23,14 +23,14 @@ from mindcap_tok.errors import (
     locate,
     with_context,
 )
-from mindcap_tok.ledger.backends import require
-from mindcap_tok.ledger.generate import run_job
-from mindcap_tok.ledger.jobs import parse_spec
-from mindcap_tok.ledger.store import MANIFEST, Ledger
+from mindcap_tok.generation.backends import require
+from mindcap_tok.generation.generate import run_job
+from mindcap_tok.generation.jobs import parse_spec
 from mindcap_tok.premium import token_premium
 from mindcap_tok.resample import Resampling
 from mindcap_tok.spec import SpecError, reading
 from mindcap_tok.stats.protocol import load_protocol
+from mindcap_tok.store.ledger import MANIFEST, Ledger
 
 SRC = Path(mindcap_tok.__file__).parent  # the package under test
 #: the only ``raise ValueError(`` allowed in src: pydantic validators of the spec layer, which must raise
@@ -178,7 +178,7 @@ def test_premiums_for_a_tokenizer_keep_a_missing_extra(monkeypatch):
 
 
 def test_ledger_tokenizers_keep_a_missing_extra(monkeypatch):
-    from mindcap_tok.ledger import tokenizers
+    from mindcap_tok.store import tokenizers
 
     monkeypatch.setattr(tokenizers, "load_tokenizer", _no_sentencepiece)
     with pytest.raises(MissingExtraError) as exc:
@@ -187,7 +187,7 @@ def test_ledger_tokenizers_keep_a_missing_extra(monkeypatch):
 
 
 def test_ledger_append_keeps_a_missing_extra(tmp_path, qwen, monkeypatch):
-    from mindcap_tok.ledger import store
+    from mindcap_tok.store import ledger as store
 
     monkeypatch.setattr(store, "load_tokenizer", _no_sentencepiece)
     with pytest.raises(MissingExtraError) as exc:
@@ -211,7 +211,7 @@ def test_protocol_premium_tokenizer_keeps_a_missing_extra(tmp_path, monkeypatch)
 
 
 def test_import_keeps_damaged_data_found_after_a_committed_batch(tmp_path, qwen):
-    from mindcap_tok.ledger.importer import import_jsonl
+    from mindcap_tok.ingest.jsonl import import_jsonl
 
     src = tmp_path / "gen.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in make_cell(qwen, n_items=2, n_samples=1)), "utf-8")

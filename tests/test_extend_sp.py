@@ -25,8 +25,8 @@ from mindcap_tok.adaptation.price import PriceSettings, SavedFolds, price_ledger
 from mindcap_tok.adaptation.saved import transformers_export
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.resample import Resampling
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
 
 UNK, CONTROL, NORMAL = 2, 3, 1

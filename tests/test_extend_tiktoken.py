@@ -20,8 +20,8 @@ from mindcap_tok.adaptation import learn_extension, load_extension, save_extensi
 from mindcap_tok.adaptation.corpus import flores_corpus
 from mindcap_tok.adaptation.price import PriceSettings, SavedFolds, price_ledger
 from mindcap_tok.adaptation.saved import resolved
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.resample import Resampling
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
 
 SIZE = 2000

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.outcomes import OUTCOMES, record_outcomes
-from mindcap_tok.ledger.score import score_ledger
+from mindcap_tok.scoring.outcomes import OUTCOMES, record_outcomes
+from mindcap_tok.scoring.score import score_ledger
 from mindcap_tok.stats.failure_tail import failure_tail
+from mindcap_tok.store.ledger import Ledger
 
 FILLER = "We add the two numbers and then check the sum once more. " * 4
 # (text, finish reason, the outcome read by hand); gold 18, MGSM's strict '#### <integer>' line

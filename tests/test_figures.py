@@ -15,8 +15,8 @@ from matplotlib.text import Text
 
 from figure_checks import covered_points, overprinted
 from mindcap_tok import Resampling, write_budget_report
+from mindcap_tok.demo.ledger import build_demo
 from mindcap_tok.report import budget_figures
-from mindcap_tok.report.demo import build_demo
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from ledger_factory import make_cell
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_missing_vllm_on_a_machine_without_a_gpu_points_at_the_cpu_routes(tmp_pa
     import importlib.util
 
     from mindcap_tok.errors import MissingExtraError
-    from mindcap_tok.ledger.backends import has_nvidia_gpu, load_backend
+    from mindcap_tok.generation.backends import has_nvidia_gpu, load_backend
 
     if importlib.util.find_spec("vllm") is not None or has_nvidia_gpu():
         pytest.skip("needs a machine without vllm and without an NVIDIA GPU")

@@ -14,10 +14,10 @@ from generation_job import frame, spec_data
 from mindcap_tok.cli.main import main
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.generate import JobHooks, dry_run, run_job
-from mindcap_tok.ledger.jobs import caps_for, load_spec, parse_spec, plan_job
-from mindcap_tok.ledger.score import score_ledger
-from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.generation.generate import JobHooks, dry_run, run_job
+from mindcap_tok.generation.jobs import caps_for, load_spec, parse_spec, plan_job
+from mindcap_tok.scoring.score import score_ledger
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
 
 try:
@@ -201,7 +201,7 @@ def test_seeded_rerun_reproduces_and_skips(tmp_path, tiny, backend, config, monk
     spec = parse_spec(spec_data(tiny, langs=["swh_Latn"]))
     run_job(spec, tmp_path / "a", backend=backend, data_dir=config.data_dir.value)
     with monkeypatch.context() as m:  # nothing left to do: the engine must not even start
-        m.setattr("mindcap_tok.ledger.generate.load_backend", lambda *a, **k: pytest.fail("engine started"))
+        m.setattr("mindcap_tok.generation.generate.load_backend", lambda *a, **k: pytest.fail("engine started"))
         again = run_job(spec, tmp_path / "a", backend="transformers", data_dir=config.data_dir.value)
     assert (again.written, again.skipped, len(Ledger(tmp_path / "a"))) == (0, 2, 6)
     job_file = tmp_path / "a" / "jobs" / f"{spec.name}.json"
@@ -357,7 +357,7 @@ def test_a_failed_start_does_not_lock_the_job_spec(tmp_path, tiny, backend, conf
 def test_missing_vllm_names_the_extra(tmp_path, tiny, monkeypatch):
     import importlib.util
 
-    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.generation.backends import load_backend
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
@@ -368,7 +368,7 @@ def test_missing_vllm_names_the_extra(tmp_path, tiny, monkeypatch):
 def test_transformers_backend_takes_top_k_minus_one_as_no_top_k(tiny):
     """The spec's one "off" spelling, top_k = -1, samples from the whole distribution: the same ids as transformers'
     own generate with top_k = 0 (its "off") under the same seed."""
-    from mindcap_tok.ledger.backends import GenRequest, load_backend
+    from mindcap_tok.generation.backends import GenRequest, load_backend
 
     b = load_backend("transformers", str(tiny), tokenizer_name="t", engine={})
     prompt = tuple(b.tok.hf("hello", add_special_tokens=False)["input_ids"])
@@ -385,7 +385,7 @@ def test_transformers_backend_takes_top_k_minus_one_as_no_top_k(tiny):
 
 
 def test_transformers_backend_ignores_vllm_engine_options(tiny):
-    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.generation.backends import load_backend
 
     b = load_backend(
         "transformers",
@@ -428,8 +428,8 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(tmp_path, tiny, backend,
 
 
 def test_forcing_unanswered_completed_traces(tiny, backend, config):
-    from mindcap_tok.ledger.backends import Completion
-    from mindcap_tok.ledger.generate import _Runner
+    from mindcap_tok.generation.backends import Completion
+    from mindcap_tok.generation.generate import _Runner
 
     tok = backend.tok
     im_end = tok.hf.eos_token_id

@@ -11,10 +11,10 @@ import pytest
 
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.generate import run_job
-from mindcap_tok.ledger.jobs import load_spec, parse_spec
-from mindcap_tok.ledger.score import score_ledger
-from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.generation.generate import run_job
+from mindcap_tok.generation.jobs import load_spec, parse_spec
+from mindcap_tok.scoring.score import score_ledger
+from mindcap_tok.store.ledger import Ledger
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
 
@@ -27,7 +27,7 @@ def tiny(tiny_think):
 
 @pytest.fixture(scope="module")
 def backend(tiny):
-    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.generation.backends import load_backend
 
     return load_backend("transformers", str(tiny), tokenizer_name="tiny-think")
 

@@ -9,10 +9,10 @@ pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'mindcap-tok[gen]'; CPU recipe in README)")
 
 from generation_job import frame, spec_data  # noqa: E402
-from mindcap_tok.ledger.generate import JobHooks, run_job  # noqa: E402
-from mindcap_tok.ledger.jobs import parse_spec  # noqa: E402
-from mindcap_tok.ledger.score import score_ledger  # noqa: E402
-from mindcap_tok.ledger.store import Ledger  # noqa: E402
+from mindcap_tok.generation.generate import JobHooks, run_job  # noqa: E402
+from mindcap_tok.generation.jobs import parse_spec  # noqa: E402
+from mindcap_tok.scoring.score import score_ledger  # noqa: E402
+from mindcap_tok.store.ledger import Ledger  # noqa: E402
 
 
 def test_vllm_records_reproduce_and_score(tmp_path, tiny, engine, config):

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from ledger_factory import make_cell, make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.importer import ImportInterrupted, import_jsonl
-from mindcap_tok.ledger.schema import to_canonical
+from mindcap_tok.ingest.jsonl import ImportInterrupted, import_jsonl
+from mindcap_tok.store.ledger import Ledger
+from mindcap_tok.store.schema import to_canonical
 from mindcap_tok.tokenization.load import load_tokenizer
 
 

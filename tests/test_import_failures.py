@@ -16,9 +16,10 @@ from click.testing import CliRunner
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import BadInputError, MindcapError
-from mindcap_tok.ledger import Ledger, store
-from mindcap_tok.ledger.import_inspect import _item
-from mindcap_tok.ledger.importer import import_jsonl
+from mindcap_tok.ingest.inspect_logs import _item
+from mindcap_tok.ingest.jsonl import import_jsonl
+from mindcap_tok.store import ledger as store
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.registry import registry_model_name
 
 TIME = "2026-01-01T00-00-00.000000"

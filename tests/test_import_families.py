@@ -11,9 +11,9 @@ import json
 import pytest
 
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.importer import import_jsonl
-from mindcap_tok.ledger.score import score_ledger
+from mindcap_tok.ingest.jsonl import import_jsonl
+from mindcap_tok.scoring.score import score_ledger
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
 
 TEXT = "hello world\n#### 5"

@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.import_inspect import log_files, read_inspect_logs
-from mindcap_tok.ledger.schema import validate_records
+from mindcap_tok.ingest.inspect_logs import log_files, read_inspect_logs
+from mindcap_tok.store.ledger import Ledger
+from mindcap_tok.store.schema import validate_records
 
 
 def _import(*args):

@@ -25,8 +25,8 @@ from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedToken
 
 from local_http import LocalHTTP  # noqa: E402
 from mindcap_tok.cli.main import cli  # noqa: E402
-from mindcap_tok.ledger import Ledger  # noqa: E402
-from mindcap_tok.ledger.score import score_ledger  # noqa: E402
+from mindcap_tok.scoring.score import score_ledger  # noqa: E402
+from mindcap_tok.store.ledger import Ledger  # noqa: E402
 from mindcap_tok.tokenization.load import load_tokenizer  # noqa: E402
 from tiny_model import build_tiny_model  # noqa: E402
 

@@ -19,9 +19,12 @@ from click.testing import CliRunner
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import BadInputError, MindcapError
-from mindcap_tok.ledger import Ledger, import_inspect, import_lmeval, importer
-from mindcap_tok.ledger.import_inspect import check_log_size, log_files
-from mindcap_tok.ledger.importer import import_jsonl
+from mindcap_tok.ingest import inspect_logs as import_inspect
+from mindcap_tok.ingest import jsonl as importer
+from mindcap_tok.ingest import lmeval as import_lmeval
+from mindcap_tok.ingest.inspect_logs import check_log_size, log_files
+from mindcap_tok.ingest.jsonl import import_jsonl
+from mindcap_tok.store.ledger import Ledger
 from zip_logs import DEFLATED, STORED, ZSTANDARD, deflate, write_zip, zeros_zstd
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,7 +141,7 @@ def test_the_default_limits_hold_memory_down(tmp_path):
     code = (
         "import resource, sys\n"
         "from mindcap_tok.errors import BadInputError\n"
-        "from mindcap_tok.ledger.import_inspect import LOG_LIMIT, MEMBER_LIMIT, check_log_size\n"
+        "from mindcap_tok.ingest.inspect_logs import LOG_LIMIT, MEMBER_LIMIT, check_log_size\n"
         "assert (MEMBER_LIMIT, LOG_LIMIT) == (256 << 20, 1 << 30)\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "try:\n"

@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger.schema import validate_records
-from mindcap_tok.ledger.score import score_ledger
+from mindcap_tok.scoring.score import score_ledger
+from mindcap_tok.store.schema import validate_records
 from mindcap_tok.tasks.answers import task_parser
 
 STRICT_TH = r"คำตอบคือ (\-?[0-9\.\,]+)"
@@ -173,7 +173,7 @@ def test_over_cap_retokenized_records_are_kept_and_counted(tmp_path):
     res = _import(_log(tmp_path / "run", cap=2), tmp_path / "L")
     assert res.exit_code == 0, res.output
     assert "3 of them encode to more ids than their cap" in res.output
-    from mindcap_tok.ledger import Ledger
+    from mindcap_tok.store.ledger import Ledger
 
     table = Ledger(tmp_path / "L").read(columns=["n_tokens", "cap", "finish_reason", "retokenized", "finish_inferred"])
     assert (np.asarray(table.column("n_tokens")) > 2).all()
@@ -182,14 +182,14 @@ def test_over_cap_retokenized_records_are_kept_and_counted(tmp_path):
 
 
 def test_from_inspect_dispatches_to_its_reader(tmp_path):
-    """``--from inspect`` goes to ``ledger/import_inspect.py``'s ``read_inspect_logs``; without it, one line."""
+    """``--from inspect`` goes to ``ingest/inspect_logs.py``'s ``read_inspect_logs``; without it, one line."""
     import importlib.util
 
     res = _import(_log(tmp_path / "run"), tmp_path / "L")
     assert res.exit_code == 0
     args = ["ledger", "import", str(tmp_path / "run"), "--from", "inspect", "--tokenizer", "qwen3-8b"]
     res = CliRunner().invoke(cli, [*args, "--out-dir", str(tmp_path / "L2")])
-    if importlib.util.find_spec("mindcap_tok.ledger.import_inspect") is None:
+    if importlib.util.find_spec("mindcap_tok.ingest.inspect_logs") is None:
         _one_line_error(res, r"importing inspect logs is not available")
     else:  # the inspect reader refuses an lm-eval folder
         assert (res.exit_code != 0 and res.exception is None) or isinstance(res.exception, SystemExit)
@@ -205,7 +205,7 @@ def test_jsonl_imports_one_file(tmp_path):
 
 def test_a_task_not_built_in_maps_through_its_task_file(tmp_path):
     """``tiny_de`` (lm-eval's name) is the user's task ``tiny`` in ``deu_Latn``; the gold is its integer."""
-    from mindcap_tok.ledger import Ledger
+    from mindcap_tok.store.ledger import Ledger
     from task_files import SMALL
 
     (tmp_path / "tiny.toml").write_text(SMALL, "utf-8")

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from lmeval_run import ITEMS, biased_tiny_model, local_mgsm_tasks, run_lm_eval
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 pytestmark = pytest.mark.evals
 
@@ -48,7 +48,7 @@ def run(tmp_path_factory) -> dict:
 def test_default_cap_is_lm_evals():
     from lm_eval.models.huggingface import HFLM
 
-    from mindcap_tok.ledger.import_lmeval import LMEVAL_DEFAULT_CAP
+    from mindcap_tok.ingest.lmeval import LMEVAL_DEFAULT_CAP
 
     assert HFLM.max_gen_toks.fget(None) == LMEVAL_DEFAULT_CAP
 

@@ -21,11 +21,11 @@ from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.data.flores import load_parallel
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.generate import dry_run
-from mindcap_tok.ledger.jobs import MAX_CAP, MAX_K, job_counts, load_spec, parse_spec, plan_job
-from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.generation.generate import dry_run
+from mindcap_tok.generation.jobs import MAX_CAP, MAX_K, job_counts, load_spec, parse_spec, plan_job
 from mindcap_tok.premium import token_premium
 from mindcap_tok.resample import Resampling
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.load import ResolvedTokenizer
 
 BASE = 'model = "org/m"\narms = ["native"]\nlangs = ["de"]\n'

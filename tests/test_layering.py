@@ -12,13 +12,14 @@ LAYERS = {
     "errors": 0, "_io": 0, "_json": 0, "_tables": 0, "_log": 0, "config": 0, "choices": 0,
     "data": 1, "tokenization": 1, "resample": 1, "budgets": 1, "spec": 1, "templates": 1,
     "premium": 2, "metrics": 2, "tasks": 2,
-    "ledger": 3,
-    "stats": 4,
-    "adaptation": 5,
-    "audits": 6,
-    "report": 7, "roundtrip": 7,
-    "cli": 8,
-    "__main__": 9,
+    "store": 3,
+    "generation": 4, "ingest": 4, "scoring": 4,
+    "stats": 5,
+    "adaptation": 6,
+    "audits": 7,
+    "report": 8, "roundtrip": 8, "demo": 8,
+    "cli": 9,
+    "__main__": 10,
 }  # fmt: skip
 #: the package's own __init__ re-exports a small public API lazily, from any stage
 EXEMPT = {"mindcap_tok"}
@@ -85,8 +86,8 @@ def test_the_walk_finds_a_violation(tmp_path):
     fake.parent.mkdir(parents=True)
     fake.write_text("from ..cli.main import cli\nfrom mindcap_tok.audits import suite\nfrom .. import _io\n", "utf-8")
     assert _violations([fake], root) == [
-        "mindcap_tok.stats._layering_probe (layer 4) imports mindcap_tok.cli.main (layer 8)",
-        "mindcap_tok.stats._layering_probe (layer 4) imports mindcap_tok.audits (layer 6)",
+        "mindcap_tok.stats._layering_probe (layer 5) imports mindcap_tok.cli.main (layer 9)",
+        "mindcap_tok.stats._layering_probe (layer 5) imports mindcap_tok.audits (layer 7)",
     ]
 
 
@@ -146,3 +147,49 @@ def test_the_cycle_search_finds_a_hidden_cycle(tmp_path):
     graph = _import_graph(root)
     assert graph["mindcap_tok.stats.c"] == {"mindcap_tok.stats.a"}
     assert _cycle(graph) == ["mindcap_tok.stats.a", "mindcap_tok.stats.b", "mindcap_tok.stats.a"]
+
+
+#: the ledger's rooms: other stages enter each only through its package (its ``__init__``), never a module inside
+ROOMS = ("store", "generation", "ingest", "scoring", "demo")
+#: rooms on the same layer that do not import each other: a record is generated or ingested, then scored
+SIBLINGS = ("generation", "ingest", "scoring")
+
+
+def _room_violations(paths, root: Path = PACKAGE) -> list[str]:
+    out = []
+    for path in paths:
+        source = _module(path, root)
+        if source in EXEMPT:
+            continue
+        here = _stage(source)
+        for line, target in _imports(path, root):
+            parts = target.split(".")
+            there = _stage(target)
+            if there in ROOMS and there != here and len(parts) > 2:
+                out.append(f"{source}:{line} enters {there} through {target}, not mindcap_tok.{there}")
+            if here in SIBLINGS and there in SIBLINGS and here != there:
+                out.append(f"{source}:{line}: {here} imports its sibling {there}")
+    return out
+
+
+def test_rooms_are_entered_through_their_package():
+    assert _room_violations(sorted(PACKAGE.rglob("*.py"))) == []
+
+
+def test_room_check_finds_a_side_door(tmp_path):
+    pkg = tmp_path / "mindcap_tok"
+    for name, text in {
+        "__init__.py": "",
+        "store/__init__.py": "from .ledger import Ledger\n",
+        "store/ledger.py": "class Ledger: ...\n",
+        "scoring/__init__.py": "",
+        "scoring/score.py": "from ..store.ledger import Ledger\nfrom ..generation import run_job\n",
+        "generation/__init__.py": "",
+    }.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    found = _room_violations(sorted(pkg.rglob("*.py")), pkg)
+    assert found == [
+        "mindcap_tok.scoring.score:1 enters store through mindcap_tok.store.ledger, not mindcap_tok.store",
+        "mindcap_tok.scoring.score:2: scoring imports its sibling generation",
+    ]

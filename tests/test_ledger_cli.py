@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.importer import import_jsonl
+from mindcap_tok.ingest.jsonl import import_jsonl
+from mindcap_tok.store.ledger import Ledger
 
 
 def run(args):

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from ledger_factory import make_cell, make_record
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.schema import EXTRA_COLUMNS, STORAGE_SCHEMA, storage_version
+from mindcap_tok.store.ledger import Ledger
+from mindcap_tok.store.schema import EXTRA_COLUMNS, STORAGE_SCHEMA, storage_version
 from shard_content import assert_same_shards
 
 V3 = Path(__file__).parent / "data" / "ledger_v3"

@@ -21,10 +21,9 @@ from click.testing import CliRunner
 from ledger_factory import make_cell, make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger, validate_records
-from mindcap_tok.ledger.importer import import_jsonl
-from mindcap_tok.ledger.schema import RecordError
-from mindcap_tok.ledger.store import MANIFEST
+from mindcap_tok.ingest.jsonl import import_jsonl
+from mindcap_tok.store.ledger import MANIFEST, Ledger
+from mindcap_tok.store.schema import RecordError, validate_records
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -486,7 +485,7 @@ def test_store_files_follow_the_umask(tmp_path, qwen, cell, umask):
 _FORK_VERIFY = r"""
 import json, os, sys, tempfile
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.store.ledger import Ledger
 dirs, runs = sys.argv[2:], int(sys.argv[1])
 out_dir = tempfile.mkdtemp()
 running = {}

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.score import score_prefixes
+from mindcap_tok.scoring.score import score_prefixes
 from mindcap_tok.tasks.answers import get_parser
 from mindcap_tok.tasks.answers.integer import parse_answer
 from score_reference import reference_emission

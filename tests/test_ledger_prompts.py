@@ -6,8 +6,8 @@ import pytest
 
 from mindcap_tok.data.mgsm import MGSM_LANGUAGES
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.prompts import build_prompt, load_templates, mgsm_prompts, prompt_languages, prompt_versions
-from mindcap_tok.ledger.schema import ARMS
+from mindcap_tok.generation.prompts import build_prompt, load_templates, mgsm_prompts, prompt_languages, prompt_versions
+from mindcap_tok.store.schema import ARMS
 
 
 def test_templates_cover_all_mgsm_languages():

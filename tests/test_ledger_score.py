@@ -9,7 +9,7 @@ import pytest
 
 from mindcap_tok.data.mgsm import load_mgsm
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.score import (
+from mindcap_tok.scoring.score import (
     accuracy_curves,
     byte_table,
     score_by_tokenizer,

@@ -15,8 +15,8 @@ import pytest
 
 from ledger_factory import make_cell, make_record
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger, validate_records
-from mindcap_tok.ledger.store import MANIFEST
+from mindcap_tok.store.ledger import MANIFEST, Ledger
+from mindcap_tok.store.schema import validate_records
 
 
 @pytest.fixture(scope="module")

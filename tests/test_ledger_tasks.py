@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from ledger_factory import make_cell, make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.importer import import_jsonl
-from mindcap_tok.ledger.schema import KEY_COLUMNS, SETTING_COLUMNS, validate_records
+from mindcap_tok.ingest.jsonl import import_jsonl
+from mindcap_tok.store.ledger import Ledger
+from mindcap_tok.store.schema import KEY_COLUMNS, SETTING_COLUMNS, validate_records
 from shard_content import assert_same_shards
 
 OLD = Path(__file__).parent / "data" / "ledger_v2"

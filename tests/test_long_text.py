@@ -26,11 +26,11 @@ from ledger_factory import make_record
 from mindcap_tok.adaptation.extend import PreTokenizer, pre_token_counts
 from mindcap_tok.adaptation.retokenize import encode_ids
 from mindcap_tok.data.flores import load_flores
+from mindcap_tok.demo.ledger import build_demo
 from mindcap_tok.errors import BadInputError
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.backends import ChatTokenizer
+from mindcap_tok.generation.backends import ChatTokenizer
 from mindcap_tok.premium import count_tokens
-from mindcap_tok.report.demo import build_demo
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
 from mindcap_tok.tokenization.hf import encode_texts
 from mindcap_tok.tokenization.load import load_tokenizer

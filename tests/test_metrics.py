@@ -8,7 +8,7 @@ import pytest
 
 from ledger_factory import make_record
 from mindcap_tok.errors import MissingExtraError
-from mindcap_tok.ledger.schema import validate_records
+from mindcap_tok.store.schema import validate_records
 
 GERMAN = [
     "Das Wetter ist heute wunderschön und wir gehen in den Park.",
@@ -64,7 +64,7 @@ def test_audit_and_roundtrip_report_give_one_chrf():
 
 def test_a_backends_missing_extra_is_a_missing_extra_error():
     from mindcap_tok.audits.suite import AuditSpec
-    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.generation.backends import load_backend
 
     try:
         import vllm  # noqa: F401

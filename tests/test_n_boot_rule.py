@@ -14,10 +14,10 @@ from ledger_factory import early_late_records
 from mindcap_tok.cli.main import cli
 from mindcap_tok.data.flores import load_parallel
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.premium import count_tokens, ratio_bootstrap, token_premium
 from mindcap_tok.resample import Resampling, check_resamples, min_resamples, scale_budget
 from mindcap_tok.stats.bootstrap import item_bootstrap
+from mindcap_tok.store.ledger import Ledger
 
 MAX_BUDGET = 2**31 - 1
 

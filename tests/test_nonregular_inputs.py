@@ -20,7 +20,7 @@ from ledger_factory import make_record
 from mindcap_tok._io import regular_file
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 REPO = Path(__file__).resolve().parents[1]
 FIFO = r"is a FIFO \(named pipe\), not a regular file"
@@ -194,7 +194,7 @@ def test_a_fifo_encoding_json_is_one_line(tmp_path, config):
 
 # -- input files ----------------------------------------------------------------------------------------------------
 def _load_job_spec(path):
-    from mindcap_tok.ledger.jobs import load_spec
+    from mindcap_tok.generation.jobs import load_spec
 
     return load_spec(path)
 

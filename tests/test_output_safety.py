@@ -14,7 +14,7 @@ from ledger_factory import make_record
 from mindcap_tok._io import OUTPUT_MARKER, atomic_write_text, check_output_folder, output_folder
 from mindcap_tok.cli.main import cli, main
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 REPORT = ["--premiums", "th=3", "--budgets", "20,30", "--n-boot", "50"]
 

@@ -142,7 +142,7 @@ def test_public_api_names_the_function_after_any_import_order():
     import sys
 
     code = (
-        "import mindcap_tok.stats, mindcap_tok.ledger.jobs, mindcap_tok.audits\n"
+        "import mindcap_tok.stats, mindcap_tok.generation.jobs, mindcap_tok.audits\n"
         "from mindcap_tok import token_premium, scale_budget, Premium\n"
         "import inspect; assert inspect.isfunction(token_premium) and inspect.isfunction(scale_budget), 'module'\n"
         "assert token_premium.__module__ == 'mindcap_tok.premium' and scale_budget(2.55, 100) == 255\n"

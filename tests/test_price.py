@@ -54,8 +54,8 @@ from mindcap_tok.adaptation.price import (
 from mindcap_tok.adaptation.retokenize import FoldTokenizer
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.resample import Resampling, bootstrap_counts
+from mindcap_tok.store.ledger import Ledger
 from price_fixture import (
     ARMS,
     B_MAX,

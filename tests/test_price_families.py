@@ -12,8 +12,8 @@ import pytest
 
 from mindcap_tok.adaptation.price import GivenFolds, LearnedFolds, PriceSettings, price_ledger
 from mindcap_tok.adaptation.retokenize import FoldTokenizer
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.resample import Resampling
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tasks.answers import get_parser
 from mindcap_tok.tokenization.load import load_tokenizer
 

@@ -17,7 +17,7 @@ from tokenizers import Tokenizer
 from ledger_factory import make_record
 from lock_holder import lock_held
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
 
@@ -107,13 +107,13 @@ class Scripted:
         self.name, self.version = inner.name, inner.version
 
     def generate(self, requests):
-        from mindcap_tok.ledger.backends import Completion
+        from mindcap_tok.generation.backends import Completion
 
         return [[Completion(tuple(self.tok.encode(self.reply(r.name))), "stop")] for r in requests]
 
 
 def test_an_unclosed_thought_is_no_rendering(tmp_path, tiny, ledger):
-    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.generation.backends import load_backend
     from mindcap_tok.roundtrip.render import RenderSpec, render_traces
 
     led, _ = ledger

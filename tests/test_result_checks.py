@@ -18,8 +18,8 @@ from cli_args import audit_cell_args
 from ledger_factory import early_late_records, make_cell
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.protocol import freeze_path, freeze_protocol, verify_protocol
+from mindcap_tok.store.ledger import Ledger
 
 MAX_BUDGET = 2**31 - 1
 

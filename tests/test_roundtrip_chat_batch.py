@@ -10,7 +10,7 @@ import json
 import pytest
 
 from mindcap_tok.data.flores import load_flores
-from mindcap_tok.ledger.backends import ChatTokenizer
+from mindcap_tok.generation.backends import ChatTokenizer
 from mindcap_tok.roundtrip.prompts import judge_prompt, translation_prompt
 
 #: Qwen3's template (user, system and assistant turns, tool-response look-back, the thinking switch), abridged

@@ -10,7 +10,7 @@ import pytest
 
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.backends import Completion, GenRequest
+from mindcap_tok.generation.backends import Completion, GenRequest
 from mindcap_tok.roundtrip import parse_spec, plan_roundtrip, roundtrip_metrics, run_roundtrip
 from mindcap_tok.roundtrip.prompts import translation_prompt
 from mindcap_tok.roundtrip.spec import hop_seed, judge_seed
@@ -250,7 +250,7 @@ def test_cli_dry_run_and_run(tmp_path, tiny, backend, texts_file, capsys, monkey
 @pytest.mark.vllm  # runs in the vLLM stage of scripts/test-all.sh
 def test_vllm_sends_the_schema_as_structured_outputs():
     vllm = pytest.importorskip("vllm", reason="needs the vLLM extra (its own environment)")
-    from mindcap_tok.ledger.backends.vllm import VllmBackend
+    from mindcap_tok.generation.backends.vllm import VllmBackend
     from mindcap_tok.roundtrip.prompts import judge_schema
 
     engine = object.__new__(VllmBackend)  # no model: only the request options are built

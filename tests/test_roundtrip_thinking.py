@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.backends import Completion
-from mindcap_tok.ledger.think import think_markers
+from mindcap_tok.generation.backends import Completion
 from mindcap_tok.roundtrip import CompareOptions, compare_runs, parse_spec, run_roundtrip
 from mindcap_tok.roundtrip.prompts import translation_prompt
 from mindcap_tok.roundtrip.report import ReportOptions, roundtrip_report
@@ -21,6 +20,7 @@ from mindcap_tok.roundtrip.sequences import parse_chain
 from mindcap_tok.roundtrip.store import RunStore
 from mindcap_tok.roundtrip.texts import Text
 from mindcap_tok.roundtrip.thinking import hop_channel
+from mindcap_tok.store.think import think_markers
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
 
@@ -35,7 +35,7 @@ def tiny(tiny_think):
 
 @pytest.fixture(scope="module")
 def backend(tiny):
-    from mindcap_tok.ledger.backends import load_backend
+    from mindcap_tok.generation.backends import load_backend
 
     return load_backend("transformers", str(tiny), tokenizer_name="tiny-think")
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mindcap_tok.ledger.score import score_ledger, score_prefixes
+from mindcap_tok.scoring.score import score_ledger, score_prefixes
 from mindcap_tok.tokenization.byte_tables import byte_table
 from mindcap_tok.tokenization.load import load_tokenizer
 from score_reference import assert_equals_reference, reference_scores, trace_frame

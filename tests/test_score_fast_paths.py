@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from answer_specs import ABCD, MATH, Answer
-from mindcap_tok.ledger.score import score_ledger, score_prefixes
+from mindcap_tok.scoring.score import score_ledger, score_prefixes
 from mindcap_tok.tasks.answers import VARIANTS, get_parser
 from mindcap_tok.tasks.answers._lines import fold_literals
 from mindcap_tok.tokenization.byte_tables import ByteTable, anchor_starts, byte_table, gather_bytes

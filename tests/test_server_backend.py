@@ -18,17 +18,17 @@ from fake_server import LABEL, ONE_REQUEST, TAMPER, decode, free_port, local_pro
 from generation_job import frame
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.backends import GenRequest
-from mindcap_tok.ledger.backends.server import ServerBackend, parse_response, retry_after
-from mindcap_tok.ledger.generate import JobHooks, run_job
-from mindcap_tok.ledger.jobs import ServerSpec, load_spec, parse_spec, plan_job
-from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.generation.backends import GenRequest
+from mindcap_tok.generation.backends.server import ServerBackend, parse_response, retry_after
+from mindcap_tok.generation.generate import JobHooks, run_job
+from mindcap_tok.generation.jobs import ServerSpec, load_spec, parse_spec, plan_job
+from mindcap_tok.store.ledger import Ledger
 
 
 def check_rows(rows, hf, *, retokenized=False) -> None:
     """Each record against the fake server's rule and the locally built prompt."""
     from mindcap_tok.data.mgsm import load_mgsm
-    from mindcap_tok.ledger.prompts import build_prompt
+    from mindcap_tok.generation.prompts import build_prompt
 
     assert len(rows) == 12 and len({(r["lang"], r["item"], r["sample"]) for r in rows}) == 12
     for r in rows:

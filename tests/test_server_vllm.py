@@ -24,10 +24,10 @@ httpx = pytest.importorskip("httpx", reason="the server backend needs the server
 from generation_job import frame, spec_data  # noqa: E402
 from local_http import LocalHTTP  # noqa: E402
 from mindcap_tok.data.mgsm import load_mgsm  # noqa: E402
-from mindcap_tok.ledger.backends.server import ServerBackend  # noqa: E402
-from mindcap_tok.ledger.generate import run_job  # noqa: E402
-from mindcap_tok.ledger.jobs import parse_spec  # noqa: E402
-from mindcap_tok.ledger.prompts import build_prompt  # noqa: E402
+from mindcap_tok.generation.backends.server import ServerBackend  # noqa: E402
+from mindcap_tok.generation.generate import run_job  # noqa: E402
+from mindcap_tok.generation.jobs import parse_spec  # noqa: E402
+from mindcap_tok.generation.prompts import build_prompt  # noqa: E402
 from vllm_server import ServerStartError, vllm_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,8 +13,8 @@ import json
 import pytest
 
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.jobs import parse_spec as parse_job
-from mindcap_tok.ledger.jobs import request_seed
+from mindcap_tok.generation.jobs import parse_spec as parse_job
+from mindcap_tok.generation.jobs import request_seed
 from mindcap_tok.roundtrip.spec import hop_seed, judge_seed
 from mindcap_tok.roundtrip.spec import parse_spec as parse_roundtrip
 from mindcap_tok.spec import MAX_CAP, Sampling, ServerSpec, check_server

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.announcement import announcement_gate, gate_decisions
 from mindcap_tok.stats.protocol import load_protocol
+from mindcap_tok.store.ledger import Ledger
 
 # output lengths (tokens) per (arm, announced): native 60 -> 120 median (reduction 0.5), translate 108 -> 120 (0.1)
 LENGTHS = {

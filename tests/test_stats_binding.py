@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from ledger_factory import early_late_records
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.binding import binding_regime, budget_ranges, correct_in_window
 from mindcap_tok.stats.curves import Sweep
+from mindcap_tok.store.ledger import Ledger
 
 
 def test_budget_ranges_joins_consecutive_budgets():

@@ -17,9 +17,9 @@ from mindcap_tok import Splits, consistency
 from mindcap_tok.choices import MAX_SPLITS
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.score import Scores
+from mindcap_tok.scoring.score import Scores
 from mindcap_tok.stats.premiums import required_budgets
+from mindcap_tok.store.ledger import Ledger
 from simulate import paper_like_design, simulate
 
 

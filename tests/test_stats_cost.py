@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.cost import load_prices, matched_cost_grid, prompt_tokens
 from mindcap_tok.stats.protocol import load_protocol
+from mindcap_tok.store.ledger import Ledger
 
 PRICES = {"qwen3-8b": (0.2, 0.8)}  # dollars per million input / output tokens
 

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.forcing import forcing_populations
+from mindcap_tok.store.ledger import Ledger
 
 # per item: the record's finish reason (generate keeps the decode's before forcing), its ``forced`` column (None:
 # not recorded, a ledger before format 4), whether its trace holds an answer line of its own, its final answer

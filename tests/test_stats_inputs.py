@@ -11,7 +11,7 @@ import pytest
 import mindcap_tok
 from ledger_factory import early_late_records
 from mindcap_tok import LedgerSelection, MindcapError, load_scored_ledger, sweep_budgets
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 
 
 @pytest.fixture(scope="module")

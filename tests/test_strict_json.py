@@ -15,7 +15,7 @@ from ledger_factory import make_record
 from mindcap_tok._json import dumps_strict, strict_json_value
 from mindcap_tok.cli._output import to_json
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
+from mindcap_tok.store.ledger import Ledger
 from price_fixture import price_world
 
 #: two languages' premiums, two budgets and a small bootstrap: what the sweep and the audit share here

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from ledger_factory import FILLER, make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
 from mindcap_tok.stats.curves import sweep
 from mindcap_tok.stats.roles import arm_mask
+from mindcap_tok.store.ledger import Ledger
 from task_files import integer_task
 
 #: a user's task: native arm ``direct``, comparator ``english`` (integer answers, German items)
@@ -94,7 +94,7 @@ def test_sweep_pairs_each_tasks_own_arms(world):
 def test_sweep_with_per_task_arms_equals_explicit_arms(world, qwen):
     """The library with each task's arms gives, for the user's task, what explicit arms give on its cells alone."""
     ledger, task_file, _ = world
-    from mindcap_tok.ledger.score import score_ledger
+    from mindcap_tok.scoring.score import score_ledger
 
     table = Ledger(ledger).read()
     scores = score_ledger(table, qwen, budgets=[30, 90], tasks=[task_file])
@@ -201,7 +201,7 @@ def test_protocol_without_a_task_on_a_mixed_ledger_is_refused(world, tmp_path):
 
 def test_consistency_checks_each_tasks_native_arm(world, qwen):
     ledger, task_file, _ = world
-    from mindcap_tok.ledger.score import score_ledger
+    from mindcap_tok.scoring.score import score_ledger
     from mindcap_tok.stats.consistency import Splits, consistency
 
     args = ("--premiums", "de=3", "--budgets", "30", "--splits", "3", "--seed", "4", "--format", "json")

@@ -14,12 +14,12 @@ from ledger_factory import make_record
 from local_http import LocalHTTP
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.import_lmeval import read_lmeval_logs
-from mindcap_tok.ledger.jobs import load_spec
+from mindcap_tok.generation.jobs import load_spec
+from mindcap_tok.ingest.lmeval import read_lmeval_logs
 from mindcap_tok.roundtrip.spec import read_spec_file
 from mindcap_tok.spec import MAX_NESTING, nesting_depth, read_toml
 from mindcap_tok.stats.protocol import load_protocol
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tasks.load import load_task, load_task_files
 from task_files import integer_task
 
@@ -100,7 +100,7 @@ def test_a_placeholder_in_the_instruction_and_the_file_pattern_too(tmp_path):
 
 
 def test_literal_braces_and_plain_placeholders_still_format(tmp_path):
-    from mindcap_tok.ledger.prompts import task_prompt
+    from mindcap_tok.generation.prompts import task_prompt
     from mindcap_tok.tasks.datasets import load_items
 
     _world(tmp_path, TASK.replace('body = "{q}"', 'body = "{{q}} is {q}"', 1))

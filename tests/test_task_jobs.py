@@ -10,8 +10,8 @@ import pytest
 
 from mindcap_tok.cli.main import main
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.jobs import load_spec, parse_spec, plan_job, request_seed, spec_task
-from mindcap_tok.ledger.prompts import task_prompt
+from mindcap_tok.generation.jobs import load_spec, parse_spec, plan_job, request_seed, spec_task
+from mindcap_tok.generation.prompts import task_prompt
 from mindcap_tok.spec import seed_hash
 from mindcap_tok.tasks.datasets import load_items
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger.prompts import task_prompt
+from mindcap_tok.generation.prompts import task_prompt
 from mindcap_tok.tasks.datasets import TaskItem
 from mindcap_tok.tasks.load import builtin_tasks, load_task, parse_task
 from task_files import SMALL

@@ -12,10 +12,10 @@ import pytest
 
 from ledger_factory import make_record
 from mindcap_tok.errors import MindcapError
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.importer import import_jsonl
-from mindcap_tok.ledger.score import score_ledger, thought_summary
-from mindcap_tok.ledger.think import think_end, think_markers
+from mindcap_tok.ingest.jsonl import import_jsonl
+from mindcap_tok.scoring.score import score_ledger, thought_summary
+from mindcap_tok.store.ledger import Ledger
+from mindcap_tok.store.think import think_end, think_markers
 from mindcap_tok.tokenization.load import load_tokenizer
 from score_reference import reference_scores
 

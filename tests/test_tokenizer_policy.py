@@ -16,9 +16,9 @@ from ledger_factory import early_late_records, make_record
 from mindcap_tok.adaptation.price import load_traces
 from mindcap_tok.audits import AuditConfig, run_audits
 from mindcap_tok.cli.main import cli
-from mindcap_tok.ledger import Ledger
-from mindcap_tok.ledger.score import score_by_tokenizer, score_ledger
-from mindcap_tok.ledger.tokenizers import TokenizerMismatchError, resolve_tokenizers
+from mindcap_tok.scoring.score import score_by_tokenizer, score_ledger
+from mindcap_tok.store.ledger import Ledger
+from mindcap_tok.store.tokenizers import TokenizerMismatchError, resolve_tokenizers
 from price_fixture import english_trace, save_tiny, thai_trace
 
 OTHER = "ab" * 32  # the hash a tampered manifest records

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mindcap_tok.report.tiny_model import CHAT_TEMPLATE as CHAT_TEMPLATE
-from mindcap_tok.report.tiny_model import save_tiny_qwen3
+from mindcap_tok.demo.tiny_model import CHAT_TEMPLATE as CHAT_TEMPLATE
+from mindcap_tok.demo.tiny_model import save_tiny_qwen3
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 VOCAB = 512

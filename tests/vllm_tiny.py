@@ -11,7 +11,7 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on CPU
 
 from pathlib import Path
 
-from mindcap_tok.ledger.backends import load_backend
+from mindcap_tok.generation.backends import load_backend
 
 
 def start_engine(tiny: Path):

@@ -31,30 +31,30 @@ if TYPE_CHECKING:
     from .data.flores import load_flores
     from .data.languages import resolve_language
     from .data.mgsm import load_mgsm
-    from .ledger.generate import GenerateResult, JobHooks, dry_run, run_job
-    from .ledger.import_logs import import_logs
-    from .ledger.importer import ImportResult, import_jsonl
-    from .ledger.jobs import JobSpec
-    from .ledger.jobs import load_spec as load_job_spec
-    from .ledger.score import Scores, accuracy_curves, score_ledger
-    from .ledger.store import Ledger
+    from .demo.ledger import build_demo
+    from .demo.tiny_model import build_tiny_model
+    from .generation.generate import GenerateResult, JobHooks, dry_run, run_job
+    from .generation.jobs import JobSpec
+    from .generation.jobs import load_spec as load_job_spec
+    from .ingest.harness_logs import import_logs
+    from .ingest.jsonl import ImportResult, import_jsonl
     from .premium import Premium, PremiumText, token_premium
     from .report.budget_report import write_budget_report
-    from .report.demo import build_demo
     from .report.figures import plot_premiums
-    from .report.tiny_model import build_tiny_model
     from .resample import Resampling, scale_budget
     from .roundtrip.render import RenderSpec, render_traces
     from .roundtrip.report import ReportResult, roundtrip_report
     from .roundtrip.run import RoundtripResult, open_backends, run_roundtrip
     from .roundtrip.spec import RoundtripSpec, plan_roundtrip
     from .roundtrip.spec import load_spec as load_roundtrip_spec
+    from .scoring.score import Scores, accuracy_curves, score_ledger
     from .stats.confirm import Confirmation, confirm
     from .stats.consistency import Consistency, Splits, consistency
     from .stats.curves import Sweep, sweep
     from .stats.inputs import LedgerSelection, ScoredLedger, load_scored_ledger, sweep_budgets
     from .stats.protocol import freeze_protocol, load_protocol, run_protocol, verify_protocol
     from .stats.timing import emission_timing
+    from .store.ledger import Ledger
     from .tasks.answers import get_parser
     from .tasks.load import load_task
     from .tokenization.load import ResolvedTokenizer, load_tokenizer
@@ -76,21 +76,21 @@ _LAZY = {
     "Resampling": "resample",
     "scale_budget": "resample",
     # the ledger: store, import, generation, scoring
-    "Ledger": "ledger.store",
-    "ImportResult": "ledger.importer",
-    "import_jsonl": "ledger.importer",
-    "import_logs": "ledger.import_logs",
+    "Ledger": "store.ledger",
+    "ImportResult": "ingest.jsonl",
+    "import_jsonl": "ingest.jsonl",
+    "import_logs": "ingest.harness_logs",
     "load_task": "tasks.load",
-    "JobSpec": "ledger.jobs",
-    "load_job_spec": "ledger.jobs:load_spec",
-    "GenerateResult": "ledger.generate",
-    "JobHooks": "ledger.generate",
-    "dry_run": "ledger.generate",
-    "run_job": "ledger.generate",
+    "JobSpec": "generation.jobs",
+    "load_job_spec": "generation.jobs:load_spec",
+    "GenerateResult": "generation.generate",
+    "JobHooks": "generation.generate",
+    "dry_run": "generation.generate",
+    "run_job": "generation.generate",
     "get_parser": "tasks.answers",
-    "Scores": "ledger.score",
-    "accuracy_curves": "ledger.score",
-    "score_ledger": "ledger.score",
+    "Scores": "scoring.score",
+    "accuracy_curves": "scoring.score",
+    "score_ledger": "scoring.score",
     # budget statistics and their report
     "Sweep": "stats.curves",
     "sweep": "stats.curves",
@@ -111,8 +111,8 @@ _LAZY = {
     "write_budget_report": "report.budget_report",
     "plot_premiums": "report.figures",
     # offline material to try everything on: the simulated demo ledger, a tiny local model
-    "build_demo": "report.demo",
-    "build_tiny_model": "report.tiny_model",
+    "build_demo": "demo.ledger",
+    "build_tiny_model": "demo.tiny_model",
     # vocabulary extensions and ladder pricing
     "learn_extension": "adaptation.extend",
     "CrossFitting": "adaptation.crossfit",

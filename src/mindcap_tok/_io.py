@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .errors import BadInputError, MindcapError, StorageError, with_context
 
-#: the file that makes a folder a ledger, and the format it names (ledger/store.py writes it)
+#: the file that makes a folder a ledger, and the format it names (store/ledger.py writes it)
 LEDGER_MANIFEST = "_manifest.json"
 LEDGER_FORMAT = "mindcap-tok ledger"
 #: the marker an output folder holds: which command wrote it and which files are its own

@@ -1,6 +1,6 @@
 """One spec layer: the rules of every key that user configuration shares, and the one way a refusal reads.
 
-Generation job specs (:mod:`mindcap_tok.ledger.jobs`), round-trip specs (:mod:`mindcap_tok.roundtrip.spec`),
+Generation job specs (:mod:`mindcap_tok.generation.jobs`), round-trip specs (:mod:`mindcap_tok.roundtrip.spec`),
 their ``[server]`` and ``[judge]`` tables, the server backend's options and protocol files
 (:mod:`mindcap_tok.stats.protocol`) check their shared keys here, so that a value is refused (or taken) the same
 way by each of them:

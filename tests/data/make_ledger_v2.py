@@ -7,7 +7,7 @@ Two cells (native, translate-act; qwen3-8b, tha_Thai) of ``make_cell(qwen, n_ite
 
 import sys
 
-from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
 
 sys.path.insert(0, sys.argv[1])

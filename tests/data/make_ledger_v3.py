@@ -8,7 +8,7 @@ An MGSM cell (native; qwen3-8b, tha_Thai) of ``make_cell(qwen, n_items=2, n_samp
 
 import sys
 
-from mindcap_tok.ledger.store import Ledger
+from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.load import load_tokenizer
 
 

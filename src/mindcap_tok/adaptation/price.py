@@ -31,12 +31,10 @@ import pyarrow as pa
 from ..budgets import check_budgets
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..ledger.schema import ARMS
-from ..ledger.store import Ledger
-from ..ledger.tokenizers import resolve_tokenizers
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..stats.grid import ArmCoverage, check_arms
+from ..store import ARMS, Ledger, resolve_tokenizers
 from ..tasks.answers import AnswerParser, task_parser
 from ..tasks.load import DEFAULT_TASK
 from ..tasks.model import Task
@@ -172,7 +170,7 @@ def load_traces(
 
     The ids are decoded with the tokenizer they were stored under (``tokenizer``, else the name in the records),
     checked against the hash in the ledger manifest by
-    :func:`~mindcap_tok.ledger.tokenizers.resolve_tokenizers` (``allow_tokenizer_mismatch`` accepts a mismatch).
+    :func:`~mindcap_tok.store.tokenizers.resolve_tokenizers` (``allow_tokenizer_mismatch`` accepts a mismatch).
     """
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     code = resolve_language(lang)

@@ -29,7 +29,7 @@ from tokenizers import Tokenizer
 
 from ..budgets import check_budgets
 from ..errors import MindcapError
-from ..ledger.score import score_token_ids
+from ..scoring import score_token_ids
 from ..tokenization.byte_tables import ByteTable, byte_table
 from ..tokenization.hf import encode_texts
 from ..tokenization.load import ResolvedTokenizer
@@ -299,7 +299,7 @@ def retokenize(
 ) -> Retokenized:
     """Encode ``texts`` with ``tokenizer``, measure every length-B prefix in bytes and, given ``scoring``, score it.
 
-    Scoring is the ledger's own :func:`~mindcap_tok.ledger.score.score_token_ids` on the new ids, so prefixes
+    Scoring is the ledger's own :func:`~mindcap_tok.scoring.score.score_token_ids` on the new ids, so prefixes
     are read exactly as for stored ids. Encoding gives HF's ids: memoised per pre-token
     (:mod:`mindcap_tok.tokenization.pretoken_cache`) on ``workers`` processes (default: every usable CPU), or with
     HF's own encode when ``memo`` is False or the tokenizer's pipeline is not covered. ``on_progress(done, total)``

@@ -12,8 +12,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import MindcapError
-from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
-from ..ledger.score import score_by_tokenizer
+from ..scoring import score_by_tokenizer
+from ..store import CELL_COLUMNS, SETTING_COLUMNS
 from ..tasks.answers import AnswerParser, get_parser
 from ..tasks.model import Task
 from ..tasks.roles import find_tasks, record_tasks

@@ -1,6 +1,6 @@
 """Determinism: does the serving stack give the same token ids for the same request, and for a shorter cap?
 
-Reads the records of ``design = "determinism"`` generation jobs (see :mod:`mindcap_tok.ledger.jobs`): per item,
+Reads the records of ``design = "determinism"`` generation jobs (see :mod:`mindcap_tok.generation.jobs`): per item,
 ``repeats`` identical requests (same prompt, seed and cap; repeat ``j`` stored as ``sample = j``) at every cap,
 and the caps' decodes sharing one seed with the long decode (the largest cap of the item).
 

@@ -30,8 +30,6 @@ import pyarrow as pa
 
 from .._io import regular_file
 from ..errors import MindcapError, first_line
-from ..ledger.score import thinks
-from ..ledger.think import CLOSE_TEXT, OPEN_TEXT
 from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_lid176: this module's API too)
     MIN_LETTERS,
     THRESHOLD,
@@ -44,6 +42,8 @@ from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_
     normalize_label,
     shipped_lid176,
 )
+from ..scoring import thinks
+from ..store import CLOSE_TEXT, OPEN_TEXT
 from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, find_tasks, population_keys, record_tasks, stratified_sample
 from .lid_adjudication import LidJudge, adjudicate

@@ -2,7 +2,7 @@
 
 A stratified, seeded sample of determinate traces (``per_cell`` per population, drawn as the langid validation
 sample is: the same seed and size give the same traces) is shown to a judge model through any generation backend
-(:mod:`mindcap_tok.ledger.backends`), one greedy request per trace with a seed derived from the run's. The prompt
+(:mod:`mindcap_tok.generation.backends`), one greedy request per trace with a seed derived from the run's. The prompt
 is a versioned data file (``resources/lid-judge-v1.json``) holding the text the automated LID analysed and
 nothing else, so the judge is blind to the cell, the arm and the automated label.
 
@@ -31,7 +31,7 @@ import pandas as pd
 from .._json import NestedTooDeepError, reply_json_values
 from ..data.languages import resolve_language
 from ..errors import MindcapError
-from ..ledger.backends.base import GenRequest
+from ..generation import GenRequest
 from ..metrics.langid import macro_group, macrolanguages, normalize_label
 from ..spec import seed_hash
 from ..templates import template_fields
@@ -51,7 +51,7 @@ _CODE = re.compile(r"[A-Za-z]{3}_[A-Za-z]{4}")
 
 @dataclass(frozen=True)
 class LidJudge:
-    """The judge: a started backend (:func:`~mindcap_tok.ledger.backends.load_backend`) and how to ask it.
+    """The judge: a started backend (:func:`~mindcap_tok.generation.backends.load_backend`) and how to ask it.
 
     ``model`` is the name recorded; ``structured`` sends the reply's JSON schema to engines that constrain
     decoding to it (the transformers backend ignores it)."""

@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..ledger.score import flat_ids, thinks
-from ..ledger.think import think_markers
+from ..scoring import flat_ids, thinks
+from ..store import think_markers
 from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, population_keys, stratified_sample
 

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..ledger.score import flat_ids, record_golds
 from ..resample import scale_budget
+from ..scoring import flat_ids, record_golds
 from ..stats.premiums import PremiumTable, lookup_premium
 from ..tasks.answers import AnswerParser
 from ..tasks.model import Task

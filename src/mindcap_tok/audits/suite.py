@@ -8,7 +8,7 @@ and, only when named, ``determinism``
 optional dependency is missing (:class:`~mindcap_tok.errors.MissingExtraError`; the report names the install
 command) or for a reason the audit states itself (e.g. no English references, no translate-act records); the
 others still run. Any other error fails the whole run (:class:`AuditFailed`), so no report is written.
-Tokenizers are resolved once, by the ledger's policy (:func:`~mindcap_tok.ledger.tokenizers.resolve_tokenizers`).
+Tokenizers are resolved once, by the ledger's policy (:func:`~mindcap_tok.store.tokenizers.resolve_tokenizers`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ from .._io import output_folder
 from .._json import dumps_strict, strict_json_value
 from .._tables import MISSING, is_missing, markdown_table
 from ..errors import BadInputError, MindcapError, MissingExtraError, first_line
-from ..ledger.store import Ledger
-from ..ledger.tokenizers import resolve_tokenizers
 from ..resample import Resampling
 from ..stats.premiums import PremiumTable
+from ..store import Ledger, resolve_tokenizers
 from ..tasks.load import DEFAULT_TASK
 from ..tokenization.load import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, find_tasks, skipped
@@ -550,7 +549,7 @@ def run_audits(
     """Run the audits named in ``only`` (all by default) on a ledger folder, a :class:`Ledger` or records.
 
     Raises :class:`AuditFailed` when an audit fails for any reason but a missing extra or its own skip reason,
-    and :class:`~mindcap_tok.ledger.tokenizers.TokenizerMismatchError` when a tokenizer is not the one the
+    and :class:`~mindcap_tok.store.tokenizers.TokenizerMismatchError` when a tokenizer is not the one the
     ledger recorded (unless ``config.allow_tokenizer_mismatch``).
     """
     config = config or AuditConfig()

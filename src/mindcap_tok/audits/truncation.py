@@ -1,7 +1,7 @@
 """What a run's own cap did: cap hits, truncated vs completed accuracy, and the accuracy curve below the cap.
 
 Per population (cell and settings, ``cap`` among them), from the strict scores of every record by its task's
-parser (:func:`~mindcap_tok.ledger.score.score_ledger`, nothing re-parsed here):
+parser (:func:`~mindcap_tok.scoring.score.score_ledger`, nothing re-parsed here):
 
 - **cap hits**: records whose finish reason is ``length``, their share with a Wilson interval;
 - **accuracy at the cap** of the completed (``stop``) and the truncated (``length``) traces: the strict score of
@@ -31,8 +31,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import MindcapError
-from ..ledger.score import Scores, score_ledger
 from ..resample import scale_budget
+from ..scoring import Scores, score_ledger
 from ..stats.curves import delta_table
 from ..stats.premiums import PremiumTable, lookup_premium
 from ..tasks.load import DEFAULT_TASK

@@ -143,7 +143,7 @@ task_files_option = multi_option(
 )
 
 #: every command that scores a ledger checks each tokenizer's file hash against the one the manifest recorded for
-#: its name (mindcap_tok.ledger.tokenizers.resolve_tokenizers); this accepts a mismatch
+#: its name (mindcap_tok.store.tokenizers.resolve_tokenizers); this accepts a mismatch
 allow_tokenizer_mismatch_option = click.option(
     "--allow-tokenizer-mismatch",
     is_flag=True,

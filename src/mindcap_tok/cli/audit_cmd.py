@@ -95,8 +95,8 @@ def audit_command(state, ledger, out, only, **options) -> None:
     from ..audits.normalizer import load_renderings
     from ..audits.segments import DEFAULT_DELIMITER, check_delimiter
     from ..audits.suite import PRODUCER, audit_inputs, select_audits
-    from ..ledger.store import Ledger
     from ..resample import Resampling
+    from ..store import Ledger
     from ..tokenization.load import load_tokenizer
 
     data_dir, toks_dir = state.config.data_dir.value, state.config.tokenizers_dir.value
@@ -172,7 +172,7 @@ def _judge(options: dict, names: list[str]):
     if options["adjudicate_n"] < 1:
         raise MindcapError(f"--adjudicate-n must be at least 1, got {options['adjudicate_n']}")
     from ..audits.lid_adjudication import LidJudge
-    from ..ledger.backends import load_backend
+    from ..generation import load_backend
     from ..spec import ServerOverrides
 
     urls = tuple(u for part in options["judge_base_url"] for u in part.split(",") if u)

@@ -30,19 +30,19 @@ def demo_command(state, out: str | None, tiny_model: str | None, seed: int, n_it
     """Write a simulated ledger (four arms, de/th/sw, replay, independent and announcement designs) and a README."""
     if out is None and tiny_model is None:
         raise MindcapError("give --out-dir DIR (the demo ledger), --tiny-model DIR (a tiny local model), or both")
-    from ..report.demo import check_demo_outputs
+    from ..demo import check_demo_outputs
 
     check_demo_outputs(out, tiny_model)  # both folders before either is written
     tokenizers_dir = state.config.tokenizers_dir.value
     if out is not None:
-        from ..report.demo import build_demo
+        from ..demo import build_demo
 
         summary = build_demo(
             out, seed, n_items=n_items, k=k, data_dir=state.config.data_dir.value, tokenizers_dir=tokenizers_dir
         )
         click.echo(f"wrote {summary.rows} simulated records to {summary.ledger} and {summary.independent}", err=True)
     if tiny_model is not None:
-        from ..report.tiny_model import build_tiny_model
+        from ..demo import build_tiny_model
 
         click.echo(
             f"wrote a tiny random-weights model to {build_tiny_model(tiny_model, seed, tokenizers_dir=tokenizers_dir)}",

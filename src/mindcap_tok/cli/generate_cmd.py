@@ -54,8 +54,7 @@ def generate_command(
     max_retries: int | None,
 ) -> None:
     """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
-    from ..ledger.generate import JobHooks, dry_run, run_job
-    from ..ledger.jobs import JobSpec, load_spec
+    from ..generation import JobHooks, JobSpec, dry_run, load_spec, run_job
     from ..spec import ServerOverrides
 
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value, "task": task}

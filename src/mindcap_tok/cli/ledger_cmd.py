@@ -25,7 +25,7 @@ def _count_lines(path: str) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
 
 
-#: ``--from`` values: JSON lines, or another harness's logs (mindcap_tok.ledger.import_logs.READERS)
+#: ``--from`` values: JSON lines, or another harness's logs (mindcap_tok.ingest.harness_logs.READERS)
 SOURCES = ("jsonl", "lm-eval", "inspect")
 
 
@@ -105,7 +105,7 @@ def import_command(
         importer = _import_inspect if source == "inspect" else _import_logs
         importer(state, paths, out, source, tokenizer, tasks)
         return
-    from ..ledger.importer import ImportInterrupted, import_jsonl
+    from ..ingest import ImportInterrupted, import_jsonl
 
     if len(paths) != 1 or Path(paths[0]).is_dir():  # a pipe or FIFO is the importer's to judge
         raise MindcapError("--from jsonl imports one file (or `-`); give a single JSON-lines file")
@@ -135,8 +135,8 @@ def import_command(
 
 
 def _import_logs(state, paths: tuple[str, ...], out: str, source: str, tokenizer: str | None, tasks) -> None:
-    """``--from lm-eval|inspect``: a harness's logs through :func:`mindcap_tok.ledger.import_logs.import_logs`."""
-    from ..ledger.import_logs import import_logs
+    """``--from lm-eval|inspect``: a harness's logs through :func:`mindcap_tok.ingest.harness_logs.import_logs`."""
+    from ..ingest import import_logs
 
     if tokenizer is None:
         raise MindcapError(f"--from {source} needs --tokenizer (the model's tokenizer: the logs hold texts, not ids)")
@@ -154,9 +154,9 @@ def _import_logs(state, paths: tuple[str, ...], out: str, source: str, tokenizer
 
 
 def _import_inspect(state, paths: tuple[str, ...], out: str, source: str, tokenizer: str | None, tasks) -> None:
-    """``--from inspect``: inspect_ai logs through :func:`mindcap_tok.ledger.import_inspect.import_inspect`, with
+    """``--from inspect``: inspect_ai logs through :func:`mindcap_tok.ingest.inspect_logs.import_inspect`, with
     its summary (stop reasons inferred, provider-default caps, errored samples)."""
-    from ..ledger.import_inspect import import_inspect
+    from ..ingest import import_inspect
 
     if tokenizer is None:
         raise MindcapError("--from inspect needs --tokenizer (the model's tokenizer: the logs hold texts, not ids)")
@@ -186,7 +186,7 @@ def _import_inspect(state, paths: tuple[str, ...], out: str, source: str, tokeni
 @no_verify_option
 def info_command(ledger: str, fmt: str, out: str | None, no_verify: bool) -> None:
     """Cells, record counts, cap-hit rates and output-length quantiles of LEDGER."""
-    from ..ledger.store import Ledger
+    from ..store import Ledger
 
     led = Ledger(ledger, verify=not no_verify)
     frame = led.info()
@@ -204,7 +204,7 @@ def verify_command(ledger: str) -> None:
 
     Safe to run while an import appends: it waits for a commit in progress and checks one consistent state.
     """
-    from ..ledger.store import Ledger
+    from ..store import Ledger
 
     report = Ledger(ledger).verify()
     for note in report.notes:

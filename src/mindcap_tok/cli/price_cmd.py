@@ -162,8 +162,8 @@ def price_command(state, ledger_dir, models, langs, caps, fmt, out, no_verify, *
     ledger holds for a model and language is priced on its own, in that task's native and comparator arms.
     """
     from ..adaptation.price import PricedTask, PriceSettings, ledger_tasks, price_ledger
-    from ..ledger.store import Ledger
     from ..resample import Resampling
+    from ..store import Ledger
     from ..tokenization.load import load_tokenizer
 
     check_n_boot(options["n_boot"], options["level"])

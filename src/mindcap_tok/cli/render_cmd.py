@@ -37,10 +37,10 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
     `mindcap-tok audit --renderings` (the same-content trace premium r_trace)."""
     from pathlib import Path
 
-    from ..ledger.backends import load_backend
-    from ..ledger.store import Ledger
+    from ..generation import load_backend
     from ..roundtrip.render import DEFAULT_PROMPTS, RenderSpec, load_prompt, render_traces
     from ..spec import Sampling, ServerOverrides
+    from ..store import Ledger
 
     name = model_name or Path(model).name
     spec = RenderSpec(

@@ -24,7 +24,7 @@ from ._parsing import Command
 from ._progress import progress_bar
 
 if TYPE_CHECKING:
-    from ..ledger.score import Scores
+    from ..scoring import Scores
 
 #: the command named in a --save folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok score --save"
@@ -74,11 +74,8 @@ def score_command(
     allow_tokenizer_mismatch,
 ) -> None:
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
-    from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
-    from ..ledger.score import accuracy_curves, score_ledger, with_thought_counts
-    from ..ledger.selection import empty_selection, warn_unmatched
-    from ..ledger.store import Ledger
-    from ..ledger.tokenizers import resolve_tokenizers
+    from ..scoring import accuracy_curves, score_ledger, with_thought_counts
+    from ..store import CELL_COLUMNS, SETTING_COLUMNS, Ledger, empty_selection, resolve_tokenizers, warn_unmatched
     from ..tokenization.load import load_tokenizer
 
     columns = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample", "output_ids", "finish_reason", "tokenizer"]

@@ -176,8 +176,8 @@ def sweep_command(state, fmt, out, **common) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
-    from ..ledger.score import thought_summary
     from ..report.budget_report import DELTA_COLUMNS, to_points
+    from ..scoring import thought_summary
     from ..stats.binding import binding_regime, binding_rows
     from ..stats.curves import sweep
     from ..stats.roles import label
@@ -243,7 +243,7 @@ def sweep_command(state, fmt, out, **common) -> None:
             text += "\n" + render(forcing.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
         tail = _failure_tail(scores.by_record)
         if len(tail):  # settings every row shares are left out here, as in the Δ_L table's title
-            from ..ledger.schema import SETTING_COLUMNS
+            from ..store import SETTING_COLUMNS
 
             same = [c for c in SETTING_COLUMNS if c in tail and tail[c].nunique(dropna=False) == 1]
             title = "Failure tail: share of traces per outcome (fractions; each row sums to 1)"
@@ -285,7 +285,7 @@ _GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap
 def _drop_shared_settings(*frames: pd.DataFrame):
     """Drop the generation-setting columns that hold one value in every frame; return the frames and a title
     fragment naming those values (``, design replay, cap 4096``)."""
-    from ..ledger.schema import SETTING_COLUMNS
+    from ..store import SETTING_COLUMNS
 
     shared = []
     for col in SETTING_COLUMNS:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.languages import short_name
-from ..ledger.schema import SETTING_COLUMNS
+from ..store import SETTING_COLUMNS
 from .figures import caption, legend_outside, pyplot, save_figure, separate_labels
 
 

@@ -15,8 +15,8 @@ from .._tables import markdown_table
 from ..audits.truncation import truncation_tables
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
-from ..ledger.outcomes import OUTCOMES
 from ..resample import DEFAULT_RESAMPLING, Resampling
+from ..scoring import OUTCOMES
 from ..stats.binding import binding_regime
 from ..stats.bootstrap import grid_bootstrap
 from ..stats.curves import NATIVE, TRANSLATE, Sweep, accuracy_table, sweep
@@ -30,7 +30,7 @@ from ..stats.timing import emission_timing, timing_contrast
 from ..tasks.roles import TaskArms
 
 if TYPE_CHECKING:
-    from ..ledger.score import Scores
+    from ..scoring import Scores
 
 from .budget_figures import plot_gap_curves, plot_native_curves
 
@@ -100,7 +100,7 @@ def write_budget_report(
 
     The folder is built beside ``out_dir`` and moved into place in one step, so readers never see a
     half-written report. ``out_dir`` must be absent, empty or an earlier report (see
-    :func:`~mindcap_tok._io.check_output_folder`). ``scores``: a ledger's :class:`~mindcap_tok.ledger.score.Scores`
+    :func:`~mindcap_tok._io.check_output_folder`). ``scores``: a ledger's :class:`~mindcap_tok.scoring.score.Scores`
     (its ``by_record`` adds answer-emission timing and the sub-CDF consistency check), or a ``by_budget`` frame
     alone. ``arms``: each task's native and comparator arm (:func:`~mindcap_tok.tasks.roles.task_arms`; default:
     ``native`` and ``translate-act`` for every cell). ``notes`` are printed in ``report.md`` (e.g. the items a

@@ -4,7 +4,7 @@ trace renderings (:mod:`.run`, :mod:`.render`)."""
 from __future__ import annotations
 
 from ..errors import MindcapError
-from ..ledger.backends import GenRequest
+from ..generation import GenRequest
 
 
 def generator_label(backend) -> str:

@@ -282,7 +282,7 @@ def _settled(row: dict) -> dict:
 def _answer_part(text: str, *, prompt_opens: bool) -> tuple[str, bool]:
     """(the reply's answer, stripped; whether its thought never closed). A reply that opens a thought
     (``<think>``, or a prompt that ends opening one: ``prompt_opens``) answers only after the first ``</think>``
-    (vLLM's reasoning parsers' rule, :mod:`mindcap_tok.ledger.think`); with no ``</think>`` it is all thought
+    (vLLM's reasoning parsers' rule, :mod:`mindcap_tok.store.think`); with no ``</think>`` it is all thought
     and gives no rendering (``""``, unclosed). Written on the text, by hand: the translator may be any server,
     and its think block a plain-text convention no tokenizer need mark."""
     head, sep, tail = text.partition("</think>")

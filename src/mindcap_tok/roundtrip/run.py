@@ -29,8 +29,8 @@ from typing import Any
 import pandas as pd
 
 from ..errors import MindcapError
-from ..ledger.backends import load_backend
-from ..ledger.think import think_markers
+from ..generation import load_backend
+from ..store import think_markers
 from .chat import chat_requests, decode_requests, generator_label
 from .mqm import inconsistency, mqm_score, parse_judge, passes
 from .prompts import judge_prompt, judge_schema, template_id, translation_prompt

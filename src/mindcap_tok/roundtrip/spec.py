@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadInputError
-from ..ledger.backends import BACKENDS
+from ..generation import BACKENDS
 from ..spec import (
     Sampling,
     ServerOverrides,

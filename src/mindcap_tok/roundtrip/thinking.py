@@ -1,6 +1,6 @@
 """Reasoning models in a round trip: each hop's thought and answer channel, and thinking against instruct.
 
-A hop of a model with ``thinking = true`` is split where its thought ends (:func:`~mindcap_tok.ledger.think.think_end`:
+A hop of a model with ``thinking = true`` is split where its thought ends (:func:`~mindcap_tok.store.think.think_end`:
 the first closing think token, or the ``think_close`` string): the translation is the answer channel, the decode
 of the ids after it, and only that is passed on to the next hop (and judged, after the last). A thought that never
 closed (the cap fell inside it, or the model stopped in it) passes on nothing: the hop is empty, its chain fails
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..ledger.think import ThinkMarkers, think_end
+from ..store import ThinkMarkers, think_end
 from ..tokenization.load import ResolvedTokenizer
 
 

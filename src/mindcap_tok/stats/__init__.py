@@ -1,7 +1,7 @@
 """Budget statistics: accuracy curves, gap(B), Δ_L(B), the correct-emission sub-CDF, item-clustered bootstrap
 inference (pointwise CIs, simultaneous bands, peak stability, lead probabilities), frozen test families with
 Holm control, and answer-emission timing. Inputs are the scoring contract's ``Scores.by_budget`` and
-``Scores.by_record`` DataFrames (see :mod:`mindcap_tok.ledger.score`).
+``Scores.by_record`` DataFrames (see :mod:`mindcap_tok.scoring.score`).
 """
 
 from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, item_bootstrap

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
+from ..store import CELL_COLUMNS, SETTING_COLUMNS
 from .grid import require_columns
 
 DEFAULT_GATE = 0.30

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
+from ..store import CELL_COLUMNS, SETTING_COLUMNS
 from .curves import NATIVE, Sweep
 from .grid import require_columns
 from .roles import Arm, arm_mask

@@ -144,7 +144,7 @@ def confirm(
 ) -> Confirmation:
     """Check the replay ledger's predictions on an independent ledger.
 
-    ``replay`` and ``independent`` are :class:`~mindcap_tok.ledger.score.Scores` (``by_budget`` and
+    ``replay`` and ``independent`` are :class:`~mindcap_tok.scoring.score.Scores` (``by_budget`` and
     ``by_record``), scored at every B and floor(r·B).
 
     ``rows`` (per native cell and budget): ``predicted`` (replay Δ_L) with ``ci_low``/``ci_high`` (the

@@ -27,7 +27,7 @@ from .roles import Arm, arm_mask, label
 from .subcdf import compare_prediction, split_items, subcdf_grid
 
 if TYPE_CHECKING:
-    from ..ledger.score import Scores
+    from ..scoring import Scores
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def consistency(
 ) -> Consistency:
     """The split-half check of every ``native`` cell of ``scores`` (replay frame: one long ledger's prefixes).
 
-    ``scores``: a :class:`~mindcap_tok.ledger.score.Scores` (``by_record`` gives E and C for G, ``by_budget`` the
+    ``scores``: a :class:`~mindcap_tok.scoring.score.Scores` (``by_record`` gives E and C for G, ``by_budget`` the
     held-out strict scores) scored at every B of ``budgets`` and every floor(r·B); ``premiums``: anything
     :func:`~.premiums.premium_table` reads. A cell needs at least two items; a missing budget, or a floor(r·B)
     beyond a cap that cut traces, is a one-line error.

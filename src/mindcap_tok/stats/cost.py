@@ -24,8 +24,8 @@ import pyarrow as pa
 from .._io import regular_file
 from ..data.languages import resolve_language
 from ..errors import BadInputError, MindcapError, first_line
-from ..ledger.schema import CELL_COLUMNS
 from ..spec import check_prices, reading
+from ..store import CELL_COLUMNS
 from ..tokenization.registry import canonical_model_name
 
 #: model -> (input, output) dollars per million tokens
@@ -78,8 +78,7 @@ def prompt_tokens(records: pa.Table | pd.DataFrame) -> pd.DataFrame:
 
 def ledger_prompt_tokens(path: str | Path, *, models: Sequence[str] = ()) -> pd.DataFrame:
     """:func:`prompt_tokens` of the ledger at ``path`` (only ``models`` when given)."""
-    from ..ledger.selection import empty_selection, warn_unmatched
-    from ..ledger.store import Ledger
+    from ..store import Ledger, empty_selection, warn_unmatched
 
     ledger = Ledger(path)
     table = ledger.read(model=list(models) or None, columns=[*CELL_COLUMNS, "prompt_ids"])

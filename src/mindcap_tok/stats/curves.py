@@ -17,8 +17,8 @@ import pandas as pd
 
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
-from ..ledger.schema import ARMS
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
+from ..store import ARMS
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumsLike, PremiumTable, lookup_premium, premium_table

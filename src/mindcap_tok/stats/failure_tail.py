@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..ledger.outcomes import OUTCOMES
-from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
+from ..scoring import OUTCOMES
+from ..store import CELL_COLUMNS, SETTING_COLUMNS
 from .grid import require_columns
 
 
 def failure_tail(by_record: pd.DataFrame) -> pd.DataFrame:
-    """Per cell (and settings): ``n`` and the share of each outcome (:data:`~mindcap_tok.ledger.outcomes.OUTCOMES`,
+    """Per cell (and settings): ``n`` and the share of each outcome (:data:`~mindcap_tok.scoring.outcomes.OUTCOMES`,
     mutually exclusive by a stated precedence, so a row's shares sum to 1), as fractions."""
     require_columns(by_record, [*CELL_COLUMNS, "outcome"], what="by_record")
     keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in by_record.columns]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..ledger.schema import CELL_COLUMNS, SETTING_COLUMNS
+from ..store import CELL_COLUMNS, SETTING_COLUMNS
 from .grid import require_columns
 
 POPULATIONS = ("truncated", "unanswered", "answered", "finished")

@@ -24,8 +24,8 @@ import pandas as pd
 
 from ..choices import FRAMES as FRAMES
 from ..errors import MindcapError
-from ..ledger.schema import CELL_COLUMNS as CELL_COLUMNS  # what names a cell (re-exported)
-from ..ledger.schema import SETTING_COLUMNS as SETTING_COLUMNS  # the generation settings that split cells
+from ..store import CELL_COLUMNS as CELL_COLUMNS  # what names a cell (re-exported)
+from ..store import SETTING_COLUMNS as SETTING_COLUMNS  # the generation settings that split cells
 from .roles import Arm, arm_of, label
 
 _BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")

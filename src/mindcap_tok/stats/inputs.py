@@ -15,7 +15,7 @@ from .premiums import lookup_premium, required_budgets, resolve_premiums
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..ledger.score import Scores
+    from ..scoring import Scores
 
 #: ``budgets_for(premium table, models, langs)``: the budgets to score at, once the premiums are known
 BudgetsFor = Callable[["pd.DataFrame", list[str], list[str]], Sequence[int]]
@@ -49,7 +49,7 @@ class LedgerSelection:
 
 @dataclass(frozen=True)
 class ScoredLedger:
-    """A ledger's scores (:class:`~mindcap_tok.ledger.score.Scores`) and the premium table they were budgeted by."""
+    """A ledger's scores (:class:`~mindcap_tok.scoring.score.Scores`) and the premium table they were budgeted by."""
 
     scores: Scores
     premiums: pd.DataFrame
@@ -70,16 +70,14 @@ def load_scored_ledger(
 
     Each record's ids are scored with its own tokenizer (the ``tokenizer`` column), resolved through
     ``tokenizers_dir`` and checked against the hash the ledger recorded
-    (:func:`~mindcap_tok.ledger.tokenizers.resolve_tokenizers`). ``premium_specs`` as in
+    (:func:`~mindcap_tok.store.tokenizers.resolve_tokenizers`). ``premium_specs`` as in
     :func:`~mindcap_tok.stats.premiums.resolve_premiums` (default: each model's own tokenizer over FLORES in
     ``data_dir``). ``on_progress(done, total)`` follows the scoring. An empty selection is a one-line error.
     """
     import pyarrow.compute as pc
 
-    from ..ledger.score import score_ledger
-    from ..ledger.selection import empty_selection, warn_unmatched
-    from ..ledger.store import Ledger
-    from ..ledger.tokenizers import resolve_tokenizers
+    from ..scoring import score_ledger
+    from ..store import Ledger, empty_selection, resolve_tokenizers, warn_unmatched
     from ..tokenization.load import load_tokenizer
 
     sel = selection

@@ -3,7 +3,7 @@
 Each line holds ``model, arm, lang, item, sample, seed, cap, announced, prompt, prompt_ids, output_ids, text,
 finish_reason, gold, generator`` and optionally ``task`` (default ``mgsm``), ``announce_style, forcing, design,
 template_id, generator_version`` and, for a reasoning model, ``thinking`` (true or false; with true,
-``think_end`` is computed from the output ids (:mod:`~mindcap_tok.ledger.think`) and a given one must equal it).
+``think_end`` is computed from the output ids (:mod:`~mindcap_tok.store.think`) and a given one must equal it).
 The gold has its task's type (:func:`gold_type`): an integer for MGSM (a
 string such as ``"1,000"`` is read as MGSM gold answers are), a string for a choice or math task (``"3"``,
 ``"\\frac{1}{2}"``); a user task's gold is stored as given (int in ``gold``, str in ``gold_text``).
@@ -19,7 +19,7 @@ one key in the file). ``-`` (or any pipe) is read in one pass.
 Imports are exact: a key repeated in a JSON object is an error; a record whose ``output_ids`` are given must,
 when it finished by ``length``, hold at least ``cap`` ids, and its ``text`` must be the decoding of those ids
 (:func:`text_mismatches`; ``allow_text_mismatch`` stores such records marked in the manifest). Model names are
-stored by registry name (:func:`~mindcap_tok.ledger.schema.canonical_models`). Ctrl-C or an ``OSError`` (a
+stored by registry name (:func:`~mindcap_tok.store.schema.canonical_models`). Ctrl-C or an ``OSError`` (a
 full disk) stops the import with one line saying where and how many records were committed.
 
 Memory stays bounded whatever the input: a line longer than :data:`LINE_LIMIT` is refused before it is read
@@ -44,22 +44,25 @@ import pyarrow.compute as pc
 from .._io import regular_file
 from ..data.mgsm import parse_gold
 from ..errors import MindcapError, first_line, with_context
-from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
-from ..tokenization.load import ResolvedTokenizer, load_tokenizer
-from ..tokenization.registry import registry_model_name
-from .schema import (
+from ..store import (
     CELL_COLUMNS,
     COLUMNS,
     REQUIRED,
     SETTING_COLUMNS,
     TASK_COLUMNS,
+    Ledger,
     RecordError,
+    ShardInfo,
     check_token_ids,
     describe,
+    key_tuples,
+    think_end,
+    think_markers,
     validate_records,
 )
-from .store import Ledger, ShardInfo, key_tuples
-from .think import think_end, think_markers
+from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.registry import registry_model_name
 
 BATCH_RECORDS = 2000
 #: the most bytes of input lines in one batch (a batch is committed sooner when its lines reach it)

@@ -15,15 +15,14 @@ import os
 from collections.abc import Sequence
 
 from ..errors import BadInputError, MindcapError, first_line
+from ..store import Ledger, RecordError, ShardInfo
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
-from .importer import ImportResult
-from .schema import RecordError
-from .store import Ledger, ShardInfo
+from .jsonl import ImportResult
 
 #: ``--from`` value -> (module of this package, reader function)
 READERS = {
-    "lm-eval": ("mindcap_tok.ledger.import_lmeval", "read_lmeval_logs"),
-    "inspect": ("mindcap_tok.ledger.import_inspect", "read_logs"),
+    "lm-eval": ("mindcap_tok.ingest.lmeval", "read_lmeval_logs"),
+    "inspect": ("mindcap_tok.ingest.inspect_logs", "read_logs"),
 }
 
 

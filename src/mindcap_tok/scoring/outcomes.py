@@ -16,7 +16,7 @@ What is written decides before how the decode stopped: a capped trace with a wro
 The parser is the task's (integer, choice, math or regex), with the variant the scores were made with.
 
 Reasoning models: a record with ``thinking`` true is classified on its answer channel only, the decode of the
-ids after ``think_end`` (:func:`~mindcap_tok.ledger.think.answer_starts`), as scoring reads it: an answer line
+ids after ``think_end`` (:func:`~mindcap_tok.store.think.answer_starts`), as scoring reads it: an answer line
 inside the thought is no answer, and a thought still open at the cap (an empty answer channel) is ``truncated``.
 """
 
@@ -29,12 +29,12 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import BadInputError, MindcapError
+from ..store import answer_starts
 from ..tasks.answers import AnswerParser, per_language, task_parser
 from ..tasks.answers.choice import ChoiceParser
 from ..tasks.answers.integer import Parser as IntegerParser
 from ..tasks.answers.math import MathParser
 from ..tokenization.load import ResolvedTokenizer
-from .think import answer_starts
 
 OUTCOMES = (
     "correct",

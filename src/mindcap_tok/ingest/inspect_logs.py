@@ -46,13 +46,13 @@ import pyarrow as pa
 from .._io import regular_file
 from ..data.mgsm import parse_gold
 from ..errors import BadInputError, MindcapError, MissingExtraError, first_line
+from ..store import Ledger, ShardInfo
 from ..tasks.load import builtin_tasks, load_task
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.registry import registry_model_name
-from .import_logs import commit
-from .importer import human
-from .store import Ledger, ShardInfo
+from .harness_logs import commit
+from .jsonl import human
 
 LOG_SUFFIXES = (".eval", ".json")
 #: the most bytes one member of a ``.eval`` log (one sample's JSON, the header) may inflate to
@@ -398,7 +398,7 @@ def read_logs(
     *,
     tasks: Sequence[str | os.PathLike[str]] = (),
 ) -> InspectLogs:
-    """:func:`read_inspect_logs` as :func:`mindcap_tok.ledger.import_logs.import_logs` calls a reader (at most
+    """:func:`read_inspect_logs` as :func:`mindcap_tok.ingest.harness_logs.import_logs` calls a reader (at most
     one task file: it applies to every log whose task is not built in)."""
     if len(tasks) > 1:
         raise BadInputError("inspect logs take one task file (the task of logs whose task is not built in)")
@@ -416,7 +416,7 @@ def import_inspect(
     """Add the records of the inspect logs at ``paths`` to ``ledger`` (created if absent) in one commit.
 
     Records already stored identically are skipped (rerunning an import adds nothing); a stored record with the
-    same key but other content is an error, as in :func:`~mindcap_tok.ledger.importer.import_jsonl`.
+    same key but other content is an error, as in :func:`~mindcap_tok.ingest.jsonl.import_jsonl`.
     """
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     led.check_new_location()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from ..data.languages import resolve_language
 from ..errors import BadInputError
 from ..tokenization.registry import registry_model_name
-from .store import Ledger
+from .ledger import Ledger
 
 logger = logging.getLogger(__name__)
 

@@ -14,12 +14,12 @@ a forcing job says whether it was forced (``forced``), so a finished trace that 
 from one that was forced.
 
 Reasoning models (``thinking = true``): the prompt is rendered with ``enable_thinking``, each record stores
-``thinking`` and ``think_end`` (:mod:`~mindcap_tok.ledger.think`), and a forced decode still inside its thought
+``thinking`` and ``think_end`` (:mod:`~mindcap_tok.store.think`), and a forced decode still inside its thought
 gets the closing think token (or the ``think_close`` string) before the forcing text, as thinking-budget
 controls do; ``forced_think_close`` marks those. Whether a decode answered (``forcing.unanswered``) is read
 in its answer channel only.
 
-Determinism design (see :mod:`~mindcap_tok.ledger.jobs`): each repeat is its own request of one sample with
+Determinism design (see :mod:`~mindcap_tok.generation.jobs`): each repeat is its own request of one sample with
 the item's shared seed, stored with ``sample`` = the repeat index; a request key is done when it holds all
 ``repeats`` records.
 """
@@ -38,14 +38,12 @@ from typing import Any, Protocol
 from .._io import atomic_write_text, regular_file
 from ..errors import MindcapError
 from ..spec import ServerOverrides
+from ..store import KEY_COLUMNS, Ledger, ThinkMarkers, key_tuples, think_end, think_markers
 from ..tasks.answers.integer import parse_answer
 from ..tasks.datasets import TaskItem, load_items
 from .backends import Completion, GenRequest, load_backend
 from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job, spec_task
 from .prompts import task_prompt
-from .schema import KEY_COLUMNS
-from .store import Ledger, key_tuples
-from .think import ThinkMarkers, think_end, think_markers
 
 
 @dataclass(frozen=True)
@@ -400,7 +398,7 @@ def dry_run(
 ) -> dict:
     """A job's counts (requests, records, shards, worst-case output tokens) and, given a ledger, shards done.
 
-    The counts are worked out arithmetically (:func:`~mindcap_tok.ledger.jobs.job_counts`); shards are only
+    The counts are worked out arithmetically (:func:`~mindcap_tok.generation.jobs.job_counts`); shards are only
     listed, one at a time, when the ledger already holds records of the job. ``task`` replaces the spec file's.
     """
     spec = _spec(job, data_dir, tokenizers_dir, task)

@@ -81,11 +81,11 @@ from ..spec import (
     server_options,
     show,
 )
+from ..store import ANNOUNCE_STYLES, ARMS, DESIGNS
 from ..tasks.datasets import item_count
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
 from ..tasks.model import EVERY_LANGUAGE, Task
 from .prompts import prompt_languages
-from .schema import ANNOUNCE_STYLES, ARMS, DESIGNS
 
 #: The most samples per item (``k``) a spec may ask for. The paper draws k = 8 and a variance study needs a few
 #: hundred; far above that a value is a typo (k = 10**12 would plan 10**12 records per prompt and ask the engine

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 
 from ..errors import MindcapError, with_context
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
-from .store import Ledger
+from .ledger import Ledger
 
 #: the command-line spelling of ``allow_mismatch=True``
 ALLOW_MISMATCH_FLAG = "--allow-tokenizer-mismatch"

@@ -45,7 +45,7 @@ def require(module: str, extra: str, *, backend: str, hint: str = "") -> None:
 
 def load_backend(name: str, model: str, *, tokenizer_name: str, engine: dict | None = None, seed: int = 0, server=None):
     """Start the backend ``name`` (``vllm``, ``transformers`` or ``server``) on ``model`` with ``engine`` options;
-    ``server`` (a :class:`~mindcap_tok.ledger.jobs.ServerSpec`) says how the ``server`` backend connects."""
+    ``server`` (a :class:`~mindcap_tok.generation.jobs.ServerSpec`) says how the ``server`` backend connects."""
     if name not in BACKENDS:
         raise MindcapError(f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}")
     if not (Path(model).is_dir() or (model.count("/") == 1 and not model.startswith((".", os.sep)))):

@@ -26,7 +26,7 @@ other name as given (``my-org/qwen3-8b-ft``).
 
 Every record of every file is held in memory until the one commit, so the samples files may hold at most
 :data:`SAMPLES_LIMIT` bytes together, a results file :data:`RESULTS_LIMIT` bytes and a line
-:data:`~mindcap_tok.ledger.importer.LINE_LIMIT` bytes, each checked before it is parsed. A FIFO, socket or
+:data:`~mindcap_tok.ingest.jsonl.LINE_LIMIT` bytes, each checked before it is parsed. A FIFO, socket or
 device named like a samples or results file is refused (never opened).
 """
 
@@ -47,7 +47,7 @@ from ..tasks.load import load_task, load_task_files
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.registry import registry_model_name
-from .importer import _lines, human
+from .jsonl import _lines, human
 
 #: ``max_gen_toks`` of lm-eval's ``hf`` and ``vllm`` models when a task sets none (lm-eval 0.4.13)
 LMEVAL_DEFAULT_CAP = 256

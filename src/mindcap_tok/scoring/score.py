@@ -27,7 +27,7 @@ a trace cut by its cap does not. The test suite checks all this against decoding
 tokenizers.
 
 Reasoning models: a record with ``thinking`` true is read in its answer channel only (the tokens after
-``think_end``; none when the thought never closed, :func:`~mindcap_tok.ledger.think.answer_starts`), while its
+``think_end``; none when the thought never closed, :func:`~mindcap_tok.store.think.answer_starts`), while its
 budgets and E still count every output token. Its thought's tokens are replaced by an id that adds no text
 before the events are found, so the parser sees ``decode(ids[think_end + 1:B])`` and the cuts stay those of the
 whole trace; records without thinking take the path above unchanged.
@@ -47,15 +47,13 @@ import pyarrow.compute as pc
 
 from ..budgets import SCORE_BUDGETS, check_budgets
 from ..errors import BadInputError, MindcapError
+from ..store import CELL_COLUMNS, SETTING_COLUMNS, answer_starts, describe, resolve_tokenizers
 from ..tasks.answers import AnswerParser as Parser
 from ..tasks.answers import get_parser, per_language, task_parser
 from ..tasks.roles import find_tasks, gold_type_mismatch
 from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, anchor_starts, byte_table, gather_bytes
 from ..tokenization.load import ResolvedTokenizer
 from .outcomes import record_outcomes
-from .schema import CELL_COLUMNS, SETTING_COLUMNS, describe
-from .think import answer_starts
-from .tokenizers import resolve_tokenizers
 
 _HASH = (b"####",)
 _CHUNK_TOKENS = 1 << 23  # records are scored in chunks of about this many tokens (memory stays ~0.5 GB)
@@ -531,7 +529,7 @@ class Scores:
     ``emitted`` (E <= B). ``by_record``: ``n_tokens``, ``emission`` (E: the first budget from which every prefix
     reads the completed trace's answer, NaN = none), ``correct`` (C),
     ``finish_reason``, ``cap`` and ``retokenized`` (when the records have them) per record, ``outcome``
-    (:mod:`~mindcap_tok.ledger.outcomes`; when the records hold their ``text``); where some record thinks, also
+    (:mod:`~mindcap_tok.scoring.outcomes`; when the records hold their ``text``); where some record thinks, also
     ``thinking`` (a setting column) and :func:`thought_columns`.
     """
 
@@ -568,7 +566,7 @@ def score_by_tokenizer(
     """Prefix scores of every record of ``table`` (its row order), each record's ids scored with its own tokenizer.
 
     ``tokenizers`` maps the ``tokenizer`` column's names to tokenizers (resolve them with
-    :func:`mindcap_tok.ledger.tokenizers.resolve_tokenizers`); one tokenizer scores every record. Needs the
+    :func:`mindcap_tok.store.tokenizers.resolve_tokenizers`); one tokenizer scores every record. Needs the
     ``output_ids``, ``gold`` (or ``gold_text``) and ``finish_reason`` columns (see :func:`record_golds`);
     records are scored in chunks of about 8M tokens and ``on_progress(done, total)`` is called after each chunk.
     """
@@ -635,7 +633,7 @@ def thinks(table: pa.Table) -> bool:
 
 def record_answer_starts(table: pa.Table) -> np.ndarray | None:
     """Per record, the output index where its answer channel starts (see
-    :func:`~mindcap_tok.ledger.think.answer_starts`); ``None`` when no record thinks (the old path)."""
+    :func:`~mindcap_tok.store.think.answer_starts`); ``None`` when no record thinks (the old path)."""
     if not thinks(table):
         return None
     if "think_end" not in table.column_names:
@@ -790,7 +788,7 @@ def score_ledger(
 
     ``tokenizer`` is the one the output ids belong to, or a mapping from the records' ``tokenizer`` column to
     tokenizers; a name it lacks (every name for ``None``) is loaded by name. Checking them against a ledger's
-    recorded hashes is :func:`mindcap_tok.ledger.tokenizers.resolve_tokenizers`'s job (every command does it).
+    recorded hashes is :func:`mindcap_tok.store.tokenizers.resolve_tokenizers`'s job (every command does it).
     ``on_progress(done, total)`` is called after each chunk of records.
 
     Each record is read with its task's answer type (a ``task`` column; none: MGSM's integers) and the variant

@@ -21,10 +21,10 @@ from importlib import resources
 from ..data.languages import resolve_language
 from ..data.mgsm import MgsmItem, load_mgsm
 from ..errors import MindcapError
+from ..store import ANNOUNCE_STYLES, ARMS
 from ..tasks.datasets import TaskItem
 from ..tasks.model import EVERY_LANGUAGE, Task
 from ..templates import template_fields
-from .schema import ANNOUNCE_STYLES, ARMS
 
 DEFAULT_VERSION = "mgsm-v1"
 _PACKAGE = "mindcap_tok.resources.prompts"
