@@ -1,4 +1,4 @@
-"""Checks of rendered figures a reader would make (issue 28), from matplotlib's own renderer after
+"""Checks of rendered figures a reader would make, from matplotlib's own renderer after
 ``fig.canvas.draw()``: texts whose boxes overprint, and data points (line vertices, markers, error bar ends, bar
 tops, scatter points) that a legend box hides."""
 

@@ -41,7 +41,9 @@ def _tokenizer(extra_merges: int) -> Tokenizer:
     add(ko[0], ko[1])
     add(ko[:2], ko[2])
     add(aa[:2], aa[2])
-    vocab[EOS] = len(vocab)  # special token id 259 in both, so the new token takes 260 (as issue 3 numbers it)
+    vocab[EOS] = len(
+        vocab
+    )  # special token id 259 in both, so the new token takes 260 (as the worked example numbers it)
     if extra_merges:
         add(ko, aa)
     tok = Tokenizer(models.BPE(vocab, merges))

@@ -1,4 +1,4 @@
-"""`mindcap-tok confirm` end to end on real ledgers (Qwen3 token ids), values worked by hand (issue 27)."""
+"""`mindcap-tok confirm` end to end on real ledgers (Qwen3 token ids), values worked by hand."""
 
 from __future__ import annotations
 

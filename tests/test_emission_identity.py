@@ -1,4 +1,4 @@
-"""The emission time E makes the sub-CDF identity G(B) = acc(B) exact in the replay frame (issue 27).
+"""The emission time E makes the sub-CDF identity G(B) = acc(B) exact in the replay frame.
 
 Qwen3 writes one digit per token, so budgets end inside multi-digit answers: the prefix ``#### 4`` of
 ``#### 42478`` reads 4, a wrong answer. E is the first budget from which the prefix reads the completed trace's

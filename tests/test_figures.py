@@ -1,4 +1,4 @@
-"""Figures a reader can trust (issue 28): rendered from the demo ledger, no two texts overprint, legends hide no
+"""Figures a reader can trust: rendered from the demo ledger, no two texts overprint, legends hide no
 data point, captions follow the data, and the tall premium plot has ticks at top and bottom and names the model.
 
 Text extents come from matplotlib's own renderer (``get_window_extent`` after ``fig.canvas.draw()``).

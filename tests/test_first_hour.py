@@ -1,4 +1,4 @@
-"""Message and output defects a new user meets in the first hour (issue 28), each checked through the CLI."""
+"""Message and output defects a new user meets in the first hour, each checked through the CLI."""
 
 from __future__ import annotations
 

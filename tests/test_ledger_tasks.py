@@ -1,4 +1,4 @@
-"""The ledger carries each record's task and a gold of the task's type (issue 22).
+"""The ledger carries each record's task and a gold of the task's type.
 
 Ledgers written before tasks read unchanged (a fixture written by that code, ``tests/data/ledger_v2``); records of
 the default task are still stored in that layout (same schema, row groups and values); other tasks' shards add

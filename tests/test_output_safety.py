@@ -288,7 +288,7 @@ def test_out_names_files_and_out_dir_folders(ledger, tmp_path):
     assert res.exit_code == 2 and "--out-dir" in res.output
 
 
-# -- issue 20: output folders never act outside themselves ---------------------------------------------------------
+# -- output folders never act outside themselves ---------------------------------------------------------
 def _sha(path):
     import hashlib
 
@@ -391,7 +391,7 @@ def test_new_folder_and_run_store_refuse_a_dangling_symlink(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
 
 
-# -- issue 20: an interrupted replace is finished or rolled back by the next run ----------------------------------
+# -- an interrupted replace is finished or rolled back by the next run ----------------------------------
 KILL = """
 import os, sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Premiums on parallel MGSM content (`premium --corpus mgsm | mgsm-answers`), issue 27's figures for Qwen3."""
+"""Premiums on parallel MGSM content (`premium --corpus mgsm | mgsm-answers`), against figures worked out for Qwen3."""
 
 from __future__ import annotations
 

@@ -324,7 +324,7 @@ def test_saved_extension_prices_like_the_learned_one(world, tmp_path):
 
 
 def test_exactly_one_extension_source(world):
-    """The source is one value of a union type (issue 21: the type is the check); what is left to refuse at run
+    """The source is one value of a union type (the type is the check); what is left to refuse at run
     time is a value of no source type, and a learned extension with neither a size nor a frequency rule."""
     ledger, base, _, folds = world
     with pytest.raises(MindcapError, match="extension must be GivenFolds, SavedFolds or LearnedFolds, got list"):

@@ -1,4 +1,4 @@
-"""The round-trip figures reviewed as a reader would (issue 28): rendered from tables shaped like the report's and
+"""The round-trip figures reviewed as a reader would: rendered from tables shaped like the report's and
 the comparison's (three models, two judges, the eight LiT presets and a custom chain, long model names), caught
 before they are saved. No two texts overprint, no legend hides a data point or a bar top, titles and captions
 name what the data hold, and an empty panel says why it is empty.

@@ -205,7 +205,7 @@ def test_cli_report_subcommand_and_the_run_invocation(run, tmp_path, capsys):
 
 
 def test_comet_without_its_extra_skips_only_comet(run, tmp_path, capsys):
-    # issue 21 changes this: a missing extra skips its part of the report (it was a one-line error, no report)
+    # a missing extra skips its part of the report
     pytest.importorskip("sacrebleu")
     try:
         import comet  # noqa: F401

@@ -1,4 +1,4 @@
-"""Issue 21: settings that travel together are one object, so public library functions stay short.
+"""Settings that travel together are one object, so public library functions stay short.
 
 Every public function (and public class method) of the modules under src/mindcap_tok, outside ``cli/`` (click
 callbacks) and ``roundtrip/`` (its own issue), takes at most :data:`MAX_PARAMS` parameters, keyword-only after

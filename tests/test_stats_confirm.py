@@ -1,4 +1,4 @@
-"""`confirm`: replay predictions checked on independent decodes, against values worked by hand (issue 27)."""
+"""`confirm`: replay predictions checked on independent decodes, against values worked by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""scripts/validate_size.py: the size simulation's output shape and its binomial rates (issue 27)."""
+"""scripts/validate_size.py: the size simulation's output shape and its binomial rates."""
 
 from __future__ import annotations
 
