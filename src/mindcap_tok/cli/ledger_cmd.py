@@ -30,7 +30,8 @@ SOURCES = ("jsonl", "lm-eval", "inspect", "lighteval")
 
 
 @ledger_group.command("import")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
+# not exists=True: the importers name a missing path in one line, click in three
+@click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @out_dir_option("Ledger folder (created if absent).")
 @click.option(
     "--from",
