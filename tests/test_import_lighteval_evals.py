@@ -88,6 +88,8 @@ def run(tiny_think, tmp_path_factory) -> dict:
                 output_tokens=[torch.tensor(ids) for ids in outputs] if thai else outputs,
                 text_post_processed=[remove_reasoning_tags(t, tag_pairs=TAGS) for t in texts],
             )
+            # what DetailsLogger.log stores (its hashing of the doc, which the Parquet does not hold, fails under
+            # the xxhash 4 of this environment: it hashes str)
             tracker.details_logger.details[task].append(DetailsLogger.Detail(doc, response, {"extractive_match": 0.0}))
     tracker.save()
     ledger = root / "L"

@@ -110,7 +110,8 @@ def import_command(
         if allow_text_mismatch:
             raise MindcapError(f"--allow-text-mismatch applies to --from jsonl (--from {source} re-encodes the texts)")
         if think_close is not None:
-            raise MindcapError(f"--think-close applies to --from jsonl (--from {source} logs hold no thinking records)")
+            why = "finds a thought's </think> itself" if source == "lighteval" else "logs hold no thinking records"
+            raise MindcapError(f"--think-close applies to --from jsonl (--from {source} {why})")
         importer = _import_inspect if source == "inspect" else _import_logs
         importer(state, paths, out, source, tokenizer, tasks)
         return
