@@ -7,8 +7,9 @@
 #                   tests (pytest -m vllm), in process and through vLLM's OpenAI-compatible server
 #   3. .venv-comet  the package with the comet and chrf extras (COMET's pins conflict with vLLM's and numpy 2):
 #                   pytest -m comet, a real COMET checkpoint built by the test
-#   4. .venv-evals  lm-evaluation-harness and inspect_ai (pinned) with the package's dev, torch and inspect extras:
-#                   pytest -m evals, the real tools run on a tiny model the tests build, their logs imported
+#   4. .venv-evals  lm-evaluation-harness, inspect_ai and lighteval (pinned) with the package's dev, torch and
+#                   inspect extras: pytest -m evals, the real tools run on a tiny model the tests build (lighteval:
+#                   its details writer), their logs imported
 # Each environment is created on first use and reused afterwards. Each stage's wall time goes to stderr
 # ("test-all: STAGE took N s"). MINDCAP_TEST_REQUIRES names the modules each environment must have: pytest stops
 # before any test if one is missing (tests/conftest.py), so that no test needing it is skipped quietly.
@@ -65,10 +66,12 @@ lap "COMET stage"
 [ -x .venv-evals/bin/python ] || "$PY" -m venv .venv-evals
 # openai: inspect's openai-api/ provider, which the inspect test points at a local server of the tiny model;
 # accelerate: lm-eval's hf model and inspect's hf/ provider load the model with a device map
+# lighteval: its details writer, on responses of known ids (test_import_lighteval_evals.py)
 .venv-evals/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,inspect]' lm-eval==0.4.13 openai==3.57.0 \
-  accelerate==1.15.0
-.venv-evals/bin/python -c "import lm_eval, inspect_ai, openai, accelerate"  # no silent skip
-MINDCAP_TEST_REQUIRES=lm_eval,inspect_ai,openai,accelerate,torch .venv-evals/bin/python -m pytest -q -m evals \
-  -p no:cacheprovider --durations=5 tests/test_import_lmeval_evals.py tests/test_import_inspect_evals.py
+  accelerate==1.15.0 lighteval==0.13.0
+.venv-evals/bin/python -c "import lm_eval, inspect_ai, openai, accelerate, lighteval"  # no silent skip
+MINDCAP_TEST_REQUIRES=lm_eval,inspect_ai,openai,accelerate,torch,lighteval .venv-evals/bin/python -m pytest -q \
+  -m evals -p no:cacheprovider --durations=5 tests/test_import_lmeval_evals.py tests/test_import_inspect_evals.py \
+  tests/test_import_lighteval_evals.py
 lap "evals stage"
 echo "test-all: the whole run took $((SECONDS - START)) s" >&2

@@ -26,11 +26,12 @@ def _count_lines(path: str) -> int:
 
 
 #: ``--from`` values: JSON lines, or another harness's logs (mindcap_tok.ingest.harness_logs.READERS)
-SOURCES = ("jsonl", "lm-eval", "inspect")
+SOURCES = ("jsonl", "lm-eval", "inspect", "lighteval")
 
 
 @ledger_group.command("import")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
+# not exists=True: the importers name a missing path in one line, click in three
+@click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @out_dir_option("Ledger folder (created if absent).")
 @click.option(
     "--from",
@@ -38,7 +39,8 @@ SOURCES = ("jsonl", "lm-eval", "inspect")
     type=click.Choice(SOURCES),
     default="jsonl",
     show_default=True,
-    help="What PATHS hold: mindcap-tok JSON lines, lm-evaluation-harness --log_samples output, or inspect_ai logs.",
+    help="What PATHS hold: mindcap-tok JSON lines, lm-evaluation-harness --log_samples output, inspect_ai logs, or "
+    "lighteval --save-details output.",
 )
 @click.option("--tokenizer", help="Tokenizer the ids belong to (default: resolved from each record's model).")
 @task_files_option
@@ -66,7 +68,7 @@ def import_command(
     think_close: str | None,
 ) -> None:
     """Import PATHS into the ledger at --out-dir: a JSON-lines FILE (`-` reads standard input), or with
-    --from lm-eval / inspect a harness's logs (files or folders).
+    --from lm-eval / inspect / lighteval a harness's logs (files or folders).
 
     One JSON object per line, for example:
 
@@ -96,12 +98,20 @@ def import_command(
     --from inspect reads inspect_ai logs (.eval, .json) through inspect (the inspect extra). Limits: a .eval log's
     members may inflate to 256 MiB each and 1 GiB together (a .json log: 1 GiB), checked before inspect reads it;
     lm-eval samples files hold at most 1 GiB together; a JSON line at most 32 MiB.
+
+    --from lighteval reads `lighteval ... --save-details` output (details_<task>_<date>.parquet files, or the
+    run's output folder with its results_<date>.json): one record per doc and response, the output ids as
+    lighteval logged them (the sampled ids, not re-encoded), the cap from the run's max_new_tokens or the doc's
+    generation_size, task and language from the task name (mgsm:de, mgsm_deu, or as for lm-eval), the finish
+    reason inferred from the ids (length when they reach the cap), thinking records where lighteval split off a
+    reasoning. Details files hold at most 1 GiB together.
     """
     if source != "jsonl":
         if allow_text_mismatch:
             raise MindcapError(f"--allow-text-mismatch applies to --from jsonl (--from {source} re-encodes the texts)")
         if think_close is not None:
-            raise MindcapError(f"--think-close applies to --from jsonl (--from {source} logs hold no thinking records)")
+            why = "finds a thought's </think> itself" if source == "lighteval" else "logs hold no thinking records"
+            raise MindcapError(f"--think-close applies to --from jsonl (--from {source} {why})")
         importer = _import_inspect if source == "inspect" else _import_logs
         importer(state, paths, out, source, tokenizer, tasks)
         return
@@ -135,11 +145,12 @@ def import_command(
 
 
 def _import_logs(state, paths: tuple[str, ...], out: str, source: str, tokenizer: str | None, tasks) -> None:
-    """``--from lm-eval|inspect``: a harness's logs through :func:`mindcap_tok.ingest.harness_logs.import_logs`."""
+    """``--from lm-eval|lighteval``: a harness's logs through :func:`mindcap_tok.ingest.harness_logs.import_logs`."""
     from ..ingest import import_logs
 
     if tokenizer is None:
-        raise MindcapError(f"--from {source} needs --tokenizer (the model's tokenizer: the logs hold texts, not ids)")
+        why = "its ids are checked against it" if source == "lighteval" else "the logs hold texts, not ids"
+        raise MindcapError(f"--from {source} needs --tokenizer (the model's tokenizer: {why})")
     if "-" in paths:
         raise MindcapError(f"--from {source} reads files or folders, not standard input")
     result = import_logs(

@@ -1,5 +1,5 @@
-"""Ingest: generations made elsewhere into a ledger (JSON lines, lm-evaluation-harness samples, inspect_ai logs),
-token ids recomputed or checked with the model's own tokenizer.
+"""Ingest: generations made elsewhere into a ledger (JSON lines, lm-evaluation-harness samples, inspect_ai logs,
+lighteval details), token ids recomputed or checked with the model's own tokenizer.
 
 Other stages enter through this package; its modules are its own.
 """

@@ -23,6 +23,7 @@ from .jsonl import ImportResult
 READERS = {
     "lm-eval": ("mindcap_tok.ingest.lmeval", "read_lmeval_logs"),
     "inspect": ("mindcap_tok.ingest.inspect_logs", "read_logs"),
+    "lighteval": ("mindcap_tok.ingest.lighteval", "read_lighteval_details"),
 }
 
 
@@ -37,7 +38,7 @@ def import_logs(
 ) -> ImportResult:
     """Add the records of ``source``'s logs at ``paths`` (files or folders) to ``ledger`` (created if absent).
 
-    ``tokenizer`` is the model's (the logs hold texts: their ids are re-encoded with it); ``tasks`` are the
+    ``tokenizer`` is the model's (texts logged without ids are re-encoded with it); ``tasks`` are the
     user's task files for tasks not built in. Nothing is stored unless every record is valid.
     """
     if source not in READERS:
