@@ -14,7 +14,7 @@ import pytest
 
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.petrov2023 import COLUMNS, petrov2023_lengths
-from mindcap_tok.errors import MindcapError
+from mindcap_tok.errors import BadInputError, MindcapError
 from mindcap_tok.premium import PremiumText, count_tokens, token_premium
 from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenization.base import TokenizerBackend
@@ -110,9 +110,11 @@ def test_token_bytes_concatenate_to_decoded_thai(toks, flores_dir, name):
 
 @pytest.mark.parametrize("name", ["gpt-4o", "gemma-3"])
 def test_families_without_a_hf_tokenizer_say_so_without_raising(toks, name):
-    # issue 21: `.tokenizer` is a capability (the HF tokenizer or None), no longer an error for two families
+    # `.tokenizer` is a capability (the HF tokenizer or None); what needs one says so in one line
     assert toks[name].tokenizer is None
-    assert isinstance(toks[name].backend, TokenizerBackend) and toks[name].extension_format != "merges"
+    assert isinstance(toks[name].backend, TokenizerBackend)
+    with pytest.raises(BadInputError, match=rf"^the tiny model needs a tokenizer.json for {name}, found .+$"):
+        toks[name].require_hf("the tiny model")
 
 
 def test_hf_tokenizer_still_exposed(toks, qwen):
@@ -260,3 +262,7 @@ def test_cli_petrov2023_gives_null_cis(config):
     assert (row["tokens"], row["ref_tokens"]) == (theirs["tha_Thai"], theirs["eng_Latn"])
     assert row["ci_low"] is None and row["ci_high"] is None and row["n_boot"] == 0
     assert _cli(args).exit_code == 0  # the table shows "—" for the CI
+
+
+def test_hf_tokenizer_is_handed_over_where_one_is_needed(qwen):
+    assert qwen.require_hf("the tiny model") is qwen.tokenizer

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from .base import ExtensionFormat
+from .base import ExtensionFamilies, T
 from .bytelevel import token_bytes
 from .long_text import SAFE_CHARS, engine_guard, long_positions
 from .pretoken_cache import PretokenEncoder
@@ -22,10 +22,13 @@ class HFBackend:
 
     family = "tokenizers"
     dummy_prefix = False
-    extension_format: ExtensionFormat | None = "merges"
 
     def __init__(self, tok: Tokenizer) -> None:
         self.hf = tok
+
+    def extension(self, families: ExtensionFamilies[T]) -> T:
+        """``families.merges`` for this back end."""
+        return families.merges(self)
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``, no special tokens."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._io import regular_file
 from ..errors import MindcapError, first_line
-from .base import ExtensionFormat, without
+from .base import ExtensionFamilies, T, without
 
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
@@ -27,10 +27,13 @@ class SentencePieceBackend:
 
     family = "sentencepiece"
     hf = None
-    extension_format: ExtensionFormat | None = "pieces"
 
     def __init__(self, sp: Any) -> None:
         self.sp = sp
+
+    def extension(self, families: ExtensionFamilies[T]) -> T:
+        """``families.pieces`` for this back end."""
+        return families.pieces(self)
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``, no BOS/EOS."""
@@ -84,6 +87,14 @@ class SentencePieceBackend:
             else:
                 out.append(piece.replace("▁", " ").encode("utf-8"))
         return out
+
+    def id_to_piece(self, i: int) -> str:
+        """The piece string of id ``i``."""
+        return self.sp.id_to_piece(i)
+
+    def piece_to_id(self, piece: str) -> int:
+        """The id of the piece string ``piece`` (the unknown id when there is no such piece)."""
+        return self.sp.piece_to_id(piece)
 
     def model_proto(self) -> Any:
         """A fresh parsed copy of the model's ``ModelProto`` (needs ``protobuf``; imported here, lazily)."""
