@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
 
 import regex
@@ -392,44 +392,47 @@ class Learners(ExtensionFamilies[Learner]):
     """Each family's learner: BPE continued on the base's own pre-tokens with that family's merge semantics."""
 
     def merges(self, backend: HFBackend) -> Learner:
-        def learn(base: ResolvedTokenizer, corpus: Corpus, rule: SizeRule, on_progress: Progress, _: bool) -> Extension:
-            start = time.perf_counter()
-            info = base_bpe(base)
-            word_strings, words, freqs = base_words(backend.hf, corpus.texts())
-            strings: list = info.strings()
-
-            def make(words: list[list[int]], freqs: list[int], first_new: int) -> PairLearner:
-                return PairLearner(words, freqs, strings, dict(info.vocab), first_new, len(info.merges), info.ranks)
-
-            return _learn_pairs(base, corpus, rule, on_progress, start, (word_strings, words, freqs), strings, make)
-
-        return learn
+        return partial(_learn_merges, backend)
 
     def ranks(self, backend: TiktokenBackend) -> Learner:
-        def learn(base: ResolvedTokenizer, corpus: Corpus, rule: SizeRule, on_progress: Progress, _: bool) -> Extension:
-            start = time.perf_counter()
-            tinfo = base_tiktoken(base)
-            word_strings, words, freqs = tiktoken_words(base, backend, corpus.texts())
-            strings: list = tinfo.strings()
-            word_bytes = [w.encode("utf-8") for w in word_strings]
-
-            def make(words: list[list[int]], freqs: list[int], first_new: int) -> PairLearner:
-                return RankLearner(words, freqs, strings, dict(tinfo.ranks), first_new, word_bytes)
-
-            return _learn_pairs(base, corpus, rule, on_progress, start, (word_strings, words, freqs), strings, make)
-
-        return learn
+        return partial(_learn_ranks, backend)
 
     def pieces(self, backend: SentencePieceBackend) -> Learner:
-        def learn(
-            base: ResolvedTokenizer, corpus: Corpus, rule: SizeRule, on_progress: Progress, add_missing: bool
-        ) -> Extension:
-            return _learn_pieces(base, backend, corpus, rule, on_progress, add_missing)
-
-        return learn
+        return partial(_learn_pieces, backend)
 
 
 LEARNERS = Learners()
+
+
+def _learn_merges(
+    backend: HFBackend, base: ResolvedTokenizer, corpus: Corpus, rule: SizeRule, on_progress: Progress, _: bool
+) -> Extension:
+    """New byte-level BPE merges, ranked after every base merge (``tokenizers``)."""
+    start = time.perf_counter()
+    info = base_bpe(base)
+    segmented = base_words(backend.hf, corpus.texts())
+    strings: list = info.strings()
+
+    def make(words: list[list[int]], freqs: list[int], first_new: int) -> PairLearner:
+        return PairLearner(words, freqs, strings, dict(info.vocab), first_new, len(info.merges), info.ranks)
+
+    return _learn_pairs(base, corpus, rule, on_progress, start, segmented, strings, make)
+
+
+def _learn_ranks(
+    backend: TiktokenBackend, base: ResolvedTokenizer, corpus: Corpus, rule: SizeRule, on_progress: Progress, _: bool
+) -> Extension:
+    """New tiktoken ranks after the largest id in use, learned with tiktoken's merge rule."""
+    start = time.perf_counter()
+    tinfo = base_tiktoken(base)
+    segmented = tiktoken_words(base, backend, corpus.texts())
+    strings: list = tinfo.strings()
+    word_bytes = [w.encode("utf-8") for w in segmented[0]]
+
+    def make(words: list[list[int]], freqs: list[int], first_new: int) -> PairLearner:
+        return RankLearner(words, freqs, strings, dict(tinfo.ranks), first_new, word_bytes)
+
+    return _learn_pairs(base, corpus, rule, on_progress, start, segmented, strings, make)
 
 
 def _learn_pairs(
@@ -477,8 +480,8 @@ def _check_size(corpus: Corpus, rule: SizeRule, learned: int) -> None:
 
 
 def _learn_pieces(
-    base: ResolvedTokenizer,
     backend: SentencePieceBackend,
+    base: ResolvedTokenizer,
     corpus: Corpus,
     rule: SizeRule,
     on_progress: Callable[[int, int | None], None] | None,

@@ -199,10 +199,10 @@ def check_extended(tok: Tokenizer, base: Tokenizer, ext: Extension) -> None:
     for i, added in base.get_added_tokens_decoder().items():
         if tok.token_to_id(added.content) != i or tok.id_to_token(i) != added.content:
             raise MindcapError(f"extended tokenizer lost added token {added.content!r} (id {i})")
-    for k, s in enumerate(ext.new_tokens):
-        found = got.get(s)  # type: ignore[call-overload]  # a merges extension's new tokens are str
+    for k, token in enumerate(ext.new_tokens):
+        found = got.get(token)  # type: ignore[call-overload]  # a merges extension's new tokens are str
         if found != ext.first_new_id + k:
-            raise MindcapError(f"new token {s!r} has id {found}, expected {ext.first_new_id + k}")
+            raise MindcapError(f"new token {token!r} has id {found}, expected {ext.first_new_id + k}")
     expected = ext.first_new_id + ext.n_new_tokens
     size = tok.get_vocab_size(with_added_tokens=True)
     if size != expected:

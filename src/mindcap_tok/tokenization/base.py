@@ -13,14 +13,13 @@ over itself with its family's type, so that the caller never asks which family i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .hf import HFBackend
-    from .sentencepiece_family import SentencePieceBackend
-    from .tiktoken_family import TiktokenBackend
+from .hf import MergesFamily
+from .sentencepiece_family import PiecesFamily
+from .tiktoken_family import RanksFamily
 
 #: the libraries a tokenizer can come from
 FAMILIES = ("tokenizers", "tiktoken", "sentencepiece")
@@ -29,18 +28,10 @@ T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
 
-class ExtensionFamilies(Protocol[T_co]):
-    """One way of extending a vocabulary per extendable family; a back end calls the one for its own family
-    (:meth:`TokenizerBackend.extension`) with itself, typed."""
-
-    def merges(self, backend: HFBackend) -> T_co:
-        """New byte-level BPE merges appended to a ``tokenizer.json``."""
-
-    def ranks(self, backend: TiktokenBackend) -> T_co:
-        """New ranks appended to a ``.tiktoken`` rank file."""
-
-    def pieces(self, backend: SentencePieceBackend) -> T_co:
-        """New pieces appended to a SentencePiece ``.model``."""
+class ExtensionFamilies(MergesFamily[T_co], RanksFamily[T_co], PiecesFamily[T_co], Protocol[T_co]):
+    """One way of extending a vocabulary per extendable family (``merges``, ``ranks``, ``pieces``: each family module
+    says what its method is handed); a back end calls the one for its own family with itself, typed
+    (:meth:`TokenizerBackend.extension`)."""
 
 
 @runtime_checkable
@@ -88,10 +79,3 @@ class TokenizerBackend(Protocol):
 
     def content_sha256(self) -> str:
         """SHA-256 of the tokenizer's content (its serialisation), for a tokenizer not read from a file."""
-
-
-def without(ids: Sequence[Sequence[int]], drop: frozenset[int]) -> list[list[int]]:
-    """Every id sequence as a list, ids in ``drop`` left out."""
-    if not drop:
-        return [list(x) for x in ids]
-    return [[i for i in x if i not in drop] for x in ids]

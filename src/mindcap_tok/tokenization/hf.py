@@ -7,14 +7,24 @@ import hashlib
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import numpy as np
 from tokenizers import Tokenizer
 
-from .base import ExtensionFamilies, T
 from .bytelevel import token_bytes
 from .long_text import SAFE_CHARS, engine_guard, long_positions
 from .pretoken_cache import PretokenEncoder
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class MergesFamily(Protocol[T_co]):
+    """What extending a HF vocabulary is handed: the back end, typed."""
+
+    def merges(self, backend: HFBackend) -> T_co:
+        """New byte-level BPE merges appended to a ``tokenizer.json``."""
 
 
 class HFBackend:
@@ -26,7 +36,7 @@ class HFBackend:
     def __init__(self, tok: Tokenizer) -> None:
         self.hf = tok
 
-    def extension(self, families: ExtensionFamilies[T]) -> T:
+    def extension(self, families: MergesFamily[T]) -> T:
         """``families.merges`` for this back end."""
         return families.merges(self)
 

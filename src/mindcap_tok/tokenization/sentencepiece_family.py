@@ -7,15 +7,26 @@ import re
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from .._io import regular_file
 from ..errors import MindcapError, first_line
-from .base import ExtensionFamilies, T, without
+from .ids import without
 
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class PiecesFamily(Protocol[T_co]):
+    """What extending a SentencePiece vocabulary is handed: the back end, typed."""
+
+    def pieces(self, backend: SentencePieceBackend) -> T_co:
+        """New pieces appended to a SentencePiece ``.model``."""
 
 
 class SentencePieceBackend:
@@ -31,7 +42,7 @@ class SentencePieceBackend:
     def __init__(self, sp: Any) -> None:
         self.sp = sp
 
-    def extension(self, families: ExtensionFamilies[T]) -> T:
+    def extension(self, families: PiecesFamily[T]) -> T:
         """``families.pieces`` for this back end."""
         return families.pieces(self)
 

@@ -14,14 +14,24 @@ import json
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from .._io import regular_file
 from ..errors import MindcapError, first_line
-from .base import ExtensionFamilies, T, without
+from .ids import without
 from .long_text import SAFE_CHARS, engine_guard, tiktoken_ordinary
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class RanksFamily(Protocol[T_co]):
+    """What extending a Tiktoken vocabulary is handed: the back end, typed."""
+
+    def ranks(self, backend: TiktokenBackend) -> T_co:
+        """New ranks appended to a ``.tiktoken`` rank file."""
 
 
 class TiktokenBackend:
@@ -36,7 +46,7 @@ class TiktokenBackend:
         self.specials = dict(specials)
         self._ranks, self._pat_str = ranks, pat_str  # the dict the encoding holds (no copy), for content_sha256
 
-    def extension(self, families: ExtensionFamilies[T]) -> T:
+    def extension(self, families: RanksFamily[T]) -> T:
         """``families.ranks`` for this back end."""
         return families.ranks(self)
 
