@@ -11,6 +11,7 @@ import hashlib
 import json
 
 import pytest
+import regex
 
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.petrov2023 import COLUMNS, petrov2023_lengths
@@ -266,3 +267,34 @@ def test_cli_petrov2023_gives_null_cis(config):
 
 def test_hf_tokenizer_is_handed_over_where_one_is_needed(qwen):
     assert qwen.require_hf("the tiny model") is qwen.tokenizer
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_each_family_encodes_and_decodes_for_reencoding(toks, name):
+    tok = toks[name]
+    texts = ["hello world", "", "hello world hello"]
+    assert tok.encode_ids(texts) == [GOLDEN[name][1], [], tok.encode("hello world hello")]
+    # what a worker process encodes with: the HF tokenizer where there is one (tokenizers can pickle it)
+    assert tok.batch_encoder is (tok.tokenizer if tok.family == "tokenizers" else tok)
+    # the memoised pre-token encoder exists for tokenizer.json only, and then encodes the same ids
+    memo = tok.pretoken_encoder()
+    assert (memo is not None) == (tok.family == "tokenizers")
+    if memo is not None:
+        assert memo.encode("hello world") == GOLDEN[name][1]
+    # special tokens: kept as text where re-encoding gives their id back, dropped where it would not
+    special = min(tok.special_ids)
+    text = tok.decode_for_reencoding([[*GOLDEN[name][1], special]])[0]
+    kept = tok.family == "tokenizers"
+    assert text == "hello world" + (tok.decode([special]) if kept else "")
+    assert (tok.encode(text) == [*GOLDEN[name][1], special]) == kept
+
+
+def test_a_tiktoken_pretoken_is_encoded_alone(toks):
+    backend = toks["gpt-4o"].backend
+    line = "Thousands of years ago, 12345 people walked here."
+    pat_str = json.loads((toks["gpt-4o"].path.parent / "encoding.json").read_text("utf-8"))["pat_str"]
+    pieces = [m.group() for m in regex.finditer(pat_str, line)]
+    assert len(pieces) > 5
+    # every pat_str piece encoded alone, concatenated, is the line's encoding (the pieces never interact)
+    assert [i for p in pieces for i in backend.encode_pretoken(p)] == toks["gpt-4o"].encode(line)
+    assert backend.encode_pretoken(" years") == toks["gpt-4o"].encode(" years")

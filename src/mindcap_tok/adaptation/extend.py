@@ -18,6 +18,8 @@ in use, **special tokens included**: o200k_base's ranks end at 199,997 and its s
 so the first new rank is 200,019. Every base rank and every special id stays as it was; the ids left unused
 (199,998 and 200,000-200,017) are gaps, which tiktoken accepts (``n_vocab`` is the largest id + 1, as for the
 base). Numbering new ranks right after the last base rank instead would have to move ``<|endoftext|>``.
+
+The base's back end picks its family's learner (:class:`Learners`); nothing here asks which family it holds.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ Its ``tokenizer_sha256`` is the hash tiktoken tokenizers are known by (rank file
 A SentencePiece base gives a folder with ``tokenizer.model`` (the base ``ModelProto`` with the new pieces appended,
 loadable by ``sentencepiece``: the artifact of record, hashed as ``tokenizer_sha256``) and the same
 ``manifest.json``, whose ``sentencepiece`` entry records scores, trainer-spec rules and missing characters.
+
+What differs by family (the files, how they are checked, what the manifest adds) is one :class:`ExtensionFiles`
+per family, which the base's back end picks (:func:`files_of`).
 """
 
 from __future__ import annotations
@@ -288,10 +291,8 @@ class MergesFiles:
 
 
 class RanksFiles:
-    """A ``.tiktoken`` rank file with new ranks appended, and its ``encoding.json``."""
-
-    def __init__(self, backend: TiktokenBackend) -> None:
-        self.backend = backend
+    """A ``.tiktoken`` rank file with new ranks appended, and its ``encoding.json`` (both read from the base's
+    files)."""
 
     def resolved(self, ext: Extension, name: str) -> ResolvedTokenizer:
         files = tiktoken_extension_files(ext)
@@ -381,11 +382,13 @@ class PiecesFiles:
 
 
 class _Families(ExtensionFamilies[ExtensionFiles]):
+    """Each family's :class:`ExtensionFiles`."""
+
     def merges(self, backend: HFBackend) -> ExtensionFiles:
         return MergesFiles(backend)
 
     def ranks(self, backend: TiktokenBackend) -> ExtensionFiles:
-        return RanksFiles(backend)
+        return RanksFiles()
 
     def pieces(self, backend: SentencePieceBackend) -> ExtensionFiles:
         return PiecesFiles(backend)
