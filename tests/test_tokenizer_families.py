@@ -11,10 +11,11 @@ import hashlib
 import json
 
 import pytest
+import regex
 
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.petrov2023 import COLUMNS, petrov2023_lengths
-from mindcap_tok.errors import MindcapError
+from mindcap_tok.errors import BadInputError, MindcapError
 from mindcap_tok.premium import PremiumText, count_tokens, token_premium
 from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenization.base import TokenizerBackend
@@ -110,9 +111,11 @@ def test_token_bytes_concatenate_to_decoded_thai(toks, flores_dir, name):
 
 @pytest.mark.parametrize("name", ["gpt-4o", "gemma-3"])
 def test_families_without_a_hf_tokenizer_say_so_without_raising(toks, name):
-    # issue 21: `.tokenizer` is a capability (the HF tokenizer or None), no longer an error for two families
+    # `.tokenizer` is a capability (the HF tokenizer or None); what needs one says so in one line
     assert toks[name].tokenizer is None
-    assert isinstance(toks[name].backend, TokenizerBackend) and toks[name].extension_format != "merges"
+    assert isinstance(toks[name].backend, TokenizerBackend)
+    with pytest.raises(BadInputError, match=rf"^the tiny model needs a tokenizer.json for {name}, found .+$"):
+        toks[name].require_hf("the tiny model")
 
 
 def test_hf_tokenizer_still_exposed(toks, qwen):
@@ -260,3 +263,38 @@ def test_cli_petrov2023_gives_null_cis(config):
     assert (row["tokens"], row["ref_tokens"]) == (theirs["tha_Thai"], theirs["eng_Latn"])
     assert row["ci_low"] is None and row["ci_high"] is None and row["n_boot"] == 0
     assert _cli(args).exit_code == 0  # the table shows "—" for the CI
+
+
+def test_hf_tokenizer_is_handed_over_where_one_is_needed(qwen):
+    assert qwen.require_hf("the tiny model") is qwen.tokenizer
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_each_family_encodes_and_decodes_for_reencoding(toks, name):
+    tok = toks[name]
+    texts = ["hello world", "", "hello world hello"]
+    assert tok.encode_ids(texts) == [GOLDEN[name][1], [], tok.encode("hello world hello")]
+    # what a worker process encodes with: the HF tokenizer where there is one (tokenizers can pickle it)
+    assert tok.batch_encoder is (tok.tokenizer if tok.family == "tokenizers" else tok)
+    # the memoised pre-token encoder exists for tokenizer.json only, and then encodes the same ids
+    memo = tok.pretoken_encoder()
+    assert (memo is not None) == (tok.family == "tokenizers")
+    if memo is not None:
+        assert memo.encode("hello world") == GOLDEN[name][1]
+    # special tokens: kept as text where re-encoding gives their id back, dropped where it would not
+    special = min(tok.special_ids)
+    text = tok.decode_for_reencoding([[*GOLDEN[name][1], special]])[0]
+    kept = tok.family == "tokenizers"
+    assert text == "hello world" + (tok.decode([special]) if kept else "")
+    assert (tok.encode(text) == [*GOLDEN[name][1], special]) == kept
+
+
+def test_a_tiktoken_pretoken_is_encoded_alone(toks):
+    backend = toks["gpt-4o"].backend
+    line = "Thousands of years ago, 12345 people walked here."
+    pat_str = json.loads((toks["gpt-4o"].path.parent / "encoding.json").read_text("utf-8"))["pat_str"]
+    pieces = [m.group() for m in regex.finditer(pat_str, line)]
+    assert len(pieces) > 5
+    # every pat_str piece encoded alone, concatenated, is the line's encoding (the pieces never interact)
+    assert [i for p in pieces for i in backend.encode_pretoken(p)] == toks["gpt-4o"].encode(line)
+    assert backend.encode_pretoken(" years") == toks["gpt-4o"].encode(" years")

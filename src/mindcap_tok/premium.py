@@ -144,12 +144,7 @@ def counting_engine(tokenizer: ResolvedTokenizer, engine: str = "auto", *, texts
     """
     if engine not in ENGINES:
         raise MindcapError(f"unknown counting engine {engine!r}; use one of {', '.join(ENGINES)}")
-    if (
-        engine == "auto"
-        and tokenizer.tokenizer is not None
-        and sum(map(len, texts)) >= TIKTOKEN_ENGINE_MIN_CHARS
-        and tokenizer.tiktoken_engine is not None
-    ):
+    if engine == "auto" and sum(map(len, texts)) >= TIKTOKEN_ENGINE_MIN_CHARS and tokenizer.tiktoken_engine is not None:
         return tokenizer.tiktoken_engine
     return tokenizer.backend
 

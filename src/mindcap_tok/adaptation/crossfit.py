@@ -25,7 +25,7 @@ from ..tokenization.load import ResolvedTokenizer
 from .corpus import Corpus, ItemId, as_corpus
 from .effect import Effect, measure_effect
 from .extend import Extension, learn_extension
-from .saved import PRODUCER, SUMMARY, extension_record, resolved, transformers_export, write_extension
+from .saved import PRODUCER, SUMMARY, extension_record, resolved, transformers_row, write_extension
 
 
 def _sort_key(item: ItemId) -> tuple[int, int | str]:
@@ -104,9 +104,7 @@ class FoldExtension:
                 "premium_change_ci": [e.change_ci_low, e.change_ci_high],
                 "english_token_change": e.english_token_change,
             }
-        if self.extension.pieces is not None:  # SentencePiece: is there a tokenizer.json for transformers?
-            export = transformers_export(self.extension, self.held_out_texts)
-            row["transformers_tokenizer_json"] = export.text is not None
+        row |= transformers_row(self.extension, self.held_out_texts)
         row["seconds"] = round(self.extension.seconds, 3)  # learning the merges
         if self.effect is not None:
             row["measure_seconds"] = round(self.measure_seconds, 3)

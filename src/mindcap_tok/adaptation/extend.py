@@ -18,6 +18,8 @@ in use, **special tokens included**: o200k_base's ranks end at 199,997 and its s
 so the first new rank is 200,019. Every base rank and every special id stays as it was; the ids left unused
 (199,998 and 200,000-200,017) are gaps, which tiktoken accepts (``n_vocab`` is the largest id + 1, as for the
 base). Numbering new ranks right after the last base rank instead would have to move ``<|endoftext|>``.
+
+The base's back end picks its family's learner (:class:`Learners`); nothing here asks which family it holds.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
 
 import regex
@@ -36,12 +38,15 @@ from tokenizers import Tokenizer
 
 from ..choices import DEFAULT_MIN_FREQ as DEFAULT_MIN_FREQ
 from ..errors import MindcapError
+from ..tokenization.base import ExtensionFamilies
 from ..tokenization.bytelevel import BYTE_TO_CHAR, is_byte_level
+from ..tokenization.hf import HFBackend
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.long_text import SAFE_CHARS, engine_guard, unsure
 from ..tokenization.pipeline import parse_pipeline, pipeline
 from ..tokenization.pretoken_cache import PretokenEncoder
-from ..tokenization.tiktoken_family import parse_rank_file, tiktoken_files
+from ..tokenization.sentencepiece_family import SentencePieceBackend
+from ..tokenization.tiktoken_family import TiktokenBackend, parse_rank_file, tiktoken_files
 from ._bpe import PairLearner, RankLearner, Ranks
 from .corpus import Corpus, ItemId, as_corpus
 from .extend_sp import PieceExtension, learn_pieces
@@ -50,13 +55,20 @@ from .extend_sp import PieceExtension, learn_pieces
 def check_extendable(base: ResolvedTokenizer) -> None:
     """Raise a one-line error unless ``base``'s family can be extended (``tokenizers`` byte-level BPE, tiktoken,
     SentencePiece; a SentencePiece Unigram model is refused when learning starts, saying why)."""
-    if base.extension_format is None:
+    learner_of(base)
+
+
+def learner_of(base: ResolvedTokenizer) -> Learner:
+    """How ``base``'s family learns an extension (:class:`Learners`), or a one-line error: it cannot be extended."""
+    found = base.extension(LEARNERS)
+    if found is None:
         raise MindcapError(
             f"{base.name} is a {base.family} tokenizer, which cannot be extended yet; extensions can be learned "
             "only for `tokenizers` byte-level BPE bases (a tokenizer.json such as qwen3-8b, llama-3.1-8b, "
             "deepseek-v3), `tiktoken` bases (a .tiktoken rank file such as gpt-4o, gpt-4) and SentencePiece BPE "
             "models (a .model such as gemma-3, llama-2)"
         )
+    return found
 
 
 @dataclass(frozen=True)
@@ -161,9 +173,8 @@ class BaseTiktoken:
 
 @lru_cache(maxsize=4)
 def base_tiktoken(base: ResolvedTokenizer) -> BaseTiktoken:
-    """Read the base's rank file and ``encoding.json`` (the files it was loaded from)."""
-    check_extendable(base)
-    if base.extension_format != "ranks" or base.path is None:
+    """Read a tiktoken base's rank file and ``encoding.json`` (the files it was loaded from)."""
+    if base.path is None:
         raise MindcapError(f"{base.name} is not a tiktoken encoding loaded from a .tiktoken file")
     spec_file = tiktoken_files(base.path)
     data = base.path.read_bytes()
@@ -172,23 +183,23 @@ def base_tiktoken(base: ResolvedTokenizer) -> BaseTiktoken:
     )
 
 
-def tiktoken_words(base: ResolvedTokenizer, texts: Iterable[str]) -> tuple[list[str], list[list[int]], list[int]]:
+def tiktoken_words(
+    base: ResolvedTokenizer, backend: TiktokenBackend, texts: Iterable[str]
+) -> tuple[list[str], list[list[int]], list[int]]:
     """Distinct ``pat_str`` pieces of ``texts``, each segmented once by the base tiktoken encoding, and counts."""
     pattern = regex.compile(base_tiktoken(base).pat_str)
     counts: Counter[str] = Counter()
     for text in texts:
         counts.update(m.group() for m in pattern.finditer(text))
     strings = [w for w in counts if w]
-    enc = base.backend.enc  # type: ignore[union-attr]  # a ranks base: its backend is a TiktokenBackend
-    # one piece, no regex split (tiktoken's own BPE, whole-piece shortcut included)
-    return strings, [list(enc._encode_single_piece(w)) for w in strings], [counts[w] for w in strings]
+    return strings, [backend.encode_pretoken(w) for w in strings], [counts[w] for w in strings]
 
 
 @lru_cache(maxsize=4)
 def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     """Parse and check the base tokenizer: byte-level BPE, no dropout, no word prefixes or suffixes."""
     check_extendable(base)
-    hf: Tokenizer = base.tokenizer  # type: ignore[assignment]  # check_extendable: a merges base is a HF tokenizer
+    hf = base.require_hf("extending a byte-level BPE vocabulary")
     pipe = parse_pipeline(base.path.read_text(encoding="utf-8")) if base.path is not None else pipeline(hf)
     model, kind = pipe.model, pipe.model_type
     if kind != "BPE":
@@ -319,11 +330,6 @@ class Extension:
         """The base's (and the extension's) tokenizer family."""
         return self.base.family
 
-    @property
-    def writes_ranks(self) -> bool:
-        """True when the extension is new tiktoken ranks (a ``.tiktoken`` file), False for new BPE merges."""
-        return self.base.extension_format == "ranks"
-
     @cached_property
     def tokenizer(self) -> Tokenizer:
         """The extended Hugging Face tokenizer, built in memory (see :func:`tokenizer_json`).
@@ -370,34 +376,85 @@ def learn_extension(
     ``add_missing_characters`` (SentencePiece bases only) first appends every training character the base
     vocabulary lacks as a single-character piece, so that ``transformers`` can reach pieces built from them.
     """
-    check_extendable(base)
+    learn = learner_of(base)
     rule = SizeRule.of(size, min_freq)
     corpus = as_corpus(corpus_items)
     if not corpus.items:
         raise MindcapError(f"corpus {corpus.name!r} is empty")
-    if base.extension_format == "pieces":
-        return _learn_pieces(base, corpus, rule, on_progress, add_missing_characters)
+    return learn(base, corpus, rule, on_progress, add_missing_characters)
+
+
+#: a progress callback: ``on_progress(merges, size)``
+Progress = Callable[[int, int | None], None] | None
+#: what every family's learner is called with: base, corpus, size rule, progress callback, add_missing_characters
+Learner = Callable[[ResolvedTokenizer, Corpus, SizeRule, Progress, bool], Extension]
+
+
+class Learners(ExtensionFamilies[Learner]):
+    """Each family's learner: BPE continued on the base's own pre-tokens with that family's merge semantics."""
+
+    def merges(self, backend: HFBackend) -> Learner:
+        return partial(_learn_merges, backend)
+
+    def ranks(self, backend: TiktokenBackend) -> Learner:
+        return partial(_learn_ranks, backend)
+
+    def pieces(self, backend: SentencePieceBackend) -> Learner:
+        return partial(_learn_pieces, backend)
+
+
+LEARNERS = Learners()
+
+
+def _learn_merges(
+    backend: HFBackend, base: ResolvedTokenizer, corpus: Corpus, rule: SizeRule, on_progress: Progress, _: bool
+) -> Extension:
+    """New byte-level BPE merges, ranked after every base merge (``tokenizers``)."""
     start = time.perf_counter()
-    learner: PairLearner
-    if base.extension_format == "ranks":
-        tinfo = base_tiktoken(base)
-        word_strings, words, freqs = tiktoken_words(base, corpus.texts())
-        strings: list = tinfo.strings()
-    else:
-        info = base_bpe(base)
-        hf: Tokenizer = base.tokenizer  # type: ignore[assignment]  # not ranks, not pieces: a merges (HF) base
-        word_strings, words, freqs = base_words(hf, corpus.texts())
-        strings = info.strings()
+    info = base_bpe(base)
+    segmented = base_words(backend.hf, corpus.texts())
+    strings: list = info.strings()
+
+    def make(words: list[list[int]], freqs: list[int], first_new: int) -> PairLearner:
+        return PairLearner(words, freqs, strings, dict(info.vocab), first_new, len(info.merges), info.ranks)
+
+    return _learn_pairs(base, corpus, rule, on_progress, start, segmented, strings, make)
+
+
+def _learn_ranks(
+    backend: TiktokenBackend, base: ResolvedTokenizer, corpus: Corpus, rule: SizeRule, on_progress: Progress, _: bool
+) -> Extension:
+    """New tiktoken ranks after the largest id in use, learned with tiktoken's merge rule."""
+    start = time.perf_counter()
+    tinfo = base_tiktoken(base)
+    segmented = tiktoken_words(base, backend, corpus.texts())
+    strings: list = tinfo.strings()
+    word_bytes = [w.encode("utf-8") for w in segmented[0]]
+
+    def make(words: list[list[int]], freqs: list[int], first_new: int) -> PairLearner:
+        return RankLearner(words, freqs, strings, dict(tinfo.ranks), first_new, word_bytes)
+
+    return _learn_pairs(base, corpus, rule, on_progress, start, segmented, strings, make)
+
+
+def _learn_pairs(
+    base: ResolvedTokenizer,
+    corpus: Corpus,
+    rule: SizeRule,
+    on_progress: Progress,
+    start: float,
+    segmented: tuple[list[str], list[list[int]], list[int]],
+    strings: list,
+    make: Callable[[list[list[int]], list[int], int], PairLearner],
+) -> Extension:
+    """Continue BPE on the base segmentation of every distinct pre-token (``segmented``: strings, ids, counts)."""
+    word_strings, words, freqs = segmented
     if not words:
         raise MindcapError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")
     tokens_before = sum(len(seg) * f for seg, f in zip(words, freqs, strict=True))
     first_new = len(strings)
-    if base.extension_format == "ranks":
-        word_bytes = [w.encode("utf-8") for w in word_strings]
-        learner = RankLearner(words, freqs, strings, dict(tinfo.ranks), first_new, word_bytes)
-    else:
-        learner = PairLearner(words, freqs, strings, dict(info.vocab), first_new, len(info.merges), info.ranks)
-    learned = learner.run(rule.size, rule.min_freq, on_progress)
+    bpe = make(words, freqs, first_new)
+    learned = bpe.run(rule.size, rule.min_freq, on_progress)
     _check_size(corpus, rule, len(learned))
     seconds = time.perf_counter() - start
     return Extension(
@@ -408,10 +465,10 @@ def learn_extension(
         merge_counts=tuple(m.count for m in learned),
         new_tokens=tuple(strings[first_new:]),
         first_new_id=first_new,
-        segmentation={w: tuple(seg) for w, seg in zip(word_strings, learner.words, strict=True)},
+        segmentation={w: tuple(seg) for w, seg in zip(word_strings, bpe.words, strict=True)},
         word_counts=dict(zip(word_strings, freqs, strict=True)),
         tokens_before=tokens_before,
-        tokens_after=sum(len(seg) * f for seg, f in zip(learner.words, freqs, strict=True)),
+        tokens_after=sum(len(seg) * f for seg, f in zip(bpe.words, freqs, strict=True)),
         seconds=seconds,
     )
 
@@ -425,6 +482,7 @@ def _check_size(corpus: Corpus, rule: SizeRule, learned: int) -> None:
 
 
 def _learn_pieces(
+    backend: SentencePieceBackend,
     base: ResolvedTokenizer,
     corpus: Corpus,
     rule: SizeRule,
@@ -435,6 +493,7 @@ def _learn_pieces(
     texts = corpus.texts()
     got = learn_pieces(
         base,
+        backend,
         texts,
         max_merges=rule.size,
         min_freq=rule.min_freq,

@@ -32,6 +32,7 @@ import regex
 
 from ..errors import MindcapError
 from ..tokenization.load import ResolvedTokenizer
+from ..tokenization.sentencepiece_family import SentencePieceBackend
 from ._bpe import LearnedMerge, Pair, PairLearner
 
 WS = "\u2581"
@@ -93,9 +94,10 @@ class PieceRules:
         return self.split_by_whitespace or has_target
 
 
-def piece_rules(base: ResolvedTokenizer, symbols: Sequence[Sequence[str]]) -> PieceRules:
-    """The rules for ``base``'s trainer spec; the target script is the most common letter script in ``symbols``."""
-    spec = base.backend.model_proto().trainer_spec  # type: ignore[union-attr]  # a SentencePiece base
+def piece_rules(backend: SentencePieceBackend, symbols: Sequence[Sequence[str]]) -> PieceRules:
+    """The rules for the base model's trainer spec; the target script is the most common letter script in
+    ``symbols``."""
+    spec = backend.model_proto().trainer_spec
     counts: Counter[str] = Counter()
     for line in symbols:
         for piece in line:
@@ -112,9 +114,10 @@ def piece_rules(base: ResolvedTokenizer, symbols: Sequence[Sequence[str]]) -> Pi
     )
 
 
-def check_bpe_model(base: ResolvedTokenizer) -> None:
-    """Raise a one-line error unless ``base`` is a SentencePiece BPE model (Unigram cannot be extended this way)."""
-    model_type = base.backend.model_proto().trainer_spec.model_type  # type: ignore[union-attr]  # a SentencePiece base
+def check_bpe_model(base: ResolvedTokenizer, backend: SentencePieceBackend) -> None:
+    """Raise a one-line error unless ``base`` (whose back end is ``backend``) is a SentencePiece BPE model (Unigram
+    cannot be extended this way)."""
+    model_type = backend.model_proto().trainer_spec.model_type
     if model_type != BPE:
         kind = {1: "Unigram", 3: "word", 4: "char"}.get(model_type, str(model_type))
         raise MindcapError(
@@ -291,6 +294,7 @@ def _words(lines: list[list[str]], split_by_whitespace: bool) -> list[list[str]]
 
 def learn_pieces(
     base: ResolvedTokenizer,
+    backend: SentencePieceBackend,
     texts: list[str],
     *,
     max_merges: int | None,
@@ -298,12 +302,13 @@ def learn_pieces(
     add_missing_characters: bool = False,
     on_progress: Callable[[int, int | None], None] | None = None,
 ) -> LearnedPieces:
-    """Continue ``base``'s BPE on ``texts`` (see the module docstring); the pieces come in order of creation."""
-    check_bpe_model(base)
+    """Continue ``base``'s BPE (``backend``: its SentencePiece model) on ``texts`` (see the module docstring); the
+    pieces come in order of creation."""
+    check_bpe_model(base, backend)
     start = time.perf_counter()
-    proto = base.backend.model_proto()  # type: ignore[union-attr]  # a SentencePiece base
-    lines = base.backend.base_symbols(texts)  # type: ignore[union-attr]  # a SentencePiece base
-    rules = piece_rules(base, lines)
+    proto = backend.model_proto()
+    lines = backend.base_symbols(texts)
+    rules = piece_rules(backend, lines)
     n_base = len(proto.pieces)
     taken = [p.piece for p in proto.pieces]
     mergeable = {p.piece: (p.score, i) for i, p in enumerate(proto.pieces) if p.type in (NORMAL, USER_DEFINED)}
@@ -332,7 +337,7 @@ def learn_pieces(
     )
     learned = learner.run(max_merges, min_freq, on_progress)
     pieces = tuple(learner.strings[n_base + (0 if add_missing_characters else len(missing)) :])
-    final = _final_ids(base, learner, texts, line_words, word_index, len(missing), add_missing_characters)
+    final = _final_ids(backend, learner, texts, line_words, word_index, len(missing), add_missing_characters)
     tokens_before = sum(len(x) for x in base.encode_batch(texts))
     ext = PieceExtension(
         pieces=pieces,
@@ -353,7 +358,7 @@ def learn_pieces(
 
 
 def _final_ids(
-    base: ResolvedTokenizer,
+    backend: SentencePieceBackend,
     learner: PieceLearner,
     texts: list[str],
     lines: list[list[tuple[int, ...]]],
@@ -363,8 +368,7 @@ def _final_ids(
 ) -> dict[str, tuple[int, ...]]:
     """Each training text's ids under the extended model: the learner's words, missing characters as their UTF-8
     bytes (or, when added, as their new pieces), learned pieces renumbered right after the base pieces."""
-    sp = base.backend.sp  # type: ignore[union-attr]  # a SentencePiece base
-    n_base = sp.get_piece_size()
+    n_base = backend.vocab_size
     out: dict[str, tuple[int, ...]] = {}
     for text, words in zip(texts, lines, strict=True):
         ids_out: list[int] = []
@@ -373,16 +377,17 @@ def _final_ids(
                 if i < n_base or added:
                     ids_out.append(i)
                 elif i < n_base + n_missing:
-                    ids_out.extend(sp.piece_to_id(f"<0x{b:02X}>") for b in learner.strings[i].encode("utf-8"))
+                    ids_out.extend(backend.piece_to_id(f"<0x{b:02X}>") for b in learner.strings[i].encode("utf-8"))
                 else:
                     ids_out.append(i - n_missing)
         out[text] = tuple(ids_out)
     return out
 
 
-def extended_model(base: ResolvedTokenizer, ext: PieceExtension) -> bytes:
-    """The serialised extended ``.model``: the base ``ModelProto`` untouched, ``ext.pieces`` appended as NORMAL."""
-    proto = base.backend.model_proto()  # type: ignore[union-attr]  # a SentencePiece base
+def extended_model(backend: SentencePieceBackend, ext: PieceExtension) -> bytes:
+    """The serialised extended ``.model``: the base ``ModelProto`` (of ``backend``) untouched, ``ext.pieces``
+    appended as NORMAL."""
+    proto = backend.model_proto()
     for piece, score in zip(ext.pieces, ext.scores, strict=True):
         new = proto.pieces.add()
         new.piece, new.score, new.type = piece, score, NORMAL

@@ -124,10 +124,7 @@ def prefix_byte_lengths(
 
 def encode_ids(tokenizer: ResolvedTokenizer, texts: Sequence[str]) -> list[list[int]]:
     """Token ids of each text, no special tokens added (HF: ``encode_batch_fast``, no offsets computed)."""
-    tok = tokenizer.tokenizer
-    if tok is None:
-        return tokenizer.encode_batch(texts)
-    return encode_texts(tok, texts)
+    return tokenizer.encode_ids(texts)
 
 
 def usable_cpus() -> int:
@@ -141,9 +138,7 @@ def memo_encoder(tokenizer: ResolvedTokenizer, check: Sequence[str] = ()) -> Pre
     ``check`` is a few of the texts about to be encoded: a disagreement (a tokenizers release that changed
     its regex engine, say) warns and returns None, so HF's own encode is used.
     """
-    if tokenizer.tokenizer is None:  # tiktoken and sentencepiece are fast native encoders already
-        return None
-    enc = PretokenEncoder.from_tokenizer(tokenizer.tokenizer)
+    enc = tokenizer.pretoken_encoder()  # None for tiktoken and sentencepiece: fast native encoders already
     if enc is not None and check:
         flat, splits = enc.encode_flat(check)
         ref, ref_splits = flatten_ids(encode_ids(tokenizer, check))
@@ -245,8 +240,7 @@ def _retokenize_folds(
     workers = usable_cpus() if workers is None else max(1, int(workers))
     size = max(64, min(CHUNK, -(-n // (4 * workers))))
     tasks = [(k, rows[lo : lo + size]) for k, rows in enumerate(rows_of) for lo in range(0, rows.size, size)]
-    args = ([(t if t.tokenizer is None else t.tokenizer) if e is None else e
-             for t, e in zip(tokenizers, encoders, strict=True)],
+    args = ([t.batch_encoder if e is None else e for t, e in zip(tokenizers, encoders, strict=True)],
             [byte_table(t) for t in tokenizers], grid, parser)  # fmt: skip
 
     def payloads() -> Iterator[tuple]:
@@ -377,10 +371,7 @@ def decode_traces(tokenizer: ResolvedTokenizer, output_ids: Sequence[Sequence[in
     tokens no text, as for stored ids, so keeping them changes token counts only, never what is parsed.
     tiktoken and SentencePiece encode special-token text as ordinary text, so for them special ids are dropped.
     """
-    if tokenizer.tokenizer is None:
-        special = tokenizer.special_ids
-        return [tokenizer.decode([int(i) for i in ids if int(i) not in special]) for ids in output_ids]
-    return tokenizer.tokenizer.decode_batch([list(ids) for ids in output_ids], skip_special_tokens=False)
+    return tokenizer.decode_for_reencoding(output_ids)
 
 
 def ledger_corpus(items: Sequence[int], texts: Sequence[str], *, name: str) -> Corpus:

@@ -14,6 +14,9 @@ Its ``tokenizer_sha256`` is the hash tiktoken tokenizers are known by (rank file
 A SentencePiece base gives a folder with ``tokenizer.model`` (the base ``ModelProto`` with the new pieces appended,
 loadable by ``sentencepiece``: the artifact of record, hashed as ``tokenizer_sha256``) and the same
 ``manifest.json``, whose ``sentencepiece`` entry records scores, trainer-spec rules and missing characters.
+
+What differs by family (the files, how they are checked, what the manifest adds) is one :class:`ExtensionFiles`
+per family, which the base's back end picks (:func:`files_of`).
 """
 
 from __future__ import annotations
@@ -27,21 +30,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 from tokenizers import Tokenizer
 
 from .._io import new_folder, regular_file
 from .._json import dumps_strict
 from ..data.languages import resolve_language
-from ..errors import MindcapError
-from ..tokenization.base import TokenizerBackend
-from ..tokenization.hf import encode_texts
+from ..errors import BadInputError, MindcapError
+from ..tokenization.base import ExtensionFamilies
+from ..tokenization.hf import HFBackend, encode_texts
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.sentencepiece_family import SentencePieceBackend, hf_tokenizer_json, load_sentencepiece, processor
-from ..tokenization.tiktoken_family import build_tiktoken, load_tiktoken, tiktoken_sha256
+from ..tokenization.tiktoken_family import TiktokenBackend, build_tiktoken, load_tiktoken, tiktoken_sha256
 from .corpus import ItemId
 from .extend import Extension, base_bpe, base_tiktoken
-from .extend_sp import extended_model
+from .extend_sp import PieceExtension, extended_model
 
 MANIFEST = "manifest.json"
 #: the extended SentencePiece model's file name in a saved extension folder
@@ -123,8 +127,7 @@ def check_extended_tiktoken(tok: ResolvedTokenizer, ext: Extension) -> None:
 @lru_cache(maxsize=8)
 def sentencepiece_model(ext: Extension) -> bytes:
     """The serialised extended ``.model`` of a SentencePiece extension."""
-    assert ext.pieces is not None
-    return extended_model(ext.base, ext.pieces)
+    return files_of(ext).model(ext)
 
 
 @dataclass(frozen=True)
@@ -166,9 +169,9 @@ def transformers_export(ext: Extension, held_out: tuple[str, ...] = ()) -> Trans
     return TransformersExport(text if differing == 0 else None, len(texts), differing, where)
 
 
-def check_extended_pieces(tok: ResolvedTokenizer, ext: Extension) -> None:
-    """Raise unless every base piece keeps its id and bytes, new pieces sit where planned, and the model segments
-    every training text exactly as the learner did."""
+def check_extended_pieces(tok: ResolvedTokenizer, model: SentencePieceBackend, ext: Extension) -> None:
+    """Raise unless every base piece keeps its id and bytes, new pieces sit where planned, and the model (``tok``,
+    whose back end is ``model``) segments every training text exactly as the learner did."""
     base_bytes = ext.base.token_bytes
     got = tok.token_bytes
     if len(got) != ext.first_new_id + ext.n_new_tokens:
@@ -178,9 +181,8 @@ def check_extended_pieces(tok: ResolvedTokenizer, ext: Extension) -> None:
         raise MindcapError(f"extended model changed {len(moved)} base pieces (e.g. id {moved[0]})")
     if tok.special_ids != ext.base.special_ids:
         raise MindcapError("extended model changed the control and unknown ids")
-    sp = tok.backend.sp  # type: ignore[union-attr]  # a pieces extension: a SentencePieceBackend
     for k, s in enumerate(ext.new_tokens):
-        if sp.id_to_piece(ext.first_new_id + k) != s:
+        if model.id_to_piece(ext.first_new_id + k) != s:
             raise MindcapError(f"new piece {s!r} is not at id {ext.first_new_id + k}")
     texts = list(ext.segmentation)
     differ = sum(tuple(a) != ext.segmentation[t] for t, a in zip(texts, tok.encode_batch(texts), strict=True))
@@ -188,21 +190,22 @@ def check_extended_pieces(tok: ResolvedTokenizer, ext: Extension) -> None:
         raise MindcapError(f"extended model segments {differ} training texts unlike the learner (a bug)")
 
 
-def check_extended(tok: Tokenizer, ext: Extension) -> None:
-    """Raise unless every base token (added and special included) keeps its id and new tokens sit where planned."""
-    base_vocab = ext.base.tokenizer.get_vocab(with_added_tokens=True)  # type: ignore[union-attr]  # merges: an HF base
+def check_extended(tok: Tokenizer, base: Tokenizer, ext: Extension) -> None:
+    """Raise unless every token of ``base`` (added and special included) keeps its id and new tokens sit where
+    planned."""
+    base_vocab = base.get_vocab(with_added_tokens=True)
     got = tok.get_vocab(with_added_tokens=True)
     moved = [(s, i, got.get(s)) for s, i in base_vocab.items() if got.get(s) != i]
     if moved:
         s, i, j = moved[0]
         raise MindcapError(f"extended tokenizer moved {len(moved)} base tokens (e.g. {s!r}: {i} -> {j})")
-    for i, added in ext.base.tokenizer.get_added_tokens_decoder().items():  # type: ignore[union-attr]  # an HF base
+    for i, added in base.get_added_tokens_decoder().items():
         if tok.token_to_id(added.content) != i or tok.id_to_token(i) != added.content:
             raise MindcapError(f"extended tokenizer lost added token {added.content!r} (id {i})")
-    for k, s in enumerate(ext.new_tokens):
-        found = got.get(s)  # type: ignore[call-overload]  # a merges extension's new tokens are str
+    for k, token in enumerate(ext.new_tokens):
+        found = got.get(token)  # type: ignore[call-overload]  # a merges extension's new tokens are str
         if found != ext.first_new_id + k:
-            raise MindcapError(f"new token {s!r} has id {found}, expected {ext.first_new_id + k}")
+            raise MindcapError(f"new token {token!r} has id {found}, expected {ext.first_new_id + k}")
     expected = ext.first_new_id + ext.n_new_tokens
     size = tok.get_vocab_size(with_added_tokens=True)
     if size != expected:
@@ -211,31 +214,97 @@ def check_extended(tok: Tokenizer, ext: Extension) -> None:
 
 def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
     """The extended tokenizer as a :class:`ResolvedTokenizer` (checked; its ``sha256`` is that of the saved file)."""
-    if ext.writes_ranks:
-        files = tiktoken_extension_files(ext)
-        info = base_tiktoken(ext.base)
-        backend: TokenizerBackend = build_tiktoken(
-            files.spec["name"], info.pat_str, ranks=files.ranks, specials=info.specials, where=f"extension of {name}"
-        )
-        tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=files.sha256)
-        check_extended_tiktoken(tok, ext)
-        return tok
-    if ext.pieces is not None:
-        data = sentencepiece_model(ext)
-        digest = hashlib.sha256(data).hexdigest()
-        backend = SentencePieceBackend(processor(data))
-        tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=digest)
-        check_extended_pieces(tok, ext)
-        return tok
-    check_extended(ext.tokenizer, ext)
-    return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
+    return files_of(ext).resolved(ext, name)
 
 
 def write_extension(ext: Extension, folder: Path, *, manifest: dict, held_out: tuple[str, ...] = ()) -> dict:
     """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest.
 
     ``held_out``: texts the extension was not learned on, for a SentencePiece extension's ``tokenizer.json`` probe."""
-    if ext.writes_ranks:
+    return files_of(ext).write(ext, folder, manifest, held_out)
+
+
+def transformers_row(ext: Extension, held_out: tuple[str, ...]) -> dict:
+    """A cross-fit summary row's word on ``transformers``: whether a SentencePiece extension's ``tokenizer.json``
+    was written (its probe on the ``held_out`` texts passed); nothing for families whose files load there as
+    they are."""
+    return files_of(ext).transformers_row(ext, held_out)
+
+
+class ExtensionFiles(Protocol):
+    """What saving differs in by family: the extended tokenizer built, written, checked and described."""
+
+    def resolved(self, ext: Extension, name: str) -> ResolvedTokenizer:
+        """The extended tokenizer in memory, checked against the base."""
+
+    def write(self, ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
+        """Write the tokenizer files and ``manifest.json`` into ``folder``, reload and check them; the manifest."""
+
+    def base_record(self, ext: Extension) -> tuple[int, bool, dict, dict]:
+        """The base's merge count and ``ignore_merges``, extra base fields, extra manifest fields."""
+
+    def transformers_row(self, ext: Extension, held_out: tuple[str, ...]) -> dict:
+        """The fields a cross-fit summary row gives about loading the extension in ``transformers``."""
+
+    def model(self, ext: Extension) -> bytes:
+        """The serialised extended model file, where the family has one file that holds it all."""
+
+
+class MergesFiles:
+    """A ``tokenizer.json`` with new merges appended (``tokenizer_config.json`` copied or written beside it)."""
+
+    def __init__(self, backend: HFBackend) -> None:
+        self.base = backend.hf
+
+    def resolved(self, ext: Extension, name: str) -> ResolvedTokenizer:
+        check_extended(ext.tokenizer, self.base, ext)
+        return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
+
+    def write(self, ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
+        text = ext.tokenizer.to_str()  # tokenizers' own serialisation, so the file hash equals ResolvedTokenizer.sha256
+        (folder / "tokenizer.json").write_text(text, encoding="utf-8")
+        base_dir = ext.base.path.parent if ext.base.path is not None else None
+        copied = []
+        for name in COPIED_FILES:
+            if base_dir is not None and (base_dir / name).is_file():
+                shutil.copyfile(base_dir / name, folder / name)
+                copied.append(name)
+        if "tokenizer_config.json" not in copied:
+            # a bare tokenizer.json base: the generic fast class reads everything from tokenizer.json
+            config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
+            (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        reloaded_json = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        check_extended(reloaded_json, self.base, ext)
+        full = {**manifest, "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+        (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
+        return full
+
+    def base_record(self, ext: Extension) -> tuple[int, bool, dict, dict]:
+        info = base_bpe(ext.base)
+        return len(info.merges), info.ignore_merges, {}, {}
+
+    def transformers_row(self, ext: Extension, held_out: tuple[str, ...]) -> dict:
+        return {}
+
+    def model(self, ext: Extension) -> bytes:
+        raise BadInputError(f"{ext.base.name}: a tokenizer.json extension has no single model file; save it instead")
+
+
+class RanksFiles:
+    """A ``.tiktoken`` rank file with new ranks appended, and its ``encoding.json`` (both read from the base's
+    files)."""
+
+    def resolved(self, ext: Extension, name: str) -> ResolvedTokenizer:
+        files = tiktoken_extension_files(ext)
+        info = base_tiktoken(ext.base)
+        backend = build_tiktoken(
+            files.spec["name"], info.pat_str, ranks=files.ranks, specials=info.specials, where=f"extension of {name}"
+        )
+        tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=files.sha256)
+        check_extended_tiktoken(tok, ext)
+        return tok
+
+    def write(self, ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
         files = tiktoken_extension_files(ext)
         (folder / files.rank_name).write_bytes(files.rank_data)
         (folder / "encoding.json").write_bytes(files.spec_data)
@@ -247,44 +316,93 @@ def write_extension(ext: Extension, folder: Path, *, manifest: dict, held_out: t
         full = {**manifest, "tokenizer_sha256": digest}
         (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
         return full
-    if ext.pieces is not None:
-        return _write_pieces(ext, folder, manifest, held_out)
-    text = ext.tokenizer.to_str()  # tokenizers' own serialisation, so the file hash equals ResolvedTokenizer.sha256
-    (folder / "tokenizer.json").write_text(text, encoding="utf-8")
-    base_dir = ext.base.path.parent if ext.base.path is not None else None
-    copied = []
-    for name in COPIED_FILES:
-        if base_dir is not None and (base_dir / name).is_file():
-            shutil.copyfile(base_dir / name, folder / name)
-            copied.append(name)
-    if "tokenizer_config.json" not in copied:
-        # a bare tokenizer.json base: the generic fast class reads everything from tokenizer.json
-        config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
-        (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    reloaded_json = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    check_extended(reloaded_json, ext)
-    full = {**manifest, "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
-    (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
-    return full
+
+    def base_record(self, ext: Extension) -> tuple[int, bool, dict, dict]:
+        # every rank longer than one byte is a merge; a piece that is a token is emitted whole (ignore_merges)
+        return base_tiktoken(ext.base).n_merges, True, {"family": ext.family}, {}
+
+    def transformers_row(self, ext: Extension, held_out: tuple[str, ...]) -> dict:
+        return {}
+
+    def model(self, ext: Extension) -> bytes:
+        raise BadInputError(f"{ext.base.name}: a tiktoken extension is two files (ranks and encoding.json)")
 
 
-def _write_pieces(ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
-    """Write the extended ``tokenizer.model`` and ``manifest.json``; the model is reloaded from disk and checked."""
-    data = sentencepiece_model(ext)
-    (folder / SP_MODEL).write_bytes(data)
-    backend, digest = load_sentencepiece(folder / SP_MODEL)
-    check_extended_pieces(ResolvedTokenizer(folder.name, backend=backend, sha256=digest), ext)
-    if digest != hashlib.sha256(data).hexdigest():
-        raise MindcapError(f"{folder}: the written model does not hash as built (disk error?)")
-    export = transformers_export(ext, held_out)
-    if export.text is not None:
-        (folder / HF_FOLDER).mkdir()
-        (folder / HF_FOLDER / "tokenizer.json").write_text(export.text, encoding="utf-8")
-        config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
-        (folder / HF_FOLDER / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    full = {**manifest, "tokenizer_sha256": digest, "transformers": export.as_dict()}
-    (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
-    return full
+class PiecesFiles:
+    """A SentencePiece ``.model`` with new pieces appended, and a probed ``tokenizer.json`` for transformers."""
+
+    def __init__(self, backend: SentencePieceBackend) -> None:
+        self.backend = backend
+
+    def _pieces(self, ext: Extension) -> PieceExtension:
+        pieces = ext.pieces
+        if pieces is None:
+            raise BadInputError(f"an extension of the SentencePiece model {ext.base.name} lacks its pieces")
+        return pieces
+
+    def model(self, ext: Extension) -> bytes:
+        return extended_model(self.backend, self._pieces(ext))
+
+    def resolved(self, ext: Extension, name: str) -> ResolvedTokenizer:
+        data = sentencepiece_model(ext)
+        digest = hashlib.sha256(data).hexdigest()
+        backend = SentencePieceBackend(processor(data))
+        tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=digest)
+        check_extended_pieces(tok, backend, ext)
+        return tok
+
+    def write(self, ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
+        """Write the extended ``tokenizer.model`` and ``manifest.json``; the model is reloaded from disk and
+        checked."""
+        data = sentencepiece_model(ext)
+        (folder / SP_MODEL).write_bytes(data)
+        backend, digest = load_sentencepiece(folder / SP_MODEL)
+        check_extended_pieces(ResolvedTokenizer(folder.name, backend=backend, sha256=digest), backend, ext)
+        if digest != hashlib.sha256(data).hexdigest():
+            raise MindcapError(f"{folder}: the written model does not hash as built (disk error?)")
+        export = transformers_export(ext, held_out)
+        if export.text is not None:
+            (folder / HF_FOLDER).mkdir()
+            (folder / HF_FOLDER / "tokenizer.json").write_text(export.text, encoding="utf-8")
+            config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
+            (folder / HF_FOLDER / "tokenizer_config.json").write_text(
+                json.dumps(config, indent=2) + "\n", encoding="utf-8"
+            )
+        full = {**manifest, "tokenizer_sha256": digest, "transformers": export.as_dict()}
+        (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
+        return full
+
+    def base_record(self, ext: Extension) -> tuple[int, bool, dict, dict]:
+        # no merge list; base pieces merge by score, every one before any new piece
+        return 0, False, {"family": ext.family}, {"sentencepiece": self._pieces(ext).as_dict()}
+
+    def transformers_row(self, ext: Extension, held_out: tuple[str, ...]) -> dict:
+        # is there a tokenizer.json for transformers?
+        return {"transformers_tokenizer_json": transformers_export(ext, held_out).text is not None}
+
+
+class _Families(ExtensionFamilies[ExtensionFiles]):
+    """Each family's :class:`ExtensionFiles`."""
+
+    def merges(self, backend: HFBackend) -> ExtensionFiles:
+        return MergesFiles(backend)
+
+    def ranks(self, backend: TiktokenBackend) -> ExtensionFiles:
+        return RanksFiles()
+
+    def pieces(self, backend: SentencePieceBackend) -> ExtensionFiles:
+        return PiecesFiles(backend)
+
+
+_FAMILIES = _Families()
+
+
+def files_of(ext: Extension) -> ExtensionFiles:
+    """How ``ext``'s family builds, writes, checks and describes its tokenizer files."""
+    files = ext.base.extension(_FAMILIES)
+    if files is None:
+        raise BadInputError(f"{ext.base.name} is a {ext.base.family} tokenizer, which cannot be extended")
+    return files
 
 
 def save_extension(
@@ -320,17 +438,7 @@ def extension_record(ext: Extension) -> dict:
     tiktoken bases: ``merges`` counts the ranks longer than one byte, ``ignore_merges`` is true (a piece that is
     a token is emitted whole) and ``family`` is recorded.
     """
-    extra: dict = {}
-    if ext.writes_ranks:
-        tinfo = base_tiktoken(ext.base)
-        n_merges, ignore, family = tinfo.n_merges, True, {"family": ext.family}
-    elif ext.pieces is not None:
-        # SentencePiece: no merge list; base pieces merge by score, every one before any new piece
-        n_merges, ignore, family = 0, False, {"family": ext.family}
-        extra = {"sentencepiece": ext.pieces.as_dict()}
-    else:
-        info = base_bpe(ext.base)
-        n_merges, ignore, family = len(info.merges), info.ignore_merges, {}
+    n_merges, ignore, family, extra = files_of(ext).base_record(ext)
     return {
         "format": FORMAT,
         "base": {

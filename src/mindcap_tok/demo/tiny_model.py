@@ -30,11 +30,10 @@ def build_tiny_model(
     """Save a random-weights Qwen3 (head_dim 32, so vLLM's CPU backend runs it too) with the real Qwen3
     tokenizer to ``out_dir``, atomically; seeded (same seed, same weights)."""
     tok = load_tokenizer("qwen3-8b", tokenizers_dir)
-    if tok.tokenizer is None:
-        raise MindcapError(f"the tiny model needs a tokenizer.json for qwen3-8b, found {tok.source}")
+    hf = tok.require_hf("the tiny model")
     target = Path(out_dir)
     with output_folder(target, PRODUCER) as tmp:
-        save_tiny_qwen3(tmp, tok.tokenizer, seed=seed, max_positions=8192)
+        save_tiny_qwen3(tmp, hf, seed=seed, max_positions=8192)
     return target
 
 

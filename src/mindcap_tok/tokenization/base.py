@@ -3,22 +3,35 @@
 A back end wraps one library (``tokenizers``, ``tiktoken`` or ``sentencepiece``) and answers the same questions:
 encode without special tokens, decode, the UTF-8 bytes of every id, vocabulary size, special ids, a content hash.
 Capability attributes say what a family can do, so that no code outside this subpackage branches on its name:
-``hf`` (the Hugging Face ``tokenizers.Tokenizer``, or ``None``), ``dummy_prefix`` (a space is prepended to the
-input) and ``extension_format`` (how a learned vocabulary extension is written, or ``None``: not extendable).
+``hf`` (the Hugging Face ``tokenizers.Tokenizer``, or ``None``) and ``dummy_prefix`` (a space is prepended to the
+input). What differs between families in learning a vocabulary extension is chosen by the back end itself:
+:meth:`TokenizerBackend.extension` calls the method of an :class:`ExtensionFamilies` for its own family (new BPE
+merges in a ``tokenizer.json``, new ranks in a ``.tiktoken`` file, new pieces in a SentencePiece ``.model``), handing
+over itself with its family's type, so that the caller never asks which family it holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from .hf import MergesFamily
+from .sentencepiece_family import PiecesFamily
+from .tiktoken_family import RanksFamily
+
 #: the libraries a tokenizer can come from
 FAMILIES = ("tokenizers", "tiktoken", "sentencepiece")
-#: how a learned extension is written: new BPE merges in a tokenizer.json, new ranks in a .tiktoken file, or new
-#: pieces appended to a SentencePiece ``.model``
-ExtensionFormat = Literal["merges", "ranks", "pieces"]
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class ExtensionFamilies(MergesFamily[T_co], RanksFamily[T_co], PiecesFamily[T_co], Protocol[T_co]):
+    """One way of extending a vocabulary per extendable family (``merges``, ``ranks``, ``pieces``: each family module
+    says what its method is handed); a back end calls the one for its own family with itself, typed
+    (:meth:`TokenizerBackend.extension`)."""
 
 
 @runtime_checkable
@@ -26,7 +39,6 @@ class TokenizerBackend(Protocol):
     """What every family's back end answers (see the module docstring)."""
 
     family: str
-    extension_format: ExtensionFormat | None
 
     @property
     def dummy_prefix(self) -> bool:
@@ -35,6 +47,9 @@ class TokenizerBackend(Protocol):
     @property
     def hf(self) -> Any:
         """The Hugging Face ``tokenizers.Tokenizer`` (``None`` for other families)."""
+
+    def extension(self, families: ExtensionFamilies[T]) -> T | None:
+        """``families``' way of extending this family's vocabulary, or ``None``: it cannot be extended."""
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``, no special tokens."""
@@ -64,10 +79,3 @@ class TokenizerBackend(Protocol):
 
     def content_sha256(self) -> str:
         """SHA-256 of the tokenizer's content (its serialisation), for a tokenizer not read from a file."""
-
-
-def without(ids: Sequence[Sequence[int]], drop: frozenset[int]) -> list[list[int]]:
-    """Every id sequence as a list, ids in ``drop`` left out."""
-    if not drop:
-        return [list(x) for x in ids]
-    return [[i for i in x if i not in drop] for x in ids]

@@ -7,14 +7,24 @@ import hashlib
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import numpy as np
 from tokenizers import Tokenizer
 
-from .base import ExtensionFormat
 from .bytelevel import token_bytes
 from .long_text import SAFE_CHARS, engine_guard, long_positions
 from .pretoken_cache import PretokenEncoder
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class MergesFamily(Protocol[T_co]):
+    """What extending a HF vocabulary is handed: the back end, typed."""
+
+    def merges(self, backend: HFBackend) -> T_co:
+        """New byte-level BPE merges appended to a ``tokenizer.json``."""
 
 
 class HFBackend:
@@ -22,10 +32,13 @@ class HFBackend:
 
     family = "tokenizers"
     dummy_prefix = False
-    extension_format: ExtensionFormat | None = "merges"
 
     def __init__(self, tok: Tokenizer) -> None:
         self.hf = tok
+
+    def extension(self, families: MergesFamily[T]) -> T:
+        """``families.merges`` for this back end."""
+        return families.merges(self)
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``, no special tokens."""

@@ -20,8 +20,9 @@ from tokenizers import Tokenizer
 from .._io import regular_file
 from ..config import hub_unavailable, load_config
 from ..errors import BadInputError, MindcapError, first_line
-from .base import ExtensionFormat, TokenizerBackend
-from .hf import HFBackend, read_tokenizer_file
+from .base import ExtensionFamilies, T, TokenizerBackend
+from .hf import HFBackend, encode_texts, read_tokenizer_file
+from .pretoken_cache import PretokenEncoder
 from .registry import RegistryEntry, canonical_model_name, registry
 from .sentencepiece_family import load_sentencepiece
 from .tiktoken_engine import NotEligible, TiktokenEngine, tiktoken_engine
@@ -35,7 +36,9 @@ class ResolvedTokenizer:
     :meth:`count_tokens` (never special tokens), :meth:`decode`, :meth:`decode_batch`, :attr:`token_bytes`,
     :attr:`byte_lengths`, :attr:`vocab_size`, :attr:`special_ids`, :attr:`sha256` and :attr:`family`
     (``tokenizers``, ``tiktoken`` or ``sentencepiece``). Capabilities instead of family names: :attr:`tokenizer`
-    (the Hugging Face ``tokenizers.Tokenizer``, or ``None``), :attr:`dummy_prefix`, :attr:`extension_format`.
+    (the Hugging Face ``tokenizers.Tokenizer``, or ``None``), :attr:`dummy_prefix`; :meth:`extension` picks the
+    family's way of extending the vocabulary; :meth:`encode_ids`, :meth:`pretoken_encoder`, :attr:`batch_encoder`
+    and :meth:`decode_for_reencoding` are each family's fastest or exact way of doing one job.
 
     Built from a Hugging Face tokenizer as ``ResolvedTokenizer(name, tokenizer, source, path)``, or from any
     back end with ``backend=`` (and ``sha256=``, the hash of its files).
@@ -75,10 +78,45 @@ class ResolvedTokenizer:
         """The Hugging Face tokenizer where the family has one (``tokenizers``), else ``None``."""
         return self.backend.hf
 
+    def extension(self, families: ExtensionFamilies[T]) -> T | None:
+        """``families``' way of extending this tokenizer's vocabulary (the method for its family), or ``None``: it
+        cannot be extended."""
+        return self.backend.extension(families)
+
+    def require_hf(self, what: str) -> Tokenizer:
+        """The Hugging Face tokenizer, or a one-line error saying that ``what`` needs a ``tokenizer.json``."""
+        if self.backend.hf is None:
+            raise BadInputError(f"{what} needs a tokenizer.json for {self.name}, found {self.source}")
+        return self.backend.hf
+
+    def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids of every text, no special tokens, by the fastest call (``tokenizers``: ``encode_batch_fast``, no
+        offsets computed): the same ids as :meth:`encode_batch`."""
+        if self.backend.hf is None:
+            return self.backend.encode_batch(texts)
+        return encode_texts(self.backend.hf, texts)
+
+    def pretoken_encoder(self) -> PretokenEncoder | None:
+        """The memoised pre-token encoder of a ``tokenizer.json`` whose pipeline it reproduces, else ``None``
+        (tiktoken and SentencePiece are fast native encoders already)."""
+        if self.backend.hf is None:
+            return None
+        return PretokenEncoder.from_tokenizer(self.backend.hf)
+
     @property
-    def extension_format(self) -> ExtensionFormat | None:
-        """How a learned vocabulary extension of this tokenizer is written, or ``None``: it cannot be extended."""
-        return self.backend.extension_format
+    def batch_encoder(self) -> Tokenizer | ResolvedTokenizer:
+        """What to hand a worker process that encodes texts: the Hugging Face tokenizer where there is one (encode
+        it with :func:`~.hf.encode_texts`), else this tokenizer (:meth:`encode_batch`)."""
+        return self if self.backend.hf is None else self.backend.hf
+
+    def decode_for_reencoding(self, ids: Sequence[Sequence[int]]) -> list[str]:
+        """The text of every id sequence that re-encoding reads: special tokens kept as text where encoding turns
+        their text back into their ids (``tokenizers``), dropped where it would encode them as ordinary text
+        (tiktoken, SentencePiece)."""
+        if self.backend.hf is None:
+            special = self.special_ids
+            return [self.decode([int(i) for i in x if int(i) not in special]) for x in ids]
+        return self.backend.hf.decode_batch([list(x) for x in ids], skip_special_tokens=False)
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``, without special tokens."""

@@ -7,15 +7,26 @@ import re
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from .._io import regular_file
 from ..errors import MindcapError, first_line
-from .base import ExtensionFormat, without
+from .ids import without
 
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class PiecesFamily(Protocol[T_co]):
+    """What extending a SentencePiece vocabulary is handed: the back end, typed."""
+
+    def pieces(self, backend: SentencePieceBackend) -> T_co:
+        """New pieces appended to a SentencePiece ``.model``."""
 
 
 class SentencePieceBackend:
@@ -27,10 +38,13 @@ class SentencePieceBackend:
 
     family = "sentencepiece"
     hf = None
-    extension_format: ExtensionFormat | None = "pieces"
 
     def __init__(self, sp: Any) -> None:
         self.sp = sp
+
+    def extension(self, families: PiecesFamily[T]) -> T:
+        """``families.pieces`` for this back end."""
+        return families.pieces(self)
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``, no BOS/EOS."""
@@ -84,6 +98,14 @@ class SentencePieceBackend:
             else:
                 out.append(piece.replace("▁", " ").encode("utf-8"))
         return out
+
+    def id_to_piece(self, i: int) -> str:
+        """The piece string of id ``i``."""
+        return self.sp.id_to_piece(i)
+
+    def piece_to_id(self, piece: str) -> int:
+        """The id of the piece string ``piece`` (the unknown id when there is no such piece)."""
+        return self.sp.piece_to_id(piece)
 
     def model_proto(self) -> Any:
         """A fresh parsed copy of the model's ``ModelProto`` (needs ``protobuf``; imported here, lazily)."""

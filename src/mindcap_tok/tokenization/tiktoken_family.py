@@ -14,14 +14,24 @@ import json
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from .._io import regular_file
 from ..errors import MindcapError, first_line
-from .base import ExtensionFormat, without
+from .ids import without
 from .long_text import SAFE_CHARS, engine_guard, tiktoken_ordinary
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class RanksFamily(Protocol[T_co]):
+    """What extending a Tiktoken vocabulary is handed: the back end, typed."""
+
+    def ranks(self, backend: TiktokenBackend) -> T_co:
+        """New ranks appended to a ``.tiktoken`` rank file."""
 
 
 class TiktokenBackend:
@@ -30,18 +40,25 @@ class TiktokenBackend:
     family = "tiktoken"
     hf = None
     dummy_prefix = False
-    extension_format: ExtensionFormat | None = "ranks"
 
     def __init__(self, enc: Any, specials: dict[str, int], ranks: dict[bytes, int], pat_str: str) -> None:
         self.enc = enc
         self.specials = dict(specials)
         self._ranks, self._pat_str = ranks, pat_str  # the dict the encoding holds (no copy), for content_sha256
 
+    def extension(self, families: RanksFamily[T]) -> T:
+        """``families.ranks`` for this back end."""
+        return families.ranks(self)
+
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``; special-token text is encoded as ordinary text."""
         if len(text) > SAFE_CHARS:
             return tiktoken_ordinary(self.enc, [text])[0]
         return engine_guard(lambda: self.enc.encode_ordinary(text), [text])
+
+    def encode_pretoken(self, piece: str) -> list[int]:
+        """Ids of one ``pat_str`` piece by tiktoken's own BPE (whole-piece shortcut included), with no regex split."""
+        return list(self.enc._encode_single_piece(piece))
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of every text (``encode_ordinary_batch``, threaded; long texts: :mod:`.long_text`)."""
