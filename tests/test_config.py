@@ -112,39 +112,40 @@ def test_offline_without_local_flores_fails_at_once_naming_the_config(tmp_path, 
         load_flores("th", source="hf:openlanguagedata/flores_plus")
 
 
-def _closed_port() -> int:
-    """A local TCP port with nothing listening (bound, then released)."""
+def _closed_endpoint() -> str:
+    """An endpoint with nothing listening: a local TCP port bound, then released, named ``localhost`` (the hub is
+    probed once per endpoint and process, and the listening servers below are named ``127.0.0.1``)."""
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return f"http://localhost:{s.getsockname()[1]}"
 
 
 @pytest.fixture
 def probe(monkeypatch):
-    """The hub probe with the proxy variables and HF_HUB_OFFLINE unset, and its once-per-process cache cleared."""
+    """The hub probe with the proxy variables and HF_HUB_OFFLINE unset."""
     from mindcap_tok import config
 
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HTTPS_PROXY", "https_proxy",
                 "ALL_PROXY", "all_proxy"):  # fmt: skip
         monkeypatch.delenv(var, raising=False)
-    config._probe_hub.cache_clear()
-    yield config
-    config._probe_hub.cache_clear()
+    return config
 
 
 def test_an_unreachable_hub_is_noticed_without_waiting(probe, monkeypatch):
     import socket
 
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
-    assert "cannot be reached" in probe.hub_unavailable()
-    probe._probe_hub.cache_clear()
+    monkeypatch.setenv("HF_ENDPOINT", _closed_endpoint())
+    assert "(localhost) cannot be reached" in probe.hub_unavailable()
     with socket.socket() as server:  # something listening: the hub may be tried
         server.bind(("127.0.0.1", 0))
         server.listen()
         monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
         assert probe.hub_unavailable() is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("HF_ENDPOINT", _closed_endpoint())
+    assert probe.hub_unavailable() is None  # behind a proxy a direct probe proves nothing
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert "HF_HUB_OFFLINE" in probe.hub_unavailable()
 
@@ -156,7 +157,7 @@ def test_unreachable_hub_without_local_tokenizers_fails_within_seconds(probe, tm
 
     from mindcap_tok.cli.main import cli
 
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("HF_ENDPOINT", _closed_endpoint())
     start = time.monotonic()
     res = CliRunner().invoke(cli, ["--tokenizers-dir", str(tmp_path / "none"), "premium", "--model", "qwen3-8b"])
     assert res.exit_code == 2 and time.monotonic() - start < 10

@@ -427,13 +427,27 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(tmp_path, tiny, backend,
     assert Ledger(tmp_path / "k").verify().ok
 
 
-def test_forcing_unanswered_completed_traces(tiny, backend, config):
+class Scripted:
+    """The tiny model's backend whose sampled decodes are given (``samples``, each request's); its forcing
+    continuations (greedy, one sample) are the model's own."""
+
+    def __init__(self, backend, samples) -> None:
+        self.backend, self.samples = backend, samples
+
+    def __getattr__(self, name: str):
+        return getattr(self.backend, name)
+
+    def generate(self, requests):
+        forcing = [r for r in requests if r.temperature == 0.0]
+        assert not forcing or len(forcing) == len(requests)
+        return self.backend.generate(requests) if forcing else [list(self.samples) for _ in requests]
+
+
+def test_forcing_unanswered_completed_traces(tmp_path, tiny, backend, config):
     from mindcap_tok.generation.backends import Completion
-    from mindcap_tok.generation.generate import _Runner
 
     tok = backend.tok
     im_end = tok.hf.eos_token_id
-    prompt = tok.chat("Question: 2 + 2?")[1]
     unanswered = Completion((*tok.encode("Step 1: 4"), im_end), "stop")
     answered = Completion((*tok.encode("Step 1: 4\n#### 4"), im_end), "stop")
 
@@ -449,14 +463,17 @@ def test_forcing_unanswered_completed_traces(tiny, backend, config):
         return out
 
     for flag in (False, True):
-        spec = parse_spec(spec_data(tiny, forcing={"enabled": True, "max_tokens": 3, "unanswered": flag}))
-        out, forced_at = _Runner(spec, backend, config.data_dir.value).force([prompt], [[unanswered, answered]])
-        assert out[0][1] == answered  # has a strict answer line: never forced
-        assert forced_at == ({(0, 0)} if flag else set())
+        forcing = {"enabled": True, "max_tokens": 3, "unanswered": flag}
+        spec = parse_spec(spec_data(tiny, langs=["deu_Latn"], items=[0], forcing=forcing))
+        ledger = tmp_path / f"unanswered-{flag}"
+        run_job(spec, ledger, backend=Scripted(backend, [unanswered, answered]), data_dir=config.data_dir.value)
+        first, second = frame(ledger)
+        assert second["output_ids"] == list(answered.ids) and second["forced"] is False  # a strict answer line
+        assert first["forced"] == flag
         if not flag:
-            assert out[0][0] == unanswered
+            assert first["output_ids"] == list(unanswered.ids)
             continue
         forced = tok.encode("\n####")
         body = list(unanswered.ids[:-1])  # end-of-turn token dropped
-        assert out[0][0].finish_reason == "stop"
-        assert list(out[0][0].ids) == body + forced + greedy(prompt + body + forced)
+        assert first["finish_reason"] == "stop"
+        assert first["output_ids"] == body + forced + greedy(first["prompt_ids"] + body + forced)

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import BadInputError, MindcapError
-from mindcap_tok.ingest.inspect_logs import _item
+from mindcap_tok.ingest.inspect_logs import sample_item
 from mindcap_tok.ingest.jsonl import import_jsonl
 from mindcap_tok.store import ledger as store
 from mindcap_tok.store.ledger import Ledger
@@ -105,13 +105,13 @@ def test_the_well_shaped_log_imports(tmp_path):
 def test_inspect_sample_ids_that_are_not_integers_are_one_line(given):
     sample = SimpleNamespace(metadata={}, id=given)
     with pytest.raises(BadInputError, match=r"^log: sample x: sample id .* is not an integer; set 'item'"):
-        _item(sample, "log: sample x")
+        sample_item(sample, "log: sample x")
 
 
 @pytest.mark.parametrize(("given", "item"), [("12", 12), (12, 12), ("0", 0), ("9" * 18, 10**18 - 1)])
 def test_inspect_sample_ids_in_ascii_digits_are_items(given, item):
-    assert _item(SimpleNamespace(metadata={}, id=given), "log") == item
-    assert _item(SimpleNamespace(metadata={"item": 3}, id=given), "log") == 3
+    assert sample_item(SimpleNamespace(metadata={}, id=given), "log") == item
+    assert sample_item(SimpleNamespace(metadata={"item": 3}, id=given), "log") == 3
 
 
 # -- names -----------------------------------------------------------------------------------------------------

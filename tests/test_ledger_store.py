@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -173,20 +176,38 @@ def test_verify_detects_truncated_altered_missing_and_stray_shards(tmp_path, qwe
         led.read(arm="translate-act")
 
 
-def test_interrupted_append_leaves_a_valid_ledger_and_rerun_works(tmp_path, qwen, two_cells, monkeypatch):
+#: another process appending records (JSON, argv[2]) to the ledger argv[1], killed (as abruptly as SIGKILL: no
+#: cleanup runs) as it is about to replace the manifest, the commit point
+KILLED_APPEND = """
+import json, os, sys
+from pathlib import Path
+from mindcap_tok.store.ledger import MANIFEST, Ledger
+from mindcap_tok.tokenization.load import load_tokenizer
+
+root, records, tokenizers = Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text()), sys.argv[3]
+real_replace = os.replace
+
+def replace(src, dst):
+    if Path(dst) == root / MANIFEST:
+        os._exit(9)
+    real_replace(src, dst)
+
+os.replace = replace
+Ledger(root).append(records, load_tokenizer("qwen3-8b", tokenizers))
+"""
+
+
+def test_interrupted_append_leaves_a_valid_ledger_and_rerun_works(tmp_path, qwen, two_cells, config):
     root = tmp_path / "L"
     led = Ledger(root)
     led.append(two_cells[:6], qwen)
     before = led.to_pandas()
-
-    def crash(*args, **kwargs):
-        raise KeyboardInterrupt("killed before the manifest was written")
-
-    with monkeypatch.context() as m:
-        m.setattr(Ledger, "_commit", crash)
-        m.setattr(Ledger, "_discard", staticmethod(lambda finals: None))  # a kill (SIGKILL) cleans nothing up
-        with pytest.raises(KeyboardInterrupt):
-            led.append(two_cells[6:], qwen)
+    (tmp_path / "records.json").write_text(json.dumps(two_cells[6:]), "utf-8")
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))}
+    args = [str(root), str(tmp_path / "records.json"), str(config.tokenizers_dir.value)]
+    killed = subprocess.run([sys.executable, "-c", KILLED_APPEND, *args], env=env, capture_output=True, text=True)
+    assert killed.returncode == 9, killed.stderr
     assert list(root.glob("**/.part-*.pending"))  # the half-done shard exists, hidden from readers
     report = led.verify()
     assert report.ok and any("interrupted append" in n for n in report.notes)

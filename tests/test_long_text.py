@@ -234,7 +234,7 @@ def test_chat_tokenizer_gives_transformers_ids(config, flores_dir, flores_long, 
         want = list(tok.hf(text, add_special_tokens=False)["input_ids"])
         assert tok.encode(text) == want
     tok.hf.chat_template = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-    rendered = tok._render(texts[0])
+    rendered = f"<|im_start|>user\n{texts[0]}<|im_end|>\n"
     assert tok.chat(texts[0]) == (rendered, list(tok.hf(rendered, add_special_tokens=False)["input_ids"]))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -491,16 +492,17 @@ def test_hidden_folders_that_are_not_ours_are_left_alone(tmp_path):
 
 @pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit, OSError])
 def test_an_error_at_the_publish_puts_the_old_output_back_at_once(tmp_path, monkeypatch, exc):
-    import mindcap_tok._io as io
-
     out = tmp_path / "out"
     _first_output(out)
     before = _snapshot(out)
+    real_replace = os.replace
 
-    def fail(tmp, target):
-        raise exc("at the publish")
+    def fail_publish(src, dst):
+        if Path(dst) == out and Path(src).name.endswith(".tmp"):  # the staging folder renamed into place
+            raise exc("at the publish")
+        real_replace(src, dst)
 
-    monkeypatch.setattr(io, "_publish", fail)
+    monkeypatch.setattr(os, "replace", fail_publish)
     with pytest.raises(exc), output_folder(out, "test") as tmp:
         (tmp / "b.txt").write_text("new")
     assert _snapshot(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out"]

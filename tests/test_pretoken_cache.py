@@ -97,8 +97,11 @@ def test_code_points_the_regex_engines_may_classify_differently_go_to_hf(config)
     enc = PretokenEncoder.from_tokenizer(tok)
     texts = ["ʕAb ʕab", "xʕ", "plain text"]
     assert memo_ids(enc, texts) == hf_ids(tok, texts)
-    assert not any("ʕ" in key for key in enc._row if isinstance(key, str))  # never memoised: HF encoded them
-    assert any("plain" in key for key in enc._row if isinstance(key, str))
+    memoised = enc.size
+    assert memo_ids(enc, ["plain text"]) == hf_ids(tok, ["plain text"]) and enc.size == memoised  # looked up
+    for text in texts[:2]:  # never memoised: HF encodes the text again, into one new row
+        assert memo_ids(enc, [text]) == hf_ids(tok, [text]) and enc.size == memoised + 1
+        memoised += 1
 
 
 def test_memo_emptied_when_full(qwen, flores_dir, monkeypatch):
@@ -107,9 +110,12 @@ def test_memo_emptied_when_full(qwen, flores_dir, monkeypatch):
     memo_ids(unbounded, texts)
     monkeypatch.setattr(pretoken_cache, "MAX_CACHED", 50)
     enc = PretokenEncoder.from_tokenizer(qwen.tokenizer)
+    sizes = []
     for lo in range(0, 20, 5):
         assert memo_ids(enc, texts[lo : lo + 5]) == hf_ids(qwen.tokenizer, texts[lo : lo + 5])
-    assert len(enc._row) < len(unbounded._row)  # emptied on the way, so it no longer holds every pre-token
+        sizes.append(enc.size)
+    assert sizes != sorted(sizes)  # the memo shrank on the way: emptied once full
+    assert max(sizes) < unbounded.size  # so it never held every pre-token
 
 
 def test_tiny_byte_level_tokenizer_is_covered(tmp_path):

@@ -6,12 +6,14 @@ combining marks, special-token strings), for the tiny Qwen3's tokenizer and real
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.generation.backends import ChatTokenizer
 from mindcap_tok.roundtrip.prompts import judge_prompt, translation_prompt
+from mindcap_tok.tokenization.pretoken_cache import PretokenEncoder
 
 #: Qwen3's template (user, system and assistant turns, tool-response look-back, the thinking switch), abridged
 #: only in the tool-call branches
@@ -96,40 +98,84 @@ def _tokenizer(folder, template: str | None = None) -> ChatTokenizer:
     return tok
 
 
-def _check(tok: ChatTokenizer, users: list[str]) -> None:
+class Seen:
+    """What ``chat_batch`` hands its collaborators: how often it renders the chat template (transformers'
+    ``apply_chat_template``) and the texts it gives the memoised encoder (``PretokenEncoder.encode_flat``)."""
+
+    def __init__(self, tok: ChatTokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.renders, self.encoded = 0, []
+        render, encode_flat = tok.hf.apply_chat_template, PretokenEncoder.encode_flat
+
+        def counted(*args, **kwargs):
+            self.renders += 1
+            return render(*args, **kwargs)
+
+        def recorded(encoder, texts):
+            self.encoded += list(texts)
+            return encode_flat(encoder, texts)
+
+        monkeypatch.setattr(tok.hf, "apply_chat_template", counted)
+        monkeypatch.setattr(PretokenEncoder, "encode_flat", recorded)
+
+    def batch(self, tok: ChatTokenizer, users: list[str]) -> list[tuple[str, list[int]]]:
+        """``tok.chat_batch(users)``, counting afresh."""
+        self.renders, self.encoded = 0, []
+        return tok.chat_batch(users)
+
+
+def _check(tok: ChatTokenizer, users: list[str], monkeypatch: pytest.MonkeyPatch) -> Seen:
+    """``chat_batch`` gives ``chat``'s texts and ids, in a first and a second batch; ``seen`` holds the second's
+    traffic (the template's frame and the memos are built by then)."""
     want = [tok.chat(u) for u in users]
-    assert tok.chat_batch(users) == want
-    assert tok.chat_batch(users[::-1]) == want[::-1]  # a second batch: the memoised pieces
-    assert tok.chat_batch(users[5:6]) == want[5:6]
+    seen = Seen(tok, monkeypatch)
+    assert seen.batch(tok, users) == want
+    assert seen.batch(tok, users[5:6]) == want[5:6]
+    assert seen.batch(tok, users[::-1]) == want[::-1]  # the memoised pieces
+    return seen
 
 
-def test_tiny_qwen3_template_is_filled_in_and_equals_chat(tiny, users):
+def _filled_in(seen: Seen) -> None:
+    """The template was rendered once for the whole batch (the spot check on its first prompt), not per prompt."""
+    assert seen.renders == 1
+
+
+def _memoised_by_line(seen: Seen, users: list[str]) -> None:
+    """A second batch of the same prompts encodes nothing new: every line was looked up."""
+    assert seen.encoded == [] and len(users) > 100
+
+
+def test_tiny_qwen3_template_is_filled_in_and_equals_chat(tiny, users, monkeypatch):
     tok = _tokenizer(tiny)
-    assert tok._frame() == ("<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
-    _check(tok, users)
-    assert tok._lines is not None  # the line memo was used
+    seen = _check(tok, users, monkeypatch)
+    _filled_in(seen)
+    _memoised_by_line(seen, users)
 
 
-def test_qwen3_tokenizer_with_qwen3_template(config, users):
+def test_qwen3_tokenizer_with_qwen3_template(config, users, monkeypatch):
     tok = _tokenizer(config.tokenizers_dir.value / "qwen3", QWEN3_TEMPLATE)
-    assert tok._frame() == ("<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
-    _check(tok, users)
-    assert tok._lines is not None
+    seen = Seen(tok, monkeypatch)
+    first = seen.batch(tok, users[:3])
+    assert first[0][0] == "<|im_start|>user\n" + users[0] + "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    # each piece encoded is a line, cut before an ASCII letter that starts the next line (that letter kept)
+    assert seen.encoded and all(re.search(r"\n[A-Za-z]", piece[:-1]) is None for piece in seen.encoded)
+    seen = _check(tok, users, monkeypatch)
+    _filled_in(seen)
+    _memoised_by_line(seen, users)
 
 
-def test_a_trimming_template_falls_back_to_chat(config, users):
+def test_a_trimming_template_falls_back_to_chat(config, users, monkeypatch):
     tok = _tokenizer(config.tokenizers_dir.value / "llama3.1", LLAMA3_TEMPLATE)
-    assert tok._frame() is None
-    _check(tok, users)
+    seen = _check(tok, users, monkeypatch)
+    assert seen.renders == len(users)  # chat() per prompt
 
 
-def test_a_template_that_branches_on_the_message_falls_back(config, users):
+def test_a_template_that_branches_on_the_message_falls_back(config, users, monkeypatch):
     branching = QWEN3_TEMPLATE.replace(
         "{%- if add_generation_prompt %}", "{%- if ns.multi_step_tool %}TOOL{%- endif %}{%- if add_generation_prompt %}"
     )
     tok = _tokenizer(config.tokenizers_dir.value / "qwen3", branching)
-    assert tok._frame() is None
-    _check(tok, users)
+    seen = _check(tok, users, monkeypatch)
+    assert seen.renders == len(users)
 
 
 def test_a_template_changed_after_the_first_batch_is_caught(config, users):
@@ -141,27 +187,31 @@ def test_a_template_changed_after_the_first_batch_is_caught(config, users):
     assert tok.chat_batch(users[:40]) == want  # the spot check on the batch's first prompt sends it to chat()
 
 
-def test_llama3_tokenizer_lines_with_a_verbatim_template(config, users):
+def test_llama3_tokenizer_lines_with_a_verbatim_template(config, users, monkeypatch):
     chatml = QWEN3_TEMPLATE.replace("<|im_start|>", "<|start_header_id|>").replace("<|im_end|>", "<|eot_id|>")
     tok = _tokenizer(config.tokenizers_dir.value / "llama3.1", chatml)
-    assert tok._frame() is not None
-    _check(tok, users)
-    assert tok._lines is not None
+    seen = _check(tok, users, monkeypatch)
+    _filled_in(seen)
+    _memoised_by_line(seen, users)
 
 
-def test_deepseek_split_sequence_is_memoised_without_lines(config, users):
+def test_deepseek_split_sequence_is_memoised_without_lines(config, users, monkeypatch):
     tok = _tokenizer(config.tokenizers_dir.value / "deepseek-v3", QWEN3_TEMPLATE)
-    _check(tok, users)
-    assert tok._fast[1] is not None and tok._lines is None  # its first split regex is not a line-safe one
+    seen = _check(tok, users, monkeypatch)
+    _filled_in(seen)
+    # its first split regex is not a line-safe one: whole prompts go to the memoised encoder
+    prompts = [text for text, _ in seen.batch(tok, users)]
+    assert seen.encoded == prompts
 
 
-def test_tokenizers_outside_the_memoised_path_encode_in_one_batch(config, users, tmp_path):
+def test_tokenizers_outside_the_memoised_path_encode_in_one_batch(config, users, tmp_path, monkeypatch):
     spec = json.loads((config.tokenizers_dir.value / "deepseek-v3" / "tokenizer.json").read_text("utf-8"))
     spec["normalizer"] = {"type": "Lowercase"}  # a pipeline the memo does not reproduce
     (tmp_path / "tokenizer.json").write_text(json.dumps(spec), "utf-8")
     tok = _tokenizer(tmp_path, QWEN3_TEMPLATE)
-    _check(tok, users)
-    assert tok._fast[1] is None and tok._lines is None  # no memo: HF's batch encode
+    seen = _check(tok, users, monkeypatch)
+    _filled_in(seen)
+    assert seen.encoded == []  # no memo: HF's batch encode
 
 
 def test_empty_batch(config):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mindcap_tok.cli.main import main
-from mindcap_tok.errors import MindcapError
+from mindcap_tok.errors import BadInputError, MindcapError
 from mindcap_tok.roundtrip.compare import CompareOptions, compare_runs
 from roundtrip_factory import write_run
 
@@ -109,16 +109,45 @@ def test_cli_compare_and_a_bad_reference(runs, tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
-def test_cli_judge_flags_apply_to_each_judge_of_the_file():
-    from mindcap_tok.cli.roundtrip_cmd import _overrides
+def _judges_of_run(args: list[str], monkeypatch) -> tuple:
+    """The judges of the spec that ``roundtrip ARGS`` would open backends for (the run stops there)."""
+    import mindcap_tok.roundtrip as rt
 
-    flags = {"model": [], "backend": None, "base_url": ["http://j:8000/v1"], "structured": False}
-    file_judges = [{"model": "a", "retries": 0}, {"model": "b"}]
-    got = _overrides((), None, None, (), None, None, flags, file_judges)["judge"]
-    assert got == [{"model": "a", "retries": 0, "base_url": ["http://j:8000/v1"], "structured": False},
-                   {"model": "b", "base_url": ["http://j:8000/v1"], "structured": False}]  # fmt: skip
-    two = _overrides((), None, None, (), None, None, {**flags, "model": ["x", "y"]}, {"retries": 1})["judge"]
-    assert [j["model"] for j in two] == ["x", "y"] and all(j["retries"] == 1 and not j["structured"] for j in two)
+    seen = {}
+
+    def stop(spec, backend):
+        seen["spec"] = spec
+        raise BadInputError("stopped before any backend")
+
+    monkeypatch.setattr(rt, "open_backends", stop)
+    run_cli(["roundtrip", *args], code=2)
+    return seen["spec"].judges
+
+
+def test_cli_judge_flags_apply_to_each_judge_of_the_file(tmp_path, monkeypatch, capsys):
+    job = tmp_path / "job.toml"
+    job.write_text('model = "org/m"\n[[judge]]\nmodel = "a"\nretries = 0\n[[judge]]\nmodel = "b"\n', "utf-8")
+    flags = [
+        "--out-dir",
+        str(tmp_path / "r"),
+        "--sequences",
+        "en>de>en",
+        "--judge-base-url",
+        "http://j:8000/v1",
+        "--no-judge-structured",
+    ]
+    judges = _judges_of_run([str(job), *flags], monkeypatch)
+    assert [(j.model.path, j.retries, j.base_url, j.structured) for j in judges] == [
+        ("a", 0, ("http://j:8000/v1",), False),
+        ("b", 2, ("http://j:8000/v1",), False),  # the default retries: the first judge's are not shared
+    ]
+    job.write_text('model = "org/m"\n[judge]\nretries = 1\n', "utf-8")
+    judges = _judges_of_run([str(job), *flags, "--judge-model", "x", "y"], monkeypatch)
+    assert [(j.model.path, j.retries, j.base_url, j.structured) for j in judges] == [
+        ("x", 1, ("http://j:8000/v1",), False),
+        ("y", 1, ("http://j:8000/v1",), False),
+    ]
+    assert "stopped before any backend" in capsys.readouterr().err
 
 
 def _copy_run(src, dst):

@@ -73,7 +73,7 @@ def test_token_cost_has_a_panel_per_chain_naming_each_hops_language(caught, tmp_
     for ax in fig.axes:
         filled = [line for line in ax.get_lines() if line.get_linestyle() == "-"]
         assert [line.get_label() for line in filled] == list(MODELS)
-    title = fig._suptitle.get_text().replace("\n", " ")
+    title = fig.get_suptitle().replace("\n", " ")
     assert all(m in title for m in MODELS)
     words = texts_of(fig).replace("\n", " ")
     assert "Costliest hop: Llama-3.1-8B-Instruct into am (hop 4 of lit:africa), 3.10× the source tokens." in words

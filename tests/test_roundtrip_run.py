@@ -248,17 +248,21 @@ def test_cli_dry_run_and_run(tmp_path, tiny, backend, texts_file, capsys, monkey
 
 
 @pytest.mark.vllm  # runs in the vLLM stage of scripts/test-all.sh
-def test_vllm_sends_the_schema_as_structured_outputs():
-    vllm = pytest.importorskip("vllm", reason="needs the vLLM extra (its own environment)")
-    from mindcap_tok.generation.backends.vllm import VllmBackend
+def test_vllm_constrains_a_request_with_a_schema_to_it(engine):
+    """The tiny random model writes noise; a request carrying the judge's schema is decoded under it (vLLM's
+    structured outputs), so its replies spell the schema's first key, while the same request without one does not."""
     from mindcap_tok.roundtrip.prompts import judge_schema
 
-    engine = object.__new__(VllmBackend)  # no model: only the request options are built
-    engine.version = vllm.__version__
-    assert engine._structured(None) == {}
-    params = engine._structured(judge_schema())["structured_outputs"]
-    assert isinstance(params, vllm.sampling_params.StructuredOutputsParams) and params.json == judge_schema()
-    assert vllm.SamplingParams(max_tokens=8, structured_outputs=params).structured_outputs.json == judge_schema()
+    prompt = tuple(engine.tok.chat("Judge this translation.")[1])
+    free, constrained = engine.generate(
+        [GenRequest(prompt, 2, 24, 0, 1.0), GenRequest(prompt, 2, 24, 0, 1.0, json_schema=judge_schema())]
+    )
+    texts = {
+        name: [re.sub(r"\s", "", t) for t in engine.tok.decode_batch([c.ids for c in completions])]
+        for name, completions in (("free", free), ("constrained", constrained))
+    }
+    assert all(t.startswith('{"score":') for t in texts["constrained"]), texts
+    assert not any(t.startswith("{") for t in texts["free"]), texts
 
 
 def test_the_judge_runs_on_a_server(tmp_path, tiny, backend, texts_file):

@@ -169,12 +169,12 @@ def test_budget_axis_labels_the_whole_drawn_range():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mindcap_tok.report.budget_figures import _budget_axis
+    from mindcap_tok.report.budget_figures import budget_axis
 
     grid = [64, 128, 192, 256, 384, 512, 768, 1024]
     scaled = [163, 326, 489, 652, 979, 1305, 1958, 2611]  # floor(2.55 · B)
     fig, ax = plt.subplots()
-    _budget_axis(ax, np.array(grid + scaled))
+    budget_axis(ax, np.array(grid + scaled))
     labels = [int(t.get_text()) for t in ax.get_xticklabels()]
     low, high = ax.get_xlim()
     plt.close(fig)

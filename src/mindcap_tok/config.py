@@ -69,24 +69,24 @@ def hub_unavailable() -> str | None:
     """Why nothing should try the Hugging Face hub now, or ``None`` when it may.
 
     The user switched it off (``HF_HUB_OFFLINE`` …), or a TCP connection to it (``HF_ENDPOINT``, default
-    huggingface.co, port 443) fails within :data:`HUB_PROBE_TIMEOUT` seconds; the probe runs once per process.
-    Without it, an offline machine waits about a minute in huggingface_hub's retry loop before any error.
+    huggingface.co, port 443) fails within :data:`HUB_PROBE_TIMEOUT` seconds; the probe runs once per endpoint and
+    process. Without it, an offline machine waits about a minute in huggingface_hub's retry loop before any error.
     Behind a proxy (``HTTPS_PROXY``/``ALL_PROXY``) a direct probe proves nothing, so none is made.
     """
-    if hub_offline():
-        return "the Hugging Face hub is off (HF_HUB_OFFLINE)"
-    return _probe_hub()
-
-
-@functools.cache
-def _probe_hub() -> str | None:
-    import socket
     from urllib.parse import urlsplit
 
+    if hub_offline():
+        return "the Hugging Face hub is off (HF_HUB_OFFLINE)"
     if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return None
     url = urlsplit(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    return _probe_hub(url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443))
+
+
+@functools.cache
+def _probe_hub(host: str, port: int) -> str | None:
+    import socket
+
     try:
         socket.create_connection((host, port), timeout=HUB_PROBE_TIMEOUT).close()
     except OSError as exc:

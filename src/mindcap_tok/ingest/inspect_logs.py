@@ -267,8 +267,9 @@ def _gold(target, task: Task, where: str) -> int | str:
 _ITEM_ID = re.compile(r"[0-9]{1,18}")
 
 
-def _item(sample, where: str) -> int:
-    """The item of a sample: ``item`` in its metadata, else its id, an integer or one spelled in ASCII digits."""
+def sample_item(sample, where: str) -> int:
+    """The item of an inspect sample: ``item`` in its metadata, else its id, an integer or one spelled in ASCII
+    digits (a log's ids are often strings); anything else is a :class:`BadInputError` that names ``where``."""
     item = (sample.metadata or {}).get("item", sample.id)
     if isinstance(item, str) and _ITEM_ID.fullmatch(item):
         item = int(item)
@@ -327,7 +328,7 @@ def _log_records(log, where: str, task: Task | None, model: str) -> tuple[list[d
                 "arm": _metadata(sample, eval_meta, "arm") or sample_task.native,
                 "lang": lang,
                 "task": sample_task.name,
-                "item": _item(sample, at),
+                "item": sample_item(sample, at),
                 "sample": sample.epoch - 1,
                 "seed": seed,
                 "cap": cap,

@@ -15,8 +15,9 @@ from ..store import SETTING_COLUMNS
 from .figures import caption, legend_outside, pyplot, save_figure, separate_labels
 
 
-def _budget_axis(ax, budgets: np.ndarray) -> None:
-    """A log2 budget axis labelled over the whole data range (the scaled budgets floor(r·B) run past the grid)."""
+def budget_axis(ax, budgets: np.ndarray) -> None:
+    """Make ``ax``'s x axis a log2 budget axis labelled over the whole range of ``budgets`` drawn (the scaled
+    budgets floor(r·B) run past the grid), as the budget figures draw it."""
     ax.set_xscale("log", base=2)
     values = sorted({int(b) for b in budgets if b > 0})
     low, high = values[0], values[-1]
@@ -115,7 +116,7 @@ def plot_native_curves(
                 )
             )
         labels.append(panel_labels)
-        _budget_axis(ax, part["budget"].to_numpy())
+        budget_axis(ax, part["budget"].to_numpy())
         ax.set_xlabel("output-token budget B (prefix length, log scale)")
         ax.set_title(f"{model}: NATIVE accuracy vs budget")
         ax.grid(alpha=0.3)
@@ -157,7 +158,7 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
         ax.text(0.99, 0.98, "TRANSLATE-ACT leads ↑", transform=ax.transAxes, ha="right", va="top", fontsize=8)
         if lim[0] < 0:
             ax.text(0.99, 0.02, "NATIVE leads ↓", transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
-        _budget_axis(ax, part["budget"].to_numpy())
+        budget_axis(ax, part["budget"].to_numpy())
         ax.set_xlabel("output-token budget B (same cap for both arms, log scale)")
         ax.set_title(f"{model}: gap(B) = TRANSLATE-ACT − NATIVE")
         ax.grid(alpha=0.3)

@@ -172,6 +172,12 @@ class PretokenEncoder:
         except regex.error:  # Oniguruma syntax the regex module does not read
             return None
 
+    @property
+    def size(self) -> int:
+        """Rows in the memo's store: one per distinct pre-token and added token, and one per text that HF encoded
+        whole (such a text is encoded again each time); :data:`MAX_CACHED` bounds it."""
+        return self._starts.size
+
     def _store(self, ids: Sequence[int]) -> int:
         self._starts.extend([self._ids.size])
         self._lengths.extend([len(ids)])

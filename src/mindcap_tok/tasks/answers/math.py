@@ -93,7 +93,6 @@ def _last_box(line: str) -> str | None:
     return found
 
 
-@cache
 def _math_verify():
     try:
         import math_verify
