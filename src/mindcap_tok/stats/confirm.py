@@ -21,10 +21,10 @@ from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from .bootstrap import Boot, grid_bootstrap
-from .curves import NATIVE, _row_keys, _scaled, arm_pairs, sweep
+from .curves import _row_keys, _scaled, arm_pairs, sweep
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, accuracy_grid, require_columns
 from .premiums import PremiumsLike, premium_table
-from .roles import Arm
+from .roles import Arm, native_of
 from .subcdf import _truncated, compare_prediction, predict_delta
 
 #: the columns of :class:`Confirmation`'s tables that hold proportions (tables may show them as points)
@@ -140,7 +140,7 @@ def confirm(
     premiums: PremiumsLike,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
-    native: Arm = NATIVE,
+    native: Arm | None = None,
 ) -> Confirmation:
     """Check the replay ledger's predictions on an independent ledger.
 
@@ -153,8 +153,9 @@ def confirm(
     ``predicted_budget`` (the discovery peak), ``independent_argmax``, ``argmax_agree``, ``subcdf_mae`` and
     ``subcdf_max_abs_error``. ``lengths``: :func:`output_lengths`. One item resampling (``resampling``) per
     ledger; every value is a proportion. ``native``: the native arm of every cell, or each task's (task -> arm,
-    as :func:`~mindcap_tok.stats.curves.sweep` takes it).
+    as :func:`~mindcap_tok.stats.curves.sweep` takes it; None: each task's own).
     """
+    native = native_of(replay.by_record, native)
     table = premium_table(premiums)
     budgets = sorted({int(b) for b in budgets})
     disc = sweep(replay.by_budget, table, budgets=budgets, resampling=resampling, native=native)

@@ -62,7 +62,6 @@ from ..spec import (
     reading,
 )
 from .announcement import DEFAULT_GATE, announcement_gate, gate_decisions
-from .curves import NATIVE, TRANSLATE
 from .family import DEFAULT_OUTCOMES, FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, resolve_premiums
@@ -529,11 +528,12 @@ def run_protocol(
     by_budget: pd.DataFrame,
     *,
     premiums: PremiumTable | None,
-    native: Arm = NATIVE,
-    translate: Arm = TRANSLATE,
+    native: Arm | None = None,
+    translate: Arm | None = None,
 ) -> FamilyResult:
     """Evaluate a (verified) protocol's family on ``Scores.by_budget``. The arms it declares are compared, else
-    ``native`` and ``translate`` (one arm, or each task's: :class:`~mindcap_tok.tasks.roles.TaskArms`)."""
+    ``native`` and ``translate`` (one arm, or each task's: :class:`~mindcap_tok.tasks.roles.TaskArms`; None:
+    each task's own)."""
     filters = {"model": proto.model} if proto.model else None
     grid = accuracy_grid(by_budget, proto.frame, filters=filters)
     return run_family(

@@ -21,10 +21,10 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import scale_budget
-from .curves import NATIVE, _row_keys, arm_pairs, delta_table
+from .curves import _row_keys, arm_pairs, delta_table
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import PremiumsLike, lookup_premium, premium_table
-from .roles import Arm, arm_mask, label
+from .roles import Arm, arm_mask, label, native_of
 
 _BY_RECORD_REQUIRED = (*CELL_COLUMNS, "item", "emission", "correct")
 
@@ -93,7 +93,11 @@ def subcdf(by_record: pd.DataFrame, points: Sequence[int]) -> pd.DataFrame:
 
 
 def predict_delta(
-    by_record: pd.DataFrame, premiums: PremiumsLike, *, budgets: Sequence[int] = SWEEP_BUDGETS, native: Arm = NATIVE
+    by_record: pd.DataFrame,
+    premiums: PremiumsLike,
+    *,
+    budgets: Sequence[int] = SWEEP_BUDGETS,
+    native: Arm | None = None,
 ) -> pd.DataFrame:
     """Predicted Δ_L(B) = G(floor(r·B)) − G(B) per native cell, plus the naive factorization.
 
@@ -102,6 +106,7 @@ def predict_delta(
     """
     table = premium_table(premiums)
     budgets = [int(b) for b in budgets]
+    native = native_of(by_record, native)
     nat = by_record[arm_mask(by_record, native)] if "arm" in by_record.columns else by_record
     if nat.empty:
         raise MindcapError(f"by_record has no {label(native, 'native')!r} records")

@@ -111,8 +111,7 @@ class GoldSpec(BaseModel):
 
 
 class Task(BaseModel):
-    """A benchmark as data (see the module docs). ``prompts`` names a shipped template file
-    (``resources/prompts/<prompts>.json``) used instead of the arms' templates (MGSM's ``mgsm-v1``)."""
+    """A benchmark as data (see the module docs)."""
 
     model_config = _STRICT
     name: Name
@@ -126,14 +125,13 @@ class Task(BaseModel):
     comparator: str
     answer: AnswerSpec
     gold: GoldSpec
-    prompts: str | None = None
     #: optional few-shot exemplars: language -> list of rows (the source's fields and the gold field)
     exemplars: dict[str, list[dict[str, str]]] = {}
 
     @property
     def template_version(self) -> str:
-        """The prefix of every template id: the template file's version, else ``<name>-v<version>``."""
-        return self.prompts or f"{self.name}-v{self.version}"
+        """The prefix of every template id: ``<name>-v<version>``."""
+        return f"{self.name}-v{self.version}"
 
 
 def _placeholders(text: str, key: str) -> set[str]:
@@ -173,11 +171,8 @@ def _check_arms(task: Task) -> None:
         for key in ("translation", "reasoning"):
             if getattr(arm, key) is not None:
                 _check_code(getattr(arm, key), f"arms.{name}.{key}")
-    if task.prompts is None:
-        for name, arm in task.arms.items():
-            _check_templates(task, name, arm)
-    elif "question" not in task.source.fields:
-        raise SpecError("source.fields", f"must map question: the templates of {task.prompts} format it")
+    for name, arm in task.arms.items():
+        _check_templates(task, name, arm)
 
 
 def _check_templates(task: Task, name: str, arm: Arm) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,12 @@ import pyarrow.compute as pc
 from ..errors import BadInputError
 from .load import DEFAULT_TASK, builtin_tasks, load_task, load_task_files
 from .model import Task
+
+#: the native role: a task's arm in the item's language, and how statistics name it in their output (a leader, a
+#: label where the tasks' native arms differ)
+NATIVE_ROLE = "native"
+#: the comparator role: the arm a task compares its native arm with
+COMPARATOR_ROLE = "comparator"
 
 
 def record_tasks(table: pa.Table | pd.DataFrame) -> np.ndarray:
@@ -42,6 +49,17 @@ def find_tasks(names: Sequence[str], files: Sequence[str | os.PathLike[str]] = (
             )
         out[name] = given.get(name) or load_task(name)
     return out
+
+
+def role_mask(
+    records: pa.Table, role: Literal["native", "comparator"], *, tasks: Sequence[str | os.PathLike[str]] = ()
+) -> np.ndarray:
+    """Whether each record is of its task's ``role`` arm (:data:`NATIVE_ROLE` or :data:`COMPARATOR_ROLE`;
+    ``tasks``: the task files of records whose task is not built in)."""
+    names = record_tasks(records)
+    found = find_tasks(list(dict.fromkeys(names)), tasks)
+    arm = records.column("arm").to_numpy(zero_copy_only=False)
+    return arm == np.array([getattr(found[t], role) for t in names], dtype=object)
 
 
 @dataclass(frozen=True)
