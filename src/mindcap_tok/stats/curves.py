@@ -56,6 +56,19 @@ def _group_keys(grid: AccuracyGrid) -> list[str]:
     return [k for k in grid.keys if k != "arm"]
 
 
+def native_cells(grid: AccuracyGrid, native: Arm | None = None) -> list[int]:
+    """The native cells of ``grid`` (``native``: one arm name, or per task; None: each task's own); none is a
+    one-line error naming the arms present."""
+    cells = grid.cells
+    native = native_of(cells, native)
+    nat = cells.index[arm_mask(cells, native)]
+    if len(nat) == 0:
+        raise MindcapError(
+            f"no {label(native, NATIVE_ROLE)!r} cells (arms present: {', '.join(sorted(cells['arm'].unique()))})"
+        )
+    return [int(i) for i in nat]
+
+
 def arm_pairs(
     grid: AccuracyGrid, native: Arm | None = None, *, translate: Arm | None = None
 ) -> list[tuple[int, int | None]]:
@@ -64,12 +77,8 @@ def arm_pairs(
     None: each task's own)."""
     keys = _group_keys(grid)
     cells = grid.cells
-    native, translate = native_of(cells, native), comparator_of(cells, translate)
-    nat = cells.index[arm_mask(cells, native)]
-    if len(nat) == 0:
-        raise MindcapError(
-            f"no {label(native, 'native')!r} cells (arms present: {', '.join(sorted(cells['arm'].unique()))})"
-        )
+    nat = native_cells(grid, native)
+    translate = comparator_of(cells, translate)
     pairs = []
     for i in nat:
         match = cells[cells["arm"] == arm_of(translate, cells.at[i, "task"] if "task" in cells else None)]
@@ -131,7 +140,7 @@ def delta_table(
     table = premium_table(premiums)
     acc = grid.accuracy()
     rows = []
-    for n, _ in arm_pairs(grid, native):
+    for n in native_cells(grid, native):
         r, scaled = _scaled(table, grid, n, budgets)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
         for j, budget in enumerate(budgets):

@@ -21,7 +21,7 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import scale_budget
-from .curves import _row_keys, arm_pairs, delta_table
+from .curves import _row_keys, delta_table, native_cells
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import PremiumsLike, lookup_premium, premium_table
 from .roles import Arm, arm_mask, label, native_of
@@ -121,7 +121,7 @@ def predict_delta(
     # naive factorization: P(C=1) · P(B < E ≤ floor(rB)), per cell
     keys = [k for k in grid.keys if k != "arm"]
     naive_rows = []
-    for n, _ in arm_pairs(grid, native):
+    for n in native_cells(grid, native):
         sel = _select(nat, grid, n)
         em = sel["emission"].to_numpy(dtype=np.float64)
         p_correct = float(sel["correct"].to_numpy(dtype=np.float64).mean())

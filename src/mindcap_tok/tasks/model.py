@@ -127,6 +127,8 @@ class Task(BaseModel):
     gold: GoldSpec
     #: optional few-shot exemplars: language -> list of rows (the source's fields and the gold field)
     exemplars: dict[str, list[dict[str, str]]] = {}
+    #: lm-evaluation-harness task names that are this task: name prefix (then the language's code) -> arm
+    lmeval: dict[str, str] = {}
 
     @property
     def template_version(self) -> str:
@@ -167,6 +169,9 @@ def _check_arms(task: Task) -> None:
     for arm_name in task.arms:
         if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", arm_name):
             raise SpecError(f"arms.{arm_name}", "an arm name is lower-case letters, digits, '.', '_' or '-'")
+    for prefix, arm_name in task.lmeval.items():
+        if arm_name not in task.arms:
+            raise SpecError(f"lmeval.{prefix}", f"names no arm; arms: {', '.join(task.arms)}")
     for name, arm in task.arms.items():
         for key in ("translation", "reasoning"):
             if getattr(arm, key) is not None:

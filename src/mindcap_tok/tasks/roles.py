@@ -35,6 +35,12 @@ def record_tasks(table: pa.Table | pd.DataFrame) -> np.ndarray:
     return np.array([DEFAULT_TASK if t is None or t != t else str(t) for t in col], dtype=object)
 
 
+def unnamed_task_arms() -> tuple[str, str]:
+    """The (native, comparator) arms of the task of records that name none (:func:`record_tasks`)."""
+    task = load_task(DEFAULT_TASK)
+    return task.native, task.comparator
+
+
 def find_tasks(names: Sequence[str], files: Sequence[str | os.PathLike[str]] = ()) -> dict[str, Task]:
     """The task of each name: a built-in one, or one of the user's task ``files`` (a ledger records a task by
     name; a task that is neither is a one-line error asking for its file)."""
