@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from mindcap_tok.data.mgsm import MGSM_LANGUAGES
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.generation import task_prompt
 from mindcap_tok.tasks.datasets import TaskItem, load_items
 from mindcap_tok.tasks.load import load_task
+from mindcap_tok.tasks.mgsm import MGSM_LANGUAGES
 
 MGSM = load_task("mgsm")
 #: the arms whose instructions are English in every language (translate-act, code-switched)

@@ -41,9 +41,9 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..data.languages import resolve_language
-from ..data.mgsm import parse_gold
 from ..errors import BadInputError, MindcapError
 from ..tasks.load import lmeval_names, load_task, load_task_files
+from ..tasks.mgsm import parse_gold
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.registry import registry_model_name
