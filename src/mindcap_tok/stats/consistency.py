@@ -20,6 +20,7 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..choices import MAX_SPLITS
 from ..errors import BadInputError, MindcapError
+from ..tasks.roles import NATIVE_ROLE
 from .curves import _group_keys, _scaled
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumsLike, premium_table
@@ -134,7 +135,7 @@ def consistency(
     native = native_of(scores.by_record, native)
     records = scores.by_record[arm_mask(scores.by_record, native)]
     if records.empty:
-        raise MindcapError(f"scores have no {label(native, 'native')!r} records")
+        raise MindcapError(f"scores have no {label(native, NATIVE_ROLE)!r} records")
     observed = accuracy_grid(scores.by_budget[arm_mask(scores.by_budget, native)], "replay")
     needed = set(budgets)
     for cell in range(len(observed.cells)):

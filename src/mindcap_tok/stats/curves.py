@@ -18,7 +18,7 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
-from ..tasks.roles import NATIVE_ROLE
+from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumsLike, PremiumTable, lookup_premium, premium_table
@@ -119,7 +119,9 @@ def gap_table(
                 }
             )
     if not rows:
-        raise MindcapError(f"no {label(translate, 'comparator')!r} cell matches a {label(native, 'native')!r} cell")
+        raise MindcapError(
+            f"no {label(translate, COMPARATOR_ROLE)!r} cell matches a {label(native, NATIVE_ROLE)!r} cell"
+        )
     return pd.DataFrame(rows).dropna(subset=["gap"]).reset_index(drop=True)
 
 

@@ -26,7 +26,7 @@ from ..choices import FRAMES as FRAMES
 from ..errors import MindcapError
 from ..store import CELL_COLUMNS as CELL_COLUMNS  # what names a cell (re-exported)
 from ..store import SETTING_COLUMNS as SETTING_COLUMNS  # the generation settings that split cells
-from ..tasks.roles import NATIVE_ROLE
+from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 from .roles import Arm, arm_of, comparator_of, label, native_of
 
 _BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")
@@ -328,7 +328,7 @@ def check_arms(
     pair_keys = [k for k in keys if k != "arm"]
     pairs = []
     native, translate = native_of(records, native), comparator_of(records, translate)
-    nat_label, tr_label = label(native, NATIVE_ROLE), label(translate, "comparator")
+    nat_label, tr_label = label(native, NATIVE_ROLE), label(translate, COMPARATOR_ROLE)
     for key, group in records.groupby(pair_keys, sort=True, dropna=False):
         row = dict(zip(pair_keys, key, strict=True))
         arm = group["arm"].to_numpy()

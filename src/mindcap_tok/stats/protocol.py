@@ -61,6 +61,7 @@ from ..spec import (
     parse_toml,
     reading,
 )
+from ..tasks.roles import NATIVE_ROLE
 from .announcement import DEFAULT_GATE, announcement_gate, gate_decisions
 from .family import DEFAULT_OUTCOMES, FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
@@ -80,7 +81,7 @@ _TOP_KEYS = {
     "parser",
     "outcomes",
     "hypotheses",
-    "native",
+    NATIVE_ROLE,
     "translate",
     "bstar",
     "prices",
@@ -274,7 +275,7 @@ def load_protocol(path: str | Path, *, bstar: int | None = None) -> Protocol:
                 premiums=raw.get("premiums"),
                 parser=str(raw.get("parser", "strict")),
                 outcomes={**DEFAULT_OUTCOMES, **outcomes},
-                native=str(raw["native"]) if "native" in raw else None,
+                native=str(raw[NATIVE_ROLE]) if NATIVE_ROLE in raw else None,
                 translate=str(raw["translate"]) if "translate" in raw else None,
                 description=str(raw.get("description", "")),
                 bstar=value() if "bstar" in raw else None,

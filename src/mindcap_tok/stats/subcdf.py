@@ -21,6 +21,7 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import scale_budget
+from ..tasks.roles import NATIVE_ROLE
 from .curves import _row_keys, delta_table, native_cells
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import PremiumsLike, lookup_premium, premium_table
@@ -109,7 +110,7 @@ def predict_delta(
     native = native_of(by_record, native)
     nat = by_record[arm_mask(by_record, native)] if "arm" in by_record.columns else by_record
     if nat.empty:
-        raise MindcapError(f"by_record has no {label(native, 'native')!r} records")
+        raise MindcapError(f"by_record has no {label(native, NATIVE_ROLE)!r} records")
     scaled_all = set(budgets)
     for model, lang in nat[["model", "lang"]].drop_duplicates().itertuples(index=False):
         r = lookup_premium(table, str(model), lang=str(lang))
