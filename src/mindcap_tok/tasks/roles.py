@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 import numpy as np
 import pandas as pd
@@ -20,9 +20,9 @@ from .model import Task
 
 #: the native role: a task's arm in the item's language, and how statistics name it in their output (a leader, a
 #: label where the tasks' native arms differ)
-NATIVE_ROLE = "native"
+NATIVE_ROLE: Final = "native"
 #: the comparator role: the arm a task compares its native arm with
-COMPARATOR_ROLE = "comparator"
+COMPARATOR_ROLE: Final = "comparator"
 
 
 def record_tasks(table: pa.Table | pd.DataFrame) -> np.ndarray:
