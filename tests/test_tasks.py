@@ -93,6 +93,7 @@ def test_a_task_prompt_from_its_templates():
         ({"answer__type": "boolean"}, "answer.type: input should be"),
         ({"gold__type": "float"}, "gold.type: input should be"),
         ({"prompts": "mgsm-v1"}, "task: prompts: unknown key"),
+        ({"lmeval": {"quiz_cot_": "solo"}}, "task: lmeval.quiz_cot_: names no arm; arms: native, translate-act"),
     ],
 )
 def test_a_bad_task_file_is_one_line_naming_the_key(changes, message):
