@@ -22,10 +22,10 @@ import pyarrow as pa
 
 from mindcap_tok.audits import AuditConfig, run_audits, write_report
 from mindcap_tok.config import load_config
-from mindcap_tok.data.mgsm import load_mgsm, mgsm_gold
 from mindcap_tok.stats.premiums import premium_table
 from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tasks.answers.integer import parse_answer
+from mindcap_tok.tasks.mgsm import load_mgsm, mgsm_gold
 from mindcap_tok.tokenization.load import load_tokenizer
 
 LANGS = ("deu_Latn", "tha_Thai", "swh_Latn")

@@ -23,21 +23,23 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from mindcap_tok.config import load_config
-from mindcap_tok.data.mgsm import load_mgsm
 from mindcap_tok.generation.backends import GenRequest, load_backend
 from mindcap_tok.generation.generate import run_job
 from mindcap_tok.generation.jobs import parse_spec, plan_job
-from mindcap_tok.generation.prompts import build_prompt
+from mindcap_tok.generation.prompts import task_prompt
+from mindcap_tok.tasks.datasets import load_items
+from mindcap_tok.tasks.load import load_task
 from tiny_model import build_tiny_model
 
 
 def bare_requests(spec, backend, data_dir) -> list[GenRequest]:
     s = spec.sampling
     out = []
+    task = load_task(spec.task)
     for shard in plan_job(spec).shards:
         for r in shard.requests:
-            question = load_mgsm(r.lang, data_dir)[r.item].question
-            _, ids = backend.tok.chat(build_prompt(question, r.arm, lang=r.lang, announced=r.announced).text)
+            item = load_items(task, r.lang, data_dir=data_dir)[r.item]
+            _, ids = backend.tok.chat(task_prompt(task, item, arm=r.arm, announced=r.announced).text)
             out.append(GenRequest(tuple(ids), spec.k, r.cap, r.seed, s.temperature, s.top_p, s.top_k))
     return out
 

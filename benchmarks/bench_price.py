@@ -33,8 +33,8 @@ from mindcap_tok.adaptation.retokenize import (
 )
 from mindcap_tok.budgets import SCORE_BUDGETS
 from mindcap_tok.data.flores import load_flores
-from mindcap_tok.data.mgsm import mgsm_gold
 from mindcap_tok.tasks.answers.integer import parse_answer
+from mindcap_tok.tasks.mgsm import mgsm_gold
 from mindcap_tok.tokenization.load import load_tokenizer
 
 ITEMS = 250

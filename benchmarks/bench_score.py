@@ -33,9 +33,9 @@ import numpy as np
 import pyarrow as pa
 
 from mindcap_tok.budgets import SCORE_BUDGETS
-from mindcap_tok.data.mgsm import mgsm_gold
 from mindcap_tok.scoring.score import score_ledger
 from mindcap_tok.tasks.answers import get_parser
+from mindcap_tok.tasks.mgsm import mgsm_gold
 from mindcap_tok.tokenization.byte_tables import byte_table
 from mindcap_tok.tokenization.load import load_tokenizer
 

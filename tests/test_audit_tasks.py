@@ -7,10 +7,10 @@ import pytest
 
 from ledger_factory import make_record
 from mindcap_tok.audits import AuditConfig, behavioral_ratios, label_traces, load_lid_model, run_audits
-from mindcap_tok.audits._common import role_mask
 from mindcap_tok.resample import Resampling
 from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.store.schema import validate_records
+from mindcap_tok.tasks.roles import role_mask
 from task_files import integer_task
 
 #: a user's task: native and "english" arms (comparator), the latter reasoning in English, no translation

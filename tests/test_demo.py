@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from mindcap_tok.cli.main import cli
-from mindcap_tok.data.mgsm import load_mgsm
 from mindcap_tok.demo.ledger import build_demo, demo_design
 from mindcap_tok.scoring.score import score_ledger
 from mindcap_tok.store.ledger import Ledger
+from mindcap_tok.tasks.mgsm import load_mgsm
 
 ITEMS, K = 12, 2
 LANGS = {"deu_Latn", "tha_Thai", "swh_Latn"}

@@ -7,7 +7,6 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from mindcap_tok.data.mgsm import load_mgsm
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.scoring.score import (
     accuracy_curves,
@@ -17,6 +16,7 @@ from mindcap_tok.scoring.score import (
     score_prefixes,
     score_token_ids,
 )
+from mindcap_tok.tasks.mgsm import load_mgsm
 from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
 from score_reference import assert_equals_reference, reference_scores, trace_frame
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mindcap_tok.data.mgsm import MGSM_LANGUAGES, load_exemplars, load_mgsm, mgsm_gold, parse_gold
 from mindcap_tok.errors import MindcapError
+from mindcap_tok.tasks.mgsm import MGSM_LANGUAGES, load_exemplars, load_mgsm, mgsm_gold, parse_gold
 
 
 def test_every_language_has_250_items_with_identical_gold(config):

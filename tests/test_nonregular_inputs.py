@@ -242,7 +242,7 @@ def test_a_fifo_input_file_is_one_line(tmp_path, reader, name, what):
 
 def test_fifo_flores_and_mgsm_files_are_one_line(tmp_path):
     from mindcap_tok.data.flores import load_flores
-    from mindcap_tok.data.mgsm import load_mgsm
+    from mindcap_tok.tasks.mgsm import load_mgsm
 
     fifo(tmp_path / "flores200" / "devtest" / "tha_Thai.devtest")
     with pytest.raises(MindcapError, match=f"FLORES file .*tha_Thai.devtest {FIFO}"):

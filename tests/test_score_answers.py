@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from answer_specs import ABCD, MATH
-from mindcap_tok.data.mgsm import load_mgsm
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.scoring.score import byte_table, score_ledger, score_prefixes
 from mindcap_tok.tasks.answers import get_parser
+from mindcap_tok.tasks.mgsm import load_mgsm
 from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
 from score_reference import assert_equals_reference, reference_scores, trace_frame
 

@@ -27,15 +27,15 @@ from mindcap_tok.store.ledger import Ledger
 
 def check_rows(rows, hf, *, retokenized=False) -> None:
     """Each record against the fake server's rule and the locally built prompt."""
-    from mindcap_tok.data.mgsm import load_mgsm
-    from mindcap_tok.generation.prompts import build_prompt
+    from mindcap_tok.generation import task_prompt
+    from mindcap_tok.tasks.datasets import load_items
+    from mindcap_tok.tasks.load import load_task
 
+    mgsm = load_task("mgsm")
     assert len(rows) == 12 and len({(r["lang"], r["item"], r["sample"]) for r in rows}) == 12
     for r in rows:
-        question = load_mgsm(r["lang"])[r["item"]].question
-        text, ids = local_prompt(
-            hf, build_prompt(question, "native", lang=r["lang"], announced=None, style="none", version="mgsm-v1").text
-        )
+        item = load_items(mgsm, r["lang"])[r["item"]]
+        text, ids = local_prompt(hf, task_prompt(mgsm, item, arm="native", style="none").text)
         assert (r["prompt"], r["prompt_ids"]) == (text, ids)
         want, finish = rule(r["seed"], r["sample"], 12)
         if retokenized:

@@ -23,14 +23,16 @@ httpx = pytest.importorskip("httpx", reason="the server backend needs the server
 
 from generation_job import frame, spec_data  # noqa: E402
 from local_http import LocalHTTP  # noqa: E402
-from mindcap_tok.data.mgsm import load_mgsm  # noqa: E402
+from mindcap_tok.generation import task_prompt  # noqa: E402
 from mindcap_tok.generation.backends.server import ServerBackend  # noqa: E402
 from mindcap_tok.generation.generate import run_job  # noqa: E402
 from mindcap_tok.generation.jobs import parse_spec  # noqa: E402
-from mindcap_tok.generation.prompts import build_prompt  # noqa: E402
+from mindcap_tok.tasks.datasets import load_items  # noqa: E402
+from mindcap_tok.tasks.load import load_task  # noqa: E402
 from vllm_server import ServerStartError, vllm_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+MGSM = load_task("mgsm")
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +69,7 @@ def test_records_from_a_real_vllm_server(tmp_path, tiny, served, config, baselin
     backend = ServerBackend(str(tiny), "tiny-qwen3", spec.server)
     rows = baseline
     for r in rows:
-        user = build_prompt(
-            load_mgsm(r["lang"])[r["item"]].question,
-            "native",
-            lang=r["lang"],
-            announced=None,
-            style="none",
-            version="mgsm-v1",
-        )
+        user = task_prompt(MGSM, load_items(MGSM, r["lang"])[r["item"]], arm="native", style="none")
         text = hf.apply_chat_template(
             [{"role": "user", "content": user.text}], tokenize=False, add_generation_prompt=True, enable_thinking=False
         )

@@ -249,3 +249,20 @@ def test_confirm_checks_each_tasks_native_arm(world, independent):
         assert rows[task]["predicted"] == pytest.approx(at_rb - at_b)
         assert rows[task]["independent"] == pytest.approx(at_rb - at_b)
         assert rows[task]["subcdf_predicted"] == pytest.approx(at_rb - at_b)
+
+
+def test_a_statistic_given_no_arms_takes_each_tasks_own():
+    """``native``/``translate`` left out: each task's arms from its task file (MGSM's, a built-in task, for records
+    that name none); a user's task, whose file only the caller has, is a one-line error asking for it."""
+    import pandas as pd
+
+    from mindcap_tok.stats.roles import comparator_of, native_of
+
+    cells = pd.DataFrame({"arm": ["native", "translate-act"], "task": ["mgsm", "belebele"]})
+    assert native_of(cells, None) == {"mgsm": "native", "belebele": "native"}
+    assert comparator_of(cells, None) == {"mgsm": "translate-act", "belebele": "translate-act"}
+    assert native_of(cells.drop(columns="task"), None) == {"mgsm": "native"}
+    assert native_of(cells, {"plain2": "direct"}) == {"plain2": "direct"}  # given arms are kept as given
+    with pytest.raises(MindcapError, match="records of task 'plain2', which is not built in") as info:
+        comparator_of(pd.DataFrame({"arm": ["direct"], "task": ["plain2"]}), None)
+    assert "\n" not in str(info.value)

@@ -140,15 +140,11 @@ def test_an_answer_pattern_that_does_not_compile_is_refused_by_the_dry_run(tmp_p
     dry_run_refuses(tmp_path, "t.toml: answer.filters.loose.patterns.*: filter variant 'loose'", filt)
 
 
-PROMPTS_TASK = TASK.replace('licence = "CC0-1.0"', 'licence = "CC0-1.0"\nprompts = "mgsm-v1"').replace(
-    'fields = { q = "question" }', 'fields = { question = "question" }'
-)
-
-
-def test_an_arm_the_template_file_does_not_define_is_refused_by_the_dry_run(tmp_path):
-    dry_run_refuses(tmp_path, "task plain: arm 'english' has no prompts in template file mgsm-v1", PROMPTS_TASK)
-    job = JOB.replace('arms = ["native", "english"]', 'arms = ["native"]')
-    assert run("generate", _world(tmp_path, PROMPTS_TASK, job), "--out-dir", tmp_path / "o", "--dry-run").exit_code == 0
+def test_a_prompt_version_the_task_does_not_have_is_refused_by_the_dry_run(tmp_path):
+    wrong = JOB + 'prompt_version = "mgsm-v1"\n'
+    dry_run_refuses(tmp_path, "prompt_version = 'mgsm-v1', but task plain's prompts are version plain-v1", job=wrong)
+    own = JOB + 'prompt_version = "plain-v1"\n'
+    assert run("generate", _world(tmp_path, TASK, own), "--out-dir", tmp_path / "o", "--dry-run").exit_code == 0
 
 
 def test_a_run_refuses_before_its_first_request(tmp_path):
@@ -158,8 +154,8 @@ def test_a_run_refuses_before_its_first_request(tmp_path):
         lambda h: (asked.append(h.path), h.reply(404, {})), lambda h, b: (asked.append(h.path), h.reply(500, {}))
     )
     try:
-        job = _world(tmp_path, PROMPTS_TASK)
-        refused(run("generate", job, "--out-dir", tmp_path / "out", "--base-url", server.url), "has no prompts")
+        job = _world(tmp_path, job=JOB.replace('langs = ["deu_Latn"]', 'langs = ["tha_Thai"]'))
+        refused(run("generate", job, "--out-dir", tmp_path / "out", "--base-url", server.url), "has no tha_Thai")
     finally:
         server.close()
     assert asked == [] and not (tmp_path / "out").exists()

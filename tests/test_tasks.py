@@ -43,9 +43,11 @@ def test_builtin_tasks_load_and_name_their_arms():
     assert load_task("mmath").answer.type == "math"
 
 
-def test_mgsm_prompts_are_todays_byte_for_byte():
-    """Every arm x language x announcement style of mgsm-v1, as today's ledger/prompts.py wrote them
-    (tests/data/mgsm_v1_prompts.json was written by build_prompt before tasks existed)."""
+def test_mgsm_prompts_are_frozen_byte_for_byte():
+    """Every arm x language x announcement style of MGSM's task file, byte for byte as ``mgsm-v1`` was released
+    (tests/data/mgsm_v1_prompts.json: the 132 prompts and template ids every MGSM ledger was generated with).
+    This freezes ``mgsm-v1`` on purpose: its records name that wording, so a change to it is a new task version
+    (a new template id prefix), never an edit."""
     task = load_task("mgsm")
     expected = json.loads((DATA / "mgsm_v1_prompts.json").read_text("utf-8"))
     assert len(expected) == 4 * 11 * 3
@@ -90,7 +92,8 @@ def test_a_task_prompt_from_its_templates():
         ({"answer__type": "math"}, "gold.type: must be string for math answers"),
         ({"answer__type": "boolean"}, "answer.type: input should be"),
         ({"gold__type": "float"}, "gold.type: input should be"),
-        ({"prompts": "mgsm-v1"}, "source.fields: must map question: the templates of mgsm-v1 format it"),
+        ({"prompts": "mgsm-v1"}, "task: prompts: unknown key"),
+        ({"lmeval": {"quiz_cot_": "solo"}}, "task: lmeval.quiz_cot_: names no arm; arms: native, translate-act"),
     ],
 )
 def test_a_bad_task_file_is_one_line_naming_the_key(changes, message):

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .config import Config, load_config
     from .data.flores import load_flores
     from .data.languages import resolve_language
-    from .data.mgsm import load_mgsm
     from .demo.ledger import build_demo
     from .demo.tiny_model import build_tiny_model
     from .generation.generate import GenerateResult, JobHooks, dry_run, run_job
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
     from .store.ledger import Ledger
     from .tasks.answers import get_parser
     from .tasks.load import load_task
+    from .tasks.mgsm import load_mgsm
     from .tokenization.load import ResolvedTokenizer, load_tokenizer
 
 #: public name -> "module" (relative to the package) or "module:attribute" where the two names differ
@@ -65,7 +65,7 @@ _LAZY = {
     "Config": "config",
     "load_config": "config",
     "load_flores": "data.flores",
-    "load_mgsm": "data.mgsm",
+    "load_mgsm": "tasks.mgsm",
     "resolve_language": "data.languages",
     "ResolvedTokenizer": "tokenization.load",
     "load_tokenizer": "tokenization.load",

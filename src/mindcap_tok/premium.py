@@ -41,9 +41,9 @@ from .choices import PREMIUM_SPLITS as PREMIUM_SPLITS
 from .choices import PROTOCOLS as PROTOCOLS
 from .data.flores import flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
-from .data.mgsm import MGSM_CORPORA, mgsm_source, mgsm_texts
 from .errors import MindcapError
 from .resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums, scale_budget
+from .tasks.mgsm import MGSM_CORPORA, mgsm_source, mgsm_texts
 from .tokenization.hf import encode_texts
 from .tokenization.load import ResolvedTokenizer
 from .tokenization.tiktoken_engine import Counter
@@ -115,7 +115,7 @@ def load_split(
 ) -> dict[str, list[list[str]]]:
     """Line-aligned sentences per language, one list per split file (``dev+devtest``: two lists).
 
-    ``split`` may also name a parallel MGSM corpus (:data:`~mindcap_tok.data.mgsm.MGSM_CORPORA`: ``mgsm``, the
+    ``split`` may also name a parallel MGSM corpus (:data:`~mindcap_tok.tasks.mgsm.MGSM_CORPORA`: ``mgsm``, the
     questions; ``mgsm-answers``, the exemplar answers), read from the MGSM folder ``source``."""
     if split in MGSM_CORPORA:
         norm = (lambda s: unicodedata.normalize("NFC", s)) if nfc else str

@@ -17,11 +17,12 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..errors import MindcapError
+from ..tasks.mgsm import QUESTIONS, question_corpus
 
 ItemId = int | str
 
 #: names of the built-in corpora accepted by :func:`load_corpus` (anything else is a file path)
-BUILTIN_CORPORA = ("flores-dev", "mgsm")
+BUILTIN_CORPORA = ("flores-dev", QUESTIONS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,10 +103,7 @@ def flores_corpus(lang: str, split: str = "dev", *, source: str | None = None) -
 
 def mgsm_corpus(lang: str, data_dir: str | os.PathLike[str] | None = None) -> Corpus:
     """The 250 MGSM questions of one language; the item id is the MGSM row index (0..249)."""
-    from ..data.mgsm import load_mgsm, mgsm_language
-
-    code = mgsm_language(lang)
-    return Corpus(f"mgsm/{code}/questions", tuple((it.item, it.question) for it in load_mgsm(code, data_dir)))
+    return Corpus(*question_corpus(lang, data_dir))
 
 
 def text_file_corpus(path: str | os.PathLike[str]) -> Corpus:
@@ -130,7 +128,7 @@ def load_corpus(
     """``flores-dev`` (FLORES-200 dev of ``lang``), ``mgsm`` (MGSM questions of ``lang``) or a file path."""
     if spec == "flores-dev":
         return flores_corpus(lang, "dev", source=flores_source)
-    if spec == "mgsm":
+    if spec == QUESTIONS:
         return mgsm_corpus(lang, data_dir)
     if not Path(spec).exists():
         raise MindcapError(f"unknown corpus {spec!r}: use {' or '.join(BUILTIN_CORPORA)} or a UTF-8 text file path")

@@ -34,9 +34,9 @@ from ..errors import MindcapError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..stats.grid import ArmCoverage, check_arms
-from ..store import ARMS, Ledger, resolve_tokenizers
+from ..store import Ledger, resolve_tokenizers
 from ..tasks.answers import AnswerParser, task_parser
-from ..tasks.load import DEFAULT_TASK
+from ..tasks.load import DEFAULT_TASK, builtin_tasks
 from ..tasks.model import Task
 from ..tasks.roles import find_tasks, record_tasks
 from ..tokenization.load import ResolvedTokenizer
@@ -55,7 +55,6 @@ from .retokenize import (
 )
 from .saved import SUMMARY, CrossFitSet, SavedExtension, extension_language, load_crossfit, load_extension
 
-NATIVE, TRANSLATE = ARMS[0], ARMS[1]
 _COLUMNS = [
     "arm",
     "task",
@@ -87,8 +86,8 @@ class Traces:
     texts: list[str]
     base: ResolvedTokenizer
     #: the priced task and its (native, comparator) arms
-    task: str = DEFAULT_TASK
-    arms: tuple[str, str] = (NATIVE, TRANSLATE)
+    task: str
+    arms: tuple[str, str]
 
     @property
     def items(self) -> np.ndarray:
@@ -117,8 +116,7 @@ class Traces:
 def task_scoring(frame: pd.DataFrame, parser: str, *, files: Sequence = ()) -> tuple[Sequence, AnswerParser]:
     """Each record's gold (``gold_text`` where set, else ``gold``) and the parser ``parser`` names for the answer
     type of the records' task (built-in tasks, or the user's task ``files``; a cell of several tasks is refused)."""
-    tasks = frame["task"].fillna(DEFAULT_TASK) if "task" in frame else pd.Series([DEFAULT_TASK] * len(frame))
-    names = sorted(set(tasks))
+    names = sorted(set(record_tasks(frame)))
     if len(names) > 1:
         raise MindcapError(f"the priced records hold several tasks ({', '.join(names)}); price one task at a time")
     texts = frame["gold_text"] if "gold_text" in frame else pd.Series([None] * len(frame))
@@ -289,8 +287,8 @@ class Pricing:
     notes: list[str] = field(default_factory=list)
     population: int | None = None  # items there were to sample from (None: not known here)
     coverage: ArmCoverage | None = None  # the items each arm holds (None: not checked here)
-    task: str = DEFAULT_TASK  # the priced task
-    arms: tuple[str, str] = (NATIVE, TRANSLATE)  # its (native, comparator) arms
+    task: str = field(kw_only=True)  # the priced task
+    arms: tuple[str, str] = field(kw_only=True)  # its (native, comparator) arms
 
     def frame(self) -> pd.DataFrame:
         """One row per cap (the JSON/Markdown output's rows)."""
@@ -331,7 +329,8 @@ def triage_lines(p: Pricing) -> list[str]:
     lines = []
     sampled = p.sample and (p.population is None or p.sample < p.population)
     where = f"{p.model} {p.lang}, {len(p.items)} items" + (f" (a seeded sample, seed {p.seed})" if sampled else "")
-    gap = "TRANSLATE-ACT − NATIVE" if p.arms == (NATIVE, TRANSLATE) else f"{p.arms[1]} − {p.arms[0]} (task {p.task})"
+    builtin = p.task in builtin_tasks()
+    gap = f"{p.arms[1].upper()} − {p.arms[0].upper()}" if builtin else f"{p.arms[1]} − {p.arms[0]} (task {p.task})"
     lines.append(f"Adaptation triage for {where}; gap G = {gap} accuracy, in points.")
     for r in p.rows:
         lines.append(

@@ -3,7 +3,6 @@ and each record's task (its answer parser, its native and comparator arms)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -75,15 +74,6 @@ def population_keys(table: pa.Table | pd.DataFrame) -> list[str]:
         if not (col.to_numpy(zero_copy_only=False) if isinstance(table, pa.Table) else col.to_numpy()).any():
             keys.remove("thinking")
     return keys
-
-
-def role_mask(records: pa.Table, role: str, *, tasks: Sequence[str | os.PathLike[str]] = ()) -> np.ndarray:
-    """Whether each record is of its task's ``role`` arm (``native`` or ``comparator``; ``tasks``: the task files
-    of records whose task is not built in)."""
-    names = record_tasks(records)
-    found = find_tasks(list(dict.fromkeys(names)), tasks)
-    arm = records.column("arm").to_numpy(zero_copy_only=False)
-    return arm == np.array([getattr(found[t], role) for t in names], dtype=object)
 
 
 def task_answer_parser(task: Task, spec: str = "strict") -> AnswerParser:

@@ -38,8 +38,9 @@ from ..premium import count_tokens
 from ..resample import Resampling, scale_budget
 from ..stats.bootstrap import Boot, bootstrap_weights, item_bootstrap
 from ..stats.premiums import PremiumTable, lookup_premium
+from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE, role_mask
 from ..tokenization.load import ResolvedTokenizer
-from ._common import AuditResult, find_tasks, population_keys, record_tasks, role_mask, score_matrix
+from ._common import AuditResult, find_tasks, population_keys, record_tasks, score_matrix
 
 
 def _item_sums(items: np.ndarray, values: np.ndarray, universe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -98,8 +99,8 @@ def behavioral_ratios(
     pair = [k for k in keys if k != "arm"]
     frame = records.select([*keys, "item", "n_tokens"]).to_pandas()
     frame["_native"], frame["_comparator"] = (
-        role_mask(records, "native", tasks=tasks),
-        role_mask(records, "comparator", tasks=tasks),
+        role_mask(records, NATIVE_ROLE, tasks=tasks),
+        role_mask(records, COMPARATOR_ROLE, tasks=tasks),
     )
     rows = []
     for key, group in frame.groupby(pair, dropna=False, sort=True):
@@ -193,7 +194,7 @@ def trace_premiums(
     """
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     rend = check_renderings(renderings)
-    nat = records.filter(pa.array(role_mask(records, "native", tasks=tasks)))
+    nat = records.filter(pa.array(role_mask(records, NATIVE_ROLE, tasks=tasks)))
     frame = nat.select(["model", "lang", "item", "sample", "text", "tokenizer"]).to_pandas()
     on = ["model", "lang", "item", "sample"] if "model" in rend.columns else ["lang", "item", "sample"]
     joined = frame.merge(rend[[*on, "english"]], on=on).drop_duplicates(["model", "lang", "item", "sample"])
@@ -270,7 +271,7 @@ def normalizer_audit(
         else None
     )
     found = find_tasks(list(dict.fromkeys(record_tasks(records))), tasks)
-    nat = records.filter(pa.array(role_mask(records, "native", tasks=tasks)))
+    nat = records.filter(pa.array(role_mask(records, NATIVE_ROLE, tasks=tasks)))
     keys = population_keys(nat)
     frame = nat.select([*keys, "item"]).to_pandas()
     pops = frame.groupby(keys, dropna=False, sort=True).indices

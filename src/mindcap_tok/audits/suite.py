@@ -31,7 +31,7 @@ from ..errors import BadInputError, MindcapError, MissingExtraError, first_line
 from ..resample import Resampling
 from ..stats.premiums import PremiumTable
 from ..store import Ledger, resolve_tokenizers
-from ..tasks.load import DEFAULT_TASK
+from ..tasks.roles import record_tasks
 from ..tokenization.load import ResolvedTokenizer
 from ._common import POPULATION_COLUMNS, AuditResult, find_tasks, skipped
 from .determinism import determinism_audit
@@ -511,12 +511,10 @@ def _translation_inputs(ledger: Ledger, langs: Sequence[str], *, tasks: Sequence
     (every field, joined by blank lines, for a task that maps none) in the language translated into, keyed
     ``(task, item)``, and in each ledger language, keyed ``(task, lang, item)``. No task with a translation arm:
     empty references (the audit then says it is not applicable); data that cannot be read: a note."""
-    import pyarrow.compute as pc
-
     from ..tasks.datasets import load_items
     from .translation import translation_arms
 
-    names = [t or DEFAULT_TASK for t in pc.unique(ledger.read(columns=["task"]).column("task")).to_pylist()]
+    names = list(dict.fromkeys(record_tasks(ledger.read(columns=["task"]))))
     arms = translation_arms(find_tasks(names, tasks))
     references: dict = {}
     sources: dict = {}

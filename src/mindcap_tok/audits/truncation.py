@@ -35,7 +35,6 @@ from ..resample import scale_budget
 from ..scoring import Scores, score_ledger
 from ..stats.curves import delta_table
 from ..stats.premiums import PremiumTable, lookup_premium
-from ..tasks.load import DEFAULT_TASK
 from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, find_tasks, population_keys, record_tasks
 from .determinism import wilson_interval
@@ -136,9 +135,9 @@ def truncation_tables(
     nb = len(scored)
     keys = [k for k in population_keys(rec) if k in rec.columns]
     if "task" not in keys:
-        rec = rec.assign(task=DEFAULT_TASK)
+        rec = rec.assign(task=record_tasks(rec))
         keys.append("task")
-    tasks = rec["task"].fillna(DEFAULT_TASK).astype(object)
+    tasks = pd.Series(record_tasks(rec), index=rec.index)
     native_of = tasks.map(natives).to_numpy() if isinstance(natives, Mapping) else np.full(len(rec), natives)
     is_native = rec["arm"].to_numpy() == native_of
     matrix = by_budget["score"].to_numpy().reshape(len(rec), nb)

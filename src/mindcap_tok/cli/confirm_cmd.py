@@ -75,13 +75,15 @@ def confirm_command(state, replay, independent, budgets, n_boot, seed, level, fm
     }
     rep, table = load_scores(state, replay, sweep_budgets(grid), common["premium_specs"], **kw)
     ind, _ = load_scores(state, independent, sweep_budgets(grid), common["premium_specs"], **kw)
+    arms = score_arms(rep, common["tasks"])  # each task's own native and comparator arms
     result = confirm(
         rep,
         ind,
         premiums=table,
         budgets=grid,
         resampling=_resampling({"n_boot": n_boot, "seed": seed, "level": level}),
-        native=score_arms(rep, common["tasks"]).native,  # each task's own native arm
+        native=arms.native,
+        translate=arms.comparator,
     )
     if fmt == "json":
         text = to_json({**result.as_dict(), "units": "fractions"})

@@ -7,7 +7,7 @@ import click
 from ..choices import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS
 from ..data.flores import flores_source
 from ..data.languages import flores_codes, resolve_language
-from ..data.mgsm import MGSM_CORPORA, MGSM_LANGUAGES, mgsm_language, mgsm_source
+from ..tasks.mgsm import MGSM_CORPORA, MGSM_LANGUAGES, mgsm_language, mgsm_source
 from ._options import budgets_option, format_option, level_option, multi_option, n_boot_option, out_file_option
 from ._output import emit, render, to_json, writing
 from ._parsing import Command

@@ -181,6 +181,7 @@ def sweep_command(state, fmt, out, **common) -> None:
     from ..stats.binding import binding_regime, binding_rows
     from ..stats.curves import sweep
     from ..stats.roles import label
+    from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 
     grid, scores, table, coverage, arms = _sweep_inputs(state, common)
     result = sweep(
@@ -230,8 +231,8 @@ def sweep_command(state, fmt, out, **common) -> None:
             text += "\n" + render(
                 rows[keys + gap].to_dict(orient="records"),
                 fmt,
-                title=f"Gap: {label(arms.comparator, 'comparator').upper()} − {label(arms.native, 'native').upper()} "
-                "accuracy at B (points)",
+                title=f"Gap: {label(arms.comparator, COMPARATOR_ROLE).upper()} − "
+                f"{label(arms.native, NATIVE_ROLE).upper()} accuracy at B (points)",
                 floatfmt=".2f",
             )
         text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")

@@ -22,12 +22,14 @@ from typing import Any
 import numpy as np
 
 from .._io import check_output_folder, output_folder
-from ..data.mgsm import load_mgsm
 from ..errors import BadInputError
-from ..generation import build_prompt
+from ..generation import task_prompt
 from ..resample import scale_budget
 from ..stats.simulation import SimCell, SimDesign, SimulatedLedger, simulate
-from ..store import ARMS, Ledger
+from ..store import Ledger
+from ..tasks.datasets import TaskItem, load_items
+from ..tasks.load import DEFAULT_TASK, load_task
+from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.long_text import SAFE_CHARS, engine_guard
 from .tiny_model import check_tiny_model
@@ -41,8 +43,6 @@ REPLAY_CAP = 4096
 #: sweep at the paper's premium run on it), and 1024
 INDEPENDENT_CAPS = tuple(sorted({256, 512, 1024, *(scale_budget(PREMIUMS["tha_Thai"], b) for b in (256, 512))}))
 ANNOUNCED = (256, 1024)
-#: arms that reason in English (their filler is the English question)
-_ENGLISH_REASONING = ("translate-act", "pivot")
 _BASE = 130.0  # median emission position of an English trace, in tokens
 
 
@@ -62,9 +62,24 @@ class DemoSummary:
     caps: tuple[int, ...]
 
 
+def demo_task() -> Task:
+    """The task the demo simulates (the default task, MGSM: real items and prompts)."""
+    return load_task(DEFAULT_TASK)
+
+
+def _demo_arms(task: Task) -> tuple[str, str, str, str]:
+    """The task's native and comparator arms, then its other arm reasoning in English (MGSM's pivot) and its
+    other arm reasoning in the item's language (MGSM's code-switched)."""
+    others = [a for a in task.arms if a not in (task.native, task.comparator)]
+    english = next(a for a in others if task.arms[a].reasoning is not None)
+    local = next(a for a in others if task.arms[a].reasoning is None)
+    return task.native, task.comparator, english, local
+
+
 def demo_design(n_items: int = 250, k: int = 4) -> SimDesign:
     """Four arms in de/th/sw with the paper's premiums: native answers later in proportion to the premium;
     the English-reasoning arms pay a translation preamble but are more often correct; code-switched lies between."""
+    native, comparator, english, local = _demo_arms(demo_task())
     cells = []
     for lang, nat_mu, tr_mu, never in (
         ("deu_Latn", 1.0, 1.4, 0.03),
@@ -73,10 +88,10 @@ def demo_design(n_items: int = 250, k: int = 4) -> SimDesign:
     ):
         r = PREMIUMS[lang]
         cells += [
-            SimCell("native", lang, nat_mu, math.log(_BASE * r), 0.45, never, 0.3, MODEL),
-            SimCell("translate-act", lang, tr_mu, math.log(_BASE * 1.6), 0.35, 0.03, 0.3, MODEL),
-            SimCell("pivot", lang, (nat_mu + tr_mu) / 2, math.log(_BASE * 1.2), 0.4, 0.04, 0.3, MODEL),
-            SimCell("code-switched", lang, nat_mu, math.log(_BASE * (1 + r) / 2), 0.45, never, 0.3, MODEL),
+            SimCell(native, lang, nat_mu, math.log(_BASE * r), 0.45, never, 0.3, MODEL),
+            SimCell(comparator, lang, tr_mu, math.log(_BASE * 1.6), 0.35, 0.03, 0.3, MODEL),
+            SimCell(english, lang, (nat_mu + tr_mu) / 2, math.log(_BASE * 1.2), 0.4, 0.04, 0.3, MODEL),
+            SimCell(local, lang, nat_mu, math.log(_BASE * (1 + r) / 2), 0.45, never, 0.3, MODEL),
         ]
     return SimDesign(tuple(cells), n_items=n_items, k=k, cap=REPLAY_CAP, premiums=dict(PREMIUMS))
 
@@ -124,18 +139,23 @@ class _Writer:
 
     def __init__(self, tok: ResolvedTokenizer, data_dir: str | os.PathLike[str] | None) -> None:
         self.tok = tok
+        self.task = demo_task()
+        #: arms that reason in English (their filler is the English question)
+        self.english = {name for name, arm in self.task.arms.items() if arm.reasoning == "eng_Latn"}
         langs = (*PREMIUMS, "eng_Latn")
-        self.items = {lang: load_mgsm(lang, data_dir) for lang in langs}
+        self.items: dict[str, list[TaskItem]] = {lang: load_items(self.task, lang, data_dir=data_dir) for lang in langs}
         for lang, items in self.items.items():
             # a filler is cut where its pre-tokens end, which only the library's offsets tell; a text past
             # SAFE_CHARS could exceed its regex engine's limits
             for k, it in enumerate(items):
-                if len(it.question) >= SAFE_CHARS:
+                if len(it.fields["question"]) >= SAFE_CHARS:
                     raise BadInputError(
-                        f"MGSM {lang} item {k + 1}: the question has {len(it.question):,} characters, more than the "
-                        f"demo spells ({SAFE_CHARS - 1:,} at most)"
+                        f"MGSM {lang} item {k + 1}: the question has {len(it.fields['question']):,} characters, "
+                        f"more than the demo spells ({SAFE_CHARS - 1:,} at most)"
                     )
-        self.filler = {lang: self._spell([it.question + "\n" for it in items]) for lang, items in self.items.items()}
+        self.filler = {
+            lang: self._spell([it.fields["question"] + "\n" for it in items]) for lang, items in self.items.items()
+        }
         # no final full stop: "above" + "\nThe" repeats as it encodes (a "." would join the newline)
         (self.tail,) = self._spell(["\nThe answer is given above"])
 
@@ -152,10 +172,10 @@ class _Writer:
     ) -> list[int]:
         """Ids whose answer line ends at token ``emission`` or a few tokens before (NaN: no answer line), at most
         ``n_tokens`` long; a trace that did not stop is exactly ``n_tokens`` long (the cap cuts it anywhere)."""
-        filler = self.filler["eng_Latn" if arm in _ENGLISH_REASONING else lang][item]
+        filler = self.filler["eng_Latn" if arm in self.english else lang][item]
         if math.isnan(emission):
             return filler.prefix(n_tokens) if stopped else _cycle(filler.ids, n_tokens)
-        gold = self.items[lang][item].answer
+        gold = int(self.items[lang][item].gold)
         answer = self.tok.encode(f"\n#### {gold if correct else gold + 1}")
         head = filler.prefix(int(emission) - len(answer), safe=True) + answer
         rest = n_tokens - len(head)
@@ -166,8 +186,7 @@ class _Writer:
         out: list[dict[str, Any]] = []
         for c_i, cell in enumerate(sim.design.cells):
             for item in range(sim.design.n_items):
-                question = self.items[cell.lang][item].question
-                prompt = build_prompt(question, cell.arm, lang=cell.lang, announced=announced)
+                prompt = task_prompt(self.task, self.items[cell.lang][item], arm=cell.arm, announced=announced)
                 prompt_ids = self.tok.encode(prompt.text)
                 for cap_i, cap in enumerate(sim.caps):
                     for sample in range(sim.design.k):
@@ -198,7 +217,7 @@ class _Writer:
                                 "prompt_ids": prompt_ids,
                                 "output_ids": ids[:cap],
                                 "finish_reason": "stop" if sim.stopped[at] else "length",
-                                "gold": self.items[cell.lang][item].answer,
+                                "gold": self.items[cell.lang][item].gold,
                                 "generator": "simulated",
                                 "tokenizer": MODEL,
                             }
@@ -215,7 +234,8 @@ def _subset(design: SimDesign, arms: tuple[str, ...], langs: tuple[str, ...]) ->
 
 def _announced(design: SimDesign, budget: int) -> SimDesign:
     """Native Thai told its budget: a tight announcement shortens the traces (answers come earlier)."""
-    cell = next(c for c in design.cells if c.arm == "native" and c.lang == "tha_Thai")
+    native = demo_task().native
+    cell = next(c for c in design.cells if c.arm == native and c.lang == "tha_Thai")
     shift = math.log(min(1.0, budget / 1024) ** 0.4)
     return replace(design, cells=(replace(cell, emission_mu=cell.emission_mu + shift),))
 
@@ -232,7 +252,8 @@ def demo_records(
     replay = writer.records(simulate(design, seeds[0]), "replay", seed)
     for budget, s in zip(ANNOUNCED, seeds[2:], strict=True):
         replay += writer.records(simulate(_announced(design, budget), s), "announcement", seed, budget)
-    thai = _subset(design, ("native", "translate-act"), ("tha_Thai",))
+    task = demo_task()
+    thai = _subset(design, (task.native, task.comparator), ("tha_Thai",))
     return {
         "ledger": replay,
         "independent": writer.records(simulate(thai, seeds[1], caps=INDEPENDENT_CAPS), "independent", seed),
@@ -243,7 +264,7 @@ README = """# A simulated demo ledger
 
 Built by `mindcap-tok demo --seed {seed}` (mindcap_tok.demo.ledger). **Nothing here was generated by a model.**
 
-Two ledgers of model `{model}` ({rows} records): real MGSM items and prompts (prompt version mgsm-v1), token
+Two ledgers of model `{model}` ({rows} records): real MGSM items and prompts (prompt version {version}), token
 ids of the real Qwen3 tokenizer, {n_items} items x {k} samples per cell.
 
 - `ledger/`: design `replay` (arms {arms} in {langs}, cap {cap}) and design `announcement` (native Thai, the
@@ -292,6 +313,7 @@ def build_demo(
     """Write ``out_dir`` (``ledger/``, ``independent/`` and ``README.md``) atomically: nothing is left behind on
     an error, and a rerun replaces an earlier demo."""
     tok = tokenizer or load_tokenizer(MODEL, tokenizers_dir)
+    task = demo_task()
     records = demo_records(tok, seed, n_items=n_items, k=k, data_dir=data_dir)
     target = Path(out_dir)
     rows = sum(len(r) for r in records.values())
@@ -304,7 +326,8 @@ def build_demo(
             model=MODEL,
             n_items=n_items,
             k=k,
-            arms=", ".join(ARMS),
+            arms=", ".join(task.arms),
+            version=task.template_version,
             langs=", ".join(PREMIUMS),
             cap=REPLAY_CAP,
             caps=", ".join(map(str, INDEPENDENT_CAPS)),
@@ -320,7 +343,7 @@ def build_demo(
         n_items,
         k,
         seed,
-        ARMS,
+        tuple(task.arms),
         tuple(PREMIUMS),
         (REPLAY_CAP, *INDEPENDENT_CAPS),
     )

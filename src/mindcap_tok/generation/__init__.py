@@ -7,7 +7,7 @@ Other stages enter through this package; its modules are its own.
 from .backends import BACKENDS, ChatTokenizer, Completion, GenRequest, load_backend
 from .generate import GenerateResult, JobHooks, dry_run, run_job
 from .jobs import JobSpec, load_spec
-from .prompts import build_prompt
+from .prompts import Prompt, task_prompt
 
 __all__ = [
     "BACKENDS",
@@ -17,9 +17,10 @@ __all__ = [
     "GenerateResult",
     "JobHooks",
     "JobSpec",
-    "build_prompt",
+    "Prompt",
     "dry_run",
     "load_backend",
     "load_spec",
     "run_job",
+    "task_prompt",
 ]

@@ -188,8 +188,7 @@ def _undo(created: Sequence[os.PathLike[str]]) -> None:
 class _Runner:
     def __init__(self, spec: JobSpec, backend, data_dir) -> None:
         self.spec, self.backend, self.data_dir = spec, backend, data_dir
-        task = spec_task(spec)
-        self.task = task.model_copy(update={"prompts": spec.prompt_version}) if task.prompts else task
+        self.task = spec_task(spec)
         self.items: dict[str, list[TaskItem]] = {}
         self.prompts: dict[tuple, tuple[str, list[int], str, str]] = {}
         self.forcing_ids = tuple(backend.tok.encode(spec.forcing.text)) if spec.forcing.enabled else ()

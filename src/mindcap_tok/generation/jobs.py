@@ -81,11 +81,10 @@ from ..spec import (
     server_options,
     show,
 )
-from ..store import ANNOUNCE_STYLES, ARMS, DESIGNS
+from ..store import ANNOUNCE_STYLES, DESIGNS
 from ..tasks.datasets import item_count
-from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
+from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task, task_key
 from ..tasks.model import EVERY_LANGUAGE, Task
-from .prompts import prompt_languages
 
 #: The most samples per item (``k``) a spec may ask for. The paper draws k = 8 and a variance study needs a few
 #: hundred; far above that a value is a typo (k = 10**12 would plan 10**12 records per prompt and ask the engine
@@ -124,12 +123,14 @@ class JobSpec:
     seed: int = 0
     shard_size: int = 250
     #: the task's name, and the task file it was read from (``""`` for a built-in task)
-    task: str = DEFAULT_TASK
+    task: str = field(kw_only=True)
     task_file: str = ""
-    prompt_version: str = "mgsm-v1"
+    #: the task's template version, the prefix of its records' template ids
+    prompt_version: str = field(kw_only=True)
     sampling: Sampling = field(default_factory=Sampling)
     premiums: dict[str, float | Fraction] = field(default_factory=dict)
-    scaled_arms: tuple[str, ...] = ("native",)
+    #: the arms whose caps a premium scales (default: the task's native arm)
+    scaled_arms: tuple[str, ...] = field(kw_only=True)
     announce_budgets: tuple[int, ...] = ()
     announce_style: str = "natural"
     forcing: Forcing = field(default_factory=Forcing)
@@ -155,7 +156,7 @@ class JobSpec:
         ``thinking``, ``think_close`` and ``server.reasoning_effort`` only when set (so the stored specs written
         before them are unchanged)."""
         out = asdict(self)
-        if self.task == DEFAULT_TASK and not self.task_file:
+        if not task_key(self.task) and not self.task_file:
             del out["task"]
         if not self.task_file:
             del out["task_file"]
@@ -341,37 +342,26 @@ def spec_task(spec: JobSpec) -> Task:
 
 
 def _check_cells(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], data: dict) -> str:
-    """Refuse arms and languages the task lacks, and arms it has no prompt for (a template file's arms are MGSM's);
-    the prompt version in force (MGSM's template files only). What is refused here would otherwise fail only when
-    the prompt is built, after earlier shards' requests were sent."""
+    """Refuse arms and languages the task lacks (they would otherwise fail only when the prompt is built, after
+    earlier shards' requests were sent); the task's template version, which ``prompt_version`` may name but not
+    change (a new wording is a new version of the task)."""
     for arm in arms:
         if arm not in task.arms:
             raise BadInputError(f"unknown arm {arm!r}; use one of {', '.join(task.arms)}")
-    if task.prompts is None:
-        if "prompt_version" in data:
-            raise BadInputError(
-                f"prompt_version applies to tasks whose prompts are a template file, not to task {task.name}"
-            )
-        for lang in langs:
-            if lang not in task.languages:
-                raise BadInputError(f"task {task.name} has no {lang}; its languages are {', '.join(task.languages)}")
-        return task.template_version
-    version = _str(data.get("prompt_version", task.prompts), "prompt_version")
-    for arm in arms:
-        if arm not in ARMS:
-            raise BadInputError(
-                f"task {task.name}: arm {arm!r} has no prompts in template file {version} (its arms: {', '.join(ARMS)})"
-            )
-    covered = prompt_languages(version)
     for lang in langs:
-        if lang not in covered:
-            raise BadInputError(f"prompt version {version} has no {lang}; it covers {', '.join(covered)}")
+        if lang not in task.languages:
+            raise BadInputError(f"task {task.name} has no {lang}; its languages are {', '.join(task.languages)}")
+    version = task.template_version
+    if "prompt_version" in data and _str(data["prompt_version"], "prompt_version") != version:
+        raise BadInputError(
+            f"prompt_version = {show(data['prompt_version'])}, but task {task.name}'s prompts are version {version}"
+        )
     return version
 
 
 def _check_announcements(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], style: str) -> None:
     """Refuse a natural announcement for an (arm, language) whose template has no announcement sentence."""
-    if task.prompts is not None or style != "natural":
+    if style != "natural":
         return
     for arm in arms:
         templates = task.arms[arm].templates
@@ -443,7 +433,7 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
     budgets, style = _announce(data, design)
     if budgets:
         _check_announcements(task, arms, langs, style)
-    scaled_arms = tuple(_list(data.get("scaled_arms", ["native"]), str, "scaled_arms", empty=True))
+    scaled_arms = tuple(_list(data.get("scaled_arms", [task.native]), str, "scaled_arms", empty=True))
     if "think_close" in data and not data.get("thinking", False):
         raise BadInputError("think_close applies to thinking = true only")
     if set(scaled_arms) - set(task.arms):
@@ -606,7 +596,7 @@ def request_seed(spec: JobSpec, arm: str, *, lang: str, cap: int, announced: int
 
     The determinism design leaves the cap out: every cap (and repeat) of an item shares one seed."""
     cap_key = "shared" if spec.design == "determinism" else cap
-    task = () if spec.task == DEFAULT_TASK else (spec.task,)
+    task = task_key(spec.task)
     return seed_hash(spec.seed, spec.model_name, *task, arm, lang, spec.design, cap_key, announced, item, sep="|")
 
 

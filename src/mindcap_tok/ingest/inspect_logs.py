@@ -44,10 +44,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from .._io import regular_file
-from ..data.mgsm import parse_gold
 from ..errors import BadInputError, MindcapError, MissingExtraError, first_line
 from ..store import Ledger, ShardInfo
 from ..tasks.load import builtin_tasks, load_task
+from ..tasks.mgsm import parse_gold
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.registry import registry_model_name

@@ -42,7 +42,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._io import regular_file
-from ..data.mgsm import parse_gold
 from ..errors import MindcapError, first_line, with_context
 from ..store import (
     CELL_COLUMNS,
@@ -61,6 +60,7 @@ from ..store import (
     validate_records,
 )
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
+from ..tasks.mgsm import parse_gold
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.registry import registry_model_name
 

@@ -41,9 +41,9 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..data.languages import resolve_language
-from ..data.mgsm import parse_gold
 from ..errors import BadInputError, MindcapError
-from ..tasks.load import load_task, load_task_files
+from ..tasks.load import lmeval_names, load_task, load_task_files
+from ..tasks.mgsm import parse_gold
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.registry import registry_model_name
@@ -55,8 +55,6 @@ LMEVAL_DEFAULT_CAP = 256
 SAMPLES_LIMIT = 1 << 30
 #: the most bytes a results file may hold (lm-eval writes a few hundred KB)
 RESULTS_LIMIT = 64 << 20
-#: lm-eval's MGSM task families: name prefix -> (task, arm)
-MGSM_FAMILIES = {"mgsm_native_cot_": ("mgsm", "native"), "mgsm_en_cot_": ("mgsm", "pivot")}
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<time>[^_]+)\.jsonl$")
 _RESULTS = re.compile(r"^results_(?P<time>.+)\.json$")
 
@@ -196,7 +194,7 @@ def check_log_model(logged: str, tokenizer: str, *, where: str) -> None:
 
 def map_task(name: str, tasks: Sequence[Task]) -> tuple[str, str, str]:
     """``(task, FLORES code, arm)`` of an lm-eval task name (see the module docs); ``tasks``: the user's tasks."""
-    for prefix, (task, arm) in MGSM_FAMILIES.items():
+    for prefix, (task, arm) in lmeval_names().items():
         if name.startswith(prefix):
             try:
                 return task, resolve_language(name.removeprefix(prefix)), arm
@@ -219,7 +217,8 @@ def map_task(name: str, tasks: Sequence[Task]) -> tuple[str, str, str]:
     if stem_spec is not None and named is not None and named in stem_spec.languages:
         return stem_spec.name, named, stem_spec.native
     raise BadInputError(
-        f"lm-eval task {name!r} is not one mindcap-tok maps (mgsm_native_cot_<lang>, mgsm_en_cot_<lang>); "
+        f"lm-eval task {name!r} is not one mindcap-tok maps "
+        f"({', '.join(prefix + '<lang>' for prefix in lmeval_names())}); "
         f"give its task file (--task FILE) named {name.replace('_', '-')!r}, or {stem.replace('_', '-')!r} with "
         "the language the name ends with",
         key="task",

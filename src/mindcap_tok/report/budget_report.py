@@ -19,7 +19,7 @@ from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..scoring import OUTCOMES
 from ..stats.binding import binding_regime
 from ..stats.bootstrap import grid_bootstrap
-from ..stats.curves import NATIVE, TRANSLATE, Sweep, accuracy_table, sweep
+from ..stats.curves import Sweep, accuracy_table, sweep
 from ..stats.failure_tail import failure_tail
 from ..stats.forcing import forcing_populations
 from ..stats.grid import accuracy_grid
@@ -27,7 +27,7 @@ from ..stats.premiums import premium_table
 from ..stats.roles import arm_mask
 from ..stats.subcdf import compare_prediction, predict_delta
 from ..stats.timing import emission_timing, timing_contrast
-from ..tasks.roles import TaskArms
+from ..tasks.roles import TaskArms, task_arms
 
 if TYPE_CHECKING:
     from ..scoring import Scores
@@ -103,7 +103,7 @@ def write_budget_report(
     :func:`~mindcap_tok._io.check_output_folder`). ``scores``: a ledger's :class:`~mindcap_tok.scoring.score.Scores`
     (its ``by_record`` adds answer-emission timing and the sub-CDF consistency check), or a ``by_budget`` frame
     alone. ``arms``: each task's native and comparator arm (:func:`~mindcap_tok.tasks.roles.task_arms`; default:
-    ``native`` and ``translate-act`` for every cell). ``notes`` are printed in ``report.md`` (e.g. the items a
+    those of the built-in tasks the records name). ``notes`` are printed in ``report.md`` (e.g. the items a
     comparison was restricted to).
     """
     check_output_folder(out_dir, PRODUCER)
@@ -112,7 +112,8 @@ def write_budget_report(
     table = premium_table(premiums)
     grid = accuracy_grid(by_budget, frame)
     boot = grid_bootstrap(grid, n_boot=resampling.n_boot, seed=resampling.seed)
-    native, translate = (arms.native, arms.comparator) if arms is not None else (NATIVE, TRANSLATE)
+    arms = arms if arms is not None else task_arms(by_budget)
+    native, translate = arms.native, arms.comparator
     result = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, translate=translate, boot=boot)
     curves = accuracy_table(grid, boot=boot, level=level)
     native_curves = curves[arm_mask(curves, native)]

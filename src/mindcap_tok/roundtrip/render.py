@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Annotated
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
@@ -38,7 +37,7 @@ from .._io import check_folder_path, check_tree, enclosing_ledger, folder_lock, 
 from .._json import dumps_strict
 from ..errors import BadInputError, DamagedDataError, MindcapError, StorageError, with_context
 from ..spec import Sampling, SpecError, seed_hash, validate
-from ..stats.curves import NATIVE
+from ..tasks.roles import NATIVE_ROLE, role_mask
 from ..templates import template_fields
 from .chat import chat_requests, decode_requests, generator_label
 from .sequences import language_name
@@ -123,8 +122,9 @@ def load_prompt(prompts: str = DEFAULT_PROMPTS) -> tuple[str, str]:
 
 
 def native_traces(records: pa.Table) -> pa.Table:
-    """The native traces to render: the first record of each (model, lang, item, sample), in ledger order."""
-    nat = records.filter(pc.equal(records.column("arm"), NATIVE)).select([*_KEYS, "text"])
+    """The native traces to render (each record of its task's native arm): the first record of each (model, lang,
+    item, sample), in ledger order."""
+    nat = records.filter(pa.array(role_mask(records, NATIVE_ROLE))).select([*_KEYS, "text"])
     seen: set[tuple] = set()
     keep = []
     for i, key in enumerate(zip(*(nat.column(k).to_pylist() for k in _KEYS), strict=True)):

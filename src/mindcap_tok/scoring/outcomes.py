@@ -34,6 +34,7 @@ from ..tasks.answers import AnswerParser, per_language, task_parser
 from ..tasks.answers.choice import ChoiceParser
 from ..tasks.answers.integer import Parser as IntegerParser
 from ..tasks.answers.math import MathParser
+from ..tasks.roles import record_tasks
 from ..tokenization.load import ResolvedTokenizer
 
 OUTCOMES = (
@@ -118,11 +119,11 @@ def record_outcomes(
     part = table.take(pa.array(failed))
     texts = answer_texts(part, tokenizer)
     finish = part.column("finish_reason").to_pylist()
-    names = part.column("task").to_pylist() if "task" in part.column_names else ["mgsm"] * len(failed)
+    names = record_tasks(part)
     langs = part.column("lang").to_pylist() if "lang" in part.column_names else [None] * len(failed)
     readers: dict[tuple, tuple[AnswerParser, AnswerParser | None]] = {}
     for j, row in enumerate(failed):
-        task = names[j] or "mgsm"
+        task = str(names[j])
         # a per-language filter (lm-eval's regexes) reads each language with its own pattern
         key = (task, langs[j]) if per_language(task, parser, files=tasks) else (task, None)
         if key not in readers:

@@ -50,7 +50,7 @@ from ..errors import BadInputError, MindcapError
 from ..store import CELL_COLUMNS, SETTING_COLUMNS, answer_starts, describe, resolve_tokenizers
 from ..tasks.answers import AnswerParser as Parser
 from ..tasks.answers import get_parser, per_language, task_parser
-from ..tasks.roles import find_tasks, gold_type_mismatch
+from ..tasks.roles import find_tasks, gold_type_mismatch, record_tasks
 from ..tokenization.byte_tables import HAS_HASH, HAS_NEWLINE, ByteTable, anchor_starts, byte_table, gather_bytes
 from ..tokenization.load import ResolvedTokenizer
 from .outcomes import record_outcomes
@@ -710,10 +710,8 @@ def record_golds(table: pa.Table) -> list[Gold]:
 
 
 def _task_rows(table: pa.Table) -> dict[str, np.ndarray]:
-    """Row indices per task, in first-seen order (no ``task`` column: every record is MGSM's)."""
-    if "task" not in table.column_names:
-        return {"mgsm": np.arange(table.num_rows)}
-    tasks = np.asarray(table.column("task").fill_null("mgsm").to_numpy(zero_copy_only=False), dtype=object)
+    """Row indices per task, in first-seen order (:func:`~mindcap_tok.tasks.roles.record_tasks`)."""
+    tasks = record_tasks(table)
     return {str(t): np.flatnonzero(tasks == t) for t in dict.fromkeys(tasks)}
 
 

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from ..store import CELL_COLUMNS, SETTING_COLUMNS
-from .curves import NATIVE, Sweep
+from .curves import Sweep
 from .grid import require_columns
-from .roles import Arm, arm_mask
+from .roles import Arm, arm_mask, native_of
 
 
 def budget_ranges(budgets: Sequence[int], mask: Sequence[bool]) -> list[list[int]]:
@@ -38,10 +38,12 @@ def _cell_keys(rows: pd.DataFrame) -> list[str]:
     return [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in rows.columns and c != "arm"]
 
 
-def correct_in_window(rows: pd.DataFrame, by_record: pd.DataFrame, *, native: Arm = NATIVE) -> np.ndarray:
+def correct_in_window(rows: pd.DataFrame, by_record: pd.DataFrame, *, native: Arm | None = None) -> np.ndarray:
     """Per row of a sweep (``budget``, ``scaled_budget`` and its cell keys): how many correct native traces of
-    that cell emit their answer in (B, floor(r·B)] (E = NaN, never, counts nowhere)."""
+    that cell emit their answer in (B, floor(r·B)] (E = NaN, never, counts nowhere). ``native``: one arm, or each
+    task's (None: each task's own)."""
     require_columns(by_record, ["arm", "emission", "correct"], what="by_record")
+    native = native_of(by_record, native)
     keys = _cell_keys(rows)
     recs = by_record[arm_mask(by_record, native)]
     out = np.zeros(len(rows), dtype=np.int64)
@@ -59,7 +61,7 @@ def correct_in_window(rows: pd.DataFrame, by_record: pd.DataFrame, *, native: Ar
     return out
 
 
-def binding_rows(result: Sweep, by_record: pd.DataFrame | None = None, *, native: Arm = NATIVE) -> pd.DataFrame:
+def binding_rows(result: Sweep, by_record: pd.DataFrame | None = None, *, native: Arm | None = None) -> pd.DataFrame:
     """The sweep's rows with ``band_binds`` (the band excludes 0) and, with ``by_record``, ``correct_in_window``
     (see :func:`correct_in_window`): the per-budget view of the binding regime (the CSV's columns)."""
     rows = result.rows.reset_index(drop=True)
@@ -69,7 +71,7 @@ def binding_rows(result: Sweep, by_record: pd.DataFrame | None = None, *, native
     return rows
 
 
-def binding_regime(result: Sweep, by_record: pd.DataFrame | None = None, *, native: Arm = NATIVE) -> pd.DataFrame:
+def binding_regime(result: Sweep, by_record: pd.DataFrame | None = None, *, native: Arm | None = None) -> pd.DataFrame:
     """Per native cell: ``band_binds`` and (with ``by_record``) ``emission_binds`` as budget ranges (see the
     module docstring), and the swept budgets they are ranges of."""
     rows = binding_rows(result, by_record, native=native)

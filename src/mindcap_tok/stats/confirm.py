@@ -21,10 +21,10 @@ from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from .bootstrap import Boot, grid_bootstrap
-from .curves import NATIVE, _row_keys, _scaled, arm_pairs, sweep
+from .curves import _row_keys, _scaled, native_cells, sweep
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, accuracy_grid, require_columns
 from .premiums import PremiumsLike, premium_table
-from .roles import Arm
+from .roles import Arm, comparator_of, native_of
 from .subcdf import _truncated, compare_prediction, predict_delta
 
 #: the columns of :class:`Confirmation`'s tables that hold proportions (tables may show them as points)
@@ -76,7 +76,7 @@ def _keys(frame: pd.DataFrame) -> list[str]:
 def _delta_se(grid: AccuracyGrid, boot: Boot, table: pd.DataFrame, budgets: Sequence[int], native: Arm) -> pd.DataFrame:
     """Bootstrap SE of Δ_L(B) per native cell and budget, from the replicates of ``boot`` (paired)."""
     rows = []
-    for n, _ in arm_pairs(grid, native):
+    for n in native_cells(grid, native):
         _, scaled = _scaled(table, grid, n, budgets)
         delta = boot[n, grid.budget_index(scaled)] - boot[n, grid.budget_index(budgets)]
         for b, se in zip(budgets, delta.se(), strict=True):
@@ -140,7 +140,8 @@ def confirm(
     premiums: PremiumsLike,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
-    native: Arm = NATIVE,
+    native: Arm | None = None,
+    translate: Arm | None = None,
 ) -> Confirmation:
     """Check the replay ledger's predictions on an independent ledger.
 
@@ -153,14 +154,15 @@ def confirm(
     ``predicted_budget`` (the discovery peak), ``independent_argmax``, ``argmax_agree``, ``subcdf_mae`` and
     ``subcdf_max_abs_error``. ``lengths``: :func:`output_lengths`. One item resampling (``resampling``) per
     ledger; every value is a proportion. ``native``: the native arm of every cell, or each task's (task -> arm,
-    as :func:`~mindcap_tok.stats.curves.sweep` takes it).
+    as :func:`~mindcap_tok.stats.curves.sweep` takes it; None: each task's own), and ``translate`` its comparator.
     """
+    native, translate = native_of(replay.by_record, native), comparator_of(replay.by_record, translate)
     table = premium_table(premiums)
     budgets = sorted({int(b) for b in budgets})
-    disc = sweep(replay.by_budget, table, budgets=budgets, resampling=resampling, native=native)
+    disc = sweep(replay.by_budget, table, budgets=budgets, resampling=resampling, native=native, translate=translate)
     grid = accuracy_grid(independent.by_budget, "independent")
     boot = grid_bootstrap(grid, resampling.n_boot, seed=resampling.seed)
-    ind = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, boot=boot)
+    ind = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, translate=translate, boot=boot)
     on = [c for c in _keys(disc.rows) if c in ind.rows.columns]
     d = disc.rows[[*on, "budget", "delta", "ci_low", "ci_high"]].rename(columns={"delta": "predicted"})
     i = ind.rows[[*on, "budget", "delta"]].rename(columns={"delta": "independent"})

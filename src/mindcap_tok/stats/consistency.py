@@ -20,10 +20,11 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..choices import MAX_SPLITS
 from ..errors import BadInputError, MindcapError
-from .curves import NATIVE, _group_keys, _scaled
+from ..tasks.roles import NATIVE_ROLE
+from .curves import _group_keys, _scaled
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumsLike, premium_table
-from .roles import Arm, arm_mask, label
+from .roles import Arm, arm_mask, label, native_of
 from .subcdf import compare_prediction, split_items, subcdf_grid
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def consistency(
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     splits: Splits = Splits(),
-    native: Arm = NATIVE,
+    native: Arm | None = None,
 ) -> Consistency:
     """The split-half check of every ``native`` cell of ``scores`` (replay frame: one long ledger's prefixes).
 
@@ -131,9 +132,10 @@ def consistency(
         raise MindcapError(f"budgets must be distinct and non-empty, got {budgets}")
     budgets = sorted(budgets)
     table = premium_table(premiums)
+    native = native_of(scores.by_record, native)
     records = scores.by_record[arm_mask(scores.by_record, native)]
     if records.empty:
-        raise MindcapError(f"scores have no {label(native, 'native')!r} records")
+        raise MindcapError(f"scores have no {label(native, NATIVE_ROLE)!r} records")
     observed = accuracy_grid(scores.by_budget[arm_mask(scores.by_budget, native)], "replay")
     needed = set(budgets)
     for cell in range(len(observed.cells)):

@@ -18,13 +18,11 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
-from ..store import ARMS
+from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumsLike, PremiumTable, lookup_premium, premium_table
-from .roles import Arm, arm_mask, arm_of, label
-
-NATIVE, TRANSLATE = ARMS[0], ARMS[1]
+from .roles import Arm, arm_mask, arm_of, comparator_of, label, native_of
 
 
 def as_grid(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay") -> AccuracyGrid:
@@ -58,16 +56,29 @@ def _group_keys(grid: AccuracyGrid) -> list[str]:
     return [k for k in grid.keys if k != "arm"]
 
 
-def arm_pairs(grid: AccuracyGrid, native: Arm = NATIVE, *, translate: Arm = TRANSLATE) -> list[tuple[int, int | None]]:
-    """(native cell, matching translate cell or None) for every native cell; matching = same non-arm keys (the
-    ``task`` among them). ``native``/``translate``: one arm name, or per task (:mod:`~mindcap_tok.stats.roles`)."""
-    keys = _group_keys(grid)
+def native_cells(grid: AccuracyGrid, native: Arm | None = None) -> list[int]:
+    """The native cells of ``grid`` (``native``: one arm name, or per task; None: each task's own); none is a
+    one-line error naming the arms present."""
     cells = grid.cells
+    native = native_of(cells, native)
     nat = cells.index[arm_mask(cells, native)]
     if len(nat) == 0:
         raise MindcapError(
-            f"no {label(native, 'native')!r} cells (arms present: {', '.join(sorted(cells['arm'].unique()))})"
+            f"no {label(native, NATIVE_ROLE)!r} cells (arms present: {', '.join(sorted(cells['arm'].unique()))})"
         )
+    return [int(i) for i in nat]
+
+
+def arm_pairs(
+    grid: AccuracyGrid, native: Arm | None = None, *, translate: Arm | None = None
+) -> list[tuple[int, int | None]]:
+    """(native cell, matching translate cell or None) for every native cell; matching = same non-arm keys (the
+    ``task`` among them). ``native``/``translate``: one arm name, or per task (:mod:`~mindcap_tok.stats.roles`;
+    None: each task's own)."""
+    keys = _group_keys(grid)
+    cells = grid.cells
+    nat = native_cells(grid, native)
+    translate = comparator_of(cells, translate)
     pairs = []
     for i in nat:
         match = cells[cells["arm"] == arm_of(translate, cells.at[i, "task"] if "task" in cells else None)]
@@ -83,10 +94,15 @@ def _row_keys(grid: AccuracyGrid, cell: int) -> dict[str, Any]:
 
 
 def gap_table(
-    scores: pd.DataFrame | AccuracyGrid, frame: str = "replay", *, native: Arm = NATIVE, translate: Arm = TRANSLATE
+    scores: pd.DataFrame | AccuracyGrid,
+    frame: str = "replay",
+    *,
+    native: Arm | None = None,
+    translate: Arm | None = None,
 ) -> pd.DataFrame:
     """gap(B) = acc_translate(B) − acc_native(B) for every cell pair and scored budget (point estimates)."""
     grid = as_grid(scores, frame)
+    native, translate = native_of(grid.cells, native), comparator_of(grid.cells, translate)
     acc = grid.accuracy()
     rows = []
     for n, t in arm_pairs(grid, native, translate=translate):
@@ -103,7 +119,9 @@ def gap_table(
                 }
             )
     if not rows:
-        raise MindcapError(f"no {label(translate, 'comparator')!r} cell matches a {label(native, 'native')!r} cell")
+        raise MindcapError(
+            f"no {label(translate, COMPARATOR_ROLE)!r} cell matches a {label(native, NATIVE_ROLE)!r} cell"
+        )
     return pd.DataFrame(rows).dropna(subset=["gap"]).reset_index(drop=True)
 
 
@@ -113,7 +131,7 @@ def delta_table(
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     frame: str = "replay",
-    native: Arm = NATIVE,
+    native: Arm | None = None,
 ) -> pd.DataFrame:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) for every native cell (point estimates).
 
@@ -124,7 +142,7 @@ def delta_table(
     table = premium_table(premiums)
     acc = grid.accuracy()
     rows = []
-    for n, _ in arm_pairs(grid, native):
+    for n in native_cells(grid, native):
         r, scaled = _scaled(table, grid, n, budgets)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
         for j, budget in enumerate(budgets):
@@ -175,7 +193,7 @@ class Sweep:
 
 
 def _leader(gap: float) -> str:
-    return "tie" if gap == 0 or np.isnan(gap) else ("translate" if gap > 0 else "native")
+    return "tie" if gap == 0 or np.isnan(gap) else ("translate" if gap > 0 else NATIVE_ROLE)
 
 
 def crossovers(
@@ -215,14 +233,14 @@ def sweep(
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
     frame: str = "replay",
-    native: Arm = NATIVE,
-    translate: Arm = TRANSLATE,
+    native: Arm | None = None,
+    translate: Arm | None = None,
     boot: Boot | None = None,
 ) -> Sweep:
     """Δ_L(B) per native cell over ``budgets`` with pointwise percentile CIs and a simultaneous max-|t| band,
     the peak (argmax) with its stability, and, where a translate cell exists, gap(B) with CIs, the bootstrap
     probability that native leads, and the crossovers. ``native``/``translate``: one arm name, or each task's
-    (task -> arm; cells are then paired within their task).
+    (task -> arm; cells are then paired within their task); None: each task's own native / comparator arm.
 
     One item-clustered resampling (``resampling``: its ``n_boot`` and ``seed``; intervals at its ``level``)
     serves every cell and budget; pass ``boot`` (from :func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` on the
@@ -230,6 +248,7 @@ def sweep(
     """
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     grid = as_grid(scores, frame)
+    native, translate = native_of(grid.cells, native), comparator_of(grid.cells, translate)
     budgets = [int(b) for b in budgets]
     if not budgets or len(set(budgets)) != len(budgets):
         raise MindcapError(f"budgets must be distinct and non-empty, got {budgets}")

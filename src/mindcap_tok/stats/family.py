@@ -25,11 +25,10 @@ from ..errors import BadInputError, MindcapError
 from ..resample import check_resamples, scale_budget
 from ..spec import check
 from .bootstrap import Boot, grid_bootstrap
-from .curves import NATIVE, TRANSLATE
 from .grid import SETTING_COLUMNS, AccuracyGrid
 from .hypotheses import ALTERNATIVES, bootstrap_test, holm, t_ratio
 from .premiums import PremiumTable, lookup_premium
-from .roles import Arm, arm_of
+from .roles import Arm, arm_of, comparator_of, native_of
 
 KINDS = ("delta", "delta-difference", "gap", "contrast")
 DEFAULT_OUTCOMES = {"all": "confirmatory_support", "some": "partial_support", "none": "no_confirmatory_support"}
@@ -261,8 +260,8 @@ def run_family(
     *,
     premiums: PremiumTable | None = None,
     tests: FamilyTests = FamilyTests(),
-    native: Arm = NATIVE,
-    translate: Arm = TRANSLATE,
+    native: Arm | None = None,
+    translate: Arm | None = None,
     boot: Boot | None = None,
 ) -> FamilyResult:
     """Evaluate every hypothesis on one shared resampling, then Holm over the family.
@@ -271,7 +270,8 @@ def run_family(
     component with the largest test statistic when several), ``components`` (every component),
     ``se`` (points), ``p_value``, ``holm_threshold``, ``p_adjusted``, ``decision`` (reject/retain).
     ``tests.n_boot`` (or ``boot``'s, to reuse one resampling) must reach
-    :func:`~mindcap_tok.resample.min_resamples` at level 1 − ``tests.alpha``.
+    :func:`~mindcap_tok.resample.min_resamples` at level 1 − ``tests.alpha``. ``native``/``translate``: one
+    arm, or each task's (None: each task's own).
     """
     alpha, n_boot, seed, tail_factor = tests.alpha, tests.n_boot, tests.seed, tests.tail_factor
     if not hypotheses:
@@ -281,7 +281,7 @@ def run_family(
         raise MindcapError(f"hypothesis ids must be unique, got {ids}")
     labels = {**DEFAULT_OUTCOMES, **(tests.outcomes or {})}
     check_resamples(n_boot if boot is None else boot.n_boot, 1 - alpha)  # the tests' level is 1 - alpha
-    est = _Estimands(grid, premiums, native, translate)
+    est = _Estimands(grid, premiums, native_of(grid.cells, native), comparator_of(grid.cells, translate))
     if boot is None:
         boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
     rows = []

@@ -26,7 +26,8 @@ from ..choices import FRAMES as FRAMES
 from ..errors import MindcapError
 from ..store import CELL_COLUMNS as CELL_COLUMNS  # what names a cell (re-exported)
 from ..store import SETTING_COLUMNS as SETTING_COLUMNS  # the generation settings that split cells
-from .roles import Arm, arm_of, label
+from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
+from .roles import Arm, arm_of, comparator_of, label, native_of
 
 _BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")
 
@@ -282,9 +283,9 @@ def _varying(records: pd.DataFrame, keys: Sequence[str]) -> list[str]:
 
 def check_arms(
     records: pd.DataFrame,
-    native: Arm = "native",
+    native: Arm | None = None,
     *,
-    translate: Arm = "translate-act",
+    translate: Arm | None = None,
     frame: str = "replay",
     pooled: bool = False,
     common_items: bool = False,
@@ -301,9 +302,8 @@ def check_arms(
     ``native`` and ``translate`` cells (same model, language and settings) that cover different items. With
     ``common_items`` such a pair is compared on the items both arms hold (see :meth:`ArmCoverage.keep`); none
     in common is still refused. ``native``/``translate``: one arm name, or each task's (task -> arm; the pair's
-    ``task`` picks them; the coverage then names them ``native`` and ``comparator`` where tasks differ). The one
-    check ``sweep``, ``report``, ``protocol test`` and ``price`` run before
-    any statistic.
+    ``task`` picks them; the coverage then names them ``native`` and ``comparator`` where tasks differ; None: each
+    task's own). The one check ``sweep``, ``report``, ``protocol test`` and ``price`` run before any statistic.
     """
     require_columns(records, [*CELL_COLUMNS, "item"], what="records")
     keys = list(CELL_COLUMNS) if pooled else cell_columns(records, frame)
@@ -327,7 +327,8 @@ def check_arms(
             )
     pair_keys = [k for k in keys if k != "arm"]
     pairs = []
-    nat_label, tr_label = label(native, "native"), label(translate, "comparator")
+    native, translate = native_of(records, native), comparator_of(records, translate)
+    nat_label, tr_label = label(native, NATIVE_ROLE), label(translate, COMPARATOR_ROLE)
     for key, group in records.groupby(pair_keys, sort=True, dropna=False):
         row = dict(zip(pair_keys, key, strict=True))
         arm = group["arm"].to_numpy()

@@ -61,8 +61,8 @@ from ..spec import (
     parse_toml,
     reading,
 )
+from ..tasks.roles import NATIVE_ROLE
 from .announcement import DEFAULT_GATE, announcement_gate, gate_decisions
-from .curves import NATIVE, TRANSLATE
 from .family import DEFAULT_OUTCOMES, FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, resolve_premiums
@@ -81,7 +81,7 @@ _TOP_KEYS = {
     "parser",
     "outcomes",
     "hypotheses",
-    "native",
+    NATIVE_ROLE,
     "translate",
     "bstar",
     "prices",
@@ -275,7 +275,7 @@ def load_protocol(path: str | Path, *, bstar: int | None = None) -> Protocol:
                 premiums=raw.get("premiums"),
                 parser=str(raw.get("parser", "strict")),
                 outcomes={**DEFAULT_OUTCOMES, **outcomes},
-                native=str(raw["native"]) if "native" in raw else None,
+                native=str(raw[NATIVE_ROLE]) if NATIVE_ROLE in raw else None,
                 translate=str(raw["translate"]) if "translate" in raw else None,
                 description=str(raw.get("description", "")),
                 bstar=value() if "bstar" in raw else None,
@@ -529,11 +529,12 @@ def run_protocol(
     by_budget: pd.DataFrame,
     *,
     premiums: PremiumTable | None,
-    native: Arm = NATIVE,
-    translate: Arm = TRANSLATE,
+    native: Arm | None = None,
+    translate: Arm | None = None,
 ) -> FamilyResult:
     """Evaluate a (verified) protocol's family on ``Scores.by_budget``. The arms it declares are compared, else
-    ``native`` and ``translate`` (one arm, or each task's: :class:`~mindcap_tok.tasks.roles.TaskArms`)."""
+    ``native`` and ``translate`` (one arm, or each task's: :class:`~mindcap_tok.tasks.roles.TaskArms`; None:
+    each task's own)."""
     filters = {"model": proto.model} if proto.model else None
     grid = accuracy_grid(by_budget, proto.frame, filters=filters)
     return run_family(

@@ -1,8 +1,10 @@
 """An arm named once for every cell, or per task: the ``native`` and ``translate`` arguments of the statistics.
 
-A statistic compares a native arm with a comparator. Either one name serves every cell (``"native"``), or a
-mapping gives each task's own arm (``{"task-a": "native", "my-task": "direct"}``), looked up in a cell's ``task``
-column; this module reads both forms, so nothing here knows a task by name.
+A statistic compares a native arm with a comparator. Either one name serves every cell, or a mapping gives each
+task's own arm (``{"task-a": "native", "my-task": "direct"}``), looked up in a cell's ``task`` column; this
+module reads both forms. Given neither (``None``), a statistic compares each task's own native and comparator
+arms, read from the task files of the tasks its records name (:func:`native_of`, :func:`comparator_of`), so
+nothing here knows a task or an arm by name.
 """
 
 from __future__ import annotations
@@ -12,10 +14,22 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import MindcapError
+from ..errors import BadInputError
+from ..tasks.roles import task_arms
 
 #: one arm for every cell, or task -> arm
 Arm = str | Mapping[str, str]
+
+
+def native_of(frame: pd.DataFrame, native: Arm | None) -> Arm:
+    """``native`` as given, else each task's native arm (the tasks ``frame``'s ``task`` column names; a user's
+    task needs its arms given, as :class:`~mindcap_tok.tasks.roles.TaskArms` holds them)."""
+    return native if native is not None else task_arms(frame).native
+
+
+def comparator_of(frame: pd.DataFrame, translate: Arm | None) -> Arm:
+    """``translate`` as given, else each task's comparator arm (as :func:`native_of`)."""
+    return translate if translate is not None else task_arms(frame).comparator
 
 
 def simplest(arm: Arm) -> Arm:
@@ -39,9 +53,9 @@ def arm_of(arm: Arm, task: object = None) -> str:
     if isinstance(arm, str):
         return arm
     if task is None or pd.isna(task):
-        raise MindcapError(f"the tasks' arms differ ({_shown(arm)}): name the task of each cell")
+        raise BadInputError(f"the tasks' arms differ ({_shown(arm)}): name the task of each cell")
     if str(task) not in arm:
-        raise MindcapError(f"no arm given for task {task!r} (arms given for {', '.join(sorted(arm))})")
+        raise BadInputError(f"no arm given for task {task!r} (arms given for {', '.join(sorted(arm))})")
     return arm[str(task)]
 
 

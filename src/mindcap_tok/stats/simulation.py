@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MindcapError
+from ..tasks.roles import unnamed_task_arms
 from .grid import AccuracyGrid
 
 
@@ -31,7 +32,7 @@ from .grid import AccuracyGrid
 class SimCell:
     """One simulated (model, arm, lang) cell: correctness and emission-time parameters."""
 
-    arm: str = "native"
+    arm: str
     lang: str = "deu_Latn"
     correct_mu: float = 0.8
     emission_mu: float = math.log(200.0)
@@ -57,11 +58,13 @@ class SimDesign:
 
 
 def paper_like_design(n_items: int = 250, k: int = 8) -> SimDesign:
-    """A Qwen-like design: native and translate-act arms in de/th/sw with the paper's premiums.
+    """A Qwen-like design: native and comparator arms in de/th/sw with the paper's premiums (the arms of the task
+    of records that name none, as simulated records do).
 
-    Native answers are emitted later in proportion to the premium; translate-act pays a translation
-    preamble (later emission) but is more often correct, so the gap can change sign under tight caps.
+    Native answers are emitted later in proportion to the premium; the comparator (translate-act) pays a
+    translation preamble (later emission) but is more often correct, so the gap can change sign under tight caps.
     """
+    native, comparator = unnamed_task_arms()
     prem = {"deu_Latn": 1.56, "tha_Thai": 2.55, "swh_Latn": 1.94}
     base = 130.0
     cells = []
@@ -70,8 +73,8 @@ def paper_like_design(n_items: int = 250, k: int = 8) -> SimDesign:
         ("tha_Thai", 2.55, 0.1, 1.4, 0.05),
         ("swh_Latn", 1.94, -0.2, 0.3, 0.25),
     ):
-        cells.append(SimCell("native", lang, nat_mu, math.log(base * r), 0.45, never, 0.3))
-        cells.append(SimCell("translate-act", lang, tr_mu, math.log(base * 1.6), 0.35, 0.03, 0.3))
+        cells.append(SimCell(native, lang, nat_mu, math.log(base * r), 0.45, never, 0.3))
+        cells.append(SimCell(comparator, lang, tr_mu, math.log(base * 1.6), 0.35, 0.03, 0.3))
     return SimDesign(tuple(cells), n_items=n_items, k=k, premiums=prem)
 
 

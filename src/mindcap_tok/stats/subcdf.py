@@ -21,10 +21,11 @@ import pandas as pd
 from ..budgets import SWEEP_BUDGETS
 from ..errors import MindcapError
 from ..resample import scale_budget
-from .curves import NATIVE, _row_keys, arm_pairs, delta_table
+from ..tasks.roles import NATIVE_ROLE
+from .curves import _row_keys, delta_table, native_cells
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import PremiumsLike, lookup_premium, premium_table
-from .roles import Arm, arm_mask, label
+from .roles import Arm, arm_mask, label, native_of
 
 _BY_RECORD_REQUIRED = (*CELL_COLUMNS, "item", "emission", "correct")
 
@@ -93,7 +94,11 @@ def subcdf(by_record: pd.DataFrame, points: Sequence[int]) -> pd.DataFrame:
 
 
 def predict_delta(
-    by_record: pd.DataFrame, premiums: PremiumsLike, *, budgets: Sequence[int] = SWEEP_BUDGETS, native: Arm = NATIVE
+    by_record: pd.DataFrame,
+    premiums: PremiumsLike,
+    *,
+    budgets: Sequence[int] = SWEEP_BUDGETS,
+    native: Arm | None = None,
 ) -> pd.DataFrame:
     """Predicted Δ_L(B) = G(floor(r·B)) − G(B) per native cell, plus the naive factorization.
 
@@ -102,9 +107,10 @@ def predict_delta(
     """
     table = premium_table(premiums)
     budgets = [int(b) for b in budgets]
+    native = native_of(by_record, native)
     nat = by_record[arm_mask(by_record, native)] if "arm" in by_record.columns else by_record
     if nat.empty:
-        raise MindcapError(f"by_record has no {label(native, 'native')!r} records")
+        raise MindcapError(f"by_record has no {label(native, NATIVE_ROLE)!r} records")
     scaled_all = set(budgets)
     for model, lang in nat[["model", "lang"]].drop_duplicates().itertuples(index=False):
         r = lookup_premium(table, str(model), lang=str(lang))
@@ -116,7 +122,7 @@ def predict_delta(
     # naive factorization: P(C=1) · P(B < E ≤ floor(rB)), per cell
     keys = [k for k in grid.keys if k != "arm"]
     naive_rows = []
-    for n, _ in arm_pairs(grid, native):
+    for n in native_cells(grid, native):
         sel = _select(nat, grid, n)
         em = sel["emission"].to_numpy(dtype=np.float64)
         p_correct = float(sel["correct"].to_numpy(dtype=np.float64).mean())

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..errors import MindcapError
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, require_columns
-from .roles import Arm, arm_mask
+from .roles import Arm, arm_mask, comparator_of, native_of
 
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 
@@ -59,10 +59,12 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
 
 
 def timing_contrast(
-    timing: pd.DataFrame, native: Arm = "native", *, translate: Arm = "translate-act", column: str = "emission_p10"
+    timing: pd.DataFrame, native: Arm | None = None, *, translate: Arm | None = None, column: str = "emission_p10"
 ) -> pd.DataFrame:
-    """Native minus translate ``column`` per (model, lang, ...): negative = native emits earlier (Table 2)."""
+    """Native minus translate ``column`` per (model, lang, ...): negative = native emits earlier (Table 2).
+    ``native``/``translate``: one arm, or each task's (None: each task's own)."""
     require_columns(timing, [*CELL_COLUMNS, column], what="timing")
+    native, translate = native_of(timing, native), comparator_of(timing, translate)
     keys = [k for k in timing.columns if k in ("model", "lang", *SETTING_COLUMNS) and k != "cap"]
     nat = timing[arm_mask(timing, native)][[*keys, column]]
     tr = timing[arm_mask(timing, translate)][[*keys, column]]

@@ -7,7 +7,6 @@ Other stages enter through this package; its modules are its own.
 from .ledger import Ledger, ShardInfo, key_tuples
 from .schema import (
     ANNOUNCE_STYLES,
-    ARMS,
     CELL_COLUMNS,
     COLUMNS,
     DESIGNS,
@@ -26,7 +25,6 @@ from .tokenizers import resolve_tokenizers
 
 __all__ = [
     "ANNOUNCE_STYLES",
-    "ARMS",
     "CELL_COLUMNS",
     "CLOSE_TEXT",
     "COLUMNS",

@@ -26,7 +26,6 @@ from ..errors import MindcapError
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
 from ..tokenization.registry import registry_model_name
 
-ARMS = ("native", "translate-act", "pivot", "code-switched")
 ANNOUNCE_STYLES = ("none", "natural", "tag")
 DESIGNS = ("replay", "independent", "announcement", "determinism")
 FINISH_REASONS = ("stop", "length")
@@ -390,7 +389,7 @@ def _check_choice(table: pa.Table, name: str, allowed: Sequence[str], where: pa.
 
 
 def _check_arms(table: pa.Table) -> None:
-    """A built-in task's records name one of its arms (MGSM's: :data:`ARMS`); a user's task names its own."""
+    """A built-in task's records name one of its arms (its task file's); a user's task names its own."""
     tasks = table.column("task")
     for task in pc.unique(tasks).to_pylist():
         if task in builtin_tasks():
@@ -493,8 +492,13 @@ def _gold_columns(table: pa.Table) -> pa.Table:
     return table
 
 
+def _integer_tasks() -> list[str]:
+    """The built-in tasks whose gold is an integer."""
+    return [name for name in builtin_tasks() if load_task(name).gold.type == "integer"]
+
+
 def _check_gold(table: pa.Table) -> None:
-    """Each record holds exactly one gold value, a task name, and the default task's gold is an integer."""
+    """Each record holds exactly one gold value and a task name, and a built-in integer task's gold is an integer."""
     gold, text, task = table.column("gold"), table.column("gold_text"), table.column("task")
     checks: tuple[tuple[Any, Callable[[int], str]], ...] = (
         (pc.and_(pc.is_null(gold), pc.is_null(text)), lambda row: "gold is missing (null)"),
@@ -504,8 +508,10 @@ def _check_gold(table: pa.Table) -> None:
         ),
         (pc.equal(task, ""), lambda row: "task is empty; name the task (default " + repr(DEFAULT_TASK) + ")"),
         (
-            pc.and_(pc.equal(task, DEFAULT_TASK), pc.is_valid(text)),
-            lambda row: f"gold = {_show(text[row].as_py())} is text, but task {DEFAULT_TASK!r} takes an integer gold",
+            pc.and_(pc.is_in(task, pa.array(_integer_tasks())), pc.is_valid(text)),
+            lambda row: (
+                f"gold = {_show(text[row].as_py())} is text, but task {task[row].as_py()!r} takes an integer gold"
+            ),
         ),
     )
     for bad, message in checks:

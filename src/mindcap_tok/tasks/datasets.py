@@ -22,9 +22,9 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..config import load_config
-from ..data.mgsm import N_ITEMS, MgsmItem, load_mgsm
 from ..errors import BadInputError, MindcapError
 from ..spec import show
+from .mgsm import N_ITEMS, MgsmItem, load_mgsm
 from .model import GoldSpec, Task
 
 #: The longest CSV field read (characters): Python's csv module stops at 131,072 by default, shorter than a long

@@ -22,6 +22,17 @@ _BUILTIN = "mindcap_tok.tasks.builtin"
 DEFAULT_TASK = "mgsm"
 
 
+def task_key(name: str) -> tuple[str, ...]:
+    """The task's part of what names a request (its seed) and of a stored job spec: nothing for
+    :data:`DEFAULT_TASK`, whose seeds and specs were written before tasks existed, else its name."""
+    return () if name == DEFAULT_TASK else (name,)
+
+
+def lmeval_names() -> dict[str, tuple[str, str]]:
+    """The lm-evaluation-harness task-name prefixes the built-in tasks claim: prefix -> (task, arm)."""
+    return {prefix: (name, arm) for name in builtin_tasks() for prefix, arm in _builtin(name).lmeval.items()}
+
+
 def builtin_tasks() -> list[str]:
     """The names of the task files shipped with the package."""
     files = resources.files(_BUILTIN).iterdir()

@@ -111,8 +111,7 @@ class GoldSpec(BaseModel):
 
 
 class Task(BaseModel):
-    """A benchmark as data (see the module docs). ``prompts`` names a shipped template file
-    (``resources/prompts/<prompts>.json``) used instead of the arms' templates (MGSM's ``mgsm-v1``)."""
+    """A benchmark as data (see the module docs)."""
 
     model_config = _STRICT
     name: Name
@@ -126,14 +125,15 @@ class Task(BaseModel):
     comparator: str
     answer: AnswerSpec
     gold: GoldSpec
-    prompts: str | None = None
     #: optional few-shot exemplars: language -> list of rows (the source's fields and the gold field)
     exemplars: dict[str, list[dict[str, str]]] = {}
+    #: lm-evaluation-harness task names that are this task: name prefix (then the language's code) -> arm
+    lmeval: dict[str, str] = {}
 
     @property
     def template_version(self) -> str:
-        """The prefix of every template id: the template file's version, else ``<name>-v<version>``."""
-        return self.prompts or f"{self.name}-v{self.version}"
+        """The prefix of every template id: ``<name>-v<version>``."""
+        return f"{self.name}-v{self.version}"
 
 
 def _placeholders(text: str, key: str) -> set[str]:
@@ -169,15 +169,15 @@ def _check_arms(task: Task) -> None:
     for arm_name in task.arms:
         if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", arm_name):
             raise SpecError(f"arms.{arm_name}", "an arm name is lower-case letters, digits, '.', '_' or '-'")
+    for prefix, arm_name in task.lmeval.items():
+        if arm_name not in task.arms:
+            raise SpecError(f"lmeval.{prefix}", f"names no arm; arms: {', '.join(task.arms)}")
     for name, arm in task.arms.items():
         for key in ("translation", "reasoning"):
             if getattr(arm, key) is not None:
                 _check_code(getattr(arm, key), f"arms.{name}.{key}")
-    if task.prompts is None:
-        for name, arm in task.arms.items():
-            _check_templates(task, name, arm)
-    elif "question" not in task.source.fields:
-        raise SpecError("source.fields", f"must map question: the templates of {task.prompts} format it")
+    for name, arm in task.arms.items():
+        _check_templates(task, name, arm)
 
 
 def _check_templates(task: Task, name: str, arm: Arm) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final, Literal
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,12 @@ from ..errors import BadInputError
 from .load import DEFAULT_TASK, builtin_tasks, load_task, load_task_files
 from .model import Task
 
+#: the native role: a task's arm in the item's language, and how statistics name it in their output (a leader, a
+#: label where the tasks' native arms differ)
+NATIVE_ROLE: Final = "native"
+#: the comparator role: the arm a task compares its native arm with
+COMPARATOR_ROLE: Final = "comparator"
+
 
 def record_tasks(table: pa.Table | pd.DataFrame) -> np.ndarray:
     """Each record's task name (object array; no ``task`` column or a null one: MGSM's, as every older ledger)."""
@@ -26,6 +33,12 @@ def record_tasks(table: pa.Table | pd.DataFrame) -> np.ndarray:
         return np.full(n, DEFAULT_TASK, dtype=object)
     col = table.column("task").to_pylist() if isinstance(table, pa.Table) else table["task"].tolist()
     return np.array([DEFAULT_TASK if t is None or t != t else str(t) for t in col], dtype=object)
+
+
+def unnamed_task_arms() -> tuple[str, str]:
+    """The (native, comparator) arms of the task of records that name none (:func:`record_tasks`)."""
+    task = load_task(DEFAULT_TASK)
+    return task.native, task.comparator
 
 
 def find_tasks(names: Sequence[str], files: Sequence[str | os.PathLike[str]] = ()) -> dict[str, Task]:
@@ -42,6 +55,17 @@ def find_tasks(names: Sequence[str], files: Sequence[str | os.PathLike[str]] = (
             )
         out[name] = given.get(name) or load_task(name)
     return out
+
+
+def role_mask(
+    records: pa.Table, role: Literal["native", "comparator"], *, tasks: Sequence[str | os.PathLike[str]] = ()
+) -> np.ndarray:
+    """Whether each record is of its task's ``role`` arm (:data:`NATIVE_ROLE` or :data:`COMPARATOR_ROLE`;
+    ``tasks``: the task files of records whose task is not built in)."""
+    names = record_tasks(records)
+    found = find_tasks(list(dict.fromkeys(names)), tasks)
+    arm = records.column("arm").to_numpy(zero_copy_only=False)
+    return arm == np.array([getattr(found[t], role) for t in names], dtype=object)
 
 
 @dataclass(frozen=True)

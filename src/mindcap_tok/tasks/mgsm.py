@@ -17,8 +17,8 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..config import load_config
+from ..data.languages import resolve_language, short_name
 from ..errors import MindcapError
-from .languages import resolve_language, short_name
 
 #: FLORES codes of the 11 MGSM languages, in the upstream file order
 MGSM_LANGUAGES = (
@@ -139,8 +139,18 @@ def load_exemplars(lang: str, data_dir: str | os.PathLike[str] | None = None) ->
     return _exemplars(str(mgsm_source(data_dir)), mgsm_language(lang))
 
 
+#: the corpus of MGSM's questions, by name (``premium --corpus``, ``extend --corpus``)
+QUESTIONS = "mgsm"
 #: parallel MGSM texts a token premium can be measured on (``premium --corpus``): name -> what it holds
-MGSM_CORPORA = {"mgsm": "the 250 questions", "mgsm-answers": "the 8 exemplar answers"}
+MGSM_CORPORA = {QUESTIONS: "the 250 questions", "mgsm-answers": "the 8 exemplar answers"}
+
+
+def question_corpus(
+    lang: str, data_dir: str | os.PathLike[str] | None = None
+) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """The name (``mgsm/<code>/questions``) and the (item, question) pairs of one language's 250 MGSM questions."""
+    code = mgsm_language(lang)
+    return f"mgsm/{code}/questions", tuple((it.item, it.question) for it in load_mgsm(code, data_dir))
 
 
 def mgsm_texts(lang: str, corpus: str = "mgsm", *, folder: str | os.PathLike[str] | None = None) -> list[str]:
