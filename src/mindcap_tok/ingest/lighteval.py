@@ -18,10 +18,10 @@ beside it (the run's model config). Each response of a row (``model_response.tex
   is no cap: refused.
 - finish reason: ``length`` when the ids reach the cap, else ``stop``, marked ``finish_inferred`` (the details
   hold no stop reason; with sampled ids only a decode stopped by its last allowed token is ambiguous).
-- task, language and arm from the task name (``doc.task_name``, else the file name): lighteval's own MGSM tasks
-  ``mgsm:de`` and ``mgsm_deu`` are task ``mgsm``, native arm; the suite prefix (``lighteval|``) and the few-shot
-  suffix (``|0``) are dropped, ``:`` read as ``_``, and the rest mapped as lm-eval task names are
-  (:func:`mindcap_tok.ingest.lmeval.map_task`: ``mgsm_native_cot_de``, task files).
+- task, language and arm from the task name (``doc.task_name``, else the file name): a built-in task's name and
+  a language (lighteval's ``mgsm:de``, ``mgsm_deu``) is that task's native arm; the suite prefix (``lighteval|``)
+  and the few-shot suffix (``|0``) are dropped, ``:`` read as ``_``, and the rest mapped as lm-eval task names
+  are (:func:`mindcap_tok.ingest.lmeval.map_task`: ``mgsm_native_cot_de``, task files).
 - item: the doc's ``id``; gold: ``doc.choices[doc.gold_index]`` in the task's type (MGSM: an integer).
 - text: the response as lighteval logged (and scored) it, which its transformers backend cuts at the task's
   stop sequences, so it may end before the ids do.
@@ -55,10 +55,10 @@ import pyarrow.parquet as pq
 
 from .._io import regular_file
 from ..data.languages import resolve_language
-from ..data.mgsm import parse_gold
 from ..errors import BadInputError, MindcapError, first_line
 from ..store import CLOSE_TEXT, think_end, think_markers
-from ..tasks.load import load_task, load_task_files
+from ..tasks.load import builtin_tasks, load_task, load_task_files
+from ..tasks.mgsm import parse_gold
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.registry import registry_model_name
@@ -205,9 +205,9 @@ def map_task(name: str, tasks: Sequence[Task]) -> tuple[str, str, str]:
     base = parts[-1]  # without a suite prefix
     flat = base.replace(":", "_")
     stem, _, suffix = flat.rpartition("_")
-    if stem == "mgsm":
+    if stem in builtin_tasks():  # lighteval names a task by its own name and the language: its native arm
         try:
-            return "mgsm", resolve_language(suffix), "native"
+            return stem, resolve_language(suffix), load_task(stem).native
         except MindcapError as exc:
             raise BadInputError(f"lighteval task {name!r}: {exc}") from exc
     try:
