@@ -104,8 +104,7 @@ def _sweep_inputs(state, common: dict) -> SweepInputs:
             selection=selection,
             frame=common["frame"],
             common_items=common["common_items"],
-            tokenizers_dir=state.config.tokenizers_dir.value,
-            data_dir=state.config.data_dir.value,
+            config=state.config,
             on_progress=_scoring_bar(stack),
         )
 

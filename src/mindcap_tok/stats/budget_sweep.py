@@ -20,6 +20,7 @@ from .roles import Arm
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..config import Config
     from ..scoring import Scores
     from ..tasks.roles import TaskArms
 
@@ -57,22 +58,24 @@ def sweep_inputs(
     selection: LedgerSelection | None = None,
     frame: str = "replay",
     common_items: bool = False,
-    tokenizers_dir: str | Path | None = None,
-    data_dir: str | Path | None = None,
+    config: Config | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> SweepInputs:
     """Read and score the ledger at ``ledger`` for a sweep over ``budgets`` (:func:`load_scored_ledger` with
     :func:`sweep_budgets`), find each task's arms in its task file and check that they can be compared in
-    ``frame`` (:func:`comparable_scores`). ``selection``: which records, scored how (default: all, strict)."""
+    ``frame`` (:func:`comparable_scores`). ``selection``: which records, scored how (default: all, strict);
+    ``config``: where tokenizers and data are (default: :func:`~mindcap_tok.config.load_config`, as the CLI's)."""
+    from ..config import load_config
     from ..tasks.roles import task_arms
 
     selection = selection or LedgerSelection()
+    config = config or load_config()
     grid = list(budgets)
     scored = load_scored_ledger(
         ledger,
         sweep_budgets(grid),
-        tokenizers_dir=tokenizers_dir,
-        data_dir=data_dir,
+        tokenizers_dir=config.tokenizers_dir.value,
+        data_dir=config.data_dir.value,
         premium_specs=premium_specs,
         selection=selection,
         on_progress=on_progress,
