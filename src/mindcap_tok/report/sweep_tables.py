@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._tables import FLOATFMT
 from ..stats.roles import label
 from ..store import SETTING_COLUMNS
 from .budget_report import DELTA_COLUMNS, to_points
@@ -23,11 +24,12 @@ GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap"
 
 @dataclass(frozen=True)
 class TitledTable:
-    """One table to render: its title, its rows (one dict each) and the number format of its floats."""
+    """One table to render (:func:`~mindcap_tok._tables.render`): its title, its rows (one dict each) and the number
+    format of its floats."""
 
     title: str
     rows: list[dict[str, Any]]
-    floatfmt: str | None = None
+    floatfmt: str = FLOATFMT
 
 
 def drop_shared_settings(*frames: pd.DataFrame) -> tuple[Any, ...]:
