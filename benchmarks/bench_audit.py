@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from mindcap_tok.audits import AuditConfig, run_audits, write_report
+from mindcap_tok.audits import AuditConfig, run_audits, write_audit_report
 from mindcap_tok.config import load_config
 from mindcap_tok.stats.premiums import premium_table
 from mindcap_tok.store.ledger import Ledger
@@ -137,7 +137,7 @@ def main() -> None:
         )
         t = time.perf_counter()
         suite = run_audits(f"{tmp}/L", None, config=config)
-        write_report(suite, f"{tmp}/out")
+        write_audit_report(suite, f"{tmp}/out")
         total = time.perf_counter() - t
     for res in suite.results:
         print(f"  {res.name:<11} {res.status:<8} {res.summary.get('seconds', 0):7.1f} s {res.reason}")

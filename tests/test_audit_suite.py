@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from cli_args import audit_cell_args
 from ledger_factory import make_record
-from mindcap_tok.audits import AuditConfig, chrf_scores, run_audits, translation_audit, write_report
+from mindcap_tok.audits import AuditConfig, chrf_scores, run_audits, translation_audit, write_audit_report
 from mindcap_tok.cli.main import cli
 from mindcap_tok.resample import Resampling
 from mindcap_tok.stats.premiums import premium_table
@@ -88,7 +88,7 @@ def test_suite_writes_one_report(qwen, ledger_dir, tmp_path):
     suite = run_audits(ledger_dir, None, config=config)
     assert [r.name for r in suite.results] == ["langid", "comet", "parser", "parity", "normalizer", "truncation"]
     assert [r.status for r in suite.results] == ["ok"] * 6, [r.reason for r in suite.results]
-    paths = write_report(suite, tmp_path / "out")
+    paths = write_audit_report(suite, tmp_path / "out")
     md = paths["markdown"].read_text("utf-8")
     for title in (
         "Trace-language ID",
@@ -114,7 +114,7 @@ def test_missing_extras_are_skipped_with_the_install_command(qwen, ledger_dir, t
     assert status["parity"][0] == "ok"
     assert status["langid"][0] == "skipped" and "pip install 'mindcap-tok[lid]'" in status["langid"][1]
     assert status["comet"][0] == "skipped" and "pip install 'mindcap-tok[chrf]'" in status["comet"][1]
-    md = write_report(suite, tmp_path)["markdown"].read_text("utf-8")
+    md = write_audit_report(suite, tmp_path)["markdown"].read_text("utf-8")
     assert "**Skipped:** fasttext-numpy2 is not installed: pip install 'mindcap-tok[lid]'" in md
 
 
@@ -185,7 +185,7 @@ def test_report_is_rendered_before_anything_is_written(tmp_path, monkeypatch):
 
     old = suite_mod.SuiteResult("L", 1, [skipped("parity", "old reason")])
     out = tmp_path / "audit"
-    paths = write_report(old, out)
+    paths = write_audit_report(old, out)
     before = {k: p.read_text("utf-8") for k, p in paths.items()}
     new = suite_mod.SuiteResult("L", 2, [skipped("parity", "new reason")])
 
@@ -194,7 +194,7 @@ def test_report_is_rendered_before_anything_is_written(tmp_path, monkeypatch):
 
     monkeypatch.setattr(suite_mod.SuiteResult, "as_dict", broken)  # the JSON fails after the Markdown rendered
     with pytest.raises(RuntimeError, match="cannot render"):
-        write_report(new, out)
+        write_audit_report(new, out)
     assert {k: p.read_text("utf-8") for k, p in paths.items()} == before
     assert sorted(p.name for p in out.iterdir()) == [".mindcap-tok-output.json", "audit.json", "audit.md"]
     assert [p.name for p in tmp_path.iterdir()] == ["audit"]  # no staging folder left beside it
@@ -365,7 +365,7 @@ def test_audit_inputs_finds_premiums_and_mgsm_questions_for_the_ledger(qwen, tmp
     from fractions import Fraction
 
     from ledger_factory import make_cell
-    from mindcap_tok import AuditInputs, audit_inputs
+    from mindcap_tok.audits import AuditInputs, audit_inputs
 
     led = Ledger(tmp_path / "L")
     led.append(make_cell(qwen, n_items=2, n_samples=1), qwen)

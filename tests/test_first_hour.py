@@ -220,7 +220,7 @@ def test_every_command_resamples_10000_times_by_default_the_audit_too():
 def test_a_trace_premium_headline_from_few_traces_says_how_few(tmp_path):
     import pandas as pd
 
-    from mindcap_tok.audits import AuditResult, SuiteResult, write_report
+    from mindcap_tok.audits import AuditResult, SuiteResult, write_audit_report
 
     def report(traces, items):
         delta = pd.DataFrame(
@@ -230,7 +230,7 @@ def test_a_trace_premium_headline_from_few_traces_says_how_few(tmp_path):
         trace = pd.DataFrame([{"model": "m", "lang": "tha_Thai", "traces": traces, "items": items, "r_trace": 2.1}])
         res = AuditResult("normalizer", tables={"delta": delta, "trace_premium": trace}, summary={"sesoi": 0.05})
         out = tmp_path / f"a{traces}"
-        write_report(SuiteResult(ledger="L", records=traces, results=[res]), out)
+        write_audit_report(SuiteResult(ledger="L", records=traces, results=[res]), out)
         return (out / "audit.md").read_text("utf-8")
 
     few = report(2, 2)

@@ -143,7 +143,9 @@ def test_public_api_names_the_function_after_any_import_order():
 
     code = (
         "import mindcap_tok.stats, mindcap_tok.generation.jobs, mindcap_tok.audits\n"
-        "from mindcap_tok import token_premium, scale_budget, Premium\n"
+        "from mindcap_tok import token_premium\n"
+        "from mindcap_tok.premium import Premium\n"
+        "from mindcap_tok.resample import scale_budget\n"
         "import inspect; assert inspect.isfunction(token_premium) and inspect.isfunction(scale_budget), 'module'\n"
         "assert token_premium.__module__ == 'mindcap_tok.premium' and scale_budget(2.55, 100) == 255\n"
         "assert inspect.isclass(Premium)\n"

@@ -1,9 +1,12 @@
-"""The public API is ``mindcap_tok.__all__``: every README and docs/ example, notebook and example script imports only
-from it, every name in it resolves and is documented, and ``import mindcap_tok`` stays light."""
+"""The public API: at most 20 names in ``mindcap_tok.PUBLIC`` (``__all__``), one import away, and each stage's own
+namespace (the ``__all__`` of ``mindcap_tok.stats``, ``mindcap_tok.audits``...). Every README and docs/ example,
+notebook and example script imports only those two ways, every public name resolves and is documented, type
+checkers see the same names, and ``import mindcap_tok`` stays light."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import json
 import re
@@ -18,6 +21,12 @@ import mindcap_tok
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]  # the README and the docs pages
 INIT = ROOT / "src" / "mindcap_tok" / "__init__.py"
+#: the stage namespaces: the package's subpackages and top-level modules, private ones left out
+STAGES = sorted(
+    p.stem if p.is_file() else p.name
+    for p in INIT.parent.iterdir()
+    if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").is_file())
+)
 
 
 def python_blocks(markdown: str) -> list[str]:
@@ -32,17 +41,28 @@ def notebook_code(path: Path) -> list[str]:
     return ["\n".join(line for line in s.splitlines() if not line.lstrip().startswith(("%", "!"))) for s in sources]
 
 
+def namespace(stage: str) -> set[str]:
+    """The public names of a stage: its ``__all__``, else (a plain module) its names without a leading underscore."""
+    module = importlib.import_module(f"mindcap_tok.{stage}")
+    return set(getattr(module, "__all__", None) or (n for n in vars(module) if not n.startswith("_")))
+
+
 def bad_imports(code: str) -> list[str]:
-    """Every mindcap_tok import in ``code`` that is not ``from mindcap_tok import <names of __all__>``."""
+    """Every mindcap_tok import in ``code`` that is neither ``from mindcap_tok import <a name of __all__>`` nor
+    ``from mindcap_tok.<stage> import <a name of the stage's namespace>``."""
     problems = []
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Import):
             problems += [f"import {a.name}" for a in node.names if a.name.startswith("mindcap_tok.")]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "mindcap_tok":
-            if node.module != "mindcap_tok":
+            parts = node.module.split(".") if node.module else []
+            if node.module == "mindcap_tok":
+                problems += [f"{a.name} is not in __all__" for a in node.names if a.name not in mindcap_tok.__all__]
+            elif len(parts) != 2 or parts[1] not in STAGES:
                 problems.append(f"from {node.module} import ...")
             else:
-                problems += [f"{a.name} is not in __all__" for a in node.names if a.name not in mindcap_tok.__all__]
+                public = namespace(parts[1])
+                problems += [f"{a.name} is not in {node.module}" for a in node.names if a.name not in public]
     return problems
 
 
@@ -54,7 +74,12 @@ def test_the_checker_refuses_deep_imports_and_unlisted_names():
         "import mindcap_tok.stats",
         "nothing_here is not in __all__",
     ]
+    assert bad_imports("from mindcap_tok.stats import holm, _private\nfrom mindcap_tok._io import x") == [
+        "_private is not in mindcap_tok.stats",
+        "from mindcap_tok._io import ...",
+    ]
     assert bad_imports("import mindcap_tok\nfrom mindcap_tok import load_tokenizer, price_ledger") == []
+    assert bad_imports("from mindcap_tok.report import plot_premiums\nfrom mindcap_tok.config import Config") == []
 
 
 def test_documented_examples_import_only_the_public_api():
@@ -73,32 +98,48 @@ def test_example_scripts_import_only_the_public_api(path):
     assert bad_imports(path.read_text("utf-8")) == []
 
 
-def test_the_library_calls_the_readme_names_are_public():
-    # named in the README's prose as the library side of a command (premium, generate, price, audits)
-    named = {"load_tokenizer", "token_premium", "run_job", "dry_run", "price_ledger", "Pricing", "retokenize"}
-    named |= {"run_audits", "write_report", "AuditResult", "langid_audit", "validation_agreement", "Ledger"}
-    assert named - set(mindcap_tok.__all__) == set()
+def test_the_library_calls_the_docs_name_are_in_their_stage_namespaces():
+    # named in the docs' prose as the library side of a command (generate, price, audits, statistics)
+    named = {
+        "generation": {"run_job", "dry_run", "JobHooks"},
+        "adaptation": {"price_ledger", "Pricing", "retokenize", "price_cells"},
+        "audits": {"run_audits", "write_audit_report", "AuditResult", "langid_audit", "validation_agreement"},
+        "stats": {"confirm", "consistency", "load_scored_ledger", "budget_sweep", "sweep_inputs"},
+        "roundtrip": {"build_roundtrip_report", "write_roundtrip_report", "roundtrip_report"},
+        "report": {"budget_tables", "write_budget_report", "sweep_tables"},
+    }
+    assert {stage: names - namespace(stage) for stage, names in named.items()} == {s: set() for s in named}
+
+
+def test_the_public_api_is_at_most_20_stage_entry_points():
+    assert len(mindcap_tok.__all__) <= 20
+    assert mindcap_tok.__all__ == list(mindcap_tok.PUBLIC)
+    assert len(set(mindcap_tok.__all__)) == len(mindcap_tok.__all__)
 
 
 @pytest.mark.parametrize("name", mindcap_tok.__all__)
-def test_every_public_name_resolves_and_is_documented(name):
+def test_every_public_name_resolves_is_documented_and_is_in_its_stage(name):
     value = getattr(mindcap_tok, name)
     assert (value.__doc__ or "").strip(), f"{name} has no docstring"
     assert value.__module__.startswith("mindcap_tok."), name
+    stage = mindcap_tok.PUBLIC[name]
+    assert getattr(importlib.import_module(f"mindcap_tok.{stage}"), name) is value
+    if "." not in stage:  # a stage's own namespace holds it too (not only a module inside the stage)
+        assert name in namespace(stage), f"{name} is not in mindcap_tok.{stage}'s namespace"
 
 
-def test_all_is_what_type_checkers_see_plus_the_errors_and_each_name_is_that_object():
-    assert len(set(mindcap_tok.__all__)) == len(mindcap_tok.__all__)
-    errors = {"MindcapError", "BadInputError", "DamagedDataError", "MissingExtraError", "BackendError"}
+def type_checking_block() -> str:
+    """The ``if TYPE_CHECKING:`` block that makes :data:`mindcap_tok.PUBLIC` visible to type checkers."""
+    lines = [f"    from .{m} import {n} as {n}" for n, m in sorted(mindcap_tok.PUBLIC.items(), key=lambda x: x[::-1])]
+    return "\n".join(lines)
+
+
+def test_type_checkers_see_the_public_names():
     tree = ast.parse(INIT.read_text("utf-8"))
     guarded = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
-    seen = {}
-    for node in guarded.body:
-        for a in node.names:
-            seen[a.asname or a.name] = (node.module, a.name)
-    assert set(mindcap_tok.__all__) == {*errors, *seen}
-    for name, (module, attribute) in seen.items():  # the lazy import gives the object type checkers are told of
-        assert getattr(mindcap_tok, name) is getattr(importlib.import_module(f"mindcap_tok.{module}"), attribute)
+    seen = {a.asname: (node.module, a.name) for node in guarded.body for a in node.names}
+    expected = {name: (module, name) for name, module in mindcap_tok.PUBLIC.items()}
+    assert seen == expected, f"write this block under `if TYPE_CHECKING:` in {INIT}:\n{type_checking_block()}"
     assert set(mindcap_tok.__all__) <= set(dir(mindcap_tok))
 
 

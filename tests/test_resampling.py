@@ -7,7 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mindcap_tok import BadInputError, MindcapError, Resampling
+from mindcap_tok import MindcapError, Resampling
+from mindcap_tok.errors import BadInputError
 from mindcap_tok.premium import ratio_bootstrap
 from mindcap_tok.resample import bootstrap_sums
 

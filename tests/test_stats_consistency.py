@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from ledger_factory import early_late_records
-from mindcap_tok import Splits, consistency
 from mindcap_tok.choices import MAX_SPLITS
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.scoring.score import Scores
+from mindcap_tok.stats import Splits, consistency
 from mindcap_tok.stats.premiums import required_budgets
 from mindcap_tok.store.ledger import Ledger
 from simulate import paper_like_design, simulate

@@ -10,7 +10,8 @@ import pytest
 
 import mindcap_tok
 from ledger_factory import early_late_records
-from mindcap_tok import LedgerSelection, MindcapError, load_scored_ledger, sweep_budgets
+from mindcap_tok import MindcapError
+from mindcap_tok.stats import LedgerSelection, load_scored_ledger, sweep_budgets
 from mindcap_tok.store.ledger import Ledger
 
 
@@ -64,5 +65,5 @@ def test_progress_reports_running_counts_up_to_the_number_of_records(ledger, con
     assert seen and seen[-1] == (16, 16)
 
 
-def test_it_is_public():
-    assert {"load_scored_ledger", "LedgerSelection", "ScoredLedger", "sweep_budgets"} <= set(mindcap_tok.__all__)
+def test_it_is_in_the_stats_namespace():
+    assert {"load_scored_ledger", "LedgerSelection", "ScoredLedger", "sweep_budgets"} <= set(mindcap_tok.stats.__all__)

@@ -12,7 +12,10 @@ from .crossfit import (
 )
 from .effect import Effect, measure_effect
 from .extend import Extension, SizeRule, learn_extension, pre_token_counts
+from .price import GivenFolds, LearnedFolds, PricedTask, PriceSettings, Pricing, SavedFolds, price_ledger
+from .retokenize import retokenize
 from .saved import CrossFitSet, SavedExtension, apply_extension, load_crossfit, load_extension, save_extension
+from .triage import fold_rows, price_cells, price_records, triage_rows, triage_text
 
 __all__ = [
     "Corpus",
@@ -21,7 +24,13 @@ __all__ = [
     "Effect",
     "Extension",
     "FoldExtension",
+    "GivenFolds",
+    "LearnedFolds",
+    "PriceSettings",
+    "PricedTask",
+    "Pricing",
     "SavedExtension",
+    "SavedFolds",
     "SizeRule",
     "apply_extension",
     "as_corpus",
@@ -29,6 +38,7 @@ __all__ = [
     "cross_fit",
     "extend_crossfit",
     "flores_corpus",
+    "fold_rows",
     "learn_extension",
     "load_corpus",
     "load_crossfit",
@@ -37,7 +47,13 @@ __all__ = [
     "measure_folds",
     "mgsm_corpus",
     "pre_token_counts",
+    "price_cells",
+    "price_ledger",
+    "price_records",
+    "retokenize",
     "save_crossfit",
     "save_extension",
     "text_file_corpus",
+    "triage_rows",
+    "triage_text",
 ]

@@ -1,7 +1,7 @@
 """The five ledger audits of "Mind the Cap" §5 and §4.2, and the suite that runs them into one report.
 
 Each audit is a function returning an :class:`AuditResult` (per-cell tables plus settings), registered in
-:data:`REGISTRY` as an :class:`AuditSpec`; the suite (:func:`run_audits`, :func:`write_report`) is what
+:data:`REGISTRY` as an :class:`AuditSpec`; the suite (:func:`run_audits`, :func:`write_audit_report`) is what
 ``mindcap-tok audit`` calls.
 """
 
@@ -26,11 +26,13 @@ from .suite import (
     REGISTRY,
     AuditConfig,
     AuditFailed,
+    AuditInputs,
     AuditSpec,
     SuiteResult,
+    audit_inputs,
     render_markdown,
     run_audits,
-    write_report,
+    write_audit_report,
 )
 from .translation import chrf_scores, comet_scores, translation_audit
 
@@ -39,11 +41,13 @@ __all__ = [
     "REGISTRY",
     "AuditConfig",
     "AuditFailed",
+    "AuditInputs",
     "AuditResult",
     "AuditSpec",
     "LidSettings",
     "LidValidation",
     "SuiteResult",
+    "audit_inputs",
     "behavioral_ratios",
     "chrf_scores",
     "classify",
@@ -67,5 +71,5 @@ __all__ = [
     "validation_agreement",
     "validation_sample",
     "wilson_interval",
-    "write_report",
+    "write_audit_report",
 ]

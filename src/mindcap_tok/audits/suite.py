@@ -637,7 +637,7 @@ def render_markdown(suite: SuiteResult) -> str:
 PRODUCER = "mindcap-tok audit"
 
 
-def write_report(suite: SuiteResult, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+def write_audit_report(suite: SuiteResult, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
     """Write ``audit.md``, ``audit.json`` and (after langid) ``langid_validation.csv`` as the folder ``out_dir``.
 
     Every file is rendered before anything is written, and the folder is staged and moved into place in one

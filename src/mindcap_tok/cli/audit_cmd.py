@@ -89,7 +89,7 @@ def audit_command(state, ledger, out, only, **options) -> None:
     check_n_boot(options["n_boot"])  # the audits' CIs are at 0.95
 
     from .._io import check_output_folder
-    from ..audits import AuditConfig, LidSettings, run_audits, write_report
+    from ..audits import AuditConfig, LidSettings, run_audits, write_audit_report
     from ..audits._common import find_tasks
     from ..audits.langid import load_validation_labels
     from ..audits.normalizer import load_renderings
@@ -146,7 +146,7 @@ def audit_command(state, ledger, out, only, **options) -> None:
         tasks=options["tasks"],
     )
     suite = run_audits(led, names, config=config)
-    paths = write_report(suite, out)
+    paths = write_audit_report(suite, out)
     for res in suite.results:
         note = "ok" if res.status == "ok" else f"skipped: {res.reason}"
         click.echo(f"{res.name}: {note} ({res.summary.get('seconds', 0):.1f} s)", err=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 import click
@@ -31,57 +30,7 @@ from ._parsing import Command
 from ._progress import progress_bar
 
 if TYPE_CHECKING:
-    from ..adaptation.price import ExtensionSource, Pricing
-
-
-def _pts(x: float) -> str:
-    return f"{100 * x:+.1f}"
-
-
-def _table_rows(results: list[Pricing]) -> list[dict]:
-    rows = []
-    several = len({p.task for p in results}) > 1  # a ledger of several tasks: say whose row
-    for p in results:
-        for r in p.rows:
-            rows.append(
-                {
-                    **({"task": p.task} if several else {}),
-                    "model": r.model,
-                    "lang": r.lang,
-                    "B": r.cap,
-                    "G": _pts(r.G),
-                    f"G({r.b_max})": _pts(r.G_max),
-                    "G3": _pts(r.G3),
-                    "NAT trunc": f"{100 * r.nat_trunc:.1f}%",
-                    "NAT gain": _pts(r.nat_gain),
-                    "ext NAT gain": _pts(r.ext_nat_gain),
-                    "closure G−G3": _pts(r.closure),
-                    f"{100 * p.ci:g}% CI": f"[{_pts(r.closure_ci_low)}, {_pts(r.closure_ci_high)}]",
-                    "items": r.n_items,
-                }
-            )
-    return rows
-
-
-def _fold_rows(results: list[Pricing]) -> list[dict]:
-    rows = []
-    for p in results:
-        for f in p.folds:
-            premium = (
-                f"{f.premium_before:.3f} -> {f.premium_after:.3f}" if f.premium_before is not None else "not measured"
-            )
-            rows.append(
-                {
-                    "model": p.model,
-                    "lang": p.lang,
-                    "fold": "all" if f.fold is None else f.fold,
-                    "items": f.n_items,
-                    "NATIVE tokens base -> ext": f"{f.trace_tokens_base} -> {f.trace_tokens_ext}",
-                    "ext/base": f"{f.trace_ratio:.3f}",
-                    "FLORES premium": premium,
-                }
-            )
-    return rows
+    from ..adaptation.price import ExtensionSource
 
 
 def _extension_source(state, options: dict, *, n_cells: int, n_langs: int) -> ExtensionSource:
@@ -161,9 +110,9 @@ def price_command(state, ledger_dir, models, langs, caps, fmt, out, no_verify, *
     Accuracies, deficits and gains are fractions in JSON/CSV and percentage points in the table. Each task the
     ledger holds for a model and language is priced on its own, in that task's native and comparator arms.
     """
-    from ..adaptation.price import PricedTask, PriceSettings, ledger_tasks, price_ledger
+    from ..adaptation.price import PricedTask, PriceSettings
+    from ..adaptation.triage import fold_rows, price_cells, price_records, triage_rows, triage_text
     from ..resample import Resampling
-    from ..store import Ledger
     from ..tokenization.load import load_tokenizer
 
     check_n_boot(options["n_boot"], options["level"])
@@ -179,32 +128,27 @@ def price_command(state, ledger_dir, models, langs, caps, fmt, out, no_verify, *
         tokenizers_dir=state.config.tokenizers_dir.value,
         allow_tokenizer_mismatch=options["allow_tokenizer_mismatch"],
         workers=options["workers"],
+        task=PricedTask(None, tuple(options["tasks"])),
     )
-    files = tuple(options["tasks"])
-    results: list[Pricing] = []
     with progress_bar("pricing", total=len(models) * len(codes)) as advance:
-        for model in models:
-            for code in codes:
-                ledger = Ledger(ledger_dir, verify=not no_verify)
-                tasks: list[str | None] = list(ledger_tasks(ledger, model, lang=code))
-                for task in tasks or [None]:
-                    priced = dataclasses.replace(settings, task=PricedTask(task, files))
-                    results.append(
-                        price_ledger(ledger, model, lang=code, caps=list(caps), extension=extension, settings=priced)
-                    )
-                advance()
+        results = price_cells(
+            ledger_dir,
+            models,
+            langs=codes,
+            caps=caps,
+            extension=extension,
+            settings=settings,
+            verify=not no_verify,
+            on_cell=advance,
+        )
     n_boot, seed, parser = options["n_boot"], options["seed"], options["parser"]
-    triage = "\n".join(line for p in results for line in p.triage())
-    if fmt == "json":
-        emit(to_json([p.record(r) for p in results for r in p.rows]), out)
-        click.echo(triage, err=True)
-        return
-    if fmt == "csv":
-        records = [{k: v for k, v in p.record(r).items() if k != "compression"} for p in results for r in p.rows]
-        emit(render(records, "csv"), out)
+    triage = triage_text(results)
+    if fmt in ("json", "csv"):
+        records = price_records(results, flat=fmt == "csv")
+        emit(to_json(records) if fmt == "json" else render(records, "csv"), out)
         click.echo(triage, err=True)
         return
     title = f"Adaptation triage (points; {n_boot} item resamples, seed {seed}, parser {parser})"
-    body = render(_table_rows(results), fmt, title=title)
-    folds = render(_fold_rows(results), fmt, title="Extension compression per fold")
+    body = render(triage_rows(results), fmt, title=title)
+    folds = render(fold_rows(results), fmt, title="Extension compression per fold")
     emit(f"{body}\n{folds}\n{triage}\n", out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 import click
@@ -28,28 +29,31 @@ from ._parsing import Command, Group
 from ._progress import on_progress, progress_bar
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from ..resample import Resampling
+    from ..stats.budget_sweep import SweepInputs
+
+
+def _scoring_bar(stack: ExitStack) -> Callable[[int, int], None]:
+    """An ``on_progress(done, total)`` for the scoring: a progress bar entered on ``stack`` once the number of
+    records is known (shown over 5,000 records)."""
+    report: list[Callable[[int, int], None]] = []  # the bar's on_progress, once it is open
+
+    def step(done: int, total: int) -> None:
+        if not report:
+            bar = progress_bar("scoring prefixes", total=total, enabled=total > 5000)
+            report.append(on_progress(stack.enter_context(bar)))
+        report[0](done, total)
+
+    return step
 
 
 def load_scores(state, ledger: str, budgets_for, premium_specs=(), **selection):
     """:func:`~mindcap_tok.stats.inputs.load_scored_ledger` with the configured folders and a progress bar
     (over 5,000 records); ``selection``: :class:`~mindcap_tok.stats.inputs.LedgerSelection`'s fields.
     Returns (scores, premium table)."""
-    from contextlib import ExitStack
-
     from ..stats.inputs import LedgerSelection, load_scored_ledger
 
     with ExitStack() as stack:
-        report: list[Callable[[int, int], None]] = []  # the bar's on_progress, once it is open
-
-        def step(done: int, total: int) -> None:
-            if not report:  # the bar opens once the number of records is known
-                bar = progress_bar("scoring prefixes", total=total, enabled=total > 5000)
-                report.append(on_progress(stack.enter_context(bar)))
-            report[0](done, total)
-
         scored = load_scored_ledger(
             ledger,
             budgets_for,
@@ -57,24 +61,9 @@ def load_scores(state, ledger: str, budgets_for, premium_specs=(), **selection):
             data_dir=state.config.data_dir.value,
             premium_specs=premium_specs,
             selection=LedgerSelection(**selection),
-            on_progress=step,
+            on_progress=_scoring_bar(stack),
         )
     return scored.scores, scored.premiums
-
-
-def comparable_scores(scores, frame: str, common_items: bool, native, translate):
-    """``scores`` checked by :func:`~mindcap_tok.stats.grid.check_arms` (refused in one line when its arms or cells
-    cannot be compared) and, with ``common_items``, restricted to the items both arms hold; and the coverage.
-    ``native``/``translate``: one arm, or each task's (task -> arm)."""
-    import dataclasses
-
-    from ..stats.grid import check_arms
-
-    coverage = check_arms(scores.by_record, native, translate=translate, frame=frame, common_items=common_items)
-    kept = dataclasses.replace(
-        scores, by_budget=coverage.keep(scores.by_budget), by_record=coverage.keep(scores.by_record)
-    )
-    return kept, coverage
 
 
 def _resampling(common: dict) -> Resampling:
@@ -91,29 +80,33 @@ def score_arms(scores, task_files):
     return task_arms(scores.by_record, task_files)
 
 
-def _sweep_inputs(state, common: dict):
-    """The budget grid, the checked scores, the premium table, the arms' coverage and each task's arms
-    (:class:`~mindcap_tok.tasks.roles.TaskArms`) of ``sweep``/``report``."""
-    from ..stats.inputs import sweep_budgets
+def _sweep_inputs(state, common: dict) -> SweepInputs:
+    """The scored ledger of ``sweep``/``report`` (:func:`~mindcap_tok.stats.budget_sweep.sweep_inputs`) with the
+    configured folders and a progress bar (over 5,000 records)."""
+    from ..stats.budget_sweep import sweep_inputs
+    from ..stats.inputs import LedgerSelection
 
     check_n_boot(common["n_boot"], common["level"])  # before the scoring
-    grid = common["budgets"] or list(SWEEP_BUDGETS)
-    scores, table = load_scores(
-        state,
-        common["ledger"],
-        sweep_budgets(grid),
-        common["premium_specs"],
+    selection = LedgerSelection(
         models=common["models"],
         langs=common["langs"],
         parser=common["parser"],
         verify=not common["no_verify"],
-        allow_tokenizer_mismatch=common["allow_tokenizer_mismatch"],
         tokenizer=common["tokenizer"],
+        allow_tokenizer_mismatch=common["allow_tokenizer_mismatch"],
         tasks=common["tasks"],
     )
-    arms = score_arms(scores, common["tasks"])
-    scores, coverage = comparable_scores(scores, common["frame"], common["common_items"], arms.native, arms.comparator)
-    return grid, scores, table, coverage, arms
+    with ExitStack() as stack:
+        return sweep_inputs(
+            common["ledger"],
+            budgets=common["budgets"] or SWEEP_BUDGETS,
+            premium_specs=common["premium_specs"],
+            selection=selection,
+            frame=common["frame"],
+            common_items=common["common_items"],
+            config=state.config,
+            on_progress=_scoring_bar(stack),
+        )
 
 
 _ledger_option = click.option(
@@ -176,125 +169,18 @@ def sweep_command(state, fmt, out, **common) -> None:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) per language and budget, with item-clustered bootstrap CIs,
     simultaneous bands, the peak and its stability, and the native-vs-translate gap. JSON and CSV hold
     fractions (accuracies in [0, 1], differences in [-1, 1]); the table shows points and says so."""
-    from ..report.budget_report import DELTA_COLUMNS, to_points
-    from ..scoring import thought_summary
-    from ..stats.binding import binding_regime, binding_rows
-    from ..stats.curves import sweep
-    from ..stats.roles import label
-    from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
+    from ..report.sweep_tables import sweep_tables
+    from ..stats.budget_sweep import budget_sweep
 
-    grid, scores, table, coverage, arms = _sweep_inputs(state, common)
-    result = sweep(
-        scores.by_budget,
-        table,
-        budgets=grid,
-        resampling=_resampling(common),
-        frame=common["frame"],
-        native=arms.native,
-        translate=arms.comparator,
-    )
-    binding = binding_regime(result, scores.by_record, native=arms.native)
-    thought = thought_summary(scores.by_record)  # empty unless some record thinks
+    result = budget_sweep(_sweep_inputs(state, common), resampling=_resampling(common), frame=common["frame"])
     if fmt == "json":
-        text = to_json(
-            {
-                **result.as_dict(),
-                "rows": result.rows.to_dict(orient="records"),
-                "peaks": result.peaks.to_dict(orient="records"),
-                "binding": binding.to_dict(orient="records"),
-                "forcing": _forcing(scores.by_record).to_dict(orient="records"),
-                "failure_tail": _failure_tail(scores.by_record).to_dict(orient="records"),
-                **({"thinking": thought.to_dict(orient="records")} if len(thought) else {}),
-                **coverage.as_dict(),
-                "units": "fractions",
-            }
-        )
+        text = to_json(result.as_dict())
     elif fmt == "csv":
-        text = render(binding_rows(result, scores.by_record, native=arms.native).to_dict(orient="records"), "csv")
+        text = render(result.binding_rows.to_dict(orient="records"), "csv")
     else:  # readable width: settings shared by every row go into the title, Δ_L and the gap in two tables
-        rows, peaks = to_points(result.rows), to_points(result.peaks)
-        rows, peaks, cross, shared = _drop_shared_settings(rows, peaks, result.crossovers)
-        head = (
-            f"Δ_L sweep ({result.frame} frame, {result.n_boot} item resamples, seed {result.seed}, "
-            f"{result.level:.0%} CIs{shared}; points)"
-        )
-        delta = ["premium", *DELTA_COLUMNS]
-        keys = [c for c in rows.columns if c not in delta + _GAP_COLUMNS]
-        text = render(
-            rows[keys + [c for c in delta if c in rows]].to_dict(orient="records"),
-            fmt,
-            title=head,
-            floatfmt=".2f",
-        )
-        gap = [c for c in _GAP_COLUMNS if c in rows]
-        if gap:
-            text += "\n" + render(
-                rows[keys + gap].to_dict(orient="records"),
-                fmt,
-                title=f"Gap: {label(arms.comparator, COMPARATOR_ROLE).upper()} − "
-                f"{label(arms.native, NATIVE_ROLE).upper()} accuracy at B (points)",
-                floatfmt=".2f",
-            )
-        text += "\n" + render(peaks.to_dict(orient="records"), fmt, title="Peaks (argmax Δ_L)", floatfmt=".3f")
-        if len(cross):
-            text += "\n" + render(cross.to_dict(orient="records"), fmt, title="Crossovers", floatfmt=".3f")
-        forcing = _forcing(scores.by_record)
-        if len(forcing):
-            title = "Forcing by the source decode's population: truncated, unanswered, answered (accuracy, a fraction)"
-            text += "\n" + render(forcing.to_dict(orient="records"), fmt, title=title, floatfmt=".4f")
-        tail = _failure_tail(scores.by_record)
-        if len(tail):  # settings every row shares are left out here, as in the Δ_L table's title
-            from ..store import SETTING_COLUMNS
-
-            same = [c for c in SETTING_COLUMNS if c in tail and tail[c].nunique(dropna=False) == 1]
-            title = "Failure tail: share of traces per outcome (fractions; each row sums to 1)"
-            text += "\n" + render(tail.drop(columns=same).to_dict("records"), fmt, title=title, floatfmt=".4f")
-        if len(thought):
-            title = "Thinking records: median thought and answer tokens, share of cap hits inside the thought"
-            text += "\n" + render(thought.to_dict(orient="records"), fmt, title=title, floatfmt=".2f")
-        text += "\n" + render(
-            binding.drop(columns=["budgets"]).astype({"band_binds": str, "emission_binds": str}).to_dict("records"),
-            fmt,
-            title=f"Binding regime: budgets where the band excludes 0; where correct answers emit in {_WINDOW}",
-        )
-        text += coverage.footer()
+        tables = [render(t.rows, fmt, title=t.title, floatfmt=t.floatfmt) for t in sweep_tables(result)]
+        text = "\n".join(tables) + result.coverage.footer()
     emit(text, out)
-
-
-def _failure_tail(by_record: pd.DataFrame) -> pd.DataFrame:
-    """The failure tail per cell (empty when the records held no text to read outcomes from)."""
-    from ..stats.failure_tail import failure_tail
-
-    if "outcome" not in by_record:
-        return by_record.iloc[:0, :0]
-    return failure_tail(by_record)
-
-
-def _forcing(by_record: pd.DataFrame) -> pd.DataFrame:
-    """Forcing results by population (empty when no record was forced)."""
-    from ..stats.forcing import forcing_populations
-
-    if "forcing" not in by_record or not by_record["forcing"].fillna(False).astype(bool).any():
-        return by_record.iloc[:0, :0]
-    return forcing_populations(by_record)
-
-
-_WINDOW = "(B, floor(r·B)]"
-_GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap"]
-
-
-def _drop_shared_settings(*frames: pd.DataFrame):
-    """Drop the generation-setting columns that hold one value in every frame; return the frames and a title
-    fragment naming those values (``, design replay, cap 4096``)."""
-    from ..store import SETTING_COLUMNS
-
-    shared = []
-    for col in SETTING_COLUMNS:
-        values = {str(v) for f in frames if col in f.columns for v in f[col].tolist()}
-        if len(values) == 1:
-            shared.append(f"{col} {values.pop().replace('None', '—').replace('nan', '—')}")
-            frames = tuple(f.drop(columns=[col]) if col in f.columns else f for f in frames)
-    return (*frames, "".join(f", {s}" for s in shared))
 
 
 @click.command("report", cls=Command)
@@ -307,16 +193,17 @@ def report_command(state, out, **common) -> None:
     from ..report.budget_report import PRODUCER, write_budget_report
 
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
-    grid, scores, table, coverage, arms = _sweep_inputs(state, common)
+    inputs = _sweep_inputs(state, common)
+    footer = inputs.coverage.footer()
     rep = write_budget_report(
-        scores,
-        table,
+        inputs.scores,
+        inputs.premiums,
         out_dir=out,
-        budgets=grid,
+        budgets=inputs.budgets,
         resampling=_resampling(common),
         frame=common["frame"],
-        arms=arms,
-        notes=[coverage.footer().strip()] if coverage.footer() else [],
+        arms=inputs.arms,
+        notes=[footer.strip()] if footer else [],
     )
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
 
@@ -424,6 +311,7 @@ def protocol_test(
     decisions and the outcome."""
     from pathlib import Path
 
+    from ..stats.budget_sweep import comparable_scores
     from ..stats.family import family_budgets
     from ..stats.protocol import gate_protocol, load_protocol, protocol_premium_specs, run_protocol, verify_protocol
 
@@ -444,7 +332,9 @@ def protocol_test(
     )
     arms = score_arms(scores, tasks)  # the protocol's declared arms, where it declares them, override each task's
     native, translate = proto.native or arms.native, proto.translate or arms.comparator
-    scores, coverage = comparable_scores(scores, proto.frame, common_items, native, translate)
+    scores, coverage = comparable_scores(
+        scores, frame=proto.frame, common_items=common_items, native=native, translate=translate
+    )
     result = run_protocol(proto, scores.by_budget, premiums=table, native=native, translate=translate)
     gates, gated = gate_protocol(proto, result, by_record=scores.by_record)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
@@ -510,6 +400,7 @@ def consistency_command(state, ledger, premium_specs, budgets, splits, seed, fmt
     half of the items predicts Δ_L(B) on the other half; the MAE over the budgets, whether the predicted peak
     budget is the observed one, and their spread over repeated splits. JSON and CSV hold fractions; the table
     shows points."""
+    from ..report.sweep_tables import drop_shared_settings
     from ..stats.consistency import Splits, consistency
     from ..stats.inputs import sweep_budgets
 
@@ -535,7 +426,7 @@ def consistency_command(state, ledger, premium_specs, budgets, splits, seed, fmt
     elif fmt == "csv":
         text = render(result.cells.to_dict(orient="records"), "csv")
     else:
-        cells, shared = _drop_shared_settings(result.cells.assign(**{c: 100 * result.cells[c] for c in _MAE_COLUMNS}))
+        cells, shared = drop_shared_settings(result.cells.assign(**{c: 100 * result.cells[c] for c in _MAE_COLUMNS}))
         title = (
             f"Split-half consistency (replay frame, {result.n_splits} splits from seed {result.seed}, budgets "
             f"{','.join(map(str, result.budgets))}{shared}; MAE in points)"

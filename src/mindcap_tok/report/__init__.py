@@ -1,1 +1,17 @@
-"""Tables and figures (matplotlib, Agg backend; files written atomically)."""
+"""Tables and figures (matplotlib, Agg backend; files written atomically): the budget report of a sweep, the
+readable tables of ``sweep``, and the premium figure."""
+
+from .budget_report import BudgetReport, BudgetTables, budget_tables, write_budget_report, write_budget_tables
+from .figures import plot_premiums
+from .sweep_tables import TitledTable, sweep_tables
+
+__all__ = [
+    "BudgetReport",
+    "BudgetTables",
+    "TitledTable",
+    "budget_tables",
+    "plot_premiums",
+    "sweep_tables",
+    "write_budget_report",
+    "write_budget_tables",
+]

@@ -1,4 +1,5 @@
-"""The budget report: Markdown tables, CSVs and the two figures of a Δ_L sweep, written as one folder."""
+"""The budget report: Markdown tables, CSVs and the two figures of a Δ_L sweep, built as data (:func:`budget_tables`)
+and written as one folder (:func:`write_budget_report`)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,20 @@ def to_points(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
+class BudgetTables:
+    """A budget report's content before it is written: the sweep, every table by its CSV name (``sweep``, ``peaks``,
+    ``crossovers``, ``accuracy``, ``binding``, and where the records allow ``forcing``, ``timing``,
+    ``failure_tail``, ``timing_contrast``, ``truncation``, ``subcdf_check``; proportions as fractions), the
+    native arm's accuracy curves drawn in ``native_curves.png``, the CI level and the notes of ``report.md``."""
+
+    sweep: Sweep
+    tables: dict[str, pd.DataFrame]
+    native_curves: pd.DataFrame
+    level: float
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class BudgetReport:
     """What :func:`write_budget_report` wrote (file names inside ``out_dir``) and the sweep behind it."""
 
@@ -85,28 +100,17 @@ def _md(frame: pd.DataFrame) -> str:
     return markdown_table(to_points(frame), ".2f") if len(frame) else "_none_"
 
 
-def write_budget_report(
+def budget_tables(
     scores: Scores | pd.DataFrame,
     premiums,
     *,
-    out_dir: str | os.PathLike[str],
     budgets: Sequence[int] = SWEEP_BUDGETS,
     resampling: Resampling = DEFAULT_RESAMPLING,
     frame: str = "replay",
     arms: TaskArms | None = None,
     notes: Sequence[str] = (),
-) -> BudgetReport:
-    """Write ``report.md``, CSV tables and ``native_curves.png`` / ``gap_curves.png`` into ``out_dir``.
-
-    The folder is built beside ``out_dir`` and moved into place in one step, so readers never see a
-    half-written report. ``out_dir`` must be absent, empty or an earlier report (see
-    :func:`~mindcap_tok._io.check_output_folder`). ``scores``: a ledger's :class:`~mindcap_tok.scoring.score.Scores`
-    (its ``by_record`` adds answer-emission timing and the sub-CDF consistency check), or a ``by_budget`` frame
-    alone. ``arms``: each task's native and comparator arm (:func:`~mindcap_tok.tasks.roles.task_arms`; default:
-    those of the built-in tasks the records name). ``notes`` are printed in ``report.md`` (e.g. the items a
-    comparison was restricted to).
-    """
-    check_output_folder(out_dir, PRODUCER)
+) -> BudgetTables:
+    """The tables of a budget report (see :func:`write_budget_report` for the arguments), written nowhere."""
     by_budget, by_record = (scores, None) if isinstance(scores, pd.DataFrame) else (scores.by_budget, scores.by_record)
     level = resampling.level
     table = premium_table(premiums)
@@ -148,18 +152,51 @@ def write_budget_report(
             tables["subcdf_check"] = compare_prediction(pred, result.rows)
         except MindcapError as exc:
             notes.append(f"Sub-CDF check skipped: {exc}")
+    return BudgetTables(result, tables, native_curves, level, tuple(notes))
+
+
+def write_budget_report(
+    scores: Scores | pd.DataFrame,
+    premiums,
+    *,
+    out_dir: str | os.PathLike[str],
+    budgets: Sequence[int] = SWEEP_BUDGETS,
+    resampling: Resampling = DEFAULT_RESAMPLING,
+    frame: str = "replay",
+    arms: TaskArms | None = None,
+    notes: Sequence[str] = (),
+) -> BudgetReport:
+    """Write ``report.md``, CSV tables and ``native_curves.png`` / ``gap_curves.png`` into ``out_dir``.
+
+    The folder is built beside ``out_dir`` and moved into place in one step, so readers never see a
+    half-written report. ``out_dir`` must be absent, empty or an earlier report (see
+    :func:`~mindcap_tok._io.check_output_folder`). ``scores``: a ledger's :class:`~mindcap_tok.scoring.score.Scores`
+    (its ``by_record`` adds answer-emission timing and the sub-CDF consistency check), or a ``by_budget`` frame
+    alone. ``arms``: each task's native and comparator arm (:func:`~mindcap_tok.tasks.roles.task_arms`; default:
+    ``native`` and ``translate-act`` for every cell). ``notes`` are printed in ``report.md`` (e.g. the items a
+    comparison was restricted to). :func:`budget_tables` builds the same content without writing it.
+    """
+    check_output_folder(out_dir, PRODUCER)
+    built = budget_tables(scores, premiums, budgets=budgets, resampling=resampling, frame=frame, arms=arms, notes=notes)
+    return write_budget_tables(built, out_dir)
+
+
+def write_budget_tables(built: BudgetTables, out_dir: str | os.PathLike[str]) -> BudgetReport:
+    """Write the report ``built`` (:func:`budget_tables`) into ``out_dir`` as :func:`write_budget_report` does."""
+    check_output_folder(out_dir, PRODUCER)
+    result, level = built.sweep, built.level
     target = Path(out_dir)
     files = []
     with output_folder(target, PRODUCER) as tmp:
-        for name, frame_ in tables.items():
+        for name, frame_ in built.tables.items():
             frame_.to_csv(tmp / f"{name}.csv", index=False)
             files.append(f"{name}.csv")
-        plot_native_curves(native_curves, result.peaks, path=tmp / "native_curves.png", level=level)
+        plot_native_curves(built.native_curves, result.peaks, path=tmp / "native_curves.png", level=level)
         files.append("native_curves.png")
         if "gap" in result.rows.columns:
             plot_gap_curves(result.rows.dropna(subset=["gap"]), tmp / "gap_curves.png", level=level)
             files.append("gap_curves.png")
-        (tmp / "report.md").write_text(_markdown(result, tables, files, notes), "utf-8")
+        (tmp / "report.md").write_text(_markdown(result, built.tables, files, list(built.notes)), "utf-8")
         files.append("report.md")
     return BudgetReport(target, tuple(sorted(files)), result)
 

@@ -14,7 +14,15 @@ from .agreement import judge_agreement, rank_agreement
 from .compare import CompareOptions, CompareResult, compare_runs
 from .metrics import roundtrip_metrics, text_bootstrap
 from .mqm import Judgement, mqm_score, parse_judge, passes
-from .report import ReportOptions, ReportResult, read_run, roundtrip_report
+from .report import (
+    ReportOptions,
+    ReportResult,
+    RoundtripReport,
+    build_roundtrip_report,
+    read_run,
+    roundtrip_report,
+    write_roundtrip_report,
+)
 from .run import RoundtripResult, open_backends, run_roundtrip
 from .sequences import Chain, presets, resolve_sequences
 from .spec import RoundtripSpec, load_spec, parse_spec, plan_roundtrip
@@ -27,9 +35,11 @@ __all__ = [
     "Judgement",
     "ReportOptions",
     "ReportResult",
+    "RoundtripReport",
     "RoundtripResult",
     "RoundtripSpec",
     "Text",
+    "build_roundtrip_report",
     "compare_runs",
     "judge_agreement",
     "load_spec",
@@ -48,4 +58,5 @@ __all__ = [
     "roundtrip_report",
     "run_roundtrip",
     "text_bootstrap",
+    "write_roundtrip_report",
 ]

@@ -87,6 +87,21 @@ class ReportResult:
     notes: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class RoundtripReport:
+    """A round-trip report's content before it is written: ``tables`` by CSV name (``metrics``, ``chrf``,
+    ``hop_tokens``, ``truncation``, ``langid``, ``inconsistent``, ``agreement``, ``hop_quality``, and ``thinking``
+    for a run with a thinking model), ``samples`` (one row per chain and judge, with chrF/COMET where scored),
+    ``hops`` (one row per hop, texts included), ``summary`` (the settings and counts of ``report.json``) and the
+    notes on what was skipped."""
+
+    tables: dict[str, pd.DataFrame]
+    samples: pd.DataFrame
+    hops: pd.DataFrame
+    summary: dict
+    notes: tuple[str, ...] = field(default=())
+
+
 @dataclass
 class RunData:
     """A run folder read back: its manifest, source texts, hop records and rebuilt samples."""
@@ -540,15 +555,29 @@ def roundtrip_report(
     run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, options: ReportOptions = ReportOptions()
 ) -> ReportResult:
     """Write the report of the run folder ``run_dir`` into ``out_dir`` (see the module docs and
-    :class:`ReportOptions`)."""
-    o = options
-    texts, data_dir, tokenizers_dir, tokenizers = o.texts, o.data_dir, o.tokenizers_dir, o.tokenizers
-    flores, lid, lid_model, comet_checkpoint, n_boot = o.flores, o.lid, o.lid_model, o.comet_checkpoint, o.n_boot
-    run, out = Path(run_dir), Path(out_dir)
+    :class:`ReportOptions`): :func:`build_roundtrip_report`, then :func:`write_roundtrip_report`. The output
+    folder is checked before the run is read."""
+    _check_out_dir(Path(run_dir), Path(out_dir))
+    return write_roundtrip_report(build_roundtrip_report(run_dir, options=options), out_dir)
+
+
+def _check_out_dir(run: Path, out: Path) -> None:
+    """Refuse an output folder in or around the run folder ``run``, inside another run, or holding other files."""
     if inside_folder(out, run) or inside_folder(run, out):
         raise MindcapError(f"write the report outside the run folder {run} (and not around it)")
     check_outside_runs(out)
     check_output_folder(out, PRODUCER)
+
+
+def build_roundtrip_report(
+    run_dir: str | os.PathLike[str], *, options: ReportOptions = ReportOptions()
+) -> RoundtripReport:
+    """The report of the run folder ``run_dir`` as data, written nowhere (see the module docs and
+    :class:`ReportOptions`)."""
+    o = options
+    texts, data_dir, tokenizers_dir, tokenizers = o.texts, o.data_dir, o.tokenizers_dir, o.tokenizers
+    flores, lid, lid_model, comet_checkpoint, n_boot = o.flores, o.lid, o.lid_model, o.comet_checkpoint, o.n_boot
+    run = Path(run_dir)
     data = read_run(run, texts, data_dir)
     spec = data.manifest["spec"]
     seed = spec["seed"] if o.seed is None else o.seed
@@ -622,6 +651,18 @@ def roundtrip_report(
               "hop_quality": hop_quality}  # fmt: skip
     if thinks:  # reasoning models: thinking and instruct twins side by side (older reports keep their files)
         tables["thinking"] = twin_table(metrics, detail, models=spec["models"])
+    return RoundtripReport(tables, samples, detail, summary, tuple(notes))
+
+
+def write_roundtrip_report(report: RoundtripReport, out_dir: str | os.PathLike[str]) -> ReportResult:
+    """Write ``report`` (:func:`build_roundtrip_report`) into ``out_dir``: ``report.md``, ``report.json``, a CSV
+    per table, ``samples.csv``, ``hops.csv`` (without the texts) and the figures. The folder is built beside
+    ``out_dir`` and moved into place in one step; ``out_dir`` must lie outside every run folder and be absent,
+    empty or an earlier round-trip report."""
+    out = Path(out_dir)
+    _check_out_dir(Path(report.summary["run_dir"]), out)
+    tables, samples, detail, summary, notes = report.tables, report.samples, report.hops, report.summary, report.notes
+    metrics, hop_tokens = tables["metrics"], tables["hop_tokens"]
     files: list[str] = []
     with output_folder(out, PRODUCER) as tmp:
         for name, frame in tables.items():
@@ -639,12 +680,12 @@ def roundtrip_report(
             plot_token_cost(hop_tokens, tmp / "token_cost.png")
             files.append("token_cost.png")
         files += ["report.json", "report.md"]
-        payload = {**summary, **{k: v.to_dict("records") for k, v in tables.items()}, "notes": notes,
+        payload = {**summary, **{k: v.to_dict("records") for k, v in tables.items()}, "notes": list(notes),
                    "files": sorted(files)}  # fmt: skip
         (tmp / "report.json").write_text(dumps_strict(payload) + "\n", "utf-8")
-        (tmp / "report.md").write_text(_markdown(summary, tables, notes, files), "utf-8")
-    return ReportResult(out, tuple(sorted(files)), samples, metrics, chrf, detail, hop_tokens, hop_quality,
-                        truncation, langid, summary, tuple(notes))  # fmt: skip
+        (tmp / "report.md").write_text(_markdown(summary, tables, list(notes), files), "utf-8")
+    return ReportResult(out, tuple(sorted(files)), samples, metrics, tables["chrf"], detail, hop_tokens,
+                        tables["hop_quality"], tables["truncation"], tables["langid"], summary, notes)  # fmt: skip
 
 
 #: the report's optional parts, each needing an extra: key in ``skipped`` -> its name in notes and Markdown

@@ -5,6 +5,8 @@ Holm control, and answer-emission timing. Inputs are the scoring contract's ``Sc
 """
 
 from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, item_bootstrap
+from .budget_sweep import BudgetSweep, SweepInputs, budget_sweep, comparable_scores, sweep_inputs
+from .confirm import Confirmation, confirm
 from .consistency import Consistency, Splits, consistency
 from .curves import Sweep, accuracy_table, delta_table, gap_table, sweep
 from .family import FamilyResult, FamilyTests, Hypothesis, run_family
@@ -19,6 +21,8 @@ from .timing import emission_timing
 __all__ = [
     "AccuracyGrid",
     "Boot",
+    "BudgetSweep",
+    "Confirmation",
     "Consistency",
     "FamilyResult",
     "FamilyTests",
@@ -27,11 +31,15 @@ __all__ = [
     "ScoredLedger",
     "Splits",
     "Sweep",
+    "SweepInputs",
     "accuracy_grid",
     "accuracy_table",
     "bootstrap_test",
     "bootstrap_weights",
+    "budget_sweep",
+    "comparable_scores",
     "compare_prediction",
+    "confirm",
     "consistency",
     "delta_table",
     "emission_timing",
@@ -52,5 +60,6 @@ __all__ = [
     "subcdf",
     "sweep",
     "sweep_budgets",
+    "sweep_inputs",
     "verify_protocol",
 ]
