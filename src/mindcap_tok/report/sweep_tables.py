@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .._tables import FLOATFMT
 from ..stats.roles import label
 from ..store import SETTING_COLUMNS
+from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 from .budget_report import DELTA_COLUMNS, to_points
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def sweep_tables(result: BudgetSweep) -> list[TitledTable]:
     gap = [c for c in GAP_COLUMNS if c in rows]
     if gap:
         title = (
-            f"Gap: {label(arms.comparator, 'comparator').upper()} − {label(arms.native, 'native').upper()} "
+            f"Gap: {label(arms.comparator, COMPARATOR_ROLE).upper()} − {label(arms.native, NATIVE_ROLE).upper()} "
             "accuracy at B (points)"
         )
         tables.append(TitledTable(title, rows[keys + gap].to_dict(orient="records"), ".2f"))
