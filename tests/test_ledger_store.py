@@ -15,6 +15,7 @@ import pytest
 
 from ledger_factory import make_cell, make_record
 from mindcap_tok.errors import MindcapError
+from mindcap_tok.store import commit
 from mindcap_tok.store.ledger import MANIFEST, Ledger
 from mindcap_tok.store.schema import validate_records
 
@@ -183,8 +184,8 @@ def test_interrupted_append_leaves_a_valid_ledger_and_rerun_works(tmp_path, qwen
         raise KeyboardInterrupt("killed before the manifest was written")
 
     with monkeypatch.context() as m:
-        m.setattr(Ledger, "_commit", crash)
-        m.setattr(Ledger, "_discard", staticmethod(lambda finals: None))  # a kill (SIGKILL) cleans nothing up
+        m.setattr(commit, "atomic_write_text", crash)
+        m.setattr(commit, "discard", lambda finals: None)  # a kill (SIGKILL) cleans nothing up
         with pytest.raises(KeyboardInterrupt):
             led.append(two_cells[6:], qwen)
     assert list(root.glob("**/.part-*.pending"))  # the half-done shard exists, hidden from readers
@@ -236,3 +237,22 @@ def test_model_filters_accept_registry_aliases(tmp_path, qwen):
     for name in ("qwen3-8b", "qwen3", "QWEN3", ["qwen3", "llama3.1"]):
         assert led.read(model=name, columns=["item"]).num_rows == 3
     assert led.read(model="llama3.1", columns=["item"]).num_rows == 0
+
+
+#: the ledger's columns in the order shards store them (docs/storage.md)
+ALL_COLUMNS = (
+    "model arm lang task item sample seed cap announced announce_style forcing design template_id prompt prompt_ids "
+    "output_ids text finish_reason gold gold_text generator generator_version tokenizer retokenized n_tokens thinking "
+    "think_end forced_think_close forced finish_inferred cap_inferred log_output_tokens"
+).split()
+
+
+def test_every_shard_stores_every_column(tmp_path, qwen):
+    """MGSM records that use no optional column and a thinking Belebele record: each shard holds all columns."""
+    thought = make_record(qwen, "#### 3\n", arm="translate-act", task="belebele", gold="3", thinking=True)
+    led = Ledger(tmp_path / "L")
+    led.append([*make_cell(qwen, n_items=1, n_samples=2), thought], qwen)
+    assert [pq.read_schema(led.root / s.path).names for s in led.shards()] == [ALL_COLUMNS, ALL_COLUMNS]
+    frame = pd.read_parquet(led.root)  # a generic reader sees every value, none missing
+    assert frame["thinking"].tolist().count(True) == 1 and frame["task"].notna().all()
+    assert frame["forced_think_close"].notna().all() and led.manifest()["version"] == 5

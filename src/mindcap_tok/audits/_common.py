@@ -65,18 +65,6 @@ def skipped(name: str, reason: str) -> AuditResult:
     return AuditResult(name=name, status="skipped", reason=reason)
 
 
-def population_keys(table: pa.Table | pd.DataFrame) -> list[str]:
-    """The cell and settings columns present in ``table`` that split it into populations (``thinking`` only
-    where some record thinks, so audits of other ledgers keep their columns)."""
-    names = table.column_names if isinstance(table, pa.Table) else list(table.columns)
-    keys = [c for c in POPULATION_COLUMNS if c in names]
-    if "thinking" in keys:
-        col = table.column("thinking") if isinstance(table, pa.Table) else table["thinking"]
-        if not (col.to_numpy(zero_copy_only=False) if isinstance(table, pa.Table) else col.to_numpy()).any():
-            keys.remove("thinking")
-    return keys
-
-
 def role_mask(records: pa.Table, role: str, *, tasks: Sequence[str | os.PathLike[str]] = ()) -> np.ndarray:
     """Whether each record is of its task's ``role`` arm (``native`` or ``comparator``; ``tasks``: the task files
     of records whose task is not built in)."""

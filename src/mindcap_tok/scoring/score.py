@@ -47,7 +47,7 @@ import pyarrow.compute as pc
 
 from ..budgets import SCORE_BUDGETS, check_budgets
 from ..errors import BadInputError, MindcapError
-from ..store import CELL_COLUMNS, SETTING_COLUMNS, answer_starts, describe, resolve_tokenizers
+from ..store import CELL_COLUMNS, SETTING_COLUMNS, answer_starts, describe, population_columns, resolve_tokenizers
 from ..tasks.answers import AnswerParser as Parser
 from ..tasks.answers import get_parser, per_language, task_parser
 from ..tasks.roles import find_tasks, gold_type_mismatch
@@ -803,9 +803,7 @@ def score_ledger(
     missing = [c for c in need if c not in table.column_names]
     if missing:
         raise MindcapError(f"records lack column(s) {', '.join(missing)} needed for scoring")
-    # ``thinking`` splits cells only where some record thinks: other outputs keep their columns
-    settings = [c for c in SETTING_COLUMNS if c in table.column_names and (c != "thinking" or thinks(table))]
-    keys = table.select([*CELL_COLUMNS, *settings, "item", "sample"]).to_pandas()
+    keys = table.select([*population_columns(table), "item", "sample"]).to_pandas()
     for col in CELL_COLUMNS:
         keys[col] = keys[col].astype(object)
     finish = table.column("finish_reason").to_numpy(zero_copy_only=False)

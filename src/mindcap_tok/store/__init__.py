@@ -1,10 +1,13 @@
 """The store: a ledger of generations as Parquet shards with a hashed manifest (token ids are the source of truth),
 its record schema, the thinking split of a record's output, and the tokenizers a ledger names.
 
-Other stages enter through this package; its modules are its own.
+Parquet files committed with a hashed manifest (the ledger's shards, a round trip's hops) go through one
+machinery (:mod:`.commit`). Other stages enter through this package; its modules are its own.
 """
 
+from .commit import Encoded, checked_bytes, commit_files, committed_path, encode_table, roll_forward, stage_file
 from .ledger import Ledger, ShardInfo, key_tuples
+from .migrate import Migration, migrate
 from .schema import (
     ANNOUNCE_STYLES,
     ARMS,
@@ -18,6 +21,7 @@ from .schema import (
     RecordError,
     check_token_ids,
     describe,
+    population_columns,
     validate_records,
 )
 from .selection import empty_selection, warn_unmatched
@@ -36,16 +40,26 @@ __all__ = [
     "REQUIRED",
     "SETTING_COLUMNS",
     "TASK_COLUMNS",
+    "Encoded",
     "Ledger",
+    "Migration",
     "RecordError",
     "ShardInfo",
     "ThinkMarkers",
     "answer_starts",
     "check_token_ids",
+    "checked_bytes",
+    "commit_files",
+    "committed_path",
     "describe",
     "empty_selection",
+    "encode_table",
     "key_tuples",
+    "migrate",
+    "population_columns",
     "resolve_tokenizers",
+    "roll_forward",
+    "stage_file",
     "think_end",
     "think_markers",
     "validate_records",
