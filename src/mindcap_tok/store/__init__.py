@@ -5,7 +5,16 @@ Parquet files committed with a hashed manifest (the ledger's shards, a round tri
 machinery (:mod:`.commit`). Other stages enter through this package; its modules are its own.
 """
 
-from .commit import Encoded, checked_bytes, commit_files, committed_path, encode_table, roll_forward, stage_file
+from .commit import (
+    Encoded,
+    checked_bytes,
+    commit_files,
+    committed_path,
+    encode_table,
+    roll_forward,
+    stage_file,
+    utc_now,
+)
 from .ledger import Ledger, ShardInfo, key_tuples
 from .migrate import Migration, migrate
 from .schema import (
@@ -62,6 +71,7 @@ __all__ = [
     "stage_file",
     "think_end",
     "think_markers",
+    "utc_now",
     "validate_records",
     "warn_unmatched",
 ]

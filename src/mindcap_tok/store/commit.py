@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -46,16 +47,16 @@ def sha256(data: bytes | pa.Buffer) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def now() -> str:
+def utc_now() -> str:
     """The UTC time, as manifests record it."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def encode_table(table: pa.Table, **options: Any) -> Encoded:
     """``table`` as a zstd-compressed Parquet file (``options``: more :func:`pyarrow.parquet.write_table` keywords)."""
-    sink = pa.BufferOutputStream()
+    sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", **options)
-    data = sink.getvalue().to_pybytes()
+    data = sink.getvalue()
     return Encoded(data, table.num_rows, sha256(data))
 
 
@@ -65,12 +66,17 @@ def pending_path(final: Path) -> Path:
 
 
 def stage_file(final: Path, data: bytes) -> None:
-    """Write ``data`` under ``final``'s pending name (its folder made when missing), flushed to disk."""
+    """Write ``data`` under ``final``'s pending name (its folder made when missing), flushed to disk; a write that
+    fails removes what it began."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    with open(pending_path(final), "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        with open(pending_path(final), "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        discard([final])
+        raise
 
 
 def discard(finals: Iterable[Path]) -> None:

@@ -52,7 +52,7 @@ from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.registry import registry_model_name
 from . import commit
 from .commit import PENDING as _PENDING
-from .commit import checked_bytes, committed_path, now, why
+from .commit import checked_bytes, committed_path, utc_now, why
 from .schema import (
     CELL_COLUMNS,
     KEY_COLUMNS,
@@ -170,7 +170,7 @@ def stage_shard(root: Path, rel: str, table: pa.Table, cell: tuple[str, str, str
     the manifest entry that commits it."""
     encoded = commit.encode_table(to_storage(table))
     commit.stage_file(root / rel, encoded.data)
-    return ShardInfo(rel, *cell, table.num_rows, encoded.size, encoded.sha256, now())
+    return ShardInfo(rel, *cell, table.num_rows, encoded.size, encoded.sha256, utc_now())
 
 
 def manifest_text(
@@ -184,8 +184,8 @@ def manifest_text(
     out = {
         "format": FORMAT,
         "version": VERSION,
-        "created": created or now(),
-        "updated": now(),
+        "created": created or utc_now(),
+        "updated": utc_now(),
         "rows": sum(s["rows"] for s in shards),
         "cells": dict(sorted(cells.items())),
         "tokenizers": tokenizers,
