@@ -31,7 +31,8 @@ FINISH_REASONS = ("stop", "length")
 
 CELL_COLUMNS = ("model", "arm", "lang")
 #: generation settings that, with the cell, name one population of records (``thinking``: a reasoning model's
-#: thinking and instruct records are different cells; outputs show it only where some record thinks)
+#: thinking and instruct records are different cells; outputs show it only where some record thinks: see
+#: :func:`population_columns`)
 SETTING_COLUMNS = ("task", "design", "cap", "announced", "announce_style", "forcing", "thinking")
 #: columns that identify one record; duplicates are rejected
 KEY_COLUMNS = (*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample")
