@@ -42,8 +42,7 @@ from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_
     normalize_label,
     shipped_lid176,
 )
-from ..scoring import thinks
-from ..store import CLOSE_TEXT, OPEN_TEXT, population_columns
+from ..store import CLOSE_TEXT, OPEN_TEXT, population_columns, thinks
 from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, find_tasks, record_tasks, stratified_sample
 from .lid_adjudication import LidJudge, adjudicate

@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..scoring import flat_ids, thinks
-from ..store import population_columns, think_markers
+from ..scoring import flat_ids
+from ..store import population_columns, think_markers, thinks
 from ..tokenization.load import ResolvedTokenizer
 from ._common import AuditResult, stratified_sample
 

@@ -47,7 +47,15 @@ import pyarrow.compute as pc
 
 from ..budgets import SCORE_BUDGETS, check_budgets
 from ..errors import BadInputError, MindcapError
-from ..store import CELL_COLUMNS, SETTING_COLUMNS, answer_starts, describe, population_columns, resolve_tokenizers
+from ..store import (
+    CELL_COLUMNS,
+    SETTING_COLUMNS,
+    answer_starts,
+    describe,
+    population_columns,
+    resolve_tokenizers,
+    thinks,
+)
 from ..tasks.answers import AnswerParser as Parser
 from ..tasks.answers import get_parser, per_language, task_parser
 from ..tasks.roles import find_tasks, gold_type_mismatch
@@ -624,11 +632,6 @@ def score_by_tokenizer(
             if on_progress is not None:
                 on_progress(done, n)
     return PrefixScores(grid, scores, emission, correct, n_tokens)
-
-
-def thinks(table: pa.Table) -> bool:
-    """Whether some record of ``table`` has ``thinking`` true (a reasoning model's thinking records)."""
-    return "thinking" in table.column_names and bool(pc.any(table.column("thinking")).as_py())
 
 
 def record_answer_starts(table: pa.Table) -> np.ndarray | None:

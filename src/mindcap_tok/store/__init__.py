@@ -34,7 +34,7 @@ from .schema import (
     validate_records,
 )
 from .selection import empty_selection, warn_unmatched
-from .think import CLOSE_TEXT, OPEN_TEXT, ThinkMarkers, answer_starts, think_end, think_markers
+from .think import CLOSE_TEXT, OPEN_TEXT, ThinkMarkers, answer_starts, think_end, think_markers, thinks
 from .tokenizers import resolve_tokenizers
 
 __all__ = [
@@ -71,6 +71,7 @@ __all__ = [
     "stage_file",
     "think_end",
     "think_markers",
+    "thinks",
     "utc_now",
     "validate_records",
     "warn_unmatched",

@@ -23,6 +23,7 @@ from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
 from ..tokenization.registry import registry_model_name
+from .think import thinks
 
 ARMS = ("native", "translate-act", "pivot", "code-switched")
 ANNOUNCE_STYLES = ("none", "natural", "tag")
@@ -605,13 +606,8 @@ def population_columns(table: pa.Table | pd.DataFrame) -> list[str]:
     columns)."""
     names = table.column_names if isinstance(table, pa.Table) else list(table.columns)
     keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in names]
-    if "thinking" in keys:
-        if isinstance(table, pa.Table):
-            thinks = bool(pc.any(table.column("thinking").fill_null(False)).as_py())
-        else:
-            thinks = bool(table["thinking"].astype("boolean").fillna(False).any())
-        if not thinks:
-            keys.remove("thinking")
+    if "thinking" in keys and not thinks(table):
+        keys.remove("thinking")
     return keys
 
 
