@@ -1,5 +1,5 @@
-"""How the package commits Parquet files to a folder with a hashed manifest: the ledger's shards and a round
-trip's hops and judge rounds.
+"""How the package commits Parquet files to a folder with a hashed manifest: the ledger's shards, a round trip's
+hops and judge rounds, ``render``'s waves.
 
 A commit writes each new file under a hidden pending name (``DIR/a/.f.parquet.pending``, flushed to disk), then
 the manifest atomically (a temporary file renamed over it), then renames the files into place. The manifest is the
@@ -44,6 +44,7 @@ class Encoded:
 
 
 def sha256(data: bytes | pa.Buffer) -> str:
+    """The SHA-256 of ``data`` as manifests list it (64 lowercase hex digits)."""
     return hashlib.sha256(data).hexdigest()
 
 

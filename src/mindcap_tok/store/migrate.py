@@ -169,7 +169,7 @@ def migrate(
             jobs = root / "jobs"
             if jobs.is_dir():
                 shutil.copytree(jobs, tmp / "jobs", symlinks=True)
-            marks = {p: rows for p, rows in manifest.get(TEXT_MISMATCH, {}).items()}
+            marks = dict(manifest.get(TEXT_MISMATCH, {}))  # row numbers stay valid: every shard keeps its order
             text = manifest_text(entries, dict(manifest.get("tokenizers", {})), marks, manifest.get("created"))
             commit.commit_files(tmp / MANIFEST, text, [tmp / e["path"] for e in entries])
             (tmp / ".lock").touch()
