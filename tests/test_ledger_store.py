@@ -240,11 +240,40 @@ def test_model_filters_accept_registry_aliases(tmp_path, qwen):
 
 
 #: the ledger's columns in the order shards store them (docs/storage.md)
-ALL_COLUMNS = (
-    "model arm lang task item sample seed cap announced announce_style forcing design template_id prompt prompt_ids "
-    "output_ids text finish_reason gold gold_text generator generator_version tokenizer retokenized n_tokens thinking "
-    "think_end forced_think_close forced finish_inferred cap_inferred log_output_tokens"
-).split()
+ALL_COLUMNS = [
+    "model",
+    "arm",
+    "lang",
+    "task",
+    "item",
+    "sample",
+    "seed",
+    "cap",
+    "announced",
+    "announce_style",
+    "forcing",
+    "design",
+    "template_id",
+    "prompt",
+    "prompt_ids",
+    "output_ids",
+    "text",
+    "finish_reason",
+    "gold",
+    "gold_text",
+    "generator",
+    "generator_version",
+    "tokenizer",
+    "retokenized",
+    "n_tokens",
+    "thinking",
+    "think_end",
+    "forced_think_close",
+    "forced",
+    "finish_inferred",
+    "cap_inferred",
+    "log_output_tokens",
+]
 
 
 def test_every_shard_stores_every_column(tmp_path, qwen):
