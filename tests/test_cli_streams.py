@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import old_ledgers
 from cli_args import price_tiny_args
 from cli_tree import leaf_commands
 from ledger_factory import make_cell, make_record
@@ -195,6 +196,9 @@ CASES: dict[str, Callable[[Inputs, Path], Case]] = {
         ["ledger", "import", _jsonl(i, t), "--out-dir", t / "L"], NOTHING, r"^imported 2 of 2 records into "
     ),
     "ledger info": lambda i, t: Case(["ledger", "info", i.demo / "ledger", "--format", "json"], JSON),
+    "ledger migrate": lambda i, t: Case(
+        ["ledger", "migrate", old_ledgers.FIXTURES[3], "--out-dir", t / "M"], NOTHING, r"^migrated 6 records in "
+    ),
     "ledger verify": lambda i, t: Case(
         ["ledger", "verify", i.demo / "ledger"], r"ok: \d+ shards, \d+ records, all hashes match\n"
     ),

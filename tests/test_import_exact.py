@@ -146,7 +146,7 @@ def test_allow_text_mismatch_stores_and_marks_the_records(tmp_path, qwen):
     )
     assert res.exit_code == 0, res.output
     led = Ledger(root)
-    assert len(led) == 6 and led.verify().ok and led.manifest()["version"] == 2
+    assert len(led) == 6 and led.verify().ok and led.manifest()["text_mismatch"] == {led.shards()[0].path: [3]}
     marked = led.text_mismatches().to_pylist()
     assert [(m["model"], m["item"], m["sample"]) for m in marked] == [("qwen3-8b", 1, 1)]
     assert led.info()["text_mismatch"].tolist() == [1]
@@ -156,10 +156,10 @@ def test_allow_text_mismatch_stores_and_marks_the_records(tmp_path, qwen):
     assert again.skipped == 6 and led.text_mismatches().num_rows == 1
 
 
-def test_a_ledger_without_marks_keeps_format_version_1(tmp_path, qwen):
+def test_a_ledger_without_marks_lists_none(tmp_path, qwen):
     import_jsonl(_jsonl(tmp_path / "gen.jsonl", make_cell(qwen)), tmp_path / "L", tokenizer=qwen)
     led = Ledger(tmp_path / "L")
-    assert led.manifest()["version"] == 1 and "text_mismatch" not in led.manifest()
+    assert led.manifest()["text_mismatch"] == {}
     assert led.text_mismatches().num_rows == 0 and led.info()["text_mismatch"].tolist() == [0]
 
 

@@ -18,7 +18,7 @@ from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import BadInputError, MindcapError
 from mindcap_tok.ingest.inspect_logs import sample_item
 from mindcap_tok.ingest.jsonl import import_jsonl
-from mindcap_tok.store import ledger as store
+from mindcap_tok.store import commit
 from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.tokenization.registry import registry_model_name
 
@@ -187,7 +187,7 @@ def full_disk(monkeypatch):
             state["after"] -= 1
         return real_open(path, mode, *args, **kwargs)
 
-    monkeypatch.setattr(store, "open", open_, raising=False)
+    monkeypatch.setattr(commit, "open", open_, raising=False)
     return state
 
 
@@ -220,7 +220,7 @@ def test_a_full_disk_at_the_commit_removes_the_written_shards(tmp_path, monkeypa
     def manifest_to_full_disk(path, text):
         Path("/dev/full").write_text(text)
 
-    monkeypatch.setattr(store, "atomic_write_text", manifest_to_full_disk)
+    monkeypatch.setattr(commit, "atomic_write_text", manifest_to_full_disk)
     _one_line(_lmeval(_run(tmp_path / "run", [LINE]), tmp_path / "L"), r"stopped \(No space left on device\): 0 rec")
     assert not _pending(tmp_path / "L") and not Ledger(tmp_path / "L").exists()
 

@@ -257,3 +257,51 @@ def test_model_filters_accept_registry_aliases(tmp_path, qwen):
     for name in ("qwen3-8b", "qwen3", "QWEN3", ["qwen3", "llama3.1"]):
         assert led.read(model=name, columns=["item"]).num_rows == 3
     assert led.read(model="llama3.1", columns=["item"]).num_rows == 0
+
+
+#: the ledger's columns in the order shards store them (docs/storage.md)
+ALL_COLUMNS = [
+    "model",
+    "arm",
+    "lang",
+    "task",
+    "item",
+    "sample",
+    "seed",
+    "cap",
+    "announced",
+    "announce_style",
+    "forcing",
+    "design",
+    "template_id",
+    "prompt",
+    "prompt_ids",
+    "output_ids",
+    "text",
+    "finish_reason",
+    "gold",
+    "gold_text",
+    "generator",
+    "generator_version",
+    "tokenizer",
+    "retokenized",
+    "n_tokens",
+    "thinking",
+    "think_end",
+    "forced_think_close",
+    "forced",
+    "finish_inferred",
+    "cap_inferred",
+    "log_output_tokens",
+]
+
+
+def test_every_shard_stores_every_column(tmp_path, qwen):
+    """MGSM records that use no optional column and a thinking Belebele record: each shard holds all columns."""
+    thought = make_record(qwen, "#### 3\n", arm="translate-act", task="belebele", gold="3", thinking=True)
+    led = Ledger(tmp_path / "L")
+    led.append([*make_cell(qwen, n_items=1, n_samples=2), thought], qwen)
+    assert [pq.read_schema(led.root / s.path).names for s in led.shards()] == [ALL_COLUMNS, ALL_COLUMNS]
+    frame = pd.read_parquet(led.root)  # a generic reader sees every value, none missing
+    assert frame["thinking"].tolist().count(True) == 1 and frame["task"].notna().all()
+    assert frame["forced_think_close"].notna().all() and led.manifest()["version"] == 5

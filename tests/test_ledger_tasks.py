@@ -1,79 +1,54 @@
 """The ledger carries each record's task and a gold of the task's type.
 
-Ledgers written before tasks read unchanged (a fixture written by that code, ``tests/data/ledger_v2``); records of
-the default task are still stored in that layout (same schema, row groups and values); other tasks' shards add
-``task`` and ``gold_text``.
+A ledger written before tasks (format 1, :mod:`old_ledgers`) migrates with every record MGSM's; records of other
+tasks hold ``task`` and ``gold_text`` beside them.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import old_ledgers
 from ledger_factory import make_cell, make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.ingest.jsonl import import_jsonl
+from mindcap_tok.store import migrate
 from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.store.schema import KEY_COLUMNS, SETTING_COLUMNS, validate_records
-from shard_content import assert_same_shards
-
-OLD = Path(__file__).parent / "data" / "ledger_v2"
-
-
-def _old_records(qwen) -> list[dict]:
-    """The records tests/data/make_ledger_v2.py wrote into the fixture (same factory, same arguments)."""
-    return make_cell(qwen, n_items=2, n_samples=2) + make_cell(qwen, n_items=2, n_samples=2, arm="translate-act")
-
-
-def _by_key(rows: list[dict]) -> dict[tuple, dict]:
-    return {(r["arm"], r["item"], r["sample"]): r for r in rows}
 
 
 @pytest.fixture
 def old_ledger(tmp_path) -> Ledger:
-    shutil.copytree(OLD, tmp_path / "L")
+    """The ledger written before tasks, migrated."""
+    migrate(old_ledgers.copy(1, tmp_path / "old"), tmp_path / "L")
     return Ledger(tmp_path / "L")
 
 
-def test_a_ledger_written_before_tasks_reads_unchanged_as_mgsm(old_ledger, qwen):
-    stored = _by_key(old_ledger.read().to_pylist())
-    expected = _by_key(_old_records(qwen))
-    assert stored.keys() == expected.keys() and len(old_ledger) == 8 and old_ledger.verify().ok
-    for key, rec in expected.items():
-        row = stored[key]
-        assert {c: row[c] for c in rec} == rec, key  # every value given, as given
-        assert row["task"] == "mgsm" and row["gold_text"] is None and row["n_tokens"] == len(rec["output_ids"])
+def test_a_ledger_written_before_tasks_reads_as_mgsm(old_ledger):
+    rows = old_ledger.read().to_pylist()
+    assert len(rows) == 8 and {(r["task"], r["gold_text"]) for r in rows} == {("mgsm", None)}
     assert old_ledger.info()["task"].tolist() == ["mgsm", "mgsm"]
 
 
-def test_default_task_shards_are_stored_as_before_tasks(tmp_path, qwen):
-    led = Ledger(tmp_path / "L")
-    led.append(_old_records(qwen), qwen)
-    assert_same_shards(led.root, led.shards(), OLD)  # the same schema, layout and values
-    assert led.manifest()["version"] == 1
-
-
-def test_old_and_new_layout_shards_read_together(old_ledger, qwen):
+def test_records_of_other_tasks_join_a_migrated_ledger(old_ledger, qwen):
     choice = [make_record(qwen, "#### 3\n", arm="translate-act", item=i, task="belebele", gold="3") for i in range(2)]
     same_key = make_record(qwen, "#### 3\n", item=0, sample=0, task="belebele", gold="3")  # key of an MGSM record
     old_ledger.append([*choice, same_key], qwen)
-    assert old_ledger.manifest()["version"] == 3 and old_ledger.verify().ok
+    assert old_ledger.verify().ok
     rows = old_ledger.read().to_pylist()
     tasks = sorted((r["task"], r["arm"], r["gold"], r["gold_text"]) for r in rows)
     assert tasks == [
         *[("belebele", "native", None, "3")],
         *[("belebele", "translate-act", None, "3")] * 2,
-        *sorted(("mgsm", r["arm"], r["gold"], None) for r in _old_records(qwen)),
+        *sorted(("mgsm", r["arm"], r["gold"], None) for r in old_ledgers.records(1, qwen)),
     ]
-    old_ledger.append(make_cell(qwen, n_items=1, n_samples=1, arm="pivot"), qwen)  # an MGSM shard after: still 3
-    assert old_ledger.manifest()["version"] == 3 and old_ledger.read(arm="pivot", columns=["task"]).num_rows == 1
-    again = Ledger(old_ledger.root)  # rerunning the same append skips what is stored, old layout and new
-    assert again.append([*_old_records(qwen), *choice], qwen, skip_existing=True) == []
+    again = Ledger(old_ledger.root)  # rerunning the same append skips what is stored
+    assert again.append([*old_ledgers.records(1, qwen), *choice], qwen, skip_existing=True) == []
 
 
 def test_the_gold_type_decides_its_column(qwen):

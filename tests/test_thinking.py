@@ -156,10 +156,10 @@ def test_import_computes_and_checks_think_end(tmp_path, qwen):
         import_jsonl(_jsonl(tmp_path, off), tmp_path / "N", tokenizer=qwen)
 
 
-def test_audits_split_by_thinking_only_where_some_record_thinks(qwen):
-    from mindcap_tok.audits._common import population_keys
+def test_populations_split_by_thinking_only_where_some_record_thinks(qwen):
+    from mindcap_tok.store import population_columns
 
     off = pa.table({"model": ["m"], "arm": ["native"], "lang": ["tha_Thai"], "thinking": [False]})
-    assert "thinking" not in population_keys(off) and "thinking" not in population_keys(off.to_pandas())
+    assert "thinking" not in population_columns(off) and "thinking" not in population_columns(off.to_pandas())
     on = pa.table({"model": ["m", "m"], "arm": ["native"] * 2, "lang": ["tha_Thai"] * 2, "thinking": [False, True]})
-    assert population_keys(on)[-1] == "thinking" and population_keys(on.to_pandas())[-1] == "thinking"
+    assert population_columns(on)[-1] == "thinking" and population_columns(on.to_pandas())[-1] == "thinking"

@@ -589,15 +589,20 @@ def _below(root: Path, name: str, what: str) -> Path:
     return here
 
 
-def write_inside(root: Path, name: str, data: bytes, what: str) -> Path:
-    """Write ``data`` to ``root/name`` atomically (:func:`atomic_write_bytes`), through real folders only (see
-    :func:`_below`; ``root`` itself is made when absent); ``what`` names the folder in messages ("round-trip
-    folder")."""
+def path_inside(root: Path, name: str, what: str) -> Path:
+    """``root/name`` to write, through real folders only (see :func:`_below`; ``root`` itself is made when absent);
+    ``what`` names the folder in messages ("round-trip folder")."""
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _no_room(exc, f"cannot create {what} {root}: {exc.strerror}") from exc
-    return atomic_write_bytes(_below(root, name, what), data)
+    return _below(root, name, what)
+
+
+def write_inside(root: Path, name: str, data: bytes, what: str) -> Path:
+    """Write ``data`` to ``root/name`` atomically (:func:`atomic_write_bytes`), through real folders only
+    (:func:`path_inside`)."""
+    return atomic_write_bytes(path_inside(root, name, what), data)
 
 
 @contextmanager

@@ -64,18 +64,6 @@ def skipped(name: str, reason: str) -> AuditResult:
     return AuditResult(name=name, status="skipped", reason=reason)
 
 
-def population_keys(table: pa.Table | pd.DataFrame) -> list[str]:
-    """The cell and settings columns present in ``table`` that split it into populations (``thinking`` only
-    where some record thinks, so audits of other ledgers keep their columns)."""
-    names = table.column_names if isinstance(table, pa.Table) else list(table.columns)
-    keys = [c for c in POPULATION_COLUMNS if c in names]
-    if "thinking" in keys:
-        col = table.column("thinking") if isinstance(table, pa.Table) else table["thinking"]
-        if not (col.to_numpy(zero_copy_only=False) if isinstance(table, pa.Table) else col.to_numpy()).any():
-            keys.remove("thinking")
-    return keys
-
-
 def task_answer_parser(task: Task, spec: str = "strict") -> AnswerParser:
     """The parser named ``spec`` (a variant, or variants joined by ``+``) of ``task``'s answer type."""
     return get_parser(spec, None if task.answer.type == "integer" else task.answer)

@@ -28,7 +28,8 @@ from scipy.stats import norm
 
 from ..errors import MindcapError
 from ..resample import check_level
-from ._common import AuditResult, population_keys, skipped
+from ..store import population_columns
+from ._common import AuditResult, skipped
 
 NAME = "determinism"
 DESIGN = "determinism"
@@ -106,7 +107,7 @@ def determinism_audit(records: pa.Table, level: float = 0.95) -> AuditResult:
             "no determinism records in the ledger: run a generation job with design = "
             '"determinism" (repeats, caps, long_cap)',
         )
-    cell = [c for c in population_keys(det) if c not in ("design", "cap")]
+    cell = [c for c in population_columns(det) if c not in ("design", "cap")]
     seed = ["seed"] if "seed" in det.column_names else []
     frame = det.select([*cell, "cap", "item", "sample", *seed]).to_pandas()
     ids = [np.asarray(x, dtype=np.int64) for x in det.column("output_ids").to_pylist()]

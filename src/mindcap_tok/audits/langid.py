@@ -42,10 +42,9 @@ from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_
     normalize_label,
     shipped_lid176,
 )
-from ..scoring import thinks
-from ..store import CLOSE_TEXT, OPEN_TEXT
+from ..store import CLOSE_TEXT, OPEN_TEXT, population_columns, thinks
 from ..tokenization.load import ResolvedTokenizer
-from ._common import AuditResult, find_tasks, population_keys, record_tasks, stratified_sample
+from ._common import AuditResult, find_tasks, record_tasks, stratified_sample
 from .lid_adjudication import LidJudge, adjudicate
 from .segments import DEFAULT_DELIMITER, split_translate_act, strip_answer_lines
 
@@ -111,7 +110,7 @@ def split_channels(records: pa.Table, tokenizers: Mapping[str, ResolvedTokenizer
 def _keys(frame: pa.Table | pd.DataFrame) -> list[str]:
     """The population keys, and ``channel`` where the records were split by :func:`split_channels`."""
     names = frame.column_names if isinstance(frame, pa.Table) else list(frame.columns)
-    return [*population_keys(frame), *(["channel"] if "channel" in names else [])]
+    return [*population_columns(frame), *(["channel"] if "channel" in names else [])]
 
 
 def _analysed_text(text: str, translates: bool, delimiter: str) -> str | None:
@@ -251,7 +250,7 @@ def validation_agreement(
     done["agree_macro"] = [
         macro_group(h, mapping) == macro_group(p, mapping) for h, p in zip(human, done["predicted"], strict=True)
     ]
-    keys = population_keys(done)
+    keys = population_columns(done)
     table = (
         done.groupby(keys, dropna=False, sort=True)
         .agg(labelled=("agree", "size"), agreement=("agree", "mean"), agreement_macro=("agree_macro", "mean"))

@@ -34,8 +34,9 @@ from ..errors import MindcapError
 from ..generation import GenRequest
 from ..metrics.langid import macro_group, macrolanguages, normalize_label
 from ..spec import seed_hash
+from ..store import population_columns
 from ..templates import template_fields
-from ._common import population_keys, stratified_sample
+from ._common import stratified_sample
 from .determinism import wilson_interval
 
 DEFAULT_PROMPT = "lid-judge-v1"
@@ -140,7 +141,7 @@ def adjudication_sample(labels: pd.DataFrame, per_cell: int = PER_CELL, *, seed:
     """``per_cell`` determinate traces per population of :func:`~.langid.label_traces`' table, seeded; the
     draw of :func:`~.langid.validation_sample`, so judge and human validation can share one sample."""
     det = labels[labels["status"] == "determinate"].reset_index(drop=True)
-    return det.iloc[stratified_sample(det, population_keys(det), per_cell, seed)].reset_index(drop=True)
+    return det.iloc[stratified_sample(det, population_columns(det), per_cell, seed)].reset_index(drop=True)
 
 
 def ask_judge(judge: LidJudge, texts: Sequence[str], *, seeds: Sequence[int]) -> list[tuple[str, str]]:
@@ -197,7 +198,7 @@ def adjudicate(
     is unparseable), and a summary recording the judge, prompt, seed and pooled figures."""
     mapping = macrolanguages() if mapping is None else mapping
     sample = adjudication_sample(labels, judge.per_cell, seed=seed)
-    keys = population_keys(sample)
+    keys = population_columns(sample)
     sample["judge_seed"] = [
         seed_hash(seed, "lid-judge", *row) for row in sample[[*keys, "item", "sample"]].itertuples(index=False)
     ]

@@ -38,9 +38,10 @@ from ..premium import count_tokens
 from ..resample import Resampling, scale_budget
 from ..stats.bootstrap import Boot, bootstrap_weights, item_bootstrap
 from ..stats.premiums import PremiumTable, lookup_premium
+from ..store import population_columns
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE, role_mask
 from ..tokenization.load import ResolvedTokenizer
-from ._common import AuditResult, find_tasks, population_keys, record_tasks, score_matrix
+from ._common import AuditResult, find_tasks, record_tasks, score_matrix
 
 
 def _item_sums(items: np.ndarray, values: np.ndarray, universe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +96,7 @@ def behavioral_ratios(
     """Mean native / mean comparator output length per matching population (the arms are each record's task's),
     with a percentile CI."""
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
-    keys = population_keys(records)
+    keys = population_columns(records)
     pair = [k for k in keys if k != "arm"]
     frame = records.select([*keys, "item", "n_tokens"]).to_pandas()
     frame["_native"], frame["_comparator"] = (
@@ -272,7 +273,7 @@ def normalizer_audit(
     )
     found = find_tasks(list(dict.fromkeys(record_tasks(records))), tasks)
     nat = records.filter(pa.array(role_mask(records, NATIVE_ROLE, tasks=tasks)))
-    keys = population_keys(nat)
+    keys = population_columns(nat)
     frame = nat.select([*keys, "item"]).to_pandas()
     pops = frame.groupby(keys, dropna=False, sort=True).indices
     by_pop: dict[tuple, dict[str, Fraction]] = {}

@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..scoring import flat_ids, thinks
-from ..store import think_markers
+from ..scoring import flat_ids
+from ..store import population_columns, think_markers, thinks
 from ..tokenization.load import ResolvedTokenizer
-from ._common import AuditResult, population_keys, stratified_sample
+from ._common import AuditResult, stratified_sample
 
 CLASSES = ("agree", "special-token markup", "whitespace clean-up", "partial UTF-8", "other")
 
@@ -111,7 +111,7 @@ def parity_audit(
     """Raw and normalised agreement per population and per prefix budget on a stratified sample of prefixes
     (see the module docs), divergences classified with examples; where some record thinks also per channel
     (``think_close``: the string closing a thought, for tokenizers without a ``</think>`` token)."""
-    keys = population_keys(records)
+    keys = population_columns(records)
     frame = records.select([*keys, "item", "sample", "finish_reason", "n_tokens", "tokenizer"]).to_pandas()
     rows, lengths = prefix_units(frame["n_tokens"].to_numpy(), budgets)
     units = frame.iloc[rows].reset_index(drop=True)

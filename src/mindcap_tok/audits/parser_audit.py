@@ -29,11 +29,12 @@ import pyarrow as pa
 from ..resample import scale_budget
 from ..scoring import flat_ids, record_golds
 from ..stats.premiums import PremiumTable, lookup_premium
+from ..store import population_columns
 from ..tasks.answers import AnswerParser
 from ..tasks.model import Task
 from ..tokenization.byte_tables import ByteTable, byte_table
 from ..tokenization.load import ResolvedTokenizer
-from ._common import AuditResult, find_tasks, population_keys, record_tasks, task_answer_parser
+from ._common import AuditResult, find_tasks, record_tasks, task_answer_parser
 
 #: lenient variants whose peak movement is reported against strict, per answer type (``phrases``: choice tasks
 #: that list answer phrases); ``terminated`` first in each, since the gains table reads it
@@ -190,9 +191,9 @@ def parser_audit(
     ``premiums``, the genuinely terminated share of native gains in ``(B, floor(rB)]`` per budget and each
     lenient variant's peak movement. ``tasks``: the task files of records whose task is not built in."""
     grid = sorted({int(b) for b in budgets})
-    frame = records.select(population_keys(records)).to_pandas()
+    frame = records.select(population_columns(records)).to_pandas()
     frame["task"] = record_tasks(records)
-    keys = [*population_keys(frame)]
+    keys = [*population_columns(frame)]
     found = find_tasks(list(dict.fromkeys(frame["task"])), tasks)
     native = frame["arm"].to_numpy() == frame["task"].map({t: v.native for t, v in found.items()}).to_numpy()
     scaled_of = {}

@@ -23,9 +23,10 @@ import pyarrow as pa
 
 from ..errors import MindcapError
 from ..metrics import chrf_scores, comet_scores
+from ..store import population_columns
 from ..tasks.model import Task
 from ..tokenization.load import ResolvedTokenizer
-from ._common import AuditResult, find_tasks, population_keys, record_tasks, score_matrix, skipped
+from ._common import AuditResult, find_tasks, record_tasks, score_matrix, skipped
 from .segments import DEFAULT_DELIMITER, split_translate_act
 
 
@@ -43,7 +44,7 @@ def translation_segments(
     arm = records.column("arm").to_numpy(zero_copy_only=False)
     mask = np.array([a in arms.get(t, ()) for t, a in zip(tasks, arm, strict=True)], dtype=bool)
     table = records.filter(pa.array(mask))
-    frame = table.select([*population_keys(table), "item", "sample"]).to_pandas()
+    frame = table.select([*population_columns(table), "item", "sample"]).to_pandas()
     frame["task"] = tasks[mask]
     frame["segment"] = [split_translate_act(t, delimiter)[0] for t in table.column("text").to_pylist()]
     return frame
@@ -127,7 +128,7 @@ def translation_audit(
         metrics["comet"] = comet_scores(srcs, scored["segment"].tolist(), references=refs, checkpoint=comet_checkpoint)
     for name, values in metrics.items():
         scored[name] = values
-    keys = [*population_keys(seg.drop(columns="task")), "task"]
+    keys = [*population_columns(seg.drop(columns="task")), "task"]
     keys = list(dict.fromkeys(keys))
     dist = []
     for key, group in seg.groupby(keys, dropna=False, sort=True):
@@ -148,7 +149,7 @@ def translation_audit(
     )
     both = records.filter(pa.array(wanted))
     scores = score_matrix(both, tokenizers, budgets, tasks=found)
-    frame = both.select([k for k in population_keys(both) if k != "task"] + ["item"]).to_pandas()
+    frame = both.select([k for k in population_columns(both) if k != "task"] + ["item"]).to_pandas()
     frame["task"] = rec_tasks[wanted]
     cols = [f"s{b}" for b in budgets]
     per_item = pd.concat([frame, pd.DataFrame(scores, columns=cols)], axis=1)

@@ -35,8 +35,9 @@ from ..resample import scale_budget
 from ..scoring import Scores, score_ledger
 from ..stats.curves import delta_table
 from ..stats.premiums import PremiumTable, lookup_premium
+from ..store import population_columns
 from ..tokenization.load import ResolvedTokenizer
-from ._common import AuditResult, find_tasks, population_keys, record_tasks
+from ._common import AuditResult, find_tasks, record_tasks
 from .determinism import wilson_interval
 
 #: the default grid below a cap: its eighths (ceil(cap·k/8), k = 1..8)
@@ -98,7 +99,7 @@ def truncation_audit(
     Each record is scored by its task's strict parser at every budget this needs (``tasks``: the task files of
     records whose task is not built in), then :func:`truncation_tables` does the rest.
     """
-    frame = records.select(population_keys(records)).to_pandas()
+    frame = records.select(population_columns(records)).to_pandas()
     frame["task"] = record_tasks(records)
     found = find_tasks(list(dict.fromkeys(frame["task"])), tasks)
     natives = {name: t.native for name, t in found.items()}
@@ -133,7 +134,7 @@ def truncation_tables(
     by_budget = scores.by_budget.reset_index(drop=True)
     scored = [int(b) for b in scores.budgets]
     nb = len(scored)
-    keys = [k for k in population_keys(rec) if k in rec.columns]
+    keys = [k for k in population_columns(rec) if k in rec.columns]
     if "task" not in keys:
         rec = rec.assign(task=record_tasks(rec))
         keys.append("task")

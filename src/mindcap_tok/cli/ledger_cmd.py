@@ -1,4 +1,4 @@
-"""`mindcap-tok ledger import|info|verify`: build, summarise and check a ledger of stored generations."""
+"""`mindcap-tok ledger import|info|verify|migrate`: build, summarise, check and convert a ledger of generations."""
 
 from __future__ import annotations
 
@@ -227,3 +227,23 @@ def verify_command(ledger: str) -> None:
         click.echo(f"problem: {problem}", err=True)
     click.echo(f"{len(report.problems)} problem(s) in {report.root}", err=True)
     sys.exit(1)
+
+
+@ledger_group.command("migrate")
+@click.argument("ledger", type=click.Path(exists=True, file_okay=False))
+@out_dir_option("The new ledger's folder (must not exist).")
+def migrate_command(ledger: str, out: str) -> None:
+    """Convert LEDGER, written in an earlier storage format, into a new ledger in the current one (once).
+
+    Every record, shard, text-mismatch mark, tokenizer entry and generation job is kept; LEDGER is left as it is.
+    The new ledger is written beside --out-dir and renamed into place when it verifies.
+    """
+    from ..store import migrate
+
+    with progress_bar("migrating shards", total=None) as advance:
+        done = migrate(ledger, out, on_progress=on_progress(advance))
+    click.echo(
+        f"migrated {done.rows} records in {done.shards} shards ({done.cells} cells, {done.jobs} generation jobs) "
+        f"from format version {done.from_version} into {done.out}",
+        err=True,
+    )

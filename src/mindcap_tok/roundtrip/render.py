@@ -9,12 +9,13 @@ round-trip hops' request and decode plumbing. Layout of the folder::
     DIR/waves/wave-0001.parquet # one wave's replies: keys, seed, cap, prompt, output ids, text, finish reason
     DIR/renderings.jsonl        # what ``audit --renderings`` reads: model, lang, item, sample, english
 
-Every file is written atomically and a wave counts once the manifest lists it, so a rerun resumes at the first
-missing wave. A run holds the folder's lock (a second run into it is refused in one line) and writes through no
-symlink: a folder holding one, or a special file, is refused. A rendering that came back empty, whose thought never
-closed (a reasoning translator cut or stopped inside ``<think>``: no rendering at all), or that hit its cap
-(unless ``keep_capped``), is left out of ``renderings.jsonl`` (a cut rendering would inflate r_trace) and counted
-in the result; the audit then runs on the traces rendered whole.
+Waves are committed as the round trip's files are (:func:`.store.commit_file`): a wave counts once the manifest
+lists it, so a rerun resumes at the first missing wave; ``renderings.jsonl`` is written atomically. A run holds
+the folder's lock (a second run into it is refused in one line) and writes through no symlink: a folder holding
+one, or a special file, is refused. A rendering that came back empty, whose thought never closed (a reasoning
+translator cut or stopped inside ``<think>``: no rendering at all), or that hit its cap (unless ``keep_capped``),
+is left out of ``renderings.jsonl`` (a cut rendering would inflate r_trace) and counted in the result; the audit
+then runs on the traces rendered whole.
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ from .._io import check_folder_path, check_tree, enclosing_ledger, folder_lock, 
 from .._json import dumps_strict
 from ..errors import BadInputError, DamagedDataError, MindcapError, StorageError, with_context
 from ..spec import Sampling, SpecError, seed_hash, validate
+from ..store import committed_path, encode_table, roll_forward
 from ..tasks.roles import NATIVE_ROLE, role_mask
 from ..templates import template_fields
 from .chat import chat_requests, decode_requests, generator_label
 from .sequences import language_name
-from .store import read_run_manifest
+from .store import commit_file, read_run_manifest
 
 MANIFEST = "_render.json"
 FORMAT = "mindcap-tok render"
@@ -186,13 +188,14 @@ class _Store:
         """Hold the folder's lock while a run writes, the manifest read again under it."""
         with folder_lock(self.root, "render folder"):
             self._load()
+            roll_forward([self.root / name for name in self.manifest["waves"]], self.root.glob("waves/.*.pending"))
             yield
 
     def has(self, name: str) -> bool:
         return name in self.manifest["waves"]
 
     def read(self, name: str) -> list[dict]:
-        data = regular_file(self.root / name, "render wave").read_bytes()
+        data = regular_file(committed_path(self.root / name), "render wave").read_bytes()
         if hashlib.sha256(data).hexdigest() != self.manifest["waves"][name]:
             raise DamagedDataError(f"render wave {self.root / name} differs from the one the manifest lists (altered?)")
         try:
@@ -208,8 +211,7 @@ class _Store:
     def write(self, name: str, data: bytes) -> None:
         manifest = {**self.manifest, "waves": {**self.manifest["waves"], name: hashlib.sha256(data).hexdigest()}}
         try:
-            write_inside(self.root, name, data, "render folder")
-            write_inside(self.root, MANIFEST, (dumps_strict(manifest) + "\n").encode("utf-8"), "render folder")
+            commit_file(self.root, name, data, self.root / MANIFEST, dumps_strict(manifest) + "\n", "render folder")
         except StorageError as exc:
             done = len(self.manifest["waves"])
             raise with_context(exc, f"{exc}; {done} waves stay committed, a rerun resumes after them") from exc
@@ -217,9 +219,7 @@ class _Store:
 
 
 def _wave_bytes(rows: list[dict]) -> bytes:
-    sink = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_pylist(rows, schema=_WAVE_SCHEMA), sink, compression="zstd")
-    return sink.getvalue().to_pybytes()
+    return encode_table(pa.Table.from_pylist(rows, schema=_WAVE_SCHEMA)).data
 
 
 def render_traces(

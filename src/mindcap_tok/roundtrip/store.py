@@ -2,28 +2,28 @@
 
 Layout::
 
-    DIR/_roundtrip.json            # format, the spec, its identity, and every committed file (rows, SHA-256)
+    DIR/_roundtrip.json            # format, the spec, its identity, and every committed file (rows, bytes, SHA-256)
     DIR/hops/hop-01.parquet        # every hop 1 of every (model, text, sequence) still running (with a thinking
                                    # model: THINK_HOP_SCHEMA, each hop's thought and answer channel apart)
     DIR/judge/round-0.parquet      # first judge attempt of every finished chain; round-1: the retries ...
 
-A file is written atomically, then listed in the manifest (written atomically too): the manifest is the commit
-point, so a rerun resumes at the first wave or round it does not list. The folder holds nothing else (besides
-the lock file a run holds, :func:`~mindcap_tok._io.folder_lock`); a folder with other files, a symlink or special
-file anywhere inside, a ledger or a folder inside one is refused. A manifest is checked whole when read
-(:class:`RunManifest`), and each file's table against its schema, so a damaged or hand-made run is one line.
+Files are committed through the store's machinery (:func:`~mindcap_tok.store.commit_files`, as the ledger's
+shards): written under a hidden pending name, then listed in the manifest (written atomically), then renamed into
+place. The manifest is the commit point, so a rerun resumes at the first wave or round it does not list; a file
+it lists still under its pending name is renamed by the next run (or read there meanwhile). The folder holds
+nothing else (besides the lock file a run holds, :func:`~mindcap_tok._io.folder_lock`); a folder with other files,
+a symlink or special file anywhere inside, a ledger or a folder inside one is refused. A manifest is checked whole
+when read (:class:`RunManifest`), and each file against its size, SHA-256 and schema, so a damaged or hand-made
+run is one line.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -31,17 +31,27 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from .._io import RUN_LOCK, check_folder_path, check_tree, enclosing_ledger, folder_lock, regular_file, write_inside
+from .._io import (
+    NO_ROOM,
+    RUN_LOCK,
+    check_folder_path,
+    check_tree,
+    enclosing_ledger,
+    folder_lock,
+    path_inside,
+    regular_file,
+)
 from .._json import dumps_strict
 from ..errors import DamagedDataError, MindcapError, StorageError, with_context
 from ..spec import SpecError, validated_table
+from ..store import checked_bytes, commit_files, committed_path, encode_table, roll_forward, stage_file, utc_now
 
 MANIFEST = "_roundtrip.json"
 FORMAT = "mindcap-tok roundtrip"
 VERSION = 1
 _FILE = r"(hops/hop-\d{2}|judge/round-\d{2})\.parquet"
 _OWN = re.compile(rf"{_FILE}|hops|judge|_roundtrip\.json|{re.escape(RUN_LOCK)}")
-_TMP = re.compile(r"(hops/|judge/)?\.[^/]+\.tmp")
+_TMP = re.compile(r"(hops/|judge/)?\.[^/]+\.(tmp|pending)")
 
 _IDS = pa.list_(pa.int32())
 HOP_SCHEMA = pa.schema([
@@ -74,8 +84,19 @@ def judge_file(attempt: int) -> str:
     return f"judge/round-{attempt:02d}.parquet"
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def commit_file(root: Path, name: str, data: bytes, manifest: Path, text: str, what: str) -> None:
+    """Commit ``data`` as ``root/name`` with the manifest ``text`` that lists it (:func:`commit_files`), through
+    real folders only (:func:`~mindcap_tok._io.path_inside`); ``what`` names the folder in messages. A write that
+    found no room is a :class:`StorageError`, and the folder is as it was."""
+    final = path_inside(root, name, what)
+    path_inside(root, manifest.relative_to(root).as_posix(), what)
+    try:
+        stage_file(final, data)
+    except OSError as exc:
+        if exc.errno in NO_ROOM:
+            raise StorageError(f"cannot write {final}: {exc.strerror}", path=final) from exc
+        raise
+    commit_files(manifest, text, [final])
 
 
 def read_run_manifest(path: Path, *, fmt: str, identity: dict, what: str, other: str) -> dict | None:
@@ -106,6 +127,7 @@ class _Entry(BaseModel):
 
     model_config = _LOOSE
     rows: Annotated[int, Field(ge=0)]
+    bytes: Annotated[int, Field(ge=0)]
     sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
@@ -204,6 +226,8 @@ class RunStore:
         read the manifest again under it, so the run resumes from what is committed now."""
         with folder_lock(self.root, "round-trip folder"):
             self._load()
+            strays = [*self.root.glob("hops/.*.pending"), *self.root.glob("judge/.*.pending")]
+            roll_forward([self.root / name for name in self.manifest["files"]], strays)
             yield self
 
     def _check_folder(self) -> None:
@@ -238,18 +262,13 @@ class RunStore:
         pool = pa.system_memory_pool()
         # column by column: Table.from_pylist converts row by row, 3-4x slower on a wave's rows
         columns = {f.name: pa.array([r[f.name] for r in rows], f.type, memory_pool=pool) for f in schema}
-        buf = io.BytesIO()
         # no dictionaries: on the id lists they cost most of the write and save nothing; zstd packs the rest
-        pq.write_table(
-            pa.table(columns, schema=schema), buf, compression="zstd", use_dictionary=False, memory_pool=pool
-        )
-        data = buf.getvalue()
-        entry = {"rows": len(rows), "bytes": len(data), "sha256": _sha256(data),
-                 "written": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
+        encoded = encode_table(pa.table(columns, schema=schema), use_dictionary=False, memory_pool=pool)
+        entry = {"rows": encoded.rows, "bytes": encoded.size, "sha256": encoded.sha256, "written": utc_now()}
         manifest = {**self.manifest, "files": {**self.manifest["files"], name: entry}}
+        text = dumps_strict(manifest) + "\n"
         try:
-            write_inside(self.root, name, data, "round-trip folder")
-            write_inside(self.root, MANIFEST, (dumps_strict(manifest) + "\n").encode("utf-8"), "round-trip folder")
+            commit_file(self.root, name, encoded.data, self.root / MANIFEST, text, "round-trip folder")
         except StorageError as exc:
             done = len(self.manifest["files"])
             raise with_context(
@@ -260,16 +279,11 @@ class RunStore:
     def read(self, name: str) -> list[dict]:
         """The rows of a committed file, checked against the manifest's SHA-256 and row count and against its
         schema."""
-        path = self.root / name
-        try:
-            data = regular_file(path, "round-trip file").read_bytes()
-        except OSError as exc:
-            raise DamagedDataError(f"round-trip file {path} is missing: {exc}", path=path) from exc
+        path = committed_path(self.root / name)
         entry = self.manifest["files"][name]
-        if _sha256(data) != entry["sha256"]:
-            raise DamagedDataError(f"round-trip file {path} differs from the one the manifest lists (altered?)")
+        data = checked_bytes(path, entry["bytes"], entry["sha256"], "round-trip file")
         try:
-            table = pq.read_table(io.BytesIO(data))
+            table = pq.read_table(pa.BufferReader(data))
         except (OSError, pa.ArrowException) as exc:
             raise DamagedDataError(f"round-trip file {path} is not readable Parquet: {exc}", path=path) from None
         folder = name[: name.index("/") + 1]

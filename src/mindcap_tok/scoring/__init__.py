@@ -13,7 +13,6 @@ from .score import (
     score_by_tokenizer,
     score_ledger,
     score_token_ids,
-    thinks,
     thought_summary,
     with_thought_counts,
 )
@@ -27,7 +26,6 @@ __all__ = [
     "score_by_tokenizer",
     "score_ledger",
     "score_token_ids",
-    "thinks",
     "thought_summary",
     "with_thought_counts",
 ]

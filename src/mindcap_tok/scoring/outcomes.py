@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import BadInputError, MindcapError
-from ..store import answer_starts
+from ..store import answer_starts, thinks
 from ..tasks.answers import AnswerParser, per_language, task_parser
 from ..tasks.answers.choice import ChoiceParser
 from ..tasks.answers.integer import Parser as IntegerParser
@@ -75,7 +75,7 @@ def answer_texts(part: pa.Table, tokenizer: ResolvedTokenizer | Mapping[str, Res
     its answer channel (empty when the thought never closed), with ``tokenizer`` (one, or by the records'
     ``tokenizer`` column)."""
     texts = part.column("text").to_pylist()
-    if "thinking" not in part.column_names or not any(part.column("thinking").fill_null(False).to_pylist()):
+    if not thinks(part):
         return texts
     if tokenizer is None or "think_end" not in part.column_names:
         raise MindcapError("records with thinking on need 'think_end' and their tokenizer to read the answer channel")

@@ -47,7 +47,15 @@ import pyarrow.compute as pc
 
 from ..budgets import SCORE_BUDGETS, check_budgets
 from ..errors import BadInputError, MindcapError
-from ..store import CELL_COLUMNS, SETTING_COLUMNS, answer_starts, describe, resolve_tokenizers
+from ..store import (
+    CELL_COLUMNS,
+    SETTING_COLUMNS,
+    answer_starts,
+    describe,
+    population_columns,
+    resolve_tokenizers,
+    thinks,
+)
 from ..tasks.answers import AnswerParser as Parser
 from ..tasks.answers import get_parser, per_language, task_parser
 from ..tasks.roles import find_tasks, gold_type_mismatch, record_tasks
@@ -626,11 +634,6 @@ def score_by_tokenizer(
     return PrefixScores(grid, scores, emission, correct, n_tokens)
 
 
-def thinks(table: pa.Table) -> bool:
-    """Whether some record of ``table`` has ``thinking`` true (a reasoning model's thinking records)."""
-    return "thinking" in table.column_names and bool(pc.any(table.column("thinking")).as_py())
-
-
 def record_answer_starts(table: pa.Table) -> np.ndarray | None:
     """Per record, the output index where its answer channel starts (see
     :func:`~mindcap_tok.store.think.answer_starts`); ``None`` when no record thinks (the old path)."""
@@ -801,9 +804,7 @@ def score_ledger(
     missing = [c for c in need if c not in table.column_names]
     if missing:
         raise MindcapError(f"records lack column(s) {', '.join(missing)} needed for scoring")
-    # ``thinking`` splits cells only where some record thinks: other outputs keep their columns
-    settings = [c for c in SETTING_COLUMNS if c in table.column_names and (c != "thinking" or thinks(table))]
-    keys = table.select([*CELL_COLUMNS, *settings, "item", "sample"]).to_pandas()
+    keys = table.select([*population_columns(table), "item", "sample"]).to_pandas()
     for col in CELL_COLUMNS:
         keys[col] = keys[col].astype(object)
     finish = table.column("finish_reason").to_numpy(zero_copy_only=False)

@@ -7,8 +7,8 @@ Each record of a forcing job is put in the population of its decode *before* for
 - ``unanswered``: it stopped by itself without an answer line (forced under ``forcing.unanswered``; the paper's
   100% population);
 - ``answered``: it stopped by itself with an answer line (not forced: its trace is its own);
-- ``finished``: it stopped by itself, but the ledger does not say whether it was forced (written before the
-  ``forced`` column, format 4) and holds no unforced source for it.
+- ``finished``: it stopped by itself, but the ledger does not say whether it was forced (its ``forced`` is null)
+  and holds no unforced source for it.
 
 Where it comes from: the record's ``forced`` column (``generate`` records it for every forcing job: forced and
 stopped means unanswered; not forced, its own emission E says whether it answered); else its **source**, the

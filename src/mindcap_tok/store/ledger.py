@@ -6,10 +6,10 @@ Layout::
     DIR/model=qwen3-8b/arm=native/lang=tha_Thai/part-000003-1f2e3d4c.parquet
 
 Shards are immutable: an append adds new shards and never rewrites old ones. The manifest is the commit
-point. An append writes each new shard under a hidden ``.pending`` name, then writes the manifest atomically,
-then renames the shards into place; a crash before the manifest leaves only hidden files (ignored by every
-reader, deleted by the next append), a crash after it is rolled forward. ``verify`` checks every listed shard
-against its size, SHA-256, row count and schema, and reports shards that nobody listed.
+point (:mod:`.commit`): an append writes each new shard under a hidden ``.pending`` name, then writes the manifest
+atomically, then renames the shards into place; a crash before the manifest leaves only hidden files (ignored by
+every reader, deleted by the next append), a crash after it is rolled forward. ``verify`` checks every listed
+shard against its size, SHA-256, row count and schema, and reports shards that nobody listed.
 
 Appends hold an exclusive ``flock`` on ``DIR/.lock``; ``read`` and ``verify`` hold a shared one, so they see
 either the ledger before an append or after it, never half of it (where the lock file cannot be opened, e.g.
@@ -18,26 +18,23 @@ manifest's size and SHA-256 (``Ledger(path, verify=False)`` skips that).
 
 Readers: ``pandas.read_parquet(DIR)`` and ``pyarrow.parquet.read_table(DIR)`` (hive partitions merged with
 the dictionary-encoded cell columns stored inside each shard), ``pyarrow.dataset.dataset(DIR)`` and
-``datasets.load_dataset("parquet", data_files="DIR/**/*.parquet")`` (cell columns read from the files).
-Shards whose records all have the default task keep the layout of ledgers written before tasks (no ``task``,
-no ``gold_text``), and a column added in format 4 (``thinking``, ``think_end``, …) is stored only in shards where
-some record uses it; :meth:`Ledger.read` fills those in, the generic readers above see them missing (null).
+``datasets.load_dataset("parquet", data_files="DIR/**/*.parquet")`` (cell columns read from the files). Every
+shard stores every column (:data:`~.schema.STORAGE_SCHEMA`). A ledger of an earlier format version is refused
+in one line naming ``mindcap-tok ledger migrate`` (:func:`~.migrate.migrate`), which converts it once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
@@ -48,11 +45,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, atomic_write_text, check_folder_path, regular_file
+from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, check_folder_path, regular_file
 from ..data.languages import resolve_language
-from ..errors import DamagedDataError, MindcapError, first_line, with_context
+from ..errors import BadInputError, DamagedDataError, MindcapError, with_context
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.registry import registry_model_name
+from . import commit
+from .commit import PENDING as _PENDING
+from .commit import checked_bytes, committed_path, utc_now, why
 from .schema import (
     CELL_COLUMNS,
     KEY_COLUMNS,
@@ -64,8 +64,7 @@ from .schema import (
     check_token_ids,
     describe,
     duplicate_row,
-    fill_absent_columns,
-    storage_version,
+    population_columns,
     to_canonical,
     to_storage,
     validate_records,
@@ -73,14 +72,10 @@ from .schema import (
 
 MANIFEST = LEDGER_MANIFEST
 FORMAT = LEDGER_FORMAT
-#: the manifest format this reads: 1; 2 where some records are marked (:data:`TEXT_MISMATCH`); 3 where some
-#: shards carry the ``task`` and ``gold_text`` columns (records of a task other than the default); 4 where some
-#: shards carry a column of :data:`~.schema.EXTRA_COLUMNS` (thinking, import provenance). Each append writes the
-#: lowest version its ledger needs, so ledgers that use none of these stay readable by older readers.
-VERSION = 4
-_MARKED_VERSION = 2
-_PENDING = ".pending"
-#: manifest key (format version 2) listing, per shard path, the rows stored with a text that is not the decoding
+#: the format version this reads and writes: every shard holds every column of :data:`~.schema.STORAGE_SCHEMA`
+#: (versions 1-4 are converted by ``mindcap-tok ledger migrate``, :func:`~.migrate.migrate`)
+VERSION = 5
+#: manifest key listing, per shard path, the rows stored with a text that is not the decoding
 #: of their output ids (``ledger import --allow-text-mismatch``); a manifest without it marks nothing
 TEXT_MISMATCH = "text_mismatch"
 
@@ -115,7 +110,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 CONTENT_COLUMNS = tuple(c for c in SCHEMA.names if c != "n_tokens")
 
 
-def _shard_info(entry: object, index: int, manifest: Path) -> ShardInfo:
+def shard_info(entry: object, index: int, manifest: Path) -> ShardInfo:
     """A manifest shard entry as :class:`ShardInfo`; a malformed entry is a one-line error naming the manifest."""
     where = f"ledger manifest {manifest}: shard entry {index}"
     if not isinstance(entry, dict):
@@ -170,6 +165,36 @@ def _cell_dir(model: str, arm: str, lang: str) -> str:
     return "/".join(f"{k}={quote(v, safe='')}" for k, v in zip(CELL_COLUMNS, (model, arm, lang), strict=True))
 
 
+def stage_shard(root: Path, rel: str, table: pa.Table, cell: tuple[str, str, str]) -> ShardInfo:
+    """Write the records of one ``cell`` (validated, :data:`~.schema.SCHEMA`) as the pending shard ``root/rel``;
+    the manifest entry that commits it."""
+    encoded = commit.encode_table(to_storage(table))
+    commit.stage_file(root / rel, encoded.data)
+    return ShardInfo(rel, *cell, table.num_rows, encoded.size, encoded.sha256, utc_now())
+
+
+def manifest_text(
+    shards: list[dict[str, Any]], tokenizers: dict[str, Any], marks: dict[str, list[int]], created: str | None
+) -> str:
+    """The manifest of a ledger of ``shards`` (their entries, in order), as written."""
+    cells: dict[str, int] = {}
+    for s in shards:
+        key = "/".join((s["model"], s["arm"], s["lang"]))
+        cells[key] = cells.get(key, 0) + s["rows"]
+    out = {
+        "format": FORMAT,
+        "version": VERSION,
+        "created": created or utc_now(),
+        "updated": utc_now(),
+        "rows": sum(s["rows"] for s in shards),
+        "cells": dict(sorted(cells.items())),
+        "tokenizers": tokenizers,
+        "shards": shards,
+        TEXT_MISMATCH: marks,
+    }
+    return json.dumps(out, indent=1, ensure_ascii=False) + "\n"
+
+
 def _cells(table: pa.Table) -> set[tuple[str, str, str]]:
     groups = table.select(list(CELL_COLUMNS)).group_by(list(CELL_COLUMNS)).aggregate([])
     return {(r["model"], r["arm"], r["lang"]) for r in groups.to_pylist()}
@@ -191,17 +216,13 @@ def _group_key(values: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(None if pd.isna(v) else v for v in values)
 
 
-def _why(exc: BaseException) -> str:
-    """An exception's first line with control characters escaped (Arrow's messages may quote raw bytes)."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in first_line(exc))
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+def old_format_message(path: Path, version: int) -> str:
+    """The refusal of a ledger manifest of an earlier format version: what to run to convert it."""
+    folder = path.parent
+    return (
+        f"ledger {folder} has format version {version}; this mindcap-tok reads version {VERSION}: convert it once "
+        f"with `mindcap-tok ledger migrate {folder} --out-dir NEW`"
+    )
 
 
 def _thought_info(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -271,6 +292,8 @@ class Ledger:
                 f"{self.manifest_path} has format version {data['version']}; this mindcap-tok reads {VERSION}",
                 path=self.manifest_path,
             )
+        if data.get("version", 0) < VERSION:
+            raise BadInputError(old_format_message(self.manifest_path, data.get("version", 0)))
         kinds = (("shards", list), ("rows", int), ("tokenizers", dict), ("cells", dict), (TEXT_MISMATCH, dict))
         for key, kind in kinds:
             if key in data and (not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool))):
@@ -321,7 +344,7 @@ class Ledger:
         """Each listed shard with the reason its path is unsafe to open (``None`` when it is safe)."""
         return [
             (info, shard_path_problem(info.path))
-            for info in (_shard_info(e, i, self.manifest_path) for i, e in enumerate(manifest["shards"]))
+            for info in (shard_info(e, i, self.manifest_path) for i, e in enumerate(manifest["shards"]))
         ]
 
     def _shards(self, manifest: dict[str, Any]) -> list[ShardInfo]:
@@ -339,40 +362,19 @@ class Ledger:
         return dict(self.manifest().get("tokenizers", {}))
 
     def _file(self, shard: ShardInfo) -> Path:
-        final = self.root / shard.path
-        if final.exists():
-            return final
-        pending = final.with_name("." + final.name + _PENDING)
-        return pending if pending.exists() else final
+        return committed_path(self.root / shard.path)
 
     def _outside(self, path: Path) -> bool:
         """True when ``path`` (a listed shard) resolves outside the ledger folder (through a symlink)."""
         return not path.resolve().is_relative_to(self.root.resolve())
 
     def _shard_bytes(self, shard: ShardInfo) -> pa.Buffer:
-        """The shard's bytes, read once into Arrow memory and checked against the manifest's size and SHA-256.
-
-        Arrow memory (not a Python ``bytes``) because Arrow's reader threads may drop the last reference to
-        the buffer: a Python object would need the GIL then, which aborts the process (SIGABRT, "terminate
-        called without an active exception") when that happens while the interpreter exits.
-        """
+        """The shard's bytes, read once into Arrow memory and checked against the manifest's size and SHA-256."""
         path = self._file(shard)
         hint = f"(run `mindcap-tok ledger verify {self.root}`)"
         if self._outside(path):
             raise DamagedDataError(f"cannot read ledger shard {path}: it resolves outside the ledger {hint}", path=path)
-        try:
-            with pa.OSFile(str(regular_file(path, "ledger shard"))) as fh:
-                data = fh.read_buffer()
-        except (OSError, pa.ArrowException) as exc:
-            raise DamagedDataError(f"cannot read ledger shard {path}: {_why(exc)} {hint}", path=path) from exc
-        if data.size != shard.bytes:
-            msg = f"{data.size} bytes, the manifest says {shard.bytes} (truncated or altered)"
-            raise DamagedDataError(f"cannot read ledger shard {path}: {msg} {hint}", path=path)
-        if _sha256(data) != shard.sha256:
-            raise DamagedDataError(
-                f"cannot read ledger shard {path}: content differs from the manifest's SHA-256 {hint}", path=path
-            )
-        return data
+        return checked_bytes(path, shard.bytes, shard.sha256, "ledger shard", hint)
 
     def _source(self, shard: ShardInfo) -> pa.Buffer | Path:
         """What :meth:`_read_shard` parses: the checked bytes, or (``verify=False``) the file."""
@@ -390,20 +392,14 @@ class Ledger:
     ) -> pa.Table:
         """One shard (checked unless ``verify=False``), as stored (cell columns dictionary-encoded)."""
         source = self._source(shard) if source is None else source
-        wanted = list(STORAGE_SCHEMA.names if columns is None else columns)
+        cols = list(STORAGE_SCHEMA.names if columns is None else columns)
         try:
-            # a shard may lack the task columns or format 4's columns: read what it has, then fill them in
-            file = pa.BufferReader(source) if isinstance(source, pa.Buffer) else source
-            held = set(pq.read_schema(file).names)
-            cols = [c for c in wanted if c in held]
             if isinstance(source, pa.Buffer):  # in memory: nothing to pre-buffer
-                table = pq.read_table(pa.BufferReader(source), columns=cols, pre_buffer=False)
-            else:
-                table = pq.read_table(source, columns=cols)
-            return fill_absent_columns(table, wanted)
+                return pq.read_table(pa.BufferReader(source), columns=cols, pre_buffer=False)
+            return pq.read_table(source, columns=cols)
         except (OSError, pa.ArrowException) as exc:
             path = self._file(shard)
-            msg = f"cannot read ledger shard {path}: {_why(exc)} (run `mindcap-tok ledger verify {self.root}`)"
+            msg = f"cannot read ledger shard {path}: {why(exc)} (run `mindcap-tok ledger verify {self.root}`)"
             raise DamagedDataError(msg, path=path) from exc
 
     # -- writing ----------------------------------------------------------------------------------------------
@@ -438,16 +434,8 @@ class Ledger:
 
     def _recover(self, manifest: dict[str, Any]) -> None:
         """Finish renames of committed shards; delete hidden shards that no manifest committed."""
-        listed = set()
-        for s in self._shards(manifest):
-            final = self.root / s.path
-            pending = final.with_name("." + final.name + _PENDING)
-            listed.add(pending)
-            if not final.exists() and pending.exists():
-                os.replace(pending, final)
-        for pending in self.root.glob(f"**/.part-*{_PENDING}"):
-            if pending not in listed:
-                pending.unlink(missing_ok=True)
+        finals = [self.root / s.path for s in self._shards(manifest)]
+        commit.roll_forward(finals, self.root.glob(f"**/.part-*{_PENDING}"))
 
     def _vocab_sizes(
         self,
@@ -551,89 +539,36 @@ class Ledger:
                 return []
             flags = None if check_new is None else check_new(table, np.flatnonzero(~stored))
             marked = np.zeros(table.num_rows, bool) if flags is None else np.asarray(flags, bool)
-            written, marks, needed = self._write_shards(table, manifest, marked)
+            written, marks = self._write_shards(table, manifest, marked)
             shards = manifest["shards"] + [s.__dict__ for s in written]
             tokenizers = {**manifest.get("tokenizers", {}), **tok_entries}
             all_marks = {**manifest.get(TEXT_MISMATCH, {}), **marks}
-            before = manifest.get("version", 1) if manifest["shards"] else 1
-            version = max(before, needed, _MARKED_VERSION if all_marks else 1)
-            try:
-                self._commit(manifest, shards, tokenizers, all_marks, version)
-            except BaseException:  # not committed (a full disk, Ctrl-C): its shards go too, the ledger is as it was
-                self._discard(self.root / s.path for s in written)
-                raise
-            for s in written:
-                final = self.root / s.path
-                os.replace(final.with_name("." + final.name + _PENDING), final)
+            text = manifest_text(shards, tokenizers, all_marks, manifest.get("created"))
+            # not committed (a full disk, Ctrl-C): its shards go too, the ledger is as it was
+            commit.commit_files(self.manifest_path, text, [self.root / s.path for s in written])
             return written
 
     def _write_shards(
         self, table: pa.Table, manifest: dict[str, Any], marked: np.ndarray
-    ) -> tuple[list[ShardInfo], dict[str, list[int]], int]:
-        """Write one pending shard per cell; return them, per shard path the rows flagged in ``marked``, and
-        the highest manifest format their layouts need (:func:`~.schema.storage_version`)."""
+    ) -> tuple[list[ShardInfo], dict[str, list[int]]]:
+        """Write one pending shard per cell; return them and, per shard path, the rows flagged in ``marked``."""
         frame = table.select(list(CELL_COLUMNS)).to_pandas()
         groups = frame.groupby(list(CELL_COLUMNS), sort=True).indices
         seq = len(manifest["shards"])
-        written, marks, needed = [], {}, 1
+        written, marks = [], {}
         begun: list[Path] = []  # the pending shards begun, removed if any write fails (a full disk, Ctrl-C)
         try:
             for (model, arm, lang), rows in groups.items():
-                part = to_storage(table.take(pa.array(rows)))
-                needed = max(needed, storage_version(part.schema))
-                sink = pa.BufferOutputStream()
-                pq.write_table(part, sink, compression="zstd")
-                data = sink.getvalue().to_pybytes()
                 rel = f"{_cell_dir(model, arm, lang)}/part-{seq:06d}-{uuid.uuid4().hex[:8]}.parquet"
-                final = self.root / rel
-                final.parent.mkdir(parents=True, exist_ok=True)
-                pending = final.with_name("." + final.name + _PENDING)
-                begun.append(final)
-                with open(pending, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                written.append(ShardInfo(rel, model, arm, lang, part.num_rows, len(data), _sha256(data), _now()))
+                begun.append(self.root / rel)
+                written.append(stage_shard(self.root, rel, table.take(pa.array(rows)), (model, arm, lang)))
                 if marked[rows].any():
                     marks[rel] = np.flatnonzero(marked[rows]).tolist()
                 seq += 1
         except BaseException:
-            self._discard(begun)
+            commit.discard(begun)
             raise
-        return written, marks, needed
-
-    @staticmethod
-    def _discard(finals: Iterable[Path]) -> None:
-        """Remove the pending files of uncommitted shards (``finals``: their final paths); what cannot be removed
-        now, the next append removes (:meth:`_recover`)."""
-        for final in finals:
-            with contextlib.suppress(OSError):
-                final.with_name("." + final.name + _PENDING).unlink(missing_ok=True)
-
-    def _commit(
-        self,
-        manifest: dict[str, Any],
-        shards: list[dict[str, Any]],
-        tokenizers: dict[str, Any],
-        marks: dict[str, list[int]],
-        version: int,
-    ) -> None:
-        cells: dict[str, int] = {}
-        for s in shards:
-            key = "/".join((s["model"], s["arm"], s["lang"]))
-            cells[key] = cells.get(key, 0) + s["rows"]
-        out = {
-            "format": FORMAT,
-            "version": version,
-            "created": manifest.get("created", _now()),
-            "updated": _now(),
-            "rows": sum(s["rows"] for s in shards),
-            "cells": dict(sorted(cells.items())),
-            "tokenizers": tokenizers,
-            "shards": shards,
-            **({TEXT_MISMATCH: marks} if marks else {}),
-        }
-        atomic_write_text(self.manifest_path, json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+        return written, marks
 
     # -- reading ----------------------------------------------------------------------------------------------
     def read(
@@ -708,8 +643,8 @@ class Ledger:
         self._require()
         cols = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "finish_reason", "n_tokens", "retokenized", "tokenizer"]
         frame = self.read(columns=[*cols, "think_end", "forced_think_close"]).to_pandas()
-        thinking = bool(frame["thinking"].any()) if len(frame) else False
-        keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c != "thinking" or thinking]
+        keys = population_columns(frame)
+        thinking = "thinking" in keys
         out_cols = [
             *keys,
             "records",
@@ -790,28 +725,27 @@ class Ledger:
             if path.name.endswith(_PENDING):
                 report.notes.append(f"{s.path}: committed but not yet renamed (the next append finishes it)")
             try:
-                with pa.OSFile(str(regular_file(path, "shard"))) as fh:  # Arrow memory: see _shard_bytes
+                with pa.OSFile(str(regular_file(path, "shard"))) as fh:  # Arrow memory: see commit.checked_bytes
                     data = fh.read_buffer()
             except (OSError, pa.ArrowException, MindcapError) as exc:
-                report.problems.append(f"{s.path}: cannot read: {_why(exc)}")
+                report.problems.append(f"{s.path}: cannot read: {why(exc)}")
                 continue
             if data.size != s.bytes:
                 report.problems.append(f"{s.path}: {data.size} bytes, manifest says {s.bytes} (truncated or altered)")
                 continue
-            if _sha256(data) != s.sha256:
+            if commit.sha256(data) != s.sha256:
                 report.problems.append(f"{s.path}: content hash differs from the manifest (altered)")
                 continue
             try:
                 table = pq.read_table(pa.BufferReader(data), pre_buffer=False)
             except (OSError, pa.ArrowException) as exc:
-                report.problems.append(f"{s.path}: not readable as Parquet: {_why(exc)}")
+                report.problems.append(f"{s.path}: not readable as Parquet: {why(exc)}")
                 continue
             if table.num_rows != s.rows:
                 report.problems.append(f"{s.path}: {table.num_rows} rows, manifest says {s.rows}")
-            if not storage_version(table.schema):
+            if not table.schema.remove_metadata().equals(STORAGE_SCHEMA):
                 report.problems.append(f"{s.path}: schema differs from the ledger schema")
                 continue
-            table = fill_absent_columns(table, STORAGE_SCHEMA.names)
             cells = _cells(to_canonical(table))
             if cells - {s.model_cell}:
                 other = sorted(cells - {s.model_cell})

@@ -5,9 +5,7 @@ A *cell* is (model, arm, lang); with the generation settings (task, design, cap,
 names the population a record belongs to, and (cell, settings, item, sample) must be unique.
 
 Each record carries its ``task`` (default :data:`DEFAULT_TASK`) and one gold value of the task's type: an
-integer in ``gold`` or a string in ``gold_text``. Records whose task is the default are stored in the layout
-ledgers had before tasks (:data:`LEGACY_STORAGE_SCHEMA`), bit for bit; :func:`fill_absent_columns` reads such
-shards with ``task`` filled in and ``gold_text`` null.
+integer in ``gold`` or a string in ``gold_text``. Every shard stores every column (:data:`STORAGE_SCHEMA`).
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from ..data.languages import resolve_language
 from ..errors import MindcapError
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
 from ..tokenization.registry import registry_model_name
+from .think import thinks
 
 ANNOUNCE_STYLES = ("none", "natural", "tag")
 DESIGNS = ("replay", "independent", "announcement", "determinism")
@@ -32,7 +31,8 @@ FINISH_REASONS = ("stop", "length")
 
 CELL_COLUMNS = ("model", "arm", "lang")
 #: generation settings that, with the cell, name one population of records (``thinking``: a reasoning model's
-#: thinking and instruct records are different cells; outputs show it only where some record thinks)
+#: thinking and instruct records are different cells; outputs show it only where some record thinks: see
+#: :func:`population_columns`)
 SETTING_COLUMNS = ("task", "design", "cap", "announced", "announce_style", "forcing", "thinking")
 #: columns that identify one record; duplicates are rejected
 KEY_COLUMNS = (*CELL_COLUMNS, *SETTING_COLUMNS, "item", "sample")
@@ -67,7 +67,6 @@ SCHEMA = pa.schema(
         pa.field("retokenized", pa.bool_(), nullable=False),
         # derived on append (len(output_ids)); stored so that summaries need not read the ids
         pa.field("n_tokens", pa.int64(), nullable=False),
-        # format 4 (each stored only in shards where some record differs from its fill, see EXTRA_COLUMNS):
         # reasoning models: thinking on, and the output index of the closing think token (null: none, or unclosed)
         pa.field("thinking", pa.bool_(), nullable=False),
         pa.field("think_end", pa.int64(), nullable=True),
@@ -115,11 +114,10 @@ DEFAULTS = {
 #: hive folder names); :func:`to_canonical` turns them back into plain strings
 _DICT = pa.dictionary(pa.int32(), pa.string())
 STORAGE_SCHEMA = pa.schema([pa.field(f.name, _DICT, nullable=False) if f.name in CELL_COLUMNS else f for f in SCHEMA])
-#: the columns shards written before tasks lack
+#: the columns naming a record's task and holding a text gold
 TASK_COLUMNS = ("task", "gold_text")
-#: columns added in format 4, each with the value a shard without it reads as; a shard stores such a column
-#: only when some record's value differs from it, so ledgers that use none of them keep their bytes
-EXTRA_COLUMNS = {
+#: columns a record may leave out, with the value it then holds (reasoning models, imported runs)
+OPTIONAL_COLUMNS = {
     "thinking": False,
     "think_end": None,
     "forced_think_close": False,
@@ -128,17 +126,7 @@ EXTRA_COLUMNS = {
     "cap_inferred": False,
     "log_output_tokens": None,
 }
-DEFAULTS |= EXTRA_COLUMNS  # a record that leaves one out holds its fill
-#: the shard layout before tasks, still written for shards whose records all have the default task
-LEGACY_STORAGE_SCHEMA = pa.schema(
-    [
-        f.with_nullable(False) if f.name == "gold" else f
-        for f in STORAGE_SCHEMA
-        if f.name not in TASK_COLUMNS and f.name not in EXTRA_COLUMNS
-    ]
-)
-#: the layout of shards written before format 4 that carry the task columns
-_TASK_STORAGE_SCHEMA = pa.schema([f for f in STORAGE_SCHEMA if f.name not in EXTRA_COLUMNS])
+DEFAULTS |= OPTIONAL_COLUMNS
 
 #: what the readers take: a table, a DataFrame or plain records
 Records: TypeAlias = "pa.Table | pd.DataFrame | Iterable[Mapping[str, Any]]"
@@ -614,52 +602,19 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
 
 
 def to_storage(table: pa.Table) -> pa.Table:
-    """A validated table as stored in shards (cell columns dictionary-encoded); records that all have the
-    default task are stored in :data:`LEGACY_STORAGE_SCHEMA`, so such shards are the bytes written before tasks
-    (and readers of that layout still read them). A column of :data:`EXTRA_COLUMNS` is stored only when some
-    record's value differs from its fill."""
-    kept = [f for f in STORAGE_SCHEMA if f.name not in EXTRA_COLUMNS or not _all_fill(table, f.name)]
-    if pc.all(pc.equal(table.column("task"), DEFAULT_TASK)).as_py():
-        kept = [f.with_nullable(False) if f.name == "gold" else f for f in kept if f.name not in TASK_COLUMNS]
-    return table.select([f.name for f in kept]).cast(pa.schema(kept))
+    """A validated table as stored in shards: every column, the cell columns dictionary-encoded."""
+    return table.select(list(STORAGE_SCHEMA.names)).cast(STORAGE_SCHEMA)
 
 
-def _all_fill(table: pa.Table, name: str) -> bool:
-    """Whether every record's ``name`` is the value a shard without the column reads as."""
-    col, fill = table.column(name), EXTRA_COLUMNS[name]
-    if fill is None:
-        return col.null_count == len(col)
-    return col.null_count == 0 and pc.all(pc.equal(col, fill)).as_py()
-
-
-def storage_version(schema: pa.Schema) -> int:
-    """The manifest format a shard of this layout needs: 1 (before tasks), 3 (task columns), 4 (a column of
-    :data:`EXTRA_COLUMNS`); 0 for a layout that is not one of the ledger's."""
-    names = set(schema.names)
-    base = _TASK_STORAGE_SCHEMA if "task" in names else LEGACY_STORAGE_SCHEMA
-    extra = [f for f in STORAGE_SCHEMA if f.name in EXTRA_COLUMNS and f.name in names]
-    if not schema.equals(pa.schema([*base, *extra])):
-        return 0
-    return 4 if extra else 3 if "task" in names else 1
-
-
-def fill_absent_columns(table: pa.Table, columns: Sequence[str]) -> pa.Table:
-    """Shard data read as ``columns`` (in that order): the columns a shard's layout lacks filled in (a legacy
-    shard's ``task`` with the default and ``gold_text`` with null; :data:`EXTRA_COLUMNS` with their fills).
-    ``table`` holds the other requested columns the shard has."""
-    n = table.num_rows
-    for name in columns:
-        if name in table.column_names:
-            continue
-        field = STORAGE_SCHEMA.field(name)
-        if name == "task":
-            fill = pa.repeat(pa.scalar(DEFAULT_TASK), n)
-        elif name in EXTRA_COLUMNS and EXTRA_COLUMNS[name] is not None:
-            fill = pa.repeat(pa.scalar(EXTRA_COLUMNS[name], field.type), n)
-        else:
-            fill = pa.nulls(n, field.type)
-        table = table.append_column(field, fill)
-    return table.select(list(columns))
+def population_columns(table: pa.Table | pd.DataFrame) -> list[str]:
+    """The cell and settings columns of ``table`` that split its records into populations: those it has, with
+    ``thinking`` only where some record thinks (so outputs of ledgers without reasoning models keep their
+    columns)."""
+    names = table.column_names if isinstance(table, pa.Table) else list(table.columns)
+    keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in names]
+    if "thinking" in keys and not thinks(table):
+        keys.remove("thinking")
+    return keys
 
 
 def to_canonical(table: pa.Table) -> pa.Table:

@@ -18,6 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import MindcapError
 from ..tokenization.byte_tables import byte_table
@@ -80,3 +83,10 @@ def answer_starts(thinking: np.ndarray, ends: np.ndarray, *, n_tokens: np.ndarra
     thinking = np.asarray(thinking, dtype=bool)
     ends = np.asarray(ends, dtype=np.int64)
     return np.where(~thinking, 0, np.where(ends >= 0, ends + 1, np.asarray(n_tokens, dtype=np.int64)))
+
+
+def thinks(records: pa.Table | pd.DataFrame) -> bool:
+    """Whether some record has ``thinking`` true (a reasoning model's thinking records); false without the column."""
+    if isinstance(records, pa.Table):
+        return "thinking" in records.column_names and bool(pc.any(records.column("thinking").fill_null(False)).as_py())
+    return "thinking" in records.columns and bool(records["thinking"].astype("boolean").fillna(False).any())
