@@ -17,7 +17,7 @@ from mindcap_tok.generation.jobs import parse_spec as parse_job
 from mindcap_tok.generation.jobs import request_seed
 from mindcap_tok.roundtrip.spec import hop_seed, judge_seed
 from mindcap_tok.roundtrip.spec import parse_spec as parse_roundtrip
-from mindcap_tok.spec import MAX_CAP, Sampling, ServerSpec, check_server
+from mindcap_tok.spec import MAX_CAP, Sampling, ServerSpec
 from mindcap_tok.stats.protocol import load_protocol
 
 JOB = {"model": "Qwen/Qwen3-8B", "arms": ["native"], "langs": ["de"], "items": [0], "k": 1, "design": "replay"}
@@ -140,11 +140,15 @@ def test_every_reader_refuses_an_unknown_key_alike(tmp_path, texts):
         assert message.startswith(f"{where}: unknown key; known: "), message
 
 
-def test_the_server_backend_checks_its_options_by_the_table_rules():
+def test_a_server_spec_built_in_code_follows_the_table_rules():
     table = _refusal(_server, {"concurrency": 0})
     with pytest.raises(MindcapError) as err:
-        check_server(ServerSpec(base_url=("http://h:8000/v1",), concurrency=0))
+        ServerSpec(base_url=("http://h:8000/v1",), concurrency=0)
     assert table == f"job.toml: {err.value}" == "job.toml: server.concurrency: must be an integer in 1..4096, got 0"
+
+
+def _sampling(temperature: float, top_p: float, top_k: int) -> Sampling:
+    return Sampling(temperature=temperature, top_p=top_p, top_k=top_k)
 
 
 def _hash31(text: str) -> int:
@@ -154,18 +158,18 @@ def _hash31(text: str) -> int:
 def test_good_specs_parse_as_before(texts):
     sampling = {"temperature": 1, "top_p": 0.9, "top_k": -1}
     job = parse_job({**JOB, "seed": 7, "caps": 512, "sampling": sampling})
-    assert (job.model_name, job.seed, job.caps, job.sampling) == ("qwen3-8b", 7, (512,), Sampling(1, 0.9, -1))
+    assert (job.model_name, job.seed, job.caps, job.sampling) == ("qwen3-8b", 7, (512,), _sampling(1, 0.9, -1))
     assert request_seed(job, "native", lang="deu_Latn", cap=512, announced=None, item=0) == _hash31(
         "7|qwen3-8b|native|deu_Latn|replay|512|None|0"
     )
     rt = parse_roundtrip({"model": "Qwen/Qwen3-8B", "sequences": "en>de>en", "texts": texts, "seed": 7,
                           "max_tokens": 512, "sampling": sampling, "judge": {"top_k": 5}})  # fmt: skip
-    assert (rt.models[0].name, rt.seed, rt.max_tokens, rt.sampling) == ("qwen3-8b", 7, 512, Sampling(1, 0.9, -1))
-    assert rt.judge.sampling == Sampling(0.6, 0.95, 5) and (rt.judge.max_tokens, rt.judge.retries) == (1024, 2)
+    assert (rt.models[0].name, rt.seed, rt.max_tokens, rt.sampling) == ("qwen3-8b", 7, 512, _sampling(1, 0.9, -1))
+    assert rt.judge.sampling == _sampling(0.6, 0.95, 5) and (rt.judge.max_tokens, rt.judge.retries) == (1024, 2)
     assert hop_seed(rt, "qwen3-8b", "t0", "en>de>en", 1) == _hash31("7\x1fqwen3-8b\x1ft0\x1fen>de>en\x1f1")
     assert judge_seed(rt, "m", "t0", "s", 0) == _hash31("7\x1fjudge\x1fm\x1ft0\x1fs\x1f0")
     defaults = parse_job(JOB)
-    assert (defaults.sampling, defaults.seed, defaults.server) == (Sampling(0.6, 0.95, 20), 0, None)
+    assert (defaults.sampling, defaults.seed, defaults.server) == (_sampling(0.6, 0.95, 20), 0, None)
     server = parse_job({**JOB, "server": {"base_url": "http://h:8000/v1/", "timeout_s": 5, "model": "served"}}).server
     assert server == ServerSpec(base_url=("http://h:8000/v1",), timeout_s=5.0, model="served")
 
