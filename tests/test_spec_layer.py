@@ -209,7 +209,8 @@ def test_protocol_keys_in_range_parse_as_before(tmp_path):
 HYPOTHESIS_BAD = [
     ('margin = "5"', "hypothesis H1: margin: must be of type float (finite), got '5'"),
     ("margin = nan", "hypothesis H1: margin: must be of type float (finite), got nan"),
-    ("other_budget = 1.5", "hypothesis H1: other_budget must be an integer, got 1.5"),
+    ("other_budget = 1.5", "hypothesis H1: other_budget: must be of type int, got 1.5"),
+    ("other_budget = true", "hypothesis H1: other_budget: must be of type int, got true"),
     ("colour = 1", "hypothesis H1: unknown key(s) colour"),
 ]
 

@@ -1,26 +1,30 @@
-"""One spec layer: the rules of every key that user configuration shares, and the one way a refusal reads.
+"""One spec layer: the types of user configuration, the rules of the keys they share, and the one way a refusal reads.
 
-Generation job specs (:mod:`mindcap_tok.generation.jobs`), round-trip specs (:mod:`mindcap_tok.roundtrip.spec`),
-their ``[server]`` and ``[judge]`` tables, the server backend's options and protocol files
-(:mod:`mindcap_tok.stats.protocol`) check their shared keys here, so that a value is refused (or taken) the same
-way by each of them:
+The spec types are frozen pydantic models (:class:`SpecModel`): the model of a file or table is the type the code
+passes around, each default written once in it. Generation jobs (:class:`~mindcap_tok.generation.jobs.JobFile`,
+read into a :class:`~mindcap_tok.generation.jobs.JobSpec`), round trips
+(:class:`~mindcap_tok.roundtrip.spec.RoundtripFile`, :class:`~mindcap_tok.roundtrip.spec.RoundtripSpec`), their
+``[sampling]`` (:class:`Sampling`), ``[server]`` (:class:`ServerSpec`, changed from the command line by
+:class:`ServerOverrides`) and ``[judge]`` (:class:`JudgeTable`) tables, and protocol files
+(:class:`~mindcap_tok.stats.protocol.ProtocolFile`) share the rules written here once:
 
-- sampling (:class:`Sampling`): ``temperature`` finite and >= 0; ``top_p`` in (0, 1]; ``top_k`` -1 (no top-k)
-  or >= 1. ``generate`` used to take any ``top_k`` and ``roundtrip`` any ``top_p`` >= 0; the stricter rule of
-  each is kept, and ``top_k = 0`` (which backends read as "off", like -1) is refused so that "off" has one
-  spelling;
+- sampling: ``temperature`` finite and >= 0; ``top_p`` in (0, 1]; ``top_k`` -1 (no top-k) or in
+  1..:data:`MAX_TOP_K` (``0``, which backends also read as "off", is refused so that "off" has one spelling); an
+  int passes for a float and is kept as written (:data:`Number`);
 - caps (output-token caps, announced budgets, ``max_tokens``): integers in 1..:data:`MAX_CAP`;
 - seeds: integers in 0..:data:`MAX_SEED` (``true`` is no 1 and ``1.5`` no seed); :func:`seed_hash` derives every
-  request's seed; ``top_k`` at most :data:`MAX_TOP_K` and bootstrap resamples at most :data:`MAX_RESAMPLES`, so that
-  no value reaches an engine or an array size as an integer too large for a C integer;
+  request's seed; bootstrap resamples at most :data:`MAX_RESAMPLES`, so that no value reaches an engine or an
+  array size as an integer too large for a C integer;
 - model names: non-empty strings; :func:`default_model_name` is the name records carry when none is given;
+- a key that takes one value or a list of them (:func:`listed`), or one of several shapes (:func:`one_of`);
 - unknown keys are refused, with the known keys of the table they are in listed;
 - files: :func:`read_toml` reads a TOML file into plain data, refusing in one line a file that does not read, does
   not parse or nests tables and lists deeper than :data:`MAX_NESTING` levels.
 
 Every refusal is a :class:`SpecError` (a :class:`~mindcap_tok.errors.BadInputError`; ``key``: dotted path,
-``problem``) reading ``key: problem``; a reader names its file in front with :func:`reading` (the error's
-``source``): ``job.toml: sampling.top_p: must be in (0, 1], got 5.0``.
+``problem``) reading ``key: problem``, whether the value came from a file (:func:`validate`) or was built in code
+(a model's constructor names its ``table``); a reader names its file in front with :func:`reading` (the error's
+``source``): ``job.toml: sampling.temperature: must be of type float (finite), got 'hot'``.
 
 Why pydantic (v2, strict mode) rather than msgspec: pydantic is already a core dependency (the server
 backend validates replies with it), so the layer adds nothing to install; its strict mode refuses every
@@ -219,20 +223,20 @@ def listed(value: Any) -> Any:
 _KINDS: dict[type, str] = {bool: "bool", int: "integer", float: "number", str: "word", list: "list", dict: "table"}
 
 
-def one_of(description: str, **shapes: Any) -> Any:
-    """A key that takes one of several shapes, told apart by the kind of the value as written (``word``: a
-    string, ``integer``, ``number``, ``bool``, ``list``, ``table``); a value of another kind is refused as
-    ``must be <description>, got <value>``."""
+#: the shapes a key of several may take (see :func:`one_of`): a member of the union is tagged with its shape
+WORD, INTEGER, LIST, TABLE = Tag("<word>"), Tag("<integer>"), Tag("<list>"), Tag("<table>")
+
+
+def one_of(description: str) -> Discriminator:
+    """The discriminator of a key that takes one of several shapes (``Annotated[A | B, one_of(...)]``, each
+    member tagged last :data:`WORD`, :data:`INTEGER`, :data:`LIST` or :data:`TABLE`), told apart by the kind of the
+    value as written; a value of another kind is refused as ``must be <description>, got <value>``."""
 
     def kind(value: Any) -> str | None:
         shape = _KINDS.get(type(value))
-        return f"<{shape}>" if shape in shapes else None
+        return f"<{shape}>" if shape else None
 
-    members = tuple(Annotated[t, Tag(f"<{shape}>")] for shape, t in shapes.items())
-    return Annotated[
-        Union[members],  # noqa: UP007 -- a union built from a tuple of types
-        Discriminator(kind, custom_error_type="shape", custom_error_message=f"must be {description}"),
-    ]
+    return Discriminator(kind, custom_error_type="shape", custom_error_message=f"must be {description}")
 
 
 #: a float setting that keeps an int as written (see :func:`_as_written`)
@@ -394,16 +398,6 @@ def check(kind: Any, value: object, *, key: str) -> Any:
         raise SpecError(_key(key, err["loc"], value), _problem(err, _known(table) if table else ())) from None
 
 
-def check_cap(value: object, key: str) -> int:
-    """An output-token cap: an integer in 1..MAX_CAP."""
-    return check(Cap, value, key=key)
-
-
-def check_seed(value: object, key: str = "seed") -> int:
-    """A seed: an integer >= 0."""
-    return check(Seed, value, key=key)
-
-
 def check_model(value: object, key: str = "model") -> str:
     """A model (path, HF id or registry name) or the name records carry: a non-empty string."""
     return check(ModelName, value, key=key)
@@ -457,14 +451,6 @@ class Sampling(SpecModel):
     temperature: Temperature = 0.6
     top_p: TopP = 0.95
     top_k: TopK = 20
-
-
-def check_sampling(table: object, key: str = "sampling", *, default: Sampling | None = None) -> Sampling:
-    """A ``[sampling]`` table (or the sampling keys of ``[judge]``) over ``default``: only its keys, each checked."""
-    if not isinstance(table, dict):
-        raise SpecError(key, f"must be a table, got {show(table)}")
-    base = {} if default is None else default.model_dump(exclude_unset=True)
-    return validate(Sampling, base | table, key=key)
 
 
 _ENV_NAME = "must name an environment variable, got {!r}"
@@ -572,7 +558,7 @@ class ServerOverrides(SpecModel):
 
 class JudgeTable(SpecModel):
     """A round-trip spec's ``[judge]`` table as written: its model (one, or a list of one; default: the run's
-    first model), backend (``""``: the run's), server URLs, cap, retries, sampling (see :data:`JUDGE_SAMPLING`),
+    first model), backend (``""``: the run's), server URLs, cap, retries, sampling,
     ``structured`` and its server's ``timeout_s`` and ``max_retries`` (``None``: the ``[server]`` table's)."""
 
     table: ClassVar[str] = "judge"
@@ -595,10 +581,6 @@ class JudgeTable(SpecModel):
         return Sampling(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
 
 
-#: the judge's sampling when ``[judge]`` sets none
-JUDGE_SAMPLING = JudgeTable().sampling
-
-
 # -- a protocol's B* ---------------------------------------------------------------------------------------------
 
 
@@ -611,7 +593,10 @@ class BstarRule(SpecModel):
 
 
 #: a protocol's B*: typed (a cap) or the rule table that computes it
-Bstar = one_of("a budget or a table {from = [512, 1024], max_scaled = 4096}", integer=Cap, table=BstarRule)
+Bstar = Annotated[
+    Annotated[Cap, INTEGER] | Annotated[BstarRule, TABLE],
+    one_of("a budget or a table {from = [512, 1024], max_scaled = 4096}"),
+]
 
 
 def check_bstar(value: object, key: str = "bstar") -> int | BstarRule:

@@ -65,7 +65,10 @@ from ..data.languages import resolve_language
 from ..errors import BadInputError, MindcapError
 from ..resample import Resampling, scale_budget
 from ..spec import (
+    LIST,
     MAX_CAP,
+    TABLE,
+    WORD,
     Cap,
     Caps,
     ModelName,
@@ -142,17 +145,21 @@ _JobName = Annotated[
               "(it names a file), got {!r}")
 ]  # fmt: skip
 #: item indices, or a sample of them
-_Items = one_of(
-    "'all', a list of item indices or {sample = N, seed = S}",
-    word=Annotated[str, rule(lambda v: v == "all", "must be 'all', a list of item indices or {{sample, seed}}")],
-    list=Annotated[list[Annotated[int, between(0)]], Field(min_length=1)],
-    table=ItemSample,
-)
-_Premiums = one_of(
-    'a table (lang = r) or "flores"',
-    word=Annotated[str, rule(lambda v: v == "flores", 'must be a table (lang = r) or "flores", got {!r}')],
-    table=dict[str, Annotated[Number, rule(lambda v: v > 0, "must be > 0, got {}", number=True)]],
-)
+_Items = Annotated[
+    Annotated[
+        str,
+        rule(lambda v: v == "all", "must be 'all', a list of item indices or {{sample = N, seed = S}}, got {!r}"),
+        WORD,
+    ]
+    | Annotated[list[Annotated[int, between(0)]], Field(min_length=1), LIST]
+    | Annotated[ItemSample, TABLE],
+    one_of("'all', a list of item indices or {sample = N, seed = S}"),
+]
+_Premiums = Annotated[
+    Annotated[str, rule(lambda v: v == "flores", 'must be a table (lang = r) or "flores", got {!r}'), WORD]
+    | Annotated[dict[str, Annotated[Number, rule(lambda v: v > 0, "must be > 0, got {}", number=True)]], TABLE],
+    one_of('a table (lang = r) or "flores"'),
+]
 
 
 class JobFile(SpecModel):
@@ -191,7 +198,7 @@ class JobSpec(SpecModel):
     """A parsed, checked generation job (see the module docs for the file format; its defaults are
     :class:`JobFile`'s)."""
 
-    model_config = ConfigDict(SpecModel.model_config, arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True)
     name: str
     model: str
     model_name: str

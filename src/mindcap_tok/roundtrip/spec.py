@@ -52,6 +52,8 @@ from pydantic import ConfigDict, Field
 from ..errors import BadInputError
 from ..generation import BACKENDS
 from ..spec import (
+    LIST,
+    TABLE,
     Cap,
     JudgeTable,
     Names,
@@ -82,11 +84,10 @@ from .texts import Text, load_texts, texts_hash
 Backend = Annotated[str, rule(lambda v: v in BACKENDS, f"must be one of {', '.join(BACKENDS)}, got {{!r}}")]
 
 
-_Judges = one_of(
-    "a [judge] table or a list of [[judge]] tables",
-    table=JudgeTable,
-    list=Annotated[list[JudgeTable], Field(min_length=1)],
-)
+_Judges = Annotated[
+    Annotated[JudgeTable, TABLE] | Annotated[list[JudgeTable], Field(min_length=1), LIST],
+    one_of("a [judge] table or a list of [[judge]] tables"),
+]
 
 
 class PerModel(SpecModel):
@@ -137,10 +138,6 @@ class Model(SpecModel):
     think_close: str | None = None
 
 
-#: the judge's sampling when ``[judge]`` sets none
-JUDGE_SAMPLING = JudgeTable().sampling
-
-
 class JudgeSpec(SpecModel):
     """The judge: its model, backend (``None``: the run's), server URLs, cap, retries and sampling (defaults:
     :class:`~mindcap_tok.spec.JudgeTable`'s).
@@ -165,7 +162,7 @@ class JudgeSpec(SpecModel):
 class RoundtripSpec(SpecModel):
     """A parsed, checked round-trip job (see the module docs; its defaults are :class:`RoundtripFile`'s)."""
 
-    model_config = ConfigDict(SpecModel.model_config, arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True)
     name: str
     models: tuple[Model, ...]
     texts_source: str

@@ -47,7 +47,10 @@ from ..data.languages import resolve_language
 from ..errors import BadInputError, MindcapError, first_line, with_context
 from ..resample import check_resamples, scale_budget
 from ..spec import (
+    LIST,
     MAX_NESTING,
+    TABLE,
+    WORD,
     Alpha,
     BstarRule,
     ModelName,
@@ -76,12 +79,10 @@ _Outcomes = Annotated[
     dict[str, str],
     rule(lambda v: set(v) <= set(DEFAULT_OUTCOMES), f"takes the keys {', '.join(DEFAULT_OUTCOMES)}, got {{}}"),
 ]
-_Premiums = one_of(
-    "a tokenizer name, a premium JSON file, a list of them or a table {lang = r}",
-    word=str,
-    list=list[str],
-    table=dict[str, Any],
-)
+_Premiums = Annotated[
+    Annotated[str, WORD] | Annotated[list[str], LIST] | Annotated[dict[str, Any], TABLE],
+    one_of("a tokenizer name, a premium JSON file, a list of them or a table {lang = r}"),
+]
 
 
 class ProtocolFile(SpecModel):
@@ -112,7 +113,7 @@ class ProtocolFile(SpecModel):
 class Protocol(SpecModel):
     """A parsed protocol file (defaults: :class:`ProtocolFile`'s)."""
 
-    model_config = ConfigDict(SpecModel.model_config, arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True)
     name: str
     hypotheses: tuple[Hypothesis, ...]
     alpha: float
