@@ -11,6 +11,7 @@ import hashlib
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.generation.jobs import parse_spec as parse_job
@@ -145,6 +146,47 @@ def test_a_server_spec_built_in_code_follows_the_table_rules():
     with pytest.raises(MindcapError) as err:
         ServerSpec(base_url=("http://h:8000/v1",), concurrency=0)
     assert table == f"job.toml: {err.value}" == "job.toml: server.concurrency: must be an integer in 1..4096, got 0"
+
+
+# a key's place in the file: a list's element by its index, a single value standing for a list of one without
+KEY_PLACES = [
+    ({"items": [0, -1]}, "items[1]: must be an integer >= 0, got -1"),
+    ({"items": 5}, "items: must be 'all', a list of item indices or {sample = N, seed = S}, got 5"),
+    ({"items": "some"}, "items: must be 'all', a list of item indices or {sample = N, seed = S}, got 'some'"),
+    ({"items": {"sample": 2, "colour": 1}}, "items.colour: unknown key; known: sample, seed"),
+    ({"caps": 0}, f"caps: must be an integer in 1..{MAX_CAP}, got 0"),
+    ({"arms": 5}, "arms: must be of type string, got 5"),
+    ({"arms": ["native", 5]}, "arms[1]: must be of type string, got 5"),
+    ({"premiums": {"de": -1}}, "premiums.de: must be > 0, got -1.0"),
+    ({"server": {"base_url": ["http://h:8000/v1", "h"]}},
+     "server.base_url[1]: must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got 'h'"),
+    ({"server": {"base_url": "h"}},
+     "server.base_url: must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got 'h'"),
+    ({"forcing": {"enabled": "false"}}, "forcing.enabled: must be of type bool, got 'false'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "problem"), KEY_PLACES, ids=[str(c) for c, _ in KEY_PLACES])
+def test_a_refusal_names_the_place_of_the_key(change, problem):
+    assert _refusal(_job, change) == f"job.toml: {problem}"
+
+
+def test_a_judge_in_a_list_is_named_by_its_index(texts):
+    base = {"model": "org/m", "sequences": "en>de>en", "texts": texts}
+    judges = [{"model": "org/a"}, {"model": "org/b", "top_k": 0}]
+    got = _refusal(lambda c: parse_roundtrip({**base, **c}, source="rt.toml"), {"judge": judges})
+    assert got == "rt.toml: judge[1].top_k: must be -1 (no top-k) or in 1..2147483647, got 0"
+
+
+def test_an_int_setting_of_a_float_key_is_stored_as_written():
+    job = parse_job({**JOB, "sampling": {"temperature": 1, "top_p": 0.5}})
+    assert json.dumps(job.as_dict()["sampling"]) == '{"temperature": 1, "top_p": 0.5, "top_k": 20}'
+
+
+def test_spec_types_are_frozen():
+    job = parse_job(JOB)
+    with pytest.raises(ValidationError):
+        job.sampling.top_p = 0.5  # type: ignore[misc]  # the assignment under test
 
 
 def _sampling(temperature: float, top_p: float, top_k: int) -> Sampling:
