@@ -83,7 +83,9 @@ def test_spec_rules_of_a_reader_are_bad_input_naming_the_file():
     with pytest.raises(BadInputError) as exc:
         parse_spec(data, source="job.toml")
     assert exc.value.source == "job.toml"
-    assert str(exc.value) == "job.toml: design 'nope'; use one of replay, independent, announcement, determinism"
+    assert (
+        str(exc.value) == "job.toml: design: must be one of replay, independent, announcement, determinism, got 'nope'"
+    )
 
 
 def test_protocol_and_config_files_are_bad_input(tmp_path, monkeypatch):

@@ -141,7 +141,7 @@ def test_spec_errors():
         parse_spec({**base, "name": "../elsewhere"})
     with pytest.raises(MindcapError, match=r"announce: must be a table"):
         parse_spec({**base, "announce": [128]})
-    with pytest.raises(MindcapError, match="premiums must be numbers"):
+    with pytest.raises(MindcapError, match=r"premiums\.de: must be of type float \(finite\), got '1\.5'"):
         parse_spec({**base, "design": "independent", "caps": [64], "premiums": {"de": "1.5"}})
 
 

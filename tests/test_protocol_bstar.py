@@ -43,7 +43,7 @@ def test_rule_by_hand():
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ({"from": [], "max_scaled": 4096}, "bstar.from: list should have at least 1 item"),
+        ({"from": [], "max_scaled": 4096}, "bstar.from: must not be an empty list"),
         ({"from": [512], "max_scaled": 0}, "bstar.max_scaled: must be an integer in 1..1048576, got 0"),
         ({"from": [512], "max_scaled": 9, "max": 1}, "bstar.max: unknown key; known: from, max_scaled"),
         ({"from": [512.0], "max_scaled": 4096}, "bstar.from[0]: must be of type int, got 512.0"),

@@ -455,7 +455,7 @@ def test_judge_server_bounds_come_from_judge_and_server_tables(tiny, texts_file)
     own = make_spec(tiny, texts_file, server=server, judge={"base_url": url, "timeout_s": 3, "max_retries": 0})
     assert (own.judge_server(own.judge).timeout_s, own.judge_server(own.judge).max_retries) == (3.0, 0)
     assert own.identity() == inherited.identity() == plain.identity()
-    assert make_spec(tiny, texts_file).judge_server(plain.judge.__class__(plain.judge.model)) is None
+    assert make_spec(tiny, texts_file).judge_server(plain.judge.model_copy(update={"base_url": ()})) is None
     with pytest.raises(MindcapError, match=r"judge\.timeout_s: must be > 0, got 0"):
         make_spec(tiny, texts_file, judge={"base_url": url, "timeout_s": 0})
 

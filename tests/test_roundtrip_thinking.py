@@ -64,7 +64,7 @@ def test_the_switch_per_model(tiny, texts_file):
     assert "per_model" not in plain.identity()  # instruct runs keep their identity of before
     everyone = twin_spec(tiny, texts_file, per_model={}, thinking=True)
     assert all(m.thinking for m in everyone.models)
-    with pytest.raises(MindcapError, match="thinking: must be true or false, got 1"):
+    with pytest.raises(MindcapError, match="thinking: must be of type bool, got 1"):
         twin_spec(tiny, texts_file, thinking=1)
     with pytest.raises(MindcapError, match="think_close: must be a non-empty string, for a model with thinking"):
         twin_spec(tiny, texts_file, per_model={"tiny-instruct": {"think_close": "</r>"}})

@@ -11,13 +11,14 @@ import hashlib
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from mindcap_tok.errors import MindcapError
 from mindcap_tok.generation.jobs import parse_spec as parse_job
 from mindcap_tok.generation.jobs import request_seed
 from mindcap_tok.roundtrip.spec import hop_seed, judge_seed
 from mindcap_tok.roundtrip.spec import parse_spec as parse_roundtrip
-from mindcap_tok.spec import MAX_CAP, Sampling, ServerSpec, check_server
+from mindcap_tok.spec import MAX_CAP, Sampling, ServerSpec
 from mindcap_tok.stats.protocol import load_protocol
 
 JOB = {"model": "Qwen/Qwen3-8B", "arms": ["native"], "langs": ["de"], "items": [0], "k": 1, "design": "replay"}
@@ -140,11 +141,56 @@ def test_every_reader_refuses_an_unknown_key_alike(tmp_path, texts):
         assert message.startswith(f"{where}: unknown key; known: "), message
 
 
-def test_the_server_backend_checks_its_options_by_the_table_rules():
+def test_a_server_spec_built_in_code_follows_the_table_rules():
     table = _refusal(_server, {"concurrency": 0})
     with pytest.raises(MindcapError) as err:
-        check_server(ServerSpec(base_url=("http://h:8000/v1",), concurrency=0))
+        ServerSpec(base_url=("http://h:8000/v1",), concurrency=0)
     assert table == f"job.toml: {err.value}" == "job.toml: server.concurrency: must be an integer in 1..4096, got 0"
+
+
+# a key's place in the file: a list's element by its index, a single value standing for a list of one without
+KEY_PLACES = [
+    ({"items": [0, -1]}, "items[1]: must be an integer >= 0, got -1"),
+    ({"items": 5}, "items: must be 'all', a list of item indices or {sample = N, seed = S}, got 5"),
+    ({"items": "some"}, "items: must be 'all', a list of item indices or {sample = N, seed = S}, got 'some'"),
+    ({"items": {"sample": 2, "colour": 1}}, "items.colour: unknown key; known: sample, seed"),
+    ({"caps": 0}, f"caps: must be an integer in 1..{MAX_CAP}, got 0"),
+    ({"arms": 5}, "arms: must be of type string, got 5"),
+    ({"arms": ["native", 5]}, "arms[1]: must be of type string, got 5"),
+    ({"premiums": {"de": -1}}, "premiums.de: must be > 0, got -1.0"),
+    ({"server": {"base_url": ["http://h:8000/v1", "h"]}},
+     "server.base_url[1]: must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got 'h'"),
+    ({"server": {"base_url": "h"}},
+     "server.base_url: must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got 'h'"),
+    ({"forcing": {"enabled": "false"}}, "forcing.enabled: must be of type bool, got 'false'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "problem"), KEY_PLACES, ids=[str(c) for c, _ in KEY_PLACES])
+def test_a_refusal_names_the_place_of_the_key(change, problem):
+    assert _refusal(_job, change) == f"job.toml: {problem}"
+
+
+def test_a_judge_in_a_list_is_named_by_its_index(texts):
+    base = {"model": "org/m", "sequences": "en>de>en", "texts": texts}
+    judges = [{"model": "org/a"}, {"model": "org/b", "top_k": 0}]
+    got = _refusal(lambda c: parse_roundtrip({**base, **c}, source="rt.toml"), {"judge": judges})
+    assert got == "rt.toml: judge[1].top_k: must be -1 (no top-k) or in 1..2147483647, got 0"
+
+
+def test_an_int_setting_of_a_float_key_is_stored_as_written():
+    job = parse_job({**JOB, "sampling": {"temperature": 1, "top_p": 0.5}})
+    assert json.dumps(job.as_dict()["sampling"]) == '{"temperature": 1, "top_p": 0.5, "top_k": 20}'
+
+
+def test_spec_types_are_frozen():
+    job = parse_job(JOB)
+    with pytest.raises(ValidationError):
+        job.sampling.top_p = 0.5  # type: ignore[misc]  # the assignment under test
+
+
+def _sampling(temperature: float, top_p: float, top_k: int) -> Sampling:
+    return Sampling(temperature=temperature, top_p=top_p, top_k=top_k)
 
 
 def _hash31(text: str) -> int:
@@ -154,18 +200,18 @@ def _hash31(text: str) -> int:
 def test_good_specs_parse_as_before(texts):
     sampling = {"temperature": 1, "top_p": 0.9, "top_k": -1}
     job = parse_job({**JOB, "seed": 7, "caps": 512, "sampling": sampling})
-    assert (job.model_name, job.seed, job.caps, job.sampling) == ("qwen3-8b", 7, (512,), Sampling(1, 0.9, -1))
+    assert (job.model_name, job.seed, job.caps, job.sampling) == ("qwen3-8b", 7, (512,), _sampling(1, 0.9, -1))
     assert request_seed(job, "native", lang="deu_Latn", cap=512, announced=None, item=0) == _hash31(
         "7|qwen3-8b|native|deu_Latn|replay|512|None|0"
     )
     rt = parse_roundtrip({"model": "Qwen/Qwen3-8B", "sequences": "en>de>en", "texts": texts, "seed": 7,
                           "max_tokens": 512, "sampling": sampling, "judge": {"top_k": 5}})  # fmt: skip
-    assert (rt.models[0].name, rt.seed, rt.max_tokens, rt.sampling) == ("qwen3-8b", 7, 512, Sampling(1, 0.9, -1))
-    assert rt.judge.sampling == Sampling(0.6, 0.95, 5) and (rt.judge.max_tokens, rt.judge.retries) == (1024, 2)
+    assert (rt.models[0].name, rt.seed, rt.max_tokens, rt.sampling) == ("qwen3-8b", 7, 512, _sampling(1, 0.9, -1))
+    assert rt.judge.sampling == _sampling(0.6, 0.95, 5) and (rt.judge.max_tokens, rt.judge.retries) == (1024, 2)
     assert hop_seed(rt, "qwen3-8b", "t0", "en>de>en", 1) == _hash31("7\x1fqwen3-8b\x1ft0\x1fen>de>en\x1f1")
     assert judge_seed(rt, "m", "t0", "s", 0) == _hash31("7\x1fjudge\x1fm\x1ft0\x1fs\x1f0")
     defaults = parse_job(JOB)
-    assert (defaults.sampling, defaults.seed, defaults.server) == (Sampling(0.6, 0.95, 20), 0, None)
+    assert (defaults.sampling, defaults.seed, defaults.server) == (_sampling(0.6, 0.95, 20), 0, None)
     server = parse_job({**JOB, "server": {"base_url": "http://h:8000/v1/", "timeout_s": 5, "model": "served"}}).server
     assert server == ServerSpec(base_url=("http://h:8000/v1",), timeout_s=5.0, model="served")
 
@@ -205,7 +251,8 @@ def test_protocol_keys_in_range_parse_as_before(tmp_path):
 HYPOTHESIS_BAD = [
     ('margin = "5"', "hypothesis H1: margin: must be of type float (finite), got '5'"),
     ("margin = nan", "hypothesis H1: margin: must be of type float (finite), got nan"),
-    ("other_budget = 1.5", "hypothesis H1: other_budget must be an integer, got 1.5"),
+    ("other_budget = 1.5", "hypothesis H1: other_budget: must be of type int, got 1.5"),
+    ("other_budget = true", "hypothesis H1: other_budget: must be of type int, got true"),
     ("colour = 1", "hypothesis H1: unknown key(s) colour"),
 ]
 

@@ -142,7 +142,7 @@ def test_an_answer_pattern_that_does_not_compile_is_refused_by_the_dry_run(tmp_p
 
 def test_a_prompt_version_the_task_does_not_have_is_refused_by_the_dry_run(tmp_path):
     wrong = JOB + 'prompt_version = "mgsm-v1"\n'
-    dry_run_refuses(tmp_path, "prompt_version = 'mgsm-v1', but task plain's prompts are version plain-v1", job=wrong)
+    dry_run_refuses(tmp_path, "prompt_version: 'mgsm-v1', but task plain's prompts are version plain-v1", job=wrong)
     own = JOB + 'prompt_version = "plain-v1"\n'
     assert run("generate", _world(tmp_path, TASK, own), "--out-dir", tmp_path / "o", "--dry-run").exit_code == 0
 

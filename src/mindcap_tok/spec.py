@@ -1,26 +1,30 @@
-"""One spec layer: the rules of every key that user configuration shares, and the one way a refusal reads.
+"""One spec layer: the types of user configuration, the rules of the keys they share, and the one way a refusal reads.
 
-Generation job specs (:mod:`mindcap_tok.generation.jobs`), round-trip specs (:mod:`mindcap_tok.roundtrip.spec`),
-their ``[server]`` and ``[judge]`` tables, the server backend's options and protocol files
-(:mod:`mindcap_tok.stats.protocol`) check their shared keys here, so that a value is refused (or taken) the same
-way by each of them:
+The spec types are frozen pydantic models (:class:`SpecModel`): the model of a file or table is the type the code
+passes around, each default written once in it. Generation jobs (:class:`~mindcap_tok.generation.jobs.JobFile`,
+read into a :class:`~mindcap_tok.generation.jobs.JobSpec`), round trips
+(:class:`~mindcap_tok.roundtrip.spec.RoundtripFile`, :class:`~mindcap_tok.roundtrip.spec.RoundtripSpec`), their
+``[sampling]`` (:class:`Sampling`), ``[server]`` (:class:`ServerSpec`, changed from the command line by
+:class:`ServerOverrides`) and ``[judge]`` (:class:`JudgeTable`) tables, and protocol files
+(:class:`~mindcap_tok.stats.protocol.ProtocolFile`) share the rules written here once:
 
-- sampling (:class:`Sampling`): ``temperature`` finite and >= 0; ``top_p`` in (0, 1]; ``top_k`` -1 (no top-k)
-  or >= 1. ``generate`` used to take any ``top_k`` and ``roundtrip`` any ``top_p`` >= 0; the stricter rule of
-  each is kept, and ``top_k = 0`` (which backends read as "off", like -1) is refused so that "off" has one
-  spelling;
+- sampling: ``temperature`` finite and >= 0; ``top_p`` in (0, 1]; ``top_k`` -1 (no top-k) or in
+  1..:data:`MAX_TOP_K` (``0``, which backends also read as "off", is refused so that "off" has one spelling); an
+  int passes for a float and is kept as written (:data:`Number`);
 - caps (output-token caps, announced budgets, ``max_tokens``): integers in 1..:data:`MAX_CAP`;
 - seeds: integers in 0..:data:`MAX_SEED` (``true`` is no 1 and ``1.5`` no seed); :func:`seed_hash` derives every
-  request's seed; ``top_k`` at most :data:`MAX_TOP_K` and bootstrap resamples at most :data:`MAX_RESAMPLES`, so that
-  no value reaches an engine or an array size as an integer too large for a C integer;
+  request's seed; bootstrap resamples at most :data:`MAX_RESAMPLES`, so that no value reaches an engine or an
+  array size as an integer too large for a C integer;
 - model names: non-empty strings; :func:`default_model_name` is the name records carry when none is given;
+- a key that takes one value or a list of them (:func:`listed`), or one of several shapes (:func:`one_of`);
 - unknown keys are refused, with the known keys of the table they are in listed;
 - files: :func:`read_toml` reads a TOML file into plain data, refusing in one line a file that does not read, does
   not parse or nests tables and lists deeper than :data:`MAX_NESTING` levels.
 
 Every refusal is a :class:`SpecError` (a :class:`~mindcap_tok.errors.BadInputError`; ``key``: dotted path,
-``problem``) reading ``key: problem``; a reader names its file in front with :func:`reading` (the error's
-``source``): ``job.toml: sampling.top_p: must be in (0, 1], got 5.0``.
+``problem``) reading ``key: problem``, whether the value came from a file (:func:`validate`) or was built in code
+(a model's constructor names its ``table``); a reader names its file in front with :func:`reading` (the error's
+``source``): ``job.toml: sampling.temperature: must be of type float (finite), got 'hot'``.
 
 Why pydantic (v2, strict mode) rather than msgspec: pydantic is already a core dependency (the server
 backend validates replies with it), so the layer adds nothing to install; its strict mode refuses every
@@ -42,11 +46,22 @@ import tomllib
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, TypeVar, Union, cast, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
 from ._io import regular_file
 from .errors import BadInputError, MindcapError, first_line, locate
@@ -179,61 +194,111 @@ def int_range(value: int, low: int, *, high: int | None = None) -> int:
     return value
 
 
-def _between(low: int, high: int | None = None) -> AfterValidator:
+def between(low: int, high: int | None = None) -> AfterValidator:
     return AfterValidator(lambda v: int_range(v, low, high=high))
 
 
-def _check(rule: Callable[[Any], bool], problem: str) -> AfterValidator:
-    def validate(value):
-        if not rule(value):
-            raise ValueError(problem.format(value))
+def rule(holds: Callable[[Any], Any], problem: str, *, number: bool = False) -> AfterValidator:
+    """A rule on a value; ``problem`` (formatted with the value; with ``number``, as a float) names its breach."""
+
+    def validate(value: Any) -> Any:
+        if not holds(value):
+            raise ValueError(problem.format(float(value) if number else value))
         return value
 
     return AfterValidator(validate)
 
 
-Cap = Annotated[int, _between(1, MAX_CAP)]
-Seed = Annotated[int, _between(0, MAX_SEED)]
-ModelName = Annotated[str, _check(lambda v: bool(v.strip()), "must not be empty")]
-Temperature = Annotated[float, _check(lambda v: v >= 0, "must be >= 0, got {}")]
-TopP = Annotated[float, _check(lambda v: 0 < v <= 1, "must be in (0, 1], got {}")]
+def _as_written(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A float setting: an int passes and is kept as written (``temperature = 1`` is stored as 1)."""
+    checked = handler(value)
+    return value if type(value) is int else checked
+
+
+def listed(value: Any) -> Any:
+    """A single value standing for a list of one."""
+    return value if isinstance(value, list | tuple) else [value]
+
+
+_KINDS: dict[type, str] = {bool: "bool", int: "integer", float: "number", str: "word", list: "list", dict: "table"}
+
+
+#: the shapes a key of several may take (see :func:`one_of`): a member of the union is tagged with its shape
+WORD, INTEGER, LIST, TABLE = Tag("<word>"), Tag("<integer>"), Tag("<list>"), Tag("<table>")
+
+
+def one_of(description: str) -> Discriminator:
+    """The discriminator of a key that takes one of several shapes (``Annotated[A | B, one_of(...)]``, each
+    member tagged last :data:`WORD`, :data:`INTEGER`, :data:`LIST` or :data:`TABLE`), told apart by the kind of the
+    value as written; a value of another kind is refused as ``must be <description>, got <value>``."""
+
+    def kind(value: Any) -> str | None:
+        shape = _KINDS.get(type(value))
+        return f"<{shape}>" if shape else None
+
+    return Discriminator(kind, custom_error_type="shape", custom_error_message=f"must be {description}")
+
+
+#: a float setting that keeps an int as written (see :func:`_as_written`)
+Number = Annotated[float, WrapValidator(_as_written)]
+Cap = Annotated[int, between(1, MAX_CAP)]
+#: one cap or a non-empty list of them
+Caps = Annotated[list[Cap], BeforeValidator(listed), Field(min_length=1)]
+Seed = Annotated[int, between(0, MAX_SEED)]
+ModelName = Annotated[str, rule(lambda v: bool(v.strip()), "must not be empty")]
+#: one non-empty string or a non-empty list of them
+Names = Annotated[list[ModelName], BeforeValidator(listed), Field(min_length=1)]
+Temperature = Annotated[Number, rule(lambda v: v >= 0, "must be >= 0, got {}", number=True)]
+TopP = Annotated[Number, rule(lambda v: 0 < v <= 1, "must be in (0, 1], got {}", number=True)]
 TopK = Annotated[
-    int, _check(lambda v: v == -1 or 1 <= v <= MAX_TOP_K, f"must be -1 (no top-k) or in 1..{MAX_TOP_K}, got {{}}")
+    int, rule(lambda v: v == -1 or 1 <= v <= MAX_TOP_K, f"must be -1 (no top-k) or in 1..{MAX_TOP_K}, got {{}}")
 ]
-Retries = Annotated[int, _between(0, 100)]
+Retries = Annotated[int, between(0, 100)]
 #: a deadline in seconds (a request to a server: ``timeout_s``); finite (the tables refuse inf and nan)
-Timeout = Annotated[float, _check(lambda v: v > 0, "must be > 0, got {}")]
+Timeout = Annotated[float, rule(lambda v: v > 0, "must be > 0, got {}")]
 #: a protocol's family-wise error rate, its bootstrap resamples (the level's minimum is checked apart, see
 #: :func:`mindcap_tok.resample.check_resamples`) and its p-value tail factor
-Alpha = Annotated[float, _check(lambda v: 0 < v < 1, "must be in (0, 1), got {}")]
-Resamples = Annotated[int, _between(2, MAX_RESAMPLES)]
-TailFactor = Annotated[float, _check(lambda v: v >= 1, "must be >= 1, got {}")]
+Alpha = Annotated[float, rule(lambda v: 0 < v < 1, "must be in (0, 1), got {}")]
+Resamples = Annotated[int, between(2, MAX_RESAMPLES)]
+TailFactor = Annotated[float, rule(lambda v: v >= 1, "must be >= 1, got {}")]
 
-_STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 _TYPES = {"int_type": "int", "float_type": "float (finite)", "finite_number": "float (finite)",
-          "string_type": "string", "bool_type": "bool", "list_type": "list", "dict_type": "table"}  # fmt: skip
+          "string_type": "string", "bool_type": "bool", "list_type": "list"}  # fmt: skip
 
 
-def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
-    """The model of the table at ``loc`` inside ``model`` (through fields, optional values, and the values of
-    dicts and lists of models), or ``None`` when it is no model."""
-    current: object = model
+def _model_at(kind: object, loc: tuple) -> type[BaseModel] | None:
+    """The model of the table at ``loc`` inside ``kind`` (through fields, optional values, the shapes of
+    :func:`one_of`, and the values of dicts and lists of models), or ``None`` when it is no model."""
+    current: object = kind
     for part in loc:
         if isinstance(current, type) and issubclass(current, BaseModel):
             if part not in current.model_fields:
                 return None
             current = current.model_fields[part].annotation
             continue
+        if isinstance(part, str) and part.startswith("<"):
+            current = _shape(current, part)
+            continue
         current = _unwrap(current)
         origin = get_origin(current)
         if origin is dict:
             current = get_args(current)[1]
-        elif origin is list:
+        elif origin in (list, tuple):
             current = get_args(current)[0]
         else:
             return None
     current = _unwrap(current)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _shape(kind: object, tag: str) -> object:
+    """The member of a :func:`one_of` union that ``tag`` names (``None``: none)."""
+    while get_origin(kind) is Annotated:
+        kind = get_args(kind)[0]
+    for member in get_args(kind):
+        if get_origin(member) is Annotated and any(getattr(m, "tag", None) == tag for m in member.__metadata__):
+            return get_args(member)[0]
+    return None
 
 
 def _unwrap(kind: object) -> object:
@@ -264,11 +329,40 @@ def _problem(err: Mapping, known: Iterable[str]) -> str:
         return f"unknown key; known: {', '.join(sorted(known))}"
     if kind in _TYPES:
         return f"must be of type {_TYPES[kind]}, got {show(err['input'])}"
+    if kind == "shape":
+        return f"{err['msg']}, got {show(err['input'])}"
+    if kind in ("model_type", "dict_type"):
+        return f"must be a table, got {show(err['input'])}"
+    if kind == "missing":
+        return "is required"
+    if kind == "too_short" and err["ctx"].get("min_length") == 1:
+        return "must not be an empty list"
     return err["msg"][:1].lower() + err["msg"][1:]
 
 
-def _key(prefix: str, loc: tuple) -> str:
-    return (prefix + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")).rstrip(".")
+def _key(prefix: str, loc: tuple, given: object) -> str:
+    """The dotted path of ``loc`` in ``given`` (the data as written): a list's element by its index, except where a
+    single value stood for a list of one."""
+    parts = []
+    for part in loc:
+        if isinstance(part, str) and part.startswith("<"):  # the shape a value took (see one_of)
+            continue
+        if isinstance(part, int):
+            if isinstance(given, list | tuple):
+                parts.append(f"[{part}]")
+                given = given[part] if part < len(given) else None
+            continue
+        parts.append(f".{part}")
+        given = given.get(part) if isinstance(given, dict) else None
+    path = "".join(parts)
+    return prefix + path if prefix else path.lstrip(".")
+
+
+def _refusal(model: type[BaseModel], exc: ValidationError, key: str, given: object = None) -> SpecError:
+    """The first problem ``exc`` found in ``given`` (the table ``model`` read, at ``key``), in our words."""
+    err = exc.errors()[0]
+    table = _model_at(model, tuple(err["loc"][:-1])) or model
+    return SpecError(_key(key, err["loc"], given), _problem(err, _known(table)))
 
 
 def validate(model: type[_Model], table: object, *, key: str) -> _Model:
@@ -279,9 +373,7 @@ def validate(model: type[_Model], table: object, *, key: str) -> _Model:
     try:
         return model.model_validate(table)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        table = _model_at(model, tuple(err["loc"][:-1])) or model
-        raise SpecError(_key(f"{key}." if key else "", err["loc"]), _problem(err, _known(table))) from None
+        raise _refusal(model, exc, key, table) from None
 
 
 def validated_table(model: type[BaseModel], table: object, *, key: str) -> dict[str, Any]:
@@ -302,17 +394,8 @@ def check(kind: Any, value: object, *, key: str) -> Any:
         return adapter.validate_python(value)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise SpecError(_key(key, err["loc"]), _problem(err, ())) from None
-
-
-def check_cap(value: object, key: str) -> int:
-    """An output-token cap: an integer in 1..MAX_CAP."""
-    return check(Cap, value, key=key)
-
-
-def check_seed(value: object, key: str = "seed") -> int:
-    """A seed: an integer >= 0."""
-    return check(Seed, value, key=key)
+        table = _model_at(kind, tuple(err["loc"][:-1]))
+        raise SpecError(_key(key, err["loc"], value), _problem(err, _known(table) if table else ())) from None
 
 
 def check_model(value: object, key: str = "model") -> str:
@@ -339,43 +422,68 @@ def seed_hash(*parts: object, sep: str = "\x1f") -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-# -- sampling ----------------------------------------------------------------------------------------------------
+# -- the spec types ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Sampling:
-    """Sampling parameters shared by every request of a job (or of a judge)."""
+class SpecModel(BaseModel):
+    """A spec type: frozen, strict (no coercion), no unknown keys, no NaN or infinities. A value built in code is
+    checked by the same rules as one read from a file, and refused as a :class:`SpecError` naming ``table.key``
+    (``table``: the class's table name)."""
 
-    temperature: float = 0.6
-    top_p: float = 0.95
-    top_k: int = 20
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
+    #: the table's name in a spec file, in front of a refused key of a value built in code (``""``: none)
+    table: ClassVar[str] = ""
 
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _refusal(type(self), exc, self.table, data) from None
 
-class _SamplingTable(BaseModel):
-    model_config = _STRICT
-    temperature: Temperature | None = None
-    top_p: TopP | None = None
-    top_k: TopK | None = None
-
-
-def check_sampling(table: object, key: str = "sampling", *, default: Sampling | None = None) -> Sampling:
-    """A ``[sampling]`` table (or the sampling keys of ``[judge]``) over ``default``: only its keys, each checked.
-    An int passes for a float and is kept as written (``temperature = 1``)."""
-    table = validated_table(_SamplingTable, table, key=key)
-    base = default or Sampling()
-    return Sampling(**{f.name: table.get(f.name, getattr(base, f.name)) for f in fields(Sampling)})
+    # reading a file (model_validate, a nested table) keeps pydantic's own path: its errors name the whole key
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # pydantic's mark of a non-custom __init__
 
 
-# -- the [server] table ------------------------------------------------------------------------------------------
+class Sampling(SpecModel):
+    """Sampling parameters shared by every request of a job (or of a judge): the ``[sampling]`` table."""
+
+    table: ClassVar[str] = "sampling"
+    temperature: Temperature = 0.6
+    top_p: TopP = 0.95
+    top_k: TopK = 20
 
 
-@dataclass(frozen=True)
-class ServerSpec:
+_ENV_NAME = "must name an environment variable, got {!r}"
+
+
+#: the URLs of a server: one ``http(s)://`` URL or a non-empty list of them, trailing slashes dropped, each once
+BaseUrls = Annotated[
+    tuple[
+        Annotated[
+            ModelName,
+            AfterValidator(lambda v: v.strip().rstrip("/")),
+            rule(lambda v: re.fullmatch(r"https?://[^\s/]+(/\S*)?", v),
+                 "must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {!r}"),
+        ],
+        ...,
+    ],
+    BeforeValidator(lambda v: tuple(listed(v))),
+    Field(min_length=1),
+    rule(lambda v: len(set(v)) == len(v), "lists a URL twice"),
+]  # fmt: skip
+
+
+def base_urls(value: object, key: str) -> tuple[str, ...]:
+    """Server URLs (see :data:`BaseUrls`) given apart from a table (``key``: where, e.g. ``--base-url``)."""
+    return tuple(check(BaseUrls, value, key=key))
+
+
+class ServerSpec(SpecModel):
     """How the ``server`` backend reaches an OpenAI-compatible server (the ``[server]`` table).
 
     ``base_url``: one or more URLs as the OpenAI client takes them (``http://host:8000/v1``); requests are spread
     over them. ``api_key_env`` names the environment variable holding the key (never the key itself).
-    ``concurrency``: requests in flight per URL. ``model``: the served model name (default: the job's
+    ``concurrency``: requests in flight per URL. ``model``: the served model name (``""``: the job's
     ``model``). ``endpoint``: ``completions`` (prompt built locally, sent as ids) or ``chat`` (server-side
     template). ``logprob_ids``: also ask for the ids through logprobs (vLLM before 0.10.2).
     ``reasoning_effort``: sent as the request's ``reasoning_effort`` (a hosted reasoning API's thinking level,
@@ -384,72 +492,35 @@ class ServerSpec:
     ``max_retries``: further attempts of a request that timed out or failed in a way worth retrying.
     """
 
-    base_url: tuple[str, ...] = ()
-    api_key_env: str = ""
-    concurrency: int = 8
-    timeout_s: float = 600.0
-    max_retries: int = 5
-    model: str = ""
-    endpoint: str = "completions"
-    logprob_ids: bool = False
-    reasoning_effort: str = ""
-
-
-_ENV_NAME = "must name an environment variable, got {!r}"
-
-
-class _ServerTable(BaseModel):
-    model_config = _STRICT
-    base_url: object = None  # one URL or a list: checked by base_urls
-    api_key_env: Annotated[str, _check(lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v), _ENV_NAME)] = ""
-    concurrency: Annotated[int, _between(1, 4096)] = 8
+    table: ClassVar[str] = "server"
+    base_url: BaseUrls = ()
+    api_key_env: Annotated[str, rule(lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v), _ENV_NAME)] = ""
+    concurrency: Annotated[int, between(1, 4096)] = 8
     timeout_s: Timeout = 600.0
     max_retries: Retries = 5
-    model: ModelName = "m"
-    endpoint: Annotated[str, _check(lambda v: v in ENDPOINTS, f"must be one of {', '.join(ENDPOINTS)}, got {{!r}}")] = (
+    model: ModelName = ""
+    endpoint: Annotated[str, rule(lambda v: v in ENDPOINTS, f"must be one of {', '.join(ENDPOINTS)}, got {{!r}}")] = (
         "completions"
     )
     logprob_ids: bool = False
     reasoning_effort: Annotated[
-        str, _check(lambda v: re.fullmatch(r"[a-z_]*", v), "must be a word such as low or high, got {!r}")
+        str, rule(lambda v: re.fullmatch(r"[a-z_]*", v), "must be a word such as low or high, got {!r}")
     ] = ""
 
 
-def base_urls(value: object, key: str) -> tuple[str, ...]:
-    """One ``http(s)://`` URL or a non-empty list of them, trailing slashes dropped, each once."""
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise SpecError(key, "must not be an empty list")
-    urls = [check(ModelName, u, key=f"{key}[{i}]" if isinstance(value, list) else key) for i, u in enumerate(values)]
-    urls = [u.strip().rstrip("/") for u in urls]
-    for url in urls:
-        if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
-            raise SpecError(key, f"must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {url!r}")
-    if len(set(urls)) != len(urls):
-        raise SpecError(key, "lists a URL twice")
-    return tuple(urls)
-
-
-def server_options(value: object, key: str = "server") -> ServerSpec:
-    """Check a ``[server]`` table (see :class:`ServerSpec`); a key in the file itself is refused."""
+def refuse_api_key(value: object, key: str = "server") -> None:
+    """Refuse a ``[server]`` table holding a key itself (it names the environment variable that holds it)."""
     if isinstance(value, dict) and "api_key" in value:
         raise SpecError(f"{key}.api_key", "must not be in the file: put the key in an environment variable named by "
                         "api_key_env")  # fmt: skip
-    value = validated_table(_ServerTable, value, key=key)
-    out = {name: v for name, v in value.items() if name != "base_url"}
-    if "timeout_s" in out:
-        out["timeout_s"] = float(out["timeout_s"])
-    if "base_url" in value:
-        out["base_url"] = base_urls(value["base_url"], f"{key}.base_url")
-    return ServerSpec(**out)
 
 
-@dataclass(frozen=True)
-class ServerOverrides:
+class ServerOverrides(SpecModel):
     """What the command line changes in how a server is reached: ``base_url`` (``--base-url``), ``timeout_s``
     (``--timeout``) and ``max_retries`` (``--max-retries``), each over a ``[server]`` table's (empty or ``None``:
-    the table's)."""
+    the table's); checked when applied, by the ``[server]`` table's rules."""
 
+    model_config = ConfigDict(strict=False, frozen=True, extra="forbid")
     base_url: tuple[str, ...] = ()
     timeout_s: float | None = None
     max_retries: int | None = None
@@ -472,84 +543,76 @@ class ServerOverrides:
         the ``[server]`` table's rules."""
         if not self.flags():
             return server
-        out = server or ServerSpec()
+        table: dict[str, Any] = {} if server is None else server.model_dump(exclude_unset=True)
         if self.base_url:
-            out = replace(out, base_url=base_urls(list(self.base_url), "--base-url"))
+            table["base_url"] = base_urls(list(self.base_url), "--base-url")
         if self.timeout_s is not None:
-            out = replace(out, timeout_s=self.timeout_s)
+            table["timeout_s"] = self.timeout_s
         if self.max_retries is not None:
-            out = replace(out, max_retries=self.max_retries)
-        return check_server(out)
-
-
-def check_server(opts: ServerSpec, key: str = "server") -> ServerSpec:
-    """The options of a :class:`ServerSpec` built in code, by the ``[server]`` table's rules."""
-    table = {f.name: getattr(opts, f.name) for f in fields(ServerSpec) if f.name not in ("base_url", "api_key_env")}
-    if not table["model"]:
-        del table["model"]
-    if isinstance(table["timeout_s"], int) and not isinstance(table["timeout_s"], bool):
-        table["timeout_s"] = float(table["timeout_s"])
-    validate(_ServerTable, table, key=key)
-    return opts
+            table["max_retries"] = self.max_retries
+        return validate(ServerSpec, table, key="server")
 
 
 # -- the [judge] table -------------------------------------------------------------------------------------------
 
 
-class _JudgeTable(BaseModel):
-    """The shared keys of a round-trip spec's ``[judge]`` table (its backend is checked by the reader)."""
+class JudgeTable(SpecModel):
+    """A round-trip spec's ``[judge]`` table as written: its model (one, or a list of one; default: the run's
+    first model), backend (``""``: the run's), server URLs, cap, retries, sampling,
+    ``structured`` and its server's ``timeout_s`` and ``max_retries`` (``None``: the ``[server]`` table's)."""
 
-    model_config = _STRICT
-    model: object = None  # one model or a list of one: checked by the reader, as the top-level model
-    model_name: object = None
+    table: ClassVar[str] = "judge"
+    model: Names | None = None
+    model_name: Names | None = None
     backend: str = ""
-    base_url: object = None
+    base_url: BaseUrls = ()
     max_tokens: Cap = 1024
     retries: Retries = 2
     temperature: Temperature = 0.6
     top_p: TopP = 0.95
     top_k: TopK = 20
     structured: bool = True
-    timeout_s: Timeout = 600.0
-    max_retries: Retries = 5
+    timeout_s: Timeout | None = None
+    max_retries: Retries | None = None
 
-
-def judge_table(value: object, key: str = "judge") -> dict[str, Any]:
-    """A ``[judge]`` table checked key by key (strict types, shared rules, no unknown keys); returned as given."""
-    return validated_table(_JudgeTable, value, key=key)
+    @property
+    def sampling(self) -> Sampling:
+        """The judge's sampling."""
+        return Sampling(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
 
 
 # -- a protocol's B* ---------------------------------------------------------------------------------------------
 
 
-class BstarRule(BaseModel):
+class BstarRule(SpecModel):
     """A protocol's ``bstar = {from = [512, 1024], max_scaled = 4096}``: B* is the largest B in ``from`` whose
     premium-scaled budget floor(r·B) stays within ``max_scaled`` for every language of the protocol (paper §3)."""
 
-    model_config = _STRICT
     candidates: Annotated[list[Cap], Field(alias="from", min_length=1)]
     max_scaled: Cap
 
 
+#: a protocol's B*: typed (a cap) or the rule table that computes it
+Bstar = Annotated[
+    Annotated[Cap, INTEGER] | Annotated[BstarRule, TABLE],
+    one_of("a budget or a table {from = [512, 1024], max_scaled = 4096}"),
+]
+
+
 def check_bstar(value: object, key: str = "bstar") -> int | BstarRule:
     """A typed B* (a cap) or the rule table that computes it (:class:`BstarRule`)."""
-    if isinstance(value, dict):
-        return validate(BstarRule, value, key=key)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return check(Cap, value, key=key)
-    raise SpecError(key, f"must be a budget or a table {{from = [512, 1024], max_scaled = 4096}}, got {show(value)}")
+    return cast(int | BstarRule, check(Bstar, value, key=key))
 
 
 # -- token prices ------------------------------------------------------------------------------------------------
 
-Price = Annotated[float, _check(lambda v: v >= 0, "must be >= 0, got {}")]
-OutputPrice = Annotated[float, _check(lambda v: v > 0, "must be > 0, got {}")]
+Price = Annotated[float, rule(lambda v: v >= 0, "must be >= 0, got {}")]
+OutputPrice = Annotated[float, rule(lambda v: v > 0, "must be > 0, got {}")]
 
 
-class _PriceTable(BaseModel):
+class _PriceTable(SpecModel):
     """One model's token prices in dollars per million tokens (``{input = 0.15, output = 0.6}``)."""
 
-    model_config = _STRICT
     input: Price
     output: OutputPrice
 

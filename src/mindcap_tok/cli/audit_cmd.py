@@ -179,7 +179,7 @@ def _judge(options: dict, names: list[str]):
     name = options["judge_backend"] or ("server" if urls else "vllm")
     if name == "server" and not urls:
         raise MindcapError("--judge-backend server needs --judge-base-url http://HOST:8000/v1")
-    server = ServerOverrides(urls, options["timeout_s"], options["max_retries"])
+    server = ServerOverrides(base_url=urls, timeout_s=options["timeout_s"], max_retries=options["max_retries"])
     server.check_backend(name, "the judge")
     model = options["judge_model"]
     backend = load_backend(name, model, tokenizer_name=model, server=server.apply(None))

@@ -74,7 +74,7 @@ def generate_command(
             spec,
             out,
             backend=backend,
-            server=ServerOverrides(tuple(base_url), timeout_s, max_retries),
+            server=ServerOverrides(base_url=tuple(base_url), timeout_s=timeout_s, max_retries=max_retries),
             hooks=JobHooks(on_progress=bar.progress, on_tokens=bar.count_tokens),
             **dirs,
         )

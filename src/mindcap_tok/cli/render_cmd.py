@@ -38,8 +38,8 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
     from pathlib import Path
 
     from ..generation import load_backend
-    from ..roundtrip.render import DEFAULT_PROMPTS, RenderSpec, load_prompt, render_traces
-    from ..spec import Sampling, ServerOverrides
+    from ..roundtrip.render import DEFAULT_PROMPTS, RenderSpec, greedy_sampling, load_prompt, render_traces
+    from ..spec import ServerOverrides
     from ..store import Ledger
 
     name = model_name or Path(model).name
@@ -50,11 +50,13 @@ def render_command(state, ledger, out, model, model_name, backend, base_url, pro
         wave_size=options["wave_size"],
         seed=options["seed"],
         keep_capped=options["keep_capped"],
-        sampling=Sampling(temperature=options["temperature"], top_p=1.0, top_k=0),
+        sampling=greedy_sampling(options["temperature"]),
     )
     load_prompt(spec.prompts)  # a bad prompts file is refused before the ledger is read or the model loaded
     engine = backend or ("server" if base_url else "vllm")
-    server = ServerOverrides(tuple(base_url), options["timeout_s"], options["max_retries"])
+    server = ServerOverrides(
+        base_url=tuple(base_url), timeout_s=options["timeout_s"], max_retries=options["max_retries"]
+    )
     server.check_backend(engine, "the translator")
     records = Ledger(ledger, verify=not options["no_verify"]).read()
     back = load_backend(engine, model, tokenizer_name=name, seed=spec.seed, server=server.apply(None))

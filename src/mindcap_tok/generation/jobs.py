@@ -50,36 +50,48 @@ regenerates (and so never contradicts) a stored repeat. Forcing is refused (it r
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import TypeGuard, TypeVar
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BeforeValidator, ConfigDict, Field
 
 from ..data.languages import resolve_language
 from ..errors import BadInputError, MindcapError
 from ..resample import Resampling, scale_budget
 from ..spec import (
+    LIST,
     MAX_CAP,
+    TABLE,
+    WORD,
+    Cap,
+    Caps,
+    ModelName,
+    Number,
     Sampling,
+    Seed,
     ServerSpec,
     SpecError,
-    check_cap,
-    check_known,
+    SpecModel,
+    between,
+    check,
     check_model,
-    check_sampling,
-    check_seed,
     default_model_name,
     int_range,
+    listed,
+    one_of,
     read_toml,
     reading,
+    refuse_api_key,
+    rule,
     seed_hash,
-    server_options,
     show,
+    validate,
 )
 from ..store import ANNOUNCE_STYLES, DESIGNS
 from ..tasks.datasets import item_count
@@ -92,24 +104,100 @@ from ..tasks.model import EVERY_LANGUAGE, Task
 MAX_K = 10_000
 
 
-@dataclass(frozen=True)
-class Forcing:
+class Forcing(SpecModel):
     """Budget forcing: when a decode hits its cap, append ``text`` and decode greedily to the end of the line.
 
     ``unanswered`` also forces decodes that stopped by themselves without a strict answer line (the paper's
     second forced population); their end-of-turn token is dropped before the forcing text.
     """
 
+    table: ClassVar[str] = "forcing"
     enabled: bool = False
     text: str = "\n####"
-    max_tokens: int = 16
+    max_tokens: Cap = 16
     unanswered: bool = False
 
 
-@dataclass(frozen=True)
-class JobSpec:
-    """A parsed, checked generation job (see the module docs for the file format)."""
+class Announce(SpecModel):
+    """The ``[announce]`` table: the announced budgets and how they are said (``natural`` or ``tag``)."""
 
+    table: ClassVar[str] = "announce"
+    budgets: Caps | None = None
+    style: Annotated[
+        str, rule(lambda v: v in ANNOUNCE_STYLES and v != "none", "must be 'natural' or 'tag', got {!r}")
+    ] = "natural"
+
+
+class ItemSample(SpecModel):
+    """``items = {sample = N, seed = S}``: N items drawn with seed S."""
+
+    table: ClassVar[str] = "items"
+    sample: Annotated[int, between(1)]
+    seed: Seed = 0
+
+
+#: one string or a list of them (``arms``, ``langs``, ``scaled_arms``)
+_Strings = Annotated[list[str], BeforeValidator(listed)]
+
+_JobName = Annotated[
+    str, rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v), "must be letters, digits, '.', '_' or '-' "
+              "(it names a file), got {!r}")
+]  # fmt: skip
+#: item indices, or a sample of them
+_Items = Annotated[
+    Annotated[
+        str,
+        rule(lambda v: v == "all", "must be 'all', a list of item indices or {{sample = N, seed = S}}, got {!r}"),
+        WORD,
+    ]
+    | Annotated[list[Annotated[int, between(0)]], Field(min_length=1), LIST]
+    | Annotated[ItemSample, TABLE],
+    one_of("'all', a list of item indices or {sample = N, seed = S}"),
+]
+_Premiums = Annotated[
+    Annotated[str, rule(lambda v: v == "flores", 'must be a table (lang = r) or "flores", got {!r}'), WORD]
+    | Annotated[dict[str, Annotated[Number, rule(lambda v: v > 0, "must be > 0, got {}", number=True)]], TABLE],
+    one_of('a table (lang = r) or "flores"'),
+]
+
+
+class JobFile(SpecModel):
+    """A job spec file as written (see the module docs): each key's type and rule, and its default where the
+    file's value is the job's. What depends on other keys (the design's caps, the task's items and arms, the
+    model's names) is worked out by :func:`parse_spec` into a :class:`JobSpec`."""
+
+    name: _JobName | None = None
+    task: ModelName = DEFAULT_TASK
+    model: ModelName
+    model_name: str = ""
+    tokenizer: ModelName | None = None
+    arms: Annotated[_Strings, Field(min_length=1)]
+    langs: Annotated[_Strings, Field(min_length=1)]
+    items: _Items = "all"
+    k: Annotated[int, between(1, MAX_K)] | None = None
+    design: Annotated[str, rule(lambda v: v in DESIGNS, f"must be one of {', '.join(DESIGNS)}, got {{!r}}")]
+    caps: Caps | None = None
+    seed: Seed = 0
+    shard_size: Annotated[int, between(1)] = 250
+    prompt_version: ModelName | None = None
+    sampling: Sampling = Sampling()
+    premiums: _Premiums = Field(default_factory=dict)
+    scaled_arms: _Strings | None = None
+    announce: Announce = Announce()
+    forcing: Forcing = Forcing()
+    engine: dict[str, Any] = Field(default_factory=dict)
+    server: ServerSpec | None = None
+    repeats: Annotated[int, between(2, MAX_K)] = 2
+    long_cap: Annotated[int, between(2, MAX_CAP)] | None = None
+    thinking: bool = False
+    think_close: str = ""
+
+
+class JobSpec(SpecModel):
+    """A parsed, checked generation job (see the module docs for the file format; its defaults are
+    :class:`JobFile`'s)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
     name: str
     model: str
     model_name: str
@@ -120,29 +208,27 @@ class JobSpec:
     k: int
     design: str
     caps: tuple[int, ...]
-    seed: int = 0
-    shard_size: int = 250
+    seed: int
+    shard_size: int
     #: the task's name, and the task file it was read from (``""`` for a built-in task)
-    task: str = field(kw_only=True)
-    task_file: str = ""
-    #: the task's template version, the prefix of its records' template ids
-    prompt_version: str = field(kw_only=True)
-    sampling: Sampling = field(default_factory=Sampling)
-    premiums: dict[str, float | Fraction] = field(default_factory=dict)
-    #: the arms whose caps a premium scales (default: the task's native arm)
-    scaled_arms: tuple[str, ...] = field(kw_only=True)
-    announce_budgets: tuple[int, ...] = ()
-    announce_style: str = "natural"
-    forcing: Forcing = field(default_factory=Forcing)
-    engine: dict = field(default_factory=dict)
-    server: ServerSpec | None = None
+    task: str
+    task_file: str
+    prompt_version: str
+    sampling: Sampling
+    premiums: dict[str, float | Fraction]
+    scaled_arms: tuple[str, ...]
+    announce_budgets: tuple[int, ...]
+    announce_style: str
+    forcing: Forcing
+    engine: dict[str, Any]
+    server: ServerSpec | None
     #: determinism design: identical requests per (item, cap) and the long decode's cap (1 and None otherwise)
-    repeats: int = 1
-    long_cap: int | None = None
+    repeats: int
+    long_cap: int | None
     #: reasoning models: thinking on (the template's ``enable_thinking``), and the string that closes a thought
     #: where the tokenizer has no ``</think>`` token (``""``: the token)
-    thinking: bool = False
-    think_close: str = ""
+    thinking: bool
+    think_close: str
 
     @property
     def records_per_key(self) -> int:
@@ -153,9 +239,8 @@ class JobSpec:
         """Plain data (JSON-ready), stored with the output; a measured premium is kept exact as ``"tokens/ref"``.
         ``server`` appears only when the spec has a ``[server]`` table, ``repeats`` and ``long_cap`` only in
         the determinism design, ``task`` only for a task other than MGSM, ``task_file`` only for a user's, and
-        ``thinking``, ``think_close`` and ``server.reasoning_effort`` only when set (so the stored specs written
-        before them are unchanged)."""
-        out = asdict(self)
+        ``thinking``, ``think_close`` and ``server.reasoning_effort`` only when set."""
+        out = self.model_dump()
         if not task_key(self.task) and not self.task_file:
             del out["task"]
         if not self.task_file:
@@ -172,10 +257,6 @@ class JobSpec:
             del out["server"]["reasoning_effort"]
         out["premiums"] = {lang: str(r) if isinstance(r, Fraction) else r for lang, r in self.premiums.items()}
         return out
-
-
-#: the keys a spec file may hold: JobSpec's fields, with the two announcement fields written as one [announce] table
-_KEYS = {f.name for f in fields(JobSpec)} - {"announce_budgets", "announce_style", "task_file"} | {"announce"}
 
 
 @dataclass(frozen=True)
@@ -236,98 +317,29 @@ class Plan:
         }
 
 
-_T = TypeVar("_T")
-_TYPE_NAMES: dict[type, str] = {str: "string", int: "int", float: "float", bool: "bool", list: "list", dict: "table"}
+def _items(value: list[int] | ItemSample | str, n_items: int) -> tuple[int, ...]:
+    """The item indices of ``items`` (``"all"``, a list, or a seeded sample) among the task's ``n_items``."""
+    if isinstance(value, ItemSample):
+        n = _within(value.sample, "items.sample", 1, n_items)
+        return tuple(sorted(random.Random(value.seed).sample(range(n_items), n)))
+    if isinstance(value, list):
+        items = [_within(v, f"items[{i}]", 0, n_items - 1) for i, v in enumerate(value)]
+        if len(set(items)) != len(items):
+            raise SpecError("items", "lists an item twice")
+        return tuple(items)
+    return tuple(range(n_items))
 
 
-def _is(value: object, want: type[_T]) -> TypeGuard[_T]:
-    """Whether ``value`` has the TOML type ``want``: a bool is no int (``True == 1`` in Python), an int passes
-    for a float, and a float must be finite."""
-    if want is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return False
-        return isinstance(value, int) or math.isfinite(value)
-    return isinstance(value, want) and (want is bool or not isinstance(value, bool))
-
-
-def _typed(value: object, want: type[_T], key: str) -> _T:
-    """``value`` when it has the TOML type ``want`` (see :func:`_is`), else a :class:`MindcapError` naming ``key``."""
-    if _is(value, want):
-        return value
-    if want is dict:
-        raise SpecError(key, f"must be a table, got {show(value)}")
-    finite = " (finite)" if want is float else ""
-    raise SpecError(key, f"must be of type {_TYPE_NAMES[want]}{finite}, got {show(value)}")
-
-
-def _str(value: object, key: str) -> str:
-    """A non-empty string setting."""
-    text = _typed(value, str, key)
-    if not text.strip():
-        raise SpecError(key, "must not be empty")
-    return text
-
-
-def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
-    """An integer setting in ``low..high`` (bools and floats are refused)."""
+def _within(value: int, key: str, low: int, high: int) -> int:
+    """An integer setting in ``low..high``, where ``high`` depends on other keys (the task's items)."""
     try:
-        return int_range(_typed(value, int, key), low, high=high)
+        return int_range(value, low, high=high)
     except ValueError as exc:
         raise SpecError(key, str(exc)) from None
 
 
-def _list(value: object, want: type, key: str, *, empty: bool = False) -> list:
-    """A list of ``want`` values (a single value stands for a list of one); empty only when ``empty``."""
-    if not isinstance(value, list):
-        if _is(value, want):
-            return [value]
-        raise SpecError(key, f"must be of type {_TYPE_NAMES[want]} or a list of them, got {show(value)}")
-    if not value and not empty:
-        raise SpecError(key, "must not be an empty list")
-    return [_typed(v, want, f"{key}[{i}]") for i, v in enumerate(value)]
-
-
-def _caps(value: object, key: str) -> tuple[int, ...]:
-    """One cap or a non-empty list of them (see :data:`MAX_CAP`)."""
-    if not isinstance(value, list):
-        if not _is(value, int):
-            raise SpecError(key, f"must be of type int or a list of them, got {show(value)}")
-        return (check_cap(value, key),)
-    if not value:
-        raise SpecError(key, "must not be an empty list")
-    return tuple(check_cap(v, f"{key}[{i}]") for i, v in enumerate(value))
-
-
-def _table(cls: type, value: object, key: str):
-    """The ``Forcing`` table: only its known keys, each of its default's type (an int passes for a float):
-    TOML's ``enabled = "false"`` is a string, and a truthy one."""
-    table = _typed(value, dict, key)
-    defaults = {f.name: f.default for f in fields(cls)}
-    check_known(table, defaults, prefix=f"{key}.")
-    return cls(**{name: _typed(v, type(defaults[name]), f"{key}.{name}") for name, v in table.items()})
-
-
-def _items(value: object, n_items: int) -> tuple[int, ...]:
-    """The item indices of ``items`` (``"all"``, a list, or a seeded sample) among the task's ``n_items``."""
-    if value == "all":
-        return tuple(range(n_items))
-    if isinstance(value, dict):
-        if set(value) - {"sample", "seed"} or "sample" not in value:
-            raise BadInputError(f"items = {show(value)}: a sample is {{sample = N, seed = S}}")
-        n = _int(value["sample"], "items.sample", 1, n_items)
-        seed = check_seed(value.get("seed", 0), "items.seed")
-        return tuple(sorted(random.Random(seed).sample(range(n_items), n)))
-    if isinstance(value, list) and value:
-        items = [_int(v, f"items[{i}]", 0, n_items - 1) for i, v in enumerate(value)]
-        if len(set(items)) != len(items):
-            raise BadInputError("items lists an item twice")
-        return tuple(items)
-    raise BadInputError(f"items must be 'all', a list of item indices 0..{n_items - 1} or {{sample, seed}}")
-
-
-def _task(value: object, base: Path | None) -> tuple[Task, str]:
+def _task(ref: str, base: Path | None) -> tuple[Task, str]:
     """The job's task and the file it came from (``""``: built in); a relative file is read from ``base``."""
-    ref = _str(value, "task")
     if ref in builtin_tasks():
         return load_task(ref), ""
     path = Path(ref)
@@ -341,7 +353,7 @@ def spec_task(spec: JobSpec) -> Task:
     return load_task(spec.task_file or spec.task)
 
 
-def _check_cells(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], data: dict) -> str:
+def _check_cells(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], given: JobFile) -> str:
     """Refuse arms and languages the task lacks (they would otherwise fail only when the prompt is built, after
     earlier shards' requests were sent); the task's template version, which ``prompt_version`` may name but not
     change (a new wording is a new version of the task)."""
@@ -352,9 +364,9 @@ def _check_cells(task: Task, arms: tuple[str, ...], langs: tuple[str, ...], data
         if lang not in task.languages:
             raise BadInputError(f"task {task.name} has no {lang}; its languages are {', '.join(task.languages)}")
     version = task.template_version
-    if "prompt_version" in data and _str(data["prompt_version"], "prompt_version") != version:
-        raise BadInputError(
-            f"prompt_version = {show(data['prompt_version'])}, but task {task.name}'s prompts are version {version}"
+    if given.prompt_version is not None and given.prompt_version != version:
+        raise SpecError(
+            "prompt_version", f"{show(given.prompt_version)}, but task {task.name}'s prompts are version {version}"
         )
     return version
 
@@ -404,38 +416,35 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         raise BadInputError(
             f"this looks like a round-trip spec (it has {', '.join(roundtrip)}): use mindcap-tok roundtrip"
         )
-    check_known(data, _KEYS)
-    for key in ("model", "arms", "langs", "design"):
-        if key not in data:
-            raise SpecError(key, "is required")
-    design = _str(data["design"], "design")
-    if design not in DESIGNS:
-        raise BadInputError(f"design {design!r}; use one of {', '.join(DESIGNS)}")
-    model, model_name, tokenizer, name = _identity(data, base, design)
-    task, task_file = _task(data.get("task", DEFAULT_TASK), base)
-    arms = tuple(_list(data["arms"], str, "arms"))
-    langs = tuple(resolve_language(x) for x in _list(data["langs"], str, "langs"))
-    version = _check_cells(task, arms, langs, data)
-    caps, k, repeats, long_cap = _grid(data, design)
-    sampling, forcing = _decoding(data, design)
-    if data.get("premiums") and design != "independent":
+    refuse_api_key(data.get("server"))
+    given = validate(JobFile, data, key="")
+    design = given.design
+    model, model_name, tokenizer, name = _identity(given, base)
+    task, task_file = _task(given.task, base)
+    arms = tuple(given.arms)
+    langs = tuple(resolve_language(x) for x in given.langs)
+    version = _check_cells(task, arms, langs, given)
+    caps, k, repeats, long_cap = _grid(given)
+    if given.forcing.enabled and design == "determinism":
+        raise BadInputError("the determinism design takes no forcing (it rewrites capped decodes)")
+    if given.premiums and design != "independent":
         raise BadInputError("premiums (scaled caps) apply to the independent design only")
-    premiums = _premiums(data.get("premiums", {}), tokenizer, langs, data_dir, tokenizers_dir)
+    premiums = _premiums(given.premiums, tokenizer, langs, data_dir, tokenizers_dir)
     for lang, r in premiums.items():
-        if not r > 0:
-            raise BadInputError(f"premiums must be positive, got {lang} = {r}")
         try:
             too_large = scale_budget(r, max(caps)) > MAX_CAP
         except MindcapError:  # above even the largest budget
             too_large = True
         if too_large:
-            raise BadInputError(f"premiums: {lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
-    budgets, style = _announce(data, design)
+            raise SpecError("premiums", f"{lang} = {r} scales cap {max(caps)} above the largest cap, {MAX_CAP}")
+    budgets = tuple(given.announce.budgets or ())
+    if (design == "announcement") != bool(budgets):
+        raise BadInputError("the announcement design needs [announce] budgets, and only it takes them")
     if budgets:
-        _check_announcements(task, arms, langs, style)
-    scaled_arms = tuple(_list(data.get("scaled_arms", [task.native]), str, "scaled_arms", empty=True))
-    if "think_close" in data and not data.get("thinking", False):
+        _check_announcements(task, arms, langs, given.announce.style)
+    if given.think_close and not given.thinking:
         raise BadInputError("think_close applies to thinking = true only")
+    scaled_arms = tuple(given.scaled_arms) if given.scaled_arms is not None else (task.native,)
     if set(scaled_arms) - set(task.arms):
         raise BadInputError(f"scaled_arms {list(scaled_arms)}; arms are {', '.join(task.arms)}")
     return JobSpec(
@@ -445,33 +454,33 @@ def _parse(data: dict, base: Path | None, data_dir, tokenizers_dir) -> JobSpec:
         tokenizer=tokenizer,
         arms=arms,
         langs=langs,
-        items=_items(data.get("items", "all"), item_count(task, langs, data_dir=data_dir)),
+        items=_items(given.items, item_count(task, langs, data_dir=data_dir)),
         k=k,
         design=design,
         caps=caps,
-        seed=check_seed(data.get("seed", 0)),
-        shard_size=_int(data.get("shard_size", 250), "shard_size", 1),
+        seed=given.seed,
+        shard_size=given.shard_size,
         task=task.name,
         task_file=task_file,
         prompt_version=version,
-        sampling=sampling,
+        sampling=given.sampling,
         premiums=premiums,
         scaled_arms=scaled_arms,
         announce_budgets=budgets,
-        announce_style=style,
-        forcing=forcing,
-        engine=dict(_typed(data.get("engine", {}), dict, "engine")),
-        server=server_options(data["server"]) if "server" in data else None,
+        announce_style=given.announce.style,
+        forcing=given.forcing,
+        engine=given.engine,
+        server=given.server,
         repeats=repeats,
         long_cap=long_cap,
-        thinking=_typed(data.get("thinking", False), bool, "thinking"),
-        think_close=_typed(data.get("think_close", ""), str, "think_close"),
+        thinking=given.thinking,
+        think_close=given.think_close,
     )
 
 
-def _identity(data: dict, base: Path | None, design: str) -> tuple[str, str, str, str]:
+def _identity(given: JobFile, base: Path | None) -> tuple[str, str, str, str]:
     """``(model, model_name, tokenizer, name)``: a relative model folder resolved against the spec's folder."""
-    model = check_model(data["model"], "model")
+    model = given.model
     if base is not None and not Path(model).is_absolute():
         if (base / model).is_dir():
             model = str((base / model).resolve())
@@ -480,76 +489,52 @@ def _identity(data: dict, base: Path | None, design: str) -> tuple[str, str, str
                 f"model folder {model!r} not found: a relative model path is read from the spec file's folder "
                 f"({base}, here {(base / model).resolve()})"
             )
-    records = check_model(data["model_name"], "model_name") if data.get("model_name") else default_model_name(model)
-    tokenizer = _str(data.get("tokenizer", records), "tokenizer")
+    records = check_model(given.model_name, "model_name") if given.model_name else default_model_name(model)
+    tokenizer = given.tokenizer or records
     # a hub id's slash cannot stand in a file name: "org--model", as the hub's own cache folders write it
-    name = _str(data.get("name", records.replace("/", "--") + "-" + design), "name")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise BadInputError(f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a file)")
+    name = given.name or check(_JobName, records.replace("/", "--") + "-" + given.design, key="name")
     return model, records, tokenizer, name
 
 
-def _grid(data: dict, design: str) -> tuple[tuple[int, ...], int, int, int | None]:
+def _grid(given: JobFile) -> tuple[tuple[int, ...], int, int, int | None]:
     """``(caps, k, repeats, long_cap)``: the design's caps (replay and announcement have a default one)."""
+    design = given.design
     default_caps = {"replay": 4096, "announcement": 2048}
-    if "caps" not in data and design not in default_caps:
+    if given.caps is None and design not in default_caps:
         raise BadInputError(f"the {design} design needs caps (its budget grid)")
-    caps = _caps(data.get("caps", default_caps.get(design)), "caps")
+    caps = tuple(given.caps or (default_caps[design],))
     if design not in ("independent", "determinism") and len(caps) != 1:
         raise BadInputError(f"the {design} design takes one cap, got {list(caps)}")
-    repeats, long_cap = _determinism(data, design, caps)
-    k = _int(data.get("k", 1 if design == "determinism" else 8), "k", 1, MAX_K)
+    repeats, long_cap = _determinism(given, caps)
+    k = given.k if given.k is not None else 1 if design == "determinism" else 8
     if design == "determinism" and k != 1:
         raise BadInputError(f"the determinism design decodes one sample per request (k = 1; use repeats), got k = {k}")
     return caps, k, repeats, long_cap
 
 
-def _decoding(data: dict, design: str) -> tuple[Sampling, Forcing]:
-    """The ``[sampling]`` and ``[forcing]`` tables, checked."""
-    sampling = check_sampling(data.get("sampling", {}), "sampling")
-    forcing = _table(Forcing, data.get("forcing", {}), "forcing")
-    check_cap(forcing.max_tokens, "forcing.max_tokens")
-    if design == "determinism" and forcing.enabled:
-        raise BadInputError("the determinism design takes no forcing (it rewrites capped decodes)")
-    return sampling, forcing
-
-
-def _announce(data: dict, design: str) -> tuple[tuple[int, ...], str]:
-    """``(budgets, style)`` of the ``[announce]`` table, which the announcement design needs and only it takes."""
-    announce = _typed(data.get("announce", {}), dict, "announce")
-    check_known(announce, ("budgets", "style"), prefix="announce.")
-    budgets = _caps(announce["budgets"], "announce.budgets") if "budgets" in announce else ()
-    style = _typed(announce.get("style", "natural"), str, "announce.style")
-    if style not in ANNOUNCE_STYLES or style == "none":
-        raise BadInputError(f"announce.style must be 'natural' or 'tag', got {style!r}")
-    if (design == "announcement") != bool(budgets):
-        raise BadInputError("the announcement design needs [announce] budgets, and only it takes them")
-    return budgets, style
-
-
-def _determinism(data: dict, design: str, caps: tuple[int, ...]) -> tuple[int, int | None]:
+def _determinism(given: JobFile, caps: tuple[int, ...]) -> tuple[int, int | None]:
     """``(repeats, long_cap)`` of a determinism spec (``(1, None)`` for the other designs, which refuse them)."""
-    if design != "determinism":
-        given = [key for key in ("repeats", "long_cap") if key in data]
-        if given:
-            raise BadInputError(f"{' and '.join(given)} apply to the determinism design only")
+    if given.design != "determinism":
+        named = [key for key in ("repeats", "long_cap") if key in given.model_fields_set]
+        if named:
+            raise BadInputError(f"{' and '.join(named)} apply to the determinism design only")
         return 1, None
-    if "long_cap" not in data:
+    if given.long_cap is None:
         raise BadInputError("the determinism design needs long_cap (the long decode the caps are compared with)")
-    long_cap = _int(data["long_cap"], "long_cap", 2, MAX_CAP)
-    repeats = _int(data.get("repeats", 2), "repeats", 2, MAX_K)
     if len(set(caps)) != len(caps):
         raise BadInputError(f"caps lists a cap twice: {list(caps)}")
-    if max(caps) >= long_cap:
-        raise BadInputError(f"every cap must be below long_cap = {long_cap}, got {max(caps)}")
-    return repeats, long_cap
+    if max(caps) >= given.long_cap:
+        raise BadInputError(f"every cap must be below long_cap = {given.long_cap}, got {max(caps)}")
+    return given.repeats, given.long_cap
 
 
-def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizers_dir) -> dict[str, float | Fraction]:
+def _premiums(
+    value: dict[str, float] | str, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizers_dir
+) -> dict[str, float | Fraction]:
     """``{lang: r}`` typed in the spec, or ``"flores"``: each language's premium measured with the job's own
     tokenizer on FLORES-200 devtest by :func:`mindcap_tok.premium.token_premium`, kept as the exact token ratio so
     that floor(r·B) matches what the statistics later compute from the same tokenizer."""
-    if value == "flores":
+    if isinstance(value, str):
         from ..data.flores import flores_source
         from ..premium import token_premium
         from ..tokenization.load import load_tokenizer
@@ -559,14 +544,6 @@ def _premiums(value, tokenizer: str, langs: tuple[str, ...], data_dir, tokenizer
             p.lang: p.ratio
             for p in token_premium(tok, langs, source=flores_source(data_dir), resampling=Resampling(n_boot=0))
         }
-    if not isinstance(value, dict):
-        raise BadInputError(f'premiums must be a table (lang = r) or "flores", got {show(value)}')
-    bad = {lang: r for lang, r in value.items() if isinstance(r, bool) or not isinstance(r, int | float)}
-    if bad:
-        raise BadInputError(f"premiums must be numbers, got {show(bad)}")
-    for lang, r in value.items():
-        if not (math.isfinite(r) and r > 0):
-            raise BadInputError(f"premiums must be finite and positive, got {lang} = {r}")
     return {resolve_language(lang): float(r) for lang, r in value.items()}
 
 

@@ -59,6 +59,12 @@ _WAVE_SCHEMA = pa.schema([
 _WAVE = r"waves/wave-\d{4,}\.parquet"
 
 
+def greedy_sampling(temperature: float) -> Sampling:
+    """A rendering's sampling: ``temperature`` (0: greedy), no nucleus cut, and ``top_k`` 0, as render runs record
+    it in their identity (every backend reads 0 as no top-k, as it reads the spec's -1)."""
+    return Sampling.model_construct(temperature=temperature, top_p=1.0, top_k=0)
+
+
 @dataclass(frozen=True)
 class RenderSpec:
     """How traces are rendered: the translator's name, the prompt template (a shipped version or a file), the
@@ -72,7 +78,7 @@ class RenderSpec:
     max_tokens: int = 4096
     wave_size: int = 64
     seed: int = 0
-    sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.0, top_p=1.0, top_k=0))
+    sampling: Sampling = field(default_factory=lambda: greedy_sampling(0.0))
     keep_capped: bool = False
 
 
@@ -234,7 +240,8 @@ def render_traces(
     if spec.wave_size < 1 or spec.max_tokens < 1:
         raise MindcapError("wave_size and max_tokens must be at least 1")
     identity = {"traces": traces.num_rows, "sha256": _fingerprint(traces), "template": template,
-                "spec": {**asdict(spec), "prompts": ident, "keep_capped": None}}  # fmt: skip
+                "spec": {**asdict(spec), "sampling": spec.sampling.model_dump(), "prompts": ident,
+                         "keep_capped": None}}  # fmt: skip
     store = _Store(Path(out_dir), identity)
     with store.writing():
         return _render(store, traces.to_pylist(), backend, template, ident, spec, on_wave)

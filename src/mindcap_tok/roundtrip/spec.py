@@ -43,44 +43,89 @@ resumed run reproduces an uninterrupted one.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+from pydantic import ConfigDict, Field
 
 from ..errors import BadInputError
 from ..generation import BACKENDS
 from ..spec import (
+    LIST,
+    TABLE,
+    Cap,
+    JudgeTable,
+    Names,
     Sampling,
+    Seed,
     ServerOverrides,
     ServerSpec,
     SpecError,
-    base_urls,
-    check_cap,
+    SpecModel,
+    Temperature,
+    TopK,
+    TopP,
+    between,
     check_known,
-    check_model,
-    check_sampling,
-    check_seed,
     default_model_name,
-    int_range,
-    judge_table,
+    one_of,
     read_toml,
     reading,
+    refuse_api_key,
+    rule,
     seed_hash,
-    server_options,
-    show,
+    validate,
 )
 from .prompts import DEFAULT_VERSION, load_templates, prompt_file
 from .sequences import Chain, resolve_sequences
 from .texts import Text, load_texts, texts_hash
 
-_KEYS = {
-    "name", "model", "model_name", "backend", "texts", "sample", "sentences_per_text", "sequences", "max_tokens",
-    "seed", "prompt_version", "sampling", "engine", "server", "judge", "per_model", "prompts", "thinking",
-}  # fmt: skip
-_PER_MODEL_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "thinking", "think_close")
+Backend = Annotated[str, rule(lambda v: v in BACKENDS, f"must be one of {', '.join(BACKENDS)}, got {{!r}}")]
 
 
-@dataclass(frozen=True)
-class Model:
+_Judges = Annotated[
+    Annotated[JudgeTable, TABLE] | Annotated[list[JudgeTable], Field(min_length=1), LIST],
+    one_of("a [judge] table or a list of [[judge]] tables"),
+]
+
+
+class PerModel(SpecModel):
+    """A ``[per_model.<name>]`` table: one model's own sampling keys, cap and thinking (unset: the run's)."""
+
+    table: ClassVar[str] = "per_model"
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    top_k: TopK | None = None
+    max_tokens: Cap | None = None
+    thinking: bool | None = None
+    think_close: str | None = None
+
+
+class RoundtripFile(SpecModel):
+    """A round-trip spec file as written (see the module docs): each key's type, rule and default."""
+
+    name: Names = Field(default_factory=lambda: ["roundtrip"])
+    model: Names
+    model_name: Names | None = None
+    backend: Backend | None = None
+    texts: Names = Field(default_factory=lambda: ["flores:devtest"])
+    sample: Annotated[int, between(1)] | None = None
+    sentences_per_text: Annotated[int, between(1, 1000)] = 1
+    sequences: Names
+    max_tokens: Cap = 1024
+    seed: Seed = 0
+    prompt_version: Names | None = None
+    sampling: Sampling = Sampling()
+    engine: dict[str, Any] = Field(default_factory=dict)
+    server: ServerSpec | None = None
+    judge: _Judges = JudgeTable()
+    per_model: dict[str, PerModel] = Field(default_factory=dict)
+    prompts: Names | None = None
+    thinking: bool | None = None
+
+
+class Model(SpecModel):
     """A model to test: where it loads from, the name its records carry, and its own translation sampling and
     cap (``None``: the run's; ``[per_model.<name>]``); ``thinking``: prompted with ``enable_thinking`` (a
     reasoning model, its thought closed by its ``</think>`` token or the ``think_close`` string)."""
@@ -93,13 +138,9 @@ class Model:
     think_close: str | None = None
 
 
-#: the judge's sampling when ``[judge]`` sets none
-JUDGE_SAMPLING = Sampling(0.6, 0.95, 20)
-
-
-@dataclass(frozen=True)
-class JudgeSpec:
-    """The judge: its model, backend (``None``: the run's), server URLs, cap, retries and sampling.
+class JudgeSpec(SpecModel):
+    """The judge: its model, backend (``None``: the run's), server URLs, cap, retries and sampling (defaults:
+    :class:`~mindcap_tok.spec.JudgeTable`'s).
 
     ``structured``: send the reply's JSON schema with each judge request, for engines that constrain decoding
     to it (vLLM's structured outputs, a server's ``response_format``; the transformers backend ignores it).
@@ -108,36 +149,36 @@ class JudgeSpec:
     server is reached, not what the judge says, so no part of the run's identity."""
 
     model: Model
-    backend: str | None = None
-    base_url: tuple[str, ...] = ()
-    max_tokens: int = 1024
-    retries: int = 2
-    sampling: Sampling = field(default_factory=lambda: JUDGE_SAMPLING)
-    structured: bool = True
-    timeout_s: float | None = None
-    max_retries: int | None = None
+    backend: str | None
+    base_url: tuple[str, ...]
+    max_tokens: int
+    retries: int
+    sampling: Sampling
+    structured: bool
+    timeout_s: float | None
+    max_retries: int | None
 
 
-@dataclass(frozen=True)
-class RoundtripSpec:
-    """A parsed, checked round-trip job (see the module docs)."""
+class RoundtripSpec(SpecModel):
+    """A parsed, checked round-trip job (see the module docs; its defaults are :class:`RoundtripFile`'s)."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
     name: str
     models: tuple[Model, ...]
     texts_source: str
     texts: tuple[Text, ...]
     sequences: tuple[Chain, ...]
     judges: tuple[JudgeSpec, ...]
-    max_tokens: int = 1024
-    seed: int = 0
-    sample: int | None = None
-    sentences_per_text: int = 1
-    backend: str | None = None
-    prompt_version: str = DEFAULT_VERSION
-    sampling: Sampling = field(default_factory=Sampling)
-    engine: dict = field(default_factory=dict)
-    server: ServerSpec | None = None
-    prompts_sha256: str | None = None
+    max_tokens: int
+    seed: int
+    sample: int | None
+    sentences_per_text: int
+    backend: str | None
+    prompt_version: str
+    sampling: Sampling
+    engine: dict[str, Any]
+    server: ServerSpec | None
+    prompts_sha256: str | None
 
     @property
     def judge(self) -> JudgeSpec:
@@ -170,7 +211,7 @@ class RoundtripSpec:
     def identity(self) -> dict:
         """What fixes the records: a folder holding another identity is another run."""
         judges = [
-            {"model": j.model.name, "max_tokens": j.max_tokens, "sampling": asdict(j.sampling),
+            {"model": j.model.name, "max_tokens": j.max_tokens, "sampling": j.sampling.model_dump(),
              "structured": j.structured}
             for j in self.judges
         ]  # fmt: skip
@@ -182,7 +223,7 @@ class RoundtripSpec:
                 "max_tokens": self.max_tokens,
                 "seed": self.seed,
                 "prompt_version": self.prompt_version,
-                "sampling": asdict(self.sampling),
+                "sampling": self.sampling.model_dump(),
                 "judge": judges[0] if len(judges) == 1 else judges,
             }
             | self._per_model_identity()
@@ -192,7 +233,7 @@ class RoundtripSpec:
     def _per_model_identity(self) -> dict:
         """``per_model`` settings when a model has its own (absent otherwise: older identities unchanged)."""
         own = {
-            m.name: {"sampling": asdict(self.model_sampling(m)), "max_tokens": self.model_cap(m)} | _thinking(m)
+            m.name: {"sampling": self.model_sampling(m).model_dump(), "max_tokens": self.model_cap(m)} | _thinking(m)
             for m in self.models
             if m.sampling is not None or m.max_tokens is not None or m.thinking
         }
@@ -202,7 +243,7 @@ class RoundtripSpec:
         """Plain data for the run's manifest (texts by count, not content)."""
         return {
             "name": self.name,
-            "models": [asdict(m) for m in self.models],
+            "models": [m.model_dump() for m in self.models],
             "texts": self.texts_source,
             "n_texts": len(self.texts),
             "sample": self.sample,
@@ -211,7 +252,7 @@ class RoundtripSpec:
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "prompt_version": self.prompt_version,
-            "sampling": asdict(self.sampling),
+            "sampling": self.sampling.model_dump(),
             "judge": _judge_dict(self.judge),
             "judges": [_judge_dict(j) for j in self.judges],
             "prompts_sha256": self.prompts_sha256,
@@ -227,8 +268,8 @@ def _thinking(model: Model) -> dict:
 
 def _judge_dict(judge: JudgeSpec) -> dict:
     return {
-        "model": asdict(judge.model), "backend": judge.backend, "max_tokens": judge.max_tokens,
-        "retries": judge.retries, "sampling": asdict(judge.sampling), "structured": judge.structured,
+        "model": judge.model.model_dump(), "backend": judge.backend, "max_tokens": judge.max_tokens,
+        "retries": judge.retries, "sampling": judge.sampling.model_dump(), "structured": judge.structured,
     }  # fmt: skip
 
 
@@ -237,108 +278,74 @@ def judge_names(spec: dict) -> list[str]:
     return [j["model"]["name"] for j in spec.get("judges", [spec["judge"]])]
 
 
-def _int(value: object, key: str, low: int = 1, high: int | None = None) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise SpecError(key, f"must be of type int, got {show(value)}")
-    try:
-        return int_range(value, low, high=high)
-    except ValueError as exc:
-        raise SpecError(key, str(exc)) from None
-
-
-def _strs(value: object, key: str) -> list[str]:
-    """One string or a non-empty list of them, each non-empty (a list's element named by its index)."""
-    if not isinstance(value, list):
-        return [check_model(value, key).strip()]
-    if not value:
-        raise SpecError(key, "must not be an empty list")
-    return [check_model(v, f"{key}[{i}]").strip() for i, v in enumerate(value)]
-
-
-def _backend(value: object, key: str) -> str:
-    if value not in BACKENDS:
-        raise SpecError(key, f"must be one of {', '.join(BACKENDS)}, got {value!r}")
-    return value
-
-
-def _models(data: dict, base: Path | None, prefix: str = "") -> tuple[Model, ...]:
-    paths = _strs(data["model"], prefix + "model")
+def _models(paths: Sequence[str], names: Sequence[str] | None, base: Path | None, key: str) -> tuple[Model, ...]:
+    """The models at ``paths`` (a relative folder read from ``base``), named ``names`` (default: their records'
+    names); ``key`` names where they were given."""
+    paths = [p.strip() for p in paths]
     paths = [
         str((base / p).resolve()) if base and not Path(p).is_absolute() and (base / p).is_dir() else p for p in paths
     ]
-    given = "model_name" in data
-    names = _strs(data["model_name"], prefix + "model_name") if given else [default_model_name(p) for p in paths]
+    names = [n.strip() for n in names] if names is not None else [default_model_name(p) for p in paths]
     if len(names) != len(paths):
-        raise BadInputError(f"model_name lists {len(names)} names for {len(paths)} models")
+        raise SpecError(f"{key}model_name", f"lists {len(names)} names for {len(paths)} models")
     if len(set(names)) != len(names):
         raise BadInputError(f"two models share a name ({', '.join(names)}); give model_name")
-    return tuple(Model(p, n) for p, n in zip(paths, names, strict=True))
+    return tuple(Model(path=p, name=n) for p, n in zip(paths, names, strict=True))
 
 
-def _per_model(value: object, models: tuple[Model, ...], sampling: Sampling) -> tuple[Model, ...]:
+def _per_model(tables: dict[str, PerModel], models: tuple[Model, ...], sampling: Sampling) -> tuple[Model, ...]:
     """The models with their ``[per_model.<name>]`` settings (a table per model name, over the run's sampling)."""
-    if not isinstance(value, dict):
-        raise SpecError("per_model", f"must be a table of model names, got {show(value)}")
     names = [m.name for m in models]
-    check_known(value, names, prefix="per_model.")
+    check_known(tables, names, prefix="per_model.")
     out = []
     for m in models:
-        table = value.get(m.name)
-        if table is None:
+        own = tables.get(m.name)
+        if own is None:
             out.append(m)
             continue
-        key = f"per_model.{m.name}"
-        if not isinstance(table, dict):
-            raise SpecError(key, f"must be a table, got {show(table)}")
-        check_known(table, _PER_MODEL_KEYS, prefix=f"{key}.")
-        own = {k: v for k, v in table.items() if k in ("temperature", "top_p", "top_k")}
-        cap = check_cap(table["max_tokens"], f"{key}.max_tokens") if "max_tokens" in table else None
-        thinking = _bool(table.get("thinking", m.thinking), f"{key}.thinking")
-        close = table.get("think_close")
-        if close is not None and (not isinstance(close, str) or not close or not thinking):
-            raise SpecError(f"{key}.think_close", "must be a non-empty string, for a model with thinking = true")
-        sampled = check_sampling(own, key, default=sampling) if own else None
-        out.append(Model(m.path, m.name, sampled, cap, thinking, close))
+        thinking = m.thinking if own.thinking is None else own.thinking
+        if own.think_close is not None and (not own.think_close or not thinking):
+            raise SpecError(
+                f"per_model.{m.name}.think_close", "must be a non-empty string, for a model with thinking = true"
+            )
+        keys = own.model_dump(include={"temperature", "top_p", "top_k"}, exclude_none=True)
+        sampled = Sampling(**(sampling.model_dump() | keys)) if keys else None
+        own_settings = {"sampling": sampled, "max_tokens": own.max_tokens, "thinking": thinking}
+        out.append(m.model_copy(update=own_settings | {"think_close": own.think_close}))
     return tuple(out)
 
 
-def _bool(value: object, key: str) -> bool:
-    if not isinstance(value, bool):
-        raise SpecError(key, f"must be true or false, got {show(value)}")
-    return value
-
-
-def _judges(value: object, models: tuple[Model, ...], base: Path | None) -> tuple[JudgeSpec, ...]:
+def _judges(
+    given: list[JudgeTable] | JudgeTable, models: tuple[Model, ...], base: Path | None
+) -> tuple[JudgeSpec, ...]:
     """``[judge]`` (one table) or ``[[judge]]`` (a non-empty list of tables, one per judge, names distinct)."""
-    if not isinstance(value, list):
-        return (_judge(value, models, base, "judge"),)
-    if not value:
-        raise SpecError("judge", "must not be an empty list")
-    judges = tuple(_judge(v, models, base, f"judge[{i}]") for i, v in enumerate(value))
+    if isinstance(given, JudgeTable):
+        return (_judge(given, models, base, "judge"),)
+    judges = tuple(_judge(j, models, base, f"judge[{i}]") for i, j in enumerate(given))
     names = [j.model.name for j in judges]
     if len(set(names)) != len(names):
         raise BadInputError(f"two judges share a name ({', '.join(names)}); give each its model_name")
     return judges
 
 
-def _judge(value: object, models: tuple[Model, ...], base: Path | None, key: str) -> JudgeSpec:
-    value = judge_table(value, key)
-    if "model" in value:
-        (model,) = _models({k: v for k, v in value.items() if k in ("model", "model_name")}, base, f"{key}.")
+def _judge(table: JudgeTable, models: tuple[Model, ...], base: Path | None, key: str) -> JudgeSpec:
+    if table.model is not None:
+        found = _models(table.model, table.model_name, base, f"{key}.")
+        if len(found) != 1:
+            raise SpecError(f"{key}.model", f"names one model, got {len(found)}")
+        model = found[0]
     else:
         model = models[0]
     return JudgeSpec(
         model=model,
-        backend=_backend(value["backend"], f"{key}.backend") if "backend" in value else None,
-        base_url=base_urls(value["base_url"], f"{key}.base_url") if "base_url" in value else (),
-        max_tokens=value.get("max_tokens", 1024),
-        retries=value.get("retries", 2),
-        sampling=check_sampling(
-            {k: v for k, v in value.items() if k in ("temperature", "top_p", "top_k")}, key, default=JUDGE_SAMPLING
-        ),
-        structured=value.get("structured", True),
-        timeout_s=float(value["timeout_s"]) if "timeout_s" in value else None,
-        max_retries=value.get("max_retries"),
+        backend=table.backend or None,
+        base_url=table.base_url,
+        max_tokens=table.max_tokens,
+        retries=table.retries,
+        sampling=table.sampling,
+        structured=table.structured,
+        timeout_s=table.timeout_s,
+        max_retries=table.max_retries,
     )
 
 
@@ -355,60 +362,51 @@ def parse_spec(
 
 
 def _parse(data: dict, base: Path | None, data_dir) -> RoundtripSpec:
-    check_known(data, _KEYS)
-    for key in ("model", "sequences"):
-        if key not in data:
-            raise SpecError(key, "is required")
-    models = _models(data, base)
-    chains = resolve_sequences(_strs(data["sequences"], "sequences"))
+    refuse_api_key(data.get("server") if isinstance(data, dict) else None)
+    given = validate(RoundtripFile, data, key="")
+    models = _models(given.model, given.model_name, base, "")
+    chains = resolve_sequences(given.sequences)
     sources = {c.source for c in chains}
     if len(sources) != 1:
         raise BadInputError(f"all sequences must start from one source language, got {', '.join(sorted(sources))}")
-    seed = check_seed(data.get("seed", 0))
-    sample = _int(data["sample"], "sample") if "sample" in data else None
-    k = _int(data.get("sentences_per_text", 1), "sentences_per_text", 1, 1000)
-    texts_source = _strs(data.get("texts", "flores:devtest"), "texts")[0]
+    texts_source = given.texts[0]
     texts = load_texts(
         texts_source,
         lang=chains[0].source,
-        sentences_per_text=k,
-        sample=sample,
-        seed=seed,
+        sentences_per_text=given.sentences_per_text,
+        sample=given.sample,
+        seed=given.seed,
         data_dir=data_dir,
         base=base,
     )
-    version = _strs(data.get("prompt_version", DEFAULT_VERSION), "prompt_version")[0]
+    version = given.prompt_version[0] if given.prompt_version else DEFAULT_VERSION
     sha = None
-    if "prompts" in data:
-        if "prompt_version" in data:
+    if given.prompts is not None:
+        if given.prompt_version is not None:
             raise BadInputError("give prompts (a file) or prompt_version (a packaged one), not both")
-        given = Path(_strs(data["prompts"], "prompts")[0])
-        version, sha = prompt_file(base / given if base and not given.is_absolute() else given)
+        path = Path(given.prompts[0])
+        version, sha = prompt_file(base / path if base and not path.is_absolute() else path)
     load_templates(version)
-    for table in ("sampling", "engine", "server"):
-        if table in data and not isinstance(data[table], dict):
-            raise SpecError(table, f"must be a table, got {show(data[table])}")
-    sampling = check_sampling(data.get("sampling", {}), "sampling")
-    if "thinking" in data:
-        models = tuple(replace(m, thinking=_bool(data["thinking"], "thinking")) for m in models)
-    if "per_model" in data:
-        models = _per_model(data["per_model"], models, sampling)
+    if given.thinking is not None:
+        models = tuple(m.model_copy(update={"thinking": given.thinking}) for m in models)
+    if given.per_model:
+        models = _per_model(given.per_model, models, given.sampling)
     return RoundtripSpec(
-        name=_strs(data.get("name", "roundtrip"), "name")[0],
+        name=given.name[0],
         models=models,
         texts_source=texts_source,
         texts=tuple(texts),
         sequences=chains,
-        judges=_judges(data.get("judge", {}), models, base),
-        max_tokens=check_cap(data.get("max_tokens", 1024), "max_tokens"),
-        seed=seed,
-        sample=sample,
-        sentences_per_text=k,
-        backend=_backend(data["backend"], "backend") if "backend" in data else None,
+        judges=_judges(given.judge, models, base),
+        max_tokens=given.max_tokens,
+        seed=given.seed,
+        sample=given.sample,
+        sentences_per_text=given.sentences_per_text,
+        backend=given.backend,
         prompt_version=version,
-        sampling=sampling,
-        engine=dict(data.get("engine", {})),
-        server=server_options(data["server"]) if "server" in data else None,
+        sampling=given.sampling,
+        engine=given.engine,
+        server=given.server,
         prompts_sha256=sha,
     )
 

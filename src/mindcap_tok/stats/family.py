@@ -77,10 +77,10 @@ class Hypothesis:
             kind=kind,
             alternative=alternative,
             margin=check(float, raw.pop("margin", 0.0), key=f"hypothesis {hid}: margin"),
-            budget=_int_or_none(raw.pop("budget", None), hid, "budget"),
+            budget=check(int | None, raw.pop("budget", None), key=f"hypothesis {hid}: budget"),
             langs=tuple(resolve_language(x) for x in langs),
             other=resolve_language(raw["other"]) if raw.get("other") else None,
-            other_budget=_int_or_none(raw.pop("other_budget", None), hid, "other_budget"),
+            other_budget=check(int | None, raw.pop("other_budget", None), key=f"hypothesis {hid}: other_budget"),
             a=_term(raw.pop("a", None), hid, "a"),
             b=_term(raw.pop("b", None), hid, "b"),
             model=model,
@@ -115,14 +115,6 @@ def _declared(h: Hypothesis, value: _T | None, what: str) -> _T:
     if value is None:
         raise BadInputError(f"hypothesis {h.id}: {h.kind} needs {what}")
     return value
-
-
-def _int_or_none(value: object, hid: str, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MindcapError(f"hypothesis {hid}: {name} must be an integer, got {value!r}")
-    return int(value)
 
 
 def _term(raw: object, hid: str, name: str) -> dict[str, Any] | None:

@@ -32,13 +32,14 @@ import hashlib
 import json
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
+from pydantic import ConfigDict, Field
 
 from .._io import atomic_write_text, regular_file
 from .._json import dumps_strict
@@ -46,74 +47,93 @@ from ..data.languages import resolve_language
 from ..errors import BadInputError, MindcapError, first_line, with_context
 from ..resample import check_resamples, scale_budget
 from ..spec import (
+    LIST,
     MAX_NESTING,
+    TABLE,
+    WORD,
     Alpha,
     BstarRule,
+    ModelName,
     Resamples,
+    Seed,
+    SpecModel,
     TailFactor,
-    check,
     check_bstar,
-    check_known,
-    check_model,
     check_nesting,
     check_prices,
-    check_seed,
+    one_of,
     parse_toml,
     reading,
+    rule,
+    validate,
 )
-from ..tasks.roles import NATIVE_ROLE
 from .announcement import DEFAULT_GATE, announcement_gate, gate_decisions
 from .family import DEFAULT_OUTCOMES, FamilyResult, FamilyTests, Hypothesis, run_family
 from .grid import FRAMES, accuracy_grid
 from .premiums import PremiumTable, lookup_premium, resolve_premiums
 from .roles import Arm
 
-_TOP_KEYS = {
-    "name",
-    "description",
-    "frame",
-    "model",
-    "premiums",
-    "alpha",
-    "n_boot",
-    "seed",
-    "tail_factor",
-    "parser",
-    "outcomes",
-    "hypotheses",
-    NATIVE_ROLE,
-    "translate",
-    "bstar",
-    "prices",
-    "announcement_gate",
-}
+_Frame = Annotated[str, rule(lambda v: v in FRAMES, f"must be one of {', '.join(FRAMES)}, got {{!r}}")]
+_Outcomes = Annotated[
+    dict[str, str],
+    rule(lambda v: set(v) <= set(DEFAULT_OUTCOMES), f"takes the keys {', '.join(DEFAULT_OUTCOMES)}, got {{}}"),
+]
+_Premiums = Annotated[
+    Annotated[str, WORD] | Annotated[list[str], LIST] | Annotated[dict[str, Any], TABLE],
+    one_of("a tokenizer name, a premium JSON file, a list of them or a table {lang = r}"),
+]
 
 
-@dataclass(frozen=True)
-class Protocol:
-    """A parsed protocol file."""
+class ProtocolFile(SpecModel):
+    """A protocol file as written (see the module docs): each top-level key's type, rule and default. The
+    hypotheses are read by :meth:`~.family.Hypothesis.from_dict`, ``bstar`` by :data:`~mindcap_tok.spec.Bstar`
+    and ``prices`` by :func:`~mindcap_tok.spec.check_prices`."""
 
-    name: str
-    hypotheses: tuple[Hypothesis, ...]
-    alpha: float = 0.05
-    n_boot: int = 10_000
-    seed: int = 0
-    tail_factor: float = 1.0
-    frame: str = "replay"
-    model: str | None = None
-    premiums: str | Mapping[str, Any] | None = None
+    name: str = ""
+    description: str = ""
+    frame: _Frame = "replay"
+    model: ModelName | None = None
+    premiums: _Premiums | None = None
+    alpha: Alpha = 0.05
+    n_boot: Resamples = 10_000
+    seed: Seed = 0
+    tail_factor: TailFactor = 1.0
     parser: str = "strict"
-    outcomes: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_OUTCOMES))
-    #: the compared arms when the file declares them (None: each task's native and comparator arm)
+    outcomes: _Outcomes = Field(default_factory=dict)
+    hypotheses: list[Any] = Field(default_factory=list)
     native: str | None = None
     translate: str | None = None
-    description: str = ""
-    #: B*, typed or computed from the file's ``bstar`` rule; ``budget = "bstar"`` in a hypothesis stands for it
-    bstar: int | None = None
-    #: token prices, model -> (input, output) dollars per million tokens (``mindcap-tok cost-grid --protocol``)
-    prices: Mapping[str, tuple[float, float]] | None = None
+    bstar: Any = None
+    prices: Any = None
     #: the median-length reduction an announcement must reach for a null about it to count (Appendix I)
-    announcement_gate: float = DEFAULT_GATE
+    announcement_gate: Alpha = DEFAULT_GATE
+
+
+class Protocol(SpecModel):
+    """A parsed protocol file (defaults: :class:`ProtocolFile`'s)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    name: str
+    hypotheses: tuple[Hypothesis, ...]
+    alpha: float
+    n_boot: int
+    seed: int
+    tail_factor: float
+    frame: str
+    model: str | None
+    premiums: str | list[str] | dict[str, Any] | None
+    parser: str
+    outcomes: dict[str, str]
+    #: the compared arms when the file declares them (None: each task's native and comparator arm)
+    native: str | None
+    translate: str | None
+    description: str
+    #: B*, typed or computed from the file's ``bstar`` rule; ``budget = "bstar"`` in a hypothesis stands for it
+    bstar: int | None
+    #: token prices, model -> (input, output) dollars per million tokens (``mindcap-tok cost-grid --protocol``)
+    prices: dict[str, tuple[float, float]] | None
+    #: the median-length reduction an announcement must reach for a null about it to count (Appendix I)
+    announcement_gate: float
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -237,57 +257,42 @@ def load_protocol(path: str | Path, *, bstar: int | None = None) -> Protocol:
     path = Path(path)
     raw = _read(path)
     with reading(path):
-        check_known(raw, _TOP_KEYS)
+        given = validate(ProtocolFile, raw, key="")
         value = _declared_bstar(path, raw, bstar)
         if "bstar" in raw:
             value()  # a bad rule or a missing freeze is refused even when no hypothesis reads B*
-        seed = check_seed(raw.get("seed", 0))
-        alpha = check(Alpha, raw.get("alpha", 0.05), key="alpha")
-        n_boot = check(Resamples, raw.get("n_boot", 10_000), key="n_boot")
-        tail_factor = check(TailFactor, raw.get("tail_factor", 1.0), key="tail_factor")
-        model = check_model(raw["model"]) if raw.get("model") is not None else None
-    name = str(raw.get("name") or "")
-    if not name:
-        raise BadInputError("a protocol needs a name", source=path)
-    hyps = raw.get("hypotheses") or []
-    if not isinstance(hyps, list) or not hyps:
-        raise BadInputError("declare at least one [[hypotheses]] entry", source=path)
-    with reading(path):
-        hyps = _with_bstar(hyps, value)
-    defaults = {"model": raw.get("model")}
-    frame = raw.get("frame", "replay")
-    if frame not in FRAMES:
-        raise BadInputError(f"frame must be one of {', '.join(FRAMES)}", source=path)
-    outcomes = raw.get("outcomes", {})
-    if not isinstance(outcomes, Mapping) or set(outcomes) - set(DEFAULT_OUTCOMES):
-        raise BadInputError(f"outcomes takes the keys {', '.join(DEFAULT_OUTCOMES)}", source=path)
-    with reading(path):  # a hypothesis's own errors name the file too
+        if not given.name:
+            raise BadInputError("a protocol needs a name")
+        if not given.hypotheses:
+            raise BadInputError("declare at least one [[hypotheses]] entry")
+        hyps = _with_bstar(given.hypotheses, value)
+        defaults = {"model": given.model}
         try:
             proto = Protocol(
-                name=name,
+                name=given.name,
                 hypotheses=tuple(Hypothesis.from_dict(h, defaults) for h in hyps),
-                alpha=alpha,
-                n_boot=n_boot,
-                seed=seed,
-                tail_factor=tail_factor,
-                frame=frame,
-                model=model,
-                premiums=raw.get("premiums"),
-                parser=str(raw.get("parser", "strict")),
-                outcomes={**DEFAULT_OUTCOMES, **outcomes},
-                native=str(raw[NATIVE_ROLE]) if NATIVE_ROLE in raw else None,
-                translate=str(raw["translate"]) if "translate" in raw else None,
-                description=str(raw.get("description", "")),
+                alpha=given.alpha,
+                n_boot=given.n_boot,
+                seed=given.seed,
+                tail_factor=given.tail_factor,
+                frame=given.frame,
+                model=given.model,
+                premiums=given.premiums,
+                parser=given.parser,
+                outcomes={**DEFAULT_OUTCOMES, **given.outcomes},
+                native=given.native,
+                translate=given.translate,
+                description=given.description,
                 bstar=value() if "bstar" in raw else None,
-                prices=check_prices(raw["prices"]) if "prices" in raw else None,
-                announcement_gate=check(Alpha, raw.get("announcement_gate", DEFAULT_GATE), key="announcement_gate"),
+                prices=check_prices(given.prices) if given.prices is not None else None,
+                announcement_gate=given.announcement_gate,
             )
         except (TypeError, ValueError) as exc:
-            raise BadInputError(str(exc), source=path) from exc
-    try:
-        check_resamples(proto.n_boot, 1 - proto.alpha, name="n_boot")
-    except MindcapError as exc:
-        raise BadInputError(f"{exc} (level = 1 - alpha)", source=path) from None
+            raise BadInputError(str(exc)) from exc
+        try:
+            check_resamples(proto.n_boot, 1 - proto.alpha, name="n_boot")
+        except MindcapError as exc:
+            raise BadInputError(f"{exc} (level = 1 - alpha)") from None
     return proto
 
 

@@ -31,7 +31,7 @@ last id ends a decode (a stop id of the request or a special token: vLLM 0.32 re
 cap-th token). The reply's shape is a small strict pydantic model: strict mode refuses
 every coercion (``true`` is not an index, ``1.0`` not a token id), which hand-written ``isinstance`` checks
 missed (a bool is an int in Python); the options are checked by the spec layer's ``[server]`` rules
-(:func:`mindcap_tok.spec.check_server`). The rules that need the
+(:class:`mindcap_tok.spec.ServerSpec`). The rules that need the
 request (``n``, the cap, the vocabulary) are plain checks after it; each problem is named in one line.
 """
 
@@ -55,7 +55,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...errors import BackendError, MindcapError, MissingExtraError, first_line
-from ...spec import ServerSpec, check_server
+from ...spec import ServerSpec
 from .base import ChatTokenizer, Completion, GenRequest
 
 #: statuses worth another attempt (besides connection errors and timeouts)
@@ -380,7 +380,7 @@ class ServerBackend:
         opts = options or ServerSpec()
         if not opts.base_url:
             raise MindcapError("the server backend needs a URL: --base-url http://HOST:8000/v1 or [server] base_url")
-        self.options = check_server(opts)
+        self.options = opts
         self.urls = tuple(u.rstrip("/") for u in opts.base_url)
         self.served_model = opts.model or model
         self.headers = {}
