@@ -82,7 +82,7 @@ def test_mgsm_jobs_keep_their_seeds_and_stored_spec():
         ({"langs": ["th"]}, "task belebele has no tha_Thai"),
         (
             {"prompt_version": "mgsm-v1"},
-            "prompt_version = 'mgsm-v1', but task belebele's prompts are version belebele-v1",
+            "prompt_version: 'mgsm-v1', but task belebele's prompts are version belebele-v1",
         ),
         ({"items": [2]}, "items[0]: must be an integer in 0..1, got 2"),
         ({"scaled_arms": ["pivot"]}, "scaled_arms ['pivot']; arms are native, translate-act"),
