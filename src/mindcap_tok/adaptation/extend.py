@@ -35,7 +35,7 @@ import regex
 from tokenizers import Tokenizer
 
 from ..choices import DEFAULT_MIN_FREQ as DEFAULT_MIN_FREQ
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..tokenization.bytelevel import BYTE_TO_CHAR, is_byte_level
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.long_text import SAFE_CHARS, engine_guard, unsure
@@ -51,7 +51,7 @@ def check_extendable(base: ResolvedTokenizer) -> None:
     """Raise a one-line error unless ``base``'s family can be extended (``tokenizers`` byte-level BPE, tiktoken,
     SentencePiece; a SentencePiece Unigram model is refused when learning starts, saying why)."""
     if base.extension_format is None:
-        raise MindcapError(
+        raise BadInputError(
             f"{base.name} is a {base.family} tokenizer, which cannot be extended yet; extensions can be learned "
             "only for `tokenizers` byte-level BPE bases (a tokenizer.json such as qwen3-8b, llama-3.1-8b, "
             "deepseek-v3), `tiktoken` bases (a .tiktoken rank file such as gpt-4o, gpt-4) and SentencePiece BPE "
@@ -78,9 +78,9 @@ class SizeRule:
         if size is None and min_freq is None:
             return cls(None, DEFAULT_MIN_FREQ)
         if size is not None and size < 1:
-            raise MindcapError(f"extension size must be a positive number of merges, got {size}")
+            raise BadInputError(f"extension size must be a positive number of merges, got {size}")
         if min_freq is not None and min_freq < 1:
-            raise MindcapError(f"minimum pair frequency must be at least 1, got {min_freq}")
+            raise BadInputError(f"minimum pair frequency must be at least 1, got {min_freq}")
         return cls(size, min_freq if min_freq is not None else DEFAULT_MIN_FREQ)
 
     @property
@@ -164,7 +164,7 @@ def base_tiktoken(base: ResolvedTokenizer) -> BaseTiktoken:
     """Read the base's rank file and ``encoding.json`` (the files it was loaded from)."""
     check_extendable(base)
     if base.extension_format != "ranks" or base.path is None:
-        raise MindcapError(f"{base.name} is not a tiktoken encoding loaded from a .tiktoken file")
+        raise BadInputError(f"{base.name} is not a tiktoken encoding loaded from a .tiktoken file")
     spec_file = tiktoken_files(base.path)
     data = base.path.read_bytes()
     return BaseTiktoken(
@@ -192,16 +192,16 @@ def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     pipe = parse_pipeline(base.path.read_text(encoding="utf-8")) if base.path is not None else pipeline(hf)
     model, kind = pipe.model, pipe.model_type
     if kind != "BPE":
-        raise MindcapError(f"{base.name}: only byte-level BPE tokenizers can be extended; its model is {kind}")
+        raise BadInputError(f"{base.name}: only byte-level BPE tokenizers can be extended; its model is {kind}")
     if "ByteLevel" not in pipe.pre_tokenizer_types or not is_byte_level(hf):
-        raise MindcapError(
+        raise BadInputError(
             f"{base.name}: a BPE model without a byte-level pre-tokenizer and decoder (e.g. SentencePiece BPE) "
             "cannot be extended: only byte-level BPE (GPT-2 style) is supported"
         )
     if model.get("dropout"):
-        raise MindcapError(f"{base.name}: BPE dropout is on (segmentation is random); cannot extend it")
+        raise BadInputError(f"{base.name}: BPE dropout is on (segmentation is random); cannot extend it")
     if model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
-        raise MindcapError(f"{base.name}: BPE with subword prefixes/suffixes is not byte-level; cannot extend it")
+        raise BadInputError(f"{base.name}: BPE with subword prefixes/suffixes is not byte-level; cannot extend it")
     raw = model.get("merges") or []
     as_strings = bool(raw) and isinstance(raw[0], str)
     merges = [tuple(m.split(" ", 1)) if as_strings else tuple(m) for m in raw]
@@ -374,7 +374,7 @@ def learn_extension(
     rule = SizeRule.of(size, min_freq)
     corpus = as_corpus(corpus_items)
     if not corpus.items:
-        raise MindcapError(f"corpus {corpus.name!r} is empty")
+        raise BadInputError(f"corpus {corpus.name!r} is empty")
     if base.extension_format == "pieces":
         return _learn_pieces(base, corpus, rule, on_progress, add_missing_characters)
     start = time.perf_counter()
@@ -389,7 +389,7 @@ def learn_extension(
         word_strings, words, freqs = base_words(hf, corpus.texts())
         strings = info.strings()
     if not words:
-        raise MindcapError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")
+        raise BadInputError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")
     tokens_before = sum(len(seg) * f for seg, f in zip(words, freqs, strict=True))
     first_new = len(strings)
     if base.extension_format == "ranks":
@@ -418,7 +418,7 @@ def learn_extension(
 
 def _check_size(corpus: Corpus, rule: SizeRule, learned: int) -> None:
     if rule.size is not None and learned < rule.size:
-        raise MindcapError(
+        raise BadInputError(
             f"corpus {corpus.name!r} supports only {learned} merges of pairs seen at least {rule.min_freq} "
             f"times; asked for {rule.size} (use a smaller size, a lower minimum frequency or more text)"
         )
