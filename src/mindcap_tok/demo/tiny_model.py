@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from .._io import check_output_folder, output_folder
-from ..errors import MindcapError, MissingExtraError
+from ..errors import BadInputError, MissingExtraError
 from ..tokenization.load import load_tokenizer
 
 PRODUCER = "mindcap-tok demo --tiny-model"
@@ -31,7 +31,7 @@ def build_tiny_model(
     tokenizer to ``out_dir``, atomically; seeded (same seed, same weights)."""
     tok = load_tokenizer("qwen3-8b", tokenizers_dir)
     if tok.tokenizer is None:
-        raise MindcapError(f"the tiny model needs a tokenizer.json for qwen3-8b, found {tok.source}")
+        raise BadInputError(f"the tiny model needs a tokenizer.json for qwen3-8b, found {tok.source}")
     target = Path(out_dir)
     with output_folder(target, PRODUCER) as tmp:
         save_tiny_qwen3(tmp, tok.tokenizer, seed=seed, max_positions=8192)
@@ -55,9 +55,7 @@ def save_tiny_qwen3(folder: str | os.PathLike[str], tokenizer, *, seed: int = 0,
         import torch
         from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
     except ImportError as exc:
-        raise MindcapError(
-            f"the tiny model needs torch and transformers ({exc.name} is missing): pip install -e '.[torch]'"
-        ) from exc
+        raise MissingExtraError(exc.name or "torch", "torch", needed_by="the tiny model") from exc
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         eos_token="<|im_end|>",
