@@ -20,7 +20,7 @@ from importlib import resources
 
 from ..data.languages import resolve_language
 from ..data.mgsm import MgsmItem, load_mgsm
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..store import ANNOUNCE_STYLES, ARMS
 from ..tasks.datasets import TaskItem
 from ..tasks.model import EVERY_LANGUAGE, Task
@@ -59,14 +59,14 @@ def _fields(template: str) -> set[str]:
 def load_templates(version: str = DEFAULT_VERSION) -> dict:
     """The parsed template file of ``version``, checked for the placeholders each string may use."""
     if version not in prompt_versions():
-        raise MindcapError(f"unknown prompt version {version!r}; shipped: {', '.join(prompt_versions())}")
+        raise BadInputError(f"unknown prompt version {version!r}; shipped: {', '.join(prompt_versions())}")
     data = json.loads(resources.files(_PACKAGE).joinpath(f"{version}.json").read_text("utf-8"))
     allowed = {"announce": {"budget"}, "tag": {"budget"}, "code-switched": {"language"}}
     strings = [("tag", data["tag"]), *data["english"].items()]
     strings += [(k, v) for lang in data["languages"].values() for k, v in lang.items()]
     for key, text in strings:
         if not _fields(text) <= allowed.get(key, set()):
-            raise MindcapError(f"prompt template {version}/{key} uses placeholders {_fields(text)}")
+            raise BadInputError(f"prompt template {version}/{key} uses placeholders {_fields(text)}")
     return data
 
 
@@ -91,11 +91,11 @@ def build_prompt(
 ) -> Prompt:
     """The prompt for one problem. ``style`` defaults to ``none`` without a budget and ``natural`` with one."""
     if arm not in ARMS:
-        raise MindcapError(f"unknown arm {arm!r}; use one of {', '.join(ARMS)}")
+        raise BadInputError(f"unknown arm {arm!r}; use one of {', '.join(ARMS)}")
     code = resolve_language(lang)
     data = load_templates(version)
     if code not in data["languages"]:
-        raise MindcapError(f"prompt version {version} has no {code}; it covers {', '.join(data['languages'])}")
+        raise BadInputError(f"prompt version {version} has no {code}; it covers {', '.join(data['languages'])}")
     style = _style(announced, style)
     local = data["languages"][code]
     voice = data["english"] if arm in _ENGLISH_ARMS else local
@@ -115,11 +115,11 @@ def _style(announced: int | None, style: str | None) -> str:
     """The announcement style in force (``none`` without a budget, ``natural`` with one), checked with it."""
     style = style or ("none" if announced is None else "natural")
     if style not in ANNOUNCE_STYLES:
-        raise MindcapError(f"unknown announcement style {style!r}; use one of {', '.join(ANNOUNCE_STYLES)}")
+        raise BadInputError(f"unknown announcement style {style!r}; use one of {', '.join(ANNOUNCE_STYLES)}")
     if (style == "none") != (announced is None):
-        raise MindcapError("give an announced budget with announcement style 'natural' or 'tag', and none with 'none'")
+        raise BadInputError("give an announced budget with announcement style 'natural' or 'tag', and none with 'none'")
     if announced is not None and announced <= 0:
-        raise MindcapError(f"announced budget must be positive, got {announced}")
+        raise BadInputError(f"announced budget must be positive, got {announced}")
     return style
 
 
@@ -129,7 +129,7 @@ def task_prompt(
     """The prompt of one item of ``task`` (in the item's language) for ``arm``: from the task's template file
     (MGSM: :func:`build_prompt`, byte for byte) or from the arm's template of that language."""
     if arm not in task.arms:
-        raise MindcapError(f"task {task.name} has no arm {arm!r}; its arms are {', '.join(task.arms)}")
+        raise BadInputError(f"task {task.name} has no arm {arm!r}; its arms are {', '.join(task.arms)}")
     if task.prompts is not None:
         return build_prompt(
             item.fields["question"], arm, lang=item.lang, announced=announced, style=style, version=task.prompts
@@ -140,7 +140,7 @@ def task_prompt(
     instruction = tpl.instruction.format(**item.fields)
     if style == "natural":
         if tpl.announce is None:
-            raise MindcapError(f"task {task.name}, arm {arm}, {item.lang}: no announcement sentence (announce)")
+            raise BadInputError(f"task {task.name}, arm {arm}, {item.lang}: no announcement sentence (announce)")
         instruction = f"{instruction} {tpl.announce.format(budget=announced)}"
     blocks = [instruction, *([TAG.format(budget=announced)] if style == "tag" else []), tpl.body.format(**item.fields)]
     tid = f"{task.template_version}:{arm}:{item.lang}:{style}"
