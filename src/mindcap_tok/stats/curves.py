@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..budgets import SWEEP_BUDGETS
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
 from ..store import ARMS
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
@@ -65,7 +65,7 @@ def arm_pairs(grid: AccuracyGrid, native: Arm = NATIVE, *, translate: Arm = TRAN
     cells = grid.cells
     nat = cells.index[arm_mask(cells, native)]
     if len(nat) == 0:
-        raise MindcapError(
+        raise BadInputError(
             f"no {label(native, 'native')!r} cells (arms present: {', '.join(sorted(cells['arm'].unique()))})"
         )
     pairs = []
@@ -103,7 +103,7 @@ def gap_table(
                 }
             )
     if not rows:
-        raise MindcapError(f"no {label(translate, 'comparator')!r} cell matches a {label(native, 'native')!r} cell")
+        raise BadInputError(f"no {label(translate, 'comparator')!r} cell matches a {label(native, 'native')!r} cell")
     return pd.DataFrame(rows).dropna(subset=["gap"]).reset_index(drop=True)
 
 
@@ -232,7 +232,7 @@ def sweep(
     grid = as_grid(scores, frame)
     budgets = [int(b) for b in budgets]
     if not budgets or len(set(budgets)) != len(budgets):
-        raise MindcapError(f"budgets must be distinct and non-empty, got {budgets}")
+        raise BadInputError(f"budgets must be distinct and non-empty, got {budgets}")
     budgets = sorted(budgets)
     table = premium_table(premiums)
     pairs = arm_pairs(grid, native, translate=translate)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 
 #: one arm for every cell, or task -> arm
 Arm = str | Mapping[str, str]
@@ -39,9 +39,9 @@ def arm_of(arm: Arm, task: object = None) -> str:
     if isinstance(arm, str):
         return arm
     if task is None or pd.isna(task):
-        raise MindcapError(f"the tasks' arms differ ({_shown(arm)}): name the task of each cell")
+        raise BadInputError(f"the tasks' arms differ ({_shown(arm)}): name the task of each cell")
     if str(task) not in arm:
-        raise MindcapError(f"no arm given for task {task!r} (arms given for {', '.join(sorted(arm))})")
+        raise BadInputError(f"no arm given for task {task!r} (arms given for {', '.join(sorted(arm))})")
     return arm[str(task)]
 
 
