@@ -35,7 +35,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .errors import BadInputError, MindcapError, StorageError, with_context
+from .errors import BadInputError, DamagedDataError, MindcapError, StorageError, with_context
 
 #: the file that makes a folder a ledger, and the format it names (store/ledger.py writes it)
 LEDGER_MANIFEST = "_manifest.json"
@@ -70,10 +70,10 @@ def regular_file(path: str | os.PathLike[str], what: str, *, pipe_ok: bool = Fal
     except FileNotFoundError:
         return target
     except OSError as exc:
-        raise MindcapError(f"cannot read {what} {target}: {exc.strerror or exc}") from exc
+        raise BadInputError(f"cannot read {what} {target}: {exc.strerror or exc}") from exc
     if stat.S_ISREG(mode) or (pipe_ok and stat.S_ISFIFO(mode) and os.path.realpath(target).startswith("/proc/")):
         return target
-    raise MindcapError(f"{what} {target} is {_kind(mode)}, not a regular file")
+    raise BadInputError(f"{what} {target} is {_kind(mode)}, not a regular file")
 
 
 def umask() -> int:
@@ -100,7 +100,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_dir():
-        raise MindcapError(f"{target} is a folder; give a file path")
+        raise BadInputError(f"{target} is a folder; give a file path")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
@@ -154,12 +154,12 @@ def check_output_file(path: str | os.PathLike[str]) -> Path:
     separator) or lies inside a ledger; return its Path."""
     target = Path(path)
     if str(path).endswith(("/", os.sep)):
-        raise MindcapError(f"output file {path} ends with a path separator (a folder); give a file path")
+        raise BadInputError(f"output file {path} ends with a path separator (a folder); give a file path")
     if target.is_dir():
-        raise MindcapError(f"output file {target} is a folder; give a file path")
+        raise BadInputError(f"output file {target} is a folder; give a file path")
     ledger = enclosing_ledger(target.parent)
     if ledger is not None:
-        raise MindcapError(f"output file {target} is inside the ledger {ledger}; write outputs outside it")
+        raise BadInputError(f"output file {target} is inside the ledger {ledger}; write outputs outside it")
     return target
 
 
@@ -235,30 +235,30 @@ def _check_owned(folder: Path, producer: str) -> None:
         return
     marker = _marker(folder)
     if marker is None:
-        raise MindcapError(
+        raise BadInputError(
             f"output folder {folder} already holds files that mindcap-tok did not write "
             f"({', '.join(sorted(contents)[:3])}{', …' if len(contents) > 3 else ''}); choose a new or empty folder"
         )
     if marker["producer"] != producer:
-        raise MindcapError(
+        raise BadInputError(
             f"output folder {folder} holds the output of `{marker['producer']}`; choose another folder for `{producer}`"
         )
     foreign = sorted(contents - _owned(marker["files"]))
     if foreign:
-        raise MindcapError(
+        raise BadInputError(
             f"output folder {folder} holds files that `{producer}` did not write ({', '.join(foreign[:3])}"
             f"{', …' if len(foreign) > 3 else ''}); move them or choose another folder"
         )
     for name in marker["files"]:
         why = _unsafe(folder, name)
         if why is not None:
-            raise MindcapError(
+            raise DamagedDataError(
                 f"output folder {folder}: its marker lists {name}, but {why}; `{producer}` removes only its own "
                 "regular files inside the folder: move it or choose another folder"
             )
     for name, digest in marker["files"].items():
         if (folder / name).exists() and _sha256(folder / name) != digest:
-            raise MindcapError(
+            raise DamagedDataError(
                 f"{folder / name} was changed after `{producer}` wrote it; move it or choose another folder"
             )
 
@@ -282,7 +282,7 @@ def _pending_replace(target: Path, producer: str) -> str | None:
     if not os.path.lexists(old):
         return None
     if old.is_symlink() or not old.is_dir():
-        raise MindcapError(f"{old} is in the way of the output folder {target}; move it")
+        raise BadInputError(f"{old} is in the way of the output folder {target}; move it")
     if not _has_files(old):
         return "empty"
     try:
@@ -316,18 +316,18 @@ def check_folder_path(path: str | os.PathLike[str], what: str = "output folder")
     way, or a place without write permission); return it. What ``path`` itself holds is the caller's to check."""
     target = Path(path)
     if target.is_symlink() and not target.exists():
-        raise MindcapError(f"{what} {target} is a symlink to {target.resolve()}, which does not exist")
+        raise BadInputError(f"{what} {target} is a symlink to {target.resolve()}, which does not exist")
     if os.path.lexists(target):
         return target
     here = Path(os.path.abspath(target)).parent
     while not os.path.lexists(here):
         here = here.parent
     if not here.is_dir():
-        raise MindcapError(f"cannot create {what} {target}: {here} is not a folder")
+        raise BadInputError(f"cannot create {what} {target}: {here} is not a folder")
     try:  # a real probe, not os.access: root passes every access check, yet /proc or a read-only mount refuses
         os.rmdir(tempfile.mkdtemp(prefix=".mindcap-tok-probe.", dir=here))
     except OSError as exc:
-        raise MindcapError(f"cannot create {what} {target}: {here} is not writable ({exc.strerror or exc})") from exc
+        raise StorageError(f"cannot create {what} {target}: {here} is not writable ({exc.strerror or exc})") from exc
     return target
 
 
@@ -349,12 +349,12 @@ def check_output_folder(path: str | os.PathLike[str], producer: str) -> Path:
     ledger = enclosing_ledger(target)
     if ledger is not None:
         where = "is the ledger" if ledger == Path(os.path.abspath(target)) else f"is inside the ledger {ledger}"
-        raise MindcapError(f"output folder {target} {where}; choose a folder outside it")
+        raise BadInputError(f"output folder {target} {where}; choose a folder outside it")
     _pending_replace(target, producer)
     if not os.path.lexists(target):
         return target
     if not target.is_dir():
-        raise MindcapError(f"output folder {target} exists and is not a folder")
+        raise BadInputError(f"output folder {target} exists and is not a folder")
     _check_owned(target, producer)
     return target
 
@@ -408,7 +408,7 @@ def _staging(target: Path) -> Iterator[Path]:
         _clean_staging(target)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     except OSError as exc:
-        raise MindcapError(f"cannot create output folder {target}: {exc.strerror or exc}") from exc
+        raise StorageError(f"cannot create output folder {target}: {exc.strerror or exc}") from exc
     try:
         owner = {"host": socket.gethostname(), "pid": os.getpid()}
         (tmp / STAGING_MARKER).write_text(json.dumps(owner) + "\n", "utf-8")
@@ -453,7 +453,7 @@ def output_folder(path: str | os.PathLike[str], producer: str) -> Iterator[Path]
                 raise
             _remove_owned(old, previous["files"] if previous else {})
             if old.exists():  # something appeared after the check: keep it, say where
-                raise MindcapError(f"files added to {target} while writing were moved to {old}")
+                raise BadInputError(f"files added to {target} while writing were moved to {old}")
         else:
             _publish(tmp, target)
 
@@ -483,10 +483,10 @@ def check_new_folder(out: str | os.PathLike[str]) -> Path:
     (its marker's files all there, unchanged) or not known to be one."""
     target = check_folder_path(out)
     if os.path.lexists(target):
-        raise MindcapError(f"output folder {target} already exists: {_describe(target)}")
+        raise BadInputError(f"output folder {target} already exists: {_describe(target)}")
     ledger = enclosing_ledger(target)
     if ledger is not None:
-        raise MindcapError(f"output folder {target} is inside the ledger {ledger}; choose a folder outside it")
+        raise BadInputError(f"output folder {target} is inside the ledger {ledger}; choose a folder outside it")
     return target
 
 
@@ -530,7 +530,7 @@ def new_folder(out: str | os.PathLike[str], producer: str) -> Iterator[Path]:
         yield tmp
         _write_marker(tmp, producer)
         if os.path.lexists(target):
-            raise MindcapError(f"output folder {target} appeared while writing; left it alone")
+            raise BadInputError(f"output folder {target} appeared while writing; left it alone")
         _publish(tmp, target)
 
 
@@ -546,7 +546,7 @@ def check_tree(root: Path, what: str) -> None:
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
-            raise MindcapError(f"cannot read {what} {root}: {exc.strerror or exc}") from exc
+            raise BadInputError(f"cannot read {what} {root}: {exc.strerror or exc}") from exc
         for entry in entries:
             shown = Path(entry.path).relative_to(root).as_posix()
             if entry.is_symlink():
@@ -637,7 +637,7 @@ def folder_lock(folder: Path, what: str) -> Iterator[None]:
                 f"{what} {folder} is being written by another run ({who}); wait for it to end or choose another folder"
             ) from None
         except OSError as exc:
-            raise MindcapError(f"cannot lock {what} {folder}: {exc.strerror or exc}") from exc
+            raise StorageError(f"cannot lock {what} {folder}: {exc.strerror or exc}") from exc
         if not _same_file(fd, folder / RUN_LOCK):  # a run that made the folder removed it as we opened it
             raise BadInputError(f"{what} {folder} was being written by another run just now; run again")
         with suppress(OSError):  # the holder's name is only for the message a second writer gets

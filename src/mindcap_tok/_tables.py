@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ._json import dumps_strict
 from .choices import FORMATS as FORMATS
-from .errors import MindcapError
+from .errors import BadInputError
 
 if TYPE_CHECKING:  # pandas is imported where a table is rendered: every command imports FORMATS at start-up
     import pandas as pd
@@ -136,4 +136,4 @@ def render(rows: Sequence[dict], fmt: str, title: str | None = None, floatfmt: s
         return text.translate(_LATEX_SYMBOLS)
     if fmt == "table":
         return _plain_table(frame, title, floatfmt)
-    raise MindcapError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    raise BadInputError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")

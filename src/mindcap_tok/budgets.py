@@ -13,7 +13,7 @@ import numpy as np
 from .choices import MAX_BUDGET as MAX_BUDGET
 from .choices import SCORE_BUDGETS as SCORE_BUDGETS
 from .choices import SWEEP_BUDGETS as SWEEP_BUDGETS
-from .errors import MindcapError
+from .errors import BadInputError
 
 
 def check_budgets(budgets: Iterable[int], *, sort: bool = False) -> np.ndarray:
@@ -23,7 +23,7 @@ def check_budgets(budgets: Iterable[int], *, sort: bool = False) -> np.ndarray:
     bad = [b for b in values if isinstance(b, bool) or not isinstance(b, int | np.integer) or not 0 < b <= MAX_BUDGET]
     if bad or not values:
         shown = ", ".join(map(str, bad)) if bad else "none"
-        raise MindcapError(
+        raise BadInputError(
             f"budgets must be positive integers (token counts) up to {MAX_BUDGET}, at least one; got {shown}"
         )
     grid = np.asarray(values, dtype=np.int64)

@@ -8,11 +8,15 @@ decide by class and fields rather than by reading messages:
 - :class:`DamagedDataError`: data the package wrote or keeps (a ledger manifest or shard) that fails its checks;
 - :class:`MissingExtraError`: an optional dependency is not installed (``package``, ``extra``);
 - :class:`BackendError`: a generation backend or server failed (``url``, ``attempts``);
-- :class:`StorageError`: a write found no room (disk full, quota): what was kept and what was not (``path``).
+- :class:`StorageError`: a write to disk failed (no room, quota, a folder that cannot be made or locked): what
+  was kept and what was not (``path``);
+- :class:`SetupError`: the installation or machine cannot do the job (a core dependency missing, a worker
+  process killed, an external tool such as git failing).
 
 ``source`` (keyword-only, on every kind) names the file or thing being read when the problem was found; a spec
 reader sets it (:func:`mindcap_tok.spec.reading`) and ``str(exc)`` reads ``source: message``. Kinds whose message
-stands alone (a missing extra names its install command, a backend failure its URL) set ``names_source = False``.
+stands alone (a missing extra names its install command, a backend failure its URL, a setup problem its fix) set
+``names_source = False``. A broken invariant of the package itself is a bug, not one of these.
 """
 
 from __future__ import annotations
@@ -115,9 +119,18 @@ def first_line(exc: BaseException) -> str:
 
 
 class StorageError(MindcapError):
-    """A write found no room (disk full, quota exceeded, file size limit); the message says what was kept and
-    what was not, ``path`` names what was being written."""
+    """A write to disk failed: no room (disk full, quota exceeded, file size limit), or a folder that cannot be
+    made, written or locked; the message says what was kept and what was not, ``path`` names what was being
+    written."""
 
     def __init__(self, message: str, *, path: object = None, source: object = None) -> None:
         super().__init__(message, source=source)
         self.path = path
+
+
+class SetupError(MindcapError):
+    """The installation or the machine cannot do what was asked, whatever the input: a core dependency missing
+    (a broken install), a worker process killed (out of memory), an external tool (git) failing; the message says
+    what to fix."""
+
+    names_source = False

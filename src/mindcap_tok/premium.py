@@ -41,7 +41,7 @@ from .choices import PREMIUM_SPLITS as PREMIUM_SPLITS
 from .choices import PROTOCOLS as PROTOCOLS
 from .data.flores import flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
-from .errors import MindcapError
+from .errors import BadInputError
 from .resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums, scale_budget
 from .tasks.mgsm import MGSM_CORPORA, mgsm_source, mgsm_texts
 from .tokenization.hf import encode_texts
@@ -123,7 +123,7 @@ def load_split(
             code: [[norm(t) for t in mgsm_texts(code, split, folder=source)]] for code in dict.fromkeys([ref, *codes])
         }
     if split not in PREMIUM_SPLITS:
-        raise MindcapError(f"unknown split {split!r}; use one of {', '.join(PREMIUM_SPLITS)}")
+        raise BadInputError(f"unknown split {split!r}; use one of {', '.join(PREMIUM_SPLITS)}")
     parts = [load_parallel(codes, split=part, source=source, ref=ref, nfc=nfc) for part in split.split("+")]
     return {code: [part[code] for part in parts] for code in parts[0]}
 
@@ -143,7 +143,7 @@ def counting_engine(tokenizer: ResolvedTokenizer, engine: str = "auto", *, texts
     ``.family`` of the result names the library.
     """
     if engine not in ENGINES:
-        raise MindcapError(f"unknown counting engine {engine!r}; use one of {', '.join(ENGINES)}")
+        raise BadInputError(f"unknown counting engine {engine!r}; use one of {', '.join(ENGINES)}")
     if engine == "auto" and sum(map(len, texts)) >= TIKTOKEN_ENGINE_MIN_CHARS and tokenizer.tiktoken_engine is not None:
         return tokenizer.tiktoken_engine
     return tokenizer.backend
@@ -190,7 +190,7 @@ def token_premium(
     split, ref, protocol, nfc = text.split, text.ref, text.protocol, text.nfc
     n_boot, seed, ci = resampling.n_boot, resampling.seed, resampling.level
     if protocol not in PROTOCOLS:
-        raise MindcapError(f"unknown premium protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
+        raise BadInputError(f"unknown premium protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
     codes = list(dict.fromkeys(resolve_language(lang) for lang in languages))
     ref_code = resolve_language(ref)
     source = source or (str(mgsm_source()) if split in MGSM_CORPORA else flores_source())
@@ -207,7 +207,7 @@ def token_premium(
         where = (
             split if split in MGSM_CORPORA else " + ".join(flores_file(source, ref_code, split=part) for part in parts)
         )
-        raise MindcapError(f"{where} has no tokens with {tokenizer.name}'s tokenizer")
+        raise BadInputError(f"{where} has no tokens with {tokenizer.name}'s tokenizer")
     columns = []
     # a few languages per batched call: one call per language costs each library its per-call set-up (tiktoken
     # starts a thread pool per call) 204 times over; the counts are per line, so the split is exact

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 
 from .budgets import MAX_BUDGET
-from .errors import BadInputError, MindcapError
+from .errors import BadInputError
 
 
 def scale_budget(r: float | Fraction, budget: int) -> int:
@@ -25,7 +25,7 @@ def scale_budget(r: float | Fraction, budget: int) -> int:
     exact = r if isinstance(r, Fraction) else Fraction(repr(float(r)))
     scaled = math.floor(exact * budget)
     if scaled > MAX_BUDGET:
-        raise MindcapError(
+        raise BadInputError(
             f"budget {budget} scales to floor(r·B) = {scaled} at premium {float(exact):.4g}, above the largest "
             f"budget {MAX_BUDGET}; use budgets up to {math.ceil((MAX_BUDGET + 1) / exact) - 1}"
         )
@@ -48,7 +48,7 @@ def check_resamples(n_boot: int, level: float, *, name: str = "--n-boot") -> Non
     flag, or a file's key) and the minimum."""
     need = min_resamples(level)
     if n_boot < need:
-        raise MindcapError(
+        raise BadInputError(
             f"{name} {n_boot} is too few resamples for level {float(level):g}: need at least {need} "
             f"(n_boot >= ceil(2/(1 - level)), so that each tail of the interval holds a resample)"
         )

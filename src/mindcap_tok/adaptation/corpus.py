@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 
 from .._io import regular_file
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..tasks.mgsm import QUESTIONS, question_corpus
 
 ItemId = int | str
@@ -78,11 +78,11 @@ def as_corpus(pairs: Corpus | Iterable[tuple[ItemId, str]], name: str = "custom"
         try:
             item, text = pair
         except (TypeError, ValueError) as exc:
-            raise MindcapError(f"corpus {name!r}: expected (item_id, text) pairs, got {pair!r:.80}") from exc
+            raise BadInputError(f"corpus {name!r}: expected (item_id, text) pairs, got {pair!r:.80}") from exc
         if not isinstance(item, int | str) or isinstance(item, bool):
-            raise MindcapError(f"corpus {name!r}: item ids must be int or str, got {type(item).__name__}")
+            raise BadInputError(f"corpus {name!r}: item ids must be int or str, got {type(item).__name__}")
         if not isinstance(text, str):
-            raise MindcapError(f"corpus {name!r}: texts must be str, got {type(text).__name__} for item {item!r}")
+            raise BadInputError(f"corpus {name!r}: texts must be str, got {type(text).__name__} for item {item!r}")
         items.append((item, text))
     return Corpus(name, tuple(items))
 
@@ -112,11 +112,11 @@ def text_file_corpus(path: str | os.PathLike[str]) -> Corpus:
     try:
         text = regular_file(p, "corpus file").read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise MindcapError(f"corpus file not found: {p}") from exc
+        raise BadInputError(f"corpus file not found: {p}") from exc
     except UnicodeDecodeError as exc:
-        raise MindcapError(f"corpus file {p} is not UTF-8: {exc.reason} at byte {exc.start}") from exc
+        raise BadInputError(f"corpus file {p} is not UTF-8: {exc.reason} at byte {exc.start}") from exc
     except OSError as exc:
-        raise MindcapError(f"cannot read corpus file {p}: {exc.strerror}") from exc
+        raise BadInputError(f"cannot read corpus file {p}: {exc.strerror}") from exc
     # split on "\n" only (str.splitlines would also split on U+2028, form feeds, ... inside a line)
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     return lines_corpus(lines, f"file:{p.name}")
@@ -131,5 +131,5 @@ def load_corpus(
     if spec == QUESTIONS:
         return mgsm_corpus(lang, data_dir)
     if not Path(spec).exists():
-        raise MindcapError(f"unknown corpus {spec!r}: use {' or '.join(BUILTIN_CORPORA)} or a UTF-8 text file path")
+        raise BadInputError(f"unknown corpus {spec!r}: use {' or '.join(BUILTIN_CORPORA)} or a UTF-8 text file path")
     return text_file_corpus(spec)

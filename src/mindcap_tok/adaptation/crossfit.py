@@ -19,7 +19,7 @@ import numpy as np
 from .._io import check_new_folder, new_folder
 from .._json import dumps_strict
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..resample import Resampling
 from ..tokenization.load import ResolvedTokenizer
 from .corpus import Corpus, ItemId, as_corpus
@@ -39,9 +39,9 @@ def assign_folds(item_ids: Iterable[ItemId], folds: int = 2, *, seed: int = 0) -
     """
     ids = sorted(set(item_ids), key=_sort_key)
     if folds < 2:
-        raise MindcapError(f"cross-fitting needs at least 2 folds, got {folds}")
+        raise BadInputError(f"cross-fitting needs at least 2 folds, got {folds}")
     if len(ids) < folds:
-        raise MindcapError(f"cannot split {len(ids)} items into {folds} folds")
+        raise BadInputError(f"cannot split {len(ids)} items into {folds} folds")
     order = np.random.default_rng(seed).permutation(len(ids))
     return {ids[j]: k % folds for k, j in enumerate(order)}
 
@@ -129,7 +129,7 @@ def cross_fit(
     """
     corpus = as_corpus(corpus)
     if not corpus.items:
-        raise MindcapError(f"corpus {corpus.name!r} is empty")
+        raise BadInputError(f"corpus {corpus.name!r} is empty")
     assignment = assign_folds(corpus.item_ids(), folds, seed=seed)
     total = folds * size if size else None
     ordered = sorted(assignment, key=_sort_key)

@@ -37,7 +37,7 @@ import regex
 from tokenizers import Tokenizer
 
 from ..choices import DEFAULT_MIN_FREQ as DEFAULT_MIN_FREQ
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..tokenization.base import ExtensionFamilies
 from ..tokenization.bytelevel import BYTE_TO_CHAR, is_byte_level
 from ..tokenization.hf import HFBackend
@@ -62,7 +62,7 @@ def learner_of(base: ResolvedTokenizer) -> Learner:
     """How ``base``'s family learns an extension (:class:`Learners`), or a one-line error: it cannot be extended."""
     found = base.extension(LEARNERS)
     if found is None:
-        raise MindcapError(
+        raise BadInputError(
             f"{base.name} is a {base.family} tokenizer, which cannot be extended yet; extensions can be learned "
             "only for `tokenizers` byte-level BPE bases (a tokenizer.json such as qwen3-8b, llama-3.1-8b, "
             "deepseek-v3), `tiktoken` bases (a .tiktoken rank file such as gpt-4o, gpt-4) and SentencePiece BPE "
@@ -90,9 +90,9 @@ class SizeRule:
         if size is None and min_freq is None:
             return cls(None, DEFAULT_MIN_FREQ)
         if size is not None and size < 1:
-            raise MindcapError(f"extension size must be a positive number of merges, got {size}")
+            raise BadInputError(f"extension size must be a positive number of merges, got {size}")
         if min_freq is not None and min_freq < 1:
-            raise MindcapError(f"minimum pair frequency must be at least 1, got {min_freq}")
+            raise BadInputError(f"minimum pair frequency must be at least 1, got {min_freq}")
         return cls(size, min_freq if min_freq is not None else DEFAULT_MIN_FREQ)
 
     @property
@@ -175,7 +175,7 @@ class BaseTiktoken:
 def base_tiktoken(base: ResolvedTokenizer) -> BaseTiktoken:
     """Read a tiktoken base's rank file and ``encoding.json`` (the files it was loaded from)."""
     if base.path is None:
-        raise MindcapError(f"{base.name} is not a tiktoken encoding loaded from a .tiktoken file")
+        raise BadInputError(f"{base.name} is not a tiktoken encoding loaded from a .tiktoken file")
     spec_file = tiktoken_files(base.path)
     data = base.path.read_bytes()
     return BaseTiktoken(
@@ -203,16 +203,16 @@ def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     pipe = parse_pipeline(base.path.read_text(encoding="utf-8")) if base.path is not None else pipeline(hf)
     model, kind = pipe.model, pipe.model_type
     if kind != "BPE":
-        raise MindcapError(f"{base.name}: only byte-level BPE tokenizers can be extended; its model is {kind}")
+        raise BadInputError(f"{base.name}: only byte-level BPE tokenizers can be extended; its model is {kind}")
     if "ByteLevel" not in pipe.pre_tokenizer_types or not is_byte_level(hf):
-        raise MindcapError(
+        raise BadInputError(
             f"{base.name}: a BPE model without a byte-level pre-tokenizer and decoder (e.g. SentencePiece BPE) "
             "cannot be extended: only byte-level BPE (GPT-2 style) is supported"
         )
     if model.get("dropout"):
-        raise MindcapError(f"{base.name}: BPE dropout is on (segmentation is random); cannot extend it")
+        raise BadInputError(f"{base.name}: BPE dropout is on (segmentation is random); cannot extend it")
     if model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
-        raise MindcapError(f"{base.name}: BPE with subword prefixes/suffixes is not byte-level; cannot extend it")
+        raise BadInputError(f"{base.name}: BPE with subword prefixes/suffixes is not byte-level; cannot extend it")
     raw = model.get("merges") or []
     as_strings = bool(raw) and isinstance(raw[0], str)
     merges = [tuple(m.split(" ", 1)) if as_strings else tuple(m) for m in raw]
@@ -380,7 +380,7 @@ def learn_extension(
     rule = SizeRule.of(size, min_freq)
     corpus = as_corpus(corpus_items)
     if not corpus.items:
-        raise MindcapError(f"corpus {corpus.name!r} is empty")
+        raise BadInputError(f"corpus {corpus.name!r} is empty")
     return learn(base, corpus, rule, on_progress, add_missing_characters)
 
 
@@ -450,7 +450,7 @@ def _learn_pairs(
     """Continue BPE on the base segmentation of every distinct pre-token (``segmented``: strings, ids, counts)."""
     word_strings, words, freqs = segmented
     if not words:
-        raise MindcapError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")
+        raise BadInputError(f"corpus {corpus.name!r} has no text to learn from (only blank lines or added tokens)")
     tokens_before = sum(len(seg) * f for seg, f in zip(words, freqs, strict=True))
     first_new = len(strings)
     bpe = make(words, freqs, first_new)
@@ -475,7 +475,7 @@ def _learn_pairs(
 
 def _check_size(corpus: Corpus, rule: SizeRule, learned: int) -> None:
     if rule.size is not None and learned < rule.size:
-        raise MindcapError(
+        raise BadInputError(
             f"corpus {corpus.name!r} supports only {learned} merges of pairs seen at least {rule.min_freq} "
             f"times; asked for {rule.size} (use a smaller size, a lower minimum frequency or more text)"
         )

@@ -30,7 +30,7 @@ from functools import lru_cache
 import numpy as np
 import regex
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..tokenization.load import ResolvedTokenizer
 from ..tokenization.sentencepiece_family import SentencePieceBackend
 from ._bpe import LearnedMerge, Pair, PairLearner
@@ -120,7 +120,7 @@ def check_bpe_model(base: ResolvedTokenizer, backend: SentencePieceBackend) -> N
     model_type = backend.model_proto().trainer_spec.model_type
     if model_type != BPE:
         kind = {1: "Unigram", 3: "word", 4: "char"}.get(model_type, str(model_type))
-        raise MindcapError(
+        raise BadInputError(
             f"{base.name} is a SentencePiece {kind} model; only SentencePiece BPE models can be extended, because "
             "appended low-scored pieces keep every base merge first only under BPE (Unigram picks the most likely "
             "segmentation, so a new piece would change text it was never learned for)"

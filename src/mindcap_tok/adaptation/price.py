@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from ..budgets import check_budgets
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..stats.bootstrap import Boot, item_bootstrap
 from ..stats.grid import ArmCoverage, check_arms
@@ -118,7 +118,7 @@ def task_scoring(frame: pd.DataFrame, parser: str, *, files: Sequence = ()) -> t
     type of the records' task (built-in tasks, or the user's task ``files``; a cell of several tasks is refused)."""
     names = sorted(set(record_tasks(frame)))
     if len(names) > 1:
-        raise MindcapError(f"the priced records hold several tasks ({', '.join(names)}); price one task at a time")
+        raise BadInputError(f"the priced records hold several tasks ({', '.join(names)}); price one task at a time")
     texts = frame["gold_text"] if "gold_text" in frame else pd.Series([None] * len(frame))
     known = texts.notna().to_numpy()
     gold = frame["gold"].to_numpy()
@@ -148,7 +148,7 @@ def priced_task(store: Ledger, model: str, *, lang: str, task: PricedTask) -> Ta
     them when there are several)."""
     held = ledger_tasks(store, model, lang=lang)
     if task.name is None and len(held) > 1:
-        raise MindcapError(f"{model} {lang} records hold several tasks ({', '.join(held)}); price one task at a time")
+        raise BadInputError(f"{model} {lang} records hold several tasks ({', '.join(held)}); price one task at a time")
     name = task.name or (held[0] if held else DEFAULT_TASK)
     return find_tasks([name], task.files)[name]
 
@@ -181,7 +181,7 @@ def load_traces(
     replay = (frame["design"] == "replay").to_numpy()
     for arm in arms:
         if not ((frame["arm"] == arm).to_numpy() & replay).any():
-            raise MindcapError(
+            raise BadInputError(
                 f"no {arm} replay records for {name} {code} in {store.root}; pricing compares both arms "
                 f"(cells there: {', '.join(sorted(store.manifest().get('cells', {}))) or 'none'})"
             )
@@ -190,7 +190,7 @@ def load_traces(
     ids = table.column("output_ids").take(rows).to_pylist()
     names = sorted(set(frame["tokenizer"]))
     if len(names) != 1:
-        raise MindcapError(f"{name} {code} records were stored under several tokenizers ({', '.join(names)})")
+        raise BadInputError(f"{name} {code} records were stored under several tokenizers ({', '.join(names)})")
     tokenizer = resolve_tokenizers(
         names, store, override=tokenizer, tokenizers_dir=tokenizers_dir, allow_mismatch=allow_tokenizer_mismatch
     )[names[0]]
@@ -203,7 +203,7 @@ def sample_items(items: Sequence[int] | np.ndarray, n: int | None, *, seed: int)
     if n is None or n >= pool.size:
         return pool
     if n < 2:
-        raise MindcapError(f"a sample needs at least 2 items, got {n}")
+        raise BadInputError(f"a sample needs at least 2 items, got {n}")
     return np.sort(np.random.default_rng(seed).choice(pool, size=n, replace=False))
 
 
@@ -404,7 +404,7 @@ class LearnedFolds:
 
     def __post_init__(self) -> None:
         if self.size is None and self.min_freq is None:
-            raise MindcapError("a learned extension needs a size (merges per fold) or a minimum pair frequency")
+            raise BadInputError("a learned extension needs a size (merges per fold) or a minimum pair frequency")
 
 
 #: where the priced extension comes from: exactly one of the three, by type
@@ -455,7 +455,7 @@ def price_traces(
     n_boot, seed, ci = settings.resampling.n_boot, settings.resampling.seed, settings.resampling.level
     grid = check_budgets(caps, sort=True)
     if grid[-1] > traces.b_max:
-        raise MindcapError(
+        raise BadInputError(
             f"cap {int(grid[-1])} exceeds the largest stored prefix {traces.b_max}; nothing to score there"
         )
     frame = traces.frame
@@ -507,7 +507,7 @@ def price_traces(
 def _scored(r: Retokenized) -> tuple[np.ndarray, np.ndarray]:
     """The prefix scores and completed-trace correctness of traces retokenized with their golds."""
     if r.scores is None or r.correct is None:
-        raise MindcapError("the traces were retokenized without golds to score against")
+        raise BadInputError("the traces were retokenized without golds to score against")
     return r.scores, r.correct
 
 
@@ -622,7 +622,7 @@ def load_extension_folds(
             check_extension_language(ext, lang)
         sha = ext.manifest.get("base", {}).get("sha256")
         if sha != base.sha256:
-            raise MindcapError(
+            raise BadInputError(
                 f"extension {ext.path} extends a base tokenizer with sha256 {str(sha)[:12]}…, but the ledger's ids "
                 f"come from {base.name} ({base.sha256[:12]}…)"
             )
@@ -637,12 +637,12 @@ def check_extension_language(ext: SavedExtension, lang: str) -> None:
     code = resolve_language(lang)
     recorded = extension_language(ext.manifest)
     if recorded is None:
-        raise MindcapError(
+        raise BadInputError(
             f"extension {ext.path} records no language, so it cannot be checked against {code}; "
             "save it with its language (`mindcap-tok extend --lang`, or save_extension(..., lang=...))"
         )
     if recorded != code:
-        raise MindcapError(f"extension {ext.path} was learned for {recorded}, but the priced language is {code}")
+        raise BadInputError(f"extension {ext.path} was learned for {recorded}, but the priced language is {code}")
 
 
 def price_ledger(
@@ -670,7 +670,7 @@ def price_ledger(
     ``settings.allow_tokenizer_mismatch`` (see :func:`load_traces`).
     """
     if not isinstance(extension, GivenFolds | SavedFolds | LearnedFolds):
-        raise MindcapError(f"extension must be GivenFolds, SavedFolds or LearnedFolds, got {type(extension).__name__}")
+        raise BadInputError(f"extension must be GivenFolds, SavedFolds or LearnedFolds, got {type(extension).__name__}")
     seed, sample = settings.resampling.seed, settings.sample
     store = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     traces = load_traces(

@@ -28,7 +28,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from ..budgets import check_budgets
-from ..errors import MindcapError
+from ..errors import BadInputError, SetupError
 from ..scoring import score_token_ids
 from ..tokenization.byte_tables import ByteTable, byte_table
 from ..tokenization.hf import encode_texts
@@ -102,7 +102,7 @@ def prefix_bytes_flat(
     grid = np.asarray(budgets, dtype=np.int64)
     if flat.size and (flat.min() < 0 or flat.max() >= len(byte_lengths)):
         bad = int(flat[(flat < 0) | (flat >= len(byte_lengths))][0])
-        raise MindcapError(f"token id {bad} is outside the tokenizer's {len(byte_lengths)} ids")
+        raise BadInputError(f"token id {bad} is outside the tokenizer's {len(byte_lengths)} ids")
     cum = np.zeros(flat.size + 1, dtype=np.int64)  # cum[k] = bytes of the first k flattened ids
     np.cumsum(byte_lengths[flat], out=cum[1:])
     starts, lengths = splits[:-1], np.diff(splits)
@@ -207,7 +207,7 @@ def _in_workers(workers: int, state: bytes, payloads: Iterator[tuple]) -> Iterat
             while pending:
                 yield pending.popleft().result()
         except BrokenProcessPool as exc:
-            raise MindcapError(
+            raise SetupError(
                 "a retokenizing worker process died (out of memory, or a script without an "
                 '`if __name__ == "__main__":` guard); rerun with workers=1 (--workers 1)'
             ) from exc
@@ -323,10 +323,12 @@ def fold_of_items(items: np.ndarray, folds: Sequence[FoldTokenizer]) -> np.ndarr
         mine = np.ones(items.shape, dtype=bool) if fold.items is None else np.isin(items, list(fold.items))
         clash = mine & (choice >= 0)
         if clash.any():
-            raise MindcapError(f"item {int(items[clash][0])} is held out by more than one fold; folds must be disjoint")
+            raise BadInputError(
+                f"item {int(items[clash][0])} is held out by more than one fold; folds must be disjoint"
+            )
         choice[mine] = k
     if (choice < 0).any():
-        raise MindcapError(
+        raise BadInputError(
             f"item {int(items[choice < 0][0])} is held out by no fold of the extension, so every extension saw it; "
             "cross-fit over the ledger's items (or learn the extension on this ledger)"
         )
@@ -349,11 +351,11 @@ def retokenize_items(
         folds = [FoldTokenizer(folds)]
     n = len(texts)
     if n != len(items):
-        raise MindcapError(f"{n} texts but {len(items)} item ids")
+        raise BadInputError(f"{n} texts but {len(items)} item ids")
     grid = check_budgets(budgets, sort=True)
     golds = None if scoring is None else scoring.golds
     if golds is not None and len(golds) != n:
-        raise MindcapError(f"{n} texts but {len(golds)} gold answers")
+        raise BadInputError(f"{n} texts but {len(golds)} gold answers")
     choice = fold_of_items(np.asarray(items), folds)
     complete = None if scoring is None else scoring.complete
     done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)

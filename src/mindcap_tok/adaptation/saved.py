@@ -37,7 +37,7 @@ from tokenizers import Tokenizer
 from .._io import new_folder, regular_file
 from .._json import dumps_strict
 from ..data.languages import resolve_language
-from ..errors import BadInputError, MindcapError
+from ..errors import BadInputError, DamagedDataError, StorageError
 from ..tokenization.base import ExtensionFamilies
 from ..tokenization.hf import HFBackend, encode_texts
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
@@ -90,7 +90,7 @@ def tiktoken_extension_files(ext: Extension) -> TiktokenFiles:
     for k, b in enumerate(ext.new_tokens):
         rank = ext.first_new_id + k
         if not isinstance(b, bytes) or b in ranks:
-            raise MindcapError(f"new token {b!r} is not new bytes (a corrupt extension)")
+            raise DamagedDataError(f"new token {b!r} is not new bytes (a corrupt extension)")
         ranks[b] = rank
         lines.append(base64.b64encode(b) + b" " + str(rank).encode("ascii") + b"\n")
     base_data = info.rank_data if info.rank_data.endswith(b"\n") else info.rank_data + b"\n"
@@ -113,15 +113,15 @@ def check_extended_tiktoken(tok: ResolvedTokenizer, ext: Extension) -> None:
     base_bytes = ext.base.token_bytes
     got = tok.token_bytes
     if len(got) != ext.first_new_id + ext.n_new_tokens:
-        raise MindcapError(f"extended tokenizer has {len(got)} ids, expected {ext.first_new_id + ext.n_new_tokens}")
+        raise DamagedDataError(f"extended tokenizer has {len(got)} ids, expected {ext.first_new_id + ext.n_new_tokens}")
     moved = [i for i, b in enumerate(base_bytes) if got[i] != b]
     if moved:
-        raise MindcapError(f"extended tokenizer changed {len(moved)} base ids (e.g. {moved[0]})")
+        raise DamagedDataError(f"extended tokenizer changed {len(moved)} base ids (e.g. {moved[0]})")
     if tok.special_ids != ext.base.special_ids:
-        raise MindcapError("extended tokenizer changed the special token ids")
+        raise DamagedDataError("extended tokenizer changed the special token ids")
     for k, b in enumerate(ext.new_tokens):
         if got[ext.first_new_id + k] != b:
-            raise MindcapError(f"new token {b!r} is not at id {ext.first_new_id + k}")
+            raise DamagedDataError(f"new token {b!r} is not at id {ext.first_new_id + k}")
 
 
 @lru_cache(maxsize=8)
@@ -175,19 +175,19 @@ def check_extended_pieces(tok: ResolvedTokenizer, model: SentencePieceBackend, e
     base_bytes = ext.base.token_bytes
     got = tok.token_bytes
     if len(got) != ext.first_new_id + ext.n_new_tokens:
-        raise MindcapError(f"extended model has {len(got)} pieces, expected {ext.first_new_id + ext.n_new_tokens}")
+        raise DamagedDataError(f"extended model has {len(got)} pieces, expected {ext.first_new_id + ext.n_new_tokens}")
     moved = [i for i, b in enumerate(base_bytes) if got[i] != b]
     if moved:
-        raise MindcapError(f"extended model changed {len(moved)} base pieces (e.g. id {moved[0]})")
+        raise DamagedDataError(f"extended model changed {len(moved)} base pieces (e.g. id {moved[0]})")
     if tok.special_ids != ext.base.special_ids:
-        raise MindcapError("extended model changed the control and unknown ids")
+        raise DamagedDataError("extended model changed the control and unknown ids")
     for k, s in enumerate(ext.new_tokens):
         if model.id_to_piece(ext.first_new_id + k) != s:
-            raise MindcapError(f"new piece {s!r} is not at id {ext.first_new_id + k}")
+            raise DamagedDataError(f"new piece {s!r} is not at id {ext.first_new_id + k}")
     texts = list(ext.segmentation)
     differ = sum(tuple(a) != ext.segmentation[t] for t, a in zip(texts, tok.encode_batch(texts), strict=True))
     if differ:
-        raise MindcapError(f"extended model segments {differ} training texts unlike the learner (a bug)")
+        raise DamagedDataError(f"extended model segments {differ} training texts unlike the learner (a bug)")
 
 
 def check_extended(tok: Tokenizer, base: Tokenizer, ext: Extension) -> None:
@@ -198,18 +198,18 @@ def check_extended(tok: Tokenizer, base: Tokenizer, ext: Extension) -> None:
     moved = [(s, i, got.get(s)) for s, i in base_vocab.items() if got.get(s) != i]
     if moved:
         s, i, j = moved[0]
-        raise MindcapError(f"extended tokenizer moved {len(moved)} base tokens (e.g. {s!r}: {i} -> {j})")
+        raise DamagedDataError(f"extended tokenizer moved {len(moved)} base tokens (e.g. {s!r}: {i} -> {j})")
     for i, added in base.get_added_tokens_decoder().items():
         if tok.token_to_id(added.content) != i or tok.id_to_token(i) != added.content:
-            raise MindcapError(f"extended tokenizer lost added token {added.content!r} (id {i})")
+            raise DamagedDataError(f"extended tokenizer lost added token {added.content!r} (id {i})")
     for k, token in enumerate(ext.new_tokens):
         found = got.get(token)  # type: ignore[call-overload]  # a merges extension's new tokens are str
         if found != ext.first_new_id + k:
-            raise MindcapError(f"new token {token!r} has id {found}, expected {ext.first_new_id + k}")
+            raise DamagedDataError(f"new token {token!r} has id {found}, expected {ext.first_new_id + k}")
     expected = ext.first_new_id + ext.n_new_tokens
     size = tok.get_vocab_size(with_added_tokens=True)
     if size != expected:
-        raise MindcapError(f"extended tokenizer has {size} ids, expected {expected}")
+        raise DamagedDataError(f"extended tokenizer has {size} ids, expected {expected}")
 
 
 def resolved(ext: Extension, name: str) -> ResolvedTokenizer:
@@ -312,7 +312,7 @@ class RanksFiles:
         reloaded = ResolvedTokenizer(folder.name, backend=backend, sha256=digest)
         check_extended_tiktoken(reloaded, ext)
         if digest != files.sha256:
-            raise MindcapError(f"{folder}: the written tiktoken files do not hash as built (disk error?)")
+            raise StorageError(f"{folder}: the written tiktoken files do not hash as built (disk error?)")
         full = {**manifest, "tokenizer_sha256": digest}
         (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
         return full
@@ -359,7 +359,7 @@ class PiecesFiles:
         backend, digest = load_sentencepiece(folder / SP_MODEL)
         check_extended_pieces(ResolvedTokenizer(folder.name, backend=backend, sha256=digest), backend, ext)
         if digest != hashlib.sha256(data).hexdigest():
-            raise MindcapError(f"{folder}: the written model does not hash as built (disk error?)")
+            raise StorageError(f"{folder}: the written model does not hash as built (disk error?)")
         export = transformers_export(ext, held_out)
         if export.text is not None:
             (folder / HF_FOLDER).mkdir()
@@ -501,17 +501,17 @@ def load_extension(folder: str | os.PathLike[str]) -> SavedExtension:
     try:
         manifest = json.loads(regular_file(path / MANIFEST, "extension manifest").read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise MindcapError(f"{path} is not a saved extension (no {MANIFEST})") from exc
+        raise BadInputError(f"{path} is not a saved extension (no {MANIFEST})") from exc
     except ValueError as exc:
-        raise MindcapError(f"{path / MANIFEST} is not valid JSON: {exc}") from exc
+        raise DamagedDataError(f"{path / MANIFEST} is not valid JSON: {exc}") from exc
     if manifest.get("format") != FORMAT:
-        raise MindcapError(f"{path / MANIFEST}: unknown format {manifest.get('format')!r} (expected {FORMAT})")
+        raise DamagedDataError(f"{path / MANIFEST}: unknown format {manifest.get('format')!r} (expected {FORMAT})")
     name = manifest.get("name") or path.name
     tok = load_tokenizer(str(path))
     tok = ResolvedTokenizer(name, source=tok.source, path=tok.path, backend=tok.backend, sha256=tok.sha256)
     if tok.sha256 != manifest.get("tokenizer_sha256"):
         files = tok.path.name if tok.path is not None else "tokenizer files"
-        raise MindcapError(f"{path / files} does not match its manifest (sha256 differs): edited?")
+        raise DamagedDataError(f"{path / files} does not match its manifest (sha256 differs): edited?")
     return SavedExtension(path, manifest, tok)
 
 
@@ -530,7 +530,7 @@ def load_crossfit(folder: str | os.PathLike[str]) -> CrossFitSet:
     try:
         summary = json.loads(regular_file(path / SUMMARY, "cross-fit summary").read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise MindcapError(f"{path} is not a cross-fit output folder (no {SUMMARY})") from exc
+        raise BadInputError(f"{path} is not a cross-fit output folder (no {SUMMARY})") from exc
     folds = tuple(load_extension(path / f"fold-{k}") for k in range(int(summary["folds"])))
     return CrossFitSet(path, summary, folds)
 

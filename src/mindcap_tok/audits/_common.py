@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..scoring import score_by_tokenizer
 from ..store import CELL_COLUMNS, SETTING_COLUMNS
 from ..tasks.answers import AnswerParser, get_parser
@@ -100,7 +100,7 @@ def stratified_sample(frame: pd.DataFrame, strata: Sequence[str], per_stratum: i
     """Positions of up to ``per_stratum`` rows drawn without replacement from every stratum (seeded; strata
     visited in sorted order, so the same seed and data give the same sample)."""
     if per_stratum < 1:
-        raise MindcapError(f"the sample size per stratum must be at least 1, got {per_stratum}")
+        raise BadInputError(f"the sample size per stratum must be at least 1, got {per_stratum}")
     rng = np.random.default_rng(seed)
     picks = []
     if frame.empty:

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy.stats import norm
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..resample import check_level
 from ..store import population_columns
 from ._common import AuditResult, skipped
@@ -42,7 +42,7 @@ def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[flo
     if n == 0:
         return None, None
     if not 0 <= successes <= n:
-        raise MindcapError(f"successes must be in 0..{n}, got {successes}")
+        raise BadInputError(f"successes must be in 0..{n}, got {successes}")
     z = float(norm.ppf(1 - (1 - level) / 2))
     p, z2 = successes / n, z * z
     denom = 1 + z2 / n

@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .._io import regular_file
-from ..errors import MindcapError, first_line
+from ..errors import BadInputError, first_line
 from ..metrics.langid import (  # noqa: F401 (LidModel, load_lid_model, shipped_lid176: this module's API too)
     MIN_LETTERS,
     THRESHOLD,
@@ -216,7 +216,7 @@ def load_validation_labels(path: str | os.PathLike[str]) -> pd.DataFrame:
         frame = pd.read_csv(file, keep_default_na=False)
     except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' parser and empty-data errors are ValueErrors
         msg = first_line(exc)
-        raise MindcapError(f"cannot read validation labels {file}: {msg}") from exc
+        raise BadInputError(f"cannot read validation labels {file}: {msg}") from exc
     _require_label_columns(frame, str(file))
     return frame
 
@@ -225,7 +225,7 @@ def _require_label_columns(frame: pd.DataFrame, what: str) -> None:
     missing = [c for c in _LABEL_COLUMNS if c not in frame.columns]
     if missing:
         have = ", ".join(map(str, frame.columns)) or "none"
-        raise MindcapError(
+        raise BadInputError(
             f"the validation labels ({what}) lack column(s) {', '.join(missing)} (have {have}); "
             "return the langid_validation.csv the audit wrote, with human_label filled in"
         )
@@ -240,11 +240,11 @@ def validation_agreement(
     Rows with an empty ``human_label`` are ignored. Returns (per-population table, overall summary).
     """
     if not 0 < criterion <= 1:
-        raise MindcapError(f"the agreement criterion must be in (0, 1], got {criterion}")
+        raise BadInputError(f"the agreement criterion must be in (0, 1], got {criterion}")
     _require_label_columns(labelled, "returned sample")
     done = labelled[labelled["human_label"].fillna("").astype(str).str.strip() != ""].copy()
     if done.empty:
-        raise MindcapError("no human labels in the validation sample (fill the human_label column)")
+        raise BadInputError("no human labels in the validation sample (fill the human_label column)")
     human = done["human_label"].astype(str).map(normalize_label)
     done["agree"] = (human == done["predicted"]).to_numpy()
     done["agree_macro"] = [
@@ -287,7 +287,7 @@ def langid_audit(
     (:func:`split_channels`, decoded with ``tokenizers``)."""
     if isinstance(records, pa.Table) and thinks(records):
         if tokenizers is None:
-            raise MindcapError("records with thinking on need their tokenizers to split reasoning from answer")
+            raise BadInputError("records with thinking on need their tokenizers to split reasoning from answer")
         records = split_channels(records, tokenizers)
     labels = label_traces(records, model, settings=settings, tasks=tasks)
     tables = {"compliance": compliance_table(labels)}

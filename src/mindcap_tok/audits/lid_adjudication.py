@@ -30,7 +30,7 @@ import pandas as pd
 
 from .._json import NestedTooDeepError, reply_json_values
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import BackendError, BadInputError, MindcapError
 from ..generation import GenRequest
 from ..metrics.langid import macro_group, macrolanguages, normalize_label
 from ..spec import seed_hash
@@ -71,12 +71,12 @@ def load_prompt(version: str = DEFAULT_PROMPT) -> dict:
     placeholder ``{text}``, ``reply_schema`` a JSON schema of an object."""
     file = resources.files("mindcap_tok.resources").joinpath(f"{version}.json")
     if not version.startswith("lid-judge-") or not file.is_file():
-        raise MindcapError(f"unknown language-ID judge prompt {version!r}; shipped: {DEFAULT_PROMPT}")
+        raise BadInputError(f"unknown language-ID judge prompt {version!r}; shipped: {DEFAULT_PROMPT}")
     raw = file.read_bytes()
     data = json.loads(raw)
     fields = template_fields(data["prompt"])  # a shipped file: a bad one is the package's own fault
     if fields != {"text"} or data.get("reply_schema", {}).get("type") != "object":
-        raise MindcapError(f"judge prompt {version} needs exactly the placeholder {{text}} and an object reply_schema")
+        raise BadInputError(f"judge prompt {version} needs exactly the placeholder {{text}} and an object reply_schema")
     return {**data, "sha256": hashlib.sha256(raw).hexdigest()}
 
 
@@ -157,7 +157,7 @@ def ask_judge(judge: LidJudge, texts: Sequence[str], *, seeds: Sequence[int]) ->
     ]  # fmt: skip
     done = backend.generate(requests) if requests else []
     if len(done) != len(requests) or any(len(c) != 1 for c in done):
-        raise MindcapError("the judge backend returned a different number of completions than requested")
+        raise BackendError("the judge backend returned a different number of completions than requested")
     texts_out = backend.tok.decode_batch([c[0].ids for c in done]) if done else []
     return [(t, c[0].finish_reason) for t, c in zip(texts_out, done, strict=True)]
 

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from .._io import regular_file
 from ..data.languages import resolve_language
-from ..errors import MindcapError, first_line
+from ..errors import BadInputError, first_line
 from ..premium import count_tokens
 from ..resample import Resampling, scale_budget
 from ..stats.bootstrap import Boot, bootstrap_weights, item_bootstrap
@@ -140,7 +140,7 @@ def load_renderings(path: str | os.PathLike[str]) -> pd.DataFrame:
         frame = pd.read_json(file, lines=True) if file.suffix in (".jsonl", ".json") else pd.read_csv(file)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         msg = first_line(exc)
-        raise MindcapError(f"cannot read renderings {file}: {msg}") from exc
+        raise BadInputError(f"cannot read renderings {file}: {msg}") from exc
     return check_renderings(frame, f"renderings {file}")
 
 
@@ -155,13 +155,13 @@ def check_renderings(renderings: pd.DataFrame, where: str = "renderings") -> pd.
     need = {"lang", "item", "sample", "english"}
     if not need <= set(renderings.columns):
         have = ", ".join(map(str, renderings.columns))
-        raise MindcapError(f"the {where} need columns {', '.join(sorted(need))} (have {have})")
+        raise BadInputError(f"the {where} need columns {', '.join(sorted(need))} (have {have})")
     frame = renderings.reset_index(drop=True).copy()
     for col in ("english", "lang", *(["model"] if "model" in frame.columns else [])):
         blank = frame[col].isna() | frame[col].astype(str).str.strip().eq("")
         if blank.any():
             row = int(np.flatnonzero(blank)[0])
-            raise MindcapError(
+            raise BadInputError(
                 f"the {where} have {int(blank.sum())} row(s) with no {col} (first: row {row + 1}); "
                 "fill them in or leave those traces out"
             )
@@ -170,7 +170,7 @@ def check_renderings(renderings: pd.DataFrame, where: str = "renderings") -> pd.
         bad = ~np.isfinite(values) | (values != np.floor(values)) | (values < 0)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise MindcapError(
+            raise BadInputError(
                 f"the {where} need whole numbers >= 0 in {col}; row {row + 1} has {frame[col].tolist()[row]!r}"
             )
         frame[col] = values.astype(np.int64)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 
 DEFAULT_DELIMITER = r"\n[ \t]*\n"
 _LABEL = re.compile(
@@ -27,7 +27,7 @@ def _compiled(delimiter: str) -> re.Pattern[str]:
     try:
         return re.compile(delimiter)
     except re.error as exc:
-        raise MindcapError(f"invalid --delimiter {delimiter!r}: {exc}") from exc
+        raise BadInputError(f"invalid --delimiter {delimiter!r}: {exc}") from exc
 
 
 def check_delimiter(delimiter: str) -> str:

@@ -417,7 +417,7 @@ def select_audits(only: Sequence[str] | None) -> list[str]:
     names = [a for a in AUDITS if REGISTRY[a].default] if not only else [o.strip().lower() for o in only]
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        raise MindcapError(f"unknown audit(s) {', '.join(unknown)}; use {', '.join(AUDITS)}")
+        raise BadInputError(f"unknown audit(s) {', '.join(unknown)}; use {', '.join(AUDITS)}")
     return [a for a in AUDITS if a in names]
 
 
@@ -475,7 +475,7 @@ def audit_inputs(
 
     cells = ledger.read(columns=["model", "lang"])
     if cells.num_rows == 0:
-        raise MindcapError(f"no records in {ledger.root}: nothing to audit")
+        raise BadInputError(f"no records in {ledger.root}: nothing to audit")
     models = sorted(pc.unique(cells.column("model")).to_pylist())
     langs = sorted(pc.unique(cells.column("lang")).to_pylist())
     found: dict = {"notes": []}
@@ -559,7 +559,7 @@ def run_audits(
         ledger = source if isinstance(source, Ledger) else Ledger(source)
         records, where = ledger.read(columns=list(_COLUMNS)), str(ledger.root)
     if records.num_rows == 0:  # an audit with no data is an error, never "ok"
-        raise MindcapError(f"no records in {where}: nothing to audit")
+        raise BadInputError(f"no records in {where}: nothing to audit")
     toks: dict[str, ResolvedTokenizer] = {}
     if any("tokenizers" in spec.needs for spec in specs):
         toks = resolve_tokenizers(

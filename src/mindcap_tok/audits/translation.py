@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..metrics import chrf_scores, comet_scores
 from ..store import population_columns
 from ..tasks.model import Task
@@ -120,11 +120,11 @@ def translation_audit(
     metrics = {"chrf": chrf_scores(scored["segment"].tolist(), refs)}
     if comet_checkpoint is not None:
         if sources is None:
-            raise MindcapError("COMET needs each item in its own language (sources)")
+            raise BadInputError("COMET needs each item in its own language (sources)")
         srcs = [_lookup(sources, t, lang, i) for t, lang, i in scored[["task", "lang", "item"]].itertuples(index=False)]
         missing = [(lang, i) for lang, i, x in zip(scored["lang"], scored["item"], srcs, strict=True) if x is None]
         if missing:
-            raise MindcapError(f"COMET needs the source of every segment; none for {missing[0]}")
+            raise BadInputError(f"COMET needs the source of every segment; none for {missing[0]}")
         metrics["comet"] = comet_scores(srcs, scored["segment"].tolist(), references=refs, checkpoint=comet_checkpoint)
     for name, values in metrics.items():
         scored[name] = values

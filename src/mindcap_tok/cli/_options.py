@@ -7,7 +7,7 @@ import math
 import click
 
 from ..choices import FORMATS, MAX_BUDGET
-from ..errors import BadInputError, MindcapError
+from ..errors import BadInputError
 from ._parsing import MultiValueOption
 
 
@@ -28,7 +28,7 @@ def _budget_list(ctx: click.Context, param: click.Parameter, values: tuple) -> l
         except ValueError:
             number = None
         if number is None or not 1 <= number <= MAX_BUDGET:
-            raise MindcapError(f"{param.opts[0]}: {value!r} is not a valid budget; {_BUDGETS}")
+            raise BadInputError(f"{param.opts[0]}: {value!r} is not a valid budget; {_BUDGETS}")
         budgets.append(number)
     return budgets or None
 

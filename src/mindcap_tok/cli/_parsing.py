@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import click
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 
 
 class MultiValueOption(click.Option):
@@ -40,7 +40,7 @@ def _split(option: MultiValueOption, flag: str, texts: list[str]) -> list[str]:
     for text in texts:
         items = text.split(",")
         if not all(v.strip() for v in items):
-            raise MindcapError(f"{option.opts[0]} got an empty value ({text!r}); {option.expects}")
+            raise BadInputError(f"{option.opts[0]} got an empty value ({text!r}); {option.expects}")
         for item in items:
             out += [flag, item.strip()]
     return out

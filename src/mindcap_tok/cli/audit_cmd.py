@@ -156,21 +156,21 @@ def audit_command(state, ledger, out, only, **options) -> None:
 def _judge(options: dict, names: list[str]):
     """The language-ID judge of ``--adjudicate`` (its backend started), or ``None``; a one-line error for a judge
     option without it, or without ``--judge-model`` or the langid audit."""
-    from ..errors import MindcapError
+    from ..errors import BadInputError
 
     flags = [f for f, v in (("--judge-model", options["judge_model"]), ("--judge-backend", options["judge_backend"]),
                             ("--judge-base-url", options["judge_base_url"]), ("--timeout", options["timeout_s"]),
                             ("--max-retries", options["max_retries"])) if v not in (None, "", ())]  # fmt: skip
     if not options["adjudicate"]:
         if flags:
-            raise MindcapError(f"{', '.join(flags)} only apply with --adjudicate")
+            raise BadInputError(f"{', '.join(flags)} only apply with --adjudicate")
         return None
     if "langid" not in names:
-        raise MindcapError("--adjudicate judges the langid audit's labels: include langid in --only")
+        raise BadInputError("--adjudicate judges the langid audit's labels: include langid in --only")
     if not options["judge_model"]:
-        raise MindcapError("--adjudicate needs --judge-model (a model folder or Hugging Face id)")
+        raise BadInputError("--adjudicate needs --judge-model (a model folder or Hugging Face id)")
     if options["adjudicate_n"] < 1:
-        raise MindcapError(f"--adjudicate-n must be at least 1, got {options['adjudicate_n']}")
+        raise BadInputError(f"--adjudicate-n must be at least 1, got {options['adjudicate_n']}")
     from ..audits.lid_adjudication import LidJudge
     from ..generation import load_backend
     from ..spec import ServerOverrides
@@ -178,7 +178,7 @@ def _judge(options: dict, names: list[str]):
     urls = tuple(u for part in options["judge_base_url"] for u in part.split(",") if u)
     name = options["judge_backend"] or ("server" if urls else "vllm")
     if name == "server" and not urls:
-        raise MindcapError("--judge-backend server needs --judge-base-url http://HOST:8000/v1")
+        raise BadInputError("--judge-backend server needs --judge-base-url http://HOST:8000/v1")
     server = ServerOverrides(base_url=urls, timeout_s=options["timeout_s"], max_retries=options["max_retries"])
     server.check_backend(name, "the judge")
     model = options["judge_model"]

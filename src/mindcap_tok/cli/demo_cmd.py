@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ._parsing import Command
 
 
@@ -29,7 +29,7 @@ from ._parsing import Command
 def demo_command(state, out: str | None, tiny_model: str | None, seed: int, n_items: int, k: int) -> None:
     """Write a simulated ledger (four arms, de/th/sw, replay, independent and announcement designs) and a README."""
     if out is None and tiny_model is None:
-        raise MindcapError("give --out-dir DIR (the demo ledger), --tiny-model DIR (a tiny local model), or both")
+        raise BadInputError("give --out-dir DIR (the demo ledger), --tiny-model DIR (a tiny local model), or both")
     from ..demo import check_demo_outputs
 
     check_demo_outputs(out, tiny_model)  # both folders before either is written

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ._options import format_option, no_verify_option, out_dir_option, out_file_option, task_files_option
 from ._output import emit, render
 from ._parsing import Group
@@ -108,17 +108,17 @@ def import_command(
     """
     if source != "jsonl":
         if allow_text_mismatch:
-            raise MindcapError(f"--allow-text-mismatch applies to --from jsonl (--from {source} re-encodes the texts)")
+            raise BadInputError(f"--allow-text-mismatch applies to --from jsonl (--from {source} re-encodes the texts)")
         if think_close is not None:
             why = "finds a thought's </think> itself" if source == "lighteval" else "logs hold no thinking records"
-            raise MindcapError(f"--think-close applies to --from jsonl (--from {source} {why})")
+            raise BadInputError(f"--think-close applies to --from jsonl (--from {source} {why})")
         importer = _import_inspect if source == "inspect" else _import_logs
         importer(state, paths, out, source, tokenizer, tasks)
         return
     from ..ingest import ImportInterrupted, import_jsonl
 
     if len(paths) != 1 or Path(paths[0]).is_dir():  # a pipe or FIFO is the importer's to judge
-        raise MindcapError("--from jsonl imports one file (or `-`); give a single JSON-lines file")
+        raise BadInputError("--from jsonl imports one file (or `-`); give a single JSON-lines file")
     file = paths[0]
     # a pipe can be read only once: count lines (for the progress bar) only in regular files
     total = _count_lines(file) if file != "-" and Path(file).is_file() else 0
@@ -150,9 +150,9 @@ def _import_logs(state, paths: tuple[str, ...], out: str, source: str, tokenizer
 
     if tokenizer is None:
         why = "its ids are checked against it" if source == "lighteval" else "the logs hold texts, not ids"
-        raise MindcapError(f"--from {source} needs --tokenizer (the model's tokenizer: {why})")
+        raise BadInputError(f"--from {source} needs --tokenizer (the model's tokenizer: {why})")
     if "-" in paths:
-        raise MindcapError(f"--from {source} reads files or folders, not standard input")
+        raise BadInputError(f"--from {source} reads files or folders, not standard input")
     result = import_logs(
         paths, out, source=source, tokenizer=tokenizer, tokenizers_dir=state.config.tokenizers_dir.value, tasks=tasks
     )
@@ -170,9 +170,9 @@ def _import_inspect(state, paths: tuple[str, ...], out: str, source: str, tokeni
     from ..ingest import import_inspect
 
     if tokenizer is None:
-        raise MindcapError("--from inspect needs --tokenizer (the model's tokenizer: the logs hold texts, not ids)")
+        raise BadInputError("--from inspect needs --tokenizer (the model's tokenizer: the logs hold texts, not ids)")
     if len(tasks) > 1:
-        raise MindcapError("--from inspect takes one --task (the task of logs whose task is not built in)")
+        raise BadInputError("--from inspect takes one --task (the task of logs whose task is not built in)")
     result = import_inspect(
         paths,
         out,

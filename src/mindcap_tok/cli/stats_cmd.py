@@ -232,15 +232,15 @@ def report_command(state, out, **common) -> None:
 def cost_grid_command(ledger, prices_file, protocol_file, budgets, reference, models, fmt, out) -> None:
     """Budgets whose dollar cost per item (in_price·prompt_tokens + out_price·B, the ledger's mean prompt tokens
     per cell) matches the reference cell's at each reference budget B; the grid, prices and reference recorded."""
-    from ..errors import MindcapError
+    from ..errors import BadInputError
     from ..stats.cost import ledger_prompt_tokens, load_prices, matched_cost_grid
     from ..stats.protocol import load_protocol
 
     if (prices_file is None) == (protocol_file is None):
-        raise MindcapError("give the token prices with exactly one of --prices FILE and --protocol FILE")
+        raise BadInputError("give the token prices with exactly one of --prices FILE and --protocol FILE")
     prices = load_prices(prices_file) if prices_file else load_protocol(protocol_file).prices
     if not prices:
-        raise MindcapError(f"{protocol_file} declares no [prices]")
+        raise BadInputError(f"{protocol_file} declares no [prices]")
     ref = dict(part.partition("=")[::2] for part in reference.split(","))
     grid = matched_cost_grid(
         ledger_prompt_tokens(ledger, models=models),

@@ -15,7 +15,7 @@ from pathlib import Path
 from .._io import regular_file
 from ..choices import SPLITS as SPLITS
 from ..config import hub_unavailable, load_config
-from ..errors import MindcapError, first_line
+from ..errors import BadInputError, SetupError, first_line
 from .languages import resolve_language
 
 DEFAULT_HF_DATASET = "hf:openlanguagedata/flores_plus"
@@ -28,7 +28,7 @@ def flores_source(data_dir: str | os.PathLike[str] | None = None) -> str:
         return DEFAULT_HF_DATASET
     folder = root / "flores200"
     if not folder.is_dir():
-        raise MindcapError(
+        raise BadInputError(
             f"FLORES-200 folder not found: {folder} (set data_dir in mindcap.toml, MINDCAP_DATA_DIR or --data-dir)"
         )
     return str(folder)
@@ -41,7 +41,7 @@ def flores_file(source: str, code: str, *, split: str) -> str:
 
 def _check_split(split: str) -> None:
     if split not in SPLITS:
-        raise MindcapError(f"unknown FLORES split {split!r}; use one of {', '.join(SPLITS)}")
+        raise BadInputError(f"unknown FLORES split {split!r}; use one of {', '.join(SPLITS)}")
 
 
 @cache
@@ -50,16 +50,16 @@ def _read_local(folder: str, code: str, split: str, nfc: bool = True) -> tuple[s
     try:
         text = regular_file(path, "FLORES file").read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise MindcapError(f"FLORES file missing: {path}") from exc
+        raise BadInputError(f"FLORES file missing: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:
-        raise MindcapError(f"cannot read FLORES file {path}: {exc}") from exc
+        raise BadInputError(f"cannot read FLORES file {path}: {exc}") from exc
     if nfc:  # the whole file at once: a newline is a starter no mark composes with, so lines come out the same
         text = unicodedata.normalize("NFC", text)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines:
-        raise MindcapError(f"FLORES file is empty: {path}")
+        raise BadInputError(f"FLORES file is empty: {path}")
     return tuple(lines)
 
 
@@ -72,18 +72,18 @@ def _read_hub(dataset_id: str, code: str, split: str, nfc: bool = True) -> tuple
     )
     why = hub_unavailable()
     if why is not None:
-        raise MindcapError(f"no local FLORES-200 folder and {why}; {hint}")
+        raise BadInputError(f"no local FLORES-200 folder and {why}; {hint}")
     try:
         import datasets
     except ImportError as exc:
-        raise MindcapError("the Hugging Face `datasets` package is needed to read FLORES from the hub") from exc
+        raise SetupError("the Hugging Face `datasets` package is needed to read FLORES from the hub") from exc
     try:
         ds = datasets.load_dataset(dataset_id, code, split=split)
     except Exception as exc:
-        raise MindcapError(f"cannot load {code}/{split} from hf:{dataset_id} ({first_line(exc)}); {hint}") from exc
+        raise BadInputError(f"cannot load {code}/{split} from hf:{dataset_id} ({first_line(exc)}); {hint}") from exc
     column = "text" if "text" in ds.column_names else "sentence"
     if not len(ds):
-        raise MindcapError(f"FLORES data is empty: hf:{dataset_id} {code}/{split}")
+        raise BadInputError(f"FLORES data is empty: hf:{dataset_id} {code}/{split}")
     return tuple(unicodedata.normalize("NFC", s) for s in ds[column]) if nfc else tuple(ds[column])
 
 
@@ -121,7 +121,7 @@ def load_parallel(
             continue
         lines = load_flores(code, split, source=src, nfc=nfc)
         if len(lines) != n_ref:
-            raise MindcapError(
+            raise BadInputError(
                 f"FLORES files are not line-aligned: {flores_file(src, code, split=split)} has {len(lines)} lines, "
                 f"{ref_code}.{split} has {n_ref}"
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 
 
 def _resource_lines(name: str) -> list[str]:
@@ -38,8 +38,8 @@ def resolve_language(name: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
-        raise MindcapError(f"language {name!r} is ambiguous: {', '.join(matches)}")
-    raise MindcapError(
+        raise BadInputError(f"language {name!r} is ambiguous: {', '.join(matches)}")
+    raise BadInputError(
         f"unknown language {name!r}: use a FLORES-200 code such as tha_Thai or an alias such as th "
         "(`mindcap-tok languages` lists them)"
     )

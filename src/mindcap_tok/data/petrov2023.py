@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..config import load_config
-from ..errors import MindcapError
+from ..errors import BadInputError
 
 FOLDER = Path("reference") / "petrov2023_tokenization_fairness"
 # our registry name -> Petrov et al.'s column, for the tokenizers whose files are the ones they used
@@ -25,7 +25,7 @@ def petrov2023_folder(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """The folder holding Petrov et al.'s CSV files."""
     root = Path(data_dir) if data_dir is not None else load_config().data_dir.value
     if root is None or not (root / FOLDER).is_dir():
-        raise MindcapError(f"Petrov et al. reference data not found: {FOLDER} under data_dir {root}")
+        raise BadInputError(f"Petrov et al. reference data not found: {FOLDER} under data_dir {root}")
     return root / FOLDER
 
 
@@ -37,7 +37,7 @@ def petrov2023_lengths(column: str, data_dir: str | os.PathLike[str] | None = No
     with open(regular_file(folder / "tokenization_lengths.csv", "reference file"), encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows or column not in rows[0]:
-        raise MindcapError(f"no column {column!r} in {folder / 'tokenization_lengths.csv'}")
+        raise BadInputError(f"no column {column!r} in {folder / 'tokenization_lengths.csv'}")
     out = {}
     for row in rows:
         value = row[column].strip()

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from .._io import check_output_folder, output_folder
-from ..errors import MindcapError, MissingExtraError
+from ..errors import MissingExtraError
 from ..tokenization.load import load_tokenizer
 
 PRODUCER = "mindcap-tok demo --tiny-model"
@@ -54,9 +54,7 @@ def save_tiny_qwen3(folder: str | os.PathLike[str], tokenizer, *, seed: int = 0,
         import torch
         from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
     except ImportError as exc:
-        raise MindcapError(
-            f"the tiny model needs torch and transformers ({exc.name} is missing): pip install -e '.[torch]'"
-        ) from exc
+        raise MissingExtraError(exc.name or "torch", "torch", needed_by="the tiny model") from exc
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         eos_token="<|im_end|>",

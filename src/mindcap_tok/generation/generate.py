@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .._io import atomic_write_text, regular_file
-from ..errors import MindcapError
+from ..errors import BadInputError, DamagedDataError
 from ..spec import ServerOverrides
 from ..store import KEY_COLUMNS, Ledger, ThinkMarkers, key_tuples, think_end, think_markers
 from ..tasks.answers.integer import parse_answer
@@ -168,12 +168,12 @@ def _write_job(ledger: Ledger, plan: Plan) -> None:
         try:
             old = json.loads(regular_file(path, "job record").read_text("utf-8")).get("spec") or {}
         except (OSError, ValueError, AttributeError) as exc:
-            raise MindcapError(f"{path} is unreadable ({exc}); restore it or rename the job") from exc
+            raise DamagedDataError(f"{path} is unreadable ({exc}); restore it or rename the job") from exc
         if _identity(old) == _identity(json.loads(json.dumps(record["spec"]))):
             return
         model, arms, langs = old.get("model_name"), old.get("arms"), old.get("langs")
         if ledger.exists() and ledger.read(model, arms, lang=langs, columns=["item"]).num_rows:
-            raise MindcapError(f"{path} holds a different spec under the job name {plan.spec.name!r}; rename the job")
+            raise BadInputError(f"{path} holds a different spec under the job name {plan.spec.name!r}; rename the job")
     atomic_write_text(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -382,7 +382,7 @@ def _spec(job: JobSpec | str | os.PathLike[str], data_dir, tokenizers_dir, task)
     """The job's spec: given, or read from its file (with ``task`` in place of the file's)."""
     if isinstance(job, JobSpec):
         if task is not None:
-            raise MindcapError("a task replaces the one of a spec file, not of a parsed JobSpec")
+            raise BadInputError("a task replaces the one of a spec file, not of a parsed JobSpec")
         return job
     return load_spec(job, data_dir=data_dir, tokenizers_dir=tokenizers_dir, task=task)
 

@@ -14,7 +14,7 @@ import importlib
 import os
 from collections.abc import Sequence
 
-from ..errors import BadInputError, MindcapError, first_line
+from ..errors import BadInputError, StorageError, first_line
 from ..store import Ledger, RecordError, ShardInfo
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .jsonl import ImportResult
@@ -81,7 +81,7 @@ def commit(
         raise BadInputError(f"{sources[exc.index]}: {exc}{other}") from exc
     except OSError as exc:
         why = exc.strerror or first_line(exc)
-        raise MindcapError(
+        raise StorageError(
             f"import of {name} stopped ({why}): 0 records committed to {led.root} (the import is one commit); "
             "rerun once the problem is fixed"
         ) from exc

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._io import regular_file
-from ..errors import MindcapError, first_line, with_context
+from ..errors import BadInputError, MindcapError, StorageError, first_line, with_context
 from ..store import (
     CELL_COLUMNS,
     COLUMNS,
@@ -120,30 +120,30 @@ def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, dict, int]]:
     while raw := stream.readline(LINE_LIMIT + 1):
         number += 1
         if len(raw) > LINE_LIMIT and not raw.endswith(b"\n"):
-            raise MindcapError(f"{name}:{number}: line longer than {human(LINE_LIMIT)} (the most a record may take)")
+            raise BadInputError(f"{name}:{number}: line longer than {human(LINE_LIMIT)} (the most a record may take)")
         try:
             line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as exc:
-            raise MindcapError(f"{name}:{number}: not valid UTF-8 ({exc.reason} at byte {exc.start + 1})") from exc
+            raise BadInputError(f"{name}:{number}: not valid UTF-8 ({exc.reason} at byte {exc.start + 1})") from exc
         if not line.strip():
             continue
         try:
             obj = json.loads(line, object_pairs_hook=_unique_keys)
         except RecursionError as exc:
-            raise MindcapError(f"{name}:{number}: JSON nested too deeply") from exc
+            raise BadInputError(f"{name}:{number}: JSON nested too deeply") from exc
         except _RepeatedKey as exc:
-            raise MindcapError(
+            raise BadInputError(
                 f"{name}:{number}: key {exc.args[0]!a} appears twice in one JSON object (which value is meant?)"
             ) from exc
         except ValueError as exc:
-            raise MindcapError(f"{name}:{number}: not valid JSON ({getattr(exc, 'msg', exc)})") from exc
+            raise BadInputError(f"{name}:{number}: not valid JSON ({getattr(exc, 'msg', exc)})") from exc
         if not isinstance(obj, dict):
-            raise MindcapError(f"{name}:{number}: expected a JSON object, got {type(obj).__name__}")
+            raise BadInputError(f"{name}:{number}: expected a JSON object, got {type(obj).__name__}")
         if _SURROGATE_ESCAPE.search(raw):
             for key, value in obj.items():
                 for text in (key, value):
                     if isinstance(text, str) and not _is_text(text):
-                        raise MindcapError(
+                        raise BadInputError(
                             f"{name}:{number}: {key!a} holds a lone surrogate escape (\\ud800-\\udfff), not text"
                         )
         yield number, obj, len(raw)
@@ -185,18 +185,18 @@ def _think(rec: dict, where: str, tokenizer: ResolvedTokenizer, think_close: str
     """Set ``think_end`` of a record with ``thinking`` true from its output ids; check a given one."""
     thinking = rec.get("thinking", False)
     if not isinstance(thinking, bool):
-        raise MindcapError(f"{where}: thinking = {thinking!r} is not a valid bool (true or false is required)")
+        raise BadInputError(f"{where}: thinking = {thinking!r} is not a valid bool (true or false is required)")
     if not thinking:
         if rec.get("think_end") is not None:
-            raise MindcapError(f"{where}: think_end is given but thinking is not true")
+            raise BadInputError(f"{where}: think_end is given but thinking is not true")
         return
     try:
         end = think_end(rec["output_ids"], think_markers(tokenizer, think_close), tokenizer=tokenizer)
     except (TypeError, ValueError, IndexError) as exc:
-        raise MindcapError(f"{where}: output_ids must be a list of integer token ids ({first_line(exc)})") from exc
+        raise BadInputError(f"{where}: output_ids must be a list of integer token ids ({first_line(exc)})") from exc
     if "think_end" in rec and rec["think_end"] != end:
         found = "no closing think marker" if end is None else f"the thought closing at output index {end}"
-        raise MindcapError(f"{where}: think_end = {rec['think_end']!r} but the output ids hold {found}")
+        raise BadInputError(f"{where}: think_end = {rec['think_end']!r} but the output ids hold {found}")
     rec["think_end"] = end
 
 
@@ -207,17 +207,17 @@ def _record(
     generated ones (given in the line and not marked retokenized): only those are checked against cap and text."""
     unknown = sorted(set(obj) - set(COLUMNS))
     if unknown:
-        raise MindcapError(f"{where}: unknown key(s) {', '.join(unknown)}; {RECORD_KEYS}")
+        raise BadInputError(f"{where}: unknown key(s) {', '.join(unknown)}; {RECORD_KEYS}")
     rec = dict(obj)
     _check_gold_type(rec, where)
     retokenized = rec.get("retokenized", False)
     if not isinstance(retokenized, bool):
-        raise MindcapError(f"{where}: retokenized = {retokenized!r} is not a valid bool (true or false is required)")
+        raise BadInputError(f"{where}: retokenized = {retokenized!r} is not a valid bool (true or false is required)")
     generated = rec.get("output_ids") is not None and not retokenized
     for ids_key, text_key in (("output_ids", "text"), ("prompt_ids", "prompt")):
         if rec.get(ids_key) is None:
             if not isinstance(rec.get(text_key), str):
-                raise MindcapError(f"{where}: neither {ids_key} nor a {text_key} string to tokenize")
+                raise BadInputError(f"{where}: neither {ids_key} nor a {text_key} string to tokenize")
             rec[ids_key] = tokenizer.encode(rec[text_key])  # any family, no special tokens
             retokenized = True
     rec["retokenized"] = retokenized
@@ -239,17 +239,17 @@ def _check_gold_type(rec: dict, where: str) -> None:
     text gold as MGSM gold answers are read (``"1,000"`` -> 1000), as imports always did."""
     task = rec.get("task", DEFAULT_TASK)
     if not isinstance(task, str):
-        raise MindcapError(f"{where}: task = {task!r} is not a string (a task name, default {DEFAULT_TASK!r})")
+        raise BadInputError(f"{where}: task = {task!r} is not a string (a task name, default {DEFAULT_TASK!r})")
     want, gold = gold_type(task), rec.get("gold")
     if want is int and rec.get("gold_text") is not None:
-        raise MindcapError(f"{where}: gold_text is given, but task {task!r} takes an integer gold (give it as gold)")
+        raise BadInputError(f"{where}: gold_text is given, but task {task!r} takes an integer gold (give it as gold)")
     if want is int and isinstance(gold, str):
         try:
             rec["gold"] = parse_gold(gold)
         except MindcapError as exc:
-            raise MindcapError(f"{where}: gold = {gold!r} is not an integer, but task {task!r} takes one") from exc
+            raise BadInputError(f"{where}: gold = {gold!r} is not an integer, but task {task!r} takes one") from exc
     if want is str and isinstance(gold, int) and not isinstance(gold, bool):
-        raise MindcapError(f'{where}: gold = {gold} is an integer, but task {task!r} takes a text gold ("{gold}")')
+        raise BadInputError(f'{where}: gold = {gold} is an integer, but task {task!r} takes a text gold ("{gold}")')
 
 
 def check_capped_lengths(table: pa.Table, generated: np.ndarray) -> None:
@@ -344,7 +344,7 @@ def import_jsonl(
 
     def at_line(exc: RecordError) -> MindcapError:
         msg = f"{name}:{lines[exc.index]}: {exc}"
-        return MindcapError(msg if exc.other is None else f"{msg} (line {lines[exc.other]})")
+        return BadInputError(msg if exc.other is None else f"{msg} (line {lines[exc.other]})")
 
     def flush() -> None:
         if not batch:
@@ -396,7 +396,7 @@ def import_jsonl(
             for number, obj, size in _lines(stream, name):
                 where = f"{name}:{number}"
                 if not isinstance(obj.get("model"), str):
-                    raise MindcapError(f"{where}: 'model' must be a string")
+                    raise BadInputError(f"{where}: 'model' must be a string")
                 rec, retok, gen = _record(obj, where, resolve(obj["model"]), think_close)
                 result.read += 1
                 result.retokenized += retok
@@ -419,9 +419,9 @@ def import_jsonl(
     except KeyboardInterrupt as exc:
         raise ImportInterrupted(stopped("interrupted")) from exc
     except OSError as exc:
-        raise MindcapError(stopped(f"{exc.strerror or first_line(exc)}")) from exc
+        raise StorageError(stopped(f"{exc.strerror or first_line(exc)}")) from exc
     if result.read == 0:
-        raise MindcapError(f"{name} holds no records")
+        raise BadInputError(f"{name} holds no records")
     return result
 
 
@@ -462,6 +462,6 @@ def _open(path: str | os.PathLike[str], name: str) -> Iterator[BinaryIO]:
     try:
         fh = open(regular_file(path, "input", pipe_ok=True), "rb")  # noqa: SIM115 - closed below; a pipe must be opened exactly once
     except OSError as exc:
-        raise MindcapError(f"cannot read {name}: {exc.strerror or exc}") from exc
+        raise BadInputError(f"cannot read {name}: {exc.strerror or exc}") from exc
     with fh:
         yield fh

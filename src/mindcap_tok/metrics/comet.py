@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import MindcapError, MissingExtraError
+from ..errors import BadInputError, MissingExtraError
 
 
 def comet_scores(
@@ -29,7 +29,7 @@ def comet_scores(
     except ImportError as exc:
         raise MissingExtraError("unbabel-comet", "comet") from exc
     if not os.path.isfile(checkpoint):
-        raise MindcapError(f"COMET checkpoint {checkpoint} does not exist")
+        raise BadInputError(f"COMET checkpoint {checkpoint} does not exist")
     model = load_from_checkpoint(str(checkpoint))
     data = [{"src": s, "mt": h, "ref": r} for s, h, r in zip(sources, hypotheses, references, strict=True)]
     out = model.predict(data, batch_size=batch_size, gpus=0, progress_bar=False)

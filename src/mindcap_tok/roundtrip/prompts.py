@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from .._io import regular_file
-from ..errors import BadInputError, MindcapError
+from ..errors import BadInputError
 from ..spec import SpecError, validate
 from ..templates import template_fields
 from .mqm import PASS_THRESHOLD, WEIGHTS
@@ -56,7 +56,7 @@ def prompt_file(path: str | os.PathLike[str]) -> tuple[str, str]:
     """(absolute path, SHA-256) of a job's own template file, checked as :func:`load_templates` checks one."""
     file = regular_file(path, "prompts file")
     if not file.is_file():
-        raise MindcapError(f"prompts file not found: {file}")
+        raise BadInputError(f"prompts file not found: {file}")
     absolute = str(file.resolve())
     load_templates(absolute)
     return absolute, hashlib.sha256(file.read_bytes()).hexdigest()
@@ -77,9 +77,9 @@ def load_templates(version: str = DEFAULT_VERSION) -> dict:
         try:
             data = json.loads(Path(version).read_text("utf-8"))
         except (OSError, ValueError) as exc:
-            raise MindcapError(f"cannot read prompts file {version}: {exc}") from exc
+            raise BadInputError(f"cannot read prompts file {version}: {exc}") from exc
     elif version not in prompt_versions():
-        raise MindcapError(f"unknown round-trip prompt version {version!r}; shipped: {', '.join(prompt_versions())}")
+        raise BadInputError(f"unknown round-trip prompt version {version!r}; shipped: {', '.join(prompt_versions())}")
     else:
         data = json.loads(resources.files(_PACKAGE).joinpath(f"{version}.json").read_text("utf-8"))
     where = os.path.basename(version) if _is_file(version) else version
@@ -88,14 +88,14 @@ def load_templates(version: str = DEFAULT_VERSION) -> dict:
         raise SpecError(where, f"severities and pass_threshold must be MQM's own ({WEIGHTS}, {PASS_THRESHOLD:g})")
     schema = data.get("judge_schema")
     if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise MindcapError(f"round-trip template {version} has no judge_schema (a JSON schema of an object)")
+        raise BadInputError(f"round-trip template {version} has no judge_schema (a JSON schema of an object)")
     for key, want in _FIELDS.items():
         try:
             got = template_fields(data[key])
         except BadInputError as exc:
             raise BadInputError(f"round-trip template {version}/{key} {exc}") from None
         if got != want:
-            raise MindcapError(
+            raise BadInputError(
                 f"round-trip template {version}/{key} has placeholders {sorted(got)}, not {sorted(want)}"
             )
     return data

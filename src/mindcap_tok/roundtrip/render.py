@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from .._io import check_folder_path, check_tree, enclosing_ledger, folder_lock, regular_file, write_inside
 from .._json import dumps_strict
-from ..errors import BadInputError, DamagedDataError, MindcapError, StorageError, with_context
+from ..errors import BadInputError, DamagedDataError, StorageError, with_context
 from ..spec import Sampling, SpecError, seed_hash, validate
 from ..store import committed_path, encode_table, roll_forward
 from ..tasks.roles import NATIVE_ROLE, role_mask
@@ -109,17 +109,17 @@ def load_prompt(prompts: str = DEFAULT_PROMPTS) -> tuple[str, str]:
         try:
             data = json.loads(file.read_text("utf-8"))
         except (OSError, ValueError) as exc:
-            raise MindcapError(f"cannot read prompts file {file}: {exc}") from None
+            raise BadInputError(f"cannot read prompts file {file}: {exc}") from None
         ident = f"{file.stem}:render"
     else:
         try:
             text = resources.files("mindcap_tok.resources.render").joinpath(f"{prompts}.json").read_text("utf-8")
         except FileNotFoundError:
-            raise MindcapError(f"unknown render prompt version {prompts!r}; shipped: {DEFAULT_PROMPTS}") from None
+            raise BadInputError(f"unknown render prompt version {prompts!r}; shipped: {DEFAULT_PROMPTS}") from None
         data, ident = json.loads(text), f"{prompts}:render"
     template = data.get("translate") if isinstance(data, dict) else None
     if not isinstance(template, str):
-        raise MindcapError(f"render prompts {prompts}: need a 'translate' template (a string)")
+        raise BadInputError(f"render prompts {prompts}: need a 'translate' template (a string)")
     try:
         names = template_fields(template)
     except BadInputError as exc:
@@ -165,7 +165,7 @@ class _Store:
     def __init__(self, root: Path, identity: dict) -> None:
         check_folder_path(root, "render folder")
         if enclosing_ledger(root) is not None:
-            raise MindcapError(f"render folder {root} is or lies inside a ledger; choose another")
+            raise BadInputError(f"render folder {root} is or lies inside a ledger; choose another")
         self.root, self._identity = root, identity
         self._load()
 
@@ -176,7 +176,7 @@ class _Store:
             check_tree(root, "render folder")
             foreign = [p.name for p in root.iterdir() if p.name not in own and not p.name.startswith(".")]
             if foreign:
-                raise MindcapError(f"render folder {root} holds files that are not a render run's ({foreign[0]})")
+                raise BadInputError(f"render folder {root} holds files that are not a render run's ({foreign[0]})")
         path = regular_file(root / MANIFEST, "render manifest")
         other = "render run (other traces, translator, prompt, cap, seed or sampling)"
         found = read_run_manifest(path, fmt=FORMAT, identity=self._identity, what="render manifest", other=other)
@@ -236,9 +236,9 @@ def render_traces(
     template, ident = load_prompt(spec.prompts)
     traces = native_traces(records)
     if traces.num_rows == 0:
-        raise MindcapError("the ledger holds no native traces to render")
+        raise BadInputError("the ledger holds no native traces to render")
     if spec.wave_size < 1 or spec.max_tokens < 1:
-        raise MindcapError("wave_size and max_tokens must be at least 1")
+        raise BadInputError("wave_size and max_tokens must be at least 1")
     identity = {"traces": traces.num_rows, "sha256": _fingerprint(traces), "template": template,
                 "spec": {**asdict(spec), "sampling": spec.sampling.model_dump(), "prompts": ident,
                          "keep_capped": None}}  # fmt: skip

@@ -47,7 +47,7 @@ import pandas as pd
 from .._io import check_output_folder, output_folder, regular_file
 from .._json import dumps_strict
 from .._tables import markdown_table
-from ..errors import BadInputError, DamagedDataError, MindcapError, MissingExtraError
+from ..errors import BadInputError, DamagedDataError, MindcapError, MissingExtraError, with_context
 from ..metrics import chrf_scores, comet_scores, label_segments, lid_labels, load_lid_model, macrolanguages
 from ..metrics.langid import MIN_LETTERS, THRESHOLD
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
@@ -122,7 +122,7 @@ def read_run(
     root = Path(run_dir)
     path = regular_file(root / MANIFEST, "round-trip manifest")
     if not path.is_file():
-        raise MindcapError(
+        raise BadInputError(
             f"{root} is not a round-trip run folder (no {MANIFEST}); "
             "give the folder `mindcap-tok roundtrip --out-dir` wrote"
         )
@@ -140,13 +140,13 @@ def read_run(
         try:
             loaded = _load(where, source_lang, spec, texts is None, data_dir)
         except MindcapError as exc:
-            raise MindcapError(
-                f"cannot reload the run's source texts: {exc} (give them with --texts / texts=)"
+            raise with_context(
+                exc, f"cannot reload the run's source texts: {exc} (give them with --texts / texts=)"
             ) from exc
     else:
         loaded = list(texts)
     if texts_hash(loaded) != manifest["identity"]["texts"]:
-        raise MindcapError(
+        raise BadInputError(
             f"the source texts ({spec['texts']}) differ from the ones run {root} translated; give the run's texts"
         )
     return _rebuild(root, store, manifest, loaded)
@@ -183,7 +183,7 @@ def _rebuild(root: Path, store: RunStore, manifest: dict, loaded: list[Text]) ->
             _check_record(index, row, root / name, judges=judges)
             apply_judge(index, row)
     if not hop_rows:
-        raise MindcapError(f"run {root} holds no hop records yet; run it first")
+        raise BadInputError(f"run {root} holds no hop records yet; run it first")
     samples = pd.DataFrame([sample_row(c, judge=j, seed=spec["seed"]) for c in chains for j in judges])
     hops = pd.DataFrame(hop_rows) if hop_rows else pd.DataFrame(columns=["model", "text_id", "sequence", "hop"])
     return RunData(manifest, {t.id: t for t in loaded}, hops, samples)
@@ -564,7 +564,7 @@ def roundtrip_report(
 def _check_out_dir(run: Path, out: Path) -> None:
     """Refuse an output folder in or around the run folder ``run``, inside another run, or holding other files."""
     if inside_folder(out, run) or inside_folder(run, out):
-        raise MindcapError(f"write the report outside the run folder {run} (and not around it)")
+        raise BadInputError(f"write the report outside the run folder {run} (and not around it)")
     check_outside_runs(out)
     check_output_folder(out, PRODUCER)
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..generation import load_backend
 from ..store import think_markers
 from .chat import chat_requests, decode_requests, generator_label
@@ -105,7 +105,7 @@ class RoundtripResult:
 def _backend_for(backends, model: str):
     if isinstance(backends, Mapping):
         if model not in backends:
-            raise MindcapError(f"no backend given for model {model!r}")
+            raise BadInputError(f"no backend given for model {model!r}")
         return backends[model]
     return backends
 
@@ -263,16 +263,16 @@ def _judge_backends(spec: RoundtripSpec, backend, judge_backend) -> dict[str, ob
     if isinstance(judge_backend, Mapping):
         missing = [n for n in names if n not in judge_backend]
         if missing:
-            raise MindcapError(f"no judge backend given for {', '.join(missing)}")
+            raise BadInputError(f"no judge backend given for {', '.join(missing)}")
         return {n: judge_backend[n] for n in names}
     if judge_backend is not None:
         if len(names) > 1:
-            raise MindcapError(f"give one judge backend per judge ({', '.join(names)}) as {{judge name: backend}}")
+            raise BadInputError(f"give one judge backend per judge ({', '.join(names)}) as {{judge name: backend}}")
         return {names[0]: judge_backend}
     tested = {m.name for m in spec.models}
     for name in names:
         if name not in tested:
-            raise MindcapError(f"give a judge backend: the judge {name!r} is none of the models")
+            raise BadInputError(f"give a judge backend: the judge {name!r} is none of the models")
     return {name: _backend_for(backend, name) for name in names}
 
 

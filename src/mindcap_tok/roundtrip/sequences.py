@@ -14,7 +14,7 @@ from functools import cache
 from importlib import resources
 
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import BadInputError
 
 _PACKAGE = "mindcap_tok.resources.roundtrip"
 #: the resource group of a custom chain
@@ -64,7 +64,7 @@ def language_name(code: str) -> str:
     """The English name used in prompts (``tha_Thai`` -> ``Thai``); a one-line error for a code with no name."""
     names = sequence_data()["names"]
     if code not in names:
-        raise MindcapError(f"no language name for {code} in resources/roundtrip/sequences.json; add it there")
+        raise BadInputError(f"no language name for {code} in resources/roundtrip/sequences.json; add it there")
     return names[code]
 
 
@@ -72,12 +72,12 @@ def parse_chain(text: str) -> Chain:
     """A custom chain ``en>de>th>en`` (FLORES codes or aliases): at least one pivot, same language at both ends."""
     parts = [p.strip() for p in text.split(">")]
     if len(parts) < 3 or not all(parts):
-        raise MindcapError(f"sequence {text!r}: write a chain as SRC>L1>...>SRC, e.g. en>de>th>en")
+        raise BadInputError(f"sequence {text!r}: write a chain as SRC>L1>...>SRC, e.g. en>de>th>en")
     langs = tuple(resolve_language(p) for p in parts)
     if langs[0] != langs[-1]:
-        raise MindcapError(f"sequence {text!r} must end in its source language {langs[0]} (a round trip)")
+        raise BadInputError(f"sequence {text!r} must end in its source language {langs[0]} (a round trip)")
     if any(a == b for a, b in itertools.pairwise(langs)):
-        raise MindcapError(f"sequence {text!r} translates a language into itself")
+        raise BadInputError(f"sequence {text!r} translates a language into itself")
     for code in langs:
         language_name(code)
     return Chain(">".join(langs), langs, CUSTOM_GROUP)
@@ -97,11 +97,11 @@ def resolve_sequences(names: list[str] | tuple[str, ...]) -> tuple[Chain, ...]:
         elif ">" in key:
             chains = [parse_chain(key)]
         else:
-            raise MindcapError(
+            raise BadInputError(
                 f"unknown sequence {name!r}; use one of {', '.join(preset_names())} or a chain like en>de>th>en"
             )
         for chain in chains:
             out.setdefault(chain.name, chain)
     if not out:
-        raise MindcapError("no sequences given")
+        raise BadInputError("no sequences given")
     return tuple(out.values())

@@ -42,7 +42,7 @@ from .._io import (
     regular_file,
 )
 from .._json import dumps_strict
-from ..errors import DamagedDataError, MindcapError, StorageError, with_context
+from ..errors import BadInputError, DamagedDataError, StorageError, with_context
 from ..spec import SpecError, validated_table
 from ..store import checked_bytes, commit_files, committed_path, encode_table, roll_forward, stage_file, utc_now
 
@@ -112,7 +112,7 @@ def read_run_manifest(path: Path, *, fmt: str, identity: dict, what: str, other:
     if not isinstance(manifest, dict) or manifest.get("format") != fmt:
         raise DamagedDataError(f"{path} is not a mindcap-tok {what}", path=path)
     if manifest.get("identity") != json.loads(dumps_strict(identity)):
-        raise MindcapError(f"{path.parent} holds another {other}; choose a new folder")
+        raise BadInputError(f"{path.parent} holds another {other}; choose a new folder")
     return manifest
 
 
@@ -234,21 +234,21 @@ class RunStore:
         check_folder_path(self.root, "round-trip folder")
         ledger = enclosing_ledger(self.root)
         if ledger is not None:
-            raise MindcapError(f"round-trip folder {self.root} is or lies inside the ledger {ledger}; choose another")
+            raise BadInputError(f"round-trip folder {self.root} is or lies inside the ledger {ledger}; choose another")
         if self.root.exists() and not self.root.is_dir():
-            raise MindcapError(f"round-trip folder {self.root} exists and is not a folder")
+            raise BadInputError(f"round-trip folder {self.root} exists and is not a folder")
         if not self.root.is_dir():
             return
         check_tree(self.root, "round-trip folder")
         entries = sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*"))
         foreign = [e for e in entries if not (_OWN.fullmatch(e) or _TMP.fullmatch(e))]
         if foreign:
-            raise MindcapError(
+            raise BadInputError(
                 f"round-trip folder {self.root} holds files that are not a round-trip run's "
                 f"({', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}); choose a new or empty folder"
             )
         if entries and not (self.root / MANIFEST).is_file() and any(e.endswith(".parquet") for e in entries):
-            raise MindcapError(f"round-trip folder {self.root} has Parquet files but no {MANIFEST}; choose another")
+            raise BadInputError(f"round-trip folder {self.root} has Parquet files but no {MANIFEST}; choose another")
 
     def has(self, name: str) -> bool:
         """Whether the file ``name`` (``hops/hop-01.parquet``) is committed."""

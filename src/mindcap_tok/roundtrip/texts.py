@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..data.flores import SPLITS, flores_source, load_flores
-from ..errors import MindcapError
+from ..errors import BadInputError
 
 #: a file text's category when it names none
 UNCATEGORIZED = "uncategorized"
@@ -57,9 +57,9 @@ def flores_texts(
 ) -> list[Text]:
     """Every FLORES paragraph of ``k`` consecutive sentences of ``split`` (a trailing partial one is dropped)."""
     if split not in SPLITS:
-        raise MindcapError(f"unknown FLORES split {split!r}; use flores:dev or flores:devtest")
+        raise BadInputError(f"unknown FLORES split {split!r}; use flores:dev or flores:devtest")
     if k < 1:
-        raise MindcapError(f"sentences_per_text must be >= 1, got {k}")
+        raise BadInputError(f"sentences_per_text must be >= 1, got {k}")
     source = flores_source(data_dir)
     lines = load_flores(lang, split, source=source)
     domains = _flores_domains(source, split)
@@ -71,7 +71,7 @@ def flores_texts(
         ident = f"{split}:{first}" if k == 1 else f"{split}:{first}-{last}"
         out.append(Text(ident, " ".join(lines[first : last + 1]), domains[first] if domains else "flores"))
     if not out:
-        raise MindcapError(f"FLORES {split} has {len(lines)} sentences: fewer than sentences_per_text = {k}")
+        raise BadInputError(f"FLORES {split} has {len(lines)} sentences: fewer than sentences_per_text = {k}")
     return out
 
 
@@ -92,19 +92,19 @@ def flores_references(
         span = ident.removeprefix(f"{split}:")
         first, _, last = span.partition("-")
         if not first.isdigit() or not (last or first).isdigit() or not ident.startswith(f"{split}:"):
-            raise MindcapError(f"text id {ident!r} is not a FLORES {split} text id")
+            raise BadInputError(f"text id {ident!r} is not a FLORES {split} text id")
         out[ident] = " ".join(lines[int(first) : int(last or first) + 1])
     return out
 
 
 def _row(row: object, where: str) -> Text:
     if not isinstance(row, dict):
-        raise MindcapError(f"{where}: expected an object with id and text")
+        raise BadInputError(f"{where}: expected an object with id and text")
     ident, text, cat, sub = row.get("id"), row.get("text"), row.get("category"), row.get("subcategory")
     if ident is None or (isinstance(ident, str) and not ident.strip()) or isinstance(ident, bool | dict | list):
-        raise MindcapError(f"{where}: missing or empty id")
+        raise BadInputError(f"{where}: missing or empty id")
     if not isinstance(text, str) or not text.strip():
-        raise MindcapError(f"{where}: text {ident!r} is empty")
+        raise BadInputError(f"{where}: text {ident!r} is empty")
     category = cat.strip() if isinstance(cat, str) and cat.strip() else UNCATEGORIZED
     subcategory = sub.strip() if isinstance(sub, str) and sub.strip() else None
     return Text(str(ident).strip(), text, category, subcategory)
@@ -114,16 +114,16 @@ def file_texts(path: str | os.PathLike[str]) -> list[Text]:
     """Texts from a ``.jsonl`` or ``.csv`` file (see the module docs)."""
     file = regular_file(path, "texts file")
     if not file.is_file():
-        raise MindcapError(f"texts file not found: {file}")
+        raise BadInputError(f"texts file not found: {file}")
     try:
         raw = file.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise MindcapError(f"cannot read texts file {file}: {exc}") from exc
+        raise BadInputError(f"cannot read texts file {file}: {exc}") from exc
     texts: list[Text] = []
     if file.suffix.lower() == ".csv":
         reader = csv.DictReader(raw.splitlines())
         if not reader.fieldnames or not {"id", "text"} <= set(reader.fieldnames):
-            raise MindcapError(f"{file}: a CSV of texts needs the columns id and text")
+            raise BadInputError(f"{file}: a CSV of texts needs the columns id and text")
         texts = [_row(r, f"{file}:{i + 2}") for i, r in enumerate(reader)]
     elif file.suffix.lower() in (".jsonl", ".ndjson"):
         for i, line in enumerate(raw.splitlines(), 1):
@@ -132,16 +132,16 @@ def file_texts(path: str | os.PathLike[str]) -> list[Text]:
             try:
                 row = json.loads(line)
             except ValueError as exc:
-                raise MindcapError(f"{file}:{i}: not JSON ({exc})") from exc
+                raise BadInputError(f"{file}:{i}: not JSON ({exc})") from exc
             texts.append(_row(row, f"{file}:{i}"))
     else:
-        raise MindcapError(f"texts file {file}: use a .jsonl or .csv file")
+        raise BadInputError(f"texts file {file}: use a .jsonl or .csv file")
     if not texts:
-        raise MindcapError(f"texts file {file} holds no texts")
+        raise BadInputError(f"texts file {file} holds no texts")
     seen: set[str] = set()
     for t in texts:
         if t.id in seen:
-            raise MindcapError(f"texts file {file}: duplicate id {t.id!r}")
+            raise BadInputError(f"texts file {file}: duplicate id {t.id!r}")
         seen.add(t.id)
     return texts
 
@@ -151,7 +151,7 @@ def sample_texts(texts: list[Text], n: int | None, seed: int) -> list[Text]:
     if n is None:
         return list(texts)
     if not 1 <= n <= len(texts):
-        raise MindcapError(f"sample = {n}: there are {len(texts)} texts")
+        raise BadInputError(f"sample = {n}: there are {len(texts)} texts")
     keep = set(random.Random(seed).sample(range(len(texts)), n))
     return [t for i, t in enumerate(texts) if i in keep]
 
@@ -171,7 +171,7 @@ def load_texts(
         texts = flores_texts(spec.removeprefix("flores:"), lang, sentences_per_text, data_dir)
     else:
         if sentences_per_text != 1:
-            raise MindcapError("sentences_per_text applies to FLORES texts only")
+            raise BadInputError("sentences_per_text applies to FLORES texts only")
         path = Path(spec)
         if base is not None and not path.is_absolute() and (base / path).is_file():
             path = base / path

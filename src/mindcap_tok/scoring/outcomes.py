@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import BadInputError, MindcapError
+from ..errors import BadInputError
 from ..store import answer_starts, thinks
 from ..tasks.answers import AnswerParser, per_language, task_parser
 from ..tasks.answers.choice import ChoiceParser
@@ -78,7 +78,7 @@ def answer_texts(part: pa.Table, tokenizer: ResolvedTokenizer | Mapping[str, Res
     if not thinks(part):
         return texts
     if tokenizer is None or "think_end" not in part.column_names:
-        raise MindcapError("records with thinking on need 'think_end' and their tokenizer to read the answer channel")
+        raise BadInputError("records with thinking on need 'think_end' and their tokenizer to read the answer channel")
     ids = part.column("output_ids").to_pylist()
     thinking = part.column("thinking").fill_null(False).to_numpy(zero_copy_only=False)
     ends = part.column("think_end").fill_null(-1).to_numpy(zero_copy_only=False)

@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..budgets import SCORE_BUDGETS, check_budgets
-from ..errors import BadInputError, MindcapError
+from ..errors import BadInputError
 from ..store import (
     CELL_COLUMNS,
     SETTING_COLUMNS,
@@ -465,15 +465,15 @@ def score_token_ids(
     splits = np.asarray(splits, dtype=np.int64)
     n = len(splits) - 1
     if len(golds) != n:
-        raise MindcapError(f"{len(golds)} gold answers for {n} records")
+        raise BadInputError(f"{len(golds)} gold answers for {n} records")
     done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
     if len(ids) and ids.min() < 0:
-        raise MindcapError(f"token id {int(ids.min())} is negative")
+        raise BadInputError(f"token id {int(ids.min())} is negative")
     ids = table.trace_ids(ids, splits)  # a dummy prefix: each trace's first text token without its space
     try:
         cut = table.lengths[ids]  # becomes the cut coordinates in place (the array is ~8 bytes per token)
     except IndexError as exc:
-        raise MindcapError(f"a token id is outside the tokenizer's {table.vocab_size} ids") from exc
+        raise BadInputError(f"a token id is outside the tokenizer's {table.vocab_size} ids") from exc
     n_tok = np.diff(splits)
     has_tok = n_tok > 0
     starts = splits[:-1][has_tok]
@@ -511,11 +511,11 @@ def score_prefixes(
     data = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
     n = len(data)
     if len(token_ends) != n or len(golds) != n:
-        raise MindcapError(f"{n} texts, {len(token_ends)} token offset arrays and {len(golds)} gold answers")
+        raise BadInputError(f"{n} texts, {len(token_ends)} token offset arrays and {len(golds)} gold answers")
     ends = [np.asarray(e, dtype=np.int64) for e in token_ends]
     for r, (d, e) in enumerate(zip(data, ends, strict=True)):
         if (len(e) and (e[-1] != len(d) or (np.diff(e) < 0).any() or e[0] < 0)) or (not len(e) and len(d)):
-            raise MindcapError(f"record {r}: token byte offsets must rise to the text's {len(d)} bytes")
+            raise BadInputError(f"record {r}: token byte offsets must rise to the text's {len(d)} bytes")
     done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
     splits = np.concatenate([[0], np.cumsum([len(e) for e in ends])]).astype(np.int64)
     totals = np.array([len(d) for d in data], dtype=np.int64)
@@ -586,12 +586,12 @@ def score_by_tokenizer(
         toks = {tokenizers.name: tokenizers}
     else:
         if "tokenizer" not in table.column_names:
-            raise MindcapError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
+            raise BadInputError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
         names = table.column("tokenizer").to_numpy(zero_copy_only=False)
         toks = dict(tokenizers)
         missing = [name for name in dict.fromkeys(names) if name not in toks]
         if missing:
-            raise MindcapError(f"no tokenizer given for {missing[0]!r}")
+            raise BadInputError(f"no tokenizer given for {missing[0]!r}")
     finish = table.column("finish_reason").to_numpy(zero_copy_only=False)
     golds = record_golds(table)
     starts = record_answer_starts(table)
@@ -640,7 +640,7 @@ def record_answer_starts(table: pa.Table) -> np.ndarray | None:
     if not thinks(table):
         return None
     if "think_end" not in table.column_names:
-        raise MindcapError("records with thinking on need the 'think_end' column to be scored")
+        raise BadInputError("records with thinking on need the 'think_end' column to be scored")
     thinking = table.column("thinking").to_numpy(zero_copy_only=False)
     ends = table.column("think_end").fill_null(-1).to_numpy(zero_copy_only=False)
     n_tok = pc.list_value_length(table.column("output_ids")).to_numpy(zero_copy_only=False)
@@ -652,7 +652,7 @@ def _blank_thoughts(ids: np.ndarray, splits: np.ndarray, starts: np.ndarray, tab
     no ``#`` or newline (a special token): the parser then sees the answer channel only, the cuts every token."""
     blank = np.flatnonzero((table.lengths[: table.vocab_size] == 0) & (table.flags[: table.vocab_size] == 0))
     if not len(blank):
-        raise MindcapError("the tokenizer has no id without text (a special token) to blank a thought with")
+        raise BadInputError("the tokenizer has no id without text (a special token) to blank a thought with")
     n_tok = np.diff(splits)
     offset = np.arange(len(ids)) - np.repeat(splits[:-1], n_tok)
     out = np.array(ids, copy=True)
@@ -803,7 +803,7 @@ def score_ledger(
         need.append("gold")
     missing = [c for c in need if c not in table.column_names]
     if missing:
-        raise MindcapError(f"records lack column(s) {', '.join(missing)} needed for scoring")
+        raise BadInputError(f"records lack column(s) {', '.join(missing)} needed for scoring")
     keys = table.select([*population_columns(table), "item", "sample"]).to_pandas()
     for col in CELL_COLUMNS:
         keys[col] = keys[col].astype(object)
@@ -814,7 +814,7 @@ def score_ledger(
         sha = {tokenizer.name: tokenizer.sha256}
     else:
         if "tokenizer" not in table.column_names:
-            raise MindcapError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
+            raise BadInputError("records have no 'tokenizer' column: name the tokenizer the ids belong to")
         toks = resolve_tokenizers(table.column("tokenizer").to_numpy(zero_copy_only=False), given=tokenizer)
         sha = {name: tok.sha256 for name, tok in toks.items()}
     res, versions, name = _score_tasks(table, toks, grid, parser, on_progress, tasks)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..resample import bootstrap_counts, check_level, check_resamples
 from .grid import AccuracyGrid
 
@@ -28,9 +28,9 @@ from .grid import AccuracyGrid
 def bootstrap_weights(n_items: int, n_boot: int, *, seed: int) -> np.ndarray:
     """(n_boot, n_items) item multiplicities; the project's one resampling primitive, re-exported."""
     if n_items < 1:
-        raise MindcapError("the bootstrap needs at least one item")
+        raise BadInputError("the bootstrap needs at least one item")
     if n_boot < 2:
-        raise MindcapError(f"n_boot must be at least 2, got {n_boot}")
+        raise BadInputError(f"n_boot must be at least 2, got {n_boot}")
     return bootstrap_counts(n_items, n_boot, seed=seed)
 
 
@@ -63,7 +63,7 @@ class Boot:
 
     def _check(self, other: Boot) -> None:
         if other.seed != self.seed or other.n_boot != self.n_boot:
-            raise MindcapError("cannot combine bootstraps drawn with different seeds or sizes (pairing lost)")
+            raise BadInputError("cannot combine bootstraps drawn with different seeds or sizes (pairing lost)")
 
     def __add__(self, other: Boot) -> Boot:
         self._check(other)
@@ -169,7 +169,7 @@ def item_bootstrap(
     if weights is None:
         weights = bootstrap_weights(n_items, n_boot, seed=seed)
     elif weights.shape[1] != n_items:
-        raise MindcapError(f"weights cover {weights.shape[1]} items but the sums have {n_items}")
+        raise BadInputError(f"weights cover {weights.shape[1]} items but the sums have {n_items}")
     flat_c = correct.reshape(n_items, -1)
     flat_n = count.reshape(n_items, -1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -201,7 +201,7 @@ def ratio_difference(
     shape = np.broadcast_shapes(*(c.shape for c in cols))
     n_items = shape[0]
     if weights.shape[1] != n_items:
-        raise MindcapError(f"weights cover {weights.shape[1]} items but the sums have {n_items}")
+        raise BadInputError(f"weights cover {weights.shape[1]} items but the sums have {n_items}")
     z = tuple(np.broadcast_to(c, shape).reshape(n_items, -1) for c in cols)  # num_a, den_a, num_b, den_b
     pairs = [(i, j) for i in range(4) for j in range(i, 4)]
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..budgets import SWEEP_BUDGETS
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from .bootstrap import Boot, grid_bootstrap
 from .curves import _row_keys, _scaled, native_cells, sweep
@@ -111,7 +111,7 @@ def output_lengths(replay: pd.DataFrame, independent: pd.DataFrame) -> pd.DataFr
         if not mask.any():
             continue
         if (mask & rep_cut & (rep_caps < cap)).any():
-            raise MindcapError(
+            raise BadInputError(
                 f"replay traces of {'/'.join(str(values[k]) for k in CELL_COLUMNS)} were cut by a cap below "
                 f"{cap}: their length at cap {cap} is unknown"
             )
@@ -129,7 +129,7 @@ def output_lengths(replay: pd.DataFrame, independent: pd.DataFrame) -> pd.DataFr
             }
         )
     if not rows:
-        raise MindcapError("the replay and independent ledgers share no cell")
+        raise BadInputError("the replay and independent ledgers share no cell")
     return pd.DataFrame(rows)
 
 
@@ -169,9 +169,9 @@ def confirm(
     i = i.merge(_delta_se(grid, boot, table, budgets, native).rename(columns={"se": "independent_se"}))
     rows = d.merge(i, on=[*on, "budget"])
     if rows.empty:
-        raise MindcapError("the replay and independent ledgers share no native cell")
+        raise BadInputError("the replay and independent ledgers share no native cell")
     if rows.duplicated([*on, "budget"]).any():
-        raise MindcapError(f"several replay cells match one independent cell on {', '.join(on)}: filter them")
+        raise BadInputError(f"several replay cells match one independent cell on {', '.join(on)}: filter them")
     rows["inside"] = (rows["ci_low"] <= rows["independent"]) & (rows["independent"] <= rows["ci_high"])
     pred = predict_delta(replay.by_record, table, budgets=budgets, native=native)
     sub = pred[[*on, "budget", "predicted"]].rename(columns={"predicted": "subcdf_predicted"})

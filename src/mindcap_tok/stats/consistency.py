@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..budgets import SWEEP_BUDGETS
 from ..choices import MAX_SPLITS
-from ..errors import BadInputError, MindcapError
+from ..errors import BadInputError
 from ..tasks.roles import NATIVE_ROLE
 from .curves import _group_keys, _scaled
 from .grid import AccuracyGrid, accuracy_grid
@@ -44,7 +44,7 @@ class Splits:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or not 1 <= self.n <= MAX_SPLITS:
             raise BadInputError(f"splits must be a whole number from 1 to {MAX_SPLITS:,}, got {self.n!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise MindcapError(f"the split seed must be a whole number of at least 0, got {self.seed!r}")
+            raise BadInputError(f"the split seed must be a whole number of at least 0, got {self.seed!r}")
 
     def seeds(self) -> list[int]:
         """The seed of each split, in order."""
@@ -99,7 +99,7 @@ def _cell_splits(
     items = observed.items[observed.count[:, cell].sum(axis=1) > 0]
     if len(items) < 2:
         named = "/".join(str(observed.cells.at[cell, k]) for k in ("model", "arm", "lang"))
-        raise MindcapError(f"cell {named} has {len(items)} item: a split-half check needs at least two")
+        raise BadInputError(f"cell {named} has {len(items)} item: a split-half check needs at least two")
     predicted, seen, sizes = [], [], []
     for s, seed in enumerate(splits.seeds()):
         first, second = split_items(items, seed)
@@ -129,20 +129,20 @@ def consistency(
     """
     budgets = [int(b) for b in budgets]
     if not budgets or len(set(budgets)) != len(budgets):
-        raise MindcapError(f"budgets must be distinct and non-empty, got {budgets}")
+        raise BadInputError(f"budgets must be distinct and non-empty, got {budgets}")
     budgets = sorted(budgets)
     table = premium_table(premiums)
     native = native_of(scores.by_record, native)
     records = scores.by_record[arm_mask(scores.by_record, native)]
     if records.empty:
-        raise MindcapError(f"scores have no {label(native, NATIVE_ROLE)!r} records")
+        raise BadInputError(f"scores have no {label(native, NATIVE_ROLE)!r} records")
     observed = accuracy_grid(scores.by_budget[arm_mask(scores.by_budget, native)], "replay")
     needed = set(budgets)
     for cell in range(len(observed.cells)):
         needed.update(_scaled(table, observed, cell, budgets)[1])
     emitted = subcdf_grid(records, sorted(needed))
     if not emitted.cells.equals(observed.cells):
-        raise MindcapError("by_record and by_budget hold different cells; pass one scoring's Scores")
+        raise BadInputError("by_record and by_budget hold different cells; pass one scoring's Scores")
     predicted_rows, observed_rows, sizes = [], [], []
     for cell in range(len(observed.cells)):
         rows = _cell_splits(emitted, observed, cell, table=table, budgets=budgets, splits=splits)

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from .._io import regular_file
 from ..data.languages import resolve_language
-from ..errors import BadInputError, MindcapError, first_line
+from ..errors import BadInputError, first_line
 from ..spec import check_prices, reading
 from ..store import CELL_COLUMNS
 from ..tokenization.registry import canonical_model_name
@@ -39,7 +39,7 @@ def load_prices(path: str | Path) -> dict[str, tuple[float, float]]:
     try:
         text = regular_file(path, "prices file").read_text("utf-8")
     except OSError as exc:
-        raise MindcapError(f"cannot read prices {path}: {exc.strerror or exc}") from exc
+        raise BadInputError(f"cannot read prices {path}: {exc.strerror or exc}") from exc
     with reading(path):
         if path.suffix.lower() == ".csv":
             rows = list(csv.DictReader(io.StringIO(text)))
@@ -62,7 +62,7 @@ def price_of(prices: Prices, model: str) -> tuple[Fraction, Fraction]:
     for name, (inp, out) in prices.items():
         if name == model or (canonical_model_name(name) or name) == (canonical_model_name(model) or model):
             return Fraction(repr(inp)), Fraction(repr(out))
-    raise MindcapError(f"no token prices for model {model!r} (have: {', '.join(sorted(prices))})")
+    raise BadInputError(f"no token prices for model {model!r} (have: {', '.join(sorted(prices))})")
 
 
 def prompt_tokens(records: pa.Table | pd.DataFrame) -> pd.DataFrame:
@@ -99,7 +99,7 @@ def matched_cost_grid(
     """
     unknown = set(reference) - {"arm", "lang"}
     if not reference or unknown:
-        raise MindcapError(f"the reference names arm and/or lang, got {dict(reference)}")
+        raise BadInputError(f"the reference names arm and/or lang, got {dict(reference)}")
     ref = {k: resolve_language(v) if k == "lang" else v for k, v in reference.items()}
     group = ["model", *[k for k in ("arm", "lang") if k not in ref]]
     rows = []
@@ -116,7 +116,7 @@ def matched_cost_grid(
             for b in budgets:
                 matched = math.floor(b + inp * (p_ref - p) / out)
                 if matched < 1:
-                    raise MindcapError(f"{c.model}/{c.arm}/{c.lang}: its prompt alone costs more than {ref} at B={b}")
+                    raise BadInputError(f"{c.model}/{c.arm}/{c.lang}: its prompt alone costs more than {ref} at B={b}")
                 rows.append(
                     {
                         "model": c.model,
@@ -130,5 +130,5 @@ def matched_cost_grid(
                     }
                 )
     if not rows:
-        raise MindcapError(f"no reference cell {ref} in the ledger")
+        raise BadInputError(f"no reference cell {ref} in the ledger")
     return pd.DataFrame(rows)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..budgets import SWEEP_BUDGETS
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
@@ -63,7 +63,7 @@ def native_cells(grid: AccuracyGrid, native: Arm | None = None) -> list[int]:
     native = native_of(cells, native)
     nat = cells.index[arm_mask(cells, native)]
     if len(nat) == 0:
-        raise MindcapError(
+        raise BadInputError(
             f"no {label(native, NATIVE_ROLE)!r} cells (arms present: {', '.join(sorted(cells['arm'].unique()))})"
         )
     return [int(i) for i in nat]
@@ -119,7 +119,7 @@ def gap_table(
                 }
             )
     if not rows:
-        raise MindcapError(
+        raise BadInputError(
             f"no {label(translate, COMPARATOR_ROLE)!r} cell matches a {label(native, NATIVE_ROLE)!r} cell"
         )
     return pd.DataFrame(rows).dropna(subset=["gap"]).reset_index(drop=True)
@@ -251,7 +251,7 @@ def sweep(
     native, translate = native_of(grid.cells, native), comparator_of(grid.cells, translate)
     budgets = [int(b) for b in budgets]
     if not budgets or len(set(budgets)) != len(budgets):
-        raise MindcapError(f"budgets must be distinct and non-empty, got {budgets}")
+        raise BadInputError(f"budgets must be distinct and non-empty, got {budgets}")
     budgets = sorted(budgets)
     table = premium_table(premiums)
     pairs = arm_pairs(grid, native, translate=translate)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.languages import resolve_language
-from ..errors import BadInputError, MindcapError
+from ..errors import BadInputError, MindcapError, with_context
 from ..resample import check_resamples, scale_budget
 from ..spec import check
 from .bootstrap import Boot, grid_bootstrap
@@ -60,13 +60,13 @@ class Hypothesis:
         raw = dict(raw)
         hid = str(raw.pop("id", "") or "")
         if not hid:
-            raise MindcapError("every hypothesis needs an id")
+            raise BadInputError("every hypothesis needs an id")
         kind = raw.pop("kind", None)
         if kind not in KINDS:
-            raise MindcapError(f"hypothesis {hid}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+            raise BadInputError(f"hypothesis {hid}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
         alternative = raw.pop("alternative", "greater")
         if alternative not in ALTERNATIVES:
-            raise MindcapError(f"hypothesis {hid}: alternative must be one of {', '.join(ALTERNATIVES)}")
+            raise BadInputError(f"hypothesis {hid}: alternative must be one of {', '.join(ALTERNATIVES)}")
         langs = raw.pop("langs", None) or ([raw.pop("lang")] if "lang" in raw else [])
         if isinstance(langs, str):
             langs = [langs]
@@ -89,24 +89,24 @@ class Hypothesis:
         )
         raw.pop("other", None)
         if raw:
-            raise MindcapError(f"hypothesis {hid}: unknown key(s) {', '.join(sorted(raw))}")
+            raise BadInputError(f"hypothesis {hid}: unknown key(s) {', '.join(sorted(raw))}")
         out._validate()
         return out
 
     def _validate(self) -> None:
         need_budget = self.kind in ("delta", "delta-difference", "gap")
         if need_budget and (self.budget is None or self.budget <= 0):
-            raise MindcapError(f"hypothesis {self.id}: {self.kind} needs a positive budget")
+            raise BadInputError(f"hypothesis {self.id}: {self.kind} needs a positive budget")
         if self.kind in ("delta", "gap") and not self.langs:
-            raise MindcapError(f"hypothesis {self.id}: {self.kind} needs lang or langs")
+            raise BadInputError(f"hypothesis {self.id}: {self.kind} needs lang or langs")
         if self.kind == "delta-difference" and (len(self.langs) != 1 or not self.other):
-            raise MindcapError(f"hypothesis {self.id}: delta-difference needs one lang and other")
+            raise BadInputError(f"hypothesis {self.id}: delta-difference needs one lang and other")
         if self.kind == "contrast" and (self.a is None or self.b is None):
-            raise MindcapError(f"hypothesis {self.id}: contrast needs terms a and b")
+            raise BadInputError(f"hypothesis {self.id}: contrast needs terms a and b")
         if self.alternative == "equivalence" and self.margin <= 0:
-            raise MindcapError(f"hypothesis {self.id}: equivalence needs a positive margin")
+            raise BadInputError(f"hypothesis {self.id}: equivalence needs a positive margin")
         if self.alternative == "two-sided" and self.margin != 0:
-            raise MindcapError(f"hypothesis {self.id}: two-sided takes no margin")
+            raise BadInputError(f"hypothesis {self.id}: two-sided takes no margin")
 
 
 def _declared(h: Hypothesis, value: _T | None, what: str) -> _T:
@@ -121,17 +121,17 @@ def _term(raw: object, hid: str, name: str) -> dict[str, Any] | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
-        raise MindcapError(f"hypothesis {hid}: term {name} must be a table")
+        raise BadInputError(f"hypothesis {hid}: term {name} must be a table")
     unknown = set(raw) - set(_TERM_KEYS)
     if unknown:
-        raise MindcapError(f"hypothesis {hid}: term {name} has unknown key(s) {', '.join(sorted(unknown))}")
+        raise BadInputError(f"hypothesis {hid}: term {name} has unknown key(s) {', '.join(sorted(unknown))}")
     if "budget" not in raw:
-        raise MindcapError(f"hypothesis {hid}: term {name} needs a budget")
+        raise BadInputError(f"hypothesis {hid}: term {name} needs a budget")
     term = dict(raw)
     if "lang" in term:
         term["lang"] = resolve_language(term["lang"])
     elif term.get("scaled"):
-        raise MindcapError(f"hypothesis {hid}: term {name} is scaled, so it needs a lang (for its premium)")
+        raise BadInputError(f"hypothesis {hid}: term {name} is scaled, so it needs a lang (for its premium)")
     return term
 
 
@@ -155,13 +155,13 @@ class _Estimands:
         try:
             return arm_of(arm, task)
         except MindcapError as exc:
-            raise MindcapError(f"{exc} (give the hypothesis a task)") from None
+            raise with_context(exc, f"{exc} (give the hypothesis a task)") from None
 
     def budget(self, cell: dict[str, Any], budget: int, scaled: bool) -> int:
         if not scaled:
             return budget
         if self.premiums is None:
-            raise MindcapError("this family needs premiums (declare `premiums` in the protocol)")
+            raise BadInputError("this family needs premiums (declare `premiums` in the protocol)")
         model = cell.get("model") or str(self.grid.cells.at[self.grid.one_cell(**cell), "model"])
         return scale_budget(lookup_premium(self.premiums, model, lang=cell["lang"]), budget)
 
@@ -267,10 +267,10 @@ def run_family(
     """
     alpha, n_boot, seed, tail_factor = tests.alpha, tests.n_boot, tests.seed, tests.tail_factor
     if not hypotheses:
-        raise MindcapError("the family declares no hypotheses")
+        raise BadInputError("the family declares no hypotheses")
     ids = [h.id for h in hypotheses]
     if len(set(ids)) != len(ids):
-        raise MindcapError(f"hypothesis ids must be unique, got {ids}")
+        raise BadInputError(f"hypothesis ids must be unique, got {ids}")
     labels = {**DEFAULT_OUTCOMES, **(tests.outcomes or {})}
     check_resamples(n_boot if boot is None else boot.n_boot, 1 - alpha)  # the tests' level is 1 - alpha
     est = _Estimands(grid, premiums, native_of(grid.cells, native), comparator_of(grid.cells, translate))

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..choices import FRAMES as FRAMES
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..store import CELL_COLUMNS as CELL_COLUMNS  # what names a cell (re-exported)
 from ..store import SETTING_COLUMNS as SETTING_COLUMNS  # the generation settings that split cells
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
@@ -36,13 +36,13 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], *, what: str) -
     """Raise a one-line error naming the missing columns of ``frame``."""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise MindcapError(f"{what} lacks column(s) {', '.join(missing)} (have: {', '.join(map(str, frame.columns))})")
+        raise BadInputError(f"{what} lacks column(s) {', '.join(missing)} (have: {', '.join(map(str, frame.columns))})")
 
 
 def cell_columns(frame: pd.DataFrame, kind: str = "replay") -> list[str]:
     """The key columns of a cell in ``frame`` under frame ``kind`` (``cap`` is the budget when independent)."""
     if kind not in FRAMES:
-        raise MindcapError(f"unknown frame {kind!r}; use one of {', '.join(FRAMES)}")
+        raise BadInputError(f"unknown frame {kind!r}; use one of {', '.join(FRAMES)}")
     settings = [c for c in SETTING_COLUMNS if c in frame.columns and not (kind == "independent" and c == "cap")]
     return [*CELL_COLUMNS, *settings]
 
@@ -54,7 +54,7 @@ def budget_view(by_budget: pd.DataFrame, kind: str = "replay") -> pd.DataFrame:
         require_columns(by_budget, ["cap"], what="by_budget (independent frame)")
         return by_budget[by_budget["budget"].to_numpy() == by_budget["cap"].to_numpy()]
     if kind != "replay":
-        raise MindcapError(f"unknown frame {kind!r}; use one of {', '.join(FRAMES)}")
+        raise BadInputError(f"unknown frame {kind!r}; use one of {', '.join(FRAMES)}")
     return by_budget
 
 
@@ -89,7 +89,7 @@ class AccuracyGrid:
         ok = (pos < len(self.budgets)) & (self.budgets[np.minimum(pos, len(self.budgets) - 1)] == wanted)
         if not ok.all():
             missing = sorted({int(b) for b in wanted[~ok]})
-            raise MindcapError(
+            raise BadInputError(
                 f"no scores at budget(s) {', '.join(map(str, missing))} in the {self.frame} frame "
                 f"(scored: {', '.join(map(str, self.budgets))}); score the ledger at these budgets too"
             )
@@ -102,7 +102,7 @@ class AccuracyGrid:
             if value is None:
                 continue
             if key not in self.cells.columns:
-                raise MindcapError(f"cells have no column {key!r} (have: {', '.join(self.cells.columns)})")
+                raise BadInputError(f"cells have no column {key!r} (have: {', '.join(self.cells.columns)})")
             col = self.cells[key]
             mask &= (col.isna() if _is_missing(value) else col == value).to_numpy()
         return np.flatnonzero(mask)
@@ -112,10 +112,10 @@ class AccuracyGrid:
         found = self.select(**selector)
         described = ", ".join(f"{k}={v}" for k, v in selector.items() if v is not None)
         if len(found) == 0:
-            raise MindcapError(f"no cell with {described}")
+            raise BadInputError(f"no cell with {described}")
         if len(found) > 1:
             rows = self.cells.iloc[found].drop(columns=[k for k in selector if k in self.cells]).drop_duplicates()
-            raise MindcapError(f"{len(found)} cells match {described}; also fix {', '.join(rows.columns)}")
+            raise BadInputError(f"{len(found)} cells match {described}; also fix {', '.join(rows.columns)}")
         return int(found[0])
 
     def subset(self, cells: np.ndarray | None = None, budgets: Sequence[int] | None = None) -> AccuracyGrid:
@@ -169,14 +169,14 @@ def accuracy_grid(
         view = view[view[key] == value]
     if view.empty:
         after = f" after filters {dict(filters)}" if filters else ""
-        raise MindcapError(f"no scored rows left in the {frame} frame{after}")
+        raise BadInputError(f"no scored rows left in the {frame} frame{after}")
     keys = cell_columns(view, frame)
     cells, cell_id = _cell_ids(view, keys)
     items, item_id = np.unique(view["item"].to_numpy(dtype=np.int64), return_inverse=True)
     budgets, budget_id = np.unique(view["budget"].to_numpy(dtype=np.int64), return_inverse=True)
     score = view["score"].to_numpy(dtype=np.float64)
     if np.isnan(score).any() or not np.isin(score, (0.0, 1.0)).all():
-        raise MindcapError("by_budget 'score' must be 0/1 without missing values")
+        raise BadInputError("by_budget 'score' must be 0/1 without missing values")
     shape = (len(items), len(cells), len(budgets))
     flat = np.ravel_multi_index((item_id, cell_id, budget_id), shape)
     size = int(np.prod(shape))
@@ -354,6 +354,6 @@ def check_arms(
         )
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise MindcapError(f"refusing to compare: {problems[0]}{more}")
+        raise BadInputError(f"refusing to compare: {problems[0]}{more}")
     columns = [*pair_keys, f"items_{nat_label}", f"items_{tr_label}", "common", "items"]
     return ArmCoverage(pd.DataFrame(pairs, columns=columns), common_items, nat_label, tr_label, tuple(pair_keys))

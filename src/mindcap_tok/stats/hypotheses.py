@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from .bootstrap import Boot
 
 ALTERNATIVES = ("greater", "less", "two-sided", "equivalence")
@@ -70,11 +70,11 @@ def bootstrap_test(
     (TOST, H1: |θ| < margin for every component; needs margin > 0). Units are the statistic's.
     """
     if alternative not in ALTERNATIVES:
-        raise MindcapError(f"unknown alternative {alternative!r}; use one of {', '.join(ALTERNATIVES)}")
+        raise BadInputError(f"unknown alternative {alternative!r}; use one of {', '.join(ALTERNATIVES)}")
     if tail_factor < 1:
-        raise MindcapError(f"tail_factor must be >= 1 (it only makes tests more conservative), got {tail_factor}")
+        raise BadInputError(f"tail_factor must be >= 1 (it only makes tests more conservative), got {tail_factor}")
     if margin < 0:
-        raise MindcapError(f"margin must be non-negative, got {margin}")
+        raise BadInputError(f"margin must be non-negative, got {margin}")
     b = _vector(boot)
     se = b.se()
     c = float(tail_factor)
@@ -86,7 +86,7 @@ def bootstrap_test(
         null = -margin
     elif alternative == "two-sided":
         if margin != 0:
-            raise MindcapError("a two-sided test takes margin 0 (use equivalence for |θ| < margin)")
+            raise BadInputError("a two-sided test takes margin 0 (use equivalence for |θ| < margin)")
         t = float(np.abs(t_ratio(b.estimate, se)).max())
         dev = np.abs(t_ratio(c * (b.replicates - b.estimate), se))
         dev = np.where(np.isfinite(dev), dev, 0.0)
@@ -94,7 +94,7 @@ def bootstrap_test(
         null = 0.0
     else:
         if margin <= 0:
-            raise MindcapError("an equivalence test needs a positive margin")
+            raise BadInputError("an equivalence test needs a positive margin")
         ps, ts = [], []
         for j in range(b.estimate.size):
             comp = b[j : j + 1]
@@ -125,9 +125,9 @@ def holm(pvalues: Sequence[float], alpha: float = 0.05) -> HolmResult:
     """
     p = np.asarray(pvalues, dtype=np.float64)
     if p.ndim != 1 or np.isnan(p).any() or ((p < 0) | (p > 1)).any():
-        raise MindcapError("p-values must be a flat list of numbers in [0, 1]")
+        raise BadInputError("p-values must be a flat list of numbers in [0, 1]")
     if not 0 < alpha < 1:
-        raise MindcapError(f"alpha must be in (0, 1), got {alpha}")
+        raise BadInputError(f"alpha must be in (0, 1), got {alpha}")
     m = len(p)
     order = np.argsort(p, kind="stable")
     factors = m - np.arange(m)

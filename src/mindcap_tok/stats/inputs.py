@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import DamagedDataError
 from .premiums import lookup_premium, required_budgets, resolve_premiums
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def load_scored_ledger(
     )
     budgets = budgets_for(premiums, ledger_models, ledger_langs)
     if "tokenizer" not in table.column_names:
-        raise MindcapError(f"{path}: records have no 'tokenizer' column naming the tokenizer of their ids")
+        raise DamagedDataError(f"{path}: records have no 'tokenizer' column naming the tokenizer of their ids")
     override = load_tokenizer(sel.tokenizer, tokenizers_dir) if sel.tokenizer else None
     toks = resolve_tokenizers(
         table.column("tokenizer").to_pylist(),

@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 from .._io import regular_file
 from ..data.languages import resolve_language
-from ..errors import MindcapError, with_context
+from ..errors import BadInputError, MindcapError, with_context
 from ..premium import Premium
 from ..resample import Resampling, scale_budget
 from ..tokenization.registry import canonical_model_name
@@ -32,9 +32,9 @@ def _exact(value: Any) -> Fraction:  # any number, or text of one; checked here
     try:
         r = Fraction(repr(float(value)))
     except (TypeError, ValueError) as exc:
-        raise MindcapError(f"premium must be a number, got {value!r}") from exc
+        raise BadInputError(f"premium must be a number, got {value!r}") from exc
     if r <= 0:
-        raise MindcapError(f"premium must be positive, got {value}")
+        raise BadInputError(f"premium must be positive, got {value}")
     return r
 
 
@@ -59,9 +59,9 @@ def premium_table(source: PremiumsLike) -> PremiumTable:
             )
             table[(row.get("model"), resolve_language(row["lang"]))] = exact
         else:
-            raise MindcapError(f"cannot read a premium from {row!r}")
+            raise BadInputError(f"cannot read a premium from {row!r}")
     if not table:
-        raise MindcapError("no premiums given")
+        raise BadInputError("no premiums given")
     return table
 
 
@@ -70,9 +70,9 @@ def load_premium_json(path: str | Path) -> PremiumTable:
     try:
         rows = json.loads(regular_file(path, "premiums file").read_text("utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise MindcapError(f"cannot read premiums from {path}: {exc}") from exc
+        raise BadInputError(f"cannot read premiums from {path}: {exc}") from exc
     if not isinstance(rows, list):
-        raise MindcapError(f"{path}: expected a JSON list of premium rows")
+        raise BadInputError(f"{path}: expected a JSON list of premium rows")
     return premium_table(rows)
 
 
@@ -82,7 +82,7 @@ def parse_premium_pairs(pairs: Iterable[str]) -> PremiumTable:
     for pair in pairs:
         key, eq, value = pair.partition("=")
         if not eq:
-            raise MindcapError(f"expected lang=r, got {pair!r}")
+            raise BadInputError(f"expected lang=r, got {pair!r}")
         model, colon, lang = key.rpartition(":")
         table[(model if colon else None, resolve_language(lang.strip()))] = _exact(value.strip())
     return table
@@ -103,14 +103,14 @@ def lookup_premium(table: PremiumTable, model: str, *, lang: str) -> Fraction:
     if (None, code) in table:
         return table[(None, code)]
     known = ", ".join(sorted(f"{m or '*'}:{c}" for m, c in table))
-    raise MindcapError(f"no premium for model {model!r}, language {code} (have: {known})")
+    raise BadInputError(f"no premium for model {model!r}, language {code} (have: {known})")
 
 
 def required_budgets(budgets: Iterable[int], premiums: Iterable[Fraction | float]) -> list[int]:
     """Every budget to score for a Δ_L sweep: each B and each floor(r·B)."""
     grid = [int(b) for b in budgets]
     if any(b <= 0 for b in grid):
-        raise MindcapError(f"budgets must be positive, got {grid}")
+        raise BadInputError(f"budgets must be positive, got {grid}")
     out = set(grid)
     for r in premiums:
         out.update(scale_budget(r, b) for b in grid)

@@ -44,7 +44,7 @@ from pydantic import ConfigDict, Field
 from .._io import atomic_write_text, regular_file
 from .._json import dumps_strict
 from ..data.languages import resolve_language
-from ..errors import BadInputError, MindcapError, first_line, with_context
+from ..errors import BadInputError, DamagedDataError, MindcapError, SetupError, first_line, with_context
 from ..resample import check_resamples, scale_budget
 from ..spec import (
     LIST,
@@ -140,7 +140,7 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         text = regular_file(path, "protocol").read_text("utf-8")
     except OSError as exc:
-        raise MindcapError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
+        raise BadInputError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
     suffix = path.suffix.lower()
     try:
         if suffix == ".toml":
@@ -168,7 +168,7 @@ def bstar_from_rule(rule: BstarRule, premiums: Sequence[Fraction | float]) -> in
     fits = [b for b in rule.candidates if all(scale_budget(r, b) <= rule.max_scaled for r in premiums)]
     if not fits:
         worst = max(premiums)
-        raise MindcapError(
+        raise BadInputError(
             f"bstar: no budget of {rule.candidates} keeps floor(r·B) <= {rule.max_scaled} at the largest "
             f"premium r = {float(worst):.4f}"
         )
@@ -301,7 +301,7 @@ def protocol_hash(path: str | Path) -> str:
     try:
         return hashlib.sha256(regular_file(path, "protocol").read_bytes()).hexdigest()
     except OSError as exc:
-        raise MindcapError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
+        raise BadInputError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
 
 
 def _premium_entries(raw: str | Mapping[str, Any] | list[Any] | None, folder: str | Path) -> list[tuple[str, str]]:
@@ -345,7 +345,7 @@ def protocol_inputs(
             try:
                 out[name] = hashlib.sha256(regular_file(spec, "premiums file").read_bytes()).hexdigest()
             except OSError as exc:
-                raise MindcapError(f"{path}: cannot read its premiums file {name}: {exc.strerror or exc}") from exc
+                raise BadInputError(f"{path}: cannot read its premiums file {name}: {exc.strerror or exc}") from exc
         else:
             from ..tokenization.load import load_tokenizer
 
@@ -406,7 +406,7 @@ def _check_inputs(path: Path, record: FreezeRecord, current: Mapping[str, str]) 
     """Refuse when a file the protocol names differs from its frozen hash (one line naming the file)."""
     if record.inputs is None:
         if current:
-            raise MindcapError(
+            raise BadInputError(
                 f"refusing {path}: its freeze ({record.frozen_at}) predates input hashing and does not cover "
                 f"{next(iter(current))}; save the protocol under a new file name and freeze that"
             )
@@ -414,7 +414,7 @@ def _check_inputs(path: Path, record: FreezeRecord, current: Mapping[str, str]) 
     for name, sha in current.items():
         frozen = record.inputs.get(name)
         if frozen != sha:
-            raise MindcapError(
+            raise BadInputError(
                 f"refusing {path}: {name} changed after the freeze (sha256 {sha[:12]}…, frozen "
                 f"{str(frozen)[:12]}…); the protocol's inputs must not change after its freeze"
             )
@@ -449,7 +449,7 @@ def freeze_protocol(
     if sidecar.exists():
         old = _read_record(sidecar)
         if old.sha256 != sha:
-            raise MindcapError(
+            raise BadInputError(
                 f"{path} was frozen with sha256 {old.sha256[:12]}… and has changed since; "
                 "a changed protocol is a new protocol: save it under a new file name and freeze that"
             )
@@ -457,12 +457,12 @@ def freeze_protocol(
         return old
     root = _repo_root(path.resolve().parent) if tag is not False else None
     if tag is True and root is None:
-        raise MindcapError(f"{path} is not inside a git repository; freeze without --tag or run git init")
+        raise BadInputError(f"{path} is not inside a git repository; freeze without --tag or run git init")
     tag_name = commit = committed = None
     if root is not None:
         head = _git(root, "rev-parse", "HEAD")
         if head.returncode != 0:
-            raise MindcapError(f"git repository {root.name} has no commit to tag; commit the protocol first")
+            raise BadInputError(f"git repository {root.name} has no commit to tag; commit the protocol first")
         commit = head.stdout.strip()
         rel = path.resolve().relative_to(root).as_posix()
         status = _git(root, "status", "--porcelain", "--", rel)
@@ -475,7 +475,7 @@ def freeze_protocol(
         if res.returncode != 0:
             existing = _git(root, "cat-file", "-p", f"refs/tags/{tag_name}")
             if not all(line in existing.stdout for line in [f"sha256: {sha}", *_input_lines(inputs)]):
-                raise MindcapError(f"git tag {tag_name} failed: {res.stderr.strip().splitlines()[0]}")
+                raise SetupError(f"git tag {tag_name} failed: {res.stderr.strip().splitlines()[0]}")
     record = FreezeRecord(
         protocol=path.name,
         name=proto.name,
@@ -496,7 +496,7 @@ def _read_record(sidecar: Path) -> FreezeRecord:
         data = json.loads(regular_file(sidecar, "freeze record").read_text("utf-8"))
         return FreezeRecord(**data)
     except (OSError, json.JSONDecodeError, TypeError) as exc:
-        raise MindcapError(f"cannot read freeze record {sidecar}: {exc}") from exc
+        raise DamagedDataError(f"cannot read freeze record {sidecar}: {exc}") from exc
 
 
 def verify_protocol(path: str | Path, tokenizers_dir: str | Path | None = None) -> FreezeRecord:
@@ -509,11 +509,11 @@ def verify_protocol(path: str | Path, tokenizers_dir: str | Path | None = None) 
     path = Path(path)
     sidecar = freeze_path(path)
     if not sidecar.exists():
-        raise MindcapError(f"{path} has not been frozen; run `mindcap-tok protocol freeze {path}` first")
+        raise BadInputError(f"{path} has not been frozen; run `mindcap-tok protocol freeze {path}` first")
     record = _read_record(sidecar)
     sha = protocol_hash(path)
     if sha != record.sha256:
-        raise MindcapError(
+        raise BadInputError(
             f"refusing {path}: its sha256 {sha[:12]}… differs from the frozen {record.sha256[:12]}… "
             f"(frozen {record.frozen_at}); the protocol changed after its freeze"
         )
@@ -525,7 +525,7 @@ def verify_protocol(path: str | Path, tokenizers_dir: str | Path | None = None) 
             shown = _git(root, "cat-file", "-p", f"refs/tags/{record.tag}")
             lines = [f"sha256: {sha}", *_input_lines(inputs)]  # inputs is empty for records without them
             if shown.returncode != 0 or not all(line in shown.stdout for line in lines):
-                raise MindcapError(f"refusing {path}: git tag {record.tag} is missing or records another hash")
+                raise BadInputError(f"refusing {path}: git tag {record.tag} is missing or records another hash")
     return record
 
 

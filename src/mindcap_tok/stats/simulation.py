@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..tasks.roles import unnamed_task_arms
 from .grid import AccuracyGrid
 
@@ -100,7 +100,7 @@ class SimulatedLedger:
         else:
             missing = sorted(set(grid_budgets.tolist()) - set(self.caps))
             if missing:
-                raise MindcapError(f"no independent decodes capped at {missing}")
+                raise BadInputError(f"no independent decodes capped at {missing}")
             src = np.asarray([self.caps.index(int(b)) for b in grid_budgets])
         em = self.emission[src]  # (budgets, cells, items, k)
         ok = self.correct[src] & (em <= grid_budgets[:, None, None, None])
@@ -140,7 +140,7 @@ class SimulatedLedger:
             rec = rec.assign(budget=budget)
         else:
             if budgets is None:
-                raise MindcapError("replay by_budget needs budgets")
+                raise BadInputError("replay by_budget needs budgets")
             grid = np.asarray(sorted({int(b) for b in budgets}), dtype=np.int64)
             rec = rec.loc[rec.index.repeat(len(grid))].reset_index(drop=True)
             rec["budget"] = np.tile(grid, len(rec) // len(grid))
@@ -158,7 +158,7 @@ def simulate(design: SimDesign, seed: int, *, caps: Sequence[int] | None = None)
     frame = "replay" if caps is None else "independent"
     cap_list = (design.cap,) if caps is None else tuple(sorted({int(c) for c in caps}))
     if any(c > design.cap or c < 1 for c in cap_list):
-        raise MindcapError(f"caps must lie in [1, {design.cap}], got {cap_list}")
+        raise BadInputError(f"caps must lie in [1, {design.cap}], got {cap_list}")
     n_cells, n, k = len(design.cells), design.n_items, design.k
     sa, sb, rab = design.item_sd_correct, design.item_sd_emission, design.item_rho
     item = rng.multivariate_normal([0.0, 0.0], [[sa * sa, rab * sa * sb], [rab * sa * sb, sb * sb]], size=n)

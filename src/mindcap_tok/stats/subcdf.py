@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..budgets import SWEEP_BUDGETS
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..resample import scale_budget
 from ..tasks.roles import NATIVE_ROLE
 from .curves import _row_keys, delta_table, native_cells
@@ -46,17 +46,17 @@ def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
     """
     require_columns(by_record, _BY_RECORD_REQUIRED, what="by_record")
     if by_record.empty:
-        raise MindcapError("by_record is empty")
+        raise BadInputError("by_record is empty")
     pts = np.asarray(sorted({int(t) for t in points}), dtype=np.int64)
     if len(pts) == 0 or pts[0] < 1:
-        raise MindcapError(f"sub-CDF points must be positive, got {list(points)}")
+        raise BadInputError(f"sub-CDF points must be positive, got {list(points)}")
     if "cap" in by_record.columns:
         cut = _truncated(by_record)
         caps = by_record["cap"].to_numpy(dtype=np.float64)
         beyond = cut & (pts[-1] > caps)
         if beyond.any():
             lowest = int(caps[beyond].min())
-            raise MindcapError(
+            raise BadInputError(
                 f"G(t) is not identified for t > {lowest}: {int(beyond.sum())} traces were cut by that cap "
                 f"(largest point asked: {pts[-1]}); use budgets whose floor(r·B) stays within the cap"
             )
@@ -110,7 +110,7 @@ def predict_delta(
     native = native_of(by_record, native)
     nat = by_record[arm_mask(by_record, native)] if "arm" in by_record.columns else by_record
     if nat.empty:
-        raise MindcapError(f"by_record has no {label(native, NATIVE_ROLE)!r} records")
+        raise BadInputError(f"by_record has no {label(native, NATIVE_ROLE)!r} records")
     scaled_all = set(budgets)
     for model, lang in nat[["model", "lang"]].drop_duplicates().itertuples(index=False):
         r = lookup_premium(table, str(model), lang=str(lang))
@@ -164,7 +164,7 @@ def compare_prediction(
     cols = [*keys, "budget", "predicted"] + (["naive"] if "naive" in predicted.columns else [])
     both = predicted[cols].merge(observed[[*keys, "budget", "delta"]], on=[*keys, "budget"])
     if both.empty:
-        raise MindcapError("predicted and observed share no (cell, budget) rows")
+        raise BadInputError("predicted and observed share no (cell, budget) rows")
     rows = []
     for key, part in both.groupby(keys, sort=True, dropna=False):  # a setting may be unset (None)
         part = part.sort_values("budget")
@@ -190,7 +190,7 @@ def split_items(items: Sequence[int] | np.ndarray, seed: int) -> tuple[np.ndarra
     """Split item ids into two halves at random (seeded): predict on one, observe on the other."""
     ids = np.unique(np.asarray(items, dtype=np.int64))
     if len(ids) < 2:
-        raise MindcapError("need at least two items to split")
+        raise BadInputError("need at least two items to split")
     perm = np.random.default_rng(seed).permutation(ids)
     half = len(ids) // 2
     return np.sort(perm[:half]), np.sort(perm[half:])

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, require_columns
 from .roles import Arm, arm_mask, comparator_of, native_of
 
@@ -31,7 +31,7 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
     require_columns(by_record, [*CELL_COLUMNS, "emission", "n_tokens", "correct"], what="by_record")
     qs = [float(q) for q in quantiles]
     if any(not 0 <= q <= 1 for q in qs):
-        raise MindcapError(f"quantiles must lie in [0, 1], got {qs}")
+        raise BadInputError(f"quantiles must lie in [0, 1], got {qs}")
     keys = [*CELL_COLUMNS] + [c for c in SETTING_COLUMNS if c in by_record.columns]
     rows = []
     for key, part in by_record.groupby(keys, dropna=False, sort=True):
@@ -43,7 +43,7 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
         elif "cap" in part.columns:
             cap_hit = length >= part["cap"].to_numpy(dtype=np.float64)
         else:
-            raise MindcapError("by_record needs finish_reason or cap to count cap hits")
+            raise BadInputError("by_record needs finish_reason or cap to count cap hits")
         row = dict(zip(keys, key, strict=True))
         row["n"] = len(part)
         for q in qs:

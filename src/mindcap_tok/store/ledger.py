@@ -47,7 +47,7 @@ import pyarrow.parquet as pq
 
 from .._io import LEDGER_FORMAT, LEDGER_MANIFEST, check_folder_path, regular_file
 from ..data.languages import resolve_language
-from ..errors import BadInputError, DamagedDataError, MindcapError, with_context
+from ..errors import BadInputError, DamagedDataError, MindcapError, StorageError, with_context
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.registry import registry_model_name
 from . import commit
@@ -319,7 +319,7 @@ class Ledger:
         if self.exists() or not check_folder_path(self.root, "ledger folder").exists():
             return
         if not self.root.is_dir():
-            raise MindcapError(f"ledger folder {self.root} is a file")
+            raise BadInputError(f"ledger folder {self.root} is a file")
         other = sorted(
             p.name
             for p in self.root.iterdir()
@@ -327,13 +327,15 @@ class Ledger:
         )
         if other:
             shown = ", ".join(other[:3]) + (", …" if len(other) > 3 else "")
-            raise MindcapError(
+            raise BadInputError(
                 f"{self.root} is not a ledger and already holds other files ({shown}); give a new or empty folder"
             )
 
     def _require(self) -> dict[str, Any]:
         if not self.exists():
-            raise MindcapError(f"no ledger at {self.root} (no {MANIFEST}); create one with `mindcap-tok ledger import`")
+            raise BadInputError(
+                f"no ledger at {self.root} (no {MANIFEST}); create one with `mindcap-tok ledger import`"
+            )
         return self.manifest()
 
     def shards(self) -> list[ShardInfo]:
@@ -409,7 +411,7 @@ class Ledger:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise MindcapError(f"cannot create ledger folder {self.root}: {exc.strerror or exc}") from exc
+            raise StorageError(f"cannot create ledger folder {self.root}: {exc.strerror or exc}") from exc
         with open(self.root / ".lock", "a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
@@ -459,7 +461,7 @@ class Ledger:
                     ) from exc
             entry: dict[str, Any] = {"sha256": tok.sha256, "vocab_size": tok.vocab_size}
             if name in known and known[name]["sha256"] != entry["sha256"]:
-                raise MindcapError(
+                raise BadInputError(
                     f"tokenizer {name!r} in these records has sha256 {entry['sha256'][:12]}…, but the ledger's ids "
                     f"under that name came from {known[name]['sha256'][:12]}…; use another tokenizer name"
                 )
@@ -588,7 +590,7 @@ class Ledger:
         if columns is not None:
             unknown = [c for c in columns if c not in SCHEMA.names]
             if unknown:
-                raise MindcapError(
+                raise BadInputError(
                     f"unknown ledger column(s) {', '.join(unknown)}; columns are {', '.join(SCHEMA.names)}"
                 )
         langs = None if lang is None else [resolve_language(x) for x in ([lang] if isinstance(lang, str) else lang)]

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data.languages import resolve_language
-from ..errors import MindcapError
+from ..errors import BadInputError, MindcapError
 from ..tasks.load import DEFAULT_TASK, builtin_tasks, load_task
 from ..tokenization.registry import registry_model_name
 from .think import thinks
@@ -190,7 +190,7 @@ def _from_dicts(records: Iterable[Mapping[str, Any]]) -> pa.Table:
     names = [c for c in COLUMNS if any(c in r for r in rows)]
     extra = sorted({k for r in rows for k in r} - set(COLUMNS))
     if extra:
-        raise MindcapError(f"unknown column(s) {', '.join(extra)}; the ledger columns are {', '.join(COLUMNS)}")
+        raise BadInputError(f"unknown column(s) {', '.join(extra)}; the ledger columns are {', '.join(COLUMNS)}")
     for i, row in enumerate(rows):
         missing = [c for c in REQUIRED if c not in row and not (c == "gold" and "gold_text" in row)]
         if missing:
@@ -292,7 +292,7 @@ def _strict_array(name: str, values: list[Any], rows: list[Mapping[str, Any]]) -
         problem = _value_problem(name, v, kind)
         if problem is not None:
             raise RecordError(f"{_describe_values(rows[i], i)}: {problem}", i)
-    raise MindcapError(f"column {name!r}: the values do not convert to {SCHEMA.field(name).type}")
+    raise BadInputError(f"column {name!r}: the values do not convert to {SCHEMA.field(name).type}")
 
 
 def _as_table(records: Records) -> pa.Table:
@@ -302,7 +302,7 @@ def _as_table(records: Records) -> pa.Table:
         try:
             return pa.Table.from_pandas(records, preserve_index=False)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise MindcapError(f"cannot convert the records to Arrow: {str(exc).splitlines()[0]}") from exc
+            raise BadInputError(f"cannot convert the records to Arrow: {str(exc).splitlines()[0]}") from exc
     return _from_dicts(records)
 
 
@@ -345,7 +345,7 @@ def _cast_column(table: pa.Table, name: str, col: pa.ChunkedArray, target: pa.Da
     if want == "list" and kind == "list":
         inner = col.type.value_type
         if not pa.types.is_integer(inner) and not pa.types.is_null(inner):
-            raise MindcapError(f"column {name!r} holds lists of {inner}, expected lists of integer token ids")
+            raise BadInputError(f"column {name!r} holds lists of {inner}, expected lists of integer token ids")
         flat = pc.list_flatten(col)
         if flat.null_count:
             row = int(pc.list_parent_indices(col).to_numpy()[_first(pc.is_null(flat))])
@@ -358,11 +358,11 @@ def _cast_column(table: pa.Table, name: str, col: pa.ChunkedArray, target: pa.Da
                 raise _record_error(table, row, f"{name} holds an id outside 0..2^31-1")
         return col.cast(target)
     if kind != want:
-        raise MindcapError(f"column {name!r} has type {col.type}, expected {target}")
+        raise BadInputError(f"column {name!r} has type {col.type}, expected {target}")
     try:
         return col.cast(target)
     except (pa.ArrowInvalid, OverflowError) as exc:
-        raise MindcapError(f"column {name!r} does not fit {target}: {str(exc).splitlines()[0]}") from exc
+        raise BadInputError(f"column {name!r} does not fit {target}: {str(exc).splitlines()[0]}") from exc
 
 
 def _check_choice(table: pa.Table, name: str, allowed: Sequence[str], where: pa.ChunkedArray | None = None) -> None:
@@ -516,14 +516,14 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
     """
     table = _as_table(records)
     if table.num_rows == 0:
-        raise MindcapError("no records to add")
+        raise BadInputError("no records to add")
     extra = sorted(set(table.column_names) - set(COLUMNS))
     if extra:
-        raise MindcapError(f"unknown column(s) {', '.join(extra)}; the ledger columns are {', '.join(COLUMNS)}")
+        raise BadInputError(f"unknown column(s) {', '.join(extra)}; the ledger columns are {', '.join(COLUMNS)}")
     table = _gold_columns(table)
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing:
-        raise MindcapError(f"records lack required column(s) {', '.join(missing)} (all records, from record 0 on)")
+        raise BadInputError(f"records lack required column(s) {', '.join(missing)} (all records, from record 0 on)")
     n = table.num_rows
     for name, value in DEFAULTS.items():
         if name not in table.column_names:

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from ..tokenization.byte_tables import byte_table
 from ..tokenization.load import ResolvedTokenizer
 
@@ -51,13 +51,13 @@ def think_markers(tokenizer: ResolvedTokenizer, close_text: str | None = None) -
             if token.content == text:
                 return ThinkMarkers(text, int(i), (int(i),))
     if close_text is None:
-        raise MindcapError(
+        raise BadInputError(
             f"tokenizer {tokenizer.name} has no {CLOSE_TEXT} added token: name the string that closes a thought "
             "(think_close in the job spec, --think-close on import)"
         )
     ids = tuple(int(i) for i in tokenizer.encode(close_text))
     if not ids:
-        raise MindcapError(f"think_close {close_text!r} encodes to no tokens")
+        raise BadInputError(f"think_close {close_text!r} encodes to no tokens")
     return ThinkMarkers(text, None, ids)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .._io import regular_file
 from ..config import load_config
-from ..errors import BadInputError, MindcapError
+from ..errors import BadInputError
 from ..spec import show
 from .mgsm import N_ITEMS, MgsmItem, load_mgsm
 from .model import GoldSpec, Task
@@ -153,7 +153,7 @@ def _from_files(task: Task, lang: str, data_dir) -> tuple[list, str]:
     pattern = task.source.files or ""
     root = _data_dir(data_dir) if "{data_dir}" in pattern else None
     if "{data_dir}" in pattern and root is None:
-        raise MindcapError(f"task {task.name} reads its data under the data folder; set data_dir in mindcap.toml")
+        raise BadInputError(f"task {task.name} reads its data under the data folder; set data_dir in mindcap.toml")
     path = Path(pattern.format(lang=lang, config=_config(task, lang), data_dir=root))
     try:
         return _read_rows(path), str(path)
@@ -183,7 +183,7 @@ def _from_hub(task: Task, lang: str, data_dir) -> tuple[list, str]:
         rows = datasets.load_dataset(where, config, split=task.source.split).to_list()
     except Exception as exc:  # datasets raises many kinds; each becomes one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MindcapError(f"task {task.name}: cannot load {where} ({config}, {task.source.split}): {first}") from exc
+        raise BadInputError(f"task {task.name}: cannot load {where} ({config}, {task.source.split}): {first}") from exc
     return rows, f"{where} ({config}, {task.source.split})"
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from .._io import regular_file
 from ..config import load_config
 from ..data.languages import resolve_language, short_name
-from ..errors import MindcapError
+from ..errors import BadInputError
 
 #: FLORES codes of the 11 MGSM languages, in the upstream file order
 MGSM_LANGUAGES = (
@@ -65,10 +65,10 @@ def mgsm_source(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """The MGSM folder in force: ``<data_dir>/mgsm`` (argument, else configuration)."""
     root = Path(data_dir) if data_dir is not None else load_config().data_dir.value
     if root is None:
-        raise MindcapError(f"no data folder configured for MGSM ({_HOW})")
+        raise BadInputError(f"no data folder configured for MGSM ({_HOW})")
     folder = root / "mgsm"
     if not folder.is_dir():
-        raise MindcapError(f"MGSM folder not found: {folder} ({_HOW})")
+        raise BadInputError(f"MGSM folder not found: {folder} ({_HOW})")
     return folder
 
 
@@ -77,7 +77,7 @@ def mgsm_language(lang: str) -> str:
     code = resolve_language(lang)
     if code not in MGSM_LANGUAGES:
         names = ", ".join(f"{short_name(c)} ({c})" for c in MGSM_LANGUAGES)
-        raise MindcapError(f"MGSM has no {code}; its languages are {names}")
+        raise BadInputError(f"MGSM has no {code}; its languages are {names}")
     return code
 
 
@@ -87,7 +87,9 @@ def parse_gold(text: str, where: str = "") -> int:
     try:
         return int(cleaned)
     except ValueError as exc:
-        raise MindcapError(f"MGSM gold answer {text!r} is not an integer{' (' + where + ')' if where else ''}") from exc
+        raise BadInputError(
+            f"MGSM gold answer {text!r} is not an integer{' (' + where + ')' if where else ''}"
+        ) from exc
 
 
 @cache
@@ -96,9 +98,9 @@ def _read_tsv(folder: str, code: str) -> tuple[MgsmItem, ...]:
     try:
         text = regular_file(path, "MGSM file").read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise MindcapError(f"MGSM file missing: {path}") from exc
+        raise BadInputError(f"MGSM file missing: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:
-        raise MindcapError(f"cannot read MGSM file {path}: {exc}") from exc
+        raise BadInputError(f"cannot read MGSM file {path}: {exc}") from exc
     rows = text.split("\n")
     if rows and rows[-1] == "":
         rows.pop()
@@ -106,10 +108,10 @@ def _read_tsv(folder: str, code: str) -> tuple[MgsmItem, ...]:
     for i, row in enumerate(rows):
         question, tab, answer = row.rpartition("\t")
         if not tab:
-            raise MindcapError(f"{path}:{i + 1}: expected question<TAB>answer")
+            raise BadInputError(f"{path}:{i + 1}: expected question<TAB>answer")
         items.append(MgsmItem(i, code, question, parse_gold(answer, f"{path}:{i + 1}"), answer))
     if len(items) != N_ITEMS:
-        raise MindcapError(f"{path} has {len(items)} rows, expected {N_ITEMS}")
+        raise BadInputError(f"{path} has {len(items)} rows, expected {N_ITEMS}")
     return tuple(items)
 
 
@@ -129,9 +131,9 @@ def _read_exemplars(folder: str) -> dict:
     try:
         return json.loads(regular_file(path, "MGSM exemplars file").read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise MindcapError(f"MGSM exemplars file missing: {path}") from exc
+        raise BadInputError(f"MGSM exemplars file missing: {path}") from exc
     except (OSError, ValueError) as exc:
-        raise MindcapError(f"cannot read MGSM exemplars {path}: {exc}") from exc
+        raise BadInputError(f"cannot read MGSM exemplars {path}: {exc}") from exc
 
 
 def load_exemplars(lang: str, data_dir: str | os.PathLike[str] | None = None) -> list[Exemplar]:
@@ -157,7 +159,7 @@ def mgsm_texts(lang: str, corpus: str = "mgsm", *, folder: str | os.PathLike[str
     """Line-aligned MGSM texts of one language (as published): its questions (``mgsm``) or the chain-of-thought
     answers of its 8 exemplars (``mgsm-answers``). ``folder`` is the MGSM folder (default: configured)."""
     if corpus not in MGSM_CORPORA:
-        raise MindcapError(f"unknown MGSM corpus {corpus!r}; use one of {', '.join(MGSM_CORPORA)}")
+        raise BadInputError(f"unknown MGSM corpus {corpus!r}; use one of {', '.join(MGSM_CORPORA)}")
     where, code = str(folder or mgsm_source()), mgsm_language(lang)
     if corpus == "mgsm":
         return [it.question for it in _read_tsv(where, code)]
@@ -176,4 +178,4 @@ def _exemplars(folder: str, code: str) -> list[Exemplar]:
             for k in keys
         ]
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise MindcapError(f"MGSM exemplars file has no usable entry for {code}: {exc!r}") from exc
+        raise BadInputError(f"MGSM exemplars file has no usable entry for {code}: {exc!r}") from exc

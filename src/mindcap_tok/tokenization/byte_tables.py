@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import MindcapError
+from ..errors import BadInputError
 from .load import ResolvedTokenizer
 from .sentencepiece_family import SentencePieceBackend
 
@@ -88,7 +88,7 @@ class ByteTable:
             splits = np.array([0, len(ids)], dtype=np.int64)
         if ids.min() < 0 or ids.max() >= self.vocab_size:
             bad = int(ids[(ids < 0) | (ids >= self.vocab_size)][0])
-            raise MindcapError(f"token id {bad} is outside the tokenizer's {self.vocab_size} ids")
+            raise BadInputError(f"token id {bad} is outside the tokenizer's {self.vocab_size} ids")
         text = np.flatnonzero(self.lengths[ids] > 0)
         k = np.searchsorted(text, splits[:-1], side="left")
         kk = np.minimum(k, max(len(text) - 1, 0))

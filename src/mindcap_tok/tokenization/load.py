@@ -19,7 +19,7 @@ from tokenizers import Tokenizer
 
 from .._io import regular_file
 from ..config import hub_unavailable, load_config
-from ..errors import BadInputError, MindcapError, first_line
+from ..errors import BadInputError, first_line
 from .base import ExtensionFamilies, T, TokenizerBackend
 from .hf import HFBackend, encode_texts, read_tokenizer_file
 from .pretoken_cache import PretokenEncoder
@@ -197,7 +197,7 @@ def _from_file(path: Path, name: str) -> ResolvedTokenizer:
     try:
         tok = read_tokenizer_file(path, path.stat().st_mtime_ns)
     except Exception as exc:  # tokenizers raises bare Exception subclasses for bad files
-        raise MindcapError(f"cannot read tokenizer file {path}: {first_line(exc)}") from exc
+        raise BadInputError(f"cannot read tokenizer file {path}: {first_line(exc)}") from exc
     return ResolvedTokenizer(name=name, tokenizer=tok, source=str(path), path=path)
 
 
@@ -208,7 +208,7 @@ def tokenizer_file(folder: Path) -> Path | None:
     for pattern in ("*.tiktoken", "*.model"):
         found = sorted(folder.glob(pattern))
         if len(found) > 1:
-            raise MindcapError(f"folder {folder} has several {pattern} files; give the file itself")
+            raise BadInputError(f"folder {folder} has several {pattern} files; give the file itself")
         if found:
             return found[0]
     return None
@@ -280,7 +280,7 @@ def _from_hub(hf_id: str, name: str, hint: str) -> ResolvedTokenizer:
         ) from exc
     backend = getattr(hf_tok, "backend_tokenizer", None)
     if backend is None:
-        raise MindcapError(f"{hf_id!r} has no fast tokenizer")
+        raise BadInputError(f"{hf_id!r} has no fast tokenizer")
     return ResolvedTokenizer(name=name, tokenizer=backend, source=f"hf:{hf_id}")
 
 
@@ -293,7 +293,7 @@ def load_tokenizer(name: str, tokenizers_dir: str | os.PathLike[str] | None = No
     if path.is_dir():
         found = tokenizer_file(path)
         if found is None:
-            raise MindcapError(f"folder {path} has no tokenizer.json, *.tiktoken or *.model file")
+            raise BadInputError(f"folder {path} has no tokenizer.json, *.tiktoken or *.model file")
         return _from_file(found, name)
     if path.exists():  # a file (a FIFO or a device is refused by _from_file)
         return _from_file(path, name)
@@ -315,7 +315,7 @@ def load_tokenizer(name: str, tokenizers_dir: str | os.PathLike[str] | None = No
         hint = _LOCAL_INSTEAD if listed is None else _registry_hint(listed, _tokenizers_root(tokenizers_dir))
         return _from_hub(name, name, hint)
     known = ", ".join(f"{e.name} ({', '.join(e.aliases)})" for e in registry().values())
-    raise MindcapError(
+    raise BadInputError(
         f"unknown model {name!r}; known: {known}; "
         "or give a tokenizer file (tokenizer.json, .tiktoken, .model), a folder or a Hugging Face id"
     )

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from .._io import regular_file
-from ..errors import MindcapError, first_line
+from ..errors import BadInputError, SetupError, first_line
 from .ids import without
 
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -147,7 +147,7 @@ def model_pb2() -> Any:
     try:
         from sentencepiece import sentencepiece_model_pb2
     except ImportError as exc:
-        raise MindcapError(
+        raise SetupError(
             f"reading SentencePiece model files needs protobuf (pip install 'protobuf>=4'): {exc}"
         ) from exc
     return sentencepiece_model_pb2
@@ -160,7 +160,7 @@ def processor(data: bytes) -> Any:
     try:
         return sentencepiece.SentencePieceProcessor(model_proto=data)
     except Exception as exc:  # RuntimeError / OSError from the C++ parser
-        raise MindcapError(f"sentencepiece cannot load the model: {first_line(exc)}") from exc
+        raise BadInputError(f"sentencepiece cannot load the model: {first_line(exc)}") from exc
 
 
 def _sha256(data: bytes) -> str:
@@ -172,14 +172,14 @@ def _read_sentencepiece(path: Path, mtime_ns: int) -> tuple[SentencePieceBackend
     try:
         import sentencepiece
     except ImportError as exc:
-        raise MindcapError("sentencepiece is not installed (pip install sentencepiece)") from exc
+        raise SetupError("sentencepiece is not installed (pip install sentencepiece)") from exc
     data = path.read_bytes()
     try:
         sp = sentencepiece.SentencePieceProcessor(model_proto=data)
     except Exception as exc:  # RuntimeError / OSError from the C++ parser
-        raise MindcapError(f"cannot read SentencePiece model {path}: {first_line(exc)}") from exc
+        raise BadInputError(f"cannot read SentencePiece model {path}: {first_line(exc)}") from exc
     if sp.get_piece_size() == 0:
-        raise MindcapError(f"cannot read SentencePiece model {path}: it has no pieces")
+        raise BadInputError(f"cannot read SentencePiece model {path}: it has no pieces")
     return SentencePieceBackend(sp), _sha256(data)
 
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from .._io import regular_file
-from ..errors import MindcapError, first_line
+from ..errors import BadInputError, SetupError, first_line
 from .ids import without
 from .long_text import SAFE_CHARS, engine_guard, tiktoken_ordinary
 
@@ -120,9 +120,9 @@ def parse_rank_file(data: bytes, path: Path) -> dict[bytes, int]:
             token, rank = line.split()
             ranks[base64.b64decode(token, validate=True)] = int(rank)
         except (ValueError, binascii.Error) as exc:
-            raise MindcapError(f"{path}: line {n} is not '<base64 token> <rank>' (a corrupt .tiktoken file?)") from exc
+            raise BadInputError(f"{path}: line {n} is not '<base64 token> <rank>' (a corrupt .tiktoken file?)") from exc
     if not ranks:
-        raise MindcapError(f"{path}: no ranks in this .tiktoken file")
+        raise BadInputError(f"{path}: no ranks in this .tiktoken file")
     return ranks
 
 
@@ -130,7 +130,7 @@ def tiktoken_files(rank_file: Path) -> Path:
     """The ``encoding.json`` that must sit beside a ``.tiktoken`` rank file."""
     spec = regular_file(rank_file.parent / "encoding.json", "tiktoken encoding file")
     if not spec.is_file():
-        raise MindcapError(
+        raise BadInputError(
             f"{rank_file} needs an encoding.json beside it (name, pat_str, special_tokens); none in {rank_file.parent}"
         )
     return spec
@@ -143,12 +143,12 @@ def _read_tiktoken(rank_file: Path, spec_file: Path, mtimes: tuple[int, int]) ->
         pat_str, specials = spec["pat_str"], dict(spec.get("special_tokens", {}))
         name = str(spec.get("name", rank_file.stem))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise MindcapError(f"cannot read {spec_file}: {first_line(exc)} (need name, pat_str, special_tokens)") from exc
+        raise BadInputError(f"cannot read {spec_file}: {first_line(exc)} (need name, pat_str, special_tokens)") from exc
     data = rank_file.read_bytes()
     digest = _sha256(data)
     expected = spec.get("sha256")
     if expected and expected.lower() != digest:
-        raise MindcapError(
+        raise BadInputError(
             f"{rank_file} has sha256 {digest[:12]}…, but {spec_file.name} expects {str(expected)[:12]}… "
             "(wrong or corrupt rank file)"
         )
@@ -169,11 +169,11 @@ def build_tiktoken(
     try:
         import tiktoken
     except ImportError as exc:  # a core dependency; only a broken install lacks it
-        raise MindcapError("tiktoken is not installed (pip install tiktoken)") from exc
+        raise SetupError("tiktoken is not installed (pip install tiktoken)") from exc
     try:
         enc = tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=specials)
     except Exception as exc:  # tiktoken raises ValueError/AssertionError for inconsistent specs
-        raise MindcapError(f"cannot build tiktoken encoding from {where}: {first_line(exc)}") from exc
+        raise BadInputError(f"cannot build tiktoken encoding from {where}: {first_line(exc)}") from exc
     return TiktokenBackend(enc, specials, ranks, pat_str)
 
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from ...choices import BACKENDS
-from ...errors import MindcapError, MissingExtraError
+from ...errors import BadInputError, MissingExtraError
 from .base import ChatTokenizer, Completion, GenRequest
 
 __all__ = ["BACKENDS", "ChatTokenizer", "Completion", "GenRequest", "load_backend", "require"]
@@ -47,9 +47,9 @@ def load_backend(name: str, model: str, *, tokenizer_name: str, engine: dict | N
     """Start the backend ``name`` (``vllm``, ``transformers`` or ``server``) on ``model`` with ``engine`` options;
     ``server`` (a :class:`~mindcap_tok.generation.jobs.ServerSpec`) says how the ``server`` backend connects."""
     if name not in BACKENDS:
-        raise MindcapError(f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}")
+        raise BadInputError(f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}")
     if not (Path(model).is_dir() or (model.count("/") == 1 and not model.startswith((".", os.sep)))):
-        raise MindcapError(f"model {model!r} is neither a local folder nor a Hugging Face id")
+        raise BadInputError(f"model {model!r} is neither a local folder nor a Hugging Face id")
     if name == "server":
         from .server import ServerBackend
 

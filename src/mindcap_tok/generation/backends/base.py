@@ -16,7 +16,7 @@ from string import ascii_letters
 import numpy as np
 from tokenizers import Tokenizer
 
-from ...errors import MindcapError, first_line
+from ...errors import BadInputError, first_line
 from ...tokenization.byte_tables import byte_table
 from ...tokenization.hf import encode_texts
 from ...tokenization.load import ResolvedTokenizer
@@ -120,10 +120,10 @@ class ChatTokenizer:
         try:
             self.hf = AutoTokenizer.from_pretrained(model)
         except Exception as exc:
-            raise MindcapError(f"cannot load the tokenizer of {model!r}: {first_line(exc)}") from exc
+            raise BadInputError(f"cannot load the tokenizer of {model!r}: {first_line(exc)}") from exc
         backend = getattr(self.hf, "backend_tokenizer", None)
         if backend is None:
-            raise MindcapError(f"{model!r} has no fast tokenizer")
+            raise BadInputError(f"{model!r} has no fast tokenizer")
         file = Path(model) / "tokenizer.json"
         self.resolved = ResolvedTokenizer(name, backend, model, file if file.is_file() else None)
         self._fast: tuple[tuple[str, str] | None, PretokenEncoder | None] | None = None  # chat_batch's, when built

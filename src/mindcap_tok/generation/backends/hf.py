@@ -8,7 +8,7 @@ free replies tolerantly and retries those it cannot parse.
 
 from __future__ import annotations
 
-from ...errors import MindcapError, first_line
+from ...errors import BackendError, BadInputError, first_line
 from .base import ChatTokenizer, Completion, GenRequest
 
 
@@ -34,11 +34,11 @@ class TransformersBackend:
         self.tok = ChatTokenizer(model, tokenizer_name)
         dtype = engine.get("dtype", "float32")
         if not isinstance(getattr(torch, str(dtype), None), torch.dtype):
-            raise MindcapError(f"engine dtype {dtype!r} is not a torch dtype (e.g. float32, bfloat16)")
+            raise BadInputError(f"engine dtype {dtype!r} is not a torch dtype (e.g. float32, bfloat16)")
         try:
             self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype)).eval()
         except Exception as exc:
-            raise MindcapError(f"cannot load the model {model!r}: {first_line(exc)}") from exc
+            raise BackendError(f"cannot load the model {model!r}: {first_line(exc)}") from exc
         eos = self.model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         if self.tok.hf.eos_token_id is not None:

@@ -54,7 +54,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ...errors import BackendError, MindcapError, MissingExtraError, first_line
+from ...errors import BackendError, BadInputError, MindcapError, MissingExtraError, first_line
 from ...spec import ServerSpec
 from .base import ChatTokenizer, Completion, GenRequest
 
@@ -198,13 +198,13 @@ def _check_indices(choices: Sequence[_Choice], n: int) -> None:
     seen: dict[int, int] = {}
     for pos, c in enumerate(choices):
         if not 0 <= c.index < n:
-            raise MindcapError(f"choice {pos} has index {c.index}, not in 0..{n - 1}")
+            raise BackendError(f"choice {pos} has index {c.index}, not in 0..{n - 1}")
         if c.index in seen:
-            raise MindcapError(f"choices {seen[c.index]} and {pos} both have index {c.index}")
+            raise BackendError(f"choices {seen[c.index]} and {pos} both have index {c.index}")
         seen[c.index] = pos
     if len(seen) < n:
         missing = min(set(range(n)) - set(seen))
-        raise MindcapError(f"{len(choices)} choice(s) for n = {n}: none has index {missing}")
+        raise BackendError(f"{len(choices)} choice(s) for n = {n}: none has index {missing}")
 
 
 def _check_ids(ids: list[int] | tuple[int, ...], vocab_size: int, where: str) -> None:
@@ -213,14 +213,14 @@ def _check_ids(ids: list[int] | tuple[int, ...], vocab_size: int, where: str) ->
         return
     t = next(t for t in ids if not 0 <= t < vocab_size)
     shown = str(t) if abs(t) < 10**24 else f"{'-' if t < 0 else ''}~2**{abs(t).bit_length() - 1}"
-    raise MindcapError(f"{where}: token id {shown} out of range 0..{vocab_size - 1}")
+    raise BackendError(f"{where}: token id {shown} out of range 0..{vocab_size - 1}")
 
 
 def _check_length(ids: tuple[int, ...], finish: str, max_tokens: int, where: str, stops: frozenset[int]) -> None:
     """At most the cap; ``length`` exactly at it, ``stop`` below it, or at it when the cap-th id ends the decode
     (one of ``stops``: vLLM 0.32 reports ``stop`` when EOS is the last token allowed, as transformers does)."""
     if len(ids) > max_tokens:
-        raise MindcapError(f"{where}: {len(ids)} output ids, above max_tokens {max_tokens}")
+        raise BackendError(f"{where}: {len(ids)} output ids, above max_tokens {max_tokens}")
     if finish == "stop" and len(ids) == max_tokens and ids and ids[-1] in stops:
         return
     if (finish == "length") != (len(ids) == max_tokens):
@@ -229,7 +229,7 @@ def _check_length(ids: tuple[int, ...], finish: str, max_tokens: int, where: str
         hint = (
             " (the server's context limit? raise its max model length or lower the cap)" if finish == "length" else ""
         )
-        raise MindcapError(f"{where}: finish_reason {finish!r} with {len(ids)} of max_tokens {max_tokens} tokens{hint}")
+        raise BackendError(f"{where}: finish_reason {finish!r} with {len(ids)} of max_tokens {max_tokens} tokens{hint}")
 
 
 def _logprob_ids(logprobs: _Logprobs | None, where: str) -> tuple[int, ...] | None:
@@ -247,7 +247,7 @@ def _logprob_ids(logprobs: _Logprobs | None, where: str) -> tuple[int, ...] | No
     for tok in tokens:
         match = _TOKEN_ID.fullmatch(tok)
         if match is None:
-            raise MindcapError(f"{where}: logprobs token {tok!r} is not 'token_id:N' (send return_tokens_as_token_ids)")
+            raise BackendError(f"{where}: logprobs token {tok!r} is not 'token_id:N' (send return_tokens_as_token_ids)")
         out.append(int(match[1]))
     return tuple(out)
 
@@ -263,7 +263,7 @@ def parse_response(
     try:
         reply = (_ChatCompletions if chat else _Completions).model_validate(data)
     except ValidationError as exc:
-        raise MindcapError(_shape_problem(exc)) from None
+        raise BackendError(_shape_problem(exc)) from None
     choices: list[_ChatChoice | _CompletionChoice] = [*reply.choices]
     _check_indices(choices, n)
     if reply.prompt_token_ids is not None:
@@ -379,7 +379,7 @@ class ServerBackend:
         self._httpx = httpx
         opts = options or ServerSpec()
         if not opts.base_url:
-            raise MindcapError("the server backend needs a URL: --base-url http://HOST:8000/v1 or [server] base_url")
+            raise BadInputError("the server backend needs a URL: --base-url http://HOST:8000/v1 or [server] base_url")
         self.options = opts
         self.urls = tuple(u.rstrip("/") for u in opts.base_url)
         self.served_model = opts.model or model
@@ -387,7 +387,7 @@ class ServerBackend:
         if opts.api_key_env:
             key = os.environ.get(opts.api_key_env, "")
             if not key.strip():
-                raise MindcapError(f"the environment variable {opts.api_key_env} (server api_key_env) is unset/empty")
+                raise BadInputError(f"the environment variable {opts.api_key_env} (server api_key_env) is unset/empty")
             self.headers["Authorization"] = f"Bearer {key.strip()}"
         self.tok = ChatTokenizer(model, tokenizer_name)
         self.backoff_s = backoff_s
@@ -460,11 +460,11 @@ class ServerBackend:
             body["top_p"] = req.top_p
         if self.chat:
             if req.user is None:
-                raise MindcapError("a forcing continuation is sent as token ids: it needs endpoint = completions")
+                raise BadInputError("a forcing continuation is sent as token ids: it needs endpoint = completions")
             body["messages"] = [{"role": "user", "content": req.user}]
         elif plain:
             if req.text is None:
-                raise MindcapError("this server takes no token-id prompts, so forcing continuations cannot be sent")
+                raise BackendError("this server takes no token-id prompts, so forcing continuations cannot be sent")
             body["prompt"] = req.text
         else:
             body["prompt"] = list(req.prompt_ids)
@@ -668,7 +668,7 @@ class ServerBackend:
                     (i for i, (a, b) in enumerate(zip(prompt, req.prompt_ids, strict=False)) if a != b),
                     min(len(prompt), len(req.prompt_ids)),
                 )
-                raise MindcapError(
+                raise BackendError(
                     f"{self._label(req)}: the server's prompt ids differ from the local chat template's "
                     f"from position {at} ({len(prompt)} vs {len(req.prompt_ids)} ids)"
                 )
@@ -678,7 +678,7 @@ class ServerBackend:
         if ids is None:
             ids, retokenized = tuple(self.tok.encode(choice["text"])), True
             if len(ids) > req.max_tokens:
-                raise MindcapError(
+                raise BackendError(
                     f"{self._label(req)}: the text from {url} re-encodes to {len(ids)} tokens, above "
                     f"the cap {req.max_tokens} (does it serve a model with the job's tokenizer?)"
                 )

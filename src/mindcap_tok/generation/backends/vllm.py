@@ -9,7 +9,7 @@ backend).
 
 from __future__ import annotations
 
-from ...errors import MindcapError, first_line
+from ...errors import BackendError, first_line
 from .base import ChatTokenizer, Completion, GenRequest
 
 
@@ -33,7 +33,7 @@ class VllmBackend:
         try:
             self.llm = vllm.LLM(model=model, seed=seed, **opts)
         except Exception as exc:
-            raise MindcapError(f"vLLM could not start on {model!r}: {first_line(exc)}") from exc
+            raise BackendError(f"vLLM could not start on {model!r}: {first_line(exc)}") from exc
 
     def generate(self, requests: list[GenRequest]) -> list[list[Completion]]:
         """Decode all requests in one engine call (vLLM batches them)."""
@@ -61,7 +61,7 @@ class VllmBackend:
         from vllm import sampling_params
 
         if not hasattr(sampling_params, "StructuredOutputsParams"):
-            raise MindcapError(
+            raise BackendError(
                 f"vLLM {self.version} has no structured outputs (StructuredOutputsParams); upgrade it or set "
                 "[judge] structured = false"
             )
@@ -70,5 +70,5 @@ class VllmBackend:
 
 def _completion(output) -> Completion:
     if output.finish_reason not in ("stop", "length"):
-        raise MindcapError(f"vLLM ended a decode with finish_reason {output.finish_reason!r} (aborted?)")
+        raise BackendError(f"vLLM ended a decode with finish_reason {output.finish_reason!r} (aborted?)")
     return Completion(tuple(output.token_ids), output.finish_reason)

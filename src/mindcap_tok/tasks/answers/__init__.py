@@ -12,7 +12,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...choices import VARIANTS as INTEGER_VARIANTS
-from ...errors import BadInputError, MindcapError
+from ...errors import BadInputError
 from . import choice, math, regex
 from .filter import filter_parser
 from .integer import AnswerLine, LineCuts, integer_parser
@@ -81,9 +81,9 @@ def get_parser(spec: Any = "strict", answer: AnswerLike | None = None) -> Answer
         return math.math_parser(spec)
     if kind == "regex":
         if not answer.pattern:
-            raise MindcapError("a regex answer type needs a pattern with a named group 'answer'")
+            raise BadInputError("a regex answer type needs a pattern with a named group 'answer'")
         return regex.regex_parser(spec, answer.pattern)
-    raise MindcapError(f"unknown answer type {kind!r}; use one of {', '.join(VARIANTS)}")
+    raise BadInputError(f"unknown answer type {kind!r}; use one of {', '.join(VARIANTS)}")
 
 
 def _task(task: str, files: Sequence[str | os.PathLike[str]]) -> Task:

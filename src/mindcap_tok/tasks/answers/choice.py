@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from ...errors import MindcapError
+from ...errors import BadInputError
 from ._lines import LineParser, any_of, fold_literals
 from .integer import LineCuts
 
@@ -129,15 +129,15 @@ def _anchors(labels: tuple[str, ...], forms: tuple[str, ...], phrases: tuple[str
 def choice_parser(spec: str, labels: tuple[str, ...], phrases: tuple[str, ...] = ()) -> ChoiceParser:
     """A choice parser from a variant name (or names joined by ``+``), the label set and the answer phrases."""
     if not labels or any(not x or x != x.strip() or "\n" in x for x in labels):
-        raise MindcapError(f"choice labels must be non-empty words without surrounding spaces, not {list(labels)}")
+        raise BadInputError(f"choice labels must be non-empty words without surrounding spaces, not {list(labels)}")
     parts = [p.strip().lower() for p in str(spec).split("+") if p.strip()]
     unknown = [p for p in parts if p not in VARIANTS]
     if not parts or unknown:
-        raise MindcapError(
+        raise BadInputError(
             f"unknown choice parser {spec!r}; use one of {', '.join(VARIANTS)} or several joined by '+' (paren+last)"
         )
     if "phrases" in parts and not phrases:
-        raise MindcapError("the 'phrases' choice variant needs the task's answer phrases (answer.variants.phrases)")
+        raise BadInputError("the 'phrases' choice variant needs the task's answer phrases (answer.variants.phrases)")
     flags = set(parts)
     name = "+".join(p for p in VARIANTS if p in flags and p != "strict") or "strict"
     return ChoiceParser(

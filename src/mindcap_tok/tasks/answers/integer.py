@@ -36,7 +36,7 @@ from functools import cache, lru_cache
 from itertools import accumulate
 
 from ...choices import VARIANTS as VARIANTS
-from ...errors import MindcapError
+from ...errors import BadInputError
 
 _DIGIT_BLOCKS = {
     "thai": 0x0E50,
@@ -215,7 +215,7 @@ def integer_parser(spec: str | Parser = "strict") -> Parser:
     parts = [p.strip().lower() for p in str(spec).split("+") if p.strip()]
     unknown = [p for p in parts if p not in VARIANTS]
     if not parts or unknown:
-        raise MindcapError(
+        raise BadInputError(
             f"unknown parser {spec!r}; use one of {', '.join(VARIANTS)} or several joined by '+' (last+terminated)"
         )
     flags = {p for p in parts if p in _MODIFIERS}

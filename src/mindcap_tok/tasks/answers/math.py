@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import metadata
 
-from ...errors import MindcapError, MissingExtraError
+from ...errors import BadInputError, MissingExtraError
 from ._lines import LineParser, any_of
 from .integer import LineCuts
 
@@ -126,7 +126,7 @@ def math_parser(spec: str) -> MathParser:
     parts = [p.strip().lower() for p in str(spec).split("+") if p.strip()]
     unknown = [p for p in parts if p not in VARIANTS]
     if not parts or unknown:
-        raise MindcapError(
+        raise BadInputError(
             f"unknown math parser {spec!r}; use one of {', '.join(VARIANTS)} or several joined by '+' (boxed+last)"
         )
     flags = set(parts)

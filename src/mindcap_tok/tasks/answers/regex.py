@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from ...errors import BadInputError, MindcapError
+from ...errors import BadInputError
 from ._lines import LineParser
 from .integer import LineCuts
 from .patterns import UserPattern, compile_user_pattern
@@ -63,7 +63,7 @@ def regex_parser(spec: str, pattern: str) -> RegexParser:
     parts = [p.strip().lower() for p in str(spec).split("+") if p.strip()]
     unknown = [p for p in parts if p not in VARIANTS]
     if not parts or unknown:
-        raise MindcapError(f"unknown regex parser {spec!r}; use one of {', '.join(VARIANTS)} joined by '+'")
+        raise BadInputError(f"unknown regex parser {spec!r}; use one of {', '.join(VARIANTS)} joined by '+'")
     flags = set(parts)
     name = "+".join(p for p in VARIANTS if p in flags and p != "strict") or "strict"
     return RegexParser(name, compile_answer_pattern(pattern), "last" in flags, "terminated" in flags)
