@@ -184,7 +184,7 @@ def base_tiktoken(base: ResolvedTokenizer) -> BaseTiktoken:
 
 
 def tiktoken_words(
-    base: ResolvedTokenizer, backend: TiktokenBackend, texts: Iterable[str]
+    base: ResolvedTokenizer, backend: TiktokenBackend, *, texts: Iterable[str]
 ) -> tuple[list[str], list[list[int]], list[int]]:
     """Distinct ``pat_str`` pieces of ``texts``, each segmented once by the base tiktoken encoding, and counts."""
     pattern = regex.compile(base_tiktoken(base).pat_str)
@@ -427,7 +427,7 @@ def _learn_ranks(
     """New tiktoken ranks after the largest id in use, learned with tiktoken's merge rule."""
     start = time.perf_counter()
     tinfo = base_tiktoken(base)
-    segmented = tiktoken_words(base, backend, corpus.texts())
+    segmented = tiktoken_words(base, backend, texts=corpus.texts())
     strings: list = tinfo.strings()
     word_bytes = [w.encode("utf-8") for w in segmented[0]]
 
@@ -494,7 +494,7 @@ def _learn_pieces(
     got = learn_pieces(
         base,
         backend,
-        texts,
+        texts=texts,
         max_merges=rule.size,
         min_freq=rule.min_freq,
         add_missing_characters=add_missing_characters,

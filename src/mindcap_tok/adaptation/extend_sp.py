@@ -295,8 +295,8 @@ def _words(lines: list[list[str]], split_by_whitespace: bool) -> list[list[str]]
 def learn_pieces(
     base: ResolvedTokenizer,
     backend: SentencePieceBackend,
-    texts: list[str],
     *,
+    texts: list[str],
     max_merges: int | None,
     min_freq: int,
     add_missing_characters: bool = False,

@@ -169,7 +169,7 @@ def transformers_export(ext: Extension, held_out: tuple[str, ...] = ()) -> Trans
     return TransformersExport(text if differing == 0 else None, len(texts), differing, where)
 
 
-def check_extended_pieces(tok: ResolvedTokenizer, model: SentencePieceBackend, ext: Extension) -> None:
+def check_extended_pieces(tok: ResolvedTokenizer, model: SentencePieceBackend, *, ext: Extension) -> None:
     """Raise unless every base piece keeps its id and bytes, new pieces sit where planned, and the model (``tok``,
     whose back end is ``model``) segments every training text exactly as the learner did."""
     base_bytes = ext.base.token_bytes
@@ -190,7 +190,7 @@ def check_extended_pieces(tok: ResolvedTokenizer, model: SentencePieceBackend, e
         raise DamagedDataError(f"extended model segments {differ} training texts unlike the learner (a bug)")
 
 
-def check_extended(tok: Tokenizer, base: Tokenizer, ext: Extension) -> None:
+def check_extended(tok: Tokenizer, base: Tokenizer, *, ext: Extension) -> None:
     """Raise unless every token of ``base`` (added and special included) keeps its id and new tokens sit where
     planned."""
     base_vocab = base.get_vocab(with_added_tokens=True)
@@ -221,7 +221,7 @@ def write_extension(ext: Extension, folder: Path, *, manifest: dict, held_out: t
     """Write tokenizer files and ``manifest.json`` into an existing (staging) folder; return the manifest.
 
     ``held_out``: texts the extension was not learned on, for a SentencePiece extension's ``tokenizer.json`` probe."""
-    return files_of(ext).write(ext, folder, manifest, held_out)
+    return files_of(ext).write(ext, folder, manifest=manifest, held_out=held_out)
 
 
 def transformers_row(ext: Extension, held_out: tuple[str, ...]) -> dict:
@@ -237,7 +237,7 @@ class ExtensionFiles(Protocol):
     def resolved(self, ext: Extension, name: str) -> ResolvedTokenizer:
         """The extended tokenizer in memory, checked against the base."""
 
-    def write(self, ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
+    def write(self, ext: Extension, folder: Path, *, manifest: dict, held_out: tuple[str, ...]) -> dict:
         """Write the tokenizer files and ``manifest.json`` into ``folder``, reload and check them; the manifest."""
 
     def base_record(self, ext: Extension) -> tuple[int, bool, dict, dict]:
@@ -257,10 +257,10 @@ class MergesFiles:
         self.base = backend.hf
 
     def resolved(self, ext: Extension, name: str) -> ResolvedTokenizer:
-        check_extended(ext.tokenizer, self.base, ext)
+        check_extended(ext.tokenizer, self.base, ext=ext)
         return ResolvedTokenizer(name=name, tokenizer=ext.tokenizer, source=f"extension of {ext.base.name}")
 
-    def write(self, ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
+    def write(self, ext: Extension, folder: Path, *, manifest: dict, held_out: tuple[str, ...]) -> dict:
         text = ext.tokenizer.to_str()  # tokenizers' own serialisation, so the file hash equals ResolvedTokenizer.sha256
         (folder / "tokenizer.json").write_text(text, encoding="utf-8")
         base_dir = ext.base.path.parent if ext.base.path is not None else None
@@ -274,7 +274,7 @@ class MergesFiles:
             config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
             (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         reloaded_json = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        check_extended(reloaded_json, self.base, ext)
+        check_extended(reloaded_json, self.base, ext=ext)
         full = {**manifest, "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
         (folder / MANIFEST).write_text(dumps_strict(full) + "\n", encoding="utf-8")
         return full
@@ -304,7 +304,7 @@ class RanksFiles:
         check_extended_tiktoken(tok, ext)
         return tok
 
-    def write(self, ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
+    def write(self, ext: Extension, folder: Path, *, manifest: dict, held_out: tuple[str, ...]) -> dict:
         files = tiktoken_extension_files(ext)
         (folder / files.rank_name).write_bytes(files.rank_data)
         (folder / "encoding.json").write_bytes(files.spec_data)
@@ -348,16 +348,16 @@ class PiecesFiles:
         digest = hashlib.sha256(data).hexdigest()
         backend = SentencePieceBackend(processor(data))
         tok = ResolvedTokenizer(name, source=f"extension of {ext.base.name}", backend=backend, sha256=digest)
-        check_extended_pieces(tok, backend, ext)
+        check_extended_pieces(tok, backend, ext=ext)
         return tok
 
-    def write(self, ext: Extension, folder: Path, manifest: dict, held_out: tuple[str, ...]) -> dict:
+    def write(self, ext: Extension, folder: Path, *, manifest: dict, held_out: tuple[str, ...]) -> dict:
         """Write the extended ``tokenizer.model`` and ``manifest.json``; the model is reloaded from disk and
         checked."""
         data = sentencepiece_model(ext)
         (folder / SP_MODEL).write_bytes(data)
         backend, digest = load_sentencepiece(folder / SP_MODEL)
-        check_extended_pieces(ResolvedTokenizer(folder.name, backend=backend, sha256=digest), backend, ext)
+        check_extended_pieces(ResolvedTokenizer(folder.name, backend=backend, sha256=digest), backend, ext=ext)
         if digest != hashlib.sha256(data).hexdigest():
             raise StorageError(f"{folder}: the written model does not hash as built (disk error?)")
         export = transformers_export(ext, held_out)

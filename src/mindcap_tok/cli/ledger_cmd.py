@@ -244,6 +244,6 @@ def migrate_command(ledger: str, out: str) -> None:
         done = migrate(ledger, out, on_progress=on_progress(advance))
     click.echo(
         f"migrated {done.rows} records in {done.shards} shards ({done.cells} cells, {done.jobs} generation jobs) "
-        f"from format version {done.from_version} into {done.out}",
+        f"from format version {done.from_version} into {done.out_dir}",
         err=True,
     )

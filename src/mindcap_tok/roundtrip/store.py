@@ -96,7 +96,7 @@ def commit_file(root: Path, name: str, data: bytes, manifest: Path, text: str, w
         if exc.errno in NO_ROOM:
             raise StorageError(f"cannot write {final}: {exc.strerror}", path=final) from exc
         raise
-    commit_files(manifest, text, [final])
+    commit_files(manifest, text, finals=[final])
 
 
 def read_run_manifest(path: Path, *, fmt: str, identity: dict, what: str, other: str) -> dict | None:
@@ -281,7 +281,7 @@ class RunStore:
         schema."""
         path = committed_path(self.root / name)
         entry = self.manifest["files"][name]
-        data = checked_bytes(path, entry["bytes"], entry["sha256"], "round-trip file")
+        data = checked_bytes(path, "round-trip file", size=entry["bytes"], digest=entry["sha256"])
         try:
             table = pq.read_table(pa.BufferReader(data))
         except (OSError, pa.ArrowException) as exc:

@@ -88,7 +88,7 @@ def discard(finals: Iterable[Path]) -> None:
             pending_path(final).unlink(missing_ok=True)
 
 
-def commit_files(manifest: Path, text: str, finals: Sequence[Path]) -> None:
+def commit_files(manifest: Path, text: str, *, finals: Sequence[Path]) -> None:
     """Write the manifest ``text`` atomically, then rename the staged ``finals`` into place; when the manifest
     cannot be written (a full disk, Ctrl-C) the staged files go too and the folder is as it was."""
     try:
@@ -122,7 +122,7 @@ def committed_path(final: Path) -> Path:
     return pending if pending.exists() else final
 
 
-def checked_bytes(path: Path, size: int, digest: str, what: str, hint: str = "") -> pa.Buffer:
+def checked_bytes(path: Path, what: str, *, size: int, digest: str, hint: str = "") -> pa.Buffer:
     """The bytes of the file at ``path``, checked against the size and SHA-256 its manifest lists; a missing,
     truncated or altered file is a :class:`DamagedDataError` naming it (``what``: "ledger shard"; ``hint``: what
     to run).

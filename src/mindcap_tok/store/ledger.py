@@ -110,7 +110,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 CONTENT_COLUMNS = tuple(c for c in SCHEMA.names if c != "n_tokens")
 
 
-def shard_info(entry: object, index: int, manifest: Path) -> ShardInfo:
+def shard_info(entry: object, index: int, *, manifest: Path) -> ShardInfo:
     """A manifest shard entry as :class:`ShardInfo`; a malformed entry is a one-line error naming the manifest."""
     where = f"ledger manifest {manifest}: shard entry {index}"
     if not isinstance(entry, dict):
@@ -165,7 +165,7 @@ def _cell_dir(model: str, arm: str, lang: str) -> str:
     return "/".join(f"{k}={quote(v, safe='')}" for k, v in zip(CELL_COLUMNS, (model, arm, lang), strict=True))
 
 
-def stage_shard(root: Path, rel: str, table: pa.Table, cell: tuple[str, str, str]) -> ShardInfo:
+def stage_shard(root: Path, rel: str, *, table: pa.Table, cell: tuple[str, str, str]) -> ShardInfo:
     """Write the records of one ``cell`` (validated, :data:`~.schema.SCHEMA`) as the pending shard ``root/rel``;
     the manifest entry that commits it."""
     encoded = commit.encode_table(to_storage(table))
@@ -174,7 +174,7 @@ def stage_shard(root: Path, rel: str, table: pa.Table, cell: tuple[str, str, str
 
 
 def manifest_text(
-    shards: list[dict[str, Any]], tokenizers: dict[str, Any], marks: dict[str, list[int]], created: str | None
+    shards: list[dict[str, Any]], tokenizers: dict[str, Any], *, marks: dict[str, list[int]], created: str | None
 ) -> str:
     """The manifest of a ledger of ``shards`` (their entries, in order), as written."""
     cells: dict[str, int] = {}
@@ -346,7 +346,7 @@ class Ledger:
         """Each listed shard with the reason its path is unsafe to open (``None`` when it is safe)."""
         return [
             (info, shard_path_problem(info.path))
-            for info in (shard_info(e, i, self.manifest_path) for i, e in enumerate(manifest["shards"]))
+            for info in (shard_info(e, i, manifest=self.manifest_path) for i, e in enumerate(manifest["shards"]))
         ]
 
     def _shards(self, manifest: dict[str, Any]) -> list[ShardInfo]:
@@ -376,7 +376,7 @@ class Ledger:
         hint = f"(run `mindcap-tok ledger verify {self.root}`)"
         if self._outside(path):
             raise DamagedDataError(f"cannot read ledger shard {path}: it resolves outside the ledger {hint}", path=path)
-        return checked_bytes(path, shard.bytes, shard.sha256, "ledger shard", hint)
+        return checked_bytes(path, "ledger shard", size=shard.bytes, digest=shard.sha256, hint=hint)
 
     def _source(self, shard: ShardInfo) -> pa.Buffer | Path:
         """What :meth:`_read_shard` parses: the checked bytes, or (``verify=False``) the file."""
@@ -545,9 +545,9 @@ class Ledger:
             shards = manifest["shards"] + [s.__dict__ for s in written]
             tokenizers = {**manifest.get("tokenizers", {}), **tok_entries}
             all_marks = {**manifest.get(TEXT_MISMATCH, {}), **marks}
-            text = manifest_text(shards, tokenizers, all_marks, manifest.get("created"))
+            text = manifest_text(shards, tokenizers, marks=all_marks, created=manifest.get("created"))
             # not committed (a full disk, Ctrl-C): its shards go too, the ledger is as it was
-            commit.commit_files(self.manifest_path, text, [self.root / s.path for s in written])
+            commit.commit_files(self.manifest_path, text, finals=[self.root / s.path for s in written])
             return written
 
     def _write_shards(
@@ -563,7 +563,7 @@ class Ledger:
             for (model, arm, lang), rows in groups.items():
                 rel = f"{_cell_dir(model, arm, lang)}/part-{seq:06d}-{uuid.uuid4().hex[:8]}.parquet"
                 begun.append(self.root / rel)
-                written.append(stage_shard(self.root, rel, table.take(pa.array(rows)), (model, arm, lang)))
+                written.append(stage_shard(self.root, rel, table=table.take(pa.array(rows)), cell=(model, arm, lang)))
                 if marked[rows].any():
                     marks[rel] = np.flatnonzero(marked[rows]).tolist()
                 seq += 1

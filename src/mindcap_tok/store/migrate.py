@@ -61,7 +61,7 @@ class Migration:
     """What :func:`migrate` did: the ledgers, the format version converted from, and what the new one holds."""
 
     source: str
-    out: str
+    out_dir: str
     from_version: int
     shards: int
     rows: int
@@ -110,7 +110,7 @@ def _old_manifest(root: Path) -> tuple[dict[str, Any], list[ShardInfo]]:
     for key, kind in (("shards", list), ("tokenizers", dict), (TEXT_MISMATCH, dict)):
         if not isinstance(data.get(key, kind()), kind):
             raise DamagedDataError(f"ledger manifest {path}: {key} is not a {kind.__name__}", path=path)
-    shards = [shard_info(e, i, path) for i, e in enumerate(data.get("shards", []))]
+    shards = [shard_info(e, i, manifest=path) for i, e in enumerate(data.get("shards", []))]
     for s in shards:
         problem = shard_path_problem(s.path)
         if problem is not None:
@@ -122,7 +122,7 @@ def _convert(root: Path, shard: ShardInfo) -> pa.Table:
     """One old shard, checked against its manifest entry, with every column (:data:`~.schema.SCHEMA` types)."""
     path = commit.committed_path(root / shard.path)
     hint = f"(run `mindcap-tok ledger verify` on a copy of {root} with this version's mindcap-tok)"
-    data = commit.checked_bytes(path, shard.bytes, shard.sha256, "ledger shard", hint)
+    data = commit.checked_bytes(path, "ledger shard", size=shard.bytes, digest=shard.sha256, hint=hint)
     try:
         table = pq.read_table(pa.BufferReader(data), pre_buffer=False)
     except (OSError, pa.ArrowException) as exc:
@@ -136,18 +136,18 @@ def _convert(root: Path, shard: ShardInfo) -> pa.Table:
 
 def migrate(
     source: str | os.PathLike[str],
-    out: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
     *,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Migration:
-    """Convert the ledger at ``source`` (format version 1-4) into a new ledger at ``out`` in the current format.
+    """Convert the ledger at ``source`` (format version 1-4) into a new ledger at ``out_dir`` in the current format.
 
-    ``out`` must not exist. Every record, shard path, text-mismatch mark, tokenizer entry and generation job is
+    ``out_dir`` must not exist. Every record, shard path, text-mismatch mark, tokenizer entry and generation job is
     kept; the old ledger is not changed. ``on_progress(done, total)`` is called after each shard. The new
-    ledger is verified before it is renamed into place; on any error nothing is left at ``out``.
+    ledger is verified before it is renamed into place; on any error nothing is left at ``out_dir``.
     """
     root = check_folder_path(source, "ledger folder")
-    target = check_folder_path(out, "output folder")
+    target = check_folder_path(out_dir, "output folder")
     if os.path.lexists(target):
         raise BadInputError(f"output folder {target} already exists; give a new folder for the migrated ledger")
     inside = enclosing_ledger(target)
@@ -163,15 +163,17 @@ def migrate(
             for done, shard in enumerate(shards, 1):
                 table = _convert(root, shard)
                 cell = (shard.model, shard.arm, shard.lang)
-                entries.append(stage_shard(tmp, shard.path, table, cell).__dict__)
+                entries.append(stage_shard(tmp, shard.path, table=table, cell=cell).__dict__)
                 if on_progress is not None:
                     on_progress(done, len(shards))
             jobs = root / "jobs"
             if jobs.is_dir():
                 shutil.copytree(jobs, tmp / "jobs", symlinks=True)
             marks = dict(manifest.get(TEXT_MISMATCH, {}))  # row numbers stay valid: every shard keeps its order
-            text = manifest_text(entries, dict(manifest.get("tokenizers", {})), marks, manifest.get("created"))
-            commit.commit_files(tmp / MANIFEST, text, [tmp / e["path"] for e in entries])
+            text = manifest_text(
+                entries, dict(manifest.get("tokenizers", {})), marks=marks, created=manifest.get("created")
+            )
+            commit.commit_files(tmp / MANIFEST, text, finals=[tmp / e["path"] for e in entries])
             (tmp / ".lock").touch()
             report = Ledger(tmp).verify()
             if not report.ok:
