@@ -35,8 +35,8 @@ line naming the key and the file.
 
 Seeds: each request (one prompt, ``k`` samples) gets ``seed = H(spec seed, model, arm, lang, design, cap,
 announced, item)`` (SHA-256, 31 bits), so seeds vary by cap and no two budgets replay one trajectory; they do
-not depend on shard size or order, so a resumed run reproduces an uninterrupted one. A task other than MGSM
-adds its name to the hash (MGSM's seeds are those of the jobs written before tasks).
+not depend on shard size or order, so a resumed run reproduces an uninterrupted one. The task's part of the hash
+is :func:`~mindcap_tok.tasks.load.task_key` (empty for the default task, whose seeds are thereby fixed).
 
 The determinism design measures two things a serving stack may break: (a) ``repeats`` identical requests
 (same prompt, seed, cap) and (b) one decode per cap in ``caps`` and one at ``long_cap``, all with the SAME seed

@@ -18,13 +18,13 @@ from ..spec import SpecError, read_toml, reading, validate
 from .model import Task, check_task
 
 _BUILTIN = "mindcap_tok.tasks.builtin"
-#: the task of a job (or record) that names none: everything written before tasks is MGSM
+#: the task of a job (or record) that names none
 DEFAULT_TASK = "mgsm"
 
 
 def task_key(name: str) -> tuple[str, ...]:
     """The task's part of what names a request (its seed) and of a stored job spec: nothing for
-    :data:`DEFAULT_TASK`, whose seeds and specs were written before tasks existed, else its name."""
+    :data:`DEFAULT_TASK` (its seeds and stored specs are those of MGSM's frozen ``mgsm-v1`` jobs), else its name."""
     return () if name == DEFAULT_TASK else (name,)
 
 
