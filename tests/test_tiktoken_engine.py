@@ -12,6 +12,7 @@ import pytest
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from mindcap_tok import premium
+from mindcap_tok.errors import BadInputError
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.languages import flores_codes
 from mindcap_tok.premium import counting_engine, token_premium
@@ -87,7 +88,7 @@ def test_premium_records_the_engine_and_agrees(qwen, flores_dir, monkeypatch):
     assert [r.engine for r in ref] == ["tokenizers"] * 2 and [r.engine for r in fast] == ["tiktoken"] * 2
     assert [r.as_dict() | {"engine": None} for r in fast] == [r.as_dict() | {"engine": None} for r in ref]
     assert fast[0].tokens == 70455  # tokenizers/README.md: Qwen3 Thai devtest
-    with pytest.raises(premium.MindcapError, match="unknown counting engine 'fast'"):
+    with pytest.raises(BadInputError, match="unknown counting engine 'fast'"):
         token_premium(qwen, ["th"], source=flores_dir, resampling=Resampling(40), engine="fast")
 
 
