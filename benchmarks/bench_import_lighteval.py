@@ -32,17 +32,33 @@ from mindcap_tok.tokenization.load import load_tokenizer
 CAP = 256
 DATE = "2026-01-01T00-00-00.000000"
 #: lighteval 0.13.0's details columns as its writer stores them (the fields this import reads, and the others)
-DOC = pa.struct([
-    ("query", pa.string()), ("choices", pa.list_(pa.string())), ("gold_index", pa.int64()), ("instruction", pa.null()),
-    ("id", pa.string()), ("task_name", pa.string()), ("generation_size", pa.int64()),
-    ("stop_sequences", pa.list_(pa.string())), ("use_logits", pa.bool_()), ("num_samples", pa.int64()),
-])  # fmt: skip
-RESPONSE = pa.struct([
-    ("input", pa.string()), ("input_tokens", pa.list_(pa.int64())), ("text", pa.list_(pa.string())),
-    ("output_tokens", pa.list_(pa.list_(pa.int64()))), ("text_post_processed", pa.list_(pa.string())),
-    ("reasonings", pa.list_(pa.null())), ("logprobs", pa.list_(pa.null())), ("truncated_tokens_count", pa.int64()),
-    ("padded_tokens_count", pa.int64()),
-])  # fmt: skip
+DOC = pa.struct(
+    [
+        ("query", pa.string()),
+        ("choices", pa.list_(pa.string())),
+        ("gold_index", pa.int64()),
+        ("instruction", pa.null()),
+        ("id", pa.string()),
+        ("task_name", pa.string()),
+        ("generation_size", pa.int64()),
+        ("stop_sequences", pa.list_(pa.string())),
+        ("use_logits", pa.bool_()),
+        ("num_samples", pa.int64()),
+    ]
+)
+RESPONSE = pa.struct(
+    [
+        ("input", pa.string()),
+        ("input_tokens", pa.list_(pa.int64())),
+        ("text", pa.list_(pa.string())),
+        ("output_tokens", pa.list_(pa.list_(pa.int64()))),
+        ("text_post_processed", pa.list_(pa.string())),
+        ("reasonings", pa.list_(pa.null())),
+        ("logprobs", pa.list_(pa.null())),
+        ("truncated_tokens_count", pa.int64()),
+        ("padded_tokens_count", pa.int64()),
+    ]
+)
 
 
 def write_details(folder: Path, texts: list[str], prompts: list[str], tok) -> int:
@@ -54,14 +70,41 @@ def write_details(folder: Path, texts: list[str], prompts: list[str], tok) -> in
     for n, lang in enumerate(LANGS):
         rows = range(n * docs, (n + 1) * docs)
         task = f"mgsm:{lang}|0"
-        doc = [{"query": prompts[r], "choices": [f" {r % docs % 97}"], "gold_index": 0, "id": str(r - n * docs),
-                "task_name": task, "generation_size": CAP, "stop_sequences": [], "use_logits": False, "num_samples": 1}
-               for r in rows]  # fmt: skip
-        response = [{"input": prompts[r], "input_tokens": prompt_ids[r], "text": [decoded[r]],
-                     "output_tokens": [outputs[r]], "text_post_processed": [decoded[r]], "reasonings": [],
-                     "logprobs": [], "truncated_tokens_count": 0, "padded_tokens_count": 0} for r in rows]  # fmt: skip
-        table = pa.table({"doc": pa.array(doc, DOC), "metric": pa.array([{"em": 0.0}] * docs),
-                          "model_response": pa.array(response, RESPONSE)})  # fmt: skip
+        doc = [
+            {
+                "query": prompts[r],
+                "choices": [f" {r % docs % 97}"],
+                "gold_index": 0,
+                "id": str(r - n * docs),
+                "task_name": task,
+                "generation_size": CAP,
+                "stop_sequences": [],
+                "use_logits": False,
+                "num_samples": 1,
+            }
+            for r in rows
+        ]
+        response = [
+            {
+                "input": prompts[r],
+                "input_tokens": prompt_ids[r],
+                "text": [decoded[r]],
+                "output_tokens": [outputs[r]],
+                "text_post_processed": [decoded[r]],
+                "reasonings": [],
+                "logprobs": [],
+                "truncated_tokens_count": 0,
+                "padded_tokens_count": 0,
+            }
+            for r in rows
+        ]
+        table = pa.table(
+            {
+                "doc": pa.array(doc, DOC),
+                "metric": pa.array([{"em": 0.0}] * docs),
+                "model_response": pa.array(response, RESPONSE),
+            }
+        )
         pq.write_table(table, folder / f"details_{task}_{DATE}.parquet")
     return sum(map(len, outputs))
 
@@ -87,8 +130,10 @@ def main() -> None:
             times[source] = time.perf_counter() - t0
             assert result.added == len(texts) == len(Ledger(root / f"L-{run}"))
         print(f"responses {len(texts):,}; lighteval output ids {ids:,} (cut at the cap {CAP})")
-        print(f"import --from lighteval: {times['lighteval']:.1f} s; --from lm-eval: {times['lm-eval']:.1f} s; "
-              f"ratio {times['lighteval'] / times['lm-eval']:.2f}")  # fmt: skip
+        print(
+            f"import --from lighteval: {times['lighteval']:.1f} s; --from lm-eval: {times['lm-eval']:.1f} s; "
+            f"ratio {times['lighteval'] / times['lm-eval']:.2f}"
+        )
 
 
 if __name__ == "__main__":

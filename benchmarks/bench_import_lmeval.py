@@ -45,8 +45,15 @@ def write_logs(folder: Path, flores: Path, docs: int, seed: int = 0) -> tuple[li
             for doc in range(docs):
                 args = {"gen_args_0": {"arg_0": ask[doc], "arg_1": {"until": ["Question:"], "do_sample": False}}}
                 for filt in ("strict-match", "flexible-extract"):
-                    line = {"doc_id": doc, "doc": {}, "target": str(doc % 97), "arguments": args,
-                            "resps": [[out[doc]]], "filtered_resps": ["[invalid]"], "filter": filt}  # fmt: skip
+                    line = {
+                        "doc_id": doc,
+                        "doc": {},
+                        "target": str(doc % 97),
+                        "arguments": args,
+                        "resps": [[out[doc]]],
+                        "filtered_resps": ["[invalid]"],
+                        "filter": filt,
+                    }
                     fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         texts += out
         prompts += ask
@@ -74,8 +81,10 @@ def main() -> None:
         fast = time.perf_counter() - t0
         assert result.added == len(texts) == len(Ledger(root / "L"))
         print(f"samples {len(texts):,} (lines {2 * len(texts):,}); over the cap after re-encoding: {result.over_cap:,}")
-        print(f"import --from lm-eval: {fast:.1f} s; encoding the texts alone: {reference:.1f} s; "
-              f"ratio {fast / reference:.2f}")  # fmt: skip
+        print(
+            f"import --from lm-eval: {fast:.1f} s; encoding the texts alone: {reference:.1f} s; "
+            f"ratio {fast / reference:.2f}"
+        )
 
 
 if __name__ == "__main__":

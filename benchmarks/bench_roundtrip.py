@@ -118,10 +118,18 @@ def bench(n_texts: int, tokens_per_s: float, seed: int) -> dict:
     config = load_config(start=REPO)
     folder = config.tokenizers_dir.value / "qwen3"
     spec = parse_spec(
-        {"model": str(folder), "model_name": "qwen3-8b", "texts": "flores:devtest", "sample": n_texts,
-         "sequences": ["lit:all"], "max_tokens": 1024, "seed": seed, "judge": {"retries": 0}},
+        {
+            "model": str(folder),
+            "model_name": "qwen3-8b",
+            "texts": "flores:devtest",
+            "sample": n_texts,
+            "sequences": ["lit:all"],
+            "max_tokens": 1024,
+            "seed": seed,
+            "judge": {"retries": 0},
+        },
         data_dir=config.data_dir.value,
-    )  # fmt: skip
+    )
     tok = ChatTokenizer(str(folder), "qwen3-8b")
     tok.hf.chat_template = tok.hf.chat_template or CHAT_TEMPLATE
     start = time.perf_counter()
@@ -144,35 +152,57 @@ def bench(n_texts: int, tokens_per_s: float, seed: int) -> dict:
     one_by_one = [tok.chat(user) for user, _ in backend.tok.prompts]
     chat_one_s = time.perf_counter() - start
     assert one_by_one == [got for _, got in backend.tok.prompts], "chat_batch differs from chat"
-    return {"plan": plan_roundtrip(spec), "total_s": total, "engine_s": engine, "overhead_s": overhead,
-            "overhead_share": overhead / total, "requests": backend.requests, "calls": backend.calls,
-            "output_tokens": backend.tokens, "tokens_per_s": tokens_per_s,
-            "chat_s": backend.tok.seconds["chat"], "decode_s": backend.tok.seconds["decode"],
-            "chat_one_s": chat_one_s, "setup_s": setup,
-            "overhead_cpu_s": cpu - backend.cpu + gc_clock.seconds[True],  # a pause's wall time ~ its CPU time
-            "gc_s": gc_clock.seconds[False], "gc_engine_s": gc_clock.seconds[True]}  # fmt: skip
+    return {
+        "plan": plan_roundtrip(spec),
+        "total_s": total,
+        "engine_s": engine,
+        "overhead_s": overhead,
+        "overhead_share": overhead / total,
+        "requests": backend.requests,
+        "calls": backend.calls,
+        "output_tokens": backend.tokens,
+        "tokens_per_s": tokens_per_s,
+        "chat_s": backend.tok.seconds["chat"],
+        "decode_s": backend.tok.seconds["decode"],
+        "chat_one_s": chat_one_s,
+        "setup_s": setup,
+        "overhead_cpu_s": cpu - backend.cpu + gc_clock.seconds[True],  # a pause's wall time ~ its CPU time
+        "gc_s": gc_clock.seconds[False],
+        "gc_engine_s": gc_clock.seconds[True],
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--texts", type=int, default=200)
-    ap.add_argument("--tokens-per-s", type=float, action="append", default=None,
-                    help="simulated batched engine throughput (repeatable; 0 = pure echo)")  # fmt: skip
+    ap.add_argument(
+        "--tokens-per-s",
+        type=float,
+        action="append",
+        default=None,
+        help="simulated batched engine throughput (repeatable; 0 = pure echo)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     for rate in args.tokens_per_s or [0.0, 20_000.0]:
         r = bench(args.texts, rate, args.seed)
         p = r["plan"]
         engine = "pure echo" if not rate else f"simulated {rate:,.0f} output tokens/s"
-        print(f"{p['texts']} texts x {p['sequences']} sequences: {p['chains']} chains, {p['translation_requests']} "
-              f"hops in {p['waves']} waves + {p['judge_requests']} judge requests ({r['calls']} generate calls, "
-              f"{r['output_tokens']:,} output tokens); engine: {engine}")  # fmt: skip
-        print(f"  whole run_roundtrip {r['total_s']:.2f} s | engine calls {r['engine_s']:.2f} s | orchestration "
-              f"{r['overhead_s']:.2f} s ({1000 * r['overhead_s'] / r['requests']:.2f} ms per request) | "
-              f"overhead / run = {100 * r['overhead_share']:.1f}% (target < 5%)")  # fmt: skip
+        print(
+            f"{p['texts']} texts x {p['sequences']} sequences: {p['chains']} chains, {p['translation_requests']} "
+            f"hops in {p['waves']} waves + {p['judge_requests']} judge requests ({r['calls']} generate calls, "
+            f"{r['output_tokens']:,} output tokens); engine: {engine}"
+        )
+        print(
+            f"  whole run_roundtrip {r['total_s']:.2f} s | engine calls {r['engine_s']:.2f} s | orchestration "
+            f"{r['overhead_s']:.2f} s ({1000 * r['overhead_s'] / r['requests']:.2f} ms per request) | "
+            f"overhead / run = {100 * r['overhead_share']:.1f}% (target < 5%)"
+        )
         alone = r["overhead_cpu_s"] / (r["overhead_cpu_s"] + r["engine_s"])
-        print(f"  orchestration CPU time {r['overhead_cpu_s']:.2f} s (wall above it: other processes on the cores); "
-              f"CPU orchestration / (that + engine calls) = {100 * alone:.1f}%")  # fmt: skip
+        print(
+            f"  orchestration CPU time {r['overhead_cpu_s']:.2f} s (wall above it: other processes on the cores); "
+            f"CPU orchestration / (that + engine calls) = {100 * alone:.1f}%"
+        )
         rest = r["overhead_s"] - r["chat_s"] - r["decode_s"]
         print(
             f"  orchestration split: chat template + prompt encoding {r['chat_s']:.2f} s (chat_batch, one call per "

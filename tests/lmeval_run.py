@@ -121,10 +121,25 @@ def run_lm_eval(model: Path, tasks_dir: Path, tasks: list[str], out: Path, limit
     """``python -m lm_eval --model hf ... --log_samples`` on CPU, offline; its output folder is ``out``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     cmd = [
-        sys.executable, "-m", "lm_eval", "--model", "hf",
-        "--model_args", f"pretrained={model},dtype=float32",
-        "--tasks", ",".join(tasks), "--include_path", str(tasks_dir),
-        "--limit", str(limit), "--batch_size", "8", "--device", "cpu",
-        "--log_samples", "--output_path", str(out),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={model},dtype=float32",
+        "--tasks",
+        ",".join(tasks),
+        "--include_path",
+        str(tasks_dir),
+        "--limit",
+        str(limit),
+        "--batch_size",
+        "8",
+        "--device",
+        "cpu",
+        "--log_samples",
+        "--output_path",
+        str(out),
+    ]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)

@@ -33,24 +33,72 @@ def write_run(
         path = root / "texts.jsonl"
         path.write_text("".join(json.dumps({"id": k, "text": t}) + "\n" for k, t in texts.items()), "utf-8")
         source = {"texts": str(path)}
-    spec = parse_spec({"model": list(models), "model_name": list(models), **source, "max_tokens": 64,
-                       "sequences": ["en>de>en"], "seed": 3, "judge": [{"model": j} for j in judges]})  # fmt: skip
+    spec = parse_spec(
+        {
+            "model": list(models),
+            "model_name": list(models),
+            **source,
+            "max_tokens": 64,
+            "sequences": ["en>de>en"],
+            "seed": 3,
+            "judge": [{"model": j} for j in judges],
+        }
+    )
     texts = {t.id: t.text for t in spec.texts}
     outputs = outputs or {}
     store = RunStore(root / "run", spec.identity(), spec.as_dict())
     end = tok.tokenizer.token_to_id("<|im_end|>")
     for hop, (src, tgt) in ((1, ("eng_Latn", "deu_Latn")), (2, ("deu_Latn", "eng_Latn"))):
-        rows = [{"model": m, "text_id": tid, "sequence": SEQ, "hop": hop, "src_lang": src, "tgt_lang": tgt,
-                 "seed": 1, "cap": 64, "template_id": "t", "prompt_ids": [1],
-                 "output_ids": [*tok.encode(outputs.get((hop, tid), t)), end], "text": outputs.get((hop, tid), t),
-                 "finish_reason": "stop", "capped": False, "empty": False, "generator": "hand"}
-                for m in models for tid, t in texts.items()]  # fmt: skip
+        rows = [
+            {
+                "model": m,
+                "text_id": tid,
+                "sequence": SEQ,
+                "hop": hop,
+                "src_lang": src,
+                "tgt_lang": tgt,
+                "seed": 1,
+                "cap": 64,
+                "template_id": "t",
+                "prompt_ids": [1],
+                "output_ids": [*tok.encode(outputs.get((hop, tid), t)), end],
+                "text": outputs.get((hop, tid), t),
+                "finish_reason": "stop",
+                "capped": False,
+                "empty": False,
+                "generator": "hand",
+            }
+            for m in models
+            for tid, t in texts.items()
+        ]
         store.write(hop_file(hop), rows, HOP_SCHEMA)
-    rows = [{"model": m, "text_id": tid, "sequence": SEQ, "attempt": 0, "judge_model": j, "seed": 1, "cap": 64,
-             "template_id": "j", "prompt_ids": [1], "output_ids": [2], "raw": "{}", "finish_reason": "stop",
-             "parse": "strict", "mqm": max(0.0, mqm_score(mi, ma, cr)), "judge_score": 50.0, "classification": cls,
-             "n_minor": mi, "n_major": ma, "n_critical": cr, "n_bad_severity": 0, "issues": "[]", "error": None,
-             "generator": "hand"}
-            for (m, j, tid), (cls, mi, ma, cr) in judged.items()]  # fmt: skip
+    rows = [
+        {
+            "model": m,
+            "text_id": tid,
+            "sequence": SEQ,
+            "attempt": 0,
+            "judge_model": j,
+            "seed": 1,
+            "cap": 64,
+            "template_id": "j",
+            "prompt_ids": [1],
+            "output_ids": [2],
+            "raw": "{}",
+            "finish_reason": "stop",
+            "parse": "strict",
+            "mqm": max(0.0, mqm_score(mi, ma, cr)),
+            "judge_score": 50.0,
+            "classification": cls,
+            "n_minor": mi,
+            "n_major": ma,
+            "n_critical": cr,
+            "n_bad_severity": 0,
+            "issues": "[]",
+            "error": None,
+            "generator": "hand",
+        }
+        for (m, j, tid), (cls, mi, ma, cr) in judged.items()
+    ]
     store.write(judge_file(0), rows, JUDGE_SCHEMA)
     return root / "run"

@@ -96,9 +96,22 @@ def _commands(ledger, tmp_path):
         "sweep": ["sweep", *stats, "--format", "json"],
         "report": ["report", *stats, "--out-dir", tmp_path / "rep"],
         "protocol": ["protocol", "test", proto, "--ledger", ledger, "--format", "json"],
-        "price": ["price", "--ledger", ledger, "--lang", "th", "--cap", "30", "--learn-extension", "--no-premium",
-                  "--n-boot", "200", "--format", "json"],
-    }  # fmt: skip
+        "price": [
+            "price",
+            "--ledger",
+            ledger,
+            "--lang",
+            "th",
+            "--cap",
+            "30",
+            "--learn-extension",
+            "--no-premium",
+            "--n-boot",
+            "200",
+            "--format",
+            "json",
+        ],
+    }
 
 
 @pytest.mark.parametrize("case", list(EXPECTED))
@@ -128,12 +141,20 @@ def test_common_items_sweep_gap_is_computed_on_the_items_both_arms_hold(ledgers,
     settings = {"design": "replay", "cap": 4096, "announced": None, "announce_style": "none", "forcing": False}
     settings = {"task": "mgsm", **settings}  # output rows carry the task (issue 22)
     assert data["arm_items"] == [
-        {"model": "qwen3-8b", "lang": "tha_Thai", **settings, "items_native": 100, "items_translate-act": 10,
-         "common": 10}
-    ]  # fmt: skip
+        {
+            "model": "qwen3-8b",
+            "lang": "tha_Thai",
+            **settings,
+            "items_native": 100,
+            "items_translate-act": 10,
+            "common": 10,
+        }
+    ]
     table = run([*args[:-2], "--common-items"])
-    assert "--common-items: compared on the items both arms hold: qwen3-8b/tha_Thai on 10 items (native 100, " \
-        "translate-act 10)" in table.output  # fmt: skip
+    assert (
+        "--common-items: compared on the items both arms hold: qwen3-8b/tha_Thai on 10 items (native 100, "
+        "translate-act 10)" in table.output
+    )
 
 
 def test_common_items_protocol_and_report(ledgers, tmp_path):
@@ -175,10 +196,15 @@ def test_common_items_price_gap_equals_the_hand_computation(ledgers, qwen):
 
 
 def test_a_comparable_ledger_passes_unchanged(qwen, tmp_path):
-    root = _ledger(tmp_path / "ok", qwen, _records(qwen, "native", range(4), right=lambda i: i < 2),
-                   _records(qwen, "translate-act", range(4)))  # fmt: skip
-    res = run(["sweep", "--ledger", root, "--premiums", "th=1", "--budgets", "30", "--n-boot", "200", "--format",
-               "json"])  # fmt: skip
+    root = _ledger(
+        tmp_path / "ok",
+        qwen,
+        _records(qwen, "native", range(4), right=lambda i: i < 2),
+        _records(qwen, "translate-act", range(4)),
+    )
+    res = run(
+        ["sweep", "--ledger", root, "--premiums", "th=1", "--budgets", "30", "--n-boot", "200", "--format", "json"]
+    )
     data = json.loads(res.stdout)
     assert data["rows"][0]["gap"] == pytest.approx(0.5) and data["arm_items"][0]["common"] == 4
 
@@ -189,13 +215,16 @@ def test_settings_that_split_cells_are_compared_apart_not_refused(qwen, tmp_path
     price, which pools a (model, arm, lang), refuses the mix; a coverage gap in one pair names its setting."""
     ann = {"announced": 256, "announce_style": "tag"}
     root = _ledger(
-        tmp_path / "ann", qwen,
-        _records(qwen, "native", range(4)), _records(qwen, "translate-act", range(4)),
+        tmp_path / "ann",
+        qwen,
+        _records(qwen, "native", range(4)),
+        _records(qwen, "translate-act", range(4)),
         _records(qwen, "native", range(4), right=lambda i: i < 2, **ann),
         _records(qwen, "translate-act", range(4), **ann),
-    )  # fmt: skip
-    res = run(["sweep", "--ledger", root, "--premiums", "th=1", "--budgets", "30", "--n-boot", "200", "--format",
-               "json"])  # fmt: skip
+    )
+    res = run(
+        ["sweep", "--ledger", root, "--premiums", "th=1", "--budgets", "30", "--n-boot", "200", "--format", "json"]
+    )
     assert res.exit_code == 0, res.output
     gaps = sorted((r["announced"] is not None, r["gap"]) for r in json.loads(res.stdout)["rows"])
     assert gaps == [(False, pytest.approx(0.0)), (True, pytest.approx(0.5))]
@@ -208,10 +237,17 @@ def test_settings_that_split_cells_are_compared_apart_not_refused(qwen, tmp_path
             extension=GivenFolds([FoldTokenizer(qwen)]),
             settings=PriceSettings(resampling=Resampling(50), tokenizer=qwen),
         )
-    short = _ledger(tmp_path / "short", qwen, _records(qwen, "native", range(4)),
-                    _records(qwen, "translate-act", range(4)), _records(qwen, "native", range(4), **ann),
-                    _records(qwen, "translate-act", range(3), **ann))  # fmt: skip
+    short = _ledger(
+        tmp_path / "short",
+        qwen,
+        _records(qwen, "native", range(4)),
+        _records(qwen, "translate-act", range(4)),
+        _records(qwen, "native", range(4), **ann),
+        _records(qwen, "translate-act", range(3), **ann),
+    )
     res = run(["sweep", "--ledger", short, "--premiums", "th=1", "--budgets", "30", "--n-boot", "200"])
     assert res.exit_code == 2
-    assert "arms native and translate-act of qwen3-8b/tha_Thai (announced 256, announce_style tag) cover " \
-        "different items (4 and 3; 3 in common)" in res.output  # fmt: skip
+    assert (
+        "arms native and translate-act of qwen3-8b/tha_Thai (announced 256, announce_style tag) cover "
+        "different items (4 and 3; 3 in common)" in res.output
+    )

@@ -50,11 +50,21 @@ def _labels(rows: list[tuple[str, str, str, str]]) -> pd.DataFrame:
     expected = {"native": None, "translate-act": "eng_Latn"}
     return pd.DataFrame(
         [
-            {"model": "m", "arm": arm, "lang": lang, "item": i, "sample": 0, "expected": expected[arm] or lang,
-             "segment": f"trace-{i} words of the reasoning", "predicted": pred, "confidence": 0.9, "status": status}
+            {
+                "model": "m",
+                "arm": arm,
+                "lang": lang,
+                "item": i,
+                "sample": 0,
+                "expected": expected[arm] or lang,
+                "segment": f"trace-{i} words of the reasoning",
+                "predicted": pred,
+                "confidence": 0.9,
+                "status": status,
+            }
             for i, (arm, lang, pred, status) in enumerate(rows)
         ]
-    )  # fmt: skip
+    )
 
 
 def test_stratified_sample_sizes_by_hand():
@@ -190,8 +200,19 @@ def test_cli_adjudicates_with_a_server_judge(ledger_dir, tiny, tmp_path):
     # the judge calls every Thai trace Thai and every German one English: 2 of 2 and 0 of 2 per cell
     fake = Judge(tiny, lambda p: "Thai" if re.search("[\u0e00-\u0e7f]", p) else '{"language": "eng_Latn"}')
     try:
-        res = _audit(ledger_dir, tmp_path / "a", "--adjudicate", "--judge-model", str(tiny), "--judge-base-url",
-                     fake.url, "--adjudicate-n", "2", "--seed", "3")  # fmt: skip
+        res = _audit(
+            ledger_dir,
+            tmp_path / "a",
+            "--adjudicate",
+            "--judge-model",
+            str(tiny),
+            "--judge-base-url",
+            fake.url,
+            "--adjudicate-n",
+            "2",
+            "--seed",
+            "3",
+        )
     finally:
         fake.server.close()
     assert res.exit_code == 0, res.output
@@ -231,8 +252,17 @@ def test_cli_adjudicate_needs_the_langid_audit(ledger_dir, tmp_path):
 @pytest.mark.slow
 def test_transformers_judge_with_the_tiny_model_runs_end_to_end(ledger_dir, tiny, tmp_path):
     """The tiny model's replies are noise: only that the run completes and unparseable replies are counted."""
-    res = _audit(ledger_dir, tmp_path / "t", "--adjudicate", "--judge-model", str(tiny), "--judge-backend",
-                 "transformers", "--adjudicate-n", "1")  # fmt: skip
+    res = _audit(
+        ledger_dir,
+        tmp_path / "t",
+        "--adjudicate",
+        "--judge-model",
+        str(tiny),
+        "--judge-backend",
+        "transformers",
+        "--adjudicate-n",
+        "1",
+    )
     assert res.exit_code == 0, res.output
     langid = json.loads((tmp_path / "t" / "audit.json").read_text("utf-8"))["audits"][0]
     judged = langid["summary"]["adjudication"]
@@ -292,8 +322,21 @@ def test_cli_a_stalling_judge_server_ends_the_audit_after_the_timeout(ledger_dir
     server = Stalling(mode)
     t0 = time.perf_counter()
     try:
-        res = _audit(ledger_dir, tmp_path / "a", "--adjudicate", "--judge-model", str(tiny), "--judge-base-url",
-                     server.url, "--adjudicate-n", "2", "--timeout", "0.5", "--max-retries", "0")  # fmt: skip
+        res = _audit(
+            ledger_dir,
+            tmp_path / "a",
+            "--adjudicate",
+            "--judge-model",
+            str(tiny),
+            "--judge-base-url",
+            server.url,
+            "--adjudicate-n",
+            "2",
+            "--timeout",
+            "0.5",
+            "--max-retries",
+            "0",
+        )
     finally:
         server.close()
     elapsed = time.perf_counter() - t0
@@ -313,12 +356,16 @@ def test_cli_a_stalling_judge_server_ends_the_audit_after_the_timeout(ledger_dir
     [
         (["--timeout", "5"], "--timeout only apply with --adjudicate"),
         (["--max-retries", "0"], "--max-retries only apply with --adjudicate"),
-        (["--adjudicate", "--judge-model", "org/m", "--timeout", "5"],
-         "--timeout is for the server backend; the judge runs on vllm"),
-        (["--adjudicate", "--judge-model", "org/m", "--timeout", "-1", "--judge-base-url", "http://127.0.0.1:9/v1"],
-         "--timeout: must be a number of seconds > 0, got -1.0"),
+        (
+            ["--adjudicate", "--judge-model", "org/m", "--timeout", "5"],
+            "--timeout is for the server backend; the judge runs on vllm",
+        ),
+        (
+            ["--adjudicate", "--judge-model", "org/m", "--timeout", "-1", "--judge-base-url", "http://127.0.0.1:9/v1"],
+            "--timeout: must be a number of seconds > 0, got -1.0",
+        ),
     ],
-)  # fmt: skip
+)
 def test_cli_bounds_need_a_judge_server(ledger_dir, tmp_path, flags, message):
     res = _audit(ledger_dir, tmp_path / "x", *flags)
     assert res.exit_code == 2 and res.stderr.strip() == f"error: {message}", res.output

@@ -39,8 +39,10 @@ def ledger(tmp_path_factory, qwen):
     German native cell of another model."""
     root = tmp_path_factory.mktemp("msg") / "L"
     recs = make_cell(qwen, 3, 2) + make_cell(qwen, 3, 2, arm="translate-act")
-    recs += [make_record(qwen, f"Schritt {i}\n#### {i + 10}\n", model="m2", lang="deu_Latn", item=i, gold=i + 10)
-             for i in range(3)]  # fmt: skip
+    recs += [
+        make_record(qwen, f"Schritt {i}\n#### {i + 10}\n", model="m2", lang="deu_Latn", item=i, gold=i + 10)
+        for i in range(3)
+    ]
     Ledger(root).append(recs, qwen)
     return root
 
@@ -91,8 +93,9 @@ def test_a_language_the_ledger_lacks_is_named_with_the_languages_it_holds(ledger
 
 
 def test_confirm_names_what_each_ledger_holds(ledger):
-    res = run(["confirm", "--replay", ledger, "--independent", ledger, "--lang", "sw", "--model", "qwen3", "--n-boot",
-               "50"])  # fmt: skip
+    res = run(
+        ["confirm", "--replay", ledger, "--independent", ledger, "--lang", "sw", "--model", "qwen3", "--n-boot", "50"]
+    )
     line = one_line_error(res, "")
     assert line == (f"error: no records in {ledger} match --lang sw (the ledger holds deu_Latn, tha_Thai)")
 
@@ -174,8 +177,15 @@ def _cli(args, limit: int | None = None, **kw) -> subprocess.CompletedProcess:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    return subprocess.run([sys.executable, "-m", "mindcap_tok", *map(str, args)], cwd=REPO, env=env, text=True,
-                          preexec_fn=small_files if limit else None, timeout=120, **kw)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "mindcap_tok", *map(str, args)],
+        cwd=REPO,
+        env=env,
+        text=True,
+        preexec_fn=small_files if limit else None,
+        timeout=120,
+        **kw,
+    )
 
 
 def test_an_out_file_that_cannot_be_written_is_one_line_and_the_old_file_stays(ledger, tmp_path):

@@ -127,8 +127,15 @@ def probe(monkeypatch):
     """The hub probe with the proxy variables and HF_HUB_OFFLINE unset."""
     from mindcap_tok import config
 
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HTTPS_PROXY", "https_proxy",
-                "ALL_PROXY", "all_proxy"):  # fmt: skip
+    for var in (
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HF_DATASETS_OFFLINE",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
         monkeypatch.delenv(var, raising=False)
     return config
 

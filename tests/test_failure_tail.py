@@ -47,8 +47,15 @@ def test_shares_sum_to_one_counted_by_hand(qwen):
     tail = failure_tail(scores.by_record).set_index("arm")
     nat, tr = tail.loc["native"], tail.loc["translate-act"]
     assert nat["n"] == 11 and tr["n"] == 3
-    by_hand = {"correct": 2, "wrong": 2, "several_answers": 1, "format_noncompliant": 2, "unparseable": 2,
-               "truncated": 1, "no_answer_line": 1}  # fmt: skip
+    by_hand = {
+        "correct": 2,
+        "wrong": 2,
+        "several_answers": 1,
+        "format_noncompliant": 2,
+        "unparseable": 2,
+        "truncated": 1,
+        "no_answer_line": 1,
+    }
     assert {k: nat[k] for k in OUTCOMES} == pytest.approx({k: v / 11 for k, v in by_hand.items()})
     assert tr["correct"] == pytest.approx(2 / 3) and tr["wrong"] == pytest.approx(1 / 3)
     assert sum(tr[k] for k in OUTCOMES) == pytest.approx(1) and sum(nat[k] for k in OUTCOMES) == pytest.approx(1)

@@ -224,9 +224,11 @@ def test_a_trace_premium_headline_from_few_traces_says_how_few(tmp_path):
 
     def report(traces, items):
         delta = pd.DataFrame(
-            [{"normalizer": n, "lang": "tha_Thai", "budget": 256, "delta": d, "peak": True} for n, d in
-             (("flores", 0.2), ("trace", 0.1))]
-        )  # fmt: skip
+            [
+                {"normalizer": n, "lang": "tha_Thai", "budget": 256, "delta": d, "peak": True}
+                for n, d in (("flores", 0.2), ("trace", 0.1))
+            ]
+        )
         trace = pd.DataFrame([{"model": "m", "lang": "tha_Thai", "traces": traces, "items": items, "r_trace": 2.1}])
         res = AuditResult("normalizer", tables={"delta": delta, "trace_premium": trace}, summary={"sesoi": 0.05})
         out = tmp_path / f"a{traces}"
@@ -241,8 +243,23 @@ def test_a_trace_premium_headline_from_few_traces_says_how_few(tmp_path):
 
 def test_audit_sesoi_given_in_points_reads_as_both_in_the_report(tmp_path, ledger):
     out = tmp_path / "audit"
-    res = run(["audit", "--ledger", ledger, "--out-dir", out, "--only", "normalizer", "--premiums", "th=2",
-               "--sesoi", "5", "--n-boot", "200"])  # fmt: skip
+    res = run(
+        [
+            "audit",
+            "--ledger",
+            ledger,
+            "--out-dir",
+            out,
+            "--only",
+            "normalizer",
+            "--premiums",
+            "th=2",
+            "--sesoi",
+            "5",
+            "--n-boot",
+            "200",
+        ]
+    )
     assert res.exit_code == 0, res.output
     report = json.loads((out / "audit.json").read_text())
     (normalizer,) = report["audits"]

@@ -70,8 +70,17 @@ def test_flores_premiums_are_measured_with_the_jobs_tokenizer():
 
 def test_flores_premiums_read_the_given_data_dir(tmp_path):
     # --data-dir must reach the premium measurement: an empty folder has no FLORES, and the error says where it looked
-    data = {"model": "org/model", "tokenizer": "qwen3-8b", "arms": ["native"], "langs": ["de"], "items": [0],
-            "k": 1, "design": "independent", "caps": [64], "premiums": "flores"}  # fmt: skip
+    data = {
+        "model": "org/model",
+        "tokenizer": "qwen3-8b",
+        "arms": ["native"],
+        "langs": ["de"],
+        "items": [0],
+        "k": 1,
+        "design": "independent",
+        "caps": [64],
+        "premiums": "flores",
+    }
     with pytest.raises(MindcapError, match=f"FLORES-200 folder not found: {tmp_path}"):
         parse_spec(data, data_dir=tmp_path)
 
@@ -376,9 +385,18 @@ def test_transformers_backend_takes_top_k_minus_one_as_no_top_k(tiny):
     (got,) = b.generate([req])
     ids = torch.tensor([prompt])
     torch.manual_seed(7)
-    out = b.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=1.0, top_p=1.0,
-                           top_k=0, max_new_tokens=8, num_return_sequences=2, eos_token_id=list(b.eos),
-                           pad_token_id=b.pad)  # fmt: skip
+    out = b.model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=True,
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+        max_new_tokens=8,
+        num_return_sequences=2,
+        eos_token_id=list(b.eos),
+        pad_token_id=b.pad,
+    )
     for sample, c in zip(out[:, ids.shape[1] :].tolist(), got, strict=True):
         stop = next((i for i, t in enumerate(sample) if t in b.eos), None)
         assert c.ids == tuple(sample if stop is None else sample[: stop + 1])

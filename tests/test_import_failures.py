@@ -73,8 +73,11 @@ RESULTS = rf"results_{TIME}\.json"
         ({**LINE, "resps": [[["ans"]]]}, None, rf"{SAMPLES}: resps holds a response that is not text"),
         ({**LINE, "target": "²"}, None, rf"{SAMPLES}: target '²' is not an integer"),
         ({**LINE, "doc_id": 2**63}, None, rf"{SAMPLES} \(response 0\): .*item = 9223372036854775808 does not fit"),
-        ({**LINE, "arguments": {"gen_args_0": {"arg_0": "p", "arg_1": {"max_gen_toks": "8"}}}}, None,
-         rf"{SAMPLES}: max_gen_toks = '8' is not a positive integer"),
+        (
+            {**LINE, "arguments": {"gen_args_0": {"arg_0": "p", "arg_1": {"max_gen_toks": "8"}}}},
+            None,
+            rf"{SAMPLES}: max_gen_toks = '8' is not a positive integer",
+        ),
         (LINE, {"config": [], "configs": {}}, rf"{RESULTS}: config = \[\] is not an object"),
         (LINE, {"config": {"model_args": ["x"]}, "configs": {}}, rf"{RESULTS}: config\.model_args = \['x'\] is not"),
         (LINE, {"config": {"model_args": {"pretrained": 7}}, "configs": {}}, rf"{RESULTS}: config\.model_args\.pre"),
@@ -84,7 +87,7 @@ RESULTS = rf"results_{TIME}\.json"
         (LINE, {"configs": {}, "lm_eval_version": 4}, rf"{RESULTS}: lm_eval_version = 4 is not a string"),
         (LINE, {"configs": {}, "model_name": ["m"]}, rf"{RESULTS}: model_name = \['m'\] is not a string"),
     ],
-)  # fmt: skip
+)
 def test_lm_eval_fields_of_the_wrong_shape_are_one_line(tmp_path, line, results, message):
     _one_line(_lmeval(_run(tmp_path / "run", [line], results), tmp_path / "L"), message)
     assert not (tmp_path / "L").exists()

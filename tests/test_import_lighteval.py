@@ -22,10 +22,22 @@ NAME = "details_mgsm:de|0_2026-01-01T00-00-00.000000.parquet"
 
 def _details(path: Path, output_ids: list[int], *, gold: str = " 18") -> Path:
     """A one-row Parquet file in the shape of lighteval's details (doc, model_response, metric)."""
-    doc = {"query": "Frage: 9+9?", "choices": [gold], "gold_index": 0, "id": "0", "task_name": "mgsm:de|0",
-           "generation_size": 16}  # fmt: skip
-    response = {"input": "Frage: 9+9?", "input_tokens": [1, 2], "text": ["x"], "output_tokens": [output_ids],
-                "text_post_processed": None, "reasonings": []}  # fmt: skip
+    doc = {
+        "query": "Frage: 9+9?",
+        "choices": [gold],
+        "gold_index": 0,
+        "id": "0",
+        "task_name": "mgsm:de|0",
+        "generation_size": 16,
+    }
+    response = {
+        "input": "Frage: 9+9?",
+        "input_tokens": [1, 2],
+        "text": ["x"],
+        "output_tokens": [output_ids],
+        "text_post_processed": None,
+        "reasonings": [],
+    }
     reasonings = pa.field("reasonings", pa.list_(pa.string()))
     table = pa.table(
         {
@@ -33,17 +45,19 @@ def _details(path: Path, output_ids: list[int], *, gold: str = " 18") -> Path:
             "metric": pa.array([{"em": 1.0}]),
             "model_response": pa.array(
                 [response],
-                pa.struct([
-                    pa.field("input", pa.string()),
-                    pa.field("input_tokens", pa.list_(pa.int64())),
-                    pa.field("text", pa.list_(pa.string())),
-                    pa.field("output_tokens", pa.list_(pa.list_(pa.int64()))),
-                    pa.field("text_post_processed", pa.list_(pa.string())),
-                    reasonings,
-                ]),
+                pa.struct(
+                    [
+                        pa.field("input", pa.string()),
+                        pa.field("input_tokens", pa.list_(pa.int64())),
+                        pa.field("text", pa.list_(pa.string())),
+                        pa.field("output_tokens", pa.list_(pa.list_(pa.int64()))),
+                        pa.field("text_post_processed", pa.list_(pa.string())),
+                        reasonings,
+                    ]
+                ),
             ),
         }
-    )  # fmt: skip
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
     return path

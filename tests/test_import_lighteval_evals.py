@@ -29,19 +29,28 @@ FILLER = " und dann rechnen wir weiter" * 40
 #: per task: (gold choice, [(response text, whether the cap cuts it, whether it is right at the cap)] per sample)
 DOCS = {
     "mgsm:de|0": [
-        (" 18", [("<think>9+9</think>Die Antwort lautet 18", False, True),
-                 ("<think>9+8</think>Die Antwort lautet 17", False, False)]),
-        (" 7", [("<think>3 plus 4" + FILLER, True, False),
-                ("<think>3+4</think>Die Antwort lautet 7", False, True)]),
-        (" 42", [("<think>6*7</think>Die Antwort lautet 42", False, True),
-                 ("<think>kurz</think>Erst" + FILLER, True, False)]),
+        (
+            " 18",
+            [
+                ("<think>9+9</think>Die Antwort lautet 18", False, True),
+                ("<think>9+8</think>Die Antwort lautet 17", False, False),
+            ],
+        ),
+        (" 7", [("<think>3 plus 4" + FILLER, True, False), ("<think>3+4</think>Die Antwort lautet 7", False, True)]),
+        (
+            " 42",
+            [
+                ("<think>6*7</think>Die Antwort lautet 42", False, True),
+                ("<think>kurz</think>Erst" + FILLER, True, False),
+            ],
+        ),
     ],
     "mgsm:th|0": [
         (" 5", [("คำตอบคือ 5", False, True), ("คำตอบคือ 5", False, True)]),
         (" 12", [("เริ่ม" + FILLER, True, False), ("คำตอบคือ 13", False, False)]),
         (" 30", [("คำตอบคือ 30", False, True), ("คำตอบคือ 30", False, True)]),
     ],
-}  # fmt: skip
+}
 LANGS = {"mgsm:de|0": "deu_Latn", "mgsm:th|0": "tha_Thai"}
 
 
@@ -79,8 +88,15 @@ def run(tiny_think, tmp_path_factory) -> dict:
             texts = hf.batch_decode(outputs, skip_special_tokens=True)
             prompts[task, item] = hf(prompt, add_special_tokens=False)["input_ids"]
             thai = task.startswith("mgsm:th")
-            doc = Doc(query=prompt, choices=[gold], gold_index=0, id=str(item), task_name=task, num_samples=2,
-                      generation_size=None if thai else 2048)  # fmt: skip
+            doc = Doc(
+                query=prompt,
+                choices=[gold],
+                gold_index=0,
+                id=str(item),
+                task_name=task,
+                num_samples=2,
+                generation_size=None if thai else 2048,
+            )
             response = ModelResponse(
                 input=prompt,
                 input_tokens=prompts[task, item],

@@ -78,9 +78,23 @@ def test_prefix_scores_equal_the_reference_on_every_prefix(qwen):
     for i, (text, gold) in enumerate(zip(texts, golds, strict=True)):
         ids = qwen.encode(text)
         rows.append(
-            dict(model="qwen3-8b", arm="native", lang="th", item=i, sample=0, seed=0, cap=64, prompt="p",
-                 prompt_ids=[1], output_ids=ids, text=text, finish_reason="stop", gold=gold, generator="t")
-        )  # fmt: skip
+            dict(
+                model="qwen3-8b",
+                arm="native",
+                lang="th",
+                item=i,
+                sample=0,
+                seed=0,
+                cap=64,
+                prompt="p",
+                prompt_ids=[1],
+                output_ids=ids,
+                text=text,
+                finish_reason="stop",
+                gold=gold,
+                generator="t",
+            )
+        )
     table = validate_records(rows)
     budgets = list(range(1, max(len(r["output_ids"]) for r in rows) + 1))
     for name, pattern, select in (("lm-eval-strict", STRICT_TH, 0), ("lm-eval-flexible", FLEXIBLE, -1)):
@@ -102,9 +116,16 @@ def _log(folder, *, task="mgsm_native_cot_th", model=None, lines=None, cap=32):
             for filt in ("strict-match", "flexible-extract"):
                 args = {"gen_args_0": {"arg_0": f"โจทย์: {doc}", "arg_1": {"until": ["โจทย์:"], "max_gen_toks": cap}}}
                 lines.append(
-                    {"doc_id": doc, "doc": {}, "target": str(doc + 1), "filter": filt, "arguments": args,
-                     "resps": [[f"{doc} คำตอบคือ {doc + 1}"]], "filtered_resps": [str(doc + 1)]}
-                )  # fmt: skip
+                    {
+                        "doc_id": doc,
+                        "doc": {},
+                        "target": str(doc + 1),
+                        "filter": filt,
+                        "arguments": args,
+                        "resps": [[f"{doc} คำตอบคือ {doc + 1}"]],
+                        "filtered_resps": [str(doc + 1)],
+                    }
+                )
     (folder / f"samples_{task}_{time}.jsonl").write_text(
         "".join(line if isinstance(line, str) else json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
         "utf-8",
@@ -198,8 +219,10 @@ def test_from_inspect_dispatches_to_its_reader(tmp_path):
 def test_jsonl_imports_one_file(tmp_path):
     (tmp_path / "a.jsonl").write_text("{}\n")
     (tmp_path / "b.jsonl").write_text("{}\n")
-    res = CliRunner().invoke(cli, ["ledger", "import", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
-                                   "--out-dir", str(tmp_path / "L")])  # fmt: skip
+    res = CliRunner().invoke(
+        cli,
+        ["ledger", "import", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--out-dir", str(tmp_path / "L")],
+    )
     _one_line_error(res, r"--from jsonl imports one file")
 
 

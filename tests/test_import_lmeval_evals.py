@@ -41,8 +41,14 @@ def run(tmp_path_factory) -> dict:
     args = ["ledger", "import", str(root / "out"), "--from", "lm-eval", "--tokenizer", str(model)]
     res = CliRunner().invoke(cli, [*args, "--out-dir", str(ledger)])
     assert res.exit_code == 0, res.output
-    return {"root": root, "model": model, "results": json.loads(results.read_text()), "lines": lines,
-            "ledger": ledger, "summary": res.output}  # fmt: skip
+    return {
+        "root": root,
+        "model": model,
+        "results": json.loads(results.read_text()),
+        "lines": lines,
+        "ledger": ledger,
+        "summary": res.output,
+    }
 
 
 def test_default_cap_is_lm_evals():

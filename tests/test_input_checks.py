@@ -76,7 +76,11 @@ def test_well_typed_spec_reads_its_values(tmp_path):
     spec = load_spec(path)
     assert (spec.k, spec.caps, spec.seed, spec.shard_size, spec.items) == (3, (64, 128), 5, 7, (4, 9))
     assert (spec.sampling.top_k, spec.forcing.enabled, spec.forcing.max_tokens, spec.forcing.unanswered) == (
-        40, True, 9, False)  # fmt: skip
+        40,
+        True,
+        9,
+        False,
+    )
     sample = load_spec(spec_file(tmp_path, "items = {sample = 3, seed = 2}\n")).items
     assert sample == tuple(sorted(random.Random(2).sample(range(250), 3)))
 
@@ -151,7 +155,7 @@ def test_announced_budgets_refuse_bools(tmp_path):
         (IND, "[premiums]\nde = 0\n", "premiums.de: must be > 0, got 0.0"),
         (IND, "[premiums]\nde = true\n", "premiums.de: must be of type float (finite), got true"),
     ],
-)  # fmt: skip
+)
 def test_wrong_types_name_the_key_and_the_file(tmp_path, head, body, needle):
     assert needle in spec_error(spec_file(tmp_path, body, head=head))
 
@@ -241,8 +245,16 @@ def test_dry_run_at_the_largest_k_counts_without_listing_records(tmp_path):
 )
 def test_counts_match_the_listed_plan(extra):
     # job_counts works the numbers out per population; plan_job lists every request: they must agree
-    data = {"model": "org/m", "arms": ["native", "pivot"], "langs": ["de", "th"], "design": "replay",
-            "items": list(range(10)), "k": 2, "shard_size": 4, **extra}  # fmt: skip
+    data = {
+        "model": "org/m",
+        "arms": ["native", "pivot"],
+        "langs": ["de", "th"],
+        "design": "replay",
+        "items": list(range(10)),
+        "k": 2,
+        "shard_size": 4,
+        **extra,
+    }
     spec = parse_spec(data)
     assert job_counts(spec) == plan_job(spec).summary()
 
@@ -252,8 +264,15 @@ def test_shards_done_needs_every_sample_below_k(tmp_path, qwen):
     # at k = 2 only the first shard is done (sample 5 is beyond k and does not stand in for sample 0)
     held = [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (3, 1), (3, 5)]
     Ledger(tmp_path / "led").append([make_record(qwen, "#### 1", item=i, sample=s) for i, s in held], qwen)
-    data = {"model": "Qwen/Qwen3-8B", "model_name": "qwen3-8b", "arms": ["native"], "langs": ["th"],
-            "design": "replay", "items": [0, 1, 2, 3], "shard_size": 2}  # fmt: skip
+    data = {
+        "model": "Qwen/Qwen3-8B",
+        "model_name": "qwen3-8b",
+        "arms": ["native"],
+        "langs": ["th"],
+        "design": "replay",
+        "items": [0, 1, 2, 3],
+        "shard_size": 2,
+    }
     assert dry_run(parse_spec({**data, "k": 2}), tmp_path / "led")["shards_done"] == 1
     assert dry_run(parse_spec({**data, "k": 1}), tmp_path / "led")["shards_done"] == 1
     assert dry_run(parse_spec({**data, "k": 3}), tmp_path / "led")["shards_done"] == 0

@@ -9,18 +9,35 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mindcap_tok"
 
 #: stage (top-level module or subpackage of mindcap_tok) -> layer; a module may import its own layer or lower
 LAYERS = {
-    "errors": 0, "_io": 0, "_json": 0, "_tables": 0, "_log": 0, "config": 0, "choices": 0,
-    "data": 1, "tokenization": 1, "resample": 1, "budgets": 1, "spec": 1, "templates": 1,
-    "premium": 2, "metrics": 2, "tasks": 2,
+    "errors": 0,
+    "_io": 0,
+    "_json": 0,
+    "_tables": 0,
+    "_log": 0,
+    "config": 0,
+    "choices": 0,
+    "data": 1,
+    "tokenization": 1,
+    "resample": 1,
+    "budgets": 1,
+    "spec": 1,
+    "templates": 1,
+    "premium": 2,
+    "metrics": 2,
+    "tasks": 2,
     "store": 3,
-    "generation": 4, "ingest": 4, "scoring": 4,
+    "generation": 4,
+    "ingest": 4,
+    "scoring": 4,
     "stats": 5,
     "adaptation": 6,
     "audits": 7,
-    "report": 8, "roundtrip": 8, "demo": 8,
+    "report": 8,
+    "roundtrip": 8,
+    "demo": 8,
     "cli": 9,
     "__main__": 10,
-}  # fmt: skip
+}
 #: the package's own __init__ re-exports a small public API lazily, from any stage
 EXEMPT = {"mindcap_tok"}
 

@@ -105,10 +105,11 @@ def test_long_text_gives_the_plain_ids_on_every_path(hf, flores_long):
 
 @settings(max_examples=6, deadline=None)
 @given(
-    runs=st.lists(st.tuples(st.sampled_from(RUNS), st.integers(1, 4000), st.sampled_from(AFTER)), min_size=1,
-                  max_size=12),
+    runs=st.lists(
+        st.tuples(st.sampled_from(RUNS), st.integers(1, 4000), st.sampled_from(AFTER)), min_size=1, max_size=12
+    ),
     at=st.lists(st.floats(0, 1), min_size=12, max_size=12),
-)  # fmt: skip
+)
 def test_long_text_with_random_whitespace_runs(config, flores_long, runs, at):
     # runs below the engines' limits, dropped at random places of a long FLORES text: the library copes, so its
     # plain ids are the reference
@@ -271,8 +272,15 @@ def _jsonl_source(folder: Path, qwen, text: str) -> list[str]:
 def _lm_eval_source(folder: Path, qwen, text: str) -> list[str]:
     # one sample line of lm-eval 0.4's --log_samples schema
     args = {"gen_args_0": {"arg_0": "โจทย์: 1", "arg_1": {"until": ["โจทย์:"], "max_gen_toks": 100_000}}}
-    line = {"doc_id": 0, "doc": {}, "target": "1", "filter": "strict-match", "arguments": args, "resps": [[text]],
-            "filtered_resps": ["1"]}  # fmt: skip
+    line = {
+        "doc_id": 0,
+        "doc": {},
+        "target": "1",
+        "filter": "strict-match",
+        "arguments": args,
+        "resps": [[text]],
+        "filtered_resps": ["1"],
+    }
     (folder / "samples_mgsm_native_cot_th_2026-01-01T00-00-00.000000.jsonl").write_text(json.dumps(line) + "\n")
     return [str(folder), "--from", "lm-eval", "--tokenizer", "qwen3-8b"]
 
@@ -285,8 +293,14 @@ def test_ledger_import_of_ten_million_spaces(tmp_path, qwen, source):
     (tmp_path / "in").mkdir()
     args = [*source(tmp_path / "in", qwen, text), "--out-dir", str(tmp_path / "L")]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.run([sys.executable, "-m", "mindcap_tok", "ledger", "import", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "mindcap_tok", "ledger", "import", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "panick" not in proc.stderr and proc.stderr.count("\n") <= 1, proc.stderr
     (ids,) = Ledger(tmp_path / "L").to_pandas()["output_ids"]

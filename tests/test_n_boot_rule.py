@@ -89,15 +89,47 @@ def _one_line_refusal(res, minimum: int):
         (["premium", "--lang", "th", "--n-boot", "150", "--level", "0.99"], 200),
         (["sweep", "--ledger", "{L}", "--premiums", "th=3", "--budgets", "30", "--n-boot", "5"], 40),
         (["sweep", "--ledger", "{L}", "--premiums", "th=3", "--budgets", "30", "--n-boot", "9", "--level", "0.8"], 10),
-        (["report", "--ledger", "{L}", "--premiums", "th=3", "--budgets", "30", "--n-boot", "3",
-          "--out-dir", "{O}"], 40),
-        (["price", "--ledger", "{L}", "--lang", "th", "--cap", "30", "--learn-extension", "--no-premium",
-          "--n-boot", "4"], 40),
-        (["audit", "--ledger", "{L}", "--only", "parser", "--premiums", "th=3", "--budgets", "30", "--n-boot", "5",
-          "--out-dir", "{O}"], 40),
+        (
+            ["report", "--ledger", "{L}", "--premiums", "th=3", "--budgets", "30", "--n-boot", "3", "--out-dir", "{O}"],
+            40,
+        ),
+        (
+            [
+                "price",
+                "--ledger",
+                "{L}",
+                "--lang",
+                "th",
+                "--cap",
+                "30",
+                "--learn-extension",
+                "--no-premium",
+                "--n-boot",
+                "4",
+            ],
+            40,
+        ),
+        (
+            [
+                "audit",
+                "--ledger",
+                "{L}",
+                "--only",
+                "parser",
+                "--premiums",
+                "th=3",
+                "--budgets",
+                "30",
+                "--n-boot",
+                "5",
+                "--out-dir",
+                "{O}",
+            ],
+            40,
+        ),
         (["extend", "--lang", "th", "--size", "1", "--n-boot", "5", "--out-dir", "{O}"], 40),
     ],
-)  # fmt: skip
+)
 def test_commands_refuse_too_few_resamples_in_one_line(ledger, tmp_path, args, minimum):
     args = [a.replace("{L}", str(ledger)).replace("{O}", str(tmp_path / "out")) for a in args]
     _one_line_refusal(run(args), minimum)

@@ -355,12 +355,23 @@ def _dangling(tmp_path):
         ["ledger", "import", "{tmp}/gen.jsonl", "--out-dir", "{out}"],
         ["extend", "--model", "qwen3-8b", "--lang", "th", "--size", "1", "--out-dir", "{out}"],
         [
-            "price", "--ledger", "{ledger}", "--lang", "th", "--cap", "20", "--learn-extension", "--size", "1",
-            "--no-premium", "--save-extension", "{out}",
+            "price",
+            "--ledger",
+            "{ledger}",
+            "--lang",
+            "th",
+            "--cap",
+            "20",
+            "--learn-extension",
+            "--size",
+            "1",
+            "--no-premium",
+            "--save-extension",
+            "{out}",
         ],
     ],
     ids=lambda a: a[0] if a[0] != "ledger" else "ledger import",
-)  # fmt: skip
+)
 @pytest.mark.parametrize("where", ["dangling symlink", "under a file", "unwritable"])
 def test_an_out_dir_that_cannot_be_a_folder_is_one_line(ledger, tmp_path, qwen, args, where):
     (tmp_path / "gen.jsonl").write_text(json.dumps(make_record(qwen, "#### 18\n")) + "\n")
@@ -627,9 +638,13 @@ def test_a_run_folder_with_no_room_says_what_stays_committed(tmp_path):
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(
-        [sys.executable, "-c", NO_ROOM_RUN, str(run_dir)], env=env, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", NO_ROOM_RUN, str(run_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
         preexec_fn=_no_room_for_files_over(16384),
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr
     message = proc.stdout.strip()
     assert message.startswith(f"cannot write {run_dir / 'hops' / 'hop-02.parquet'}: File too large"), message

@@ -53,8 +53,19 @@ def test_every_flores_language(pair, flores_dir):
 
 # contexts that exercise each alternative of the split patterns: letters/digits around, a leading space or
 # apostrophe (case-insensitive contractions, e.g. U+017F LONG S), whitespace runs before newlines and text
-CONTEXTS = ["{c}", "a{c}b", " {c}", "{c}{c} ", "x {c}\n", "1{c}2", "'{c}", "'{c}{c}", "\n\n{c}  {c}\r\n", "{c}\t ",
-            "{c}Ab"]  # fmt: skip
+CONTEXTS = [
+    "{c}",
+    "a{c}b",
+    " {c}",
+    "{c}{c} ",
+    "x {c}\n",
+    "1{c}2",
+    "'{c}",
+    "'{c}{c}",
+    "\n\n{c}  {c}\r\n",
+    "{c}\t ",
+    "{c}Ab",
+]
 
 
 @pytest.mark.slow

@@ -71,12 +71,22 @@ from task_files import integer_task
 _f = Fraction
 #: the module docstring's figures at B = 30, worked by hand
 HAND_AT_30 = {
-    "acc_native": _f(9, 20), "acc_native_max": _f(14, 20), "acc_native_ext": _f(12, 20),
-    "acc_translate": _f(16, 20), "acc_translate_max": _f(19, 20), "acc_translate_ext": _f(18, 20),
-    "G": _f(7, 20), "G_max": _f(5, 20), "G3": _f(6, 20), "closure": _f(1, 20),
-    "nat_gain": _f(5, 20), "ext_nat_gain": _f(3, 20),
-    "nat_trunc": _f(11, 20), "nat_trunc_ext": _f(5, 20), "nat_trunc_max": _f(3, 20),
-}  # fmt: skip
+    "acc_native": _f(9, 20),
+    "acc_native_max": _f(14, 20),
+    "acc_native_ext": _f(12, 20),
+    "acc_translate": _f(16, 20),
+    "acc_translate_max": _f(19, 20),
+    "acc_translate_ext": _f(18, 20),
+    "G": _f(7, 20),
+    "G_max": _f(5, 20),
+    "G3": _f(6, 20),
+    "closure": _f(1, 20),
+    "nat_gain": _f(5, 20),
+    "ext_nat_gain": _f(3, 20),
+    "nat_trunc": _f(11, 20),
+    "nat_trunc_ext": _f(5, 20),
+    "nat_trunc_max": _f(3, 20),
+}
 
 
 @pytest.fixture(scope="module")
@@ -258,13 +268,44 @@ def test_cli_json_learns_a_cross_fitted_extension(world, tmp_path):
     ledger, base, _, _ = world
     result = CliRunner().invoke(
         cli,
-        ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "th", "--cap", "30", "--tokenizer",
-         str(base.path), "--learn-extension", "--size", "1", "--no-premium", "--n-boot", "200", "--format", "json"],
-    )  # fmt: skip
+        [
+            "price",
+            "--ledger",
+            str(ledger.root),
+            "--model",
+            "tiny",
+            "--lang",
+            "th",
+            "--cap",
+            "30",
+            "--tokenizer",
+            str(base.path),
+            "--learn-extension",
+            "--size",
+            "1",
+            "--no-premium",
+            "--n-boot",
+            "200",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout)
-    for key in ("lang", "cap", "G", "G_max", "G3", "nat_trunc", "nat_gain", "ext_nat_gain", "closure",
-                "closure_ci_low", "closure_ci_high", "n_items"):  # fmt: skip
+    for key in (
+        "lang",
+        "cap",
+        "G",
+        "G_max",
+        "G3",
+        "nat_trunc",
+        "nat_gain",
+        "ext_nat_gain",
+        "closure",
+        "closure_ci_low",
+        "closure_ci_high",
+        "n_items",
+    ):
         assert key in row
     # the learned merge is the hand-made one (ก+า is the most frequent pair in either half of the NATIVE traces)
     assert row["lang"] == "tha_Thai" and row["cap"] == 30 and row["n_items"] == 10
@@ -278,10 +319,30 @@ def test_worker_processes_price_the_hand_computed_table(world, monkeypatch):
     ledger, base, _, _ = world
     result = CliRunner().invoke(
         cli,
-        ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "th", "--cap", "30", "--tokenizer",
-         str(base.path), "--learn-extension", "--size", "1", "--no-premium", "--n-boot", "200", "--format", "json",
-         "--workers", "2"],
-    )  # fmt: skip
+        [
+            "price",
+            "--ledger",
+            str(ledger.root),
+            "--model",
+            "tiny",
+            "--lang",
+            "th",
+            "--cap",
+            "30",
+            "--tokenizer",
+            str(base.path),
+            "--learn-extension",
+            "--size",
+            "1",
+            "--no-premium",
+            "--n-boot",
+            "200",
+            "--format",
+            "json",
+            "--workers",
+            "2",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout)
     assert row["G"] == pytest.approx(7 / 20) and row["G3"] == pytest.approx(6 / 20)
@@ -291,9 +352,25 @@ def test_worker_processes_price_the_hand_computed_table(world, monkeypatch):
 def test_cli_rejects_a_missing_language(world):
     ledger, base, _, _ = world
     result = CliRunner().invoke(
-        cli, ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "de", "--cap", "30",
-              "--tokenizer", str(base.path), "--learn-extension", "--size", "1", "--no-premium"],
-    )  # fmt: skip
+        cli,
+        [
+            "price",
+            "--ledger",
+            str(ledger.root),
+            "--model",
+            "tiny",
+            "--lang",
+            "de",
+            "--cap",
+            "30",
+            "--tokenizer",
+            str(base.path),
+            "--learn-extension",
+            "--size",
+            "1",
+            "--no-premium",
+        ],
+    )
     assert result.exit_code == 2
     assert "error: no native replay records for tiny deu_Latn" in result.output
 
@@ -378,9 +455,23 @@ def test_an_extension_for_another_language_is_refused(world, thai_extension, tmp
             settings=PriceSettings(resampling=Resampling(40), tokenizer=base),
         )
     result = CliRunner().invoke(
-        cli, ["price", "--ledger", str(swahili.root), "--model", "tiny", "--lang", "sw", "--cap", "30",
-              "--tokenizer", str(base.path), "--extension", str(thai_extension)],
-    )  # fmt: skip
+        cli,
+        [
+            "price",
+            "--ledger",
+            str(swahili.root),
+            "--model",
+            "tiny",
+            "--lang",
+            "sw",
+            "--cap",
+            "30",
+            "--tokenizer",
+            str(base.path),
+            "--extension",
+            str(thai_extension),
+        ],
+    )
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
         f"error: extension {thai_extension / 'fold-0'} was learned for tha_Thai, but the priced language is swh_Latn"
@@ -431,10 +522,31 @@ def test_a_sample_larger_than_the_items_reports_the_items_used(world):
     assert "note: a sample of 5000 items was asked for, but tiny tha_Thai has 10; all 10 are priced" in p.triage()
     assert "seeded sample" not in p.triage()[0]
     result = CliRunner().invoke(
-        cli, ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "th", "--cap", "30", "--tokenizer",
-              str(base.path), "--learn-extension", "--size", "1", "--no-premium", "--n-boot", "50", "--sample",
-              "5000", "--format", "json"],
-    )  # fmt: skip
+        cli,
+        [
+            "price",
+            "--ledger",
+            str(ledger.root),
+            "--model",
+            "tiny",
+            "--lang",
+            "th",
+            "--cap",
+            "30",
+            "--tokenizer",
+            str(base.path),
+            "--learn-extension",
+            "--size",
+            "1",
+            "--no-premium",
+            "--n-boot",
+            "50",
+            "--sample",
+            "5000",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert (row["sample"], row["population"], row["n_items"]) == (10, 10, 10)
@@ -444,10 +556,29 @@ def test_a_sample_larger_than_the_items_reports_the_items_used(world):
 def test_price_json_is_strict_where_the_share_is_undefined(world):
     ledger, base, _, _ = world
     result = CliRunner().invoke(
-        cli, ["price", "--ledger", str(ledger.root), "--model", "tiny", "--lang", "th", "--cap", "63", "--tokenizer",
-              str(base.path), "--learn-extension", "--size", "1", "--n-boot", "50", "--no-premium", "--format",
-              "json"],
-    )  # fmt: skip
+        cli,
+        [
+            "price",
+            "--ledger",
+            str(ledger.root),
+            "--model",
+            "tiny",
+            "--lang",
+            "th",
+            "--cap",
+            "63",
+            "--tokenizer",
+            str(base.path),
+            "--learn-extension",
+            "--size",
+            "1",
+            "--n-boot",
+            "50",
+            "--no-premium",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     # at 63 the longer prefix recovers nothing, so the extension's share of it is undefined: null, not NaN

@@ -37,9 +37,26 @@ def ledger(tmp_path, qwen):
 
 
 def _render(ledger, tiny, out, *extra):
-    args = ["render", "--ledger", str(ledger), "--out-dir", str(out), "--model", str(tiny), "--backend",
-            "transformers", "--max-tokens", "8", "--wave-size", "4", "--seed", "3", "--temperature", "1",
-            *extra]  # fmt: skip
+    args = [
+        "render",
+        "--ledger",
+        str(ledger),
+        "--out-dir",
+        str(out),
+        "--model",
+        str(tiny),
+        "--backend",
+        "transformers",
+        "--max-tokens",
+        "8",
+        "--wave-size",
+        "4",
+        "--seed",
+        "3",
+        "--temperature",
+        "1",
+        *extra,
+    ]
     return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
@@ -57,10 +74,25 @@ def test_render_then_audit_gives_r_trace(tmp_path, tiny, ledger, qwen):
 
     res = CliRunner().invoke(
         cli,
-        ["audit", "--ledger", str(led), "--only", "normalizer", "--renderings", str(out / "renderings.jsonl"),
-         "--premiums", "th=2", "--budgets", "8,16", "--n-boot", "200", "--out-dir", str(tmp_path / "aud")],
+        [
+            "audit",
+            "--ledger",
+            str(led),
+            "--only",
+            "normalizer",
+            "--renderings",
+            str(out / "renderings.jsonl"),
+            "--premiums",
+            "th=2",
+            "--budgets",
+            "8,16",
+            "--n-boot",
+            "200",
+            "--out-dir",
+            str(tmp_path / "aud"),
+        ],
         catch_exceptions=False,
-    )  # fmt: skip
+    )
     assert res.exit_code == 0, res.output
     audit = json.loads((tmp_path / "aud" / "audit.json").read_text("utf-8"))
     (norm,) = [a for a in audit["audits"] if a["name"] == "normalizer"]
@@ -193,8 +225,25 @@ def test_a_stalling_translator_server_ends_render_after_the_timeout(tmp_path, ti
     led, _ = ledger
     out = tmp_path / "rend"
     server = Stalling(mode)
-    args = ["render", "--ledger", str(led), "--out-dir", str(out), "--model", str(tiny), "--base-url", server.url,
-            "--timeout", "0.5", "--max-retries", "1", "--max-tokens", "8", "--wave-size", "4"]  # fmt: skip
+    args = [
+        "render",
+        "--ledger",
+        str(led),
+        "--out-dir",
+        str(out),
+        "--model",
+        str(tiny),
+        "--base-url",
+        server.url,
+        "--timeout",
+        "0.5",
+        "--max-retries",
+        "1",
+        "--max-tokens",
+        "8",
+        "--wave-size",
+        "4",
+    ]
     t0 = time.perf_counter()
     try:
         res = CliRunner().invoke(cli, args, catch_exceptions=False)

@@ -176,9 +176,19 @@ def test_worker_processes_and_hf_encode_agree(qwen, flores_dir, monkeypatch):
     folds = [FoldTokenizer(qwen, frozenset({0, 1, 2}), 0), FoldTokenizer(qwen, frozenset({3, 4, 5, 6}), 1)]
     budgets = [16, 64, 256, 1024]
     alive: list[int] = []  # worker processes alive as each chunk comes back
-    runs = [retokenize_items(texts, items, folds=folds, budgets=budgets, scoring=Scoring(golds), workers=w, memo=m,
-                             on_progress=lambda *_: alive.append(len(mp.active_children())))
-            for w, m in ((2, True), (1, True), (1, False))]  # fmt: skip
+    runs = [
+        retokenize_items(
+            texts,
+            items,
+            folds=folds,
+            budgets=budgets,
+            scoring=Scoring(golds),
+            workers=w,
+            memo=m,
+            on_progress=lambda *_: alive.append(len(mp.active_children())),
+        )
+        for w, m in ((2, True), (1, True), (1, False))
+    ]
     # 129 and 171 traces per fold: chunks of 64 with two workers (3 + 3), of 75 with one (2 + 3, twice)
     assert alive == [2] * 6 + [0] * 10
     ids = [e.ids for e in qwen.tokenizer.encode_batch(texts, add_special_tokens=False)]

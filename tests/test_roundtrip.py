@@ -48,8 +48,11 @@ def _reply(issues, score=90, cls="8-very good"):
 
 
 def test_judge_strict_reply_recomputes_mqm():
-    issues = [{"severity": "minor", "description": "comma"}, {"severity": "Major", "description": "omission"},
-              {"severity": "critical", "description": "hallucination"}]  # fmt: skip
+    issues = [
+        {"severity": "minor", "description": "comma"},
+        {"severity": "Major", "description": "omission"},
+        {"severity": "critical", "description": "hallucination"},
+    ]
     j = parse_judge(_reply(issues, score=97))
     assert j.how == "strict"
     assert (j.minor, j.major, j.critical) == (1, 1, 1)
@@ -130,8 +133,11 @@ def test_judge_replies_within_the_repair_bounds_are_repaired():
 
 
 def test_judge_wrong_severities_are_errors_without_penalty():
-    issues = [{"severity": "blocker", "description": "x"}, {"severity": "major", "description": "y"},
-              {"severity": None, "description": "z"}]  # fmt: skip
+    issues = [
+        {"severity": "blocker", "description": "x"},
+        {"severity": "major", "description": "y"},
+        {"severity": None, "description": "z"},
+    ]
     j = parse_judge(_reply(issues))
     assert j.how == "strict" and j.major == 1 and j.mqm == 95.0
     assert j.bad_severities == ("blocker", "None") and "unknown severities" in j.error
@@ -195,12 +201,39 @@ LIT = {
     "lit:africa": ("low", "sw ar ha am"),
     "lit:s-america": ("low", "pt quy es gn"),
 }
-CODES = {"ja": "jpn_Jpan", "ko": "kor_Hang", "zh": "zho_Hans", "ru": "rus_Cyrl", "ro": "ron_Latn", "hu": "hun_Latn",
-         "de": "deu_Latn", "pl": "pol_Latn", "bg": "bul_Cyrl", "el": "ell_Grek", "tr": "tur_Latn", "fa": "pes_Arab",
-         "is": "isl_Latn", "sv": "swe_Latn", "fi": "fin_Latn", "lt": "lit_Latn", "th": "tha_Thai", "vi": "vie_Latn",
-         "tl": "tgl_Latn", "hi": "hin_Deva", "ta": "tam_Taml", "bn": "ben_Beng", "pa": "pan_Guru", "sw": "swh_Latn",
-         "ar": "arb_Arab", "ha": "hau_Latn", "am": "amh_Ethi", "pt": "por_Latn", "quy": "quy_Latn", "es": "spa_Latn",
-         "gn": "grn_Latn"}  # fmt: skip
+CODES = {
+    "ja": "jpn_Jpan",
+    "ko": "kor_Hang",
+    "zh": "zho_Hans",
+    "ru": "rus_Cyrl",
+    "ro": "ron_Latn",
+    "hu": "hun_Latn",
+    "de": "deu_Latn",
+    "pl": "pol_Latn",
+    "bg": "bul_Cyrl",
+    "el": "ell_Grek",
+    "tr": "tur_Latn",
+    "fa": "pes_Arab",
+    "is": "isl_Latn",
+    "sv": "swe_Latn",
+    "fi": "fin_Latn",
+    "lt": "lit_Latn",
+    "th": "tha_Thai",
+    "vi": "vie_Latn",
+    "tl": "tgl_Latn",
+    "hi": "hin_Deva",
+    "ta": "tam_Taml",
+    "bn": "ben_Beng",
+    "pa": "pan_Guru",
+    "sw": "swh_Latn",
+    "ar": "arb_Arab",
+    "ha": "hau_Latn",
+    "am": "amh_Ethi",
+    "pt": "por_Latn",
+    "quy": "quy_Latn",
+    "es": "spa_Latn",
+    "gn": "grn_Latn",
+}
 
 
 def test_presets_are_exactly_the_32_lit_slots(flores_dir):
@@ -275,7 +308,9 @@ def test_text_files(tmp_path):
     cs = tmp_path / "t.csv"
     cs.write_text('id,text,category\na,"Hello, world.",stem\nb,Bye.,\n', "utf-8")
     assert [(t.id, t.text, t.category) for t in load_texts(str(cs))] == [
-        ("a", "Hello, world.", "stem"), ("b", "Bye.", "uncategorized")]  # fmt: skip
+        ("a", "Hello, world.", "stem"),
+        ("b", "Bye.", "uncategorized"),
+    ]
     dup = tmp_path / "dup.jsonl"
     dup.write_text('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "utf-8")
     with pytest.raises(MindcapError, match="duplicate id 'a'") as err:
@@ -297,18 +332,30 @@ def test_plan_counts_for_lit_all(config):
     spec = parse_spec({"model": "org/m", "sequences": "lit:all", "sample": 200}, data_dir=config.data_dir.value)
     plan = plan_roundtrip(spec)
     assert (plan["texts"], plan["chains"], plan["translation_requests"], plan["judge_requests"]) == (
-        200, 1600, 8000, 1600)  # fmt: skip
-    two = parse_spec({"model": ["org/a", "org/b"], "sequences": ["en>de>en", "lit:africa"], "sample": 10},
-                     data_dir=config.data_dir.value)  # fmt: skip
+        200,
+        1600,
+        8000,
+        1600,
+    )
+    two = parse_spec(
+        {"model": ["org/a", "org/b"], "sequences": ["en>de>en", "lit:africa"], "sample": 10},
+        data_dir=config.data_dir.value,
+    )
     p2 = plan_roundtrip(two)
     assert (p2["chains"], p2["translation_requests"], p2["waves"]) == (40, 2 * 10 * (2 + 5), 5)
 
 
 def test_spec_errors(config):
     base = {"model": "org/m", "sequences": "lit:all", "sample": 5}
-    for bad, msg in [({"max_tokens": 0}, "max_tokens"), ({"sample": True}, "sample"), ({"colour": 1}, "unknown key"),
-                     ({"judge": {"retries": -1}}, "judge.retries"), ({"sequences": ["en>de>en", "de>en>de"]}, "source"),
-                     ({"texts": "flores:test"}, "split"), ({"backend": "gpu"}, "backend")]:  # fmt: skip
+    for bad, msg in [
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"sample": True}, "sample"),
+        ({"colour": 1}, "unknown key"),
+        ({"judge": {"retries": -1}}, "judge.retries"),
+        ({"sequences": ["en>de>en", "de>en>de"]}, "source"),
+        ({"texts": "flores:test"}, "split"),
+        ({"backend": "gpu"}, "backend"),
+    ]:
         with pytest.raises(MindcapError, match=msg):
             parse_spec({**base, **bad}, data_dir=config.data_dir.value)
 
@@ -340,8 +387,9 @@ def test_bootstrap_averages_sequences_within_a_text_first():
 
 def _run_spec(config, seed: int = 3):
     """A real spec (its identity and dict, as a run stores them): one model, ``en>de>en``, 2 FLORES texts."""
-    spec = parse_spec({"model": "org/m", "sequences": ["en>de>en"], "sample": 2, "seed": seed},
-                      data_dir=config.data_dir.value)  # fmt: skip
+    spec = parse_spec(
+        {"model": "org/m", "sequences": ["en>de>en"], "sample": 2, "seed": seed}, data_dir=config.data_dir.value
+    )
     return spec.identity(), spec.as_dict()
 
 
@@ -360,16 +408,57 @@ def test_run_folder_refuses_other_files_and_other_runs(tmp_path, config):
 def test_run_folder_reads_back_the_rows_it_wrote(tmp_path, config):
     """Rows go in column by column (nulls, empty and long id lists, non-ASCII text) and come back as written."""
     rows = [
-        {"model": "m", "text_id": "t1", "sequence": "s", "attempt": 0, "judge_model": "j", "seed": 2**31 - 1,
-         "cap": 9, "template_id": "v1:judge", "prompt_ids": tuple(range(151_000, 151_300)), "output_ids": (),
-         "raw": "ไม่ {\"score\": 1}", "finish_reason": "length", "parse": None, "mqm": None, "judge_score": None,
-         "classification": None, "n_minor": 0, "n_major": 0, "n_critical": 0, "n_bad_severity": 0, "issues": None,
-         "error": "truncated", "generator": "echo 1"},
-        {"model": "m", "text_id": "t2", "sequence": "s", "attempt": 1, "judge_model": "j", "seed": 0, "cap": 9,
-         "template_id": "v1:judge", "prompt_ids": (0, 1), "output_ids": (5,), "raw": "{}", "finish_reason": "stop",
-         "parse": "strict", "mqm": -6.5, "judge_score": 90.0, "classification": "8-very good", "n_minor": 1,
-         "n_major": 1, "n_critical": 0, "n_bad_severity": 2, "issues": "[]", "error": None, "generator": "echo 1"},
-    ]  # fmt: skip
+        {
+            "model": "m",
+            "text_id": "t1",
+            "sequence": "s",
+            "attempt": 0,
+            "judge_model": "j",
+            "seed": 2**31 - 1,
+            "cap": 9,
+            "template_id": "v1:judge",
+            "prompt_ids": tuple(range(151_000, 151_300)),
+            "output_ids": (),
+            "raw": 'ไม่ {"score": 1}',
+            "finish_reason": "length",
+            "parse": None,
+            "mqm": None,
+            "judge_score": None,
+            "classification": None,
+            "n_minor": 0,
+            "n_major": 0,
+            "n_critical": 0,
+            "n_bad_severity": 0,
+            "issues": None,
+            "error": "truncated",
+            "generator": "echo 1",
+        },
+        {
+            "model": "m",
+            "text_id": "t2",
+            "sequence": "s",
+            "attempt": 1,
+            "judge_model": "j",
+            "seed": 0,
+            "cap": 9,
+            "template_id": "v1:judge",
+            "prompt_ids": (0, 1),
+            "output_ids": (5,),
+            "raw": "{}",
+            "finish_reason": "stop",
+            "parse": "strict",
+            "mqm": -6.5,
+            "judge_score": 90.0,
+            "classification": "8-very good",
+            "n_minor": 1,
+            "n_major": 1,
+            "n_critical": 0,
+            "n_bad_severity": 2,
+            "issues": "[]",
+            "error": None,
+            "generator": "echo 1",
+        },
+    ]
     store = RunStore(tmp_path / "run", *_run_spec(config))
     store.write("judge/round-00.parquet", rows, JUDGE_SCHEMA)
     back = RunStore(tmp_path / "run", *_run_spec(config)).read("judge/round-00.parquet")

@@ -44,8 +44,14 @@ def test_sampled_permutations_are_seeded_and_match_scipy():
     x = rng.normal(size=9)
     y = x + rng.normal(scale=0.8, size=9)
     got = rank_agreement(x, y, n_perm=999, seed=7)
-    want = stats.permutation_test((x,), lambda a: stats.spearmanr(a, y).statistic, permutation_type="pairings",
-                                  n_resamples=999, alternative="greater", rng=np.random.default_rng(7))  # fmt: skip
+    want = stats.permutation_test(
+        (x,),
+        lambda a: stats.spearmanr(a, y).statistic,
+        permutation_type="pairings",
+        n_resamples=999,
+        alternative="greater",
+        rng=np.random.default_rng(7),
+    )
     assert got["rho_p"] == want.pvalue and got["n_permutations"] == 999
     assert rank_agreement(x, y, n_perm=999, seed=7) == got  # same seed, same p-values
     assert 1 / 1000 <= got["rho_p"] <= 1 and got["rho"] == pytest.approx(stats.spearmanr(x, y).statistic)
@@ -57,8 +63,14 @@ def test_a_constant_scoring_has_no_ranking():
 
 
 # (model, judge) -> MQM of each of three texts, with the issue counts behind each value
-MQMS = {("m1", "judge-a"): (100, 100, 100), ("m2", "judge-a"): (90, 90, 70), ("m3", "judge-a"): (50, 50, 50),
-        ("m1", "judge-b"): (95, 95, 95), ("m2", "judge-b"): (99, 99, 99), ("m3", "judge-b"): (60, 60, 60)}  # fmt: skip
+MQMS = {
+    ("m1", "judge-a"): (100, 100, 100),
+    ("m2", "judge-a"): (90, 90, 70),
+    ("m3", "judge-a"): (50, 50, 50),
+    ("m1", "judge-b"): (95, 95, 95),
+    ("m2", "judge-b"): (99, 99, 99),
+    ("m3", "judge-b"): (60, 60, 60),
+}
 ISSUES = {100: (0, 0, 0), 99: (1, 0, 0), 95: (0, 1, 0), 90: (0, 2, 0), 70: (0, 6, 0), 60: (0, 8, 0), 50: (0, 0, 2)}
 
 

@@ -12,13 +12,21 @@ from mindcap_tok.roundtrip.texts import file_texts
 from roundtrip_factory import write_run
 
 ROWS = [
-    {"id": "t1", "text": "She hinted that the meeting might run late.", "category": "pragmatics",
-     "subcategory": "implicit"},
+    {
+        "id": "t1",
+        "text": "She hinted that the meeting might run late.",
+        "category": "pragmatics",
+        "subcategory": "implicit",
+    },
     {"id": "t2", "text": "He said it was fine, which it was not.", "category": "pragmatics", "subcategory": "implicit"},
-    {"id": "t3", "text": "Would you be so kind as to pass the salt?", "category": "pragmatics",
-     "subcategory": "social"},
+    {
+        "id": "t3",
+        "text": "Would you be so kind as to pass the salt?",
+        "category": "pragmatics",
+        "subcategory": "social",
+    },
     {"id": "t4", "text": "That gig was lit, no cap.", "category": "informal"},
-]  # fmt: skip
+]
 ISSUES = {"t1": (0, 0, 0), "t2": (0, 0, 2), "t3": (0, 0, 0), "t4": (0, 0, 0)}  # MQM 100, 50, 100, 100
 
 

@@ -26,8 +26,9 @@ def runs(tmp_path_factory, qwen):
         judged = {(model, "judge", t): ("7-good", *ISSUES[v]) for t, v in zip(TEXTS, vals, strict=True)}
         out.append(write_run(tmp / model, qwen, TEXTS, judged, models=(model,), judges=("judge",)))
     other = {"t9": "A different text altogether, about trains."}
-    mixed = write_run(tmp / "m4", qwen, other, {("m4", "judge", "t9"): ("7-good", 0, 0, 0)}, models=("m4",),
-                      judges=("judge",))  # fmt: skip
+    mixed = write_run(
+        tmp / "m4", qwen, other, {("m4", "judge", "t9"): ("7-good", 0, 0, 0)}, models=("m4",), judges=("judge",)
+    )
     ref = tmp / "elo.csv"
     ref.write_text("model,score\nm1,1400\nm2,1380\nm3,1390\n", "utf-8")
     return out, mixed, ref
@@ -47,8 +48,15 @@ def test_leaderboard_ranks_stability_and_reference(runs, tmp_path):
     (row,) = result.reference.to_dict("records")
     assert row["rho"] == pytest.approx(0.5) and row["p_one_sided"] == pytest.approx(3 / 6)
     assert row["n_permutations"] == 6 and row["n_models"] == 3
-    assert set(result.files) == {"leaderboard.csv", "metrics.csv", "compare.json", "compare.md", "leaderboard.png",
-                                 "reference.csv", "reference.png"}  # fmt: skip
+    assert set(result.files) == {
+        "leaderboard.csv",
+        "metrics.csv",
+        "compare.json",
+        "compare.md",
+        "leaderboard.png",
+        "reference.csv",
+        "reference.png",
+    }
     data = json.loads((tmp_path / "cmp" / "compare.json").read_text("utf-8"))
     assert data["mixed"] == [] and data["reference"]["n_permutations"] == 10_000
     assert {m["by"] for m in data["metrics"]} == {"overall", "sequence", "resource", "category"}
@@ -79,8 +87,9 @@ def test_mixed_runs_are_refused_unless_allowed(runs, tmp_path):
     dirs, mixed, _ = runs
     with pytest.raises(MindcapError, match=r"different texts; give --allow-mixed"):
         compare_runs(run_dirs=[*dirs, mixed], out_dir=tmp_path / "a", options=OPTS)
-    result = compare_runs(run_dirs=[*dirs, mixed], out_dir=tmp_path / "b",
-                          options=CompareOptions(n_boot=50, allow_mixed=True))  # fmt: skip
+    result = compare_runs(
+        run_dirs=[*dirs, mixed], out_dir=tmp_path / "b", options=CompareOptions(n_boot=50, allow_mixed=True)
+    )
     assert result.summary["mixed"] == ["texts"]
     assert "**Mixed runs**: they used different texts" in (tmp_path / "b" / "compare.md").read_text("utf-8")
     with pytest.raises(MindcapError, match="is in two runs"):
@@ -95,15 +104,30 @@ def run_cli(args: list[str], code: int = 0) -> None:
 
 def test_cli_compare_and_a_bad_reference(runs, tmp_path, capsys):
     dirs, _, ref = runs
-    run_cli(["roundtrip", "compare", *map(str, dirs), "--reference-ranking", str(ref), "--out-dir",
-             str(tmp_path / "cli"), "--n-boot", "50", "--format", "json"])  # fmt: skip
+    run_cli(
+        [
+            "roundtrip",
+            "compare",
+            *map(str, dirs),
+            "--reference-ranking",
+            str(ref),
+            "--out-dir",
+            str(tmp_path / "cli"),
+            "--n-boot",
+            "50",
+            "--format",
+            "json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert [r["model"] for r in out["leaderboard"]] == ["m1", "m2", "m3"]
     assert out["against_reference"][0]["rho"] == pytest.approx(0.5)
     bad = tmp_path / "bad.csv"
     bad.write_text("model,elo\nm1,1\n", "utf-8")
-    run_cli(["roundtrip", "compare", str(dirs[0]), "--reference-ranking", str(bad), "--out-dir", str(tmp_path / "x")],
-            code=2)  # fmt: skip
+    run_cli(
+        ["roundtrip", "compare", str(dirs[0]), "--reference-ranking", str(bad), "--out-dir", str(tmp_path / "x")],
+        code=2,
+    )
     err = capsys.readouterr().err
     assert "lacks the column(s) score (model,score)" in err and "Traceback" not in err
     assert not (tmp_path / "x").exists()
@@ -183,9 +207,11 @@ def test_a_damaged_manifest_is_one_line_naming_it(runs, tmp_path, capsys, damage
     damage(manifest)
     (run / "_roundtrip.json").write_text(json.dumps(manifest), "utf-8")
     err = _one_line_refusal(
-        ["roundtrip", "compare", str(run), str(dirs[1]), "--out-dir", str(tmp_path / "cmp")], capsys,
-        run / "_roundtrip.json", says,
-    )  # fmt: skip
+        ["roundtrip", "compare", str(run), str(dirs[1]), "--out-dir", str(tmp_path / "cmp")],
+        capsys,
+        run / "_roundtrip.json",
+        says,
+    )
     assert "is damaged" in err and not (tmp_path / "cmp").exists()
 
 

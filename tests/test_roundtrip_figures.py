@@ -52,8 +52,17 @@ def hop_tokens(seed: int = 0) -> pd.DataFrame:
         for seq, langs in _chains().items():
             for hop, (src, tgt) in enumerate(itertools.pairwise(langs), start=1):
                 ratio = 1.0 + 1.4 * rng.random()
-                rows.append({"model": model, "sequence": seq, "hop": hop, "src_lang": src, "tgt_lang": tgt,
-                             "token_ratio": ratio, "flores_premium": ratio * (0.9 + 0.2 * rng.random())})  # fmt: skip
+                rows.append(
+                    {
+                        "model": model,
+                        "sequence": seq,
+                        "hop": hop,
+                        "src_lang": src,
+                        "tgt_lang": tgt,
+                        "token_ratio": ratio,
+                        "flores_premium": ratio * (0.9 + 0.2 * rng.random()),
+                    }
+                )
     table = pd.DataFrame(rows)
     top = (table["model"] == MODELS[1]) & (table["sequence"] == "lit:africa") & (table["hop"] == 4)
     table.loc[top, "token_ratio"] = 3.1
@@ -99,11 +108,19 @@ def _metrics(shares) -> pd.DataFrame:
     seqs = [*presets(), CUSTOM]
     return pd.DataFrame(
         [
-            {"by": "sequence", "group": seq, "model": m, "judge_model": j, "pass_share": next(shares),
-             "pass_share_se": 0.05}
-            for m in MODELS for j in JUDGES for seq in seqs
+            {
+                "by": "sequence",
+                "group": seq,
+                "model": m,
+                "judge_model": j,
+                "pass_share": next(shares),
+                "pass_share_se": 0.05,
+            }
+            for m in MODELS
+            for j in JUDGES
+            for seq in seqs
         ]
-    )  # fmt: skip
+    )
 
 
 def test_pass_share_bars_keep_their_tops_clear_of_the_legend(caught, tmp_path):
@@ -148,8 +165,9 @@ def test_a_leaderboard_lists_models_in_rank_order_with_ticks_at_both_ends(caught
 
 
 def test_a_leaderboard_with_nothing_judged_says_so(caught, tmp_path):
-    board = pd.DataFrame([{"model": m, "judge_model": JUDGES[0], "pass_share": None, "pass_share_se": None}
-                          for m in MODELS])  # fmt: skip
+    board = pd.DataFrame(
+        [{"model": m, "judge_model": JUDGES[0], "pass_share": None, "pass_share_se": None} for m in MODELS]
+    )
     plots.plot_leaderboard(board, tmp_path / "l.png")
     (fig,) = caught
     assert "nothing to show, because no sample of any model was judged" in texts_of(fig).replace("\n", " ")
@@ -166,8 +184,19 @@ def _reference_inputs():
     board += [{"model": m, "judge_model": JUDGES[1], "pass_share": share[m]} for m in models[:2]]
     board += [{"model": "not-in-the-reference", "judge_model": JUDGES[1], "pass_share": 0.5}]
     ref = pd.DataFrame({"model": models, "score": [float(score[m]) for m in models]})
-    against = pd.DataFrame([{"judge_model": JUDGES[0], "metric": "pass_share", "n_models": 6, "rho": 1.0,
-                             "p_one_sided": 0.0014, "n_permutations": 720, "seed": 0}])  # fmt: skip
+    against = pd.DataFrame(
+        [
+            {
+                "judge_model": JUDGES[0],
+                "metric": "pass_share",
+                "n_models": 6,
+                "rho": 1.0,
+                "p_one_sided": 0.0014,
+                "n_permutations": 720,
+                "seed": 0,
+            }
+        ]
+    )
     return pd.DataFrame(board), ref, against
 
 

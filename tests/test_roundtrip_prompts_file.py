@@ -28,8 +28,9 @@ def texts(tmp_path):
 def spec_with(tmp_path, texts, data: dict, name: str = "mine.json"):
     path = tmp_path / name
     path.write_text(json.dumps(data), "utf-8")
-    return parse_spec({"model": "org/m", "texts": texts, "sequences": ["en>de>en"], "prompts": name},
-                      base=tmp_path), path  # fmt: skip
+    return parse_spec(
+        {"model": "org/m", "texts": texts, "sequences": ["en>de>en"], "prompts": name}, base=tmp_path
+    ), path
 
 
 def test_own_prompts_replace_the_packaged_ones_and_are_hashed(tmp_path, texts):
@@ -68,8 +69,15 @@ def test_bad_prompt_files_are_one_line_errors(tmp_path, texts, change, problem):
 def test_prompts_and_prompt_version_together_are_refused(tmp_path, texts):
     (tmp_path / "p.json").write_text(json.dumps(packaged()), "utf-8")
     with pytest.raises(MindcapError, match="not both"):
-        parse_spec({"model": "org/m", "texts": texts, "sequences": ["en>de>en"], "prompts": "p.json",
-                    "prompt_version": "roundtrip-v1"}, base=tmp_path)  # fmt: skip
+        parse_spec(
+            {
+                "model": "org/m",
+                "texts": texts,
+                "sequences": ["en>de>en"],
+                "prompts": "p.json",
+                "prompt_version": "roundtrip-v1",
+            },
+            base=tmp_path,
+        )
     with pytest.raises(MindcapError, match="prompts file not found"):
-        parse_spec({"model": "org/m", "texts": texts, "sequences": ["en>de>en"], "prompts": "nope.json"},
-                   base=tmp_path)  # fmt: skip
+        parse_spec({"model": "org/m", "texts": texts, "sequences": ["en>de>en"], "prompts": "nope.json"}, base=tmp_path)

@@ -60,8 +60,10 @@ def test_report_mean_mqm_is_raw_and_can_be_negative(report):
 
 
 def test_report_counts_and_lists_inconsistent_replies_per_judge(report):
-    assert report.summary["judge_consistency"] == {"judge-a": {"judged": 4, "inconsistent": 2},
-                                                   "judge-b": {"judged": 4, "inconsistent": 0}}  # fmt: skip
+    assert report.summary["judge_consistency"] == {
+        "judge-a": {"judged": 4, "inconsistent": 2},
+        "judge-b": {"judged": 4, "inconsistent": 0},
+    }
     data = json.loads((report.out_dir / "report.json").read_text("utf-8"))
     listed = [(r["judge_model"], r["text_id"], r["classification"]) for r in data["inconsistent"]]
     assert listed == [("judge-a", "t1", "1-nonsense"), ("judge-a", "t2", "10-perfect")]

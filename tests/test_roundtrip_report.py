@@ -58,8 +58,14 @@ def test_pass_shares_and_means_by_hand(report):
     assert _metric(report, "category", "stem", "pass_share_se") is None or np.isnan(
         _metric(report, "category", "stem", "pass_share_se")
     )  # one text: no SE
-    assert report.summary["counts"] == {"samples": 6, "judged": 5, "failed_empty_hop": 1, "unjudged": 0, "hops": 12,
-                                        "capped_hops": 1}  # fmt: skip
+    assert report.summary["counts"] == {
+        "samples": 6,
+        "judged": 5,
+        "failed_empty_hop": 1,
+        "unjudged": 0,
+        "hops": 12,
+        "capped_hops": 1,
+    }
 
 
 def test_token_ratios_premiums_and_cap_hits(report, qwen, flores_dir):
@@ -138,11 +144,22 @@ def test_languages_lid176_cannot_label_are_unscored():
 
 def test_files_strict_json_and_markdown(report):
     out = report.out_dir
-    assert set(report.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
-                                 "truncation.csv", "langid.csv", "inconsistent.csv", "agreement.csv", "hop_quality.csv",
-                                 "samples.csv",
-                                 "hops.csv",
-                                 "pass_share.png", "token_cost.png"}  # fmt: skip
+    assert set(report.files) == {
+        "report.md",
+        "report.json",
+        "metrics.csv",
+        "chrf.csv",
+        "hop_tokens.csv",
+        "truncation.csv",
+        "langid.csv",
+        "inconsistent.csv",
+        "agreement.csv",
+        "hop_quality.csv",
+        "samples.csv",
+        "hops.csv",
+        "pass_share.png",
+        "token_cost.png",
+    }
     for name in report.files:
         assert (out / name).is_file()
     data = strict_loads((out / "report.json").read_text("utf-8"))
@@ -189,14 +206,40 @@ def run_cli(args: list[str], code: int = 0) -> None:
 
 
 def test_cli_report_subcommand_and_the_run_invocation(run, tmp_path, capsys):
-    run_cli(["roundtrip", "report", str(run), "--out-dir", str(tmp_path / "cli"), "--no-lid", "--n-boot", "50",
-             "--format", "json"])  # fmt: skip
+    run_cli(
+        [
+            "roundtrip",
+            "report",
+            str(run),
+            "--out-dir",
+            str(tmp_path / "cli"),
+            "--no-lid",
+            "--n-boot",
+            "50",
+            "--format",
+            "json",
+        ]
+    )
     out = strict_loads(capsys.readouterr().out)
     assert out["counts"]["samples"] == 6 and "report.md" in out["files"]
     assert strict_loads((tmp_path / "cli" / "report.json").read_text("utf-8"))["hop_tokens"]
     # `roundtrip [JOB] --out-dir DIR` still runs a job (here its plan)
-    run_cli(["roundtrip", "--out-dir", str(tmp_path / "r"), "--model", "org/m", "--sequences", "lit:all", "--sample",
-             "200", "--dry-run", "--format", "json"])  # fmt: skip
+    run_cli(
+        [
+            "roundtrip",
+            "--out-dir",
+            str(tmp_path / "r"),
+            "--model",
+            "org/m",
+            "--sequences",
+            "lit:all",
+            "--sample",
+            "200",
+            "--dry-run",
+            "--format",
+            "json",
+        ]
+    )
     assert strict_loads(capsys.readouterr().out)["chains"] == 1600
     run_cli(["roundtrip", "--model", "org/m"], code=2)
     assert "Missing option '--out-dir'" in capsys.readouterr().err
@@ -215,10 +258,23 @@ def test_comet_without_its_extra_skips_only_comet(run, tmp_path, capsys):
         pytest.skip("the comet extra is installed here (tests/test_roundtrip_comet.py covers it)")
     ckpt = tmp_path / "model.ckpt"
     ckpt.write_bytes(b"")
-    run_cli(["roundtrip", "report", str(run), "--out-dir", str(tmp_path / "out"), "--no-lid", "--no-premiums",
-             "--comet-checkpoint", str(ckpt)])  # fmt: skip
-    assert "note: COMET skipped: unbabel-comet is not installed; install the 'comet' extra: pip install " \
-           "'mindcap-tok[comet]'" in capsys.readouterr().err  # fmt: skip
+    run_cli(
+        [
+            "roundtrip",
+            "report",
+            str(run),
+            "--out-dir",
+            str(tmp_path / "out"),
+            "--no-lid",
+            "--no-premiums",
+            "--comet-checkpoint",
+            str(ckpt),
+        ]
+    )
+    assert (
+        "note: COMET skipped: unbabel-comet is not installed; install the 'comet' extra: pip install "
+        "'mindcap-tok[comet]'" in capsys.readouterr().err
+    )
     data = strict_loads((tmp_path / "out" / "report.json").read_text("utf-8"))
     assert list(data["skipped"]) == ["comet"] and "pip install 'mindcap-tok[comet]'" in data["skipped"]["comet"]
     assert {"mean_chrf", "p10_chrf"} <= set(data["chrf"][0]) and "mean_comet" not in data["chrf"][0]
@@ -244,11 +300,22 @@ def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monke
     # the rest is all there, with the values worked by hand in the tests above
     assert _metric(result, "sequence", SEQ["deu_Latn"], "pass_share") == pytest.approx(2 / 3)
     assert result.truncation.set_index("sequence").loc["all", "capped_hop_share"] == pytest.approx(1 / 12)
-    assert set(result.files) == {"report.md", "report.json", "metrics.csv", "chrf.csv", "hop_tokens.csv",
-                                 "truncation.csv", "langid.csv", "inconsistent.csv", "agreement.csv", "hop_quality.csv",
-                                 "samples.csv",
-                                 "hops.csv",
-                                 "pass_share.png", "token_cost.png"}  # fmt: skip
+    assert set(result.files) == {
+        "report.md",
+        "report.json",
+        "metrics.csv",
+        "chrf.csv",
+        "hop_tokens.csv",
+        "truncation.csv",
+        "langid.csv",
+        "inconsistent.csv",
+        "agreement.csv",
+        "hop_quality.csv",
+        "samples.csv",
+        "hops.csv",
+        "pass_share.png",
+        "token_cost.png",
+    }
     data = strict_loads((result.out_dir / "report.json").read_text("utf-8"))
     assert data["skipped"] == {"chrf": hint} and data["chrf"] == [] and len(data["metrics"]) == len(result.metrics)
     md = (result.out_dir / "report.md").read_text("utf-8")
@@ -271,13 +338,17 @@ def test_without_the_lid_extra_the_report_skips_only_language_id(run, tmp_path, 
 def test_cli_report_without_sacrebleu_skips_only_chrf(run, tmp_path):
     # a fresh interpreter whose sacrebleu import fails, running the real entry point
     out = tmp_path / "cli"
-    script = ("import sys; sys.modules['sacrebleu'] = sys.modules['sacrebleu.metrics'] = None; "
-              "from mindcap_tok.cli.main import main; main(sys.argv[1:])")  # fmt: skip
+    script = (
+        "import sys; sys.modules['sacrebleu'] = sys.modules['sacrebleu.metrics'] = None; "
+        "from mindcap_tok.cli.main import main; main(sys.argv[1:])"
+    )
     args = ["roundtrip", "report", str(run), "--out-dir", str(out), "--no-lid", "--no-premiums", "--n-boot", "50"]
     proc = subprocess.run([sys.executable, "-c", script, *args], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "note: chrF skipped: sacrebleu is not installed; install the 'chrf' extra: pip install " \
-           "'mindcap-tok[chrf]'" in proc.stderr  # fmt: skip
+    assert (
+        "note: chrF skipped: sacrebleu is not installed; install the 'chrf' extra: pip install "
+        "'mindcap-tok[chrf]'" in proc.stderr
+    )
     data = strict_loads((out / "report.json").read_text("utf-8"))
     assert list(data["skipped"]) == ["chrf"] and data["counts"]["samples"] == 6 and data["chrf"] == []
     assert "report.md" in data["files"] and (out / "report.md").is_file()

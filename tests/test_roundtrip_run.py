@@ -19,8 +19,13 @@ from mindcap_tok.roundtrip.store import RunStore
 torch = pytest.importorskip("torch", reason="the transformers backend needs the torch extra")
 
 
-GOOD = json.dumps({"score": 88, "classification": "7-good", "issues": [
-    {"severity": "minor", "description": "a"}, {"severity": "major", "description": "b"}]})  # fmt: skip
+GOOD = json.dumps(
+    {
+        "score": 88,
+        "classification": "7-good",
+        "issues": [{"severity": "minor", "description": "a"}, {"severity": "major", "description": "b"}],
+    }
+)
 
 
 class FakeJudge:
@@ -63,17 +68,26 @@ def judge_reply(name: str) -> str:
 @pytest.fixture
 def texts_file(tmp_path):
     path = tmp_path / "texts.jsonl"
-    rows = [{"id": "a", "text": "Janet has 16 eggs.", "category": "stem"},
-            {"id": "b", "text": "Solve the problem step by step.", "category": "informal"},
-            {"id": "c", "text": "The answer is 9.", "category": "stem"}]  # fmt: skip
+    rows = [
+        {"id": "a", "text": "Janet has 16 eggs.", "category": "stem"},
+        {"id": "b", "text": "Solve the problem step by step.", "category": "informal"},
+        {"id": "c", "text": "The answer is 9.", "category": "stem"},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     return path
 
 
 def make_spec(tiny, texts_file, **kw):
-    data = {"model": str(tiny), "model_name": "tiny-qwen3", "texts": str(texts_file),
-            "sequences": ["en>de>th>en", "en>sw>en"], "max_tokens": 6, "seed": 3,
-            "sampling": {"temperature": 0.8, "top_p": 0.95, "top_k": 20}, "judge": {"retries": 1}}  # fmt: skip
+    data = {
+        "model": str(tiny),
+        "model_name": "tiny-qwen3",
+        "texts": str(texts_file),
+        "sequences": ["en>de>th>en", "en>sw>en"],
+        "max_tokens": 6,
+        "seed": 3,
+        "sampling": {"temperature": 0.8, "top_p": 0.95, "top_k": 20},
+        "judge": {"retries": 1},
+    }
     data.update(kw)
     return parse_spec(data)
 
@@ -82,8 +96,13 @@ def test_hops_chain_outputs_and_records(tmp_path, tiny, backend, texts_file):
     spec = make_spec(tiny, texts_file)
     judge = FakeJudge(backend.tok, judge_reply)
     result = run_roundtrip(spec, tmp_path / "run", backend, judge)
-    assert result.written == ["hops/hop-01.parquet", "hops/hop-02.parquet", "hops/hop-03.parquet",
-                              "judge/round-00.parquet", "judge/round-01.parquet"]  # fmt: skip
+    assert result.written == [
+        "hops/hop-01.parquet",
+        "hops/hop-02.parquet",
+        "hops/hop-03.parquet",
+        "judge/round-00.parquet",
+        "judge/round-01.parquet",
+    ]
     store = RunStore(tmp_path / "run", spec.identity(), spec.as_dict())
     hops = store.read_all("hops/")
     by_chain: dict = {}
@@ -127,8 +146,10 @@ def test_hops_chain_outputs_and_records(tmp_path, tiny, backend, texts_file):
     # retries get new seeds; only unparsed chains are re-asked
     round1 = [r for r in judge.seen if r.name.endswith("attempt 1")]
     assert {r.name.split("/")[1] for r in round1} <= {"b", "c"}
-    assert all(r.seed == judge_seed(spec, "tiny-qwen3", r.name.split("/")[1], r.name.split("/")[2].split()[0], 1)
-               for r in round1)  # fmt: skip
+    assert all(
+        r.seed == judge_seed(spec, "tiny-qwen3", r.name.split("/")[1], r.name.split("/")[2].split()[0], 1)
+        for r in round1
+    )
     assert result.counts()["unjudged"] == sum(1 for k in finished if k[0] == "c")
 
 
@@ -211,8 +232,22 @@ def run_cli(args: list[str], code: int = 0) -> None:
 
 
 def test_cli_dry_run_and_run(tmp_path, tiny, backend, texts_file, capsys, monkeypatch):
-    run_cli(["roundtrip", "--out-dir", str(tmp_path / "r"), "--model", "org/m", "--sequences", "lit:all", "--sample",
-             "200", "--dry-run", "--format", "json"])  # fmt: skip
+    run_cli(
+        [
+            "roundtrip",
+            "--out-dir",
+            str(tmp_path / "r"),
+            "--model",
+            "org/m",
+            "--sequences",
+            "lit:all",
+            "--sample",
+            "200",
+            "--dry-run",
+            "--format",
+            "json",
+        ]
+    )
     plan = json.loads(capsys.readouterr().out)
     assert (plan["chains"], plan["translation_requests"], plan["judge_requests"]) == (1600, 8000, 1600)
     assert not (tmp_path / "r").exists()
@@ -221,8 +256,20 @@ def test_cli_dry_run_and_run(tmp_path, tiny, backend, texts_file, capsys, monkey
     monkeypatch.setattr(rt, "open_backends", lambda spec, name: (backend, FakeJudge(backend.tok, judge_reply)))
     job = tmp_path / "job.toml"
     job.write_text(f'model = "{tiny}"\nmodel_name = "tiny-qwen3"\nmax_tokens = 6\n[judge]\nretries = 1\n', "utf-8")
-    args = ["roundtrip", str(job), "--out-dir", str(tmp_path / "run"), "--texts", str(texts_file),
-            "--sequences", "en>sw>en", "--seed", "3", "--format", "json"]  # fmt: skip
+    args = [
+        "roundtrip",
+        str(job),
+        "--out-dir",
+        str(tmp_path / "run"),
+        "--texts",
+        str(texts_file),
+        "--sequences",
+        "en>sw>en",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    ]
     run_cli(args)
     out = json.loads(capsys.readouterr().out)
     assert out["counts"]["samples"] == 3 and out["written"][0] == "hops/hop-01.parquet"
@@ -319,8 +366,10 @@ def test_two_judges_on_local_servers_judge_every_back_translation(tmp_path, tiny
 
     a, b = server(GOOD), server(NONSENSE)
     try:
-        judges = [{"model": str(tiny), "model_name": name, "base_url": [s.url], "retries": 0}
-                  for name, s in (("judge-a", a), ("judge-b", b))]  # fmt: skip
+        judges = [
+            {"model": str(tiny), "model_name": name, "base_url": [s.url], "retries": 0}
+            for name, s in (("judge-a", a), ("judge-b", b))
+        ]
         spec = make_spec(tiny, texts_file, sequences=["en>sw>en"], judge=judges)
         backends, judge = open_backends(spec, "transformers")
         assert set(judge) == {"judge-a", "judge-b"} and judge["judge-a"] is not judge["judge-b"]
@@ -338,28 +387,54 @@ def test_two_judges_on_local_servers_judge_every_back_translation(tmp_path, tiny
     )
     over = rep.metrics[rep.metrics["by"] == "overall"].set_index("judge_model")
     assert over.loc["judge-a", "mean_mqm"] == 94.0 and over.loc["judge-b", "mean_judge_score"] == 10.0
-    assert rep.summary["judge_consistency"] == {"judge-a": {"judged": 3, "inconsistent": 0},
-                                                "judge-b": {"judged": 3, "inconsistent": 3}}  # fmt: skip
+    assert rep.summary["judge_consistency"] == {
+        "judge-a": {"judged": 3, "inconsistent": 0},
+        "judge-b": {"judged": 3, "inconsistent": 3},
+    }
     # resuming reads both judges' replies back from the one round file, asking no server
     again = run_roundtrip(spec, tmp_path / "run", backends, {"judge-a": None, "judge-b": None})
     assert again.written == [] and again.samples["mqm"].tolist() == result.samples["mqm"].tolist()
 
 
 def test_cli_several_judge_models(capsys):
-    run_cli(["roundtrip", "--out-dir", "unused", "--model", "org/m", "--sequences", "en>de>en", "--sample", "4",
-             "--judge-model", "org/j1", "org/j2", "--dry-run", "--format", "json"])  # fmt: skip
+    run_cli(
+        [
+            "roundtrip",
+            "--out-dir",
+            "unused",
+            "--model",
+            "org/m",
+            "--sequences",
+            "en>de>en",
+            "--sample",
+            "4",
+            "--judge-model",
+            "org/j1",
+            "org/j2",
+            "--dry-run",
+            "--format",
+            "json",
+        ]
+    )
     plan = json.loads(capsys.readouterr().out)
     assert (plan["judges"], plan["chains"], plan["judge_requests"], plan["max_judge_requests"]) == (2, 4, 8, 24)
 
 
 def test_per_model_sampling_and_caps(tmp_path, tiny, backend, texts_file):
     per_model = {"a": {"temperature": 0.3, "max_tokens": 4}}
-    spec = make_spec(tiny, texts_file, model=[str(tiny), str(tiny)], model_name=["a", "b"], sequences=["en>sw>en"],
-                     per_model=per_model)  # fmt: skip
+    spec = make_spec(
+        tiny,
+        texts_file,
+        model=[str(tiny), str(tiny)],
+        model_name=["a", "b"],
+        sequences=["en>sw>en"],
+        per_model=per_model,
+    )
     assert spec.models[0].sampling.temperature == 0.3 and spec.models[0].sampling.top_p == 0.95  # over [sampling]
     assert spec.models[1].sampling is None and spec.model_cap(spec.models[1]) == 6
-    assert spec.identity()["per_model"] == {"a": {"sampling": {"temperature": 0.3, "top_p": 0.95, "top_k": 20},
-                                                  "max_tokens": 4}}  # fmt: skip
+    assert spec.identity()["per_model"] == {
+        "a": {"sampling": {"temperature": 0.3, "top_p": 0.95, "top_k": 20}, "max_tokens": 4}
+    }
     assert "per_model" not in make_spec(tiny, texts_file).identity()  # one-setting runs keep their identity
     assert plan_roundtrip(spec)["worst_case_tokens"] == 3 * 2 * 4 + 3 * 2 * 6  # texts x hops x cap, per model
     rec = {"a": Recording(backend), "b": Recording(backend)}
@@ -374,8 +449,11 @@ def test_per_model_sampling_and_caps(tmp_path, tiny, backend, texts_file):
 
 def _job(tmp_path, tiny, texts_file):
     job = tmp_path / "job.toml"
-    job.write_text(f'model = "{tiny}"\nmodel_name = "tiny-qwen3"\nbackend = "transformers"\ntexts = "{texts_file}"\n'
-                   'sequences = ["en>sw>en"]\nmax_tokens = 6\nseed = 3\n[judge]\nretries = 0\n', "utf-8")  # fmt: skip
+    job.write_text(
+        f'model = "{tiny}"\nmodel_name = "tiny-qwen3"\nbackend = "transformers"\ntexts = "{texts_file}"\n'
+        'sequences = ["en>sw>en"]\nmax_tokens = 6\nseed = 3\n[judge]\nretries = 0\n',
+        "utf-8",
+    )
     return job
 
 
@@ -498,9 +576,31 @@ def test_a_stalling_judge_server_ends_roundtrip_after_the_timeout(tmp_path, tiny
 
     server = Stalling(mode)
     out = tmp_path / "run"
-    args = ["roundtrip", "--out-dir", str(out), "--model", str(tiny), "--texts", str(texts_file), "--sequences",
-            "en>sw>en", "--max-tokens", "4", "--seed", "3", "--backend", "transformers", "--judge-model", str(tiny),
-            "--judge-base-url", server.url, "--timeout", "0.5", "--max-retries", "0"]  # fmt: skip
+    args = [
+        "roundtrip",
+        "--out-dir",
+        str(out),
+        "--model",
+        str(tiny),
+        "--texts",
+        str(texts_file),
+        "--sequences",
+        "en>sw>en",
+        "--max-tokens",
+        "4",
+        "--seed",
+        "3",
+        "--backend",
+        "transformers",
+        "--judge-model",
+        str(tiny),
+        "--judge-base-url",
+        server.url,
+        "--timeout",
+        "0.5",
+        "--max-retries",
+        "0",
+    ]
     try:
         run_cli(args, code=2)
     finally:
@@ -517,8 +617,24 @@ def test_a_stalling_judge_server_ends_roundtrip_after_the_timeout(tmp_path, tiny
 
 
 def test_timeout_needs_a_server_in_the_run(tmp_path, tiny, texts_file, capsys):
-    run_cli(["roundtrip", "--out-dir", str(tmp_path / "r"), "--model", str(tiny), "--texts", str(texts_file),
-             "--sequences", "en>sw>en", "--backend", "transformers", "--timeout", "5"], code=2)  # fmt: skip
+    run_cli(
+        [
+            "roundtrip",
+            "--out-dir",
+            str(tmp_path / "r"),
+            "--model",
+            str(tiny),
+            "--texts",
+            str(texts_file),
+            "--sequences",
+            "en>sw>en",
+            "--backend",
+            "transformers",
+            "--timeout",
+            "5",
+        ],
+        code=2,
+    )
     assert capsys.readouterr().err.strip() == (
         "error: --timeout is for the server backend; this run names no server ([server] table, "
         "judge base_url or --judge-base-url)"

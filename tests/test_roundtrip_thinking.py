@@ -49,9 +49,16 @@ def texts_file(tmp_path):
 
 
 def twin_spec(tiny, texts_file, **kw):
-    data = {"model": [str(tiny), str(tiny)], "model_name": ["tiny-think", "tiny-instruct"], "texts": str(texts_file),
-            "sequences": ["en>de>en"], "max_tokens": 6, "seed": 3, "judge": {"model_name": "judge", "retries": 0},
-            "per_model": {"tiny-think": {"thinking": True}}}  # fmt: skip
+    data = {
+        "model": [str(tiny), str(tiny)],
+        "model_name": ["tiny-think", "tiny-instruct"],
+        "texts": str(texts_file),
+        "sequences": ["en>de>en"],
+        "max_tokens": 6,
+        "seed": 3,
+        "judge": {"model_name": "judge", "retries": 0},
+        "per_model": {"tiny-think": {"thinking": True}},
+    }
     return parse_spec(data | kw)
 
 
@@ -96,10 +103,33 @@ def test_hand_built_hops_pass_on_the_answer_channel():
     chains = new_chains(["m"], [Text("a", "Hello.", "x", None), Text("b", "Hi.", "x", None)], [chain])
     index = {c.key: c for c in chains}
     base = {"model": "m", "sequence": chain.name, "capped": False}
-    apply_hop(index, base | {"text_id": "a", "hop": 1, "text": "<think>thought</think> Hallo.", "thinking": True,
-                             "answer": " Hallo. ", "unclosed": False, "empty": False})  # fmt: skip
-    apply_hop(index, base | {"text_id": "b", "hop": 1, "text": "<think>still thinking", "thinking": True,
-                             "answer": "", "unclosed": True, "empty": True, "capped": True})  # fmt: skip
+    apply_hop(
+        index,
+        base
+        | {
+            "text_id": "a",
+            "hop": 1,
+            "text": "<think>thought</think> Hallo.",
+            "thinking": True,
+            "answer": " Hallo. ",
+            "unclosed": False,
+            "empty": False,
+        },
+    )
+    apply_hop(
+        index,
+        base
+        | {
+            "text_id": "b",
+            "hop": 1,
+            "text": "<think>still thinking",
+            "thinking": True,
+            "answer": "",
+            "unclosed": True,
+            "empty": True,
+            "capped": True,
+        },
+    )
     a, b = chains
     assert a.current == "Hallo." and a.failed_hop is None  # only the answer, stripped
     assert (b.failed_hop, b.unclosed_hops, b.capped_hops, b.current) == (1, 1, 1, "Hi.")
@@ -178,10 +208,16 @@ def test_twins_run_and_report(tmp_path, tiny, backend, texts_file, qwen):
     # the judge is prompted with thinking off
     assert judge.seen and all("<think>\n\n</think>" in hf.decode(list(r.prompt_ids)) for r in judge.seen)
 
-    rep = roundtrip_report(tmp_path / "run", tmp_path / "rep",
-                           options=ReportOptions(tokenizers={"tiny-think": backend.tok.resolved,
-                                                             "tiny-instruct": backend.tok.resolved},
-                                                 flores=False, lid=False, n_boot=50))  # fmt: skip
+    rep = roundtrip_report(
+        tmp_path / "run",
+        tmp_path / "rep",
+        options=ReportOptions(
+            tokenizers={"tiny-think": backend.tok.resolved, "tiny-instruct": backend.tok.resolved},
+            flores=False,
+            lid=False,
+            n_boot=50,
+        ),
+    )
     twins = pd.read_csv(tmp_path / "rep" / "thinking.csv")
     assert len(twins) == 1
     row = twins.iloc[0]

@@ -731,10 +731,12 @@ def test_a_stalling_server_ends_generate_after_the_timeout(tmp_path, tiny, capsy
         (["--timeout", "0"], "--timeout: must be a number of seconds > 0, got 0.0"),
         (["--timeout", "nan"], "--timeout: must be a number of seconds > 0, got nan"),
         (["--timeout", "inf"], "--timeout: must be a number of seconds > 0, got inf"),
-        (["--timeout", "1", "--max-retries", "0", "--backend", "transformers"],
-         "error: --timeout and --max-retries are for the server backend, not transformers"),
+        (
+            ["--timeout", "1", "--max-retries", "0", "--backend", "transformers"],
+            "error: --timeout and --max-retries are for the server backend, not transformers",
+        ),
     ],
-)  # fmt: skip
+)
 def test_generate_refuses_bad_bounds_in_one_line(tmp_path, tiny, capsys, flags, message):
     job, led = tmp_path / "job.toml", tmp_path / "led"
     stalling_job(job, tiny, 1)

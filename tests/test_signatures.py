@@ -1,10 +1,10 @@
 """Settings that travel together are one object, so public library functions stay short.
 
 Every public function (and public class method) of the modules under src/mindcap_tok, outside ``cli/`` (click
-callbacks) and ``roundtrip/`` (not yet brought to the rule), takes at most :data:`MAX_PARAMS` parameters, keyword-only after
-the first two; no parameter is called ``ci`` (a confidence level is ``level``) or ``n_folds`` (``folds``), and a
-folder is ``out_dir``, never ``out``. :data:`KNOWN` lists the functions not yet brought to the rule: it may only
-shrink (a listed function that now obeys fails the test, so the list stays true).
+callbacks) and ``roundtrip/`` (not yet brought to the rule), takes at most :data:`MAX_PARAMS` parameters,
+keyword-only after the first two; no parameter is called ``ci`` (a confidence level is ``level``) or ``n_folds``
+(``folds``), and a folder is ``out_dir``, never ``out``. :data:`KNOWN` lists the functions not yet brought to the
+rule: it may only shrink (a listed function that now obeys fails the test, so the list stays true).
 """
 
 from __future__ import annotations

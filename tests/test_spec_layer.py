@@ -133,10 +133,12 @@ def test_every_reader_refuses_an_unknown_key_alike(tmp_path, texts):
         (_refusal(_job, {"sampling": {"colour": 1}}), "job.toml: sampling.colour"),
         (_refusal(_server, {"colour": 1}), "job.toml: server.colour"),
         (_refusal(lambda c: parse_roundtrip({**rt_base, **c}, source="rt.toml"), {"colour": 1}), "rt.toml: colour"),
-        (_refusal(lambda c: parse_roundtrip({**rt_base, "judge": c}, source="rt.toml"), {"colour": 1}),
-         "rt.toml: judge.colour"),
+        (
+            _refusal(lambda c: parse_roundtrip({**rt_base, "judge": c}, source="rt.toml"), {"colour": 1}),
+            "rt.toml: judge.colour",
+        ),
         (_refusal(lambda c: load_protocol(path), {}), f"{path}: colour"),
-    ]  # fmt: skip
+    ]
     for message, where in got:
         assert message.startswith(f"{where}: unknown key; known: "), message
 
@@ -158,12 +160,16 @@ KEY_PLACES = [
     ({"arms": 5}, "arms: must be of type string, got 5"),
     ({"arms": ["native", 5]}, "arms[1]: must be of type string, got 5"),
     ({"premiums": {"de": -1}}, "premiums.de: must be > 0, got -1.0"),
-    ({"server": {"base_url": ["http://h:8000/v1", "h"]}},
-     "server.base_url[1]: must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got 'h'"),
-    ({"server": {"base_url": "h"}},
-     "server.base_url: must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got 'h'"),
+    (
+        {"server": {"base_url": ["http://h:8000/v1", "h"]}},
+        "server.base_url[1]: must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got 'h'",
+    ),
+    (
+        {"server": {"base_url": "h"}},
+        "server.base_url: must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got 'h'",
+    ),
     ({"forcing": {"enabled": "false"}}, "forcing.enabled: must be of type bool, got 'false'"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("change", "problem"), KEY_PLACES, ids=[str(c) for c, _ in KEY_PLACES])
@@ -204,8 +210,17 @@ def test_good_specs_parse_as_before(texts):
     assert request_seed(job, "native", lang="deu_Latn", cap=512, announced=None, item=0) == _hash31(
         "7|qwen3-8b|native|deu_Latn|replay|512|None|0"
     )
-    rt = parse_roundtrip({"model": "Qwen/Qwen3-8B", "sequences": "en>de>en", "texts": texts, "seed": 7,
-                          "max_tokens": 512, "sampling": sampling, "judge": {"top_k": 5}})  # fmt: skip
+    rt = parse_roundtrip(
+        {
+            "model": "Qwen/Qwen3-8B",
+            "sequences": "en>de>en",
+            "texts": texts,
+            "seed": 7,
+            "max_tokens": 512,
+            "sampling": sampling,
+            "judge": {"top_k": 5},
+        }
+    )
     assert (rt.models[0].name, rt.seed, rt.max_tokens, rt.sampling) == ("qwen3-8b", 7, 512, _sampling(1, 0.9, -1))
     assert rt.judge.sampling == _sampling(0.6, 0.95, 5) and (rt.judge.max_tokens, rt.judge.retries) == (1024, 2)
     assert hop_seed(rt, "qwen3-8b", "t0", "en>de>en", 1) == _hash31("7\x1fqwen3-8b\x1ft0\x1fen>de>en\x1f1")

@@ -76,8 +76,9 @@ def test_protocol_test_reports_the_gate(tmp_path, qwen):
     for (arm, announced), lengths in LENGTHS.items():
         for item, n in enumerate(lengths):  # " a" is one Qwen3 token, "\n#### 18\n" six more
             text = " a" * (n - 6) + "\n#### 18\n"
-            recs.append(make_record(qwen, text, arm=arm, item=item, cap=2048, announced=announced,
-                                    announce_style="natural"))  # fmt: skip
+            recs.append(
+                make_record(qwen, text, arm=arm, item=item, cap=2048, announced=announced, announce_style="natural")
+            )
     assert sorted(len(r["output_ids"]) for r in recs)[:3] == [50, 60, 70]
     Ledger(tmp_path / "led").append(recs, qwen)
     contrast = (

@@ -26,11 +26,19 @@ IND_LEN = {2: [2, 2, 2, 2], 3: [3, 3, 3, 3], 4: [4, 4, 3, 4], 6: [6, 5, 3, 6]}
 def _replay():
     by_record = pd.DataFrame(
         [
-            {**CELL, "cap": 8, "item": i, "sample": 0, "emission": float(E[i]), "correct": C[i], "n_tokens": N[i],
-             "finish_reason": "length" if N[i] >= 8 else "stop"}
+            {
+                **CELL,
+                "cap": 8,
+                "item": i,
+                "sample": 0,
+                "emission": float(E[i]),
+                "correct": C[i],
+                "n_tokens": N[i],
+                "finish_reason": "length" if N[i] >= 8 else "stop",
+            }
             for i in range(4)
         ]
-    )  # fmt: skip
+    )
     by_budget = pd.DataFrame(
         [
             {**CELL, "cap": 8, "item": i, "sample": 0, "budget": b, "score": int(C[i] and E[i] <= b)}

@@ -81,8 +81,11 @@ def test_price_files_toml_csv_and_protocol(tmp_path):
 
 def test_cli_cost_grid_on_a_ledger(tmp_path, qwen):
     led = tmp_path / "led"
-    recs = [make_record(qwen, "#### 18\n", lang=lang, item=i, prompt_ids=[7] * n) for lang, n in
-            [("eng_Latn", 100), ("tha_Thai", 250)] for i in range(2)]  # fmt: skip
+    recs = [
+        make_record(qwen, "#### 18\n", lang=lang, item=i, prompt_ids=[7] * n)
+        for lang, n in [("eng_Latn", 100), ("tha_Thai", 250)]
+        for i in range(2)
+    ]
     Ledger(led).append(recs, qwen)
     prices = tmp_path / "prices.csv"
     prices.write_text("model,input,output\nqwen3-8b,0.2,0.8\n", "utf-8")

@@ -151,9 +151,21 @@ def test_sweep_point_estimates_crossovers_and_peaks(sim):
 
 def test_forced_and_unforced_records_are_separate_cells():
     # the same (model, arm, lang, cap) generated with and without forcing: two populations, never pooled
-    rows = [{"model": "m", "arm": "native", "lang": "tha_Thai", "design": "replay", "cap": 64, "forcing": forced,
-             "item": item, "budget": 64, "score": int(forced or item == 0)}
-            for forced in (False, True) for item in (0, 1)]  # fmt: skip
+    rows = [
+        {
+            "model": "m",
+            "arm": "native",
+            "lang": "tha_Thai",
+            "design": "replay",
+            "cap": 64,
+            "forcing": forced,
+            "item": item,
+            "budget": 64,
+            "score": int(forced or item == 0),
+        }
+        for forced in (False, True)
+        for item in (0, 1)
+    ]
     grid = accuracy_grid(pd.DataFrame(rows))
     assert len(grid.cells) == 2
     by_forcing = {bool(f): grid.correct[:, i, 0].sum() for i, f in enumerate(grid.cells["forcing"])}

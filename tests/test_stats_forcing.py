@@ -18,14 +18,17 @@ from mindcap_tok.store.ledger import Ledger
 # not recorded, a ledger before format 4), whether its trace holds an answer line of its own, its final answer
 # (gold 18), and its unforced source in the ledger (finish reason, answered) or None.
 CASES = [
-    ("length", True, True, 18, None), ("length", True, True, 5, None),  # cut by the cap, forced: 1 of 4 correct
-    ("length", True, True, 5, None), ("length", None, True, 5, None),
-    ("stop", True, True, 18, None), ("stop", None, True, 18, ("stop", False)),  # stopped unanswered, forced: 2 of 2
+    ("length", True, True, 18, None),
+    ("length", True, True, 5, None),  # cut by the cap, forced: 1 of 4 correct
+    ("length", True, True, 5, None),
+    ("length", None, True, 5, None),
+    ("stop", True, True, 18, None),
+    ("stop", None, True, 18, ("stop", False)),  # stopped unanswered, forced: 2 of 2
     ("stop", False, True, 18, None),  # answered by itself, not forced
     ("stop", False, False, None, None),  # stopped unanswered, not forced (forcing.unanswered off): 0 of 1
     ("stop", None, True, 18, ("stop", True)),  # not recorded, its source answered: answered
     ("stop", None, True, 5, None),  # not recorded, no source: finished (which of the two is unknown)
-]  # fmt: skip
+]
 
 
 def _by_record():
@@ -33,10 +36,28 @@ def _by_record():
     rows = []
     for item, (finish, forced, answered, value, source) in enumerate(CASES):
         if source is not None:
-            rows.append({**cell, "item": item, "forcing": False, "forced": None, "finish_reason": source[0],
-                         "emission": 40.0 if source[1] else np.nan, "correct": 0})  # fmt: skip
-        rows.append({**cell, "item": item, "forcing": True, "forced": forced, "finish_reason": finish,
-                     "emission": 50.0 if answered else np.nan, "correct": int(value == 18)})  # fmt: skip
+            rows.append(
+                {
+                    **cell,
+                    "item": item,
+                    "forcing": False,
+                    "forced": None,
+                    "finish_reason": source[0],
+                    "emission": 40.0 if source[1] else np.nan,
+                    "correct": 0,
+                }
+            )
+        rows.append(
+            {
+                **cell,
+                "item": item,
+                "forcing": True,
+                "forced": forced,
+                "finish_reason": finish,
+                "emission": 50.0 if answered else np.nan,
+                "correct": int(value == 18),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -119,9 +119,20 @@ def test_report_tables_carry_each_task(world, tmp_path):
     ledger, task_file, _ = world
     out = tmp_path / "rep"
     res = run(
-        "report", "--ledger", ledger, "--premiums", "de=3", "--budgets", "30", "--n-boot", "200",
-        "--task", task_file, "--out-dir", out,
-    )  # fmt: skip
+        "report",
+        "--ledger",
+        ledger,
+        "--premiums",
+        "de=3",
+        "--budgets",
+        "30",
+        "--n-boot",
+        "200",
+        "--task",
+        task_file,
+        "--out-dir",
+        out,
+    )
     assert res.exit_code == 0, res.output
     with open(out / "sweep.csv", encoding="utf-8") as fh:
         rows = _by_task(list(csv.DictReader(fh)))
@@ -140,12 +151,25 @@ def test_report_figures_tell_two_tasks_in_one_language_apart(world, tmp_path, mo
     caught = {}
     monkeypatch.setattr(budget_figures, "save_figure", lambda fig, path, **kw: caught.update({path.name: fig}))
     res = run(
-        "report", "--ledger", ledger, "--premiums", "de=3", "--budgets", "30", "--n-boot", "200",
-        "--task", task_file, "--out-dir", tmp_path / "rep",
-    )  # fmt: skip
+        "report",
+        "--ledger",
+        ledger,
+        "--premiums",
+        "de=3",
+        "--budgets",
+        "30",
+        "--n-boot",
+        "200",
+        "--task",
+        task_file,
+        "--out-dir",
+        tmp_path / "rep",
+    )
     assert res.exit_code == 0, res.output
-    native, gap = ({line.get_label(): line for line in caught[name].axes[0].get_lines()}
-                   for name in ("native_curves.png", "gap_curves.png"))  # fmt: skip
+    native, gap = (
+        {line.get_label(): line for line in caught[name].axes[0].get_lines()}
+        for name in ("native_curves.png", "gap_curves.png")
+    )
     for curves in (native, gap):  # matplotlib names unlabelled lines (peak markers, the zero line) "_child…"
         assert {label for label in curves if not label.startswith("_")} == {"de (plain2)", "de (mgsm)"}
     for task, (at_b, at_rb, translate) in HAND.items():
@@ -230,9 +254,15 @@ def independent(tmp_path_factory, qwen):
             for item, kinds in enumerate(plan):
                 for sample, kind in enumerate(kinds):
                     rec = make_record(
-                        qwen, _text(kind, 10 + item), arm=arm, lang="deu_Latn", item=item, sample=sample,
-                        gold=10 + item, cap=cap,
-                    )  # fmt: skip
+                        qwen,
+                        _text(kind, 10 + item),
+                        arm=arm,
+                        lang="deu_Latn",
+                        item=item,
+                        sample=sample,
+                        gold=10 + item,
+                        cap=cap,
+                    )
                     records.append(rec | {"task": task})
     Ledger(root / "I").append(records, qwen)
     return root / "I"

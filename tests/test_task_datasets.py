@@ -17,21 +17,55 @@ from mindcap_tok.tasks.load import load_task, parse_task
 
 #: Belebele's schema (facebook/belebele): every field a string, correct_answer_num "1".."4"
 BELEBELE = [
-    {"link": "https://en.wikibooks.org/wiki/x", "question_number": 1, "flores_passage": "Anna hat drei Katzen.",
-     "question": "Wie viele Katzen hat Anna?", "mc_answer1": "eine", "mc_answer2": "zwei", "mc_answer3": "drei",
-     "mc_answer4": "vier", "correct_answer_num": "3", "dialect": "deu_Latn", "ds": "2023-05-03"},
-    {"link": "https://en.wikibooks.org/wiki/y", "question_number": 2, "flores_passage": "Der Zug fährt um acht.",
-     "question": "Wann fährt der Zug?", "mc_answer1": "um acht", "mc_answer2": "um neun", "mc_answer3": "um zehn",
-     "mc_answer4": "nie", "correct_answer_num": "1", "dialect": "deu_Latn", "ds": "2023-05-03"},
-]  # fmt: skip
+    {
+        "link": "https://en.wikibooks.org/wiki/x",
+        "question_number": 1,
+        "flores_passage": "Anna hat drei Katzen.",
+        "question": "Wie viele Katzen hat Anna?",
+        "mc_answer1": "eine",
+        "mc_answer2": "zwei",
+        "mc_answer3": "drei",
+        "mc_answer4": "vier",
+        "correct_answer_num": "3",
+        "dialect": "deu_Latn",
+        "ds": "2023-05-03",
+    },
+    {
+        "link": "https://en.wikibooks.org/wiki/y",
+        "question_number": 2,
+        "flores_passage": "Der Zug fährt um acht.",
+        "question": "Wann fährt der Zug?",
+        "mc_answer1": "um acht",
+        "mc_answer2": "um neun",
+        "mc_answer3": "um zehn",
+        "mc_answer4": "nie",
+        "correct_answer_num": "1",
+        "dialect": "deu_Latn",
+        "ds": "2023-05-03",
+    },
+]
 #: Global-MMLU-Lite's schema (CohereLabs/Global-MMLU-Lite): options option_a..option_d, answer a letter
 MMLU = [
-    {"sample_id": "astronomy/test/0", "subject": "astronomy", "subject_category": "STEM",
-     "question": "Quelle planète est la plus grande ?", "option_a": "Mars", "option_b": "Jupiter",
-     "option_c": "Vénus", "option_d": "Mercure", "answer": "B", "required_knowledge": "[]", "time_sensitive": "No",
-     "reference": "[]", "culture": "[]", "region": "[]", "country": "[]", "cultural_sensitivity_label": "CA",
-     "is_annotated": True},
-]  # fmt: skip
+    {
+        "sample_id": "astronomy/test/0",
+        "subject": "astronomy",
+        "subject_category": "STEM",
+        "question": "Quelle planète est la plus grande ?",
+        "option_a": "Mars",
+        "option_b": "Jupiter",
+        "option_c": "Vénus",
+        "option_d": "Mercure",
+        "answer": "B",
+        "required_knowledge": "[]",
+        "time_sensitive": "No",
+        "reference": "[]",
+        "culture": "[]",
+        "region": "[]",
+        "country": "[]",
+        "cultural_sensitivity_label": "CA",
+        "is_annotated": True,
+    },
+]
 
 
 @pytest.fixture
@@ -60,8 +94,14 @@ def test_belebele_through_datasets_on_a_hub_folder(tmp_path, hf_cache):
     _hub_folder(tmp_path / "facebook" / "belebele", "deu_Latn", "data/deu_Latn.jsonl", lambda p: _jsonl(p, BELEBELE))
     items = load_items(load_task("belebele"), "deu_Latn", data_dir=tmp_path)
     assert [it.gold for it in items] == ["3", "1"]
-    assert items[0].fields == {"passage": "Anna hat drei Katzen.", "question": "Wie viele Katzen hat Anna?",
-                               "answer1": "eine", "answer2": "zwei", "answer3": "drei", "answer4": "vier"}  # fmt: skip
+    assert items[0].fields == {
+        "passage": "Anna hat drei Katzen.",
+        "question": "Wie viele Katzen hat Anna?",
+        "answer1": "eine",
+        "answer2": "zwei",
+        "answer3": "drei",
+        "answer4": "vier",
+    }
     assert (items[1].item, items[1].lang) == (1, "deu_Latn")
 
 
@@ -70,8 +110,13 @@ def test_global_mmlu_lite_through_datasets_on_a_hub_folder_of_parquet(tmp_path, 
     _hub_folder(root, "fr", "fr/test-00000-of-00001.parquet", lambda p: _parquet(p, MMLU))
     (item,) = load_items(load_task("global-mmlu-lite"), "fra_Latn", data_dir=tmp_path)
     assert item.gold == "B"
-    assert item.fields == {"question": "Quelle planète est la plus grande ?", "a": "Mars", "b": "Jupiter",
-                           "c": "Vénus", "d": "Mercure"}  # fmt: skip
+    assert item.fields == {
+        "question": "Quelle planète est la plus grande ?",
+        "a": "Mars",
+        "b": "Jupiter",
+        "c": "Vénus",
+        "d": "Mercure",
+    }
 
 
 def test_mmath_from_the_authors_json_under_the_data_folder(tmp_path):

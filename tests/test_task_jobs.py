@@ -16,15 +16,42 @@ from mindcap_tok.spec import seed_hash
 from mindcap_tok.tasks.datasets import load_items
 
 ROWS = [
-    {"link": "l", "question_number": 1, "flores_passage": "Anna hat drei Katzen.", "question": "Wie viele Katzen?",
-     "mc_answer1": "eine", "mc_answer2": "zwei", "mc_answer3": "drei", "mc_answer4": "vier",
-     "correct_answer_num": "3", "dialect": "deu_Latn", "ds": "2023-05-03"},
-    {"link": "l", "question_number": 2, "flores_passage": "Der Zug fährt um acht.", "question": "Wann?",
-     "mc_answer1": "um acht", "mc_answer2": "um neun", "mc_answer3": "um zehn", "mc_answer4": "nie",
-     "correct_answer_num": "1", "dialect": "deu_Latn", "ds": "2023-05-03"},
-]  # fmt: skip
-JOB = {"model": "Qwen/Qwen3-8B", "model_name": "qwen3-8b", "arms": ["native", "translate-act"], "langs": ["de"],
-       "design": "replay", "caps": 512, "k": 2}  # fmt: skip
+    {
+        "link": "l",
+        "question_number": 1,
+        "flores_passage": "Anna hat drei Katzen.",
+        "question": "Wie viele Katzen?",
+        "mc_answer1": "eine",
+        "mc_answer2": "zwei",
+        "mc_answer3": "drei",
+        "mc_answer4": "vier",
+        "correct_answer_num": "3",
+        "dialect": "deu_Latn",
+        "ds": "2023-05-03",
+    },
+    {
+        "link": "l",
+        "question_number": 2,
+        "flores_passage": "Der Zug fährt um acht.",
+        "question": "Wann?",
+        "mc_answer1": "um acht",
+        "mc_answer2": "um neun",
+        "mc_answer3": "um zehn",
+        "mc_answer4": "nie",
+        "correct_answer_num": "1",
+        "dialect": "deu_Latn",
+        "ds": "2023-05-03",
+    },
+]
+JOB = {
+    "model": "Qwen/Qwen3-8B",
+    "model_name": "qwen3-8b",
+    "arms": ["native", "translate-act"],
+    "langs": ["de"],
+    "design": "replay",
+    "caps": 512,
+    "k": 2,
+}
 
 
 @pytest.fixture
@@ -46,8 +73,12 @@ def test_a_belebele_job_builds_its_prompts(data_dir):
     assert spec.as_dict()["task"] == "belebele"
     task, items = spec_task(spec), load_items(spec_task(spec), "deu_Latn", data_dir=data_dir)
     requests = [r for shard in plan_job(spec).shards for r in shard.requests]
-    assert [(r.arm, r.item) for r in requests] == [("native", 0), ("native", 1), ("translate-act", 0),
-                                                   ("translate-act", 1)]  # fmt: skip
+    assert [(r.arm, r.item) for r in requests] == [
+        ("native", 0),
+        ("native", 1),
+        ("translate-act", 0),
+        ("translate-act", 1),
+    ]
     prompts = [task_prompt(task, items[r.item], arm=r.arm) for r in requests]
     assert prompts[0].text == (
         "Lies den Text und beantworte die Frage. Denke Schritt für Schritt auf Deutsch nach. Beende deine Antwort "

@@ -45,11 +45,21 @@ def test_no_test_module_imports_another():
 
 
 #: the package's private modules: tests may use their public names (``mindcap_tok._io.output_folder``)
-PRIVATE_MODULES = frozenset({
-    "mindcap_tok._io", "mindcap_tok._json", "mindcap_tok._tables", "mindcap_tok._log", "mindcap_tok.cli._options",
-    "mindcap_tok.cli._output", "mindcap_tok.cli._parsing", "mindcap_tok.cli._progress", "mindcap_tok.audits._common",
-    "mindcap_tok.adaptation._bpe", "mindcap_tok.tasks.answers._lines",
-})  # fmt: skip
+PRIVATE_MODULES = frozenset(
+    {
+        "mindcap_tok._io",
+        "mindcap_tok._json",
+        "mindcap_tok._tables",
+        "mindcap_tok._log",
+        "mindcap_tok.cli._options",
+        "mindcap_tok.cli._output",
+        "mindcap_tok.cli._parsing",
+        "mindcap_tok.cli._progress",
+        "mindcap_tok.audits._common",
+        "mindcap_tok.adaptation._bpe",
+        "mindcap_tok.tasks.answers._lines",
+    }
+)
 #: names outside the package whose underscore does not make them private, and why a test uses them
 PUBLIC_DESPITE_THE_UNDERSCORE = {
     "os._exit": "the documented way to end a child process at once, as SIGKILL would: no cleanup runs",

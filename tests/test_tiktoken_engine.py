@@ -12,9 +12,9 @@ import pytest
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from mindcap_tok import premium
-from mindcap_tok.errors import BadInputError
 from mindcap_tok.data.flores import load_flores
 from mindcap_tok.data.languages import flores_codes
+from mindcap_tok.errors import BadInputError
 from mindcap_tok.premium import counting_engine, token_premium
 from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenization.bytelevel import BYTE_TO_CHAR
@@ -132,13 +132,15 @@ def test_tiny_byte_level_bpe_is_eligible_and_exact():
         ({"normalizer": {"type": "NFKC"}}, "normaliser"),
         ({"model__dropout": 0.1}, "dropout"),
         ({"model__byte_fallback": True}, "byte fallback"),
-        ({"pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}},
-         "pre-tokeniser"),
+        (
+            {"pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}},
+            "pre-tokeniser",
+        ),
         ({"pre_tokenizer__pretokenizers__1__add_prefix_space": True}, "ByteLevel adds a space"),
         ({"pre_tokenizer__pretokenizers__0__behavior": "Removed"}, "isolating regex"),
         ({"model__merges": [["h", "e"], ["Ġ", "t"], ["Ġt", "he"], ["i", "n"]]}, "out of the order"),
     ],
-)  # fmt: skip
+)
 def test_refuses_what_tiktoken_cannot_run(edit, reason):
     with pytest.raises(NotEligible, match=reason):
         tiktoken_engine(_tiny(**edit))

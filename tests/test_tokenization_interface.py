@@ -24,9 +24,14 @@ CAPABILITIES = {"family", "extension_format", "writes_ranks"}
 FAMILY_ATTRIBUTES = {"hf", "tokenizer", "enc", "sp", "pieces"}
 #: classes of one family: the back ends and the libraries' own objects
 FAMILY_CLASSES = {
-    "HFBackend", "TiktokenBackend", "SentencePieceBackend", "TiktokenEngine",
-    "Tokenizer", "Encoding", "SentencePieceProcessor",
-}  # fmt: skip
+    "HFBackend",
+    "TiktokenBackend",
+    "SentencePieceBackend",
+    "TiktokenEngine",
+    "Tokenizer",
+    "Encoding",
+    "SentencePieceProcessor",
+}
 
 
 def _name(node: ast.AST) -> str | None:

@@ -220,8 +220,10 @@ def test_price_errors_then_prices_with_the_flag(price_world):
 def test_an_unknown_tokenizer_name_suggests_the_flag_and_the_flag_works(tmp_path, qwen, monkeypatch):
     from mindcap_tok.cli.main import cli
 
-    records = [make_record(qwen, f"#### {10 + i}\n", model="my-finetune", item=i, gold=10 + i,
-                           tokenizer="my-finetune") for i in range(3)]  # fmt: skip
+    records = [
+        make_record(qwen, f"#### {10 + i}\n", model="my-finetune", item=i, gold=10 + i, tokenizer="my-finetune")
+        for i in range(3)
+    ]
     root = tmp_path / "led"
     Ledger(root).append(records, {"my-finetune": qwen})
     for args in (

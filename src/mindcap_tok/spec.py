@@ -262,8 +262,14 @@ Alpha = Annotated[float, rule(lambda v: 0 < v < 1, "must be in (0, 1), got {}")]
 Resamples = Annotated[int, between(2, MAX_RESAMPLES)]
 TailFactor = Annotated[float, rule(lambda v: v >= 1, "must be >= 1, got {}")]
 
-_TYPES = {"int_type": "int", "float_type": "float (finite)", "finite_number": "float (finite)",
-          "string_type": "string", "bool_type": "bool", "list_type": "list"}  # fmt: skip
+_TYPES = {
+    "int_type": "int",
+    "float_type": "float (finite)",
+    "finite_number": "float (finite)",
+    "string_type": "string",
+    "bool_type": "bool",
+    "list_type": "list",
+}
 
 
 def _model_at(kind: object, loc: tuple) -> type[BaseModel] | None:
@@ -462,15 +468,17 @@ BaseUrls = Annotated[
         Annotated[
             ModelName,
             AfterValidator(lambda v: v.strip().rstrip("/")),
-            rule(lambda v: re.fullmatch(r"https?://[^\s/]+(/\S*)?", v),
-                 "must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {!r}"),
+            rule(
+                lambda v: re.fullmatch(r"https?://[^\s/]+(/\S*)?", v),
+                "must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {!r}",
+            ),
         ],
         ...,
     ],
     BeforeValidator(lambda v: tuple(listed(v))),
     Field(min_length=1),
     rule(lambda v: len(set(v)) == len(v), "lists a URL twice"),
-]  # fmt: skip
+]
 
 
 def base_urls(value: object, key: str) -> tuple[str, ...]:
@@ -511,8 +519,9 @@ class ServerSpec(SpecModel):
 def refuse_api_key(value: object, key: str = "server") -> None:
     """Refuse a ``[server]`` table holding a key itself (it names the environment variable that holds it)."""
     if isinstance(value, dict) and "api_key" in value:
-        raise SpecError(f"{key}.api_key", "must not be in the file: put the key in an environment variable named by "
-                        "api_key_env")  # fmt: skip
+        raise SpecError(
+            f"{key}.api_key", "must not be in the file: put the key in an environment variable named by api_key_env"
+        )
 
 
 class ServerOverrides(SpecModel):

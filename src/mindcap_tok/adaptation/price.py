@@ -468,8 +468,15 @@ def price_traces(
     first = (lambda done, _: on_progress(done, 2 * n)) if on_progress else None
     second = (lambda done, _: on_progress(n + done, 2 * n)) if on_progress else None
     base = retokenize(traces.texts, traces.base, budgets=grid, scoring=scoring, on_progress=first, workers=workers)
-    ext = retokenize_items(traces.texts, frame["item"].to_numpy(), folds=folds, budgets=grid, scoring=scoring,
-                           on_progress=second, workers=workers)  # fmt: skip
+    ext = retokenize_items(
+        traces.texts,
+        frame["item"].to_numpy(),
+        folds=folds,
+        budgets=grid,
+        scoring=scoring,
+        on_progress=second,
+        workers=workers,
+    )
     native = (frame["arm"] == traces.arms[0]).to_numpy()
     items, item_index = np.unique(frame["item"].to_numpy(), return_inverse=True)
     values, counts = _accuracy_columns(native, base, ext, grid.size)
@@ -707,9 +714,14 @@ def price_ledger(
             sample = population
     folds, premiums, described = _extension_folds(extension, traces, settings.resampling, store)
     priced = price_traces(
-        traces, folds, caps=caps, settings=dataclasses.replace(settings, sample=sample), extension=described,
-        premiums=premiums, on_progress=on_progress,
-    )  # fmt: skip
+        traces,
+        folds,
+        caps=caps,
+        settings=dataclasses.replace(settings, sample=sample),
+        extension=described,
+        premiums=premiums,
+        on_progress=on_progress,
+    )
     coverage_note = [coverage.footer().strip()] if coverage.footer() else []
     return dataclasses.replace(
         priced, population=population, coverage=coverage, notes=[*coverage_note, *sample_note, *priced.notes]

@@ -151,8 +151,13 @@ def memo_encoder(tokenizer: ResolvedTokenizer, check: Sequence[str] = ()) -> Pre
 class _ChunkScorer:
     """Encode and score one chunk of traces with one of several tokenizers: the work a worker process does."""
 
-    def __init__(self, encoders: Sequence[PretokenEncoder | Tokenizer | ResolvedTokenizer], tables: Sequence[ByteTable],
-                 grid: np.ndarray, parser: str) -> None:  # fmt: skip
+    def __init__(
+        self,
+        encoders: Sequence[PretokenEncoder | Tokenizer | ResolvedTokenizer],
+        tables: Sequence[ByteTable],
+        grid: np.ndarray,
+        parser: str,
+    ) -> None:
         self.encoders, self.tables, self.grid, self.parser = encoders, tables, grid, parser
 
     def __call__(self, task: tuple[int, list[str], list[int] | None, np.ndarray]) -> dict[str, np.ndarray]:
@@ -235,26 +240,42 @@ def _retokenize_folds(
     """
     n = len(texts)
     rows_of = [np.flatnonzero(choice == k) for k in range(len(tokenizers))]
-    encoders = [memo_encoder(tok, [texts[r] for r in rows[:4]]) if memo and rows.size else None
-                for tok, rows in zip(tokenizers, rows_of, strict=True)]  # fmt: skip
+    encoders = [
+        memo_encoder(tok, [texts[r] for r in rows[:4]]) if memo and rows.size else None
+        for tok, rows in zip(tokenizers, rows_of, strict=True)
+    ]
     workers = usable_cpus() if workers is None else max(1, int(workers))
     size = max(64, min(CHUNK, -(-n // (4 * workers))))
     tasks = [(k, rows[lo : lo + size]) for k, rows in enumerate(rows_of) for lo in range(0, rows.size, size)]
-    args = ([t.batch_encoder if e is None else e for t, e in zip(tokenizers, encoders, strict=True)],
-            [byte_table(t) for t in tokenizers], grid, parser)  # fmt: skip
+    args = (
+        [t.batch_encoder if e is None else e for t, e in zip(tokenizers, encoders, strict=True)],
+        [byte_table(t) for t in tokenizers],
+        grid,
+        parser,
+    )
 
     def payloads() -> Iterator[tuple]:
         for k, rows in tasks:
             sub_golds = None if golds is None else [golds[r] for r in rows]
             yield k, [texts[r] for r in rows], sub_golds, done[rows]
 
-    out = {"prefix_bytes": np.zeros((n, grid.size), dtype=np.int64), "total_bytes": np.zeros(n, dtype=np.int64),
-           "n_tokens": np.zeros(n, dtype=np.int64)}  # fmt: skip
+    out = {
+        "prefix_bytes": np.zeros((n, grid.size), dtype=np.int64),
+        "total_bytes": np.zeros(n, dtype=np.int64),
+        "n_tokens": np.zeros(n, dtype=np.int64),
+    }
     if golds is not None:
-        out |= {"scores": np.zeros((n, grid.size), dtype=np.int8), "correct": np.zeros(n, dtype=np.int8),
-                "emission": np.full(n, np.nan)}  # fmt: skip
-    parallel = (workers > 1 and len(tasks) > 1 and any(e is not None for e in encoders)
-                and sum(map(len, texts)) >= PARALLEL_MIN_CHARS)  # fmt: skip
+        out |= {
+            "scores": np.zeros((n, grid.size), dtype=np.int8),
+            "correct": np.zeros(n, dtype=np.int8),
+            "emission": np.full(n, np.nan),
+        }
+    parallel = (
+        workers > 1
+        and len(tasks) > 1
+        and any(e is not None for e in encoders)
+        and sum(map(len, texts)) >= PARALLEL_MIN_CHARS
+    )
     if parallel:  # spawn: a clean interpreter, no fork of HF's thread pool; state pickled once, not per worker
         state = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
         results = _in_workers(min(workers, len(tasks)), state, payloads())
@@ -360,8 +381,9 @@ def retokenize_items(
     complete = None if scoring is None else scoring.complete
     done = np.ones(n, dtype=bool) if complete is None else np.asarray(complete, dtype=bool)
     parser = "strict" if scoring is None else scoring.parser
-    out = _retokenize_folds(texts, choice, [f.tokenizer for f in folds], grid, golds, done, parser, on_progress,
-                            workers, memo)  # fmt: skip
+    out = _retokenize_folds(
+        texts, choice, [f.tokenizer for f in folds], grid, golds, done, parser, on_progress, workers, memo
+    )
     fold_ids = np.array([-1 if f.fold is None else f.fold for f in folds], dtype=np.int64)[choice]
     return Retokenized(budgets=grid, fold=fold_ids, **out)
 

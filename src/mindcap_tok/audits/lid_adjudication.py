@@ -151,10 +151,11 @@ def ask_judge(judge: LidJudge, texts: Sequence[str], *, seeds: Sequence[int]) ->
     schema = load_prompt(judge.prompt)["reply_schema"] if judge.structured else None
     prompts = zip(users, seeds, backend.tok.chat_batch(users), strict=True)
     requests = [
-        GenRequest(tuple(ids), 1, judge.max_tokens, seed, 0.0, text=text, user=user, name=f"lid judge {i}",
-                   json_schema=schema)
+        GenRequest(
+            tuple(ids), 1, judge.max_tokens, seed, 0.0, text=text, user=user, name=f"lid judge {i}", json_schema=schema
+        )
         for i, (user, seed, (text, ids)) in enumerate(prompts)
-    ]  # fmt: skip
+    ]
     done = backend.generate(requests) if requests else []
     if len(done) != len(requests) or any(len(c) != 1 for c in done):
         raise BackendError("the judge backend returned a different number of completions than requested")
@@ -222,8 +223,20 @@ def adjudicate(
     off = sample[~sample["agree"]].copy()
     off["reply"] = [_one_line(t, 200) for t in off["reply"]]
     off["excerpt"] = [_one_line(t, 100) for t in off["segment"]]
-    shown = [*keys, "item", "sample", "expected", "predicted", "judge_label", "agree_macro", "parse", "error",
-             "reply", "excerpt", "judge_seed"]  # fmt: skip
+    shown = [
+        *keys,
+        "item",
+        "sample",
+        "expected",
+        "predicted",
+        "judge_label",
+        "agree_macro",
+        "parse",
+        "error",
+        "reply",
+        "excerpt",
+        "judge_seed",
+    ]
     prompt = load_prompt(judge.prompt)
     summary = {
         "judge_model": judge.model,

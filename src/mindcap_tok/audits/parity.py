@@ -229,16 +229,27 @@ def channel_table(
         specials = special_tokens(tok)
         for k, channel in enumerate(("reasoning", "answer")):
             cls = "other" if split is None else classify(split[k], local[k], specials=specials)
-            units.append({**{c: picked[c].iloc[r] for c in keys}, "channel": channel, "class": cls,
-                          "marker_missing": split is None})  # fmt: skip
+            units.append(
+                {
+                    **{c: picked[c].iloc[r] for c in keys},
+                    "channel": channel,
+                    "class": cls,
+                    "marker_missing": split is None,
+                }
+            )
     frame = pd.DataFrame(units, columns=[*keys, "channel", "class", "marker_missing"])
     rows = []
     for key, group in frame.groupby([*keys, "channel"], dropna=False, sort=True):
         counts = group["class"].value_counts()
-        rows.append({
-            **dict(zip([*keys, "channel"], key, strict=True)), "sampled": len(group),
-            "agree": int(counts.get("agree", 0)), "raw_agreement": counts.get("agree", 0) / len(group),
-            "normalized_agreement": (counts.get("agree", 0) + counts.get("special-token markup", 0)) / len(group),
-            **{c: int(counts.get(c, 0)) for c in CLASSES[1:]}, "marker_missing": int(group["marker_missing"].sum()),
-        })  # fmt: skip
+        rows.append(
+            {
+                **dict(zip([*keys, "channel"], key, strict=True)),
+                "sampled": len(group),
+                "agree": int(counts.get("agree", 0)),
+                "raw_agreement": counts.get("agree", 0) / len(group),
+                "normalized_agreement": (counts.get("agree", 0) + counts.get("special-token markup", 0)) / len(group),
+                **{c: int(counts.get(c, 0)) for c in CLASSES[1:]},
+                "marker_missing": int(group["marker_missing"].sum()),
+            }
+        )
     return pd.DataFrame(rows)

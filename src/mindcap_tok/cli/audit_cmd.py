@@ -158,9 +158,17 @@ def _judge(options: dict, names: list[str]):
     option without it, or without ``--judge-model`` or the langid audit."""
     from ..errors import BadInputError
 
-    flags = [f for f, v in (("--judge-model", options["judge_model"]), ("--judge-backend", options["judge_backend"]),
-                            ("--judge-base-url", options["judge_base_url"]), ("--timeout", options["timeout_s"]),
-                            ("--max-retries", options["max_retries"])) if v not in (None, "", ())]  # fmt: skip
+    flags = [
+        f
+        for f, v in (
+            ("--judge-model", options["judge_model"]),
+            ("--judge-backend", options["judge_backend"]),
+            ("--judge-base-url", options["judge_base_url"]),
+            ("--timeout", options["timeout_s"]),
+            ("--max-retries", options["max_retries"]),
+        )
+        if v not in (None, "", ())
+    ]
     if not options["adjudicate"]:
         if flags:
             raise BadInputError(f"{', '.join(flags)} only apply with --adjudicate")

@@ -88,8 +88,13 @@ def _extension_source(state, options: dict, *, n_cells: int, n_langs: int) -> Ex
     help="SentencePiece bases, with --learn-extension: first add every training character the base vocabulary "
     "lacks as a piece (as in extend).",
 )
-@click.option("--premium/--no-premium", "measure_premium", default=True, show_default=True,
-              help="Measure each learned fold's FLORES premium before/after.")  # fmt: skip
+@click.option(
+    "--premium/--no-premium",
+    "measure_premium",
+    default=True,
+    show_default=True,
+    help="Measure each learned fold's FLORES premium before/after.",
+)
 @tokenizer_option
 @click.option("--parser", default="strict", show_default=True, help="Answer parser (strict, last, terminated, ...).")
 @click.option("--sample", type=click.IntRange(min=2), help="Price a seeded random sample of this many items.")

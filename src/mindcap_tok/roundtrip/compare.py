@@ -166,9 +166,17 @@ def _against(leaderboard: pd.DataFrame, reference: pd.DataFrame, opts: CompareOp
             notes.append(f"reference agreement of {judge} skipped: needs at least {MIN_MODELS} models in both")
             continue
         got = rank_agreement(both["pass_share"], both["score"], n_perm=opts.n_perm, seed=opts.seed)
-        rows.append({"judge_model": judge, "metric": "pass_share", "n_models": got["n"], "rho": got["rho"],
-                     "p_one_sided": got["rho_p"], "n_permutations": got["n_permutations"],
-                     "seed": opts.seed})  # fmt: skip
+        rows.append(
+            {
+                "judge_model": judge,
+                "metric": "pass_share",
+                "n_models": got["n"],
+                "rho": got["rho"],
+                "p_one_sided": got["rho_p"],
+                "n_permutations": got["n_permutations"],
+                "seed": opts.seed,
+            }
+        )
     return pd.DataFrame(rows), sorted(set(notes))
 
 
@@ -194,11 +202,15 @@ def compare_runs(
         board.insert(board.columns.get_loc("model") + 1, "thinking", board["model"].map(_by_model(samples)))
     against, notes = _against(board, ref, options) if ref is not None else (pd.DataFrame(), [])
     summary = {
-        "format": PRODUCER, "runs": [str(r) for r in run_dirs], "mixed": mixed, "models": int(board["model"].nunique()),
+        "format": PRODUCER,
+        "runs": [str(r) for r in run_dirs],
+        "mixed": mixed,
+        "models": int(board["model"].nunique()),
         "bootstrap": {"n_boot": options.n_boot, "seed": options.seed, "unit": "text"},
-        "reference": None if reference is None else {"file": os.path.basename(str(reference)),
-                                                     "alternative": "greater", "n_permutations": options.n_perm},
-    }  # fmt: skip
+        "reference": None
+        if reference is None
+        else {"file": os.path.basename(str(reference)), "alternative": "greater", "n_permutations": options.n_perm},
+    }
     files = ["leaderboard.csv", "metrics.csv", "compare.json", "compare.md", "leaderboard.png"]
     with output_folder(out, PRODUCER) as tmp:
         board.to_csv(tmp / "leaderboard.csv", index=False)
@@ -208,8 +220,14 @@ def compare_runs(
             against.to_csv(tmp / "reference.csv", index=False)
             plot_reference(board, ref, against, tmp / "reference.png")  # too few models: it says so
             files += ["reference.csv", "reference.png"]
-        payload = {**summary, "leaderboard": board.to_dict("records"), "metrics": metrics.to_dict("records"),
-                   "against_reference": against.to_dict("records"), "notes": notes, "files": sorted(files)}  # fmt: skip
+        payload = {
+            **summary,
+            "leaderboard": board.to_dict("records"),
+            "metrics": metrics.to_dict("records"),
+            "against_reference": against.to_dict("records"),
+            "notes": notes,
+            "files": sorted(files),
+        }
         (tmp / "compare.json").write_text(dumps_strict(payload) + "\n", "utf-8")
         (tmp / "compare.md").write_text(_markdown(summary, board, metrics, against, notes), "utf-8")
     return CompareResult(out, tuple(sorted(files)), board, metrics, against, {**summary, "notes": notes})
@@ -222,11 +240,13 @@ def _md(frame: pd.DataFrame, fmt: str = ".4f") -> str:
 def _markdown(summary: dict, board, metrics, against, notes: list[str]) -> str:
     b = summary["bootstrap"]
     parts = [
-        "# Round-trip comparison", "",
+        "# Round-trip comparison",
+        "",
         f"Runs: {', '.join(f'`{r}`' for r in summary['runs'])}. Rank by overall pass share (MQM ≥ 80; shares are "
         f"fractions in [0, 1], MQM and judge scores on 0–100, MQM raw). SEs and `rank_kept_share`: bootstrap over "
-        f"texts ({b['n_boot']} resamples, seed {b['seed']}).", "",
-    ]  # fmt: skip
+        f"texts ({b['n_boot']} resamples, seed {b['seed']}).",
+        "",
+    ]
     if summary["mixed"]:
         parts += [f"**Mixed runs**: they used different {', '.join(summary['mixed'])} (compared as asked).", ""]
     parts += ["## Leaderboard", "", _md(board), ""]
@@ -239,10 +259,15 @@ def _markdown(summary: dict, board, metrics, against, notes: list[str]) -> str:
         parts += [f"## {title}", "", _md(metrics[metrics["by"] == by]), ""]
     if summary["reference"]:
         r = summary["reference"]
-        parts += ["## Against the reference ranking", "",
-                  f"`{r['file']}`: Spearman ρ of pass share against the reference score, one-sided permutation "
-                  f"p-value (at most {r['n_permutations']} permutations, exact when n! is fewer).", "",
-                  _md(against), ""]  # fmt: skip
+        parts += [
+            "## Against the reference ranking",
+            "",
+            f"`{r['file']}`: Spearman ρ of pass share against the reference score, one-sided permutation "
+            f"p-value (at most {r['n_permutations']} permutations, exact when n! is fewer).",
+            "",
+            _md(against),
+            "",
+        ]
     if notes:
         parts += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     return "\n".join(parts)

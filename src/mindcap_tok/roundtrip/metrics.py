@@ -40,10 +40,15 @@ def text_bootstrap(
 def _row(model: str, judge: str, by: str, group: str, frame: pd.DataFrame, n_boot: int, seed: int) -> dict:
     scored = frame[frame["status"] != "unjudged"]
     row = {
-        "model": model, "judge_model": judge, "by": by, "group": group, "n_texts": int(frame["text_id"].nunique()),
-        "n_samples": len(frame), "n_failed": int((frame["status"] == "failed").sum()),
+        "model": model,
+        "judge_model": judge,
+        "by": by,
+        "group": group,
+        "n_texts": int(frame["text_id"].nunique()),
+        "n_samples": len(frame),
+        "n_failed": int((frame["status"] == "failed").sum()),
         "n_unjudged": int((frame["status"] == "unjudged").sum()),
-    }  # fmt: skip
+    }
     for name, column in STATS.items():
         mean, se, _ = text_bootstrap(scored, column, n_boot, seed)
         row[name], row[f"{name}_se"] = mean, se

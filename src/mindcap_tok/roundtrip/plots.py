@@ -198,8 +198,11 @@ def _reference_panel(ax, judge: str, both: pd.DataFrame, agreement) -> list:
     for model, xi, yi in zip(both["model"], x, y, strict=True):
         right = xi <= mid  # names sit towards the middle of the panel, never past its edge
         shift = mtransforms.ScaledTranslation((4 if right else -4) / 72, 0, ax.figure.dpi_scale_trans)
-        labels.append(ax.text(xi, yi, model, fontsize=7, va="center", ha="left" if right else "right",
-                              transform=ax.transData + shift))  # fmt: skip
+        labels.append(
+            ax.text(
+                xi, yi, model, fontsize=7, va="center", ha="left" if right else "right", transform=ax.transData + shift
+            )
+        )
     pad = 0.1 * (x.max() - x.min() or 1.0)
     ax.set_xlim(x.min() - pad, x.max() + pad)
     ax.set_ylim(max(0.0, y.min() - 0.1), min(1.05, y.max() + 0.1))

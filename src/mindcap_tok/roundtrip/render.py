@@ -50,11 +50,22 @@ FORMAT = "mindcap-tok render"
 RENDERINGS = "renderings.jsonl"
 DEFAULT_PROMPTS = "render-v1"
 _KEYS = ("model", "lang", "item", "sample")
-_WAVE_SCHEMA = pa.schema([
-    ("model", pa.string()), ("lang", pa.string()), ("item", pa.int64()), ("sample", pa.int64()),
-    ("seed", pa.int64()), ("cap", pa.int32()), ("template_id", pa.string()), ("output_ids", pa.list_(pa.int32())),
-    ("english", pa.string()), ("finish_reason", pa.string()), ("generator", pa.string()), ("unclosed", pa.bool_()),
-])  # fmt: skip
+_WAVE_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("lang", pa.string()),
+        ("item", pa.int64()),
+        ("sample", pa.int64()),
+        ("seed", pa.int64()),
+        ("cap", pa.int32()),
+        ("template_id", pa.string()),
+        ("output_ids", pa.list_(pa.int32())),
+        ("english", pa.string()),
+        ("finish_reason", pa.string()),
+        ("generator", pa.string()),
+        ("unclosed", pa.bool_()),
+    ]
+)
 #: the wave files a render manifest may list
 _WAVE = r"waves/wave-\d{4,}\.parquet"
 
@@ -239,9 +250,12 @@ def render_traces(
         raise BadInputError("the ledger holds no native traces to render")
     if spec.wave_size < 1 or spec.max_tokens < 1:
         raise BadInputError("wave_size and max_tokens must be at least 1")
-    identity = {"traces": traces.num_rows, "sha256": _fingerprint(traces), "template": template,
-                "spec": {**asdict(spec), "sampling": spec.sampling.model_dump(), "prompts": ident,
-                         "keep_capped": None}}  # fmt: skip
+    identity = {
+        "traces": traces.num_rows,
+        "sha256": _fingerprint(traces),
+        "template": template,
+        "spec": {**asdict(spec), "sampling": spec.sampling.model_dump(), "prompts": ident, "keep_capped": None},
+    }
     store = _Store(Path(out_dir), identity)
     with store.writing():
         return _render(store, traces.to_pylist(), backend, template, ident, spec, on_wave)
@@ -313,7 +327,17 @@ def _wave(part: list[dict], backend, template: str, ident: str, spec: RenderSpec
     rows = []
     for t, r, (_, oids, text, finish) in zip(part, reqs, decode_requests(backend, reqs), strict=True):
         english, unclosed = _answer_part(text, prompt_opens=(r.text or "").rstrip().endswith("<think>"))
-        rows.append({**{k: t[k] for k in _KEYS}, "seed": r.seed, "cap": r.max_tokens, "template_id": ident,
-                     "output_ids": list(oids), "english": english, "finish_reason": finish, "generator": generator,
-                     "unclosed": unclosed})  # fmt: skip
+        rows.append(
+            {
+                **{k: t[k] for k in _KEYS},
+                "seed": r.seed,
+                "cap": r.max_tokens,
+                "template_id": ident,
+                "output_ids": list(oids),
+                "english": english,
+                "finish_reason": finish,
+                "generator": generator,
+                "unclosed": unclosed,
+            }
+        )
     return rows

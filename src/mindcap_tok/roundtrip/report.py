@@ -156,9 +156,13 @@ def _load(where: str, lang: str, spec: dict, own: bool, data_dir) -> list[Text]:
     """The texts named ``where``, sampled as the run sampled them (``own``: the manifest's source, with its
     sentences per text)."""
     return load_texts(
-        where, lang=lang, sentences_per_text=spec["sentences_per_text"] if own else 1, sample=spec["sample"],
-        seed=spec["seed"], data_dir=data_dir,
-    )  # fmt: skip
+        where,
+        lang=lang,
+        sentences_per_text=spec["sentences_per_text"] if own else 1,
+        sample=spec["sample"],
+        seed=spec["seed"],
+        data_dir=data_dir,
+    )
 
 
 def _rebuild(root: Path, store: RunStore, manifest: dict, loaded: list[Text]) -> RunData:
@@ -280,8 +284,13 @@ def chrf_table(samples: pd.DataFrame) -> pd.DataFrame:
             *(("sequence", s, sub) for s, sub in frame.groupby("sequence", sort=False)),
         ]
         for by, group, sub in groups:
-            row = {"model": model, "by": by, "group": group, "n_samples": len(sub),
-                   "n_scored": int(sub[scores[0]].notna().sum())}  # fmt: skip
+            row = {
+                "model": model,
+                "by": by,
+                "group": group,
+                "n_samples": len(sub),
+                "n_scored": int(sub[scores[0]].notna().sum()),
+            }
             for metric in scores:
                 vals = sub[metric].dropna()
                 row[f"mean_{metric}"] = float(vals.mean()) if len(vals) else None
@@ -371,14 +380,24 @@ def hop_token_table(detail: pd.DataFrame, premiums: Mapping[tuple[str, str], flo
         model, seq, hop, src, tgt = key
         counted = g.dropna(subset=["output_tokens", "source_tokens"])
         total_src = counted["source_tokens"].sum()
-        rows.append({
-            "model": model, "sequence": seq, "hop": int(hop), "src_lang": src, "tgt_lang": tgt, "n_hops": len(g),
-            "cap_hit_share": float(g["capped"].astype(bool).mean()),
-            "output_tokens": int(counted["output_tokens"].sum()) if len(counted) else None,
-            "source_tokens": int(total_src) if len(counted) else None,
-            "token_ratio": float(counted["output_tokens"].sum() / total_src) if len(counted) and total_src else None,
-            "flores_premium": premiums.get((model, tgt)),
-        } | _thought_columns(g))  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "sequence": seq,
+                "hop": int(hop),
+                "src_lang": src,
+                "tgt_lang": tgt,
+                "n_hops": len(g),
+                "cap_hit_share": float(g["capped"].astype(bool).mean()),
+                "output_tokens": int(counted["output_tokens"].sum()) if len(counted) else None,
+                "source_tokens": int(total_src) if len(counted) else None,
+                "token_ratio": float(counted["output_tokens"].sum() / total_src)
+                if len(counted) and total_src
+                else None,
+                "flores_premium": premiums.get((model, tgt)),
+            }
+            | _thought_columns(g)
+        )
     order = {k: i for i, k in enumerate(dict.fromkeys(zip(detail["model"], detail["sequence"], strict=True)))}
     rows.sort(key=lambda r: (order[(r["model"], r["sequence"])], r["hop"]))
     return pd.DataFrame(rows)
@@ -388,9 +407,11 @@ def _thought_columns(hops: pd.DataFrame) -> dict:
     """A hop group's thought tokens (total and mean per hop) and unclosed-thought share, where the run thinks."""
     if "thought_tokens" not in hops:
         return {}
-    return {"thought_tokens": int(hops["thought_tokens"].sum()),
-            "mean_thought_tokens": float(hops["thought_tokens"].mean()),
-            "unclosed_share": float(hops["unclosed"].astype(bool).mean())}  # fmt: skip
+    return {
+        "thought_tokens": int(hops["thought_tokens"].sum()),
+        "mean_thought_tokens": float(hops["thought_tokens"].mean()),
+        "unclosed_share": float(hops["unclosed"].astype(bool).mean()),
+    }
 
 
 def truncation_table(detail: pd.DataFrame) -> pd.DataFrame:
@@ -401,9 +422,16 @@ def truncation_table(detail: pd.DataFrame) -> pd.DataFrame:
         groups = [("all", frame), *frame.groupby("sequence", sort=False)]
         for group, sub in groups:
             chains = sub.groupby(["text_id", "sequence"])["capped"].any()
-            rows.append({"model": model, "sequence": group, "n_hops": len(sub),
-                         "capped_hop_share": float(sub["capped"].astype(bool).mean()), "n_chains": len(chains),
-                         "truncated_chain_share": float(chains.astype(bool).mean())})  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "sequence": group,
+                    "n_hops": len(sub),
+                    "capped_hop_share": float(sub["capped"].astype(bool).mean()),
+                    "n_chains": len(chains),
+                    "truncated_chain_share": float(chains.astype(bool).mean()),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -442,8 +470,12 @@ def add_hop_comet(detail: pd.DataFrame, checkpoint) -> pd.DataFrame:
     scores = np.full(len(out), np.nan)
     if has.any():
         sel = out.loc[has]
-        scores[has] = comet_scores(sel["src_reference"].tolist(), sel["text"].tolist(),
-                                   references=sel["reference"].tolist(), checkpoint=checkpoint)  # fmt: skip
+        scores[has] = comet_scores(
+            sel["src_reference"].tolist(),
+            sel["text"].tolist(),
+            references=sel["reference"].tolist(),
+            checkpoint=checkpoint,
+        )
     out["ref_comet"] = scores
     return out
 
@@ -456,9 +488,11 @@ def hop_quality_table(detail: pd.DataFrame, hop_tokens: pd.DataFrame) -> pd.Data
         return pd.DataFrame()
     scores = [c for c in ("ref_chrf", "ref_comet") if c in detail]
     keys = ["model", "sequence", "hop", "tgt_lang"]
-    table = detail.groupby(keys, sort=False).agg(
-        n_scored=("ref_chrf", "count"), **{f"mean_{c}": (c, "mean") for c in scores}
-    ).reset_index()  # fmt: skip
+    table = (
+        detail.groupby(keys, sort=False)
+        .agg(n_scored=("ref_chrf", "count"), **{f"mean_{c}": (c, "mean") for c in scores})
+        .reset_index()
+    )
     table = table.sort_values(["model", "sequence", "hop"], kind="stable")
     prev = table.groupby(["model", "sequence"])["mean_ref_chrf"].shift(1).fillna(100.0)
     table["chrf_drop"] = prev - table["mean_ref_chrf"]
@@ -500,14 +534,22 @@ def langid_table(labelled: pd.DataFrame) -> pd.DataFrame:
         det = g[g["lid_status"] == "determinate"]
         others = det.loc[~det["lid_ok_macro"].astype(bool), "lid_predicted"].value_counts()
         counts = g["lid_status"].value_counts()
-        rows.append({
-            "model": model, "sequence": seq, "hop": int(hop), "tgt_lang": tgt, "n": len(g),
-            "scored": bool(counts.get("unscored", 0) == 0), "determinate": len(det),
-            "short": int(counts.get("short", 0)), "low_confidence": int(counts.get("low-confidence", 0)),
-            "in_expected": float(det["lid_ok"].mean()) if len(det) else None,
-            "in_expected_macro": float(det["lid_ok_macro"].mean()) if len(det) else None,
-            "top_other": others.index[0] if len(others) else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "sequence": seq,
+                "hop": int(hop),
+                "tgt_lang": tgt,
+                "n": len(g),
+                "scored": bool(counts.get("unscored", 0) == 0),
+                "determinate": len(det),
+                "short": int(counts.get("short", 0)),
+                "low_confidence": int(counts.get("low-confidence", 0)),
+                "in_expected": float(det["lid_ok"].mean()) if len(det) else None,
+                "in_expected_macro": float(det["lid_ok_macro"].mean()) if len(det) else None,
+                "top_other": others.index[0] if len(others) else None,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -620,35 +662,60 @@ def build_roundtrip_report(
         else:
             detail, unscored = label_hops(detail, labeller)
             langid = langid_table(detail)
-            lid_info = {"model": labeller.name, "sha256": labeller.sha256, "threshold": THRESHOLD,
-                        "min_letters": MIN_LETTERS, "unscored_languages": unscored}  # fmt: skip
+            lid_info = {
+                "model": labeller.name,
+                "sha256": labeller.sha256,
+                "threshold": THRESHOLD,
+                "min_letters": MIN_LETTERS,
+                "unscored_languages": unscored,
+            }
             if unscored:
                 notes.append(f"language ID: {labeller.name} cannot label {', '.join(unscored)} (unscored)")
     counts = {
-        "samples": len(samples), "judged": int((samples["status"] == "judged").sum()),
+        "samples": len(samples),
+        "judged": int((samples["status"] == "judged").sum()),
         "failed_empty_hop": int((samples["status"] == "failed").sum()),
-        "unjudged": int((samples["status"] == "unjudged").sum()), "hops": len(detail),
+        "unjudged": int((samples["status"] == "unjudged").sum()),
+        "hops": len(detail),
         "capped_hops": int(detail["capped"].astype(bool).sum()) if len(detail) else 0,
-    }  # fmt: skip
+    }
     thinks = "thinking" in detail
     if thinks:
         counts["unclosed_thought_hops"] = int(detail["unclosed"].sum())
     summary = {
-        "format": PRODUCER, "run_dir": str(run), "run": spec.get("name"), "run_seed": spec["seed"],
-        "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "text"}, "counts": counts,
-        "tokenizers": {m: t.sha256 for m, t in toks.items()}, "flores": source, "langid": lid_info,
+        "format": PRODUCER,
+        "run_dir": str(run),
+        "run": spec.get("name"),
+        "run_seed": spec["seed"],
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "text"},
+        "counts": counts,
+        "tokenizers": {m: t.sha256 for m, t in toks.items()},
+        "flores": source,
+        "langid": lid_info,
         "comet_checkpoint": None if comet_checkpoint is None else os.path.basename(str(comet_checkpoint)),
         "skipped": skipped,
-    }  # fmt: skip
+    }
     summary["judge_consistency"] = judge_consistency(samples)
     agreement = judge_agreement(metrics, n_perm=N_PERM, seed=seed)
-    summary["agreement"] = {"n_permutations": N_PERM, "seed": seed, "alternative": "greater", "unit": "model",
-                            "min_models": MIN_MODELS}  # fmt: skip
+    summary["agreement"] = {
+        "n_permutations": N_PERM,
+        "seed": seed,
+        "alternative": "greater",
+        "unit": "model",
+        "min_models": MIN_MODELS,
+    }
     if agreement.empty:
         notes.append(f"rank agreement skipped: it needs at least {MIN_MODELS} models scored")
-    tables = {"metrics": metrics, "chrf": chrf, "hop_tokens": hop_tokens, "truncation": truncation,
-              "langid": langid, "inconsistent": inconsistency_table(samples), "agreement": agreement,
-              "hop_quality": hop_quality}  # fmt: skip
+    tables = {
+        "metrics": metrics,
+        "chrf": chrf,
+        "hop_tokens": hop_tokens,
+        "truncation": truncation,
+        "langid": langid,
+        "inconsistent": inconsistency_table(samples),
+        "agreement": agreement,
+        "hop_quality": hop_quality,
+    }
     if thinks:  # reasoning models: thinking and instruct twins side by side (older reports keep their files)
         tables["thinking"] = twin_table(metrics, detail, models=spec["models"])
     return RoundtripReport(tables, samples, detail, summary, tuple(notes))
@@ -680,12 +747,28 @@ def write_roundtrip_report(report: RoundtripReport, out_dir: str | os.PathLike[s
             plot_token_cost(hop_tokens, tmp / "token_cost.png")
             files.append("token_cost.png")
         files += ["report.json", "report.md"]
-        payload = {**summary, **{k: v.to_dict("records") for k, v in tables.items()}, "notes": list(notes),
-                   "files": sorted(files)}  # fmt: skip
+        payload = {
+            **summary,
+            **{k: v.to_dict("records") for k, v in tables.items()},
+            "notes": list(notes),
+            "files": sorted(files),
+        }
         (tmp / "report.json").write_text(dumps_strict(payload) + "\n", "utf-8")
         (tmp / "report.md").write_text(_markdown(summary, tables, list(notes), files), "utf-8")
-    return ReportResult(out, tuple(sorted(files)), samples, metrics, tables["chrf"], detail, hop_tokens,
-                        tables["hop_quality"], tables["truncation"], tables["langid"], summary, notes)  # fmt: skip
+    return ReportResult(
+        out,
+        tuple(sorted(files)),
+        samples,
+        metrics,
+        tables["chrf"],
+        detail,
+        hop_tokens,
+        tables["hop_quality"],
+        tables["truncation"],
+        tables["langid"],
+        summary,
+        notes,
+    )
 
 
 #: the report's optional parts, each needing an extra: key in ``skipped`` -> its name in notes and Markdown
@@ -757,8 +840,20 @@ def _md(frame: pd.DataFrame, cols: Sequence[str] | None = None, fmt: str = ".4f"
 
 def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], files: list[str]) -> str:
     m, c = tables["metrics"], summary["counts"]
-    stat_cols = ["model", "judge_model", "group", "n_texts", "n_failed", "n_unjudged", "pass_share", "pass_share_se",
-                 "mean_mqm", "mean_mqm_se", "mean_judge_score", "mean_judge_score_se"]  # fmt: skip
+    stat_cols = [
+        "model",
+        "judge_model",
+        "group",
+        "n_texts",
+        "n_failed",
+        "n_unjudged",
+        "pass_share",
+        "pass_share_se",
+        "mean_mqm",
+        "mean_mqm_se",
+        "mean_judge_score",
+        "mean_judge_score_se",
+    ]
     b = summary["bootstrap"]
     parts = [
         f"# Round-trip report: {summary['run']}",
@@ -771,19 +866,36 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
         f"bootstrap over texts ({b['n_boot']} resamples, seed {b['seed']}), a text's sequences kept together.",
         "",
     ]
-    for by, title in (("overall", "Overall"), ("sequence", "Per sequence"), ("resource", "Per resource group"),
-                      ("category", "Per text category"), ("subcategory", "Per text subcategory")):  # fmt: skip
+    for by, title in (
+        ("overall", "Overall"),
+        ("sequence", "Per sequence"),
+        ("resource", "Per resource group"),
+        ("category", "Per text category"),
+        ("subcategory", "Per text subcategory"),
+    ):
         parts += [f"## {title}", "", _md(m[m["by"] == by], stat_cols), ""]
-    parts += ["## Judge replies that contradict their issues", "",
-              "A class 1–3 (meaning lost) with no major or critical issue, or `10-perfect` with a critical one; "
-              "such samples are still scored from their issues.", "",
-              *(f"- {j}: {v['inconsistent']} of {v['judged']} judged" for j, v in summary["judge_consistency"].items()),
-              "", _md(tables["inconsistent"]), ""]  # fmt: skip
+    parts += [
+        "## Judge replies that contradict their issues",
+        "",
+        "A class 1–3 (meaning lost) with no major or critical issue, or `10-perfect` with a critical one; "
+        "such samples are still scored from their issues.",
+        "",
+        *(f"- {j}: {v['inconsistent']} of {v['judged']} judged" for j, v in summary["judge_consistency"].items()),
+        "",
+        _md(tables["inconsistent"]),
+        "",
+    ]
     a = summary["agreement"]
-    parts += ["## Rank agreement (models)", "",
-              f"Between judges (per metric) and between metrics (per judge): Spearman ρ and Kendall τ of the models' "
-              f"overall scores, one-sided permutation p-values ({a['n_permutations']} permutations, exact when n! is "
-              f"fewer; seed {a['seed']}).", "", _md(tables["agreement"]), ""]  # fmt: skip
+    parts += [
+        "## Rank agreement (models)",
+        "",
+        f"Between judges (per metric) and between metrics (per judge): Spearman ρ and Kendall τ of the models' "
+        f"overall scores, one-sided permutation p-values ({a['n_permutations']} permutations, exact when n! is "
+        f"fewer; seed {a['seed']}).",
+        "",
+        _md(tables["agreement"]),
+        "",
+    ]
     scores = " and ".join(_PARTS[m] for m in ("chrf", "comet") if f"mean_{m}" in tables["chrf"]) or "chrF"
     parts += [f"## {scores} of the back-translation against its source", ""]
     for metric in ("chrf", "comet"):
@@ -791,27 +903,52 @@ def _markdown(summary: dict, tables: dict[str, pd.DataFrame], notes: list[str], 
             parts += [f"_{_PARTS[metric]} skipped: {summary['skipped'][metric]}_", ""]
     if len(tables["chrf"]):
         parts += [_md(tables["chrf"], fmt=".2f"), ""]
-    parts += ["## Token cost per hop", "",
-              "Output tokens / source tokens with the model's own tokenizer (ratio of totals, special ids not "
-              "counted), beside the FLORES-200 devtest premium of the hop's language.", "",
-              _md(tables["hop_tokens"]), "", "## Truncation", "", _md(tables["truncation"]), ""]  # fmt: skip
+    parts += [
+        "## Token cost per hop",
+        "",
+        "Output tokens / source tokens with the model's own tokenizer (ratio of totals, special ids not "
+        "counted), beside the FLORES-200 devtest premium of the hop's language.",
+        "",
+        _md(tables["hop_tokens"]),
+        "",
+        "## Truncation",
+        "",
+        _md(tables["truncation"]),
+        "",
+    ]
     if "thinking" in tables:
-        parts += ["## Thinking and instruct", "",
-                  f"Thinking hops pass on their answer channel only; {c['unclosed_thought_hops']} hops never closed "
-                  "their thought (nothing passed on: the chain fails there). Output tokens above count a thinking "
-                  "hop's answer channel; its thought tokens (closing marker included) are counted apart. A model "
-                  "listed twice (same path, thinking and not) side by side, tokens as means per hop:", "",
-                  _md(tables["thinking"]), ""]  # fmt: skip
-    parts += ["## Quality along the chain (FLORES references)", "",
-              "Each hop's output against the FLORES text in that hop's language (chrF; COMET with a checkpoint); "
-              "`chrf_drop`: from the previous hop (hop 0: the source, 100); `largest_drop` marks where the chain "
-              "lost most.", "", _md(tables["hop_quality"], fmt=".2f"), ""]  # fmt: skip
+        parts += [
+            "## Thinking and instruct",
+            "",
+            f"Thinking hops pass on their answer channel only; {c['unclosed_thought_hops']} hops never closed "
+            "their thought (nothing passed on: the chain fails there). Output tokens above count a thinking "
+            "hop's answer channel; its thought tokens (closing marker included) are counted apart. A model "
+            "listed twice (same path, thinking and not) side by side, tokens as means per hop:",
+            "",
+            _md(tables["thinking"]),
+            "",
+        ]
+    parts += [
+        "## Quality along the chain (FLORES references)",
+        "",
+        "Each hop's output against the FLORES text in that hop's language (chrF; COMET with a checkpoint); "
+        "`chrf_drop`: from the previous hop (hop 0: the source, 100); `largest_drop` marks where the chain "
+        "lost most.",
+        "",
+        _md(tables["hop_quality"], fmt=".2f"),
+        "",
+    ]
     parts += ["## Language ID of hop outputs", ""]
     if summary["langid"]:
         info = summary["langid"]
-        parts += [f"Model {info['model']} (sha256 {info['sha256'][:12]}…); determinate: ≥ {info['min_letters']} "
-                  f"letters and top probability ≥ {info['threshold']}. Unscored languages: "
-                  f"{', '.join(info['unscored_languages']) or 'none'}.", "", _md(tables["langid"]), ""]  # fmt: skip
+        parts += [
+            f"Model {info['model']} (sha256 {info['sha256'][:12]}…); determinate: ≥ {info['min_letters']} "
+            f"letters and top probability ≥ {info['threshold']}. Unscored languages: "
+            f"{', '.join(info['unscored_languages']) or 'none'}.",
+            "",
+            _md(tables["langid"]),
+            "",
+        ]
     else:
         why = summary["skipped"].get("langid")
         parts += [f"_{_PARTS['langid']} skipped: {why}_" if why else "_skipped_", ""]

@@ -132,12 +132,22 @@ def _hop_wave(spec: RoundtripSpec, chains: list[ChainState], hop: int, backends)
         markers = think_markers(backend.tok.resolved, model.think_close) if model.thinking else None
         for c, r, (pids, oids, text, finish) in zip(live, reqs, decode_requests(backend, reqs), strict=True):
             row = {
-                "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "hop": hop,
-                "src_lang": c.langs[hop - 1], "tgt_lang": c.langs[hop], "seed": r.seed, "cap": r.max_tokens,
-                "template_id": template_id("translate", spec.prompt_version), "prompt_ids": pids,
-                "output_ids": oids, "text": text, "finish_reason": finish, "capped": finish == "length",
+                "model": c.model,
+                "text_id": c.text_id,
+                "sequence": c.sequence,
+                "hop": hop,
+                "src_lang": c.langs[hop - 1],
+                "tgt_lang": c.langs[hop],
+                "seed": r.seed,
+                "cap": r.max_tokens,
+                "template_id": template_id("translate", spec.prompt_version),
+                "prompt_ids": pids,
+                "output_ids": oids,
+                "text": text,
+                "finish_reason": finish,
+                "capped": finish == "length",
                 "generator": generator,
-            }  # fmt: skip
+            }
             if markers is not None:
                 row |= hop_channel(oids, markers, tokenizer=backend.tok.resolved, decode=_decoder(backend))
             elif thinks:
@@ -205,16 +215,33 @@ def _judge_round(
     rows, generator = [], generator_label(judge)
     for c, r, (pids, oids, raw, finish) in zip(pending, reqs, decode_requests(judge, reqs), strict=True):
         j = parse_judge(raw)
-        rows.append({
-            "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "attempt": attempt,
-            "judge_model": judge_spec.model.name, "seed": r.seed, "cap": r.max_tokens,
-            "template_id": template_id("judge", spec.prompt_version), "prompt_ids": pids,
-            "output_ids": oids, "raw": raw, "finish_reason": finish, "parse": j.how, "mqm": j.mqm,
-            "judge_score": j.judge_score, "classification": j.classification, "n_minor": j.minor,
-            "n_major": j.major, "n_critical": j.critical, "n_bad_severity": len(j.bad_severities),
-            "issues": json.dumps(j.issues, ensure_ascii=False) if j.parsed else None, "error": j.error,
-            "generator": generator,
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": c.model,
+                "text_id": c.text_id,
+                "sequence": c.sequence,
+                "attempt": attempt,
+                "judge_model": judge_spec.model.name,
+                "seed": r.seed,
+                "cap": r.max_tokens,
+                "template_id": template_id("judge", spec.prompt_version),
+                "prompt_ids": pids,
+                "output_ids": oids,
+                "raw": raw,
+                "finish_reason": finish,
+                "parse": j.how,
+                "mqm": j.mqm,
+                "judge_score": j.judge_score,
+                "classification": j.classification,
+                "n_minor": j.minor,
+                "n_major": j.major,
+                "n_critical": j.critical,
+                "n_bad_severity": len(j.bad_severities),
+                "issues": json.dumps(j.issues, ensure_ascii=False) if j.parsed else None,
+                "error": j.error,
+                "generator": generator,
+            }
+        )
     return rows
 
 
@@ -245,15 +272,28 @@ def sample_row(c: ChainState, *, judge: str, seed: int) -> dict:
         else None
     )
     return {
-        "model": c.model, "text_id": c.text_id, "sequence": c.sequence, "resource": c.resource,
-        "category": c.category, "subcategory": c.subcategory, "status": status, "failed_hop": c.failed_hop,
-        "capped_hops": c.capped_hops, "unclosed_hops": c.unclosed_hops,
-        "judge_attempts": c.attempts.get(judge, 0), "judge_model": judge,
-        "parse": j["parse"] if j else None, "mqm": mqm, "inconsistent": clash,
-        "passed": None if status == UNJUDGED else passes(mqm), "judge_score": score,
-        "classification": j["classification"] if j else None, "n_bad_severity": j["n_bad_severity"] if j else 0,
-        "back_translation": c.current if c.finished else None, "seed": seed,
-    }  # fmt: skip
+        "model": c.model,
+        "text_id": c.text_id,
+        "sequence": c.sequence,
+        "resource": c.resource,
+        "category": c.category,
+        "subcategory": c.subcategory,
+        "status": status,
+        "failed_hop": c.failed_hop,
+        "capped_hops": c.capped_hops,
+        "unclosed_hops": c.unclosed_hops,
+        "judge_attempts": c.attempts.get(judge, 0),
+        "judge_model": judge,
+        "parse": j["parse"] if j else None,
+        "mqm": mqm,
+        "inconsistent": clash,
+        "passed": None if status == UNJUDGED else passes(mqm),
+        "judge_score": score,
+        "classification": j["classification"] if j else None,
+        "n_bad_severity": j["n_bad_severity"] if j else 0,
+        "back_translation": c.current if c.finished else None,
+        "seed": seed,
+    }
 
 
 def _judge_backends(spec: RoundtripSpec, backend, judge_backend) -> dict[str, object]:

@@ -211,10 +211,14 @@ class RoundtripSpec(SpecModel):
     def identity(self) -> dict:
         """What fixes the records: a folder holding another identity is another run."""
         judges = [
-            {"model": j.model.name, "max_tokens": j.max_tokens, "sampling": j.sampling.model_dump(),
-             "structured": j.structured}
+            {
+                "model": j.model.name,
+                "max_tokens": j.max_tokens,
+                "sampling": j.sampling.model_dump(),
+                "structured": j.structured,
+            }
             for j in self.judges
-        ]  # fmt: skip
+        ]
         return (
             {
                 "models": [m.name for m in self.models],
@@ -268,9 +272,13 @@ def _thinking(model: Model) -> dict:
 
 def _judge_dict(judge: JudgeSpec) -> dict:
     return {
-        "model": judge.model.model_dump(), "backend": judge.backend, "max_tokens": judge.max_tokens,
-        "retries": judge.retries, "sampling": judge.sampling.model_dump(), "structured": judge.structured,
-    }  # fmt: skip
+        "model": judge.model.model_dump(),
+        "backend": judge.backend,
+        "max_tokens": judge.max_tokens,
+        "retries": judge.retries,
+        "sampling": judge.sampling.model_dump(),
+        "structured": judge.structured,
+    }
 
 
 def judge_names(spec: dict) -> list[str]:

@@ -54,26 +54,66 @@ _OWN = re.compile(rf"{_FILE}|hops|judge|_roundtrip\.json|{re.escape(RUN_LOCK)}")
 _TMP = re.compile(r"(hops/|judge/)?\.[^/]+\.(tmp|pending)")
 
 _IDS = pa.list_(pa.int32())
-HOP_SCHEMA = pa.schema([
-    ("model", pa.string()), ("text_id", pa.string()), ("sequence", pa.string()), ("hop", pa.int16()),
-    ("src_lang", pa.string()), ("tgt_lang", pa.string()), ("seed", pa.int64()), ("cap", pa.int32()),
-    ("template_id", pa.string()), ("prompt_ids", _IDS), ("output_ids", _IDS), ("text", pa.string()),
-    ("finish_reason", pa.string()), ("capped", pa.bool_()), ("empty", pa.bool_()), ("generator", pa.string()),
-])  # fmt: skip
+HOP_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("text_id", pa.string()),
+        ("sequence", pa.string()),
+        ("hop", pa.int16()),
+        ("src_lang", pa.string()),
+        ("tgt_lang", pa.string()),
+        ("seed", pa.int64()),
+        ("cap", pa.int32()),
+        ("template_id", pa.string()),
+        ("prompt_ids", _IDS),
+        ("output_ids", _IDS),
+        ("text", pa.string()),
+        ("finish_reason", pa.string()),
+        ("capped", pa.bool_()),
+        ("empty", pa.bool_()),
+        ("generator", pa.string()),
+    ]
+)
 #: the hop records of a run where some model thinks: the channel of each hop (:mod:`.thinking`) besides; runs
 #: without a thinking model keep :data:`HOP_SCHEMA`
-THINK_HOP_SCHEMA = pa.schema([
-    *HOP_SCHEMA, ("thinking", pa.bool_()), ("think_end", pa.int32()), ("answer", pa.string()),
-    ("thought_tokens", pa.int32()), ("answer_tokens", pa.int32()), ("unclosed", pa.bool_()),
-])  # fmt: skip
-JUDGE_SCHEMA = pa.schema([
-    ("model", pa.string()), ("text_id", pa.string()), ("sequence", pa.string()), ("attempt", pa.int16()),
-    ("judge_model", pa.string()), ("seed", pa.int64()), ("cap", pa.int32()), ("template_id", pa.string()),
-    ("prompt_ids", _IDS), ("output_ids", _IDS), ("raw", pa.string()), ("finish_reason", pa.string()),
-    ("parse", pa.string()), ("mqm", pa.float64()), ("judge_score", pa.float64()), ("classification", pa.string()),
-    ("n_minor", pa.int32()), ("n_major", pa.int32()), ("n_critical", pa.int32()), ("n_bad_severity", pa.int32()),
-    ("issues", pa.string()), ("error", pa.string()), ("generator", pa.string()),
-])  # fmt: skip
+THINK_HOP_SCHEMA = pa.schema(
+    [
+        *HOP_SCHEMA,
+        ("thinking", pa.bool_()),
+        ("think_end", pa.int32()),
+        ("answer", pa.string()),
+        ("thought_tokens", pa.int32()),
+        ("answer_tokens", pa.int32()),
+        ("unclosed", pa.bool_()),
+    ]
+)
+JUDGE_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("text_id", pa.string()),
+        ("sequence", pa.string()),
+        ("attempt", pa.int16()),
+        ("judge_model", pa.string()),
+        ("seed", pa.int64()),
+        ("cap", pa.int32()),
+        ("template_id", pa.string()),
+        ("prompt_ids", _IDS),
+        ("output_ids", _IDS),
+        ("raw", pa.string()),
+        ("finish_reason", pa.string()),
+        ("parse", pa.string()),
+        ("mqm", pa.float64()),
+        ("judge_score", pa.float64()),
+        ("classification", pa.string()),
+        ("n_minor", pa.int32()),
+        ("n_major", pa.int32()),
+        ("n_critical", pa.int32()),
+        ("n_bad_severity", pa.int32()),
+        ("issues", pa.string()),
+        ("error", pa.string()),
+        ("generator", pa.string()),
+    ]
+)
 
 
 def hop_file(hop: int) -> str:
@@ -217,8 +257,12 @@ class RunStore:
             self.manifest = check_manifest(found, path)
         else:
             self.manifest = {
-                "format": FORMAT, "version": VERSION, "identity": self._identity, "spec": self._spec, "files": {}
-            }  # fmt: skip
+                "format": FORMAT,
+                "version": VERSION,
+                "identity": self._identity,
+                "spec": self._spec,
+                "files": {},
+            }
 
     @contextmanager
     def writing(self) -> Iterator[RunStore]:

@@ -101,9 +101,13 @@ def gold_type_mismatch(table: pa.Table, tasks: dict[str, Task]) -> tuple[int, st
             row = int(np.flatnonzero(bad.to_numpy(zero_copy_only=False))[0])
             if integer:
                 value = text[row].as_py()
-                return row, (f"gold = {value!r} is stored as text, but task {name!r} takes an integer gold; store "
-                             "its records with integer golds")  # fmt: skip
+                return row, (
+                    f"gold = {value!r} is stored as text, but task {name!r} takes an integer gold; store "
+                    "its records with integer golds"
+                )
             value = gold[row].as_py()
-            return row, (f"gold = {value} is stored as an integer, but task {name!r} takes a text gold; store its "
-                         f'records with text golds ("{value}")')  # fmt: skip
+            return row, (
+                f"gold = {value} is stored as an integer, but task {name!r} takes a text gold; store its "
+                f'records with text golds ("{value}")'
+            )
     return None
