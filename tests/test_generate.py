@@ -202,7 +202,7 @@ def test_replay_end_to_end_matches_direct_generate(tmp_path, tiny, backend, conf
     assert {r["gold"] for r in rows if r["item"] == 0} == {18}  # MGSM item 0: Janet's ducks, 18 dollars
     scores = score_ledger(led.read(), backend.tok.resolved, budgets=[4, 12])
     assert len(scores.by_record) == 12
-    job = json.loads((tmp_path / "led" / "jobs" / "t.json").read_text())
+    job = json.loads((tmp_path / "led" / "_jobs" / "t.json").read_text())
     assert len(job["requests"]) == 6 and {r["seed"] for r in job["requests"]} == {r["seed"] for r in rows}
 
 
@@ -213,7 +213,7 @@ def test_seeded_rerun_reproduces_and_skips(tmp_path, tiny, backend, config, monk
         m.setattr("mindcap_tok.generation.generate.load_backend", lambda *a, **k: pytest.fail("engine started"))
         again = run_job(spec, tmp_path / "a", backend="transformers", data_dir=config.data_dir.value)
     assert (again.written, again.skipped, len(Ledger(tmp_path / "a"))) == (0, 2, 6)
-    job_file = tmp_path / "a" / "jobs" / f"{spec.name}.json"
+    job_file = tmp_path / "a" / "_jobs" / f"{spec.name}.json"
     job_file.write_text("{trunc", encoding="utf-8")
     with pytest.raises(MindcapError, match="is unreadable"):
         run_job(spec, tmp_path / "a", backend=backend, data_dir=config.data_dir.value)

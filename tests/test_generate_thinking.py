@@ -108,7 +108,7 @@ def test_thinking_records_and_forcing_that_closes_the_thought(tmp_path, tiny, ba
         if inside:
             assert r["think_end"] == 6  # the closing token forcing appended
     assert True in seen, "a random 514-token model almost never writes </think> within 6 tokens"
-    job = json.loads((tmp_path / "L" / "jobs" / "think.json").read_text())
+    job = json.loads((tmp_path / "L" / "_jobs" / "think.json").read_text())
     assert job["spec"]["thinking"] is True
 
 

@@ -1,6 +1,6 @@
 """Run a generation job into a ledger: shard by shard, each shard appended atomically, resumable.
 
-The job's spec and every request's resolved seed are written to ``<ledger>/jobs/<name>.json`` before the first
+The job's spec and every request's resolved seed are written to ``<ledger>/_jobs/<name>.json`` before the first
 shard. A shard is done when all its record keys are in the ledger; a rerun skips done shards (the backend is
 not even started when nothing is left), so a crash or Ctrl-C loses at most the shard in flight, and a killed
 and resumed run stores the same records as an uninterrupted one (seeds depend on the request, not the order).
@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from .._io import atomic_write_text, regular_file
 from ..errors import BadInputError, DamagedDataError
 from ..spec import ServerOverrides
-from ..store import KEY_COLUMNS, Ledger, ThinkMarkers, key_tuples, think_end, think_markers
+from ..store import JOBS, KEY_COLUMNS, Ledger, ThinkMarkers, key_tuples, think_end, think_markers
 from ..tasks.answers.integer import parse_answer
 from ..tasks.datasets import TaskItem, load_items
 from .backends import Completion, GenRequest, load_backend
@@ -126,7 +126,7 @@ def _shard_done(spec: JobSpec, shard: Shard, stored: Counter[tuple]) -> bool:
 
 
 def job_record(plan: Plan) -> dict:
-    """The spec and every request's seed, as stored in ``jobs/<name>.json``."""
+    """The spec and every request's seed, as stored in ``_jobs/<name>.json``."""
     return {
         "spec": plan.spec.as_dict(),
         "summary": plan.summary(),
@@ -160,9 +160,10 @@ def _identity(spec: dict) -> dict:
 
 
 def _write_job(ledger: Ledger, plan: Plan) -> None:
-    """Keep the spec and seeds under ``jobs/``. A different spec under the same name is refused while the old
-    spec's cells hold records; while they hold none (e.g. after a failed engine start) the new spec replaces it."""
-    path = ledger.root / "jobs" / f"{plan.spec.name}.json"
+    """Keep the spec and seeds under ``_jobs/`` (a leading ``_``: Parquet readers of the folder skip it). A
+    different spec under the same name is refused while the old spec's cells hold records; while they hold none
+    (e.g. after a failed engine start) the new spec replaces it."""
+    path = ledger.root / JOBS / f"{plan.spec.name}.json"
     record = job_record(plan)
     if path.exists():
         try:
@@ -446,7 +447,7 @@ def run_job(
     plan = plan_job(spec)
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     led.check_new_location()
-    job_path = led.root / "jobs" / f"{spec.name}.json"
+    job_path = led.root / JOBS / f"{spec.name}.json"
     fresh = [p for p in (led.root, job_path.parent, job_path) if not os.path.lexists(p)]
     _write_job(led, plan)
     stored = _stored_samples(led, spec)

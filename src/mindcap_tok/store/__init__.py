@@ -15,7 +15,7 @@ from .commit import (
     stage_file,
     utc_now,
 )
-from .ledger import Ledger, ShardInfo, key_tuples
+from .ledger import JOBS, Ledger, ShardInfo, key_tuples
 from .migrate import Migration, migrate
 from .schema import (
     ANNOUNCE_STYLES,
@@ -42,6 +42,7 @@ __all__ = [
     "CLOSE_TEXT",
     "COLUMNS",
     "DESIGNS",
+    "JOBS",
     "KEY_COLUMNS",
     "OPEN_TEXT",
     "REQUIRED",

@@ -71,6 +71,8 @@ from .schema import (
 )
 
 MANIFEST = LEDGER_MANIFEST
+#: the folder of generation job records (a leading ``_``: Parquet readers of the ledger folder skip it)
+JOBS = "_jobs"
 FORMAT = LEDGER_FORMAT
 #: the format version this reads and writes: every shard holds every column of :data:`~.schema.STORAGE_SCHEMA`
 #: (versions 1-4 are converted by ``mindcap-tok ledger migrate``, :func:`~.migrate.migrate`)
@@ -314,7 +316,7 @@ class Ledger:
         """Refuse to start a ledger in a folder that holds anything else (a ledger never mixes with other files).
 
         Before the first commit a ledger folder may hold only its lock, hidden shards of an interrupted first
-        append (under ``model=…/``) and ``jobs/`` (generation job records written before the first shard).
+        append (under ``model=…/``) and ``_jobs/`` (generation job records written before the first shard).
         """
         if self.exists() or not check_folder_path(self.root, "ledger folder").exists():
             return
@@ -323,7 +325,7 @@ class Ledger:
         other = sorted(
             p.name
             for p in self.root.iterdir()
-            if p.name not in (".lock", "jobs") and not p.name.startswith(f"{CELL_COLUMNS[0]}=")
+            if p.name not in (".lock", JOBS) and not p.name.startswith(f"{CELL_COLUMNS[0]}=")
         )
         if other:
             shown = ", ".join(other[:3]) + (", …" if len(other) > 3 else "")

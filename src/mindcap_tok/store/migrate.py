@@ -8,8 +8,9 @@ each shard (checked against the old manifest's size and SHA-256), fills in what 
 the readers of that version gave it, and writes every column.
 
 The new ledger keeps every shard's path, cell and record order, the manifest's tokenizers, creation time and
-text-mismatch marks (row numbers stay valid) and the ``jobs/`` folder; it is written in a hidden folder beside
-``--out-dir``, verified, and renamed into place, so a failed migration leaves nothing behind.
+text-mismatch marks (row numbers stay valid) and the generation job records (``jobs/``, now ``_jobs/``); it is
+written in a hidden folder beside ``--out-dir``, verified, and renamed into place, so a failed migration leaves
+nothing behind.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ..tasks.load import DEFAULT_TASK
 from . import commit
 from .ledger import (
     FORMAT,
+    JOBS,
     MANIFEST,
     TEXT_MISMATCH,
     VERSION,
@@ -166,9 +168,9 @@ def migrate(
                 entries.append(stage_shard(tmp, shard.path, table=table, cell=cell).__dict__)
                 if on_progress is not None:
                     on_progress(done, len(shards))
-            jobs = root / "jobs"
+            jobs = root / "jobs" if (root / "jobs").is_dir() else root / JOBS
             if jobs.is_dir():
-                shutil.copytree(jobs, tmp / "jobs", symlinks=True)
+                shutil.copytree(jobs, tmp / JOBS, symlinks=True)
             marks = dict(manifest.get(TEXT_MISMATCH, {}))  # row numbers stay valid: every shard keeps its order
             text = manifest_text(
                 entries, dict(manifest.get("tokenizers", {})), marks=marks, created=manifest.get("created")
@@ -186,5 +188,5 @@ def migrate(
             raise
     rows = sum(e["rows"] for e in entries)
     cells = len({tuple(e[c] for c in CELL_COLUMNS) for e in entries})
-    n_jobs = len(list((target / "jobs").glob("*.json"))) if (target / "jobs").is_dir() else 0
+    n_jobs = len(list((target / JOBS).glob("*.json"))) if (target / JOBS).is_dir() else 0
     return Migration(str(root), str(target), int(manifest["version"]), len(entries), rows, cells, n_jobs)
