@@ -323,6 +323,7 @@ def _event_cap(sample) -> int | None:
 
 
 def _int_list(value: object) -> bool:
+    """Whether ``value`` is a list of integers (token ids; booleans are not)."""
     return isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value)
 
 
@@ -333,7 +334,9 @@ def response_ids(sample, where: str) -> tuple[list[int] | None, list[int] | None
     models = [e for e in sample.events or [] if getattr(e, "event", None) == "model"]
     call = models[-1].call if models else None
     response = call.response if call is not None else None
-    choices = response.get("choices") if isinstance(response, dict) else None
+    if not isinstance(response, dict):
+        return None, None
+    choices = response.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
     if choice is None:
         return None, None
