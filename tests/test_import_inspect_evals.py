@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import zipfile
 
 import pytest
 from click.testing import CliRunner
@@ -229,6 +230,8 @@ def test_a_malformed_log_is_one_line_and_imports_nothing(tmp_path, runs):
 
 #: an eval named as lm-eval names the task: task, language and arm come from the name (no metadata)
 LM_EVAL_NAME = "mgsm_native_cot_th"
+#: the zip compression method number of Zstandard
+ZSTANDARD = 93
 TOKEN_LIMIT = 5000
 
 
@@ -269,6 +272,8 @@ def ids_run(tmp_path_factory):
 def test_sampled_ids_reasoning_and_token_limit_come_from_the_log(tmp_path, ids_run):
     model, logs = ids_run
     (log,) = logs.glob("*.eval")
+    with zipfile.ZipFile(log) as archive:  # inspect writes its members in Zstandard: read by its own reader
+        assert ZSTANDARD in {info.compress_type for info in archive.infolist()}
     led, output = _import(tmp_path, model, [logs])
     frame = led.to_pandas()
     samples = _by_item(log)
