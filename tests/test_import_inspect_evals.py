@@ -291,7 +291,10 @@ def test_sampled_ids_reasoning_and_token_limit_come_from_the_log(tmp_path, ids_r
         assert rec.reasoning_tokens == usage.reasoning_tokens and rec.log_output_tokens == usage.output_tokens
         cut = sample.output.stop_reason == "max_tokens"
         assert rec.finish_reason == ("length" if cut else "stop") and (rec.n_tokens == CAP) == cut
-        want = cut and (not sample.output.completion.strip() or usage.reasoning_tokens >= usage.output_tokens)
+        reasoned = usage.reasoning_tokens > 0
+        want = (
+            cut and reasoned and (not sample.output.completion.strip() or usage.reasoning_tokens >= usage.output_tokens)
+        )
         assert rec.reasoning_exhausted == want
         exhausted += want
     assert 0 < exhausted < N, "some decodes cut inside their reasoning, some not"

@@ -25,8 +25,9 @@ sample's completion becomes one record:
 - finish reason: ``max_tokens`` -> ``length``, ``stop`` -> ``stop``; ``unknown`` (the ``hf/`` provider logs
   nothing else) -> ``length`` when the output ids reach the cap, else ``stop``, marked ``finish_inferred``.
 - ``log_output_tokens`` and ``reasoning_tokens``: the log's ``output.usage`` counts, where present.
-  ``reasoning_exhausted``: the decode was cut by the cap and the reasoning took it all (an empty completion, or
-  reasoning tokens at least the output tokens), counted in :attr:`InspectLogs.reasoning_exhausted`.
+  ``reasoning_exhausted``: the decode was cut by the cap and the reasoning took it all (it reasoned: reasoning
+  tokens counted or a reasoning part logged; and its completion is empty or its reasoning tokens are at least
+  its output tokens), counted in :attr:`InspectLogs.reasoning_exhausted`.
 
 Everything is read and checked before anything is written, and :func:`import_inspect` adds all records in one
 commit: a malformed log, an unmappable task or a model mismatch leaves the ledger as it was.
@@ -351,13 +352,20 @@ def response_ids(sample, where: str) -> tuple[list[int] | None, list[int] | None
     return found[0], found[1]
 
 
-def _exhausted(finish: str | None, completion: str, usage) -> bool:
-    """Whether a decode cut by the cap spent it all on reasoning (an empty completion, or reasoning tokens at
-    least the output tokens)."""
-    if finish != "length":
-        return False
+def _reasoned(sample) -> bool:
+    """Whether the sample's completion message holds a reasoning part (a provider that does not count them)."""
+    message = sample.output.message if sample.output.choices else None
+    content = message.content if message is not None else None
+    return isinstance(content, list) and any(getattr(part, "type", None) == "reasoning" for part in content)
+
+
+def _exhausted(finish: str | None, completion: str, usage, reasoned: bool) -> bool:
+    """Whether a decode cut by the cap spent it all on reasoning: it reasoned (reasoning tokens counted, or a
+    reasoning part logged) and its completion is empty or its reasoning tokens are at least its output tokens."""
     reasoning = usage.reasoning_tokens if usage is not None else None
     output = usage.output_tokens if usage is not None else None
+    if finish != "length" or not (reasoned or (reasoning or 0) > 0):
+        return False
     return not completion.strip() or (reasoning is not None and output is not None and reasoning >= output)
 
 
@@ -412,7 +420,7 @@ def _log_records(log, where: str, task: Task | None, model: str) -> tuple[list[d
                 "log_output_tokens": usage.output_tokens if usage is not None else None,
                 "reasoning_tokens": usage.reasoning_tokens if usage is not None else None,
                 "token_limit": getattr(sample, "token_limit", None),
-                "_usage": usage,
+                "_exhausted": (usage, _reasoned(sample)),
                 **({} if output_ids is None else {"output_ids": output_ids}),
                 **({} if prompt_ids is None else {"prompt_ids": prompt_ids}),
             }
@@ -458,7 +466,7 @@ def read_inspect_logs(
     for rec in result.records:
         if rec["finish_reason"] is None:  # not logged: the cap bound when the ids reach it
             rec["finish_reason"] = "length" if len(rec["output_ids"]) >= rec["cap"] else "stop"
-        rec["reasoning_exhausted"] = _exhausted(rec["finish_reason"], rec["text"], rec.pop("_usage"))
+        rec["reasoning_exhausted"] = _exhausted(rec["finish_reason"], rec["text"], *rec.pop("_exhausted"))
         result.over_cap += rec["retokenized"] and len(rec["output_ids"]) > rec["cap"]
         result.finish_inferred += rec["finish_inferred"]
         result.cap_inferred += rec["cap_inferred"]

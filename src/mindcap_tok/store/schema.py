@@ -86,8 +86,8 @@ SCHEMA = pa.schema(
         # text after the last think close), so ``n_tokens`` is a lower bound of the decode's length
         pa.field("output_partial", pa.bool_(), nullable=False),
         # imported runs: the reasoning tokens the provider counted, the sample's token limit (all of its model
-        # calls together), and whether the reasoning exhausted the cap (cut by it, and the completion empty or
-        # the reasoning tokens at least the output tokens)
+        # calls together), and whether the reasoning exhausted the cap (cut by it after reasoning, and the
+        # completion empty or the reasoning tokens at least the output tokens)
         pa.field("reasoning_tokens", pa.int64(), nullable=True),
         pa.field("token_limit", pa.int64(), nullable=True),
         pa.field("reasoning_exhausted", pa.bool_(), nullable=False),
