@@ -30,21 +30,26 @@ ITEMS = [
 ]
 
 
+#: the logit bias of ``</think>`` after a number (:func:`biased_tiny_model` with ``think_close``)
+THINK_CLOSE_BIAS = 30.0
+
 #: a stop string added to the tasks' own: the model writes none of their question words, and " 8" begins what it
 #: writes for some prompts only, so those generations stop (empty) and the others run to the cap
 EXTRA_STOP = " 8"
 
 
-def biased_tiny_model(folder: Path, seed: int = 0) -> Path:
+def biased_tiny_model(folder: Path, seed: int = 0, *, think_close: bool = False) -> Path:
     """The tests' tiny model, biased to write numbers: its tied embedding gets a positive channel (hidden dim 0,
     which no layer writes) larger for digits, ``#``, spaces, newlines and a few words; the final norm flips the
     other channels (a tied random model's next token is its current one: now it is a dissimilar one), and the
     attention values are scaled up so that the prompt changes what follows. Greedy decoding then writes number
-    sequences that differ between prompts."""
+    sequences that differ between prompts. ``think_close``: the tokenizer holds Qwen3's ``<think>`` and
+    ``</think>`` (one token each), and the generation config (which every ``generate`` call reads) biases
+    ``</think>`` after a number, so that outputs close a thought, once or more, before they go on."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    build_tiny_model(folder, seed=seed)
+    build_tiny_model(folder, seed=seed, think_tokens=think_close)
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     emb = model.get_input_embeddings().weight
@@ -70,6 +75,12 @@ def biased_tiny_model(folder: Path, seed: int = 0) -> Path:
             layer.self_attn.o_proj.weight[0, :] = 0  # channel 0 stays the embedding's
             layer.mlp.down_proj.weight[0, :] = 0
     model.save_pretrained(folder)
+    if think_close:
+        close = tok.convert_tokens_to_ids("</think>")
+        numbers = [t for t in range(emb.shape[0]) if re.fullmatch(r" [0-9]+", tok.decode([t]))]
+        config = GenerationConfig.from_pretrained(folder)
+        config.sequence_bias = [[[t, close], THINK_CLOSE_BIAS] for t in numbers] + [[[close, close], -30.0]]
+        config.save_pretrained(folder)
     return folder
 
 
@@ -117,8 +128,11 @@ def local_mgsm_tasks(folder: Path, langs: list[str], cap: int) -> Path:
     return folder
 
 
-def run_lm_eval(model: Path, tasks_dir: Path, tasks: list[str], out: Path, limit: int) -> subprocess.CompletedProcess:
-    """``python -m lm_eval --model hf ... --log_samples`` on CPU, offline; its output folder is ``out``."""
+def run_lm_eval(
+    model: Path, tasks_dir: Path, tasks: list[str], out: Path, limit: int, model_args: str = ""
+) -> subprocess.CompletedProcess:
+    """``python -m lm_eval --model hf ... --log_samples`` on CPU, offline; its output folder is ``out``;
+    ``model_args``: more of them (``think_end_token=</think>``)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     cmd = [
         sys.executable,
@@ -127,7 +141,7 @@ def run_lm_eval(model: Path, tasks_dir: Path, tasks: list[str], out: Path, limit
         "--model",
         "hf",
         "--model_args",
-        f"pretrained={model},dtype=float32",
+        f"pretrained={model},dtype=float32" + (f",{model_args}" if model_args else ""),
         "--tasks",
         ",".join(tasks),
         "--include_path",

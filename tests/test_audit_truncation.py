@@ -13,6 +13,7 @@ from ledger_factory import FILLER, make_record
 from mindcap_tok.audits import AuditConfig, run_audits
 from mindcap_tok.audits.truncation import cap_grid, truncation_audit
 from mindcap_tok.cli.main import cli
+from mindcap_tok.errors import MindcapError
 from mindcap_tok.stats.premiums import premium_table
 from mindcap_tok.store.ledger import Ledger
 from mindcap_tok.store.schema import validate_records
@@ -52,6 +53,40 @@ def test_cap_hits_accuracy_split_and_never_emission(qwen):
         "retokenized: their length is re-encoded, not sampled); the most a higher cap could add is 20 points"
     )
     assert row["sentence"].endswith("Δ_L: no premium given, or no B with floor(rB) within the cap.")
+
+
+def test_records_of_unknown_cut_status_are_counted_apart(qwen, tmp_path):
+    """B and E logged in part (their thoughts not logged): neither completed nor cut; the interval reaches "all
+    of them cut", and each could still turn right (both wrong at the cap). ``ledger info`` shows their share."""
+    recs = _native(qwen)
+    for i in (1, 4):
+        recs[i].update(finish_reason="unknown", output_partial=True)
+    res = truncation_audit(validate_records(recs), {"qwen3-8b": qwen}, budgets=[4, 8])
+    (row,) = res.tables["cells"].to_dict(orient="records")
+    assert (row["records"], row["cap_hits"], row["cut_unknown"], row["completed"]) == (5, 2, 2, 1)
+    assert row["cap_hit"] == pytest.approx(2 / 5) and row["acc_completed"] == pytest.approx(1.0)
+    assert row["max_gain"] == pytest.approx(3 / 5)  # C, and B and E if they were cut
+    low = proportion_confint(2, 5, alpha=0.05, method="wilson")[0]
+    high = proportion_confint(4, 5, alpha=0.05, method="wilson")[1]
+    assert row["ci_low"] == pytest.approx(low, abs=1e-12) and row["ci_high"] == pytest.approx(high, abs=1e-12)
+    assert "binds for 40% to 80% of" in row["sentence"] and "; 2 of unknown cut status" in row["sentence"]
+    led = Ledger(tmp_path / "L")
+    led.append(recs, qwen)
+    (info,) = led.info().to_dict(orient="records")
+    assert info["cap_hit"] == pytest.approx(2 / 5) and info["cut_unknown"] == pytest.approx(2 / 5)
+
+
+def test_without_unknown_records_no_unknown_columns(qwen, tmp_path):
+    res = truncation_audit(validate_records(_native(qwen)), {"qwen3-8b": qwen}, budgets=[4, 8])
+    led = Ledger(tmp_path / "L")
+    led.append(_native(qwen), qwen)
+    assert "cut_unknown" not in res.tables["cells"] and "cut_unknown" not in led.info()
+
+
+def test_a_partial_output_with_a_known_finish_reason_is_refused(qwen):
+    rec = make_record(qwen, "#### 18\n", output_partial=True)
+    with pytest.raises(MindcapError, match="finish_reason 'stop' of a partial output; its cut status is unknown"):
+        validate_records([rec])
 
 
 def test_curve_below_the_cap_equals_decoding_every_prefix(qwen):

@@ -62,3 +62,20 @@ def test_retokenized_ids_may_exceed_the_cap_generated_ones_may_not(qwen):
         validate_records([rec])
     table = validate_records([{**rec, "retokenized": True}])
     assert table.column("n_tokens").to_pylist() == [4] and table.column("cap").to_pylist() == [3]
+
+
+def test_eval_task_names_map_as_lm_eval_names_do(tmp_path):
+    """An inspect eval named as lm-eval names its tasks: the task, language and arm the lm-eval importer maps."""
+    from mindcap_tok.ingest.inspect_logs import mapped_task
+    from mindcap_tok.tasks.load import load_task
+    from task_files import SMALL
+
+    task, lang, arm = mapped_task("mgsm_native_cot_de", None)
+    assert (task.name, lang, arm) == ("mgsm", "deu_Latn", "native")
+    task, lang, arm = mapped_task("mgsm_en_cot_th", None)
+    assert (task.name, lang, arm) == ("mgsm", "tha_Thai", "pivot")
+    (tmp_path / "tiny.toml").write_text(SMALL, "utf-8")
+    tiny = load_task(tmp_path / "tiny.toml")
+    task, lang, arm = mapped_task("tiny_de", tiny)
+    assert (task.name, lang, arm) == ("tiny", "deu_Latn", tiny.native)
+    assert mapped_task("tiny_mgsm", None) is None and mapped_task("mgsm", None) is None

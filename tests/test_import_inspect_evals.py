@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import zipfile
 
 import pytest
 from click.testing import CliRunner
@@ -68,9 +69,15 @@ def _dataset() -> MemoryDataset:
 
 class TinyServer:
     """An OpenAI-compatible `/v1/chat/completions` serving the tiny model with transformers' own `generate`:
-    `finish_reason` is `length` when the decode reached `max_tokens` without the end token, else `stop`."""
+    `finish_reason` is `length` when the decode reached `max_tokens` without the end token, else `stop`.
 
-    def __init__(self, folder) -> None:
+    ``reasoning``: it serves the model as vLLM serves a reasoning model: what precedes the first `####` is the
+    reasoning (`reasoning_content`, counted in `usage.completion_tokens_details.reasoning_tokens`), the rest the
+    content. Asked for `return_token_ids` (vLLM's extension), it returns the sampled ids (`token_ids` in the
+    choice, the end token included as vLLM does) and `prompt_token_ids`."""
+
+    def __init__(self, folder, *, reasoning: bool = False) -> None:
+        self.reasoning = reasoning
         self.tok = PreTrainedTokenizerFast.from_pretrained(folder)
         self.model = AutoModelForCausalLM.from_pretrained(folder)
         self.lock = threading.Lock()
@@ -83,31 +90,24 @@ class TinyServer:
         with self.lock:
             torch.manual_seed((req.get("seed") or 0) + int(ids.sum()))  # each prompt its own seeded draw
             out = self.model.generate(ids, max_new_tokens=req["max_tokens"], do_sample=True)
-        new = out[0, ids.shape[1] :].tolist()
-        stopped = self.tok.eos_token_id in new
-        new = new[: new.index(self.tok.eos_token_id)] if stopped else new
-        text = self.tok.decode(new, skip_special_tokens=True)
-        handler.reply(
-            200,
-            {
-                "id": "cmpl-tiny",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": req["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop" if stopped else "length",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": ids.shape[1],
-                    "completion_tokens": len(new),
-                    "total_tokens": ids.shape[1] + len(new),
-                },
-            },
-        )
+        sampled = out[0, ids.shape[1] :].tolist()
+        stopped = self.tok.eos_token_id in sampled
+        sampled = sampled[: sampled.index(self.tok.eos_token_id) + 1] if stopped else sampled
+        new = sampled[:-1] if stopped else sampled
+        hashes = self.tok.convert_tokens_to_ids("####")
+        split = (new.index(hashes) if hashes in new else len(new)) if self.reasoning else 0
+        message = {"role": "assistant", "content": self.tok.decode(new[split:], skip_special_tokens=True)}
+        usage = {"prompt_tokens": ids.shape[1], "completion_tokens": len(sampled)}
+        if self.reasoning:
+            message["reasoning_content"] = self.tok.decode(new[:split], skip_special_tokens=True)
+            usage["completion_tokens_details"] = {"reasoning_tokens": split}
+        choice = {"index": 0, "message": message, "finish_reason": "stop" if stopped else "length"}
+        body = {"id": "cmpl-tiny", "object": "chat.completion", "created": int(time.time()), "model": req["model"]}
+        if req.get("return_token_ids"):
+            choice["token_ids"] = sampled
+            body["prompt_token_ids"] = ids[0].tolist()
+        usage["total_tokens"] = ids.shape[1] + len(sampled)
+        handler.reply(200, {**body, "choices": [choice], "usage": usage})
 
 
 @pytest.fixture(scope="module")
@@ -226,3 +226,76 @@ def test_a_malformed_log_is_one_line_and_imports_nothing(tmp_path, runs):
     assert result.exit_code != 0
     assert len(result.output.strip().splitlines()) == 1 and "broken.eval: not a readable inspect log" in result.output
     assert not Ledger(tmp_path / "L").exists()
+
+
+#: an eval named as lm-eval names the task: task, language and arm come from the name (no metadata)
+LM_EVAL_NAME = "mgsm_native_cot_th"
+#: the zip compression method number of Zstandard
+ZSTANDARD = 93
+TOKEN_LIMIT = 5000
+
+
+@pytest.fixture(scope="module")
+def ids_run(tmp_path_factory):
+    """The tiny model's folder and the log of an inspect run against the reasoning server, asked for the sampled
+    ids (``extra_body``) and logging every model call's raw response (``log_model_api``)."""
+    root = tmp_path_factory.mktemp("inspect-ids")
+    model = build_tiny_model(root / "tiny")
+    _bias_toward_answers(model)
+    samples = [Sample(id=s.id, input=s.input, target=s.target) for s in _dataset()]
+    task = Task(dataset=MemoryDataset(samples), solver=generate(), scorer=pattern(STRICT_LINE), name=LM_EVAL_NAME)
+    server = TinyServer(model, reasoning=True)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("LOCAL_BASE_URL", server.http.url)
+    mp.setenv("LOCAL_API_KEY", "none")
+    try:
+        (log,) = eval(
+            task,
+            model="openai-api/local/tiny",
+            log_dir=str(root / "logs"),
+            log_format="eval",
+            max_tokens=CAP,
+            seed=11,
+            display="none",
+            max_connections=4,
+            extra_body={"return_token_ids": True},
+            log_model_api=True,
+            token_limit=TOKEN_LIMIT,
+        )
+    finally:
+        mp.undo()
+        server.http.close()
+    assert log.status == "success"
+    return model, root / "logs"
+
+
+def test_sampled_ids_reasoning_and_token_limit_come_from_the_log(tmp_path, ids_run):
+    model, logs = ids_run
+    (log,) = logs.glob("*.eval")
+    with zipfile.ZipFile(log) as archive:  # inspect writes its members in Zstandard: read by its own reader
+        assert ZSTANDARD in {info.compress_type for info in archive.infolist()}
+    led, output = _import(tmp_path, model, [logs])
+    frame = led.to_pandas()
+    samples = _by_item(log)
+    assert len(frame) == N and not frame["retokenized"].any() and "0 retokenized from text" in output
+    assert set(frame["task"]) == {"mgsm"} and set(frame["lang"]) == {"tha_Thai"} and set(frame["arm"]) == {"native"}
+    exhausted = 0
+    for rec in frame.itertuples():
+        sample = samples[rec.item]
+        (event,) = [e for e in sample.events if e.event == "model"]
+        response = event.call.response
+        assert list(rec.output_ids) == response["choices"][0]["token_ids"]
+        assert list(rec.prompt_ids) == response["prompt_token_ids"]
+        assert rec.text == sample.output.completion and rec.token_limit == sample.token_limit == TOKEN_LIMIT
+        usage = sample.output.usage
+        assert rec.reasoning_tokens == usage.reasoning_tokens and rec.log_output_tokens == usage.output_tokens
+        cut = sample.output.stop_reason == "max_tokens"
+        assert rec.finish_reason == ("length" if cut else "stop") and (rec.n_tokens == CAP) == cut
+        reasoned = usage.reasoning_tokens > 0
+        want = (
+            cut and reasoned and (not sample.output.completion.strip() or usage.reasoning_tokens >= usage.output_tokens)
+        )
+        assert rec.reasoning_exhausted == want
+        exhausted += want
+    assert 0 < exhausted < N, "some decodes cut inside their reasoning, some not"
+    assert f"the reasoning exhausted the cap in {exhausted}" in output

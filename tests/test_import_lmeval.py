@@ -107,7 +107,7 @@ def test_prefix_scores_equal_the_reference_on_every_prefix(qwen):
                 assert score == want, (name, r, b, prefix)
 
 
-def _log(folder, *, task="mgsm_native_cot_th", model=None, lines=None, cap=32):
+def _log(folder, *, task="mgsm_native_cot_th", model=None, lines=None, cap=32, model_args=None):
     folder.mkdir(parents=True, exist_ok=True)
     time = "2026-01-01T00-00-00.000000"
     if lines is None:
@@ -130,8 +130,9 @@ def _log(folder, *, task="mgsm_native_cot_th", model=None, lines=None, cap=32):
         "".join(line if isinstance(line, str) else json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
         "utf-8",
     )
-    if model is not None:
-        results = {"config": {"model": "hf", "model_args": {"pretrained": model}}, "configs": {task: {}}}
+    if model is not None or model_args is not None:
+        args = {"pretrained": model} if model_args is None else model_args
+        results = {"config": {"model": "hf", "model_args": args}, "configs": {task: {}}}
         (folder / f"results_{time}.json").write_text(json.dumps(results), "utf-8")
     return folder
 
@@ -247,3 +248,82 @@ def test_a_folder_with_a_samples_file_named_without_its_time_is_one_line(tmp_pat
     res = _import(tmp_path / "run", tmp_path / "L")
     _one_line_error(res, r"samples_mgsm\.jsonl: not an lm-eval samples file \(samples_<task>_<time>\.jsonl\)")
     assert not (tmp_path / "L").exists()
+
+
+#: responses that encode to fewer, and far more, ids than :func:`_long_log`'s cap with the qwen3 tokenizer
+LONG_TEXTS = ["7", "7 8", "คำตอบคือ 7 " * 20]
+
+
+def _long_log(folder, model_args, cap=4):
+    """Three docs, their responses :data:`LONG_TEXTS`, at ``cap``."""
+    lines = []
+    for doc, text in enumerate(LONG_TEXTS):
+        args = {"gen_args_0": {"arg_0": "โจทย์ " * (doc + 1), "arg_1": {"until": ["โจทย์:"], "max_gen_toks": cap}}}
+        lines.append({"doc_id": doc, "target": "7", "arguments": args, "resps": [[text]], "filter": "strict-match"})
+    return _log(folder, lines=lines, model_args=model_args)
+
+
+@pytest.mark.parametrize(
+    "model_args",
+    [
+        "pretrained=Qwen/Qwen3-8B,think_end_token=</think>",
+        {"pretrained": "Qwen/Qwen3-8B", "enable_thinking": True, "think_end_token": "151668"},
+    ],
+)
+def test_a_run_with_think_end_token_logs_partial_outputs_of_unknown_cut(tmp_path, model_args):
+    """lm-eval keeps only the text after the last think close: no finish reason is inferred, not even for a text
+    that encodes past the cap, and the summary says so."""
+    from mindcap_tok.store.ledger import Ledger
+
+    res = _import(_long_log(tmp_path / "run", model_args), tmp_path / "L")
+    assert res.exit_code == 0, res.output
+    assert "3 hold only the text after the thought" in res.output
+    table = Ledger(tmp_path / "L").read().to_pandas()
+    assert table["output_partial"].all() and set(table["finish_reason"]) == {"unknown"}
+    assert not table["finish_inferred"].any() and not table["thinking"].any()
+    assert table["n_tokens"].max() > 4  # the text alone is longer than the cap: the decode was at least as long
+
+
+def test_a_run_without_thinking_args_infers_finish_reasons(tmp_path, qwen):
+    """The control: the same logs from a run that sets neither argument are complete outputs, reasons inferred."""
+    from mindcap_tok.store.ledger import Ledger
+
+    assert [len(qwen.encode(t)) >= 4 for t in LONG_TEXTS] == [False, False, True]
+    res = _import(_long_log(tmp_path / "run", "pretrained=Qwen/Qwen3-8B,enable_thinking=False"), tmp_path / "L")
+    assert res.exit_code == 0 and "hold only the text" not in res.output, res.output
+    table = Ledger(tmp_path / "L").read(columns=["item", "finish_reason", "output_partial"]).to_pandas()
+    assert not table["output_partial"].any()
+    assert table.sort_values("item")["finish_reason"].tolist() == ["stop", "stop", "length"]
+
+
+def test_prompts_longer_than_the_runs_context_allows_are_counted(tmp_path, qwen):
+    """With ``max_length`` in model_args, a prompt whose ids and the cap exceed it was shortened by lm-eval."""
+    from mindcap_tok.ingest.lmeval import read_lmeval_logs
+
+    logs = _long_log(tmp_path / "run", "pretrained=Qwen/Qwen3-8B,max_length=8")
+    lengths = [len(qwen.encode("โจทย์ " * (doc + 1))) for doc in range(3)]
+    assert lengths[0] + 4 <= 8 < lengths[2] + 4  # some prompts fit, some do not
+    got = read_lmeval_logs([logs], qwen)
+    assert got.prompt_truncated == sum(n + 4 > 8 for n in lengths)
+    res = _import(logs, tmp_path / "L")
+    assert f"{got.prompt_truncated} prompts longer than the run's context allowed" in res.output, res.output
+
+
+def test_a_bad_context_length_is_one_line(tmp_path):
+    res = _import(_long_log(tmp_path / "run", "pretrained=Qwen/Qwen3-8B,max_length=lots"), tmp_path / "L")
+    _one_line_error(res, r"model_args max_length = 'lots' is not a positive integer")
+
+
+def test_import_help_says_task_takes_a_name_or_a_file():
+    res = CliRunner().invoke(cli, ["ledger", "import", "--help"])
+    assert "--task NAME|FILE" in res.output and "built-in task's name" in res.output
+
+
+def test_a_task_given_by_name_maps_an_lm_eval_task_named_after_it(tmp_path):
+    """``--task mgsm`` (a name, not a file) maps lm-eval's ``mgsm_de`` to mgsm in German."""
+    from mindcap_tok.store.ledger import Ledger
+
+    res = _import(_log(tmp_path / "run", task="mgsm_de"), tmp_path / "L", "qwen3-8b", "--task", "mgsm")
+    assert res.exit_code == 0, res.output
+    table = Ledger(tmp_path / "L").read(columns=["task", "lang"]).to_pandas()
+    assert set(table["task"]) == {"mgsm"} and set(table["lang"]) == {"deu_Latn"}

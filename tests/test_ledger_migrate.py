@@ -25,6 +25,7 @@ VERSIONS = (1, 2, 3, 4)
 #: what a record that leaves out an optional column holds
 FILLS = {"thinking": False, "think_end": None, "forced_think_close": False, "forced": None, "finish_inferred": False}
 FILLS |= {"cap_inferred": False, "log_output_tokens": None, "task": "mgsm", "gold_text": None}
+FILLS |= {"output_partial": False, "reasoning_tokens": None, "token_limit": None, "reasoning_exhausted": False}
 
 
 def _key(row: dict) -> tuple:
@@ -165,3 +166,4 @@ def test_the_layouts_of_the_earlier_formats():
     assert not old_layout(tasks.remove(0))  # a column missing that every layout holds
     assert not old_layout(legacy.append(STORAGE_SCHEMA.field("think_end")).append(STORAGE_SCHEMA.field("thinking")))
     assert not old_layout(pa.schema([]))
+    assert not old_layout(tasks.append(STORAGE_SCHEMA.field("output_partial")))  # no earlier version wrote it

@@ -293,6 +293,10 @@ ALL_COLUMNS = [
     "finish_inferred",
     "cap_inferred",
     "log_output_tokens",
+    "output_partial",
+    "reasoning_tokens",
+    "token_limit",
+    "reasoning_exhausted",
 ]
 
 

@@ -3,12 +3,15 @@
 Per population (cell and settings, ``cap`` among them), from the strict scores of every record by its task's
 parser (:func:`~mindcap_tok.scoring.score.score_ledger`, nothing re-parsed here):
 
-- **cap hits**: records whose finish reason is ``length``, their share with a Wilson interval;
+- **cap hits**: records whose finish reason is ``length``, their share with a Wilson interval; records whose
+  cut status is unknown (finish reason ``unknown``: a log that keeps only part of the decode) are counted apart
+  (``cut_unknown``, a column only where some record is so) and widen the interval up to "all of them cut";
 - **accuracy at the cap** of the completed (``stop``) and the truncated (``length``) traces: the strict score of
   the whole trace (C), which is its score at the cap;
 - the **never-emission** share: traces with no answer line the strict parser reads anywhere (E undefined);
-- the **most a higher cap could add**: the truncated traces wrong at the cap, as a share of all records (a
-  completed trace reads the same at any larger cap; a truncated one can at best turn correct);
+- the **most a higher cap could add**: the truncated (or possibly truncated: unknown) traces wrong at the cap,
+  as a share of all records (a completed trace reads the same at any larger cap; a truncated one can at best
+  turn correct);
 - the **accuracy curve** at budgets up to the cap (default: the cap's eighths; else the given budgets ≤ cap,
   and the cap);
 - with premiums, **Δ_L(B)** of the task's native arm for every grid B whose floor(r·B) is within the cap (the
@@ -54,9 +57,14 @@ def cap_grid(cap: int, budgets: Sequence[int] | None = None) -> list[int]:
 def _sentence(row: dict, native: bool, peak: dict | None) -> str:
     """The population in words: how often the cap binds, the most a higher cap adds, native accuracy in the window."""
     who = f"{row['arm']} {row['lang']} traces of {row['model']} on {row['task']} at cap {row['cap']}"
+    unknown = row.get("cut_unknown", 0)
+    share = f"{100 * row['cap_hit']:.0f}%"
+    if unknown:
+        share += f" to {100 * (row['cap_hits'] + unknown) / row['records']:.0f}%"
     text = (
-        f"the cap binds for {100 * row['cap_hit']:.0f}% of {who}"
+        f"the cap binds for {share} of {who}"
         f" ({row['cap_hits']} of {row['records']}"
+        + (f"; {unknown} of unknown cut status: the log keeps only part of their decode" if unknown else "")
         + (
             f", of which {row['retokenized_cap_hits']} retokenized: their length is re-encoded, not sampled"
             if row["retokenized_cap_hits"]
@@ -144,7 +152,7 @@ def truncation_tables(
     matrix = by_budget["score"].to_numpy().reshape(len(rec), nb)
     col = {b: j for j, b in enumerate(scored)}
     finish = rec["finish_reason"].to_numpy()
-    hit, done = finish == "length", finish == "stop"
+    hit, done, unknown = finish == "length", finish == "stop", finish == "unknown"
     ok = rec["correct"].to_numpy() == 1
     never = np.isnan(rec["emission"].to_numpy(dtype=float))
     retok = rec["retokenized"].fillna(False).to_numpy(dtype=bool) if "retokenized" in rec else np.zeros(len(rec), bool)
@@ -153,12 +161,15 @@ def truncation_tables(
         vals = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
         rows = group.index.to_numpy()
         cap, n, n_hit = int(vals["cap"]), len(rows), int(hit[rows].sum())
-        low, high = wilson_interval(n_hit, n, level=level)
+        n_unknown = int(unknown[rows].sum())
+        low = wilson_interval(n_hit, n, level=level)[0]
+        high = wilson_interval(n_hit + n_unknown, n, level=level)[1]
         row = {
             **vals,
             "records": n,
             "cap_hits": n_hit,
             "cap_hit": n_hit / n,
+            "cut_unknown": n_unknown,
             "ci_low": low,
             "ci_high": high,
             "retokenized": int(retok[rows].sum()),
@@ -168,7 +179,7 @@ def truncation_tables(
             "acc_truncated": float(ok[rows][hit[rows]].mean()) if n_hit else np.nan,
             "acc_at_cap": float(ok[rows].mean()),
             "never_emission": float(never[rows].mean()),
-            "max_gain": float((hit[rows] & ~ok[rows]).sum() / n),
+            "max_gain": float(((hit | unknown)[rows] & ~ok[rows]).sum() / n),
         }
         grid = [b for b in cap_grid(cap, budgets) if b in col]
         curve += [{**vals, "budget": b, "accuracy": float(matrix[rows, col[b]].mean()), "n": n} for b in grid]
@@ -185,7 +196,10 @@ def truncation_tables(
                 peak = rs.loc[rs["delta"].idxmax()].to_dict()
         row["sentence"] = _sentence(row, native, peak)
         cells.append(row)
-    tables = {"cells": pd.DataFrame(cells), "curve": pd.DataFrame(curve)}
+    cell_table = pd.DataFrame(cells)
+    if not unknown.any():
+        cell_table = cell_table.drop(columns="cut_unknown")
+    tables = {"cells": cell_table, "curve": pd.DataFrame(curve)}
     if deltas:
         tables["delta"] = pd.concat(deltas, ignore_index=True)
     summary = {

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import BadInputError
-from ._options import format_option, no_verify_option, out_dir_option, out_file_option, task_files_option
+from ._options import format_option, multi_option, no_verify_option, out_dir_option, out_file_option
 from ._output import emit, render
 from ._parsing import Group
 from ._progress import on_progress, progress_bar
@@ -43,7 +43,13 @@ SOURCES = ("jsonl", "lm-eval", "inspect", "lighteval")
     "lighteval --save-details output.",
 )
 @click.option("--tokenizer", help="Tokenizer the ids belong to (default: resolved from each record's model).")
-@task_files_option
+@multi_option(
+    "--task",
+    "tasks",
+    metavar="NAME|FILE",
+    help="A built-in task's name (mgsm) or a task file (.toml): the task of logged tasks that are not built in "
+    "(lm-eval, lighteval: repeatable, matched by name; inspect: one, for every log).",
+)
 @click.option("--batch", type=click.IntRange(min=1), default=2000, show_default=True, help="Records per commit.")
 @click.option(
     "--allow-text-mismatch",
@@ -79,7 +85,7 @@ def import_command(
      "text": "9 + 9 = 18\\n#### 18", "finish_reason": "stop", "gold": 18, "generator": "vllm"}
 
     Required: model, arm (native, translate-act, pivot, code-switched), lang (FLORES code or alias), item,
-    sample, seed, cap, prompt, prompt_ids, output_ids, text, finish_reason (stop or length), gold (an
+    sample, seed, cap, prompt, prompt_ids, output_ids, text, finish_reason (stop, length, or unknown), gold (an
     integer, or a string such as "5,600"), generator. Optional: announced, announce_style, forcing,
     design, template_id, generator_version. Integers must be JSON integers. Without output_ids (or
     prompt_ids) the text (or prompt) is tokenized and the record is marked retokenized.
@@ -93,9 +99,14 @@ def import_command(
     folder with its results_<time>.json): one record per sample and response, task, language and arm from the
     task name (mgsm_native_cot_th: mgsm, tha_Thai, native; mgsm_en_cot_th: pivot; other tasks need --task), the
     cap from max_gen_toks (lm-eval's default 256 when unset, marked), ids re-encoded with --tokenizer (required)
-    and the finish reason inferred from them (length when they reach the cap). All files in one commit.
+    and the finish reason inferred from them (length when they reach the cap). A run whose model_args set
+    think_end_token (or enable_thinking) logs only the text after the last </think>: its records are marked
+    output_partial, their finish reason unknown (not inferred). All files in one commit.
 
-    --from inspect reads inspect_ai logs (.eval, .json) through inspect (the inspect extra). Limits: a .eval log's
+    --from inspect reads inspect_ai logs (.eval, .json) through inspect (the inspect extra): the sampled ids
+    where the model events hold them (--log-model-api against vLLM with return_token_ids), else the texts
+    re-encoded; task names as for lm-eval (mgsm_native_cot_de), reasoning tokens, the sample's token limit, and
+    "reasoning exhausted the cap" flagged. Limits: a .eval log's
     members may inflate to 256 MiB each and 1 GiB together (a .json log: 1 GiB), checked before inspect reads it;
     lm-eval samples files hold at most 1 GiB together; a JSON line at most 32 MiB.
 
@@ -156,10 +167,20 @@ def _import_logs(state, paths: tuple[str, ...], out: str, source: str, tokenizer
     result = import_logs(
         paths, out, source=source, tokenizer=tokenizer, tokenizers_dir=state.config.tokenizers_dir.value, tasks=tasks
     )
+    notes = ""
+    if result.partial:
+        notes += (
+            f"; {result.partial} hold only the text after the thought (the run set think_end_token): length a "
+            "lower bound, cut by the cap unknown"
+        )
+    if result.prompt_truncated:
+        notes += (
+            f"; {result.prompt_truncated} prompts longer than the run's context allowed (the harness shortened them)"
+        )
     click.echo(
         f"imported {result.added} of {result.read} records from {source} logs into {result.ledger} "
         f"({len(result.shards)} new shards; {result.skipped} already stored, {result.retokenized} retokenized from "
-        f"text, {result.over_cap} of them encode to more ids than their cap, kept as they are)",
+        f"text, {result.over_cap} of them encode to more ids than their cap, kept as they are{notes})",
         err=True,
     )
 
@@ -181,11 +202,14 @@ def _import_inspect(state, paths: tuple[str, ...], out: str, source: str, tokeni
         tokenizers_dir=state.config.tokenizers_dir.value,
     )
     read = result.read
+    retok = len(read.records) - read.sampled_ids
+    ids = "all retokenized from text" if not read.sampled_ids else f"{retok} retokenized from text"
+    exhausted = f"; the reasoning exhausted the cap in {read.reasoning_exhausted}" if read.reasoning_exhausted else ""
     click.echo(
         f"imported {result.added} of {len(read.records)} samples from {len(read.logs)} inspect log(s) into "
-        f"{result.ledger} ({result.skipped} already stored; all retokenized from text, {read.over_cap} of them "
+        f"{result.ledger} ({result.skipped} already stored; {ids}, {read.over_cap} of them "
         f"longer than their cap; finish reason inferred for {read.finish_inferred}, cap a provider default for "
-        f"{read.cap_inferred}; {read.errored} errored samples left out)",
+        f"{read.cap_inferred}; {read.errored} errored samples left out{exhausted})",
         err=True,
     )
 
@@ -204,6 +228,8 @@ def info_command(ledger: str, fmt: str, out: str | None, no_verify: bool) -> Non
     if fmt == "table":
         frame = frame.drop(columns=[c for c in ("announce_style", "forcing") if frame[c].nunique(dropna=False) <= 1])
         frame = frame.assign(cap_hit=frame["cap_hit"].map("{:.1%}".format))
+        if "cut_unknown" in frame:
+            frame = frame.assign(cut_unknown=frame["cut_unknown"].map("{:.1%}".format))
     title = f"{led.root}: {len(led)} records in {len(led.shards())} shards"
     emit(render(frame.to_dict("records"), fmt, title=title, floatfmt=".1f"), out)
 

@@ -59,7 +59,16 @@ def import_logs(
     added = sum(s.rows for s in written)
     retok = sum(bool(r.get("retokenized")) for r in got.records)
     return ImportResult(
-        name, str(led.root), len(got.records), added, len(got.records) - added, retok, written, got.over_cap
+        name,
+        str(led.root),
+        len(got.records),
+        added,
+        len(got.records) - added,
+        retok,
+        written,
+        got.over_cap,
+        partial=sum(bool(r.get("output_partial")) for r in got.records),
+        prompt_truncated=getattr(got, "prompt_truncated", 0),
     )
 
 

@@ -7,17 +7,27 @@ sample's completion becomes one record:
 - model: the log's model without its provider prefix (``hf/``; ``openai-api/<service>/``), a registry model
   stored by registry name; when both it and ``tokenizer`` are registry models they must be the same one.
 - task: ``task`` (a built-in name or a task file), else ``task`` in the sample's or the eval's metadata, else
-  the eval's task name when it is a built-in task. lang: ``lang`` in the sample's or the eval's metadata
-  (required). arm: ``arm`` there, else the task's native arm. item: ``item`` there, else the sample id (an
-  integer). sample: the epoch minus one. gold: the sample's target, typed by the task (MGSM: an integer).
+  the eval's task name when it is a built-in task or one the lm-eval importer maps
+  (:func:`mindcap_tok.ingest.lmeval.map_task`: ``mgsm_native_cot_de`` is task ``mgsm``, ``deu_Latn``, arm
+  ``native``; a task file named as the eval's task, or as it without its language suffix). lang: ``lang`` in
+  the sample's or the eval's metadata, else the one the task name gives (one of the two is required). arm:
+  ``arm`` there, else the one the task name gives, else the task's native arm. item: ``item`` there, else the
+  sample id (an integer). sample: the epoch minus one. gold: the sample's target, typed by the task (MGSM: an
+  integer).
 - cap: the ``max_tokens`` of the sample's model call as logged (the effective one), else the run's generate
-  config; ``cap_inferred`` when the run set none (the provider's default applied).
-- text: the completion; prompt and output ids come from encoding the texts with ``tokenizer``
-  (``retokenized``). Such ids may exceed the cap (re-encoding is not sampling): they are kept unaltered and
-  counted (:attr:`InspectLogs.over_cap`).
+  config; ``cap_inferred`` when the run set none (the provider's default applied). ``token_limit``: the
+  sample's token limit (inspect 0.3.248+; all its model calls together), where set.
+- text: the completion. Output ids: where the sample's last model event holds the raw response (``inspect eval
+  --log-model-api``) with the ids the server sampled (vLLM's ``return_token_ids``: ``token_ids`` in the choice),
+  those ids, as sampled (not ``retokenized``), and the prompt ids it returned (``prompt_token_ids``) where
+  present; otherwise the texts encoded with ``tokenizer`` (``retokenized``). Re-encoded ids may exceed the cap
+  (re-encoding is not sampling): they are kept unaltered and counted (:attr:`InspectLogs.over_cap`).
 - finish reason: ``max_tokens`` -> ``length``, ``stop`` -> ``stop``; ``unknown`` (the ``hf/`` provider logs
-  nothing else) -> ``length`` when the encoded text reaches the cap, else ``stop``, marked ``finish_inferred``.
-- ``log_output_tokens``: the log's ``output.usage.output_tokens``, where present.
+  nothing else) -> ``length`` when the output ids reach the cap, else ``stop``, marked ``finish_inferred``.
+- ``log_output_tokens`` and ``reasoning_tokens``: the log's ``output.usage`` counts, where present.
+  ``reasoning_exhausted``: the decode was cut by the cap and the reasoning took it all (it reasoned: reasoning
+  tokens counted or a reasoning part logged; and its completion is empty or its reasoning tokens are at least
+  its output tokens), counted in :attr:`InspectLogs.reasoning_exhausted`.
 
 Everything is read and checked before anything is written, and :func:`import_inspect` adds all records in one
 commit: a malformed log, an unmappable task or a model mismatch leaves the ledger as it was.
@@ -53,6 +63,7 @@ from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.registry import registry_model_name
 from .harness_logs import commit
 from .jsonl import human
+from .lmeval import map_task as map_lmeval_task
 
 LOG_SUFFIXES = (".eval", ".json")
 #: the most bytes one member of a ``.eval`` log (one sample's JSON, the header) may inflate to
@@ -80,6 +91,8 @@ class InspectLogs:
     finish_inferred: int = 0
     cap_inferred: int = 0
     errored: int = 0  # samples that ended in an error (no completion), not imported
+    sampled_ids: int = 0  # records whose output ids are the logged sampled ids (not re-encoded)
+    reasoning_exhausted: int = 0  # records cut by the cap while their reasoning took all of it
 
 
 @dataclass
@@ -233,20 +246,36 @@ def _metadata(sample, eval_meta: Mapping, key: str):
     return eval_meta.get(key) if value is None else value
 
 
-def _task_of(log, sample, given: Task | None, where: str) -> Task:
+def mapped_task(name: str, given: Task | None) -> tuple[Task, str, str] | None:
+    """``(task, language, arm)`` of an eval's task name the lm-eval importer maps (``mgsm_native_cot_de``; with
+    ``given``, a task file named as the eval's task or as it without its language suffix), else ``None``."""
+    try:
+        task, lang, arm = map_lmeval_task(name, [given] if given is not None else [])
+    except MindcapError:
+        return None
+    return (given if given is not None and given.name == task else load_task(task)), lang, arm
+
+
+def _task_of(log, sample, given: Task | None, where: str) -> tuple[Task, str | None, str | None]:
+    """The sample's task, and the language and arm its eval's task name gives (``None`` where it gives none)."""
+    eval_name = log.eval.task.rpartition("@")[2].rpartition("/")[2]
+    mapped = mapped_task(eval_name, given)
+    lang, arm = (mapped[1], mapped[2]) if mapped is not None else (None, None)
     if given is not None:
-        return given
+        return given, lang, arm
     named = _metadata(sample, log.eval.metadata or {}, "task")
     if named is None:
-        named = log.eval.task.rpartition("@")[2].rpartition("/")[2]
+        if mapped is not None:
+            return mapped
+        named = eval_name
     if not isinstance(named, str):
         raise BadInputError(f"{where}: metadata task = {named!r} is not a task name")
     if named not in builtin_tasks():
         raise BadInputError(
-            f"{where}: inspect task {named!r} is not a built-in task ({', '.join(builtin_tasks())}); "
-            "pass --task NAME|FILE or set 'task' in the eval's or the samples' metadata"
+            f"{where}: inspect task {named!r} is not a built-in task ({', '.join(builtin_tasks())}) nor an lm-eval "
+            "task name mindcap-tok maps; pass --task NAME|FILE or set 'task' in the eval's or the samples' metadata"
         )
-    return load_task(named)
+    return load_task(named), lang, arm
 
 
 def _gold(target, task: Task, where: str) -> int | str:
@@ -294,6 +323,52 @@ def _event_cap(sample) -> int | None:
     return caps[-1] if caps else None
 
 
+def _int_list(value: object) -> bool:
+    """Whether ``value`` is a list of integers (token ids; booleans are not)."""
+    return isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value)
+
+
+def response_ids(sample, where: str) -> tuple[list[int] | None, list[int] | None]:
+    """``(output ids, prompt ids)`` the raw response of the sample's last model call holds (vLLM's
+    ``return_token_ids``: ``token_ids`` in the first choice, ``prompt_token_ids`` there or at the top), each
+    ``None`` where it is not logged (no ``--log-model-api``, another server)."""
+    models = [e for e in sample.events or [] if getattr(e, "event", None) == "model"]
+    call = models[-1].call if models else None
+    response = call.response if call is not None else None
+    if not isinstance(response, dict):
+        return None, None
+    choices = response.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    if choice is None:
+        return None, None
+    found = []
+    for key, value in (
+        ("token_ids", choice.get("token_ids")),
+        ("prompt_token_ids", choice.get("prompt_token_ids", response.get("prompt_token_ids"))),
+    ):
+        if value is not None and not _int_list(value):
+            raise BadInputError(f"{where}: the model call's response holds {key} that is not a list of token ids")
+        found.append(value)
+    return found[0], found[1]
+
+
+def _reasoned(sample) -> bool:
+    """Whether the sample's completion message holds a reasoning part (a provider that does not count them)."""
+    message = sample.output.message if sample.output.choices else None
+    content = message.content if message is not None else None
+    return isinstance(content, list) and any(getattr(part, "type", None) == "reasoning" for part in content)
+
+
+def _exhausted(finish: str | None, completion: str, usage, reasoned: bool) -> bool:
+    """Whether a decode cut by the cap spent it all on reasoning: it reasoned (reasoning tokens counted, or a
+    reasoning part logged) and its completion is empty or its reasoning tokens are at least its output tokens."""
+    reasoning = usage.reasoning_tokens if usage is not None else None
+    output = usage.output_tokens if usage is not None else None
+    if finish != "length" or not (reasoned or (reasoning or 0) > 0):
+        return False
+    return not completion.strip() or (reasoning is not None and output is not None and reasoning >= output)
+
+
 def _log_records(log, where: str, task: Task | None, model: str) -> tuple[list[dict], list[str], int]:
     """The records of one log (ids and some finish reasons still to settle), where each came from, and the
     number of errored samples."""
@@ -310,8 +385,8 @@ def _log_records(log, where: str, task: Task | None, model: str) -> tuple[list[d
         if sample.error is not None:
             errored += 1
             continue
-        sample_task = _task_of(log, sample, task, at)
-        lang = _metadata(sample, eval_meta, "lang")
+        sample_task, named_lang, named_arm = _task_of(log, sample, task, at)
+        lang = _metadata(sample, eval_meta, "lang") or named_lang
         if not isinstance(lang, str):
             raise BadInputError(f"{at}: no language; set 'lang' in the sample's or the eval's metadata")
         cap = _event_cap(sample) or run_cap
@@ -321,11 +396,12 @@ def _log_records(log, where: str, task: Task | None, model: str) -> tuple[list[d
         if reason not in (*_FINISH, "unknown"):
             raise BadInputError(f"{at}: stop reason {reason!r} is neither a stop nor the cap (cannot be imported)")
         usage = sample.output.usage
+        output_ids, prompt_ids = response_ids(sample, at)
         sources.append(at)
         records.append(
             {
                 "model": model,
-                "arm": _metadata(sample, eval_meta, "arm") or sample_task.native,
+                "arm": _metadata(sample, eval_meta, "arm") or named_arm or sample_task.native,
                 "lang": lang,
                 "task": sample_task.name,
                 "item": sample_item(sample, at),
@@ -338,10 +414,15 @@ def _log_records(log, where: str, task: Task | None, model: str) -> tuple[list[d
                 "gold": _gold(sample.target, sample_task, at),
                 "generator": f"inspect:{provider}",
                 "generator_version": version,
-                "retokenized": True,
+                "retokenized": output_ids is None,
                 "finish_inferred": reason == "unknown",
                 "cap_inferred": run_cap is None,
                 "log_output_tokens": usage.output_tokens if usage is not None else None,
+                "reasoning_tokens": usage.reasoning_tokens if usage is not None else None,
+                "token_limit": getattr(sample, "token_limit", None),
+                "_exhausted": (usage, _reasoned(sample)),
+                **({} if output_ids is None else {"output_ids": output_ids}),
+                **({} if prompt_ids is None else {"prompt_ids": prompt_ids}),
             }
         )
     return records, sources, errored
@@ -381,16 +462,27 @@ def read_inspect_logs(
         result.errored += errored
     if not result.records:
         raise BadInputError(f"{', '.join(result.logs)}: no completed samples to import")
-    prompts = tok.encode_batch([r["prompt"] for r in result.records])
-    outputs = tok.encode_batch([r["text"] for r in result.records])
-    for rec, prompt_ids, output_ids in zip(result.records, prompts, outputs, strict=True):
-        rec.update(prompt_ids=prompt_ids, output_ids=output_ids, tokenizer=tok.name)
-        if rec["finish_reason"] is None:  # not logged: the cap bound when the text reaches it
-            rec["finish_reason"] = "length" if len(output_ids) >= rec["cap"] else "stop"
-        result.over_cap += len(output_ids) > rec["cap"]
+    _encode(result.records, tok)
+    for rec in result.records:
+        if rec["finish_reason"] is None:  # not logged: the cap bound when the ids reach it
+            rec["finish_reason"] = "length" if len(rec["output_ids"]) >= rec["cap"] else "stop"
+        rec["reasoning_exhausted"] = _exhausted(rec["finish_reason"], rec["text"], *rec.pop("_exhausted"))
+        result.over_cap += rec["retokenized"] and len(rec["output_ids"]) > rec["cap"]
         result.finish_inferred += rec["finish_inferred"]
         result.cap_inferred += rec["cap_inferred"]
+        result.sampled_ids += not rec["retokenized"]
+        result.reasoning_exhausted += rec["reasoning_exhausted"]
     return result
+
+
+def _encode(records: list[dict], tok: ResolvedTokenizer) -> None:
+    """Prompt and output ids of the records the log holds none for, by encoding their texts (one batch each)."""
+    for key, text in (("prompt_ids", "prompt"), ("output_ids", "text")):
+        missing = [r for r in records if key not in r]
+        for rec, ids in zip(missing, tok.encode_batch([r[text] for r in missing]), strict=True):
+            rec[key] = ids
+    for rec in records:
+        rec["tokenizer"] = tok.name
 
 
 def read_logs(

@@ -73,8 +73,9 @@ LINE_LIMIT = 32 << 20
 
 @dataclass
 class ImportResult:
-    """What an import did: lines read, records added, records skipped as already stored, retokenized ones, and
-    retokenized ones whose text encodes to more ids than their cap (kept as they are)."""
+    """What an import did: lines read, records added, records skipped as already stored, retokenized ones,
+    retokenized ones whose text encodes to more ids than their cap (kept as they are), records whose output the
+    log holds only in part (cut status unknown), and prompts the harness shortened to fit the context."""
 
     source: str
     ledger: str
@@ -84,6 +85,8 @@ class ImportResult:
     retokenized: int = 0
     shards: list[ShardInfo] = field(default_factory=list)
     over_cap: int = 0
+    partial: int = 0
+    prompt_truncated: int = 0
 
 
 def human(n: int) -> str:

@@ -20,6 +20,19 @@ Each response of a sample (``resps[0][j]``) is one record, sample ``j``:
   sampling): it is kept as it is, and counted (:attr:`LmevalRecords.over_cap`);
 - seed: the run's ``torch_seed`` (0 without a results file); generator ``lm-eval`` and its version.
 
+Reasoning runs: when the results file's ``model_args`` set ``think_end_token`` (or ``enable_thinking``), lm-eval
+logs in ``resps`` only the text after the **last** think close (its ``postprocess_generated_text``), with the
+task's stop sequences applied to that text after generation (its vLLM model then sends the server only the end
+token as a stop). This project (with vLLM's reasoning parsers) closes a thought at the **first** close, and
+counts every token of the decode against the cap. Such records are marked ``output_partial``: their ``n_tokens``
+is a lower bound of the decode's length, their finish reason ``unknown`` (never inferred, so no cap hit is
+counted as a stop), and they are not ``thinking`` records (no thought is stored).
+
+A prompt that lm-eval shortened to fit the model's context (``maybe_truncate``, or the ``hf`` model's left
+truncation: when the encoded prompt and the cap exceed the context length) is counted
+(:attr:`LmevalRecords.prompt_truncated`) where ``model_args`` set the length (``max_length`` or
+``max_model_len``); otherwise the log does not tell. The stored prompt is the whole logged context.
+
 A results file naming a model (``model_args`` ``pretrained=...``) that is not the tokenizer's is refused. The
 model is stored by registry name where the name is a registry model's (``Qwen/Qwen3-8B`` -> ``qwen3-8b``), any
 other name as given (``my-org/qwen3-8b-ft``).
@@ -68,6 +81,8 @@ class LmevalRecords:
     over_cap: int = 0
     #: where each record came from (``samples_….jsonl:3 (response 0)``), for messages
     sources: list[str] = field(default_factory=list)
+    #: records whose prompt with the cap exceeds the context length the run set (lm-eval shortened the prompt)
+    prompt_truncated: int = 0
 
 
 def _samples_name(path: Path) -> re.Match[str]:
@@ -225,6 +240,36 @@ def map_task(name: str, tasks: Sequence[Task]) -> tuple[str, str, str]:
     )
 
 
+def model_args(results: dict) -> dict[str, str]:
+    """The results file's ``model_args`` as ``{key: value}`` (lm-eval's ``key=value,...`` string, or its object)."""
+    args = (results.get("config") or {}).get("model_args")
+    if isinstance(args, dict):
+        return {str(k): str(v) for k, v in args.items()}
+    out = {}
+    for part in args.split(",") if isinstance(args, str) else ():
+        key, eq, value = part.partition("=")
+        if eq:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def logs_partial_output(args: dict[str, str]) -> bool:
+    """Whether a run with these ``model_args`` logs only the text after the last think close (see the module
+    docs): ``think_end_token`` set, or ``enable_thinking`` true."""
+    return bool(args.get("think_end_token")) or args.get("enable_thinking", "").lower() in ("true", "1", "yes")
+
+
+def context_length(args: dict[str, str], where: str) -> int | None:
+    """The context length a run's ``model_args`` set (``max_length`` or ``max_model_len``), else ``None``."""
+    for key in ("max_length", "max_model_len"):
+        value = args.get(key)
+        if value is not None and value != "None":
+            if not value.isdigit() or int(value) < 1:
+                raise BadInputError(f"{where}: model_args {key} = {_short(value)} is not a positive integer")
+            return int(value)
+    return None
+
+
 def _cap(line_kwargs: dict | None, config: dict, where: str, results: Path | None) -> tuple[int, bool]:
     """The cap of a sample (its kwargs, else its task's config in the results file) and whether it is inferred."""
     for kwargs, at in ((line_kwargs, where), (config.get("generation_kwargs"), f"{results}: configs")):
@@ -293,6 +338,9 @@ def read_lmeval_logs(
         spec = next((t for t in user_tasks if t.name == task), None) or load_task(task)
         config = (results.get("configs") or {}).get(lm_task) or {}
         seed = results.get("torch_seed")
+        args = model_args(results)
+        partial = logs_partial_output(args)
+        context = context_length(args, str(results_path))
         seen: dict[int, tuple[list[str], int]] = {}
         try:
             stream = open(samples, "rb")  # noqa: SIM115 - closed by the with below; an open error is one line
@@ -330,12 +378,17 @@ def read_lmeval_logs(
                             "gold": gold,
                             "generator": "lm-eval",
                             "generator_version": str(results.get("lm_eval_version") or ""),
+                            "output_partial": partial,
+                            "_context": context,
                         }
                     )
         if not seen:
             raise BadInputError(f"{samples} holds no samples")
         out.files.append(str(samples))
     _encode(pending, tokenizer)
+    for rec in pending:
+        context = rec.pop("_context")
+        out.prompt_truncated += context is not None and len(rec["prompt_ids"]) + rec["cap"] > context
     out.records = pending
     out.over_cap = sum(len(r["output_ids"]) > r["cap"] for r in pending)
     return out
@@ -343,12 +396,13 @@ def read_lmeval_logs(
 
 def _encode(records: list[dict], tokenizer: ResolvedTokenizer) -> None:
     """Output and prompt ids by encoding (one batched call each; prompts shared by samples encoded once), and
-    the finish reason inferred from the output ids."""
+    the finish reason inferred from the output ids (``unknown`` for a partial output: not inferred)."""
     outputs = tokenizer.encode_batch([r["text"] for r in records])
     prompts = list(dict.fromkeys(r["prompt"] for r in records))
     prompt_ids = dict(zip(prompts, tokenizer.encode_batch(prompts), strict=True))
     for rec, ids in zip(records, outputs, strict=True):
         rec["output_ids"] = ids
         rec["prompt_ids"] = prompt_ids[rec["prompt"]]
-        rec["finish_reason"] = "length" if len(ids) >= rec["cap"] else "stop"
-        rec.update(retokenized=True, finish_inferred=True, tokenizer=tokenizer.name)
+        partial = rec["output_partial"]
+        rec["finish_reason"] = "unknown" if partial else "length" if len(ids) >= rec["cap"] else "stop"
+        rec.update(retokenized=True, finish_inferred=not partial, tokenizer=tokenizer.name)

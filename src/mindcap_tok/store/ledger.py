@@ -641,9 +641,11 @@ class Ledger:
 
     def info(self) -> pd.DataFrame:
         """One row per cell and settings: records, items, samples per item, cap-hit rate, length quantiles, and
-        how many records are retokenized and marked text mismatches (counts are integers). Where some record
-        thinks, also ``thinking`` and per group the median thought and answer tokens and the share of cap hits
-        that fell inside the thought (:func:`_thought_info`)."""
+        how many records are retokenized and marked text mismatches (counts are integers). ``cap_hit`` is the
+        share cut by the cap; where some record's cut status is unknown (finish reason ``unknown``), also
+        ``cut_unknown``, their share: the true cap-hit rate lies between ``cap_hit`` and the sum of the two.
+        Where some record thinks, also ``thinking`` and per group the median thought and answer tokens and the
+        share of cap hits that fell inside the thought (:func:`_thought_info`)."""
         self._require()
         cols = [*CELL_COLUMNS, *SETTING_COLUMNS, "item", "finish_reason", "n_tokens", "retokenized", "tokenizer"]
         frame = self.read(columns=[*cols, "think_end", "forced_think_close"]).to_pandas()
@@ -673,6 +675,7 @@ class Ledger:
                 "items": grouped["item"].nunique(),
                 "samples_per_item": grouped["item"].agg(_samples_per_item),
                 "cap_hit": grouped["finish_reason"].agg(lambda s: float((s == "length").mean())),
+                "cut_unknown": grouped["finish_reason"].agg(lambda s: float((s == "unknown").mean())),
                 "len_p10": lengths.quantile(0.1),
                 "len_p50": lengths.quantile(0.5),
                 "len_p90": lengths.quantile(0.9),
@@ -682,6 +685,8 @@ class Ledger:
             }
         ).reset_index()
         out["text_mismatch"] = self._mismatch_counts(out[keys])
+        if out["cut_unknown"].any():
+            out_cols.insert(out_cols.index("cap_hit") + 1, "cut_unknown")
         if thinking:
             out = out.merge(_thought_info(frame, keys), on=keys, how="left")
             out_cols += ["thought_tokens_p50", "answer_tokens_p50", "cap_in_thought_share"]

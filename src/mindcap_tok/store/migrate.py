@@ -2,10 +2,11 @@
 
 Earlier versions stored only some columns in some shards: version 1 shards (every record of the default task)
 lack ``task`` and ``gold_text``; version 2 adds the manifest's ``text_mismatch``; version 3 shards of other tasks
-carry ``task`` and ``gold_text``; version 4 shards carry each of :data:`~.schema.OPTIONAL_COLUMNS` only where
-some record's value differs from its fill. This module is the one place that knows those layouts: it reads
-each shard (checked against the old manifest's size and SHA-256), fills in what the shard lacks with the value
-the readers of that version gave it, and writes every column.
+carry ``task`` and ``gold_text``; version 4 shards carry each of :data:`_V4_OPTIONAL` only where some record's
+value differs from its fill; the columns version 5 added (:data:`_V5_COLUMNS`) no earlier shard holds. This
+module is the one place that knows those layouts: it reads each shard (checked against the old manifest's size
+and SHA-256), fills in what the shard lacks with the value the readers of that version gave it (a version-5
+column: its default), and writes every column.
 
 The new ledger keeps every shard's path, cell and record order, the manifest's tokenizers, creation time and
 text-mismatch marks (row numbers stay valid) and the generation job records (``jobs/``, now ``_jobs/``); it is
@@ -46,6 +47,10 @@ from .ledger import (
 )
 from .schema import CELL_COLUMNS, OPTIONAL_COLUMNS, STORAGE_SCHEMA, TASK_COLUMNS, to_canonical
 
+#: the optional columns version 5 added: no earlier shard holds them
+_V5_COLUMNS = ("output_partial", "reasoning_tokens", "token_limit", "reasoning_exhausted")
+#: the optional columns a version-4 shard may carry
+_V4_OPTIONAL = tuple(c for c in OPTIONAL_COLUMNS if c not in _V5_COLUMNS)
 #: the shard layout of version 1 (records of the default task: no task columns, an integer gold)
 _V1_SCHEMA = pa.schema(
     [
@@ -75,13 +80,13 @@ def old_layout(schema: pa.Schema) -> bool:
     """Whether ``schema`` is a shard layout some earlier version wrote: version 1's or version 3's, plus any of the
     version-4 columns in :data:`STORAGE_SCHEMA` order."""
     base = _V3_SCHEMA if "task" in schema.names else _V1_SCHEMA
-    extra = [f for f in STORAGE_SCHEMA if f.name in OPTIONAL_COLUMNS and f.name in schema.names]
+    extra = [f for f in STORAGE_SCHEMA if f.name in _V4_OPTIONAL and f.name in schema.names]
     return schema.remove_metadata().equals(pa.schema([*base, *extra]))
 
 
 def fill_old_shard(table: pa.Table) -> pa.Table:
     """An old shard's records with every column: the ones its layout lacks as that version's readers filled them
-    (``task`` the default task, ``gold_text`` null, the version-4 columns their fills)."""
+    (``task`` the default task, ``gold_text`` null, the optional columns their fills)."""
     n = table.num_rows
     for field in STORAGE_SCHEMA:
         if field.name in table.column_names:

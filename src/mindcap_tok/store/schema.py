@@ -27,7 +27,9 @@ from .think import thinks
 
 ANNOUNCE_STYLES = ("none", "natural", "tag")
 DESIGNS = ("replay", "independent", "announcement", "determinism")
-FINISH_REASONS = ("stop", "length")
+#: how a decode ended: ``stop`` (an end token or stop string), ``length`` (cut by the cap), ``unknown`` (the log
+#: does not say and it cannot be inferred: always so for an ``output_partial`` record)
+FINISH_REASONS = ("stop", "length", "unknown")
 
 CELL_COLUMNS = ("model", "arm", "lang")
 #: generation settings that, with the cell, name one population of records (``thinking``: a reasoning model's
@@ -80,6 +82,15 @@ SCHEMA = pa.schema(
         pa.field("finish_inferred", pa.bool_(), nullable=False),
         pa.field("cap_inferred", pa.bool_(), nullable=False),
         pa.field("log_output_tokens", pa.int64(), nullable=True),
+        # imported runs: the output holds only part of the decode (lm-eval with ``think_end_token`` logs only the
+        # text after the last think close), so ``n_tokens`` is a lower bound of the decode's length
+        pa.field("output_partial", pa.bool_(), nullable=False),
+        # imported runs: the reasoning tokens the provider counted, the sample's token limit (all of its model
+        # calls together), and whether the reasoning exhausted the cap (cut by it after reasoning, and the
+        # completion empty or the reasoning tokens at least the output tokens)
+        pa.field("reasoning_tokens", pa.int64(), nullable=True),
+        pa.field("token_limit", pa.int64(), nullable=True),
+        pa.field("reasoning_exhausted", pa.bool_(), nullable=False),
     ]
 )
 COLUMNS = tuple(SCHEMA.names)
@@ -125,6 +136,10 @@ OPTIONAL_COLUMNS = {
     "finish_inferred": False,
     "cap_inferred": False,
     "log_output_tokens": None,
+    "output_partial": False,
+    "reasoning_tokens": None,
+    "token_limit": None,
+    "reasoning_exhausted": False,
 }
 DEFAULTS |= OPTIONAL_COLUMNS
 
@@ -564,6 +579,11 @@ def validate_records(records: Records, vocab_sizes: Mapping[str, int] | None = N
     _check_choice(table, "announce_style", ANNOUNCE_STYLES)
     _check_choice(table, "design", DESIGNS)
     _check_choice(table, "finish_reason", FINISH_REASONS)
+    partial_known = pc.and_(table.column("output_partial"), pc.not_equal(table.column("finish_reason"), "unknown"))
+    if pc.any(partial_known).as_py():
+        row = _first(partial_known.combine_chunks())
+        reason = table.column("finish_reason")[row].as_py()
+        raise _record_error(table, row, f"finish_reason {reason!r} of a partial output; its cut status is unknown")
     none_style = pc.equal(table.column("announce_style"), "none")
     mismatch = pc.not_equal(none_style, announced_null)
     if pc.any(mismatch).as_py():
