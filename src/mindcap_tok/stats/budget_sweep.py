@@ -127,6 +127,7 @@ def budget_sweep(
     arms) with its binding regime, forcing, failure tail and thinking records."""
     from ..scoring import thought_summary
     from .binding import binding_regime, binding_rows
+    from .cap import cut_shares
 
     scores, arms = inputs.scores, inputs.arms
     result = sweep(
@@ -137,6 +138,7 @@ def budget_sweep(
         frame=frame,
         native=arms.native,
         translate=arms.comparator,
+        cut=cut_shares(scores.by_record),
     )
     by_record = scores.by_record
     return BudgetSweep(

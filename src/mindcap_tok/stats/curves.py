@@ -7,6 +7,7 @@ All accuracies here are proportions in [0, 1]; the CLI prints points.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -20,9 +21,12 @@ from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
+from .cap import BOUNDS, EXACT, WITHIN, all_beyond_caps, cell_cut_share
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumsLike, PremiumTable, lookup_premium, premium_table
 from .roles import Arm, arm_mask, arm_of, comparator_of, label, native_of
+
+logger = logging.getLogger(__name__)
 
 
 def as_grid(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay") -> AccuracyGrid:
@@ -132,31 +136,46 @@ def delta_table(
     budgets: Sequence[int] = SWEEP_BUDGETS,
     frame: str = "replay",
     native: Arm | None = None,
+    cut: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) for every native cell (point estimates).
 
     ``premiums``: anything :func:`~mindcap_tok.stats.premiums.premium_table` reads. Both B and floor(r·B)
-    must have been scored; a one-line error lists the missing budgets.
+    must have been scored; a one-line error lists the missing budgets. Beyond a cell's cap the rule of
+    :func:`sweep` applies (``cut``: :func:`~.cap.cut_shares`): ``delta`` is null where traces were cut, and
+    ``delta_lower``/``delta_upper`` bound it.
     """
     grid = as_grid(scores, frame)
     table = premium_table(premiums)
     acc = grid.accuracy()
+    cell_c = cell_cut_share(grid.cells, cut)
     rows = []
     for n in native_cells(grid, native):
         r, scaled = _scaled(table, grid, n, budgets)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
+        cap = grid.cells.at[n, "cap"] if "cap" in grid.cells else None
+        capped = cap is not None and not pd.isna(cap)
         for j, budget in enumerate(budgets):
-            rows.append(
-                {
-                    **_row_keys(grid, n),
-                    "budget": int(budget),
-                    "premium": float(r),
-                    "scaled_budget": int(scaled[j]),
-                    "acc_native": acc[n, bi[j]],
-                    "acc_native_scaled": acc[n, si[j]],
-                    "delta": acc[n, si[j]] - acc[n, bi[j]],
-                }
-            )
+            acc_b, acc_s = acc[n, bi[j]], acc[n, si[j]]
+            row = {
+                **_row_keys(grid, n),
+                "budget": int(budget),
+                "premium": float(r),
+                "scaled_budget": int(scaled[j]),
+                "acc_native": acc_b,
+                "acc_native_scaled": acc_s,
+                "delta": acc_s - acc_b,
+            }
+            if capped:
+                beyond = max(int(scaled[j]), int(budget)) > int(cap)
+                c = float(cell_c[n])
+                row["beyond_cap"] = beyond
+                row["cap_status"] = (BOUNDS if c > 0 else EXACT) if beyond else WITHIN
+                row["delta_lower"] = acc_s - acc_b if beyond else np.nan
+                row["delta_upper"] = acc_s + c - acc_b if beyond else np.nan
+                if beyond and c > 0:
+                    row["acc_native_scaled"] = row["delta"] = np.nan
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -236,6 +255,7 @@ def sweep(
     native: Arm | None = None,
     translate: Arm | None = None,
     boot: Boot | None = None,
+    cut: pd.DataFrame | None = None,
 ) -> Sweep:
     """Δ_L(B) per native cell over ``budgets`` with pointwise percentile CIs and a simultaneous max-|t| band,
     the peak (argmax) with its stability, and, where a translate cell exists, gap(B) with CIs, the bootstrap
@@ -245,6 +265,13 @@ def sweep(
     One item-clustered resampling (``resampling``: its ``n_boot`` and ``seed``; intervals at its ``level``)
     serves every cell and budget; pass ``boot`` (from :func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` on the
     same grid) to reuse one (``resampling`` then gives only the level).
+
+    Cells with a ``cap`` (replay frame) get ``beyond_cap`` (B or floor(r·B) exceeds it), ``cap_status``
+    (:data:`~.cap.WITHIN`, :data:`~.cap.EXACT`, :data:`~.cap.BOUNDS`), ``cut_share`` (c: the cell's share of traces
+    cut by the cap or of unknown cut status, from ``cut`` = :func:`~.cap.cut_shares` of the records; 1 without it)
+    and, beyond the cap, ``delta_lower`` = acc_N(cap) − acc_N(B) and ``delta_upper`` = acc_N(cap) + c − acc_N(B).
+    Where c > 0 there, Δ_L has no estimate: ``delta``, ``acc_native_scaled``, its CI and band are null, and the
+    budget counts for no peak; where B itself is beyond, gap(B) is null too, with ``gap_lower``/``gap_upper``.
     """
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     grid = as_grid(scores, frame)
@@ -253,6 +280,8 @@ def sweep(
     if not budgets or len(set(budgets)) != len(budgets):
         raise BadInputError(f"budgets must be distinct and non-empty, got {budgets}")
     budgets = sorted(budgets)
+    if "cap" in grid.cells and (warning := all_beyond_caps(budgets, grid.cells["cap"].tolist())):
+        logger.warning(warning)
     table = premium_table(premiums)
     pairs = arm_pairs(grid, native, translate=translate)
     needed = set(budgets)
@@ -264,61 +293,87 @@ def sweep(
         boot = item_bootstrap(grid.correct, grid.count, seed=seed, weights=weights)
     else:
         weights = bootstrap_weights(len(grid.items), boot.n_boot, seed=boot.seed)  # the resampling behind ``boot``
+    cell_c = cell_cut_share(grid.cells, cut)
     rows, peaks, cross, used = [], [], [], {}
     for n, t in pairs:
         keys = _row_keys(grid, n)
         r, scaled = _scaled(table, grid, n, budgets)
         used[f"{keys['model']}:{keys['lang']}"] = float(r)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
-        # = boot[n, si] − boot[n, bi], with per-replicate standard errors for a bootstrap-t band
-        delta = ratio_difference(
-            grid.correct[:, n, si],
-            grid.count[:, n, si],
-            num_b=grid.correct[:, n, bi],
-            den_b=grid.count[:, n, bi],
-            weights=weights,
-            seed=boot.seed,
-        )
-        lo, hi = delta.ci(level)
-        blo, bhi, crit = delta.band(level)
-        n_items = (grid.count[:, n, bi] > 0).any(axis=1).sum()
         cap = keys.get("cap")
+        capped = cap is not None and not pd.isna(cap)
+        beyond = np.zeros(len(bi), bool)
+        if capped:
+            beyond = (np.asarray(scaled) > int(cap)) | (np.asarray(budgets) > int(cap))
+        c = float(cell_c[n]) if capped else 0.0
+        # where floor(r·B) lies beyond a cap that cut traces, acc_N(floor(r·B)) is not observed: no estimate there
+        ok = np.flatnonzero(~beyond | (c == 0))
+        est, lo, hi, blo, bhi = (np.full(len(budgets), np.nan) for _ in range(5))
+        if len(ok):
+            # = boot[n, si] − boot[n, bi], with per-replicate standard errors for a bootstrap-t band
+            delta = ratio_difference(
+                grid.correct[:, n, si[ok]],
+                grid.count[:, n, si[ok]],
+                num_b=grid.correct[:, n, bi[ok]],
+                den_b=grid.count[:, n, bi[ok]],
+                weights=weights,
+                seed=boot.seed,
+            )
+            est[ok] = delta.estimate
+            lo[ok], hi[ok] = delta.ci(level)
+            blo[ok], bhi[ok], crit = delta.band(level)
+        n_items = (grid.count[:, n, bi] > 0).any(axis=1).sum()
+        acc_b, acc_s = boot.estimate[n, bi], boot.estimate[n, si]
         part = pd.DataFrame(
             {
                 **{k: [v] * len(budgets) for k, v in keys.items()},
                 "budget": budgets,
                 "premium": float(r),
                 "scaled_budget": scaled,
-                "acc_native": boot.estimate[n, bi],
-                "acc_native_scaled": boot.estimate[n, si],
-                "delta": delta.estimate,
+                "acc_native": acc_b,
+                "acc_native_scaled": np.where(beyond & (c > 0), np.nan, acc_s),
+                "delta": est,
                 "ci_low": lo,
                 "ci_high": hi,
                 "band_low": blo,
                 "band_high": bhi,
             }
         )
-        if cap is not None and not pd.isna(cap):
-            part["beyond_cap"] = np.asarray(scaled) > int(cap)
+        if capped:
+            part["beyond_cap"] = beyond
+            part["cap_status"] = np.where(beyond, np.where(c > 0, BOUNDS, EXACT), WITHIN)
+            part["cut_share"] = c
+            part["delta_lower"] = np.where(beyond, acc_s - acc_b, np.nan)
+            part["delta_upper"] = np.where(beyond, acc_s + c - acc_b, np.nan)
         if t is not None:
             gap = boot[t, bi] - boot[n, bi]
             glo, ghi = gap.ci(level)
             lead = (-gap).prob_positive()
-            part["acc_translate"] = gap.estimate + boot.estimate[n, bi]
-            part["gap"] = gap.estimate
+            gap_est = gap.estimate.copy()
+            if capped:  # B itself beyond a cap that cut traces of either arm: gap(B) is not observed
+                ct = float(cell_c[t])
+                blind = (np.asarray(budgets) > int(cap)) & (max(c, ct) > 0)
+                gap_est[blind], glo[blind], ghi[blind], lead[blind] = np.nan, np.nan, np.nan, np.nan
+                acc_t = gap.estimate + acc_b
+                part["gap_lower"] = np.where(blind, acc_t - acc_b - c, np.nan)
+                part["gap_upper"] = np.where(blind, acc_t + ct - acc_b, np.nan)
+            part["acc_translate"] = gap.estimate + acc_b
+            part["gap"] = gap_est
             part["gap_ci_low"], part["gap_ci_high"] = glo, ghi
             part["native_lead_prob"] = lead
-            cross.extend(crossovers(keys, budgets, gap=gap.estimate, lead=lead))
+            cross.extend(crossovers(keys, budgets, gap=gap_est, lead=lead))
         part["n_items"] = int(n_items)
         rows.append(part)
+        if not len(ok):  # every budget beyond a cap that cut traces: no peak to report
+            continue
         peak, stability = delta.argmax()
-        k = int(peak)
+        k = int(ok[int(peak)])
         peaks.append(
             {
                 **keys,
                 "peak_budget": budgets[k],
                 "scaled_budget": scaled[k],
-                "delta": delta.estimate[k],
+                "delta": est[k],
                 "ci_low": lo[k],
                 "ci_high": hi[k],
                 "band_low": blo[k],

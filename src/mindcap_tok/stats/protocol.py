@@ -536,10 +536,12 @@ def run_protocol(
     premiums: PremiumTable | None,
     native: Arm | None = None,
     translate: Arm | None = None,
+    cut: pd.DataFrame | None = None,
 ) -> FamilyResult:
     """Evaluate a (verified) protocol's family on ``Scores.by_budget``. The arms it declares are compared, else
     ``native`` and ``translate`` (one arm, or each task's: :class:`~mindcap_tok.tasks.roles.TaskArms`; None:
-    each task's own)."""
+    each task's own). ``cut``: :func:`~.cap.cut_shares` of the records, so a hypothesis beyond a cap that cut
+    traces is not estimable (:func:`~.family.run_family`)."""
     filters = {"model": proto.model} if proto.model else None
     grid = accuracy_grid(by_budget, proto.frame, filters=filters)
     return run_family(
@@ -549,6 +551,7 @@ def run_protocol(
         tests=FamilyTests(proto.alpha, proto.n_boot, proto.seed, proto.tail_factor, proto.outcomes),
         native=proto.native or native,
         translate=proto.translate or translate,
+        cut=cut,
     )
 
 

@@ -22,20 +22,13 @@ from ..budgets import SWEEP_BUDGETS
 from ..errors import BadInputError
 from ..resample import scale_budget
 from ..tasks.roles import NATIVE_ROLE
+from .cap import cut_mask, cut_shares
 from .curves import _row_keys, delta_table, native_cells
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import PremiumsLike, lookup_premium, premium_table
 from .roles import Arm, arm_mask, label, native_of
 
 _BY_RECORD_REQUIRED = (*CELL_COLUMNS, "item", "emission", "correct")
-
-
-def _truncated(by_record: pd.DataFrame) -> np.ndarray:
-    if "finish_reason" in by_record.columns:
-        return (by_record["finish_reason"] == "length").to_numpy()
-    if "n_tokens" in by_record.columns and "cap" in by_record.columns:
-        return by_record["n_tokens"].to_numpy() >= by_record["cap"].to_numpy()
-    return np.ones(len(by_record), dtype=bool)
 
 
 def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
@@ -51,7 +44,7 @@ def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
     if len(pts) == 0 or pts[0] < 1:
         raise BadInputError(f"sub-CDF points must be positive, got {list(points)}")
     if "cap" in by_record.columns:
-        cut = _truncated(by_record)
+        cut = cut_mask(by_record)
         caps = by_record["cap"].to_numpy(dtype=np.float64)
         beyond = cut & (pts[-1] > caps)
         if beyond.any():
@@ -116,7 +109,7 @@ def predict_delta(
         r = lookup_premium(table, str(model), lang=str(lang))
         scaled_all.update(scale_budget(r, b) for b in budgets)
     grid = subcdf_grid(nat, sorted(scaled_all))
-    pred = delta_table(grid, table, budgets=budgets, native=native).rename(
+    pred = delta_table(grid, table, budgets=budgets, native=native, cut=cut_shares(nat)).rename(
         columns={"acc_native": "G_budget", "acc_native_scaled": "G_scaled", "delta": "predicted"}
     )
     # naive factorization: P(C=1) · P(B < E ≤ floor(rB)), per cell
