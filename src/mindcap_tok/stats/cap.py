@@ -29,6 +29,13 @@ EXACT = "exact beyond cap"
 BOUNDS = "bounds only"
 
 
+def cap_of(value: object) -> int | None:
+    """A cell's cap as an integer; None where the cell has none (a missing value)."""
+    if value is None or pd.isna(value):
+        return None
+    return int(value)  # type: ignore[call-overload]  # a number read from a cap column
+
+
 def cut_mask(by_record: pd.DataFrame) -> np.ndarray:
     """Per record: cut by its cap, or of unknown cut status (both count as cut for a bound). Without a
     ``finish_reason`` column a record reaching its cap counts as cut; without caps either, every record does."""
@@ -63,7 +70,7 @@ def cell_cut_share(cells: pd.DataFrame, shares: pd.DataFrame | None) -> np.ndarr
 
 def _value(v: object) -> str:
     """A key value as text, so a cell read from scores and one read from records match whatever their dtypes."""
-    if v is None or (not isinstance(v, str) and pd.isna(v)):  # type: ignore[call-overload]  # pd.isna takes objects
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
         return ""
     if isinstance(v, float | np.floating) and float(v).is_integer():
         return str(int(v))

@@ -153,10 +153,11 @@ def confirm(
     discovery interval), ``independent`` with ``independent_se``, ``inside`` (ci_low ≤ independent ≤ ci_high),
     ``subcdf_predicted`` and ``subcdf_error`` (subcdf_predicted − independent); beyond a replay cap that cut
     traces ``predicted`` and its interval are null and ``inside`` is missing (:func:`~.curves.sweep`). ``cells``
-    (per native cell): ``predicted_budget`` (the discovery peak), ``independent_argmax``, ``argmax_agree``, ``subcdf_mae`` and
-    ``subcdf_max_abs_error``. ``lengths``: :func:`output_lengths`. One item resampling (``resampling``) per
-    ledger; every value is a proportion. ``native``: the native arm of every cell, or each task's (task -> arm,
-    as :func:`~mindcap_tok.stats.curves.sweep` takes it; None: each task's own), and ``translate`` its comparator.
+    (per native cell): ``predicted_budget`` (the discovery peak), ``independent_argmax``, ``argmax_agree``,
+    ``subcdf_mae`` and ``subcdf_max_abs_error``. ``lengths``: :func:`output_lengths`. One item resampling
+    (``resampling``) per ledger; every value is a proportion. ``native``: the native arm of every cell, or each
+    task's (task -> arm, as :func:`~mindcap_tok.stats.curves.sweep` takes it; None: each task's own), and
+    ``translate`` its comparator.
     """
     native, translate = native_of(replay.by_record, native), comparator_of(replay.by_record, translate)
     table = premium_table(premiums)

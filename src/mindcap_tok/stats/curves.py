@@ -21,7 +21,7 @@ from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
-from .cap import BOUNDS, EXACT, WITHIN, all_beyond_caps, cell_cut_share
+from .cap import BOUNDS, EXACT, WITHIN, all_beyond_caps, cap_of, cell_cut_share
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumsLike, PremiumTable, lookup_premium, premium_table
 from .roles import Arm, arm_mask, arm_of, comparator_of, label, native_of
@@ -153,8 +153,7 @@ def delta_table(
     for n in native_cells(grid, native):
         r, scaled = _scaled(table, grid, n, budgets)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
-        cap = grid.cells.at[n, "cap"] if "cap" in grid.cells else None
-        capped = cap is not None and not pd.isna(cap)
+        cap = cap_of(grid.cells.at[n, "cap"]) if "cap" in grid.cells else None
         for j, budget in enumerate(budgets):
             acc_b, acc_s = acc[n, bi[j]], acc[n, si[j]]
             row = {
@@ -166,8 +165,8 @@ def delta_table(
                 "acc_native_scaled": acc_s,
                 "delta": acc_s - acc_b,
             }
-            if capped:
-                beyond = max(int(scaled[j]), int(budget)) > int(cap)
+            if cap is not None:
+                beyond = max(int(scaled[j]), int(budget)) > cap
                 c = float(cell_c[n])
                 row["beyond_cap"] = beyond
                 row["cap_status"] = (BOUNDS if c > 0 else EXACT) if beyond else WITHIN
@@ -300,12 +299,11 @@ def sweep(
         r, scaled = _scaled(table, grid, n, budgets)
         used[f"{keys['model']}:{keys['lang']}"] = float(r)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
-        cap = keys.get("cap")
-        capped = cap is not None and not pd.isna(cap)
+        cap = cap_of(keys.get("cap"))
         beyond = np.zeros(len(bi), bool)
-        if capped:
-            beyond = (np.asarray(scaled) > int(cap)) | (np.asarray(budgets) > int(cap))
-        c = float(cell_c[n]) if capped else 0.0
+        if cap is not None:
+            beyond = (np.asarray(scaled) > cap) | (np.asarray(budgets) > cap)
+        c = float(cell_c[n]) if cap is not None else 0.0
         # where floor(r·B) lies beyond a cap that cut traces, acc_N(floor(r·B)) is not observed: no estimate there
         ok = np.flatnonzero(~beyond | (c == 0))
         est, lo, hi, blo, bhi = (np.full(len(budgets), np.nan) for _ in range(5))
@@ -339,7 +337,7 @@ def sweep(
                 "band_high": bhi,
             }
         )
-        if capped:
+        if cap is not None:
             part["beyond_cap"] = beyond
             part["cap_status"] = np.where(beyond, np.where(c > 0, BOUNDS, EXACT), WITHIN)
             part["cut_share"] = c
@@ -350,9 +348,9 @@ def sweep(
             glo, ghi = gap.ci(level)
             lead = (-gap).prob_positive()
             gap_est = gap.estimate.copy()
-            if capped:  # B itself beyond a cap that cut traces of either arm: gap(B) is not observed
+            if cap is not None:  # B itself beyond a cap that cut traces of either arm: gap(B) is not observed
                 ct = float(cell_c[t])
-                blind = (np.asarray(budgets) > int(cap)) & (max(c, ct) > 0)
+                blind = (np.asarray(budgets) > cap) & (max(c, ct) > 0)
                 gap_est[blind], glo[blind], ghi[blind], lead[blind] = np.nan, np.nan, np.nan, np.nan
                 acc_t = gap.estimate + acc_b
                 part["gap_lower"] = np.where(blind, acc_t - acc_b - c, np.nan)

@@ -25,7 +25,7 @@ from ..errors import BadInputError, MindcapError, with_context
 from ..resample import check_resamples, scale_budget
 from ..spec import check
 from .bootstrap import Boot, grid_bootstrap
-from .cap import cell_cut_share
+from .cap import cap_of, cell_cut_share
 from .grid import SETTING_COLUMNS, AccuracyGrid
 from .hypotheses import ALTERNATIVES, bootstrap_test, holm, t_ratio
 from .premiums import PremiumTable, lookup_premium
@@ -294,8 +294,8 @@ def run_family(
             for w, term in terms:
                 cell = grid.one_cell(**term.cell)
                 budget = est.budget(term.cell, term.budget, term.scaled)
-                cap = grid.cells.at[cell, "cap"] if "cap" in grid.cells else None
-                unobserved |= cap is not None and not pd.isna(cap) and budget > int(cap) and cell_c[cell] > 0
+                cap = cap_of(grid.cells.at[cell, "cap"]) if "cap" in grid.cells else None
+                unobserved |= cap is not None and budget > cap and cell_c[cell] > 0
                 b = grid.budget_index([budget])[0]
                 pieces.append(boot[cell, b] * w)
             comps.append(reduce(Boot.__add__, pieces))
@@ -326,7 +326,7 @@ def run_family(
         blind.append(unobserved)
     table = pd.DataFrame(rows)
     unknown = np.asarray(blind, dtype=bool)
-    hr = holm(np.where(unknown, 1.0, table["p_value"].to_numpy()), alpha)
+    hr = holm(np.where(unknown, 1.0, table["p_value"].to_numpy()).tolist(), alpha)
     table["holm_threshold"] = hr.threshold
     table["p_adjusted"] = np.where(unknown, np.nan, hr.adjusted)
     table["decision"] = np.where(unknown, "not estimable", np.where(hr.reject, "reject", "retain"))
