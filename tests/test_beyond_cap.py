@@ -143,3 +143,20 @@ def test_the_report_stops_every_curve_at_the_cap_and_draws_it(tmp_path, qwen, mo
     assert np.isnan(sweep_csv.loc[40, "delta"]) and sweep_csv.loc[40, "cap_status"] == BOUNDS
     report = (out / "report.md").read_text("utf-8")
     assert "†" in report and "delta_bounds" in report
+
+
+def test_the_truncation_audit_counts_unknown_cut_status_apart_and_as_possibly_cut(qwen):
+    """Three traces at cap 24: right and stopped; wrong with a log that does not say whether the cap cut it; cut
+    before its answer. By hand: one cap hit, one unknown, and the most a higher cap could add is 2 of 3."""
+    from ledger_factory import FILLER
+    from mindcap_tok.audits.truncation import truncation_tables
+
+    texts = ["#### 18\n", "#### 17\n", FILLER * 4 + "\n#### 18\n"]
+    recs = [make_record(qwen, t, item=i, gold=18, cap=24) for i, t in enumerate(texts)]
+    recs[1]["finish_reason"] = "unknown"  # as an importer stores a harness log that does not say
+    assert [r["finish_reason"] for r in recs] == ["stop", "unknown", "length"]
+    scores = score_ledger(pd.DataFrame(recs), qwen, budgets=[12, 24])
+    (row,) = truncation_tables(scores, natives="native", budgets=[12]).tables["cells"].to_dict(orient="records")
+    assert (row["cap_hits"], row["cut_unknown"], row["completed"]) == (1, 1, 1)
+    assert row["max_gain"] == pytest.approx(2 / 3)
+    assert "1 traces' logs do not say whether the cap cut them" in row["sentence"]

@@ -9,6 +9,9 @@ parser (:func:`~mindcap_tok.scoring.score.score_ledger`, nothing re-parsed here)
 - the **never-emission** share: traces with no answer line the strict parser reads anywhere (E undefined);
 - the **most a higher cap could add**: the truncated traces wrong at the cap, as a share of all records (a
   completed trace reads the same at any larger cap; a truncated one can at best turn correct);
+- traces of **unknown cut status** (finish reason ``unknown``: the log does not say whether the cap cut them),
+  counted apart (``cut_unknown``): neither completed nor cap hits, but possibly cut, so they count in the most a
+  higher cap could add;
 - the **accuracy curve** at budgets up to the cap (default: the cap's eighths; else the given budgets ≤ cap,
   and the cap);
 - with premiums, **Δ_L(B)** of the task's native arm for every grid B whose floor(r·B) is within the cap (the
@@ -33,6 +36,7 @@ import pyarrow as pa
 from ..errors import MindcapError
 from ..resample import scale_budget
 from ..scoring import Scores, score_ledger
+from ..stats.cap import CUT, UNKNOWN
 from ..stats.curves import delta_table
 from ..stats.premiums import PremiumTable, lookup_premium
 from ..store import population_columns
@@ -63,6 +67,11 @@ def _sentence(row: dict, native: bool, peak: dict | None) -> str:
             else ""
         )
         + f"); the most a higher cap could add is {100 * row['max_gain']:.0f} points"
+        + (
+            f" ({row['cut_unknown']} traces' logs do not say whether the cap cut them: counted as possibly cut)"
+            if row["cut_unknown"]
+            else ""
+        )
     )
     if native and peak is not None:
         text += (
@@ -144,7 +153,7 @@ def truncation_tables(
     matrix = by_budget["score"].to_numpy().reshape(len(rec), nb)
     col = {b: j for j, b in enumerate(scored)}
     finish = rec["finish_reason"].to_numpy()
-    hit, done = finish == "length", finish == "stop"
+    hit, done, unknown = finish == CUT, finish == "stop", finish == UNKNOWN
     ok = rec["correct"].to_numpy() == 1
     never = np.isnan(rec["emission"].to_numpy(dtype=float))
     retok = rec["retokenized"].fillna(False).to_numpy(dtype=bool) if "retokenized" in rec else np.zeros(len(rec), bool)
@@ -164,11 +173,12 @@ def truncation_tables(
             "retokenized": int(retok[rows].sum()),
             "retokenized_cap_hits": int((retok & hit)[rows].sum()),
             "completed": int(done[rows].sum()),
+            "cut_unknown": int(unknown[rows].sum()),
             "acc_completed": float(ok[rows][done[rows]].mean()) if done[rows].any() else np.nan,
             "acc_truncated": float(ok[rows][hit[rows]].mean()) if n_hit else np.nan,
             "acc_at_cap": float(ok[rows].mean()),
             "never_emission": float(never[rows].mean()),
-            "max_gain": float((hit[rows] & ~ok[rows]).sum() / n),
+            "max_gain": float(((hit[rows] | unknown[rows]) & ~ok[rows]).sum() / n),
         }
         grid = [b for b in cap_grid(cap, budgets) if b in col]
         curve += [{**vals, "budget": b, "accuracy": float(matrix[rows, col[b]].mean()), "n": n} for b in grid]
@@ -180,6 +190,7 @@ def truncation_tables(
             if within:
                 part = by_budget.iloc[(rows[:, None] * nb + np.arange(nb)).ravel()]
                 rs = delta_table(part, premiums, budgets=within, native=vals["arm"])
+                rs = rs.drop(columns=["beyond_cap", "cap_status", "delta_lower", "delta_upper"], errors="ignore")
                 rs.insert(1, "arm", vals["arm"])
                 deltas.append(rs)
                 peak = rs.loc[rs["delta"].idxmax()].to_dict()

@@ -241,8 +241,8 @@ def marked_bounds(rows: pd.DataFrame) -> pd.DataFrame:
 #: the legend of :func:`marked_bounds`' marks
 BOUNDS_LEGEND = (
     "beyond_cap: † where B or floor(r·B) exceeds the cell's cap and the cap cut traces: acc_NATIVE(floor(r·B)) "
-    "was not observed, so Δ_L has no estimate, only the bounds [acc_NATIVE(cap) − acc_NATIVE(B), "
-    "acc_NATIVE(cap) + c − acc_NATIVE(B)], c the share of the cell's traces cut by the cap (or of unknown cut "
+    "was not observed, so Δ_L has no estimate, only delta_bounds, from acc_NATIVE(cap) − acc_NATIVE(B) to "
+    "acc_NATIVE(cap) + c − acc_NATIVE(B), c the share of the cell's traces cut by the cap (or of unknown cut "
     "status); ‡ where no trace was cut, so the value there is acc_NATIVE(cap) exactly."
 )
 
