@@ -224,10 +224,13 @@ def write_budget_tables(built: BudgetTables, out_dir: str | os.PathLike[str]) ->
 
 
 def marked_bounds(rows: pd.DataFrame) -> pd.DataFrame:
-    """Sweep rows (in points) for a table: beyond a cap, a ``cap`` column reads ``†`` (no point estimate: Δ_L is
-    only bounded) or ``‡`` (exact: no trace was cut), and the bounds are shown as ``[lower, upper]``."""
+    """Sweep rows (in points) for a table: where some row lies beyond its cap, a ``beyond_cap`` column reads ``†``
+    (no point estimate: Δ_L is only bounded) or ``‡`` (exact: no trace was cut), and ``delta_bounds`` shows the
+    bounds as ``[lower, upper]``; where none does, the cap columns are left out."""
     if "cap_status" not in rows:
         return rows
+    if not rows["beyond_cap"].astype(bool).any():  # every row measured: nothing to mark
+        return rows.drop(columns=["cap_status", "beyond_cap", "delta_lower", "delta_upper"])
     status = rows["cap_status"]
     mark = status.map({BOUNDS: "†", EXACT: "‡"}).fillna("")
     bounds = [
@@ -251,13 +254,13 @@ def _markdown(
     result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], notes: list[str], parser: str | None = None
 ) -> str:
     prem = ", ".join(f"{k} r={v:.4f}" for k, v in result.premiums.items())
-    bounds = "cap_status" in result.rows.columns
+    bounds = "beyond_cap" in result.rows.columns and bool(result.rows["beyond_cap"].astype(bool).any())
     cols = [
         c
         for c in ("model", "lang", "budget", *DELTA_COLUMNS, "acc_translate", "gap", "native_lead_prob")
         if c in result.rows.columns
     ]
-    if bounds:
+    if "cap_status" in result.rows.columns:
         cols += ["cap_status", "beyond_cap", "delta_lower", "delta_upper"]
     sweep_rows = marked_bounds(to_points(result.rows[cols]))
     if "task" in result.rows and result.rows["task"].nunique() > 1:  # a ledger of several tasks: say whose row

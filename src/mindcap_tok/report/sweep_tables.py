@@ -62,7 +62,7 @@ def sweep_tables(result: BudgetSweep) -> list[TitledTable]:
     keys = [c for c in rows.columns if c not in delta + GAP_COLUMNS + CAP_COLUMNS]
     cap = [c for c in CAP_COLUMNS if c in rows and c != "cut_share"]
     shown = marked_bounds(rows[keys + [c for c in delta if c in rows] + cap])
-    if cap:
+    if "delta_bounds" in shown:
         head = f"{head}. {BOUNDS_LEGEND}"
     tables = [TitledTable(head, shown.to_dict(orient="records"), ".2f")]
     gap = [c for c in GAP_COLUMNS if c in rows]
