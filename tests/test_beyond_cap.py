@@ -19,7 +19,7 @@ from mindcap_tok import Resampling
 from mindcap_tok.report import budget_figures
 from mindcap_tok.report.budget_report import write_budget_report
 from mindcap_tok.scoring import score_ledger
-from mindcap_tok.stats.cap import BOUNDS, EXACT, WITHIN, all_beyond_caps, cut_shares
+from mindcap_tok.stats.cap import BOUNDS, EXACT, WITHIN, all_beyond_caps
 from mindcap_tok.stats.curves import delta_table, sweep
 from mindcap_tok.stats.family import FamilyTests, Hypothesis, run_family
 from mindcap_tok.stats.grid import accuracy_grid
@@ -50,10 +50,9 @@ def swept():
     by_budget, by_record = _frames(
         {"deu_Latn": DEU_FINISH, "fra_Latn": ["stop"] * 8, "tha_Thai": ["unknown"] * 2 + ["length"] + ["stop"] * 5}
     )
-    result = sweep(
-        by_budget, {lang: R for lang in ("deu_Latn", "fra_Latn", "tha_Thai")}, budgets=[32, 40],
-        resampling=Resampling(200, 0), cut=cut_shares(by_record),
-    )  # fmt: skip
+    grid = accuracy_grid(by_budget, records=by_record)
+    premiums = {lang: R for lang in ("deu_Latn", "fra_Latn", "tha_Thai")}
+    result = sweep(grid, premiums, budgets=[32, 40], resampling=Resampling(200, 0))
     return result.rows.set_index(["lang", "budget"]), result.peaks.set_index("lang"), by_budget, by_record
 
 
@@ -87,7 +86,7 @@ def test_unknown_cut_status_counts_as_cut_in_the_bound(swept):
 def test_delta_table_follows_the_same_rule(swept):
     _, _, by_budget, by_record = swept
     premiums = {lang: R for lang in ("deu_Latn", "fra_Latn", "tha_Thai")}
-    table = delta_table(by_budget, premiums, budgets=[32, 40], cut=cut_shares(by_record))
+    table = delta_table(accuracy_grid(by_budget, records=by_record), premiums, budgets=[32, 40])
     deu = table[table["lang"] == "deu_Latn"].set_index("budget")
     assert deu.loc[32, "delta"] == pytest.approx(0.25) and np.isnan(deu.loc[40, "delta"])
     assert deu.loc[40, "delta_upper"] == pytest.approx(6 / 8)
@@ -98,16 +97,14 @@ def test_delta_table_follows_the_same_rule(swept):
 
 def test_a_hypothesis_beyond_a_cap_that_cut_traces_is_not_estimable(swept):
     _, _, by_budget, by_record = swept
-    grid = accuracy_grid(by_budget)
+    grid = accuracy_grid(by_budget, records=by_record)
     hyps = [
         Hypothesis.from_dict({"id": "beyond", "kind": "delta", "model": "m", "langs": ["deu_Latn"], "budget": 40}),
         Hypothesis.from_dict({"id": "within", "kind": "delta", "model": "m", "langs": ["deu_Latn"], "budget": 32}),
         Hypothesis.from_dict({"id": "exact", "kind": "delta", "model": "m", "langs": ["fra_Latn"], "budget": 40}),
     ]
-    table = run_family(
-        grid, hyps, premiums={("m", "deu_Latn"): R, ("m", "fra_Latn"): R}, tests=FamilyTests(n_boot=2000),
-        cut=cut_shares(by_record),
-    ).table.set_index("id")  # fmt: skip
+    premiums = {("m", "deu_Latn"): R, ("m", "fra_Latn"): R}
+    table = run_family(grid, hyps, premiums=premiums, tests=FamilyTests(n_boot=2000)).table.set_index("id")
     assert table.loc["beyond", "decision"] == "not estimable" and np.isnan(table.loc["beyond", "estimate"])
     assert table.loc["within", "estimate"] == pytest.approx(25.0)
     assert table.loc["exact", "estimate"] == pytest.approx(12.5) and table.loc["exact", "decision"] != "not estimable"

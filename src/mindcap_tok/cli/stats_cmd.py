@@ -312,7 +312,6 @@ def protocol_test(
     from pathlib import Path
 
     from ..stats.budget_sweep import comparable_scores
-    from ..stats.cap import cut_shares
     from ..stats.family import family_budgets
     from ..stats.protocol import gate_protocol, load_protocol, protocol_premium_specs, run_protocol, verify_protocol
 
@@ -337,7 +336,7 @@ def protocol_test(
         scores, frame=proto.frame, common_items=common_items, native=native, translate=translate
     )
     result = run_protocol(
-        proto, scores.by_budget, premiums=table, native=native, translate=translate, cut=cut_shares(scores.by_record)
+        proto, scores.by_budget, premiums=table, native=native, translate=translate, records=scores.by_record
     )
     gates, gated = gate_protocol(proto, result, by_record=scores.by_record)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)

@@ -122,14 +122,11 @@ def budget_tables(
     by_budget, by_record = (scores, None) if isinstance(scores, pd.DataFrame) else (scores.by_budget, scores.by_record)
     level = resampling.level
     table = premium_table(premiums)
-    grid = accuracy_grid(by_budget, frame)
+    grid = accuracy_grid(by_budget, frame, records=by_record)
     boot = grid_bootstrap(grid, n_boot=resampling.n_boot, seed=resampling.seed)
     arms = arms if arms is not None else task_arms(by_budget)
     native, translate = arms.native, arms.comparator
-    cut = cut_shares(by_record) if by_record is not None else None
-    result = sweep(
-        grid, table, budgets=budgets, resampling=resampling, native=native, translate=translate, boot=boot, cut=cut
-    )
+    result = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, translate=translate, boot=boot)
     curves = accuracy_table(grid, boot=boot, level=level)
     native_curves = curves[arm_mask(curves, native)]
     tables: dict[str, pd.DataFrame] = {
@@ -163,7 +160,7 @@ def budget_tables(
             tables["subcdf_check"] = compare_prediction(pred, result.rows)
         except MindcapError as exc:
             notes.append(f"Sub-CDF check skipped: {exc}")
-    if cut is not None and (cut["unknown_share"] > 0).any():
+    if by_record is not None and (cut_shares(by_record)["unknown_share"] > 0).any():
         notes.append(
             "Some traces' logs do not say whether the cap cut them (finish reason unknown): they count as cut in "
             "the bounds beyond the cap (c = share cut + unknown, the widest honest bound)."

@@ -56,7 +56,7 @@ def sweep_tables(result: BudgetSweep) -> list[TitledTable]:
     rows, peaks, cross, shared = drop_shared_settings(rows, peaks, swept.crossovers)
     head = (
         f"Δ_L sweep ({swept.frame} frame, {swept.n_boot} item resamples, seed {swept.seed}, "
-        f"{swept.level:.0%} CIs{shared}; points)"
+        f"{swept.level:.0%} CIs{f', {result.parser} parser' if result.parser else ''}{shared}; points)"
     )
     delta = ["premium", *DELTA_COLUMNS]
     keys = [c for c in rows.columns if c not in delta + GAP_COLUMNS + CAP_COLUMNS]

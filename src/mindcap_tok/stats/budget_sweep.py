@@ -102,6 +102,8 @@ class BudgetSweep:
     thinking: pd.DataFrame
     coverage: ArmCoverage
     arms: TaskArms
+    #: the answer parser the records were scored with (None: not known)
+    parser: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the sweep's settings and tables, the binding regime, forcing, failure tail, thinking (when
@@ -109,6 +111,7 @@ class BudgetSweep:
         result = self.sweep
         return {
             **result.as_dict(),
+            **({"parser": self.parser} if self.parser else {}),
             "rows": result.rows.to_dict(orient="records"),
             "peaks": result.peaks.to_dict(orient="records"),
             "binding": self.binding.to_dict(orient="records"),
@@ -127,18 +130,16 @@ def budget_sweep(
     arms) with its binding regime, forcing, failure tail and thinking records."""
     from ..scoring import thought_summary
     from .binding import binding_regime, binding_rows
-    from .cap import cut_shares
 
     scores, arms = inputs.scores, inputs.arms
     result = sweep(
-        scores.by_budget,
+        scores,
         inputs.premiums,
         budgets=inputs.budgets,
         resampling=resampling,
         frame=frame,
         native=arms.native,
         translate=arms.comparator,
-        cut=cut_shares(scores.by_record),
     )
     by_record = scores.by_record
     return BudgetSweep(
@@ -150,6 +151,7 @@ def budget_sweep(
         thinking=thought_summary(by_record),
         coverage=inputs.coverage,
         arms=arms,
+        parser=scores.parser,
     )
 
 

@@ -21,7 +21,7 @@ from ..budgets import SWEEP_BUDGETS
 from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from .bootstrap import Boot, grid_bootstrap
-from .cap import cut_mask, cut_shares
+from .cap import cut_mask
 from .curves import _row_keys, _scaled, native_cells, sweep
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, accuracy_grid, require_columns
 from .premiums import PremiumsLike, premium_table
@@ -162,15 +162,7 @@ def confirm(
     native, translate = native_of(replay.by_record, native), comparator_of(replay.by_record, translate)
     table = premium_table(premiums)
     budgets = sorted({int(b) for b in budgets})
-    disc = sweep(
-        replay.by_budget,
-        table,
-        budgets=budgets,
-        resampling=resampling,
-        native=native,
-        translate=translate,
-        cut=cut_shares(replay.by_record),
-    )
+    disc = sweep(replay, table, budgets=budgets, resampling=resampling, native=native, translate=translate)
     grid = accuracy_grid(independent.by_budget, "independent")
     boot = grid_bootstrap(grid, resampling.n_boot, seed=resampling.seed)
     ind = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, translate=translate, boot=boot)

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,17 +21,25 @@ from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
-from .cap import BOUNDS, EXACT, WITHIN, all_beyond_caps, cap_of, cell_cut_share
+from .cap import BOUNDS, EXACT, WITHIN, all_beyond_caps, cap_of
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumsLike, PremiumTable, lookup_premium, premium_table
 from .roles import Arm, arm_mask, arm_of, comparator_of, label, native_of
 
+if TYPE_CHECKING:
+    from ..scoring import Scores
+
 logger = logging.getLogger(__name__)
 
 
-def as_grid(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay") -> AccuracyGrid:
-    """Accept either ``Scores.by_budget`` or an already built :class:`AccuracyGrid`."""
-    return scores if isinstance(scores, AccuracyGrid) else accuracy_grid(scores, frame)
+def as_grid(scores: Scores | pd.DataFrame | AccuracyGrid, frame: str = "replay") -> AccuracyGrid:
+    """Accept :class:`~mindcap_tok.scoring.Scores` (its records tell what lies beyond each cap), ``Scores.by_budget``
+    alone (nothing known beyond a cap), or an already built :class:`AccuracyGrid`."""
+    if isinstance(scores, AccuracyGrid):
+        return scores
+    if isinstance(scores, pd.DataFrame):
+        return accuracy_grid(scores, frame)
+    return accuracy_grid(scores.by_budget, frame, records=scores.by_record)
 
 
 def accuracy_table(
@@ -130,25 +138,23 @@ def gap_table(
 
 
 def delta_table(
-    scores: pd.DataFrame | AccuracyGrid,
+    scores: Scores | pd.DataFrame | AccuracyGrid,
     premiums: PremiumsLike,
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
     frame: str = "replay",
     native: Arm | None = None,
-    cut: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) for every native cell (point estimates).
 
     ``premiums``: anything :func:`~mindcap_tok.stats.premiums.premium_table` reads. Both B and floor(r·B)
     must have been scored; a one-line error lists the missing budgets. Beyond a cell's cap the rule of
-    :func:`sweep` applies (``cut``: :func:`~.cap.cut_shares`): ``delta`` is null where traces were cut, and
-    ``delta_lower``/``delta_upper`` bound it.
+    :func:`sweep` applies: ``delta`` is null where traces were cut, and ``delta_lower``/``delta_upper`` bound it.
     """
     grid = as_grid(scores, frame)
     table = premium_table(premiums)
     acc = grid.accuracy()
-    cell_c = cell_cut_share(grid.cells, cut)
+    cell_c = grid.cell_cut_share()
     rows = []
     for n in native_cells(grid, native):
         r, scaled = _scaled(table, grid, n, budgets)
@@ -245,7 +251,7 @@ def crossovers(
 
 
 def sweep(
-    scores: pd.DataFrame | AccuracyGrid,
+    scores: Scores | pd.DataFrame | AccuracyGrid,
     premiums: PremiumsLike,
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
@@ -254,7 +260,6 @@ def sweep(
     native: Arm | None = None,
     translate: Arm | None = None,
     boot: Boot | None = None,
-    cut: pd.DataFrame | None = None,
 ) -> Sweep:
     """Δ_L(B) per native cell over ``budgets`` with pointwise percentile CIs and a simultaneous max-|t| band,
     the peak (argmax) with its stability, and, where a translate cell exists, gap(B) with CIs, the bootstrap
@@ -267,10 +272,11 @@ def sweep(
 
     Cells with a ``cap`` (replay frame) get ``beyond_cap`` (B or floor(r·B) exceeds it), ``cap_status``
     (:data:`~.cap.WITHIN`, :data:`~.cap.EXACT`, :data:`~.cap.BOUNDS`), ``cut_share`` (c: the cell's share of traces
-    cut by the cap or of unknown cut status, from ``cut`` = :func:`~.cap.cut_shares` of the records; 1 without it)
-    and, beyond the cap, ``delta_lower`` = acc_N(cap) − acc_N(B) and ``delta_upper`` = acc_N(cap) + c − acc_N(B).
-    Where c > 0 there, Δ_L has no estimate: ``delta``, ``acc_native_scaled``, its CI and band are null, and the
-    budget counts for no peak; where B itself is beyond, gap(B) is null too, with ``gap_lower``/``gap_upper``.
+    cut by the cap or of unknown cut status, :attr:`~.grid.AccuracyGrid.cut_share`: pass ``Scores`` or a grid built
+    with its records; 1 without them) and, beyond the cap, ``delta_lower`` = acc_N(cap) − acc_N(B) and
+    ``delta_upper`` = acc_N(cap) + c − acc_N(B). Where c > 0 there, Δ_L has no estimate: ``delta``,
+    ``acc_native_scaled``, its CI and band are null, and the budget counts for no peak; where B itself is beyond,
+    gap(B) is null too, with ``gap_lower``/``gap_upper``.
     """
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     grid = as_grid(scores, frame)
@@ -292,7 +298,7 @@ def sweep(
         boot = item_bootstrap(grid.correct, grid.count, seed=seed, weights=weights)
     else:
         weights = bootstrap_weights(len(grid.items), boot.n_boot, seed=boot.seed)  # the resampling behind ``boot``
-    cell_c = cell_cut_share(grid.cells, cut)
+    cell_c = grid.cell_cut_share()
     rows, peaks, cross, used = [], [], [], {}
     for n, t in pairs:
         keys = _row_keys(grid, n)

@@ -25,7 +25,7 @@ from ..errors import BadInputError, MindcapError, with_context
 from ..resample import check_resamples, scale_budget
 from ..spec import check
 from .bootstrap import Boot, grid_bootstrap
-from .cap import cap_of, cell_cut_share
+from .cap import cap_of
 from .grid import SETTING_COLUMNS, AccuracyGrid
 from .hypotheses import ALTERNATIVES, bootstrap_test, holm, t_ratio
 from .premiums import PremiumTable, lookup_premium
@@ -256,7 +256,6 @@ def run_family(
     native: Arm | None = None,
     translate: Arm | None = None,
     boot: Boot | None = None,
-    cut: pd.DataFrame | None = None,
 ) -> FamilyResult:
     """Evaluate every hypothesis on one shared resampling, then Holm over the family.
 
@@ -267,8 +266,8 @@ def run_family(
     :func:`~mindcap_tok.resample.min_resamples` at level 1 − ``tests.alpha``. ``native``/``translate``: one
     arm, or each task's (None: each task's own).
 
-    A hypothesis reading an accuracy beyond its cell's cap where traces were cut (``cut``:
-    :func:`~.cap.cut_shares` of the records; None: every capped cell may have been cut) is not estimable: it
+    A hypothesis reading an accuracy beyond its cell's cap where traces were cut (the grid's
+    :attr:`~.grid.AccuracyGrid.cut_share`; without it every capped cell may have been cut) is not estimable: it
     counts as no evidence (p-value 1 in Holm's family), with null ``estimate``/``p_value`` and the decision
     ``not estimable``.
     """
@@ -283,7 +282,7 @@ def run_family(
     est = _Estimands(grid, premiums, native_of(grid.cells, native), comparator_of(grid.cells, translate))
     if boot is None:
         boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
-    cell_c = cell_cut_share(grid.cells, cut)
+    cell_c = grid.cell_cut_share()
     rows, blind = [], []
     for h in hypotheses:
         comps: list[Boot] = []

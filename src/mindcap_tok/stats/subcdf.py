@@ -22,7 +22,7 @@ from ..budgets import SWEEP_BUDGETS
 from ..errors import BadInputError
 from ..resample import scale_budget
 from ..tasks.roles import NATIVE_ROLE
-from .cap import cut_mask, cut_shares
+from .cap import cell_cut_share, cut_mask, cut_shares
 from .curves import _row_keys, delta_table, native_cells
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import PremiumsLike, lookup_premium, premium_table
@@ -71,6 +71,7 @@ def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
         correct=per_item.reshape(*shape, len(pts)),
         count=np.repeat(count.reshape(*shape, 1), len(pts), axis=-1),
         frame="replay",
+        cut_share=cell_cut_share(cells, cut_shares(by_record)),
     )
 
 
@@ -109,7 +110,7 @@ def predict_delta(
         r = lookup_premium(table, str(model), lang=str(lang))
         scaled_all.update(scale_budget(r, b) for b in budgets)
     grid = subcdf_grid(nat, sorted(scaled_all))
-    pred = delta_table(grid, table, budgets=budgets, native=native, cut=cut_shares(nat)).rename(
+    pred = delta_table(grid, table, budgets=budgets, native=native).rename(
         columns={"acc_native": "G_budget", "acc_native_scaled": "G_scaled", "delta": "predicted"}
     )
     # naive factorization: P(C=1) · P(B < E ≤ floor(rB)), per cell
