@@ -157,3 +157,58 @@ def test_the_truncation_audit_counts_unknown_cut_status_apart_and_as_possibly_cu
     assert (row["cap_hits"], row["cut_unknown"], row["completed"]) == (1, 1, 1)
     assert row["max_gain"] == pytest.approx(2 / 3)
     assert "1 traces' logs do not say whether the cap cut them" in row["sentence"]
+
+
+def test_the_cli_warns_once_and_sweeps_to_bounds_beyond_a_run_cap(tmp_path, qwen):
+    """A ledger cut at cap 48 (5 of 8 German traces cut before their answer, 3 answered at once): `score` at the
+    README's budgets warns in one line; `sweep` at B = 40 (floor(1.53·40) = 61 > 48) gives no Δ_L, and the bounds
+    [3/8 − 3/8, 3/8 + 5/8 − 3/8]."""
+    import json
+
+    from click.testing import CliRunner
+
+    from mindcap_tok.cli.main import cli
+    from mindcap_tok.ingest.jsonl import import_jsonl
+
+    filler = "We add the numbers and check once more. " * 20
+    rows = [
+        make_record(qwen, (filler if item < 5 else "") + f"#### {item + 10}\n", arm=arm, lang="deu_Latn", item=item,
+                    gold=item + 10, cap=48)
+        for arm in ("native", "translate-act") for item in range(8)
+    ]  # fmt: skip
+    path = tmp_path / "gen.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    import_jsonl(path, tmp_path / "L", tokenizer=qwen)
+    runner = CliRunner()
+    score = runner.invoke(cli, ["score", "--ledger", str(tmp_path / "L"), "--budgets", "64,128,192,256"])
+    assert score.exit_code == 0
+    warnings = [line for line in score.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "exceeds every cap" in warnings[0] and "48" in warnings[0]
+    args = ["sweep", "--ledger", str(tmp_path / "L"), "--premiums", "deu_Latn=1.53", "--budgets", "32,40"]
+    swept = runner.invoke(cli, [*args, "--n-boot", "200", "--format", "json"])
+    assert swept.exit_code == 0, swept.output
+    rows_out = {r["budget"]: r for r in json.loads(swept.stdout)["rows"]}
+    assert rows_out[32]["scaled_budget"] == 48 and rows_out[32]["delta"] == 0
+    beyond = rows_out[40]
+    assert beyond["scaled_budget"] == 61 and beyond["delta"] is None and beyond["ci_low"] is None
+    assert beyond["delta_lower"] == pytest.approx(0) and beyond["delta_upper"] == pytest.approx(5 / 8)
+    assert beyond["cap_status"] == BOUNDS and json.loads(swept.stdout)["parser"] == "strict"
+
+
+def test_the_subcdf_is_not_identified_past_a_cap_whose_traces_may_have_been_cut():
+    """G(t) beyond the cap is refused for a trace the cap cut and for one whose log does not say; a cell whose
+    traces all completed reads G there as at the cap."""
+    from mindcap_tok.errors import BadInputError
+    from mindcap_tok.stats.subcdf import subcdf_grid
+
+    def records(finish: str) -> pd.DataFrame:
+        return pd.DataFrame(
+            {"model": "m", "arm": "native", "lang": "deu_Latn", "item": [0, 1], "sample": 0, "cap": 48,
+             "finish_reason": ["stop", finish], "emission": [10.0, np.nan], "correct": [1, 0]}
+        )  # fmt: skip
+
+    for finish in ("length", "unknown"):
+        with pytest.raises(BadInputError, match="not identified for t > 48"):
+            subcdf_grid(records(finish), [32, 61])
+    grid = subcdf_grid(records("stop"), [32, 61])
+    assert grid.accuracy().tolist() == [[0.5, 0.5]] and grid.cut_share.tolist() == [0.0]
