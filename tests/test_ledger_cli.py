@@ -107,7 +107,7 @@ def test_info_verify_and_score(tmp_path, qwen, rows):
     out = run(["score", "--ledger", str(root), "--budgets", "1,64", "--format", "csv", "--lang", "th"])
     curves = pd.read_csv(io.StringIO(out.output))
     assert list(curves.columns[:3]) == ["model", "arm", "lang"]
-    assert {"budget", "accuracy", "n", "truncated_share", "emitted_share"} <= set(curves.columns)
+    assert {"budget", "accuracy", "n", "longer_than_budget_share", "emitted_share"} <= set(curves.columns)
     # sample 0 of every item is right, sample 1 wrong; nothing is readable after one token
     assert curves.set_index("budget")["accuracy"].to_dict() == {1: 0.0, 64: 0.5}
     assert curves.set_index("budget")["emitted_share"].to_dict() == {1: 0.0, 64: 1.0}

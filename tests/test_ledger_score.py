@@ -155,10 +155,10 @@ def test_by_budget_and_by_record_contract(qwen):
     assert np.isnan(rec["emission"][2]) and rec["emission"][1] == 3
     curves = accuracy_curves(res.by_budget)
     native = curves[(curves["arm"] == "native") & (curves["budget"] == 4)].iloc[0]
-    assert native["accuracy"] == 0.5 and native["n"] == 2 and native["truncated_share"] == 0.5
+    assert native["accuracy"] == 0.5 and native["n"] == 2 and native["longer_than_budget_share"] == 0.5
     assert native["emitted_share"] == 0.5
     pivot = curves[(curves["arm"] == "pivot") & (curves["budget"] == 100)].iloc[0]
-    assert pivot["accuracy"] == 0.5 and pivot["truncated_share"] == 0 and pivot["emitted_share"] == 0.5
+    assert pivot["accuracy"] == 0.5 and pivot["longer_than_budget_share"] == 0 and pivot["emitted_share"] == 0.5
 
 
 def test_bad_scoring_inputs(qwen):

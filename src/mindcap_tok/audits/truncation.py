@@ -36,6 +36,7 @@ import pyarrow as pa
 from ..errors import MindcapError
 from ..resample import scale_budget
 from ..scoring import Scores, score_ledger
+from ..stats.cap import CUT, UNKNOWN
 from ..stats.curves import delta_table
 from ..stats.premiums import PremiumTable, lookup_premium
 from ..store import population_columns
@@ -152,7 +153,7 @@ def truncation_tables(
     matrix = by_budget["score"].to_numpy().reshape(len(rec), nb)
     col = {b: j for j, b in enumerate(scored)}
     finish = rec["finish_reason"].to_numpy()
-    hit, done, unknown = finish == "length", finish == "stop", finish == "unknown"
+    hit, done, unknown = finish == CUT, finish == "stop", finish == UNKNOWN
     ok = rec["correct"].to_numpy() == 1
     never = np.isnan(rec["emission"].to_numpy(dtype=float))
     retok = rec["retokenized"].fillna(False).to_numpy(dtype=bool) if "retokenized" in rec else np.zeros(len(rec), bool)
@@ -191,6 +192,7 @@ def truncation_tables(
             if within:
                 part = by_budget.iloc[(rows[:, None] * nb + np.arange(nb)).ravel()]
                 rs = delta_table(part, premiums, budgets=within, native=vals["arm"])
+                rs = rs.drop(columns=["beyond_cap", "cap_status", "delta_lower", "delta_upper"], errors="ignore")
                 rs.insert(1, "arm", vals["arm"])
                 deltas.append(rs)
                 peak = rs.loc[rs["delta"].idxmax()].to_dict()

@@ -75,6 +75,7 @@ def score_command(
 ) -> None:
     """Accuracy (mean strict score over items x samples) per cell and budget, from stored prefixes."""
     from ..scoring import accuracy_curves, score_ledger, with_thought_counts
+    from ..stats.cap import all_beyond_caps
     from ..store import CELL_COLUMNS, SETTING_COLUMNS, Ledger, empty_selection, resolve_tokenizers, warn_unmatched
     from ..tokenization.load import load_tokenizer
 
@@ -111,6 +112,8 @@ def score_command(
             tasks=tasks,
         )
     curves = with_thought_counts(accuracy_curves(scores.by_budget), scores.by_record)
+    if "cap" in scores.by_record and (warning := all_beyond_caps(budgets, scores.by_record["cap"].unique())):
+        click.echo(f"warning: {warning}", err=True)
     if save:
         _save(scores, save)
         click.echo(f"wrote {Path(save) / 'by_budget.parquet'} and by_record.parquet", err=True)

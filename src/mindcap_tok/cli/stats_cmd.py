@@ -335,7 +335,9 @@ def protocol_test(
     scores, coverage = comparable_scores(
         scores, frame=proto.frame, common_items=common_items, native=native, translate=translate
     )
-    result = run_protocol(proto, scores.by_budget, premiums=table, native=native, translate=translate)
+    result = run_protocol(
+        proto, scores.by_budget, premiums=table, native=native, translate=translate, records=scores.by_record
+    )
     gates, gated = gate_protocol(proto, result, by_record=scores.by_record)
     if fmt == "json":  # fractions, as every JSON output (the family's table and the declaration use points)
         decisions = gated.assign(**{c: gated[c] / 100 for c in ("margin", "estimate", "se")})

@@ -67,14 +67,41 @@ def _series(part: pd.DataFrame, peaks: pd.DataFrame):
         yield label, cur.sort_values("budget"), peaks[match]
 
 
+def _parser_words(parser: str | None) -> str:
+    """How an axis names the answer parser: `` (strict parser)``; nothing where it is not known."""
+    return f" ({parser} parser)" if parser else ""
+
+
+def within_cap(cur: pd.DataFrame) -> tuple[pd.DataFrame, int | None]:
+    """The rows of one curve at budgets within its cap (nothing was decoded beyond it), and the cap where the budgets
+    reach it (None where the rows have no cap or stay below it: the axis is not stretched to a cap far away)."""
+    caps = cur["cap"].dropna().unique() if "cap" in cur.columns else []
+    if len(caps) != 1 or cur["budget"].max() < int(caps[0]):
+        return cur, None
+    cap = int(caps[0])
+    return cur[cur["budget"] <= cap], cap
+
+
+def _cap_line(ax, cap: int | None, colour: str) -> None:
+    if cap is not None:
+        ax.axvline(cap, color=colour, ls="--", lw=1, alpha=0.7, label="_cap")
+
+
 def plot_native_curves(
-    curves: pd.DataFrame, peaks: pd.DataFrame, *, path: str | os.PathLike[str], level: float = 0.95
+    curves: pd.DataFrame,
+    peaks: pd.DataFrame,
+    *,
+    path: str | os.PathLike[str],
+    level: float = 0.95,
+    parser: str | None = None,
 ) -> None:
     """Figure 1: NATIVE accuracy against the output-token budget, one panel per model, one line per language.
 
     ``curves``: :func:`mindcap_tok.stats.accuracy_table` rows of the native cells with ``ci_low``/``ci_high``
     (proportions); ``peaks``: :attr:`mindcap_tok.stats.Sweep.peaks`. Each language's peak interval from B to
-    floor(r·B) is shaded, and its two accuracy endpoints are marked and labelled with Δ_L.
+    floor(r·B) is shaded, and its two accuracy endpoints are marked and labelled with Δ_L. A curve with a cap
+    stops there and the cap is drawn as a dashed line: nothing beyond it was decoded. ``parser``: the answer
+    parser the accuracies were read with, named on the axis.
     """
     plt = pyplot()
     models = list(dict.fromkeys(curves["model"]))
@@ -83,17 +110,23 @@ def plot_native_curves(
     labels = []
     for ax, model in zip(axes[0], models, strict=True):
         part = curves[curves["model"] == model]
-        panel_labels = []
+        panel_labels: list = []
+        drawn: list[int] = []
         for i, (label, cur, peak) in enumerate(_series(part, peaks[peaks["model"] == model])):
             colour = colours[i % len(colours)]
+            cur, cap = within_cap(cur)
+            drawn.extend(cur["budget"].tolist() + ([cap] if cap is not None else []))
             x = cur["budget"].to_numpy()
             ax.plot(x, 100 * cur["accuracy"], "-o", ms=3, color=colour, label=label)
             if "ci_low" in cur:
                 ax.fill_between(x, 100 * cur["ci_low"], 100 * cur["ci_high"], color=colour, alpha=0.15, lw=0)
+            _cap_line(ax, cap, colour)
             if peak.empty:
                 continue
             pk = peak.iloc[0]
             b, s = int(pk["peak_budget"]), int(pk["scaled_budget"])
+            if cap is not None and s > cap:  # an exact value beyond the cap: not drawn as if measured there
+                continue
             acc_b = float(cur.loc[cur["budget"] == b, "accuracy"].iloc[0])
             acc_s = float(cur.loc[cur["budget"] == s, "accuracy"].iloc[0])
             ax.axvspan(b, s, color=colour, alpha=0.08, lw=0)
@@ -116,28 +149,32 @@ def plot_native_curves(
                 )
             )
         labels.append(panel_labels)
-        budget_axis(ax, part["budget"].to_numpy())
+        budget_axis(ax, np.asarray(drawn))
         ax.set_xlabel("output-token budget B (prefix length, log scale)")
-        ax.set_title(f"{model}: NATIVE accuracy vs budget")
+        ax.set_title(f"{model}: NATIVE accuracy vs budget{_parser_words(parser)}")
         ax.grid(alpha=0.3)
         legend_outside(ax, title="language", title_fontsize=8)
-    axes[0][0].set_ylabel("NATIVE strict accuracy (%)")
+    axes[0][0].set_ylabel(f"NATIVE accuracy (%){_parser_words(parser)}")
     caption(
         fig,
         f"Shaded bands: pointwise {level:.0%} item-clustered bootstrap CIs. Squares: each language's peak "
         "length-normalisation effect, from the matched budget B to the premium-scaled budget floor(r·B), a span "
-        "tinted in the language's colour; the arrow is Δ_L(B) = acc(floor(r·B)) − acc(B).",
+        "tinted in the language's colour; the arrow is Δ_L(B) = acc(floor(r·B)) − acc(B). Dashed: a cell's cap; "
+        "nothing beyond it was decoded.",
     )
     for panel_labels in labels:
         separate_labels(fig, panel_labels)
     save_figure(fig, path)
 
 
-def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: float = 0.95) -> None:
+def plot_gap_curves(
+    gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: float = 0.95, parser: str | None = None
+) -> None:
     """Figure 2: gap(B) = acc_TRANSLATE-ACT(B) − acc_NATIVE(B) in points, one panel per model.
 
     ``gaps``: rows with ``model``, ``lang``, ``budget``, ``gap`` and optionally ``gap_ci_low``/``gap_ci_high``
-    (proportions), e.g. :attr:`mindcap_tok.stats.Sweep.rows`.
+    (proportions), e.g. :attr:`mindcap_tok.stats.Sweep.rows`. A curve with a cap stops there, drawn as a dashed
+    line. ``parser``: the answer parser, named on the axis.
     """
     plt = pyplot()
     models = list(dict.fromkeys(gaps["model"]))
@@ -145,25 +182,28 @@ def plot_gap_curves(gaps: pd.DataFrame, path: str | os.PathLike[str], *, level: 
     for ax, model in zip(axes[0], models, strict=True):
         part = gaps[gaps["model"] == model]
         keys = [*_tasks(part), "lang"]
+        drawn: list[int] = []
         for values, cur in part.groupby(keys, sort=False):
-            cur = cur.sort_values("budget")
+            cur, cap = within_cap(cur.sort_values("budget"))
+            drawn.extend(cur["budget"].tolist() + ([cap] if cap is not None else []))
             x = cur["budget"].to_numpy()
             (line,) = ax.plot(x, 100 * cur["gap"], "-o", ms=3, label=_curve_name(dict(zip(keys, values, strict=True))))
             if "gap_ci_low" in cur:
                 ax.fill_between(
                     x, 100 * cur["gap_ci_low"], 100 * cur["gap_ci_high"], color=line.get_color(), alpha=0.15, lw=0
                 )
+            _cap_line(ax, cap, line.get_color())
         ax.axhline(0, color="black", lw=0.8)
         lim = ax.get_ylim()
         ax.text(0.99, 0.98, "TRANSLATE-ACT leads ↑", transform=ax.transAxes, ha="right", va="top", fontsize=8)
         if lim[0] < 0:
             ax.text(0.99, 0.02, "NATIVE leads ↓", transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
-        budget_axis(ax, part["budget"].to_numpy())
+        budget_axis(ax, np.asarray(drawn))
         ax.set_xlabel("output-token budget B (same cap for both arms, log scale)")
         ax.set_title(f"{model}: gap(B) = TRANSLATE-ACT − NATIVE")
         ax.grid(alpha=0.3)
         legend_outside(ax, title="language", title_fontsize=8)
-    axes[0][0].set_ylabel("accuracy gap (points)")
+    axes[0][0].set_ylabel(f"accuracy gap (points){_parser_words(parser)}")
     caption(
         fig,
         f"Unnormalised gap at equal output caps; shaded: pointwise {level:.0%} item-clustered bootstrap CIs. "

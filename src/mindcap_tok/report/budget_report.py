@@ -20,6 +20,7 @@ from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..scoring import OUTCOMES
 from ..stats.binding import binding_regime
 from ..stats.bootstrap import grid_bootstrap
+from ..stats.cap import BOUNDS, EXACT, cut_shares
 from ..stats.curves import Sweep, accuracy_table, sweep
 from ..stats.failure_tail import failure_tail
 from ..stats.forcing import forcing_populations
@@ -48,6 +49,11 @@ POINT_COLUMNS = (
     "gap",
     "gap_ci_low",
     "gap_ci_high",
+    "delta_lower",
+    "delta_upper",
+    "gap_lower",
+    "gap_upper",
+    "cut_share",
     "accuracy",
     "mae",
     "max_abs_error",
@@ -85,6 +91,8 @@ class BudgetTables:
     native_curves: pd.DataFrame
     level: float
     notes: tuple[str, ...]
+    #: the answer parser the scores were read with (named on the figures' axes); None: not known
+    parser: str | None = None
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ def budget_tables(
     by_budget, by_record = (scores, None) if isinstance(scores, pd.DataFrame) else (scores.by_budget, scores.by_record)
     level = resampling.level
     table = premium_table(premiums)
-    grid = accuracy_grid(by_budget, frame)
+    grid = accuracy_grid(by_budget, frame, records=by_record)
     boot = grid_bootstrap(grid, n_boot=resampling.n_boot, seed=resampling.seed)
     arms = arms if arms is not None else task_arms(by_budget)
     native, translate = arms.native, arms.comparator
@@ -152,7 +160,13 @@ def budget_tables(
             tables["subcdf_check"] = compare_prediction(pred, result.rows)
         except MindcapError as exc:
             notes.append(f"Sub-CDF check skipped: {exc}")
-    return BudgetTables(result, tables, native_curves, level, tuple(notes))
+    if by_record is not None and (cut_shares(by_record)["unknown_share"] > 0).any():
+        notes.append(
+            "Some traces' logs do not say whether the cap cut them (finish reason unknown): they count as cut in "
+            "the bounds beyond the cap (c = share cut + unknown, the widest honest bound)."
+        )
+    parser = None if isinstance(scores, pd.DataFrame) else scores.parser
+    return BudgetTables(result, tables, native_curves, level, tuple(notes), parser)
 
 
 def write_budget_report(
@@ -191,23 +205,61 @@ def write_budget_tables(built: BudgetTables, out_dir: str | os.PathLike[str]) ->
         for name, frame_ in built.tables.items():
             frame_.to_csv(tmp / f"{name}.csv", index=False)
             files.append(f"{name}.csv")
-        plot_native_curves(built.native_curves, result.peaks, path=tmp / "native_curves.png", level=level)
+        plot_native_curves(
+            built.native_curves, result.peaks, path=tmp / "native_curves.png", level=level, parser=built.parser
+        )
         files.append("native_curves.png")
         if "gap" in result.rows.columns:
-            plot_gap_curves(result.rows.dropna(subset=["gap"]), tmp / "gap_curves.png", level=level)
+            plot_gap_curves(
+                result.rows.dropna(subset=["gap"]), tmp / "gap_curves.png", level=level, parser=built.parser
+            )
             files.append("gap_curves.png")
-        (tmp / "report.md").write_text(_markdown(result, built.tables, files, list(built.notes)), "utf-8")
+        markdown = _markdown(result, built.tables, files, list(built.notes), built.parser)
+        (tmp / "report.md").write_text(markdown, "utf-8")
         files.append("report.md")
     return BudgetReport(target, tuple(sorted(files)), result)
 
 
-def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], notes: list[str]) -> str:
+def marked_bounds(rows: pd.DataFrame) -> pd.DataFrame:
+    """Sweep rows (in points) for a table: where some row lies beyond its cap, a ``beyond_cap`` column reads ``†``
+    (no point estimate: Δ_L is only bounded) or ``‡`` (exact: no trace was cut), and ``delta_bounds`` shows the
+    bounds as ``[lower, upper]``; where none does, the cap columns are left out."""
+    if "cap_status" not in rows:
+        return rows
+    if not rows["beyond_cap"].astype(bool).any():  # every row measured: nothing to mark
+        return rows.drop(columns=["cap_status", "beyond_cap", "delta_lower", "delta_upper"])
+    status = rows["cap_status"]
+    mark = status.map({BOUNDS: "†", EXACT: "‡"}).fillna("")
+    bounds = [
+        f"[{lo:.2f}, {hi:.2f}]" if m else ""
+        for lo, hi, m in zip(rows["delta_lower"], rows["delta_upper"], mark, strict=True)
+    ]
+    out = rows.drop(columns=["cap_status", "beyond_cap", "delta_lower", "delta_upper"], errors="ignore")
+    return out.assign(beyond_cap=mark, delta_bounds=bounds)
+
+
+#: the legend of :func:`marked_bounds`' marks
+BOUNDS_LEGEND = (
+    "beyond_cap: † where B or floor(r·B) exceeds the cell's cap and the cap cut traces: acc_NATIVE(floor(r·B)) "
+    "was not observed, so Δ_L has no estimate, only delta_bounds, from acc_NATIVE(cap) − acc_NATIVE(B) to "
+    "acc_NATIVE(cap) + c − acc_NATIVE(B), c the share of the cell's traces cut by the cap (or of unknown cut "
+    "status); ‡ where no trace was cut, so the value there is acc_NATIVE(cap) exactly."
+)
+
+
+def _markdown(
+    result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], notes: list[str], parser: str | None = None
+) -> str:
     prem = ", ".join(f"{k} r={v:.4f}" for k, v in result.premiums.items())
+    bounds = "beyond_cap" in result.rows.columns and bool(result.rows["beyond_cap"].astype(bool).any())
     cols = [
         c
         for c in ("model", "lang", "budget", *DELTA_COLUMNS, "acc_translate", "gap", "native_lead_prob")
         if c in result.rows.columns
     ]
+    if "cap_status" in result.rows.columns:
+        cols += ["cap_status", "beyond_cap", "delta_lower", "delta_upper"]
+    sweep_rows = marked_bounds(to_points(result.rows[cols]))
     if "task" in result.rows and result.rows["task"].nunique() > 1:  # a ledger of several tasks: say whose row
         cols.insert(0, "task")
     parts = [
@@ -216,7 +268,7 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         f"Frame: **{result.frame}**. Item-clustered bootstrap: {result.n_boot} resamples of the items (all samples "
         f"of a drawn item kept), seed {result.seed}; intervals are pointwise {result.level:.0%} percentile CIs, "
         f"bands are simultaneous {result.level:.0%} studentized max-|t| bands over the budget sweep. "
-        "Accuracies and differences in points.",
+        f"Accuracies and differences in points{f'; answers read with the {parser} parser' if parser else ''}.",
         "",
         f"Premiums: {prem}.",
         "",
@@ -231,7 +283,8 @@ def _markdown(result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], 
         "",
         "## Sweep",
         "",
-        _md(result.rows[cols]),
+        *([BOUNDS_LEGEND, ""] if bounds else []),
+        markdown_table(sweep_rows, ".2f") if len(sweep_rows) else "_none_",
         "",
         "## Binding regime",
         "",

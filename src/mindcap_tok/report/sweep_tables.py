@@ -10,7 +10,7 @@ from .._tables import FLOATFMT
 from ..stats.roles import label
 from ..store import SETTING_COLUMNS
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
-from .budget_report import DELTA_COLUMNS, to_points
+from .budget_report import BOUNDS_LEGEND, DELTA_COLUMNS, marked_bounds, to_points
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 #: the window in which a correct answer's emission makes a budget bind
 WINDOW = "(B, floor(r·B)]"
 #: a sweep row's native-vs-comparator gap columns
-GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "beyond_cap"]
+GAP_COLUMNS = ["acc_translate", "gap", "gap_ci_low", "gap_ci_high", "gap_lower", "gap_upper"]
+#: a sweep row's columns saying where it lies against its cell's cap (shown through :func:`marked_bounds`)
+CAP_COLUMNS = ["beyond_cap", "cap_status", "cut_share", "delta_lower", "delta_upper"]
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,15 @@ def sweep_tables(result: BudgetSweep) -> list[TitledTable]:
     rows, peaks, cross, shared = drop_shared_settings(rows, peaks, swept.crossovers)
     head = (
         f"Δ_L sweep ({swept.frame} frame, {swept.n_boot} item resamples, seed {swept.seed}, "
-        f"{swept.level:.0%} CIs{shared}; points)"
+        f"{swept.level:.0%} CIs{f', {result.parser} parser' if result.parser else ''}{shared}; points)"
     )
     delta = ["premium", *DELTA_COLUMNS]
-    keys = [c for c in rows.columns if c not in delta + GAP_COLUMNS]
-    tables = [TitledTable(head, rows[keys + [c for c in delta if c in rows]].to_dict(orient="records"), ".2f")]
+    keys = [c for c in rows.columns if c not in delta + GAP_COLUMNS + CAP_COLUMNS]
+    cap = [c for c in CAP_COLUMNS if c in rows and c != "cut_share"]
+    shown = marked_bounds(rows[keys + [c for c in delta if c in rows] + cap])
+    if "delta_bounds" in shown:
+        head = f"{head}. {BOUNDS_LEGEND}"
+    tables = [TitledTable(head, shown.to_dict(orient="records"), ".2f")]
     gap = [c for c in GAP_COLUMNS if c in rows]
     if gap:
         title = (

@@ -846,10 +846,11 @@ def score_ledger(
 
 def accuracy_curves(by_budget: pd.DataFrame) -> pd.DataFrame:
     """Accuracy per cell (and settings) and budget: the mean strict score over all item x sample records
-    (no best-of-k, no vote), with ``n``, ``truncated_share`` and ``emitted_share``."""
+    (no best-of-k, no vote), with ``n``, ``longer_than_budget_share`` (share of records longer than B: cut at B by the
+    prefix, not necessarily by the cap) and ``emitted_share``."""
     keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in by_budget.columns]
     grouped = by_budget.groupby([*keys, "budget"], dropna=False, sort=True)
-    agg = {"accuracy": ("score", "mean"), "n": ("score", "size"), "truncated_share": ("truncated", "mean")}
+    agg = {"accuracy": ("score", "mean"), "n": ("score", "size"), "longer_than_budget_share": ("truncated", "mean")}
     if "emitted" in by_budget.columns:
         agg["emitted_share"] = ("emitted", "mean")
     out = grouped.agg(**agg).reset_index()

@@ -6,6 +6,7 @@ Holm control, and answer-emission timing. Inputs are the scoring contract's ``Sc
 
 from .bootstrap import Boot, bootstrap_weights, grid_bootstrap, item_bootstrap
 from .budget_sweep import BudgetSweep, SweepInputs, budget_sweep, comparable_scores, sweep_inputs
+from .cap import all_beyond_caps, cut_shares
 from .confirm import Confirmation, confirm
 from .consistency import Consistency, Splits, consistency
 from .curves import Sweep, accuracy_table, delta_table, gap_table, sweep
@@ -34,6 +35,7 @@ __all__ = [
     "SweepInputs",
     "accuracy_grid",
     "accuracy_table",
+    "all_beyond_caps",
     "bootstrap_test",
     "bootstrap_weights",
     "budget_sweep",
@@ -41,6 +43,7 @@ __all__ = [
     "compare_prediction",
     "confirm",
     "consistency",
+    "cut_shares",
     "delta_table",
     "emission_timing",
     "freeze_protocol",

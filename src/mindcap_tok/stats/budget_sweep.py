@@ -102,6 +102,8 @@ class BudgetSweep:
     thinking: pd.DataFrame
     coverage: ArmCoverage
     arms: TaskArms
+    #: the answer parser the records were scored with (None: not known)
+    parser: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the sweep's settings and tables, the binding regime, forcing, failure tail, thinking (when
@@ -109,6 +111,7 @@ class BudgetSweep:
         result = self.sweep
         return {
             **result.as_dict(),
+            **({"parser": self.parser} if self.parser else {}),
             "rows": result.rows.to_dict(orient="records"),
             "peaks": result.peaks.to_dict(orient="records"),
             "binding": self.binding.to_dict(orient="records"),
@@ -130,7 +133,7 @@ def budget_sweep(
 
     scores, arms = inputs.scores, inputs.arms
     result = sweep(
-        scores.by_budget,
+        scores,
         inputs.premiums,
         budgets=inputs.budgets,
         resampling=resampling,
@@ -148,6 +151,7 @@ def budget_sweep(
         thinking=thought_summary(by_record),
         coverage=inputs.coverage,
         arms=arms,
+        parser=scores.parser,
     )
 
 

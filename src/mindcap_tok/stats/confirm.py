@@ -21,11 +21,12 @@ from ..budgets import SWEEP_BUDGETS
 from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from .bootstrap import Boot, grid_bootstrap
+from .cap import cut_mask
 from .curves import _row_keys, _scaled, native_cells, sweep
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, accuracy_grid, require_columns
 from .premiums import PremiumsLike, premium_table
 from .roles import Arm, comparator_of, native_of
-from .subcdf import _truncated, compare_prediction, predict_delta
+from .subcdf import compare_prediction, predict_delta
 
 #: the columns of :class:`Confirmation`'s tables that hold proportions (tables may show them as points)
 PROPORTIONS = (
@@ -98,7 +99,7 @@ def output_lengths(replay: pd.DataFrame, independent: pd.DataFrame) -> pd.DataFr
     require_columns(independent, ["cap"], what="independent by_record")
     keys = [c for c in (*CELL_COLUMNS, *SETTING_COLUMNS) if c in independent.columns and c in replay.columns]
     keys = [c for c in keys if c not in ("cap", "design")]  # the two ledgers differ in design by construction
-    rep_cut = _truncated(replay) if "cap" in replay.columns else np.zeros(len(replay), dtype=bool)
+    rep_cut = cut_mask(replay) if "cap" in replay.columns else np.zeros(len(replay), dtype=bool)
     rep_caps = replay["cap"].to_numpy(dtype=np.float64) if "cap" in replay.columns else np.full(len(replay), np.inf)
     rows = []
     for key, part in independent.groupby([*keys, "cap"], sort=True, dropna=False):
@@ -150,16 +151,18 @@ def confirm(
 
     ``rows`` (per native cell and budget): ``predicted`` (replay Δ_L) with ``ci_low``/``ci_high`` (the
     discovery interval), ``independent`` with ``independent_se``, ``inside`` (ci_low ≤ independent ≤ ci_high),
-    ``subcdf_predicted`` and ``subcdf_error`` (subcdf_predicted − independent). ``cells`` (per native cell):
-    ``predicted_budget`` (the discovery peak), ``independent_argmax``, ``argmax_agree``, ``subcdf_mae`` and
-    ``subcdf_max_abs_error``. ``lengths``: :func:`output_lengths`. One item resampling (``resampling``) per
-    ledger; every value is a proportion. ``native``: the native arm of every cell, or each task's (task -> arm,
-    as :func:`~mindcap_tok.stats.curves.sweep` takes it; None: each task's own), and ``translate`` its comparator.
+    ``subcdf_predicted`` and ``subcdf_error`` (subcdf_predicted − independent); beyond a replay cap that cut
+    traces ``predicted`` and its interval are null and ``inside`` is missing (:func:`~.curves.sweep`). ``cells``
+    (per native cell): ``predicted_budget`` (the discovery peak), ``independent_argmax``, ``argmax_agree``,
+    ``subcdf_mae`` and ``subcdf_max_abs_error``. ``lengths``: :func:`output_lengths`. One item resampling
+    (``resampling``) per ledger; every value is a proportion. ``native``: the native arm of every cell, or each
+    task's (task -> arm, as :func:`~mindcap_tok.stats.curves.sweep` takes it; None: each task's own), and
+    ``translate`` its comparator.
     """
     native, translate = native_of(replay.by_record, native), comparator_of(replay.by_record, translate)
     table = premium_table(premiums)
     budgets = sorted({int(b) for b in budgets})
-    disc = sweep(replay.by_budget, table, budgets=budgets, resampling=resampling, native=native, translate=translate)
+    disc = sweep(replay, table, budgets=budgets, resampling=resampling, native=native, translate=translate)
     grid = accuracy_grid(independent.by_budget, "independent")
     boot = grid_bootstrap(grid, resampling.n_boot, seed=resampling.seed)
     ind = sweep(grid, table, budgets=budgets, resampling=resampling, native=native, translate=translate, boot=boot)
@@ -172,7 +175,9 @@ def confirm(
         raise BadInputError("the replay and independent ledgers share no native cell")
     if rows.duplicated([*on, "budget"]).any():
         raise BadInputError(f"several replay cells match one independent cell on {', '.join(on)}: filter them")
-    rows["inside"] = (rows["ci_low"] <= rows["independent"]) & (rows["independent"] <= rows["ci_high"])
+    inside = (rows["ci_low"] <= rows["independent"]) & (rows["independent"] <= rows["ci_high"])
+    # beyond a replay cap that cut traces the replay predicted nothing: neither inside nor outside
+    rows["inside"] = inside.astype("boolean").mask(rows["predicted"].isna())
     pred = predict_delta(replay.by_record, table, budgets=budgets, native=native)
     sub = pred[[*on, "budget", "predicted"]].rename(columns={"predicted": "subcdf_predicted"})
     rows = rows.merge(sub, on=[*on, "budget"], how="left")

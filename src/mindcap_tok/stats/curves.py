@@ -7,10 +7,11 @@ All accuracies here are proportions in [0, 1]; the CLI prints points.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -20,14 +21,25 @@ from ..errors import BadInputError
 from ..resample import DEFAULT_RESAMPLING, Resampling, scale_budget
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
 from .bootstrap import Boot, bootstrap_weights, item_bootstrap, ratio_difference
+from .cap import BOUNDS, EXACT, WITHIN, all_beyond_caps, cap_of
 from .grid import AccuracyGrid, accuracy_grid
 from .premiums import PremiumsLike, PremiumTable, lookup_premium, premium_table
 from .roles import Arm, arm_mask, arm_of, comparator_of, label, native_of
 
+if TYPE_CHECKING:
+    from ..scoring import Scores
 
-def as_grid(scores: pd.DataFrame | AccuracyGrid, frame: str = "replay") -> AccuracyGrid:
-    """Accept either ``Scores.by_budget`` or an already built :class:`AccuracyGrid`."""
-    return scores if isinstance(scores, AccuracyGrid) else accuracy_grid(scores, frame)
+logger = logging.getLogger(__name__)
+
+
+def as_grid(scores: Scores | pd.DataFrame | AccuracyGrid, frame: str = "replay") -> AccuracyGrid:
+    """Accept :class:`~mindcap_tok.scoring.Scores` (its records tell what lies beyond each cap), ``Scores.by_budget``
+    alone (nothing known beyond a cap), or an already built :class:`AccuracyGrid`."""
+    if isinstance(scores, AccuracyGrid):
+        return scores
+    if isinstance(scores, pd.DataFrame):
+        return accuracy_grid(scores, frame)
+    return accuracy_grid(scores.by_budget, frame, records=scores.by_record)
 
 
 def accuracy_table(
@@ -126,7 +138,7 @@ def gap_table(
 
 
 def delta_table(
-    scores: pd.DataFrame | AccuracyGrid,
+    scores: Scores | pd.DataFrame | AccuracyGrid,
     premiums: PremiumsLike,
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
@@ -136,27 +148,39 @@ def delta_table(
     """Δ_L(B) = acc_N(floor(r·B)) − acc_N(B) for every native cell (point estimates).
 
     ``premiums``: anything :func:`~mindcap_tok.stats.premiums.premium_table` reads. Both B and floor(r·B)
-    must have been scored; a one-line error lists the missing budgets.
+    must have been scored; a one-line error lists the missing budgets. Beyond a cell's cap the rule of
+    :func:`sweep` applies: ``delta`` is null where traces were cut, and ``delta_lower``/``delta_upper`` bound it.
     """
     grid = as_grid(scores, frame)
     table = premium_table(premiums)
     acc = grid.accuracy()
+    cell_c = grid.cell_cut_share()
     rows = []
     for n in native_cells(grid, native):
         r, scaled = _scaled(table, grid, n, budgets)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
+        cap = cap_of(grid.cells.at[n, "cap"]) if "cap" in grid.cells else None
         for j, budget in enumerate(budgets):
-            rows.append(
-                {
-                    **_row_keys(grid, n),
-                    "budget": int(budget),
-                    "premium": float(r),
-                    "scaled_budget": int(scaled[j]),
-                    "acc_native": acc[n, bi[j]],
-                    "acc_native_scaled": acc[n, si[j]],
-                    "delta": acc[n, si[j]] - acc[n, bi[j]],
-                }
-            )
+            acc_b, acc_s = acc[n, bi[j]], acc[n, si[j]]
+            row = {
+                **_row_keys(grid, n),
+                "budget": int(budget),
+                "premium": float(r),
+                "scaled_budget": int(scaled[j]),
+                "acc_native": acc_b,
+                "acc_native_scaled": acc_s,
+                "delta": acc_s - acc_b,
+            }
+            if cap is not None:
+                beyond = max(int(scaled[j]), int(budget)) > cap
+                c = float(cell_c[n])
+                row["beyond_cap"] = beyond
+                row["cap_status"] = (BOUNDS if c > 0 else EXACT) if beyond else WITHIN
+                row["delta_lower"] = acc_s - acc_b if beyond else np.nan
+                row["delta_upper"] = acc_s + c - acc_b if beyond else np.nan
+                if beyond and c > 0:
+                    row["acc_native_scaled"] = row["delta"] = np.nan
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -227,7 +251,7 @@ def crossovers(
 
 
 def sweep(
-    scores: pd.DataFrame | AccuracyGrid,
+    scores: Scores | pd.DataFrame | AccuracyGrid,
     premiums: PremiumsLike,
     *,
     budgets: Sequence[int] = SWEEP_BUDGETS,
@@ -245,6 +269,14 @@ def sweep(
     One item-clustered resampling (``resampling``: its ``n_boot`` and ``seed``; intervals at its ``level``)
     serves every cell and budget; pass ``boot`` (from :func:`~mindcap_tok.stats.bootstrap.grid_bootstrap` on the
     same grid) to reuse one (``resampling`` then gives only the level).
+
+    Cells with a ``cap`` (replay frame) get ``beyond_cap`` (B or floor(r·B) exceeds it), ``cap_status``
+    (:data:`~.cap.WITHIN`, :data:`~.cap.EXACT`, :data:`~.cap.BOUNDS`), ``cut_share`` (c: the cell's share of traces
+    cut by the cap or of unknown cut status, :attr:`~.grid.AccuracyGrid.cut_share`: pass ``Scores`` or a grid built
+    with its records; 1 without them) and, beyond the cap, ``delta_lower`` = acc_N(cap) − acc_N(B) and
+    ``delta_upper`` = acc_N(cap) + c − acc_N(B). Where c > 0 there, Δ_L has no estimate: ``delta``,
+    ``acc_native_scaled``, its CI and band are null, and the budget counts for no peak; where B itself is beyond,
+    gap(B) is null too, with ``gap_lower``/``gap_upper``.
     """
     n_boot, seed, level = resampling.n_boot, resampling.seed, resampling.level
     grid = as_grid(scores, frame)
@@ -253,6 +285,8 @@ def sweep(
     if not budgets or len(set(budgets)) != len(budgets):
         raise BadInputError(f"budgets must be distinct and non-empty, got {budgets}")
     budgets = sorted(budgets)
+    if "cap" in grid.cells and (warning := all_beyond_caps(budgets, grid.cells["cap"].tolist())):
+        logger.warning(warning)
     table = premium_table(premiums)
     pairs = arm_pairs(grid, native, translate=translate)
     needed = set(budgets)
@@ -264,61 +298,86 @@ def sweep(
         boot = item_bootstrap(grid.correct, grid.count, seed=seed, weights=weights)
     else:
         weights = bootstrap_weights(len(grid.items), boot.n_boot, seed=boot.seed)  # the resampling behind ``boot``
+    cell_c = grid.cell_cut_share()
     rows, peaks, cross, used = [], [], [], {}
     for n, t in pairs:
         keys = _row_keys(grid, n)
         r, scaled = _scaled(table, grid, n, budgets)
         used[f"{keys['model']}:{keys['lang']}"] = float(r)
         bi, si = grid.budget_index(budgets), grid.budget_index(scaled)
-        # = boot[n, si] − boot[n, bi], with per-replicate standard errors for a bootstrap-t band
-        delta = ratio_difference(
-            grid.correct[:, n, si],
-            grid.count[:, n, si],
-            num_b=grid.correct[:, n, bi],
-            den_b=grid.count[:, n, bi],
-            weights=weights,
-            seed=boot.seed,
-        )
-        lo, hi = delta.ci(level)
-        blo, bhi, crit = delta.band(level)
+        cap = cap_of(keys.get("cap"))
+        beyond = np.zeros(len(bi), bool)
+        if cap is not None:
+            beyond = (np.asarray(scaled) > cap) | (np.asarray(budgets) > cap)
+        c = float(cell_c[n]) if cap is not None else 0.0
+        # where floor(r·B) lies beyond a cap that cut traces, acc_N(floor(r·B)) is not observed: no estimate there
+        ok = np.flatnonzero(~beyond | (c == 0))
+        est, lo, hi, blo, bhi = (np.full(len(budgets), np.nan) for _ in range(5))
+        if len(ok):
+            # = boot[n, si] − boot[n, bi], with per-replicate standard errors for a bootstrap-t band
+            delta = ratio_difference(
+                grid.correct[:, n, si[ok]],
+                grid.count[:, n, si[ok]],
+                num_b=grid.correct[:, n, bi[ok]],
+                den_b=grid.count[:, n, bi[ok]],
+                weights=weights,
+                seed=boot.seed,
+            )
+            est[ok] = delta.estimate
+            lo[ok], hi[ok] = delta.ci(level)
+            blo[ok], bhi[ok], crit = delta.band(level)
         n_items = (grid.count[:, n, bi] > 0).any(axis=1).sum()
-        cap = keys.get("cap")
+        acc_b, acc_s = boot.estimate[n, bi], boot.estimate[n, si]
         part = pd.DataFrame(
             {
                 **{k: [v] * len(budgets) for k, v in keys.items()},
                 "budget": budgets,
                 "premium": float(r),
                 "scaled_budget": scaled,
-                "acc_native": boot.estimate[n, bi],
-                "acc_native_scaled": boot.estimate[n, si],
-                "delta": delta.estimate,
+                "acc_native": acc_b,
+                "acc_native_scaled": np.where(beyond & (c > 0), np.nan, acc_s),
+                "delta": est,
                 "ci_low": lo,
                 "ci_high": hi,
                 "band_low": blo,
                 "band_high": bhi,
             }
         )
-        if cap is not None and not pd.isna(cap):
-            part["beyond_cap"] = np.asarray(scaled) > int(cap)
+        if cap is not None:
+            part["beyond_cap"] = beyond
+            part["cap_status"] = np.where(beyond, np.where(c > 0, BOUNDS, EXACT), WITHIN)
+            part["cut_share"] = c
+            part["delta_lower"] = np.where(beyond, acc_s - acc_b, np.nan)
+            part["delta_upper"] = np.where(beyond, acc_s + c - acc_b, np.nan)
         if t is not None:
             gap = boot[t, bi] - boot[n, bi]
             glo, ghi = gap.ci(level)
             lead = (-gap).prob_positive()
-            part["acc_translate"] = gap.estimate + boot.estimate[n, bi]
-            part["gap"] = gap.estimate
+            gap_est = gap.estimate.copy()
+            if cap is not None:  # B itself beyond a cap that cut traces of either arm: gap(B) is not observed
+                ct = float(cell_c[t])
+                blind = (np.asarray(budgets) > cap) & (max(c, ct) > 0)
+                gap_est[blind], glo[blind], ghi[blind], lead[blind] = np.nan, np.nan, np.nan, np.nan
+                acc_t = gap.estimate + acc_b
+                part["gap_lower"] = np.where(blind, acc_t - acc_b - c, np.nan)
+                part["gap_upper"] = np.where(blind, acc_t + ct - acc_b, np.nan)
+            part["acc_translate"] = gap.estimate + acc_b
+            part["gap"] = gap_est
             part["gap_ci_low"], part["gap_ci_high"] = glo, ghi
             part["native_lead_prob"] = lead
-            cross.extend(crossovers(keys, budgets, gap=gap.estimate, lead=lead))
+            cross.extend(crossovers(keys, budgets, gap=gap_est, lead=lead))
         part["n_items"] = int(n_items)
         rows.append(part)
+        if not len(ok):  # every budget beyond a cap that cut traces: no peak to report
+            continue
         peak, stability = delta.argmax()
-        k = int(peak)
+        k = int(ok[int(peak)])
         peaks.append(
             {
                 **keys,
                 "peak_budget": budgets[k],
                 "scaled_budget": scaled[k],
-                "delta": delta.estimate[k],
+                "delta": est[k],
                 "ci_low": lo[k],
                 "ci_high": hi[k],
                 "band_low": blo[k],

@@ -25,6 +25,7 @@ from ..errors import BadInputError, MindcapError, with_context
 from ..resample import check_resamples, scale_budget
 from ..spec import check
 from .bootstrap import Boot, grid_bootstrap
+from .cap import cap_of
 from .grid import SETTING_COLUMNS, AccuracyGrid
 from .hypotheses import ALTERNATIVES, bootstrap_test, holm, t_ratio
 from .premiums import PremiumTable, lookup_premium
@@ -264,6 +265,11 @@ def run_family(
     ``tests.n_boot`` (or ``boot``'s, to reuse one resampling) must reach
     :func:`~mindcap_tok.resample.min_resamples` at level 1 − ``tests.alpha``. ``native``/``translate``: one
     arm, or each task's (None: each task's own).
+
+    A hypothesis reading an accuracy beyond its cell's cap where traces were cut (the grid's
+    :attr:`~.grid.AccuracyGrid.cut_share`; without it every capped cell may have been cut) is not estimable: it
+    counts as no evidence (p-value 1 in Holm's family), with null ``estimate``/``p_value`` and the decision
+    ``not estimable``.
     """
     alpha, n_boot, seed, tail_factor = tests.alpha, tests.n_boot, tests.seed, tests.tail_factor
     if not hypotheses:
@@ -276,15 +282,20 @@ def run_family(
     est = _Estimands(grid, premiums, native_of(grid.cells, native), comparator_of(grid.cells, translate))
     if boot is None:
         boot = grid_bootstrap(grid, n_boot=n_boot, seed=seed)
-    rows = []
+    cell_c = grid.cell_cut_share()
+    rows, blind = [], []
     for h in hypotheses:
         comps: list[Boot] = []
         names: list[str] = []
+        unobserved = False
         for terms in est.terms(h):
             pieces = []
             for w, term in terms:
                 cell = grid.one_cell(**term.cell)
-                b = grid.budget_index([est.budget(term.cell, term.budget, term.scaled)])[0]
+                budget = est.budget(term.cell, term.budget, term.scaled)
+                cap = cap_of(grid.cells.at[cell, "cap"]) if "cap" in grid.cells else None
+                unobserved |= cap is not None and budget > cap and cell_c[cell] > 0
+                b = grid.budget_index([budget])[0]
                 pieces.append(boot[cell, b] * w)
             comps.append(reduce(Boot.__add__, pieces))
             names.append(terms[0][1].cell.get("lang") or "")
@@ -311,11 +322,15 @@ def run_family(
                 "p_value": res.p_value,
             }
         )
+        blind.append(unobserved)
     table = pd.DataFrame(rows)
-    hr = holm(table["p_value"].to_numpy(), alpha)
+    unknown = np.asarray(blind, dtype=bool)
+    hr = holm(np.where(unknown, 1.0, table["p_value"].to_numpy()).tolist(), alpha)
     table["holm_threshold"] = hr.threshold
-    table["p_adjusted"] = hr.adjusted
-    table["decision"] = np.where(hr.reject, "reject", "retain")
+    table["p_adjusted"] = np.where(unknown, np.nan, hr.adjusted)
+    table["decision"] = np.where(unknown, "not estimable", np.where(hr.reject, "reject", "retain"))
+    table.loc[unknown, ["estimate", "se", "p_value"]] = np.nan
+    table.loc[unknown, "components"] = "beyond the cap"
     n_rej = int(hr.reject.sum())
     outcome = labels["all"] if n_rej == len(table) else labels["some"] if n_rej else labels["none"]
     return FamilyResult(table, outcome, alpha, boot.n_boot, boot.seed, float(tail_factor))

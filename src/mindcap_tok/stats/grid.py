@@ -27,6 +27,7 @@ from ..errors import BadInputError
 from ..store import CELL_COLUMNS as CELL_COLUMNS  # what names a cell (re-exported)
 from ..store import SETTING_COLUMNS as SETTING_COLUMNS  # the generation settings that split cells
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
+from .cap import cell_cut_share, cut_shares
 from .roles import Arm, arm_of, comparator_of, label, native_of
 
 _BY_BUDGET_REQUIRED = (*CELL_COLUMNS, "item", "budget", "score")
@@ -64,6 +65,9 @@ class AccuracyGrid:
 
     ``correct[i, c, b]`` is the number of item ``items[i]``'s samples scoring 1 in cell ``c`` at budget
     ``budgets[b]``; ``count`` the number scored (0 where the cell has no record of that item/budget).
+    ``cut_share[c]``: cell ``c``'s share of records cut by their cap or of unknown cut status
+    (:func:`~.cap.cut_shares`), what can be said beyond the cap; None where the records were not given (every
+    capped cell may then have been cut).
     """
 
     cells: pd.DataFrame
@@ -72,6 +76,11 @@ class AccuracyGrid:
     correct: np.ndarray
     count: np.ndarray
     frame: str = "replay"
+    cut_share: np.ndarray | None = None
+
+    def cell_cut_share(self) -> np.ndarray:
+        """Per cell, the share c of records cut by the cap (1 where not known: the widest bound)."""
+        return np.ones(len(self.cells)) if self.cut_share is None else self.cut_share
 
     @property
     def keys(self) -> list[str]:
@@ -129,6 +138,7 @@ class AccuracyGrid:
             correct=self.correct[:, ci][:, :, bi],
             count=self.count[:, ci][:, :, bi],
             frame=self.frame,
+            cut_share=None if self.cut_share is None else self.cut_share[ci],
         )
 
 
@@ -157,11 +167,17 @@ def _cell_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, np.nd
 
 
 def accuracy_grid(
-    by_budget: pd.DataFrame, frame: str = "replay", *, filters: Mapping[str, object] | None = None
+    by_budget: pd.DataFrame,
+    frame: str = "replay",
+    *,
+    filters: Mapping[str, object] | None = None,
+    records: pd.DataFrame | None = None,
 ) -> AccuracyGrid:
     """Build the per-item grid from ``Scores.by_budget`` (one row per record × budget).
 
     ``filters`` keeps only rows whose columns equal the given values (e.g. ``{"model": "qwen3-8b"}``).
+    ``records`` (``Scores.by_record``, with ``finish_reason``) give each cell's share of traces cut by its cap
+    (:attr:`AccuracyGrid.cut_share`): without them nothing is known beyond a cap.
     """
     view = budget_view(by_budget, frame)
     for key, value in (filters or {}).items():
@@ -182,7 +198,10 @@ def accuracy_grid(
     size = int(np.prod(shape))
     correct = np.bincount(flat, weights=score, minlength=size).reshape(shape)
     count = np.bincount(flat, minlength=size).reshape(shape).astype(np.float64)
-    return AccuracyGrid(cells=cells, budgets=budgets, items=items, correct=correct, count=count, frame=frame)
+    cut = None if records is None else cell_cut_share(cells, cut_shares(records))
+    return AccuracyGrid(
+        cells=cells, budgets=budgets, items=items, correct=correct, count=count, frame=frame, cut_share=cut
+    )
 
 
 #: how a mixed setting is named in a refusal ("cell m/native/tha_Thai mixes caps 256 and 512")

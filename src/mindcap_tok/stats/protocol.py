@@ -536,12 +536,14 @@ def run_protocol(
     premiums: PremiumTable | None,
     native: Arm | None = None,
     translate: Arm | None = None,
+    records: pd.DataFrame | None = None,
 ) -> FamilyResult:
     """Evaluate a (verified) protocol's family on ``Scores.by_budget``. The arms it declares are compared, else
     ``native`` and ``translate`` (one arm, or each task's: :class:`~mindcap_tok.tasks.roles.TaskArms`; None:
-    each task's own)."""
+    each task's own). ``records``: ``Scores.by_record``, which say where the cap cut traces (a hypothesis beyond
+    such a cap is not estimable: :func:`~.family.run_family`; without them every capped cell may have been cut)."""
     filters = {"model": proto.model} if proto.model else None
-    grid = accuracy_grid(by_budget, proto.frame, filters=filters)
+    grid = accuracy_grid(by_budget, proto.frame, filters=filters, records=records)
     return run_family(
         grid,
         proto.hypotheses,

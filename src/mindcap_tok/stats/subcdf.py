@@ -22,20 +22,13 @@ from ..budgets import SWEEP_BUDGETS
 from ..errors import BadInputError
 from ..resample import scale_budget
 from ..tasks.roles import NATIVE_ROLE
+from .cap import cell_cut_share, cut_mask, cut_shares
 from .curves import _row_keys, delta_table, native_cells
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, AccuracyGrid, _cell_ids, require_columns
 from .premiums import PremiumsLike, lookup_premium, premium_table
 from .roles import Arm, arm_mask, label, native_of
 
 _BY_RECORD_REQUIRED = (*CELL_COLUMNS, "item", "emission", "correct")
-
-
-def _truncated(by_record: pd.DataFrame) -> np.ndarray:
-    if "finish_reason" in by_record.columns:
-        return (by_record["finish_reason"] == "length").to_numpy()
-    if "n_tokens" in by_record.columns and "cap" in by_record.columns:
-        return by_record["n_tokens"].to_numpy() >= by_record["cap"].to_numpy()
-    return np.ones(len(by_record), dtype=bool)
 
 
 def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
@@ -51,7 +44,7 @@ def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
     if len(pts) == 0 or pts[0] < 1:
         raise BadInputError(f"sub-CDF points must be positive, got {list(points)}")
     if "cap" in by_record.columns:
-        cut = _truncated(by_record)
+        cut = cut_mask(by_record)
         caps = by_record["cap"].to_numpy(dtype=np.float64)
         beyond = cut & (pts[-1] > caps)
         if beyond.any():
@@ -78,6 +71,7 @@ def subcdf_grid(by_record: pd.DataFrame, points: Sequence[int]) -> AccuracyGrid:
         correct=per_item.reshape(*shape, len(pts)),
         count=np.repeat(count.reshape(*shape, 1), len(pts), axis=-1),
         frame="replay",
+        cut_share=cell_cut_share(cells, cut_shares(by_record)),
     )
 
 
