@@ -156,7 +156,8 @@ def test_the_truncation_audit_counts_unknown_cut_status_apart_and_as_possibly_cu
     (row,) = truncation_tables(scores, natives="native", budgets=[12]).tables["cells"].to_dict(orient="records")
     assert (row["cap_hits"], row["cut_unknown"], row["completed"]) == (1, 1, 1)
     assert row["max_gain"] == pytest.approx(2 / 3)
-    assert "1 traces' logs do not say whether the cap cut them" in row["sentence"]
+    assert "the cap binds for 33% to 67% of" in row["sentence"]  # 1 of 3 cut, up to 2 of 3 with the unknown one
+    assert "1 of unknown cut status" in row["sentence"]
 
 
 def test_the_cli_warns_once_and_sweeps_to_bounds_beyond_a_run_cap(tmp_path, qwen):
