@@ -41,7 +41,7 @@ from ..ingest import import_jsonl, import_logs
 from ..resample import Resampling, scale_budget
 from ..scoring import score_ledger
 from ..stats.premiums import PremiumTable, lookup_premium, resolve_premiums
-from ..store import Ledger, check_token_ids, resolve_tokenizers
+from ..store import Ledger, TokenizerMismatchError, check_token_ids, resolve_tokenizers
 from ..tasks.roles import record_tasks
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 
@@ -308,7 +308,8 @@ def check_run(
     specs as ``sweep --premiums`` takes them (``lang=r``, a ``premium --format json`` file, a tokenizer name);
     default: the tokenizer's FLORES-200 devtest premiums. ``tasks``: task files of tasks not built in. ``level``:
     of the Wilson intervals. Nothing is written unless ``ledger_out`` names a new folder to keep the imported
-    ledger in. ``config``: where tokenizers and FLORES are (default: :func:`~mindcap_tok.config.load_config`). Bad input (an undetectable or mixed format, a tokenizer that does not match the run) is one
+    ledger in. ``config``: where tokenizers and FLORES are (default: :func:`~mindcap_tok.config.load_config`).
+    Bad input (an undetectable or mixed format, a tokenizer that does not match the run) is one
     :class:`~mindcap_tok.errors.BadInputError` line.
     """
     if not 0 < level < 1:
@@ -325,7 +326,13 @@ def check_run(
     if table.num_rows == 0:
         raise BadInputError(f"{', '.join(map(str, paths))}: the run holds no records")
     names = table.column("tokenizer").to_pylist()
-    toks = resolve_tokenizers(names, led if kind == "ledger" else None, override=tok, tokenizers_dir=tokenizers_dir)
+    try:
+        toks = resolve_tokenizers(names, led if kind == "ledger" else None, override=tok, tokenizers_dir=tokenizers_dir)
+    except TokenizerMismatchError as exc:
+        raise BadInputError(
+            f"{led.root}: the ledger's ids belong to tokenizer {exc.name!r} (sha256 {exc.recorded[:12]}…), not to "
+            f"{exc.used} (sha256 {exc.actual[:12]}…); give the run's own tokenizer (--tokenizer)"
+        ) from exc
     check_token_ids(table, {name: t.vocab_size for name, t in toks.items()})
     caps = np.asarray(table.column("cap").to_numpy(), dtype=np.int64)
     grid = np.unique(caps)
