@@ -335,14 +335,13 @@ def check_run(
         ) from exc
     check_token_ids(table, {name: t.vocab_size for name, t in toks.items()})
     caps = np.asarray(table.column("cap").to_numpy(), dtype=np.int64)
-    grid = np.unique(caps)
     # scored from the ids alone: without the texts the scorer skips each trace's failure category, not needed here
     ids_only = table.drop_columns([c for c in ("text", "prompt", "prompt_ids") if c in table.column_names])
-    scored = score_ledger(ids_only, toks, budgets=grid.tolist(), parser="strict", tasks=tasks)
-    at_cap = np.searchsorted(grid, caps)
-    rows = np.arange(table.num_rows)
-    score = scored.by_budget["score"].to_numpy().reshape(table.num_rows, len(grid))[rows, at_cap].astype(bool)
-    emitted = scored.by_budget["emitted"].to_numpy().reshape(table.num_rows, len(grid))[rows, at_cap].astype(bool)
+    score, emitted = np.zeros(table.num_rows, bool), np.zeros(table.num_rows, bool)
+    for cap in np.unique(caps):  # each record at its own cap only
+        rows = np.flatnonzero(caps == cap)
+        part = score_ledger(ids_only.take(rows), toks, budgets=[int(cap)], parser="strict", tasks=tasks).by_budget
+        score[rows], emitted[rows] = part["score"].to_numpy().astype(bool), part["emitted"].to_numpy().astype(bool)
     finish = np.asarray(table.column("finish_reason").to_pylist(), dtype=object)
     cut, unknown = finish == "length", finish == "unknown"
     models = np.asarray(table.column("model").to_pylist(), dtype=object)
