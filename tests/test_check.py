@@ -260,3 +260,49 @@ def test_detection_by_name_and_content(tmp_path, qwen):
     assert detect_source([tmp_path / "x.eval"]) == "inspect"
     with pytest.raises(BadInputError, match="mixes formats"):
         detect_source([lm, tmp_path / "x.eval"])
+
+
+def _lighteval_details(path, outputs: list[list[int]], golds: list[int]):
+    """A details file in the shape lighteval 0.13.0 writes (one row per doc: doc, model_response, metric), each doc's
+    one response given by its sampled ids, at generation_size 16."""
+    docs = [
+        {"query": f"Frage {i}", "choices": [str(g)], "gold_index": 0, "id": str(i), "task_name": "mgsm:de|0"}
+        for i, g in enumerate(golds)
+    ]
+    responses = [
+        {"input": f"Frage {i}", "input_tokens": [1, 2], "text": ["x"], "output_tokens": [ids], "reasonings": []}
+        for i, ids in enumerate(outputs)
+    ]
+    response_type = pa.struct(
+        [
+            pa.field("input", pa.string()),
+            pa.field("input_tokens", pa.list_(pa.int64())),
+            pa.field("text", pa.list_(pa.string())),
+            pa.field("output_tokens", pa.list_(pa.list_(pa.int64()))),
+            pa.field("text_post_processed", pa.list_(pa.string())),
+            pa.field("reasonings", pa.list_(pa.string())),
+        ]
+    )
+    table = pa.table(
+        {
+            "doc": pa.array([{**d, "generation_size": 16} for d in docs]),
+            "metric": pa.array([{"em": 1.0}] * len(docs)),
+            "model_response": pa.array([{**r, "text_post_processed": None} for r in responses], response_type),
+        }
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+    return path
+
+
+def test_lighteval_details_are_checked_on_their_sampled_ids(tmp_path, qwen):
+    answered = qwen.encode(" 9 + 9 = 18\n#### 18")
+    cut = qwen.encode(FILLER * 3)[:16]  # the generation_size reached: cut by the cap
+    assert len(answered) < 16 == len(cut)
+    details = _lighteval_details(tmp_path / "out" / "details_mgsm:de|0_2026.parquet", [answered, cut], [18, 5])
+    assert detect_source([tmp_path / "out"]) == detect_source([details]) == "lighteval"
+    got = check_run([tmp_path / "out"], tokenizer=qwen, premiums=["de=1.5"])
+    (cell,) = got.cells
+    assert (cell.records, cell.cap, cell.cut, cell.cut_share, cell.rerun_cap) == (2, 16, 1, 0.5, 24)
+    assert (cell.acc_completed, cell.acc_cut, cell.never_answered) == (1.0, 0.0, 0.5)
+    assert got.source == "lighteval" and "generation_size=24" in got.snippet
