@@ -56,13 +56,15 @@ def _text(result, fmt: str) -> str:
     if fmt == "json":
         return to_json(result.as_dict())
     title = (
-        f"check of a {result.source} run ({len(result.cells)} cells; strict parser at each cap; "
+        f"check of a {result.source} run ({len(result.cells)} cell{'' if len(result.cells) == 1 else 's'}; "
+        "strict parser at each cap; "
         f"premiums: {result.premiums}; percent)"
     )
     table = render(_rows(result), fmt, title=title)
     notes = "".join(f"note: {n}\n" for n in result.notes)
     if fmt == "md":
-        return f"{table}\n{notes}\nRerun at premium-scaled caps:\n\n```\n{result.snippet}```\n"
+        notes = "".join(f"- {n}\n" for n in result.notes) + ("\n" if result.notes else "")
+        return f"{title}\n\n{table}\n{notes}Rerun at premium-scaled caps:\n\n```\n{result.snippet}```\n"
     return f"{table}{notes}Rerun at premium-scaled caps:\n{result.snippet}"
 
 
