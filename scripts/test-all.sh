@@ -72,7 +72,6 @@ lap "COMET stage"
 .venv-evals/bin/python -c "import lm_eval, inspect_ai, openai, accelerate, lighteval"  # no silent skip
 MINDCAP_TEST_REQUIRES=lm_eval,inspect_ai,openai,accelerate,torch,lighteval .venv-evals/bin/python -m pytest -q \
   -m evals -p no:cacheprovider --durations=5 tests/test_import_lmeval_evals.py tests/test_import_lmeval_think_evals.py \
-  tests/test_import_inspect_evals.py \
-  tests/test_import_lighteval_evals.py
+  tests/test_import_inspect_evals.py tests/test_import_lighteval_evals.py tests/test_check_evals.py
 lap "evals stage"
 echo "test-all: the whole run took $((SECONDS - START)) s" >&2

@@ -171,6 +171,22 @@ CASES: dict[str, Callable[[Inputs, Path], Case]] = {
         rf"^wrote {t / 'p.json'}$",
         (t / "p.json", JSON),
     ),
+    "check": lambda i, t: Case(
+        [
+            "check",
+            _jsonl(i, t),
+            "--tokenizer",
+            "qwen3-8b",
+            "--premiums",
+            "th=2",
+            "--format",
+            "json",
+            "--ledger-out",
+            t / "kept",
+        ],
+        JSON,
+        rf"^kept the imported run as the ledger {t / 'kept'}$",
+    ),
     "extend": lambda i, t: Case(
         [
             "extend",

@@ -32,6 +32,9 @@ LAYERS = {
     "stats": 5,
     "adaptation": 6,
     "audits": 7,
+    # a run's check imports it (ingest), scores it (scoring), scales its caps (premiums) and bounds its shares
+    # (audits' Wilson interval)
+    "checks": 7,
     "report": 8,
     "roundtrip": 8,
     "demo": 8,

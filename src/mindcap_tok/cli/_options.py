@@ -127,6 +127,17 @@ def out_dir_option(help: str):
     return click.option("--out-dir", "out", type=click.Path(file_okay=False), required=True, help=help)
 
 
+def premiums_option(default: str = "each model's own tokenizer"):
+    """``--premiums`` (the parameter ``premium_specs``): the premiums r that scale a budget to floor(r·B), spelled
+    as every command takes them; ``default`` says where they come from when it is not given."""
+    return multi_option(
+        "--premiums",
+        "premium_specs",
+        help="Tokenizer name (qwen3-8b), a `mindcap-tok premium --format json` file, or lang=r; repeatable. "
+        f"Default: {default}.",
+    )
+
+
 #: the tokenizer a ledger's ids belong to, for every command that scores or retokenizes stored ids
 tokenizer_option = click.option(
     "--tokenizer",

@@ -30,6 +30,7 @@ COMMANDS = {
     "config": ("config_cmd", "config_command"),
     "languages": ("config_cmd", "languages_command"),
     "premium": ("premium_cmd", "premium_command"),
+    "check": ("check_cmd", "check_command"),
     "extend": ("extend_cmd", "extend_command"),
     "ledger": ("ledger_cmd", "ledger_group"),
     "score": ("score_cmd", "score_command"),

@@ -21,6 +21,7 @@ from ._options import (
     no_verify_option,
     out_dir_option,
     out_file_option,
+    premiums_option,
     task_files_option,
     tokenizer_option,
 )
@@ -112,12 +113,6 @@ def _sweep_inputs(state, common: dict) -> SweepInputs:
 _ledger_option = click.option(
     "--ledger", required=True, type=click.Path(exists=True, file_okay=False), help="Ledger folder."
 )
-_premiums_option = multi_option(
-    "--premiums",
-    "premium_specs",
-    help="Tokenizer name (qwen3-8b), a `mindcap-tok premium --format json` file, or lang=r; repeatable. "
-    "Default: each model's own tokenizer.",
-)
 _budgets_option = budgets_option(help=f"Budgets B, 64,128 or 64 128 (default {','.join(map(str, SWEEP_BUDGETS))}).")
 _seed_option = click.option("--seed", type=int, default=0, show_default=True)
 #: the records a statistic reads and how they are scored (every command here)
@@ -133,7 +128,7 @@ _selection = [
 
 _common = [
     _ledger_option,
-    _premiums_option,
+    premiums_option(),
     _budgets_option,
     *_selection[:2],
     click.option(
@@ -384,7 +379,7 @@ _MAE_COLUMNS = ("mae", "mae_sd", "mae_min", "mae_max")
 
 
 @click.command("consistency", cls=Command)
-@_apply([_ledger_option, _premiums_option, _budgets_option])
+@_apply([_ledger_option, premiums_option(), _budgets_option])
 @click.option(
     "--splits",
     type=click.IntRange(min=1),

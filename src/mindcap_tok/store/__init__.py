@@ -34,7 +34,7 @@ from .schema import (
 )
 from .selection import empty_selection, warn_unmatched
 from .think import CLOSE_TEXT, OPEN_TEXT, ThinkMarkers, answer_starts, think_end, think_markers, thinks
-from .tokenizers import resolve_tokenizers
+from .tokenizers import TokenizerMismatchError, resolve_tokenizers
 
 __all__ = [
     "ANNOUNCE_STYLES",
@@ -54,6 +54,7 @@ __all__ = [
     "RecordError",
     "ShardInfo",
     "ThinkMarkers",
+    "TokenizerMismatchError",
     "answer_starts",
     "check_token_ids",
     "checked_bytes",
