@@ -28,7 +28,6 @@ from mindcap_tok.checks import check_run, detect_source
 from mindcap_tok.cli.main import cli
 from mindcap_tok.errors import BadInputError
 from mindcap_tok.store import Ledger
-from mindcap_tok.store.schema import FINISH_REASONS
 from price_fixture import save_tiny
 
 CAP = 40
@@ -96,7 +95,6 @@ def test_english_needs_no_premium(tmp_path, qwen):
     assert got.premiums.startswith("none needed") and got.cells[0].premium == 1.0 and got.cells[0].rerun_cap == CAP
 
 
-@pytest.mark.skipif("unknown" not in FINISH_REASONS, reason="the store does not yet take finish reason 'unknown'")
 def test_traces_of_unknown_cut_status_give_bounds_not_a_share(tmp_path, qwen):
     records = _cell_records(qwen)
     for rec in records[:2]:  # two complete traces whose log did not say how they ended
