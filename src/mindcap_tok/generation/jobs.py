@@ -24,7 +24,7 @@ A spec (see ``examples/jobs/``)::
     # or, instead of the table, premiums = "flores": measured with the spec's tokenizer on FLORES-200 devtest
     [announce]                        # announcement design: budgets = [...], style = "natural" | "tag"
     [forcing]                         # enabled, text = "\\n####", max_tokens = 16, unanswered = false
-    thinking = false                  # reasoning models: the chat template's enable_thinking (see ledger.think)
+    thinking = false                  # reasoning models: the chat template's enable_thinking (see store.think)
     think_close = "</think>"          # the string closing a thought, for templates without a think token
     [engine]                          # passed through to the backend (vLLM: tensor_parallel_size, dtype, ...)
     [server]                          # the `server` backend: base_url (string or list), api_key_env, concurrency,
