@@ -32,6 +32,6 @@ def frame(ledger) -> list[dict]:
     """The ledger's records as plain dicts, sorted by cell, item and sample (missing nullable ints as None)."""
     df = Ledger(ledger).to_pandas()
     df = df.sort_values(["lang", "cap", "announced", "item", "sample"]).reset_index(drop=True)
-    for col in ("announced", "think_end", "log_output_tokens"):  # nullable ints: NaN in pandas, never equal
+    for col in df.columns[df.dtypes == "float64"]:  # nullable ints come back as floats with NaN, never equal
         df[col] = df[col].astype(object).where(df[col].notna(), None)
     return [{k: (list(v) if k.endswith("_ids") else v) for k, v in row.items()} for row in df.to_dict("records")]
