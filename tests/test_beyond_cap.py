@@ -70,6 +70,22 @@ def test_a_scaled_budget_beyond_a_cap_that_cut_traces_has_bounds_and_no_estimate
     assert swept[1].loc["deu_Latn", "peak_budget"] == 32  # the bounded budget is no peak
 
 
+def test_a_budget_itself_beyond_the_cap_has_no_accuracy_and_symmetric_bounds():
+    """B = 61 past cap 48 with 5 of 8 cut: acc(61) and acc(floor(r·61) = 93) are both unknown within
+    [acc(48), acc(48) + 5/8], so Δ lies in [−5/8, 5/8] and acc_native is not shown."""
+    by_budget, by_record = _frames({"deu_Latn": DEU_FINISH})
+    by_budget = pd.concat([by_budget, by_budget[by_budget["budget"] == 61].assign(budget=93)], ignore_index=True)
+    grid = accuracy_grid(by_budget, records=by_record)
+    for rows in (
+        sweep(grid, {"deu_Latn": R}, budgets=[32, 61], resampling=Resampling(200, 0)).rows,
+        delta_table(grid, {"deu_Latn": R}, budgets=[32, 61]),
+    ):
+        past = rows.set_index("budget").loc[61]
+        assert np.isnan(past["acc_native"]) and np.isnan(past["delta"]) and past["cap_status"] == BOUNDS
+        assert (past["delta_lower"], past["delta_upper"]) == (pytest.approx(-5 / 8), pytest.approx(5 / 8))
+        assert rows.set_index("budget").loc[32, "acc_native"] == pytest.approx(2 / 8)  # within: measured
+
+
 def test_beyond_a_cap_that_cut_nothing_the_value_is_exact_and_marked(swept):
     beyond = swept[0].loc[("fra_Latn", 40)]
     assert beyond["cap_status"] == EXACT and beyond["cut_share"] == 0

@@ -176,10 +176,13 @@ def delta_table(
                 c = float(cell_c[n])
                 row["beyond_cap"] = beyond
                 row["cap_status"] = (BOUNDS if c > 0 else EXACT) if beyond else WITHIN
-                row["delta_lower"] = acc_s - acc_b if beyond else np.nan
+                # past the cap acc lies in [acc(cap), acc(cap) + c]: acc(B) too, where B itself is past it
+                row["delta_lower"] = acc_s - acc_b - (c if int(budget) > cap else 0.0) if beyond else np.nan
                 row["delta_upper"] = acc_s + c - acc_b if beyond else np.nan
                 if beyond and c > 0:
                     row["acc_native_scaled"] = row["delta"] = np.nan
+                if int(budget) > cap and c > 0:
+                    row["acc_native"] = np.nan
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -334,7 +337,9 @@ def sweep(
                 "budget": budgets,
                 "premium": float(r),
                 "scaled_budget": scaled,
-                "acc_native": acc_b,
+                "acc_native": np.where(
+                    (np.asarray(budgets) > cap if cap is not None else False) & (c > 0), np.nan, acc_b
+                ),
                 "acc_native_scaled": np.where(beyond & (c > 0), np.nan, acc_s),
                 "delta": est,
                 "ci_low": lo,
@@ -347,7 +352,8 @@ def sweep(
             part["beyond_cap"] = beyond
             part["cap_status"] = np.where(beyond, np.where(c > 0, BOUNDS, EXACT), WITHIN)
             part["cut_share"] = c
-            part["delta_lower"] = np.where(beyond, acc_s - acc_b, np.nan)
+            # past the cap acc lies in [acc(cap), acc(cap) + c]: acc(B) too, where B itself is past it
+            part["delta_lower"] = np.where(beyond, acc_s - acc_b - np.where(np.asarray(budgets) > cap, c, 0.0), np.nan)
             part["delta_upper"] = np.where(beyond, acc_s + c - acc_b, np.nan)
         if t is not None:
             gap = boot[t, bi] - boot[n, bi]
@@ -358,10 +364,11 @@ def sweep(
                 ct = float(cell_c[t])
                 blind = (np.asarray(budgets) > cap) & (max(c, ct) > 0)
                 gap_est[blind], glo[blind], ghi[blind], lead[blind] = np.nan, np.nan, np.nan, np.nan
-                acc_t = gap.estimate + acc_b
-                part["gap_lower"] = np.where(blind, acc_t - acc_b - c, np.nan)
-                part["gap_upper"] = np.where(blind, acc_t + ct - acc_b, np.nan)
+                part["gap_lower"] = np.where(blind, gap.estimate - c, np.nan)
+                part["gap_upper"] = np.where(blind, gap.estimate + ct, np.nan)
             part["acc_translate"] = gap.estimate + acc_b
+            if cap is not None:
+                part["acc_translate"] = part["acc_translate"].where(~blind)
             part["gap"] = gap_est
             part["gap_ci_low"], part["gap_ci_high"] = glo, ghi
             part["native_lead_prob"] = lead
