@@ -13,8 +13,8 @@ every record at its own cap with its task's strict parser, and reports per model
   lower bound of the first to the Wilson upper bound of the second;
 - the strict accuracy at the cap of the completed traces and of the cut ones;
 - the share never answered (no answer the strict parser reads within the cap);
-- the most a higher cap could add to the accuracy: the share cut (or possibly cut), since every such trace could
-  still have come out right;
+- the most a higher cap could add to the accuracy: the share cut (or possibly cut) and wrong at the cap, since
+  every such trace could still have come out right;
 - the premium-scaled cap to rerun with, floor(r·cap), r the language's token premium against English (FLORES-200
   devtest with the run's tokenizer, or the given premium specs), and a ready-to-paste snippet for the harness the
   run came from.
@@ -83,7 +83,7 @@ class CheckCell:
     accuracy: float
     #: share of traces the strict parser reads no answer from within the cap
     never_answered: float
-    #: the most a higher cap could add to the accuracy: the share of traces cut or possibly cut
+    #: the most a higher cap could add to the accuracy: the share of traces cut or possibly cut, wrong at the cap
     max_gain: float
     #: the language's token premium (1 for English) and the premium-scaled cap floor(r·cap)
     premium: float
@@ -392,7 +392,7 @@ def check_run(
                 acc_unknown=_mean(score[idx][unknown[idx]]),
                 accuracy=float(score[idx].mean()),
                 never_answered=float((~emitted[idx]).mean()),
-                max_gain=_share(k + u, n),
+                max_gain=_share(int(((cut[idx] | unknown[idx]) & ~score[idx]).sum()), n),
                 premium=float(r),
                 rerun_cap=scale_budget(r, int(cap)),
                 harness_task=harness.partition(":")[2] if harness else None,
