@@ -49,3 +49,10 @@ def test_cap_hits_from_lengths_when_finish_reason_is_absent():
     assert t.loc["translate-act", "cap_hit"] == pytest.approx(0.2)
     with pytest.raises(MindcapError, match="finish_reason or cap"):
         emission_timing(_frame().drop(columns=["finish_reason", "cap"]))
+
+
+def test_a_cap_hit_share_is_not_given_where_a_log_does_not_say_how_a_trace_ended():
+    frame = _frame()
+    frame.loc[(frame["arm"] == "native") & (frame["item"] == 0), "finish_reason"] = "unknown"
+    t = emission_timing(frame).set_index("arm")
+    assert np.isnan(t.loc["native", "cap_hit"]) and t.loc["translate-act", "cap_hit"] == pytest.approx(0.2)

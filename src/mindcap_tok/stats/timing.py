@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BadInputError
+from .cap import UNKNOWN
 from .grid import CELL_COLUMNS, SETTING_COLUMNS, require_columns
 from .roles import Arm, arm_mask, comparator_of, native_of
 
@@ -25,7 +26,7 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
     prefix reads the completed trace's answer, the sub-CDF's E) over traces that emit a parseable
     answer (numpy's linear-interpolation quantiles; NaN when none emits); ``never_emission`` (share with
     E = NaN within the cap); ``cap_hit`` (share stopped by the cap: ``finish_reason == "length"``, else
-    ``n_tokens >= cap``); ``length_*`` quantiles and ``length_mean`` of ``n_tokens``; ``accuracy``
+    ``n_tokens >= cap``; NaN where some trace's log does not say, ``finish_reason == "unknown"``); ``length_*`` quantiles and ``length_mean`` of ``n_tokens``; ``accuracy``
     (mean C).
     """
     require_columns(by_record, [*CELL_COLUMNS, "emission", "n_tokens", "correct"], what="by_record")
@@ -49,7 +50,8 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
         for q in qs:
             row[f"emission_{_label(q)}"] = float(np.quantile(emitted, q)) if len(emitted) else float("nan")
         row["never_emission"] = float(np.isnan(em).mean())
-        row["cap_hit"] = float(cap_hit.mean())
+        unknown = (part["finish_reason"] == UNKNOWN).to_numpy() if "finish_reason" in part.columns else []
+        row["cap_hit"] = float("nan") if np.any(unknown) else float(cap_hit.mean())
         for q in qs:
             row[f"length_{_label(q)}"] = float(np.quantile(length, q))
         row["length_mean"] = float(length.mean())
