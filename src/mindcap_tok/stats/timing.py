@@ -26,8 +26,8 @@ def emission_timing(by_record: pd.DataFrame, quantiles: Sequence[float] = DEFAUL
     prefix reads the completed trace's answer, the sub-CDF's E) over traces that emit a parseable
     answer (numpy's linear-interpolation quantiles; NaN when none emits); ``never_emission`` (share with
     E = NaN within the cap); ``cap_hit`` (share stopped by the cap: ``finish_reason == "length"``, else
-    ``n_tokens >= cap``; NaN where some trace's log does not say, ``finish_reason == "unknown"``); ``length_*`` quantiles and ``length_mean`` of ``n_tokens``; ``accuracy``
-    (mean C).
+    ``n_tokens >= cap``; NaN where some trace's log does not say, ``finish_reason == "unknown"``); ``length_*``
+    quantiles and ``length_mean`` of ``n_tokens``; ``accuracy`` (mean C).
     """
     require_columns(by_record, [*CELL_COLUMNS, "emission", "n_tokens", "correct"], what="by_record")
     qs = [float(q) for q in quantiles]
