@@ -229,3 +229,14 @@ def test_the_subcdf_is_not_identified_past_a_cap_whose_traces_may_have_been_cut(
             subcdf_grid(records(finish), [32, 61])
     grid = subcdf_grid(records("stop"), [32, 61])
     assert grid.accuracy().tolist() == [[0.5, 0.5]] and grid.cut_share.tolist() == [0.0]
+
+
+def test_rows_of_a_cell_without_a_cap_are_not_marked_beyond_it():
+    """A capped cell within its cap beside an uncapped one (beyond_cap NaN there): nothing is beyond a cap."""
+    from mindcap_tok.report.budget_report import marked_bounds
+
+    rows = pd.DataFrame(
+        {"lang": ["a", "b"], "delta": [1.0, 2.0], "cap_status": [WITHIN, np.nan], "beyond_cap": [False, np.nan]}
+        | {"delta_lower": [np.nan] * 2, "delta_upper": [np.nan] * 2}
+    )
+    assert list(marked_bounds(rows).columns) == ["lang", "delta"]

@@ -226,7 +226,7 @@ def marked_bounds(rows: pd.DataFrame) -> pd.DataFrame:
     bounds as ``[lower, upper]``; where none does, the cap columns are left out."""
     if "cap_status" not in rows:
         return rows
-    if not rows["beyond_cap"].astype(bool).any():  # every row measured: nothing to mark
+    if not rows["beyond_cap"].eq(True).any():  # every row measured (NaN: a cell without a cap): nothing to mark
         return rows.drop(columns=["cap_status", "beyond_cap", "delta_lower", "delta_upper"])
     status = rows["cap_status"]
     mark = status.map({BOUNDS: "†", EXACT: "‡"}).fillna("")
@@ -243,7 +243,8 @@ BOUNDS_LEGEND = (
     "beyond_cap: † where B or floor(r·B) exceeds the cell's cap and the cap cut traces: acc_NATIVE(floor(r·B)) "
     "was not observed, so Δ_L has no estimate, only delta_bounds, from acc_NATIVE(cap) − acc_NATIVE(B) to "
     "acc_NATIVE(cap) + c − acc_NATIVE(B), c the share of the cell's traces cut by the cap (or of unknown cut "
-    "status); ‡ where no trace was cut, so the value there is acc_NATIVE(cap) exactly."
+    "status), and from −c to c where B itself exceeds the cap; ‡ where no trace was cut, so the value there is "
+    "acc_NATIVE(cap) exactly."
 )
 
 
@@ -251,17 +252,17 @@ def _markdown(
     result: Sweep, tables: dict[str, pd.DataFrame], files: list[str], notes: list[str], parser: str | None = None
 ) -> str:
     prem = ", ".join(f"{k} r={v:.4f}" for k, v in result.premiums.items())
-    bounds = "beyond_cap" in result.rows.columns and bool(result.rows["beyond_cap"].astype(bool).any())
+    bounds = "beyond_cap" in result.rows.columns and bool(result.rows["beyond_cap"].eq(True).any())
     cols = [
         c
         for c in ("model", "lang", "budget", *DELTA_COLUMNS, "acc_translate", "gap", "native_lead_prob")
         if c in result.rows.columns
     ]
+    if "task" in result.rows and result.rows["task"].nunique() > 1:  # a ledger of several tasks: say whose row
+        cols.insert(0, "task")
     if "cap_status" in result.rows.columns:
         cols += ["cap_status", "beyond_cap", "delta_lower", "delta_upper"]
     sweep_rows = marked_bounds(to_points(result.rows[cols]))
-    if "task" in result.rows and result.rows["task"].nunique() > 1:  # a ledger of several tasks: say whose row
-        cols.insert(0, "task")
     parts = [
         "# Budget sweep report",
         "",

@@ -35,14 +35,23 @@ class TitledTable:
     floatfmt: str = FLOATFMT
 
 
+def _shown(value: object) -> str:
+    """A setting's value as a title shows it: a missing one as ``—``, a whole number without ``.0``."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def drop_shared_settings(*frames: pd.DataFrame) -> tuple[Any, ...]:
     """Drop the generation-setting columns that hold one value in every frame; return the frames and a title
     fragment naming those values (``, design replay, cap 4096``)."""
     shared = []
     for col in SETTING_COLUMNS:
-        values = {str(v) for f in frames if col in f.columns for v in f[col].tolist()}
+        values = {_shown(v) for f in frames if col in f.columns for v in f[col].tolist()}
         if len(values) == 1:
-            shared.append(f"{col} {values.pop().replace('None', '—').replace('nan', '—')}")
+            shared.append(f"{col} {values.pop()}")
             frames = tuple(f.drop(columns=[col]) if col in f.columns else f for f in frames)
     return (*frames, "".join(f", {s}" for s in shared))
 
