@@ -20,6 +20,7 @@ A write that fails for want of space (disk full, quota, file size limit) is one 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import glob
@@ -503,7 +504,8 @@ def _describe(target: Path) -> str:
         return "mindcap-tok did not write it, or wrote it without a marker (not known to be complete); choose a new one"
     leftover = _read_json(target / STAGING_MARKER)
     if leftover is not None and not _alive(leftover):
-        (target / STAGING_MARKER).unlink()
+        with contextlib.suppress(OSError):  # a dead run's marker: the next run removes it if this cannot
+            (target / STAGING_MARKER).unlink()
     for name, digest in marker["files"].items():
         why = _unsafe(target, name)
         if why is None and not (target / name).exists():
