@@ -32,14 +32,14 @@ SRC = Path(mindcap_tok.__file__).parent  # the package under test
 
 
 def bare_raises(source: str) -> list[int]:
-    """Lines of ``source`` that build a bare ``MindcapError(...)`` (by name or as ``errors.MindcapError``)."""
+    """Lines of ``source`` that build or raise a bare ``MindcapError`` (``MindcapError(...)`` by name or as
+    ``errors.MindcapError``, or ``raise MindcapError`` without a call)."""
     lines = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            if name == "MindcapError":
-                lines.append(node.lineno)
+        target = node.func if isinstance(node, ast.Call) else node.exc if isinstance(node, ast.Raise) else None
+        name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+        if name == "MindcapError":
+            lines.append(node.lineno)
     return lines
 
 
@@ -47,6 +47,7 @@ def test_the_check_finds_a_bare_mindcap_error_and_passes_a_kind():
     probe = 'from .errors import BadInputError, MindcapError\n\ndef f(x):\n    if x:\n        raise MindcapError("x")\n'
     assert bare_raises(probe) == [5]
     assert bare_raises("import mindcap_tok.errors as e\nerr = e.MindcapError('y')\n") == [2]
+    assert bare_raises("def f():\n    raise MindcapError\n") == [2]
     kind = 'def f():\n    try:\n        g()\n    except MindcapError:\n        raise BadInputError("x")\n'
     assert bare_raises(kind) == []  # catching every kind is fine; raising the umbrella is not
 

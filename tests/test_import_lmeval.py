@@ -204,17 +204,13 @@ def test_over_cap_retokenized_records_are_kept_and_counted(tmp_path):
 
 
 def test_from_inspect_dispatches_to_its_reader(tmp_path):
-    """``--from inspect`` goes to ``ingest/inspect_logs.py``'s ``read_inspect_logs``; without it, one line."""
-    import importlib.util
-
+    """``--from inspect`` goes to ``ingest/inspect_logs.py``'s reader, which refuses an lm-eval folder in one line."""
     res = _import(_log(tmp_path / "run"), tmp_path / "L")
     assert res.exit_code == 0
     args = ["ledger", "import", str(tmp_path / "run"), "--from", "inspect", "--tokenizer", "qwen3-8b"]
     res = CliRunner().invoke(cli, [*args, "--out-dir", str(tmp_path / "L2")])
-    if importlib.util.find_spec("mindcap_tok.ingest.inspect_logs") is None:
-        _one_line_error(res, r"importing inspect logs is not available")
-    else:  # the inspect reader refuses an lm-eval folder
-        assert (res.exit_code != 0 and res.exception is None) or isinstance(res.exception, SystemExit)
+    _one_line_error(res, r"run: folder holds no inspect log \(\*\.eval, \*\.json\)$")  # the inspect reader's refusal
+    assert not (tmp_path / "L2").exists()
 
 
 def test_jsonl_imports_one_file(tmp_path):

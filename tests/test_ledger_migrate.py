@@ -116,7 +116,9 @@ def test_the_cli_converts_once_and_scores_the_same(tmp_path, qwen):
     )
     score = ["score", "--budgets", "16,64", "--format", "json", "--ledger"]
     new_scores = CliRunner().invoke(cli, [*score, str(tmp_path / "new")])
-    assert new_scores.exit_code == 0 and new_scores.stdout == CliRunner().invoke(cli, [*score, str(fresh.root)]).stdout
+    fresh_scores = CliRunner().invoke(cli, [*score, str(fresh.root)])
+    assert fresh_scores.exit_code == 0 and fresh_scores.stdout.strip(), fresh_scores.output
+    assert new_scores.exit_code == 0 and new_scores.stdout == fresh_scores.stdout
     again = CliRunner().invoke(cli, ["ledger", "migrate", str(tmp_path / "new"), "--out-dir", str(tmp_path / "x")])
     assert again.exit_code == 2 and again.stderr.strip().endswith(
         "is already format version 5; there is nothing to migrate"

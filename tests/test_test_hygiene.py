@@ -21,8 +21,8 @@ def imports_of_test_modules(source: str) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module is not None:
-            names = [node.module]
+        elif isinstance(node, ast.ImportFrom):  # the module, and each name (``from tests import test_x``)
+            names = [*([node.module] if node.module else []), *(a.name for a in node.names)]
         else:
             continue
         found += [(node.lineno, n) for n in names if any(part.startswith("test_") for part in n.split("."))]
@@ -32,6 +32,7 @@ def imports_of_test_modules(source: str) -> list[tuple[int, str]]:
 def test_the_import_finder_sees_every_spelling():
     source = "import json\nfrom test_a import x\nimport tests.test_b as b\n\ndef f():\n    from test_c import y\n"
     assert imports_of_test_modules(source) == [(2, "test_a"), (3, "tests.test_b"), (6, "test_c")]
+    assert imports_of_test_modules("from tests import test_d\nfrom . import test_e\n") == [(1, "test_d"), (2, "test_e")]
     assert imports_of_test_modules("from ledger_factory import make_record\nimport pytest\n") == []
 
 
