@@ -67,6 +67,9 @@ def test_budget_tables_are_built_without_a_folder_and_written_as_they_are(inputs
     rep = write_budget_tables(built, tmp_path / "report")
     for name, frame in built.tables.items():
         assert (rep.out_dir / f"{name}.csv").read_text("utf-8") == frame.to_csv(index=False), name
+    import pandas as pd
+
+    assert pd.read_csv(rep.out_dir / "sweep.csv").iloc[0]["delta"] == pytest.approx(3 / 8)  # by hand, as written
     assert "report.md" in rep.files and "native_curves.png" in rep.files
 
 
