@@ -212,7 +212,7 @@ def test_merge_refusals_are_one_line_and_write_nothing(tmp_path, tiny, backend, 
 
 
 @pytest.mark.slow
-def test_three_cli_processes_merged_equal_one_process(tmp_path, tiny):
+def test_three_cli_processes_merged_equal_one_process(tmp_path, tiny, backend, config):
     import os
     import signal
     import subprocess
@@ -246,18 +246,20 @@ def test_three_cli_processes_merged_equal_one_process(tmp_path, tiny):
     )
     assert rerun.returncode == 0, rerun.stderr
     assert f"{killed_at // 2} of 4 shards were already done" in rerun.stderr
-    whole = subprocess.run([*base, str(tmp_path / "whole")], cwd=REPO, env=env, capture_output=True, text=True)
-    assert whole.returncode == 0, whole.stderr
-    cmd = [sys.executable, "-m", "mindcap_tok", "ledger", "merge", *(str(tmp_path / f"p{i}") for i in range(3))]
-    merged = subprocess.run([*cmd, "--out-dir", str(tmp_path / "m")], cwd=REPO, capture_output=True, text=True)
-    assert merged.returncode == 0 and "merged 24 of 24 records from 3 ledgers" in merged.stderr, merged.stderr
+    run_job(
+        parse_spec(spec_data(tiny, items=list(range(6)), shard_size=1)),
+        tmp_path / "whole",
+        backend=backend,
+        data_dir=config.data_dir.value,
+    )
+    runner = CliRunner()
+    merged = runner.invoke(
+        cli, ["ledger", "merge", *(str(tmp_path / f"p{i}") for i in range(3)), "--out-dir", str(tmp_path / "m")]
+    )
+    assert merged.exit_code == 0 and "merged 24 of 24 records from 3 ledgers" in merged.stderr, merged.output
     assert frame(tmp_path / "m") == frame(tmp_path / "whole")
     assert Ledger(tmp_path / "m").verify().ok
-    score = [sys.executable, "-m", "mindcap_tok", "score"]
-    outs = [
-        subprocess.run(
-            [*score, "--ledger", str(tmp_path / d), "--format", "csv"], cwd=REPO, capture_output=True, text=True
-        )
-        for d in ("m", "whole")
-    ]
-    assert outs[0].returncode == 0 and outs[0].stdout == outs[1].stdout and outs[0].stdout.count("\n") > 1
+    score = ["score", "--tokenizer", str(tiny), "--budgets", "4,12", "--format", "csv", "--ledger"]
+    outs = [runner.invoke(cli, [*score, str(tmp_path / d)]) for d in ("m", "whole")]
+    assert outs[0].exit_code == 0, outs[0].output
+    assert outs[0].stdout == outs[1].stdout and outs[0].stdout.count("\n") > 1
