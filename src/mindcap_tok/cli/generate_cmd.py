@@ -68,7 +68,11 @@ def generate_command(
     timeout_s: float | None,
     max_retries: int | None,
 ) -> None:
-    """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
+    """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored.
+
+    With --shard I/N (or inside a SLURM array task) only part I of N, into its own --out-dir; `ledger merge` joins
+    the parts into the ledger of the whole job.
+    """
     from ..generation import JobHooks, JobSpec, dry_run, load_spec, run_job, with_part
     from ..spec import ServerOverrides
 
@@ -80,8 +84,9 @@ def generate_command(
         spec = with_part(spec, part)
     if dry:
         plan = dry_run(spec, out, **dirs)
+        which = f"job {plan['job']}" + (f" part {part}" if part else "")
         click.echo(
-            f"job {plan['job']} ({plan['design']}): {plan['requests']} requests, {plan['records']} records, "
+            f"{which} ({plan['design']}): {plan['requests']} requests, {plan['records']} records, "
             f"{plan['shards']} shards ({plan['shards_done']} already done), "
             f"worst case {plan['worst_case_tokens']} output tokens"
         )
