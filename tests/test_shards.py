@@ -176,11 +176,11 @@ def test_killed_part_and_killed_merge_resume(tmp_path, tiny, backend, config):
 
 
 def test_merge_refusals_are_one_line_and_write_nothing(tmp_path, tiny, backend, config):
-    spec = parse_spec(spec_data(tiny, langs=["deu_Latn"], items=[0, 1]))
+    spec = parse_spec(spec_data(tiny, langs=["deu_Latn"], items=[0, 1, 2]))
     a, b = _run_parts(spec, tmp_path, backend, config, count=2)
     other = tmp_path / "other"
     run_job(
-        parse_spec(spec_data(tiny, langs=["deu_Latn"], items=[0, 1], seed=8)),
+        parse_spec(spec_data(tiny, langs=["deu_Latn"], items=[0, 1, 2], seed=8)),
         other,
         backend=backend,
         data_dir=config.data_dir.value,
@@ -195,11 +195,22 @@ def test_merge_refusals_are_one_line_and_write_nothing(tmp_path, tiny, backend, 
     )
     Ledger(bad).append(table, Ledger(b).tokenizers())
     shutil.copytree(b / "_jobs", bad / "_jobs")
-    before = {p: sorted(q.name for q in p.rglob("*")) for p in (a, b, other, bad)}
+    # part 1's records under the same tokenizer name from other tokenizer files
+    retok = tmp_path / "retok"
+    entry = {"sha256": "0" * 64, "vocab_size": Ledger(b).tokenizers()["tiny-qwen3"]["vocab_size"]}
+    Ledger(retok).append(Ledger(b).read(), {"tiny-qwen3": entry})
+    shutil.copytree(b / "_jobs", retok / "_jobs")
+    # part 2 of another split of the same job
+    third = tmp_path / "third"
+    run_job(with_part(spec, Part(2, 3)), third, backend=backend, data_dir=config.data_dir.value)
+    inputs_ = (a, b, other, bad, retok, third)
+    before = {p: sorted(q.name for q in p.rglob("*")) for p in inputs_}
     runner = CliRunner()
     cases = [
         ([a, other], "with other settings than ledger"),
         ([a, b, bad], "with different content (seed differs)"),
+        ([a, retok], "merge joins ledgers of one tokenizer"),
+        ([a, third], "holds part 2/3 of job t, ledger"),
         ([a, a], "given twice"),
     ]
     for inputs, message in cases:
@@ -208,7 +219,7 @@ def test_merge_refusals_are_one_line_and_write_nothing(tmp_path, tiny, backend, 
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.stderr
         assert not (tmp_path / "M").exists()
-    assert before == {p: sorted(q.name for q in p.rglob("*")) for p in (a, b, other, bad)}
+    assert before == {p: sorted(q.name for q in p.rglob("*")) for p in inputs_}
 
 
 @pytest.mark.slow
