@@ -48,7 +48,7 @@ from ..store import JOBS, KEY_COLUMNS, Ledger, ThinkMarkers, job_identity, key_t
 from ..tasks.answers.integer import parse_answer
 from ..tasks.datasets import TaskItem, load_items
 from .backends import Completion, GenRequest, load_backend
-from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job, spec_task, whole
+from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job, spec_task, with_part
 from .prompts import task_prompt
 
 
@@ -136,7 +136,7 @@ def job_record(plan: Plan) -> dict:
     (which adds ``part``: its index and count)."""
     part = plan.spec.part
     if part is not None:
-        return {**job_record(plan_job(whole(plan.spec))), "part": part.as_dict()}
+        return {**job_record(plan_job(with_part(plan.spec, None))), "part": part.as_dict()}
     return {
         "spec": plan.spec.as_dict(),
         "summary": plan.summary(),

@@ -652,11 +652,6 @@ def part_groups(spec: JobSpec) -> set[tuple[str, str, int, int | None, int]] | N
     return set(groups[part.index * n // part.count : (part.index + 1) * n // part.count])
 
 
-def whole(spec: JobSpec) -> JobSpec:
-    """``spec`` without its part: the single run its parts add up to."""
-    return spec if spec.part is None else spec.model_copy(update={"part": None})
-
-
 def with_part(spec: JobSpec, part: Part | None) -> JobSpec:
     """``spec`` restricted to ``part`` (``None``: the whole job)."""
     return spec.model_copy(update={"part": part})
