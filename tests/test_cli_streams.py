@@ -152,6 +152,13 @@ def _generate_job(inputs: Inputs, tmp: Path) -> Path:
     return _write(tmp / "job.toml", job)
 
 
+def _generated(inputs: Inputs, tmp: Path) -> Path:
+    """A ledger `generate` wrote (what `ledger merge` joins)."""
+    args = ["generate", _generate_job(inputs, tmp), "--out-dir", tmp / "gen", "--backend", "transformers"]
+    assert invoke(args).exit_code == 0
+    return tmp / "gen"
+
+
 def _roundtrip_job(inputs: Inputs, tmp: Path) -> Path:
     texts = _write(tmp / "texts.jsonl", json.dumps({"id": "a", "text": "Janet has 16 eggs."}) + "\n")
     job = (
@@ -212,6 +219,9 @@ CASES: dict[str, Callable[[Inputs, Path], Case]] = {
         ["ledger", "import", _jsonl(i, t), "--out-dir", t / "L"], NOTHING, r"^imported 2 of 2 records into "
     ),
     "ledger info": lambda i, t: Case(["ledger", "info", i.demo / "ledger", "--format", "json"], JSON),
+    "ledger merge": lambda i, t: Case(
+        ["ledger", "merge", _generated(i, t), "--out-dir", t / "M"], NOTHING, r"^merged 1 of 1 records from 1 ledgers "
+    ),
     "ledger migrate": lambda i, t: Case(
         ["ledger", "migrate", old_ledgers.FIXTURES[3], "--out-dir", t / "M"], NOTHING, r"^migrated 6 records in "
     ),

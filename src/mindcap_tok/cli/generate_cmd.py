@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING
+
 import click
 
 from ..choices import BACKENDS
 from ._options import multi_option, out_dir_option, server_bounds_options
 from ._parsing import Command
 from ._progress import throughput_bar
+
+if TYPE_CHECKING:
+    from ..generation import Part
 
 
 @click.command("generate", cls=Command)
@@ -39,6 +45,14 @@ from ._progress import throughput_bar
     help="Reasoning models: render prompts with the chat template's enable_thinking on or off; replaces the job's "
     "`thinking` [default: the job's, else off].",
 )
+@click.option(
+    "--shard",
+    metavar="I/N",
+    default=None,
+    help="Generate only part I of N (0-based; parts are request groups ranked by a hash), into this part's own "
+    "--out-dir; join the parts with `ledger merge` [default: from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when "
+    "both are set, else the whole job; 0/1 is the whole job].",
+)
 @click.option("--dry-run", "dry", is_flag=True, help="Print requests, shards and worst-case tokens; generate nothing.")
 @click.pass_obj
 def generate_command(
@@ -49,22 +63,30 @@ def generate_command(
     base_url: tuple[str, ...],
     task: str | None,
     thinking: bool | None,
+    shard: str | None,
     dry: bool,
     timeout_s: float | None,
     max_retries: int | None,
 ) -> None:
-    """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored."""
-    from ..generation import JobHooks, JobSpec, dry_run, load_spec, run_job
+    """Generate the records of JOB (a TOML spec) into --out-dir; rerunning skips the shards already stored.
+
+    With --shard I/N (or inside a SLURM array task) only part I of N, into its own --out-dir; `ledger merge` joins
+    the parts into the ledger of the whole job.
+    """
+    from ..generation import JobHooks, JobSpec, dry_run, load_spec, run_job, with_part
     from ..spec import ServerOverrides
 
+    part = _part(shard)
     dirs = {"data_dir": state.config.data_dir.value, "tokenizers_dir": state.config.tokenizers_dir.value, "task": task}
     spec: str | JobSpec = job
-    if thinking is not None:  # the spec read here, with the switch replaced
+    if thinking is not None or part is not None:  # the spec read here, with the switch and the part replaced
         spec, dirs = load_spec(job, thinking=thinking, **dirs), {**dirs, "task": None}
+        spec = with_part(spec, part)
     if dry:
         plan = dry_run(spec, out, **dirs)
+        which = f"job {plan['job']}" + (f" part {part}" if part else "")
         click.echo(
-            f"job {plan['job']} ({plan['design']}): {plan['requests']} requests, {plan['records']} records, "
+            f"{which} ({plan['design']}): {plan['requests']} requests, {plan['records']} records, "
             f"{plan['shards']} shards ({plan['shards_done']} already done), "
             f"worst case {plan['worst_case_tokens']} output tokens"
         )
@@ -79,8 +101,28 @@ def generate_command(
             **dirs,
         )
     rate = result.tokens / result.seconds if result.seconds else 0.0
+    which = f"job {result.job}" + (f" part {part}" if part else "")
     click.echo(
-        f"job {result.job}: wrote {result.written} shards ({result.records} records, {result.tokens} output tokens, "
+        f"{which}: wrote {result.written} shards ({result.records} records, {result.tokens} output tokens, "
         f"{rate:.0f} tok/s) into {result.ledger}; {result.skipped} of {result.shards} shards were already done",
         err=True,
     )
+
+
+#: the environment a SLURM array task runs in: its index and the number of tasks
+SLURM_ENV = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT")
+
+
+def _part(shard: str | None) -> Part | None:
+    """The part to generate: ``--shard``, else SLURM's array variables (said on stderr), else none (all)."""
+    from ..generation import parse_part
+
+    if shard is None:
+        index, count = (os.environ.get(name) for name in SLURM_ENV)
+        if index is None or count is None:
+            return None
+        part = parse_part(f"{index}/{count}", what="/".join(SLURM_ENV))
+        click.echo(f"generating part {part} of the job (from {'/'.join(SLURM_ENV)}; --shard overrides)", err=True)
+    else:
+        part = parse_part(shard)
+    return None if part.count == 1 else part

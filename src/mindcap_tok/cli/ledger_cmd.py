@@ -1,4 +1,4 @@
-"""`mindcap-tok ledger import|info|verify|migrate`: build, summarise, check and convert a ledger of generations."""
+"""`mindcap-tok ledger import|info|verify|migrate|merge`: build, summarise, check, convert and merge ledgers."""
 
 from __future__ import annotations
 
@@ -271,5 +271,31 @@ def migrate_command(ledger: str, out: str) -> None:
     click.echo(
         f"migrated {done.rows} records in {done.shards} shards ({done.cells} cells, {done.jobs} generation jobs) "
         f"from format version {done.from_version} into {done.out_dir}",
+        err=True,
+    )
+
+
+@ledger_group.command("merge")
+@click.argument("ledgers", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@out_dir_option("The merged ledger's folder (created if absent; rerun into it to finish a killed merge).")
+def merge_command(ledgers: tuple[str, ...], out: str) -> None:
+    """Merge LEDGERS, the parts of one generation job (`generate --shard I/N`), into the ledger at --out-dir.
+
+    Refused in one line, before anything is written: ledgers of different jobs, settings or tokenizer files, parts
+    of different splits, and a record stored twice with other content (an identical one is skipped, as `ledger
+    import` does). A killed merge leaves what it committed; rerunning it finishes. LEDGERS are only read.
+    """
+    from ..store import merge_ledgers
+
+    with progress_bar("merging cells", total=None) as advance:
+        done = merge_ledgers(ledgers, out, on_progress=on_progress(advance))
+    for job, missing in done.missing.items():
+        if missing:
+            count = len(done.parts[job]) + len(missing)
+            shown = ", ".join(f"{i}/{count}" for i in missing)
+            click.echo(f"note: job {job}: part(s) {shown} are not among the ledgers merged", err=True)
+    click.echo(
+        f"merged {done.added} of {done.read} records from {done.inputs} ledgers into {done.out_dir} "
+        f"({done.skipped} identical duplicates or already stored)",
         err=True,
     )

@@ -6,7 +6,7 @@ Other stages enter through this package; its modules are its own.
 
 from .backends import BACKENDS, ChatTokenizer, Completion, GenRequest, load_backend
 from .generate import GenerateResult, JobHooks, dry_run, run_job
-from .jobs import JobSpec, load_spec
+from .jobs import JobSpec, Part, load_spec, parse_part, with_part
 from .prompts import Prompt, task_prompt
 
 __all__ = [
@@ -17,10 +17,13 @@ __all__ = [
     "GenerateResult",
     "JobHooks",
     "JobSpec",
+    "Part",
     "Prompt",
     "dry_run",
     "load_backend",
     "load_spec",
+    "parse_part",
     "run_job",
     "task_prompt",
+    "with_part",
 ]

@@ -5,6 +5,12 @@ shard. A shard is done when all its record keys are in the ledger; a rerun skips
 not even started when nothing is left), so a crash or Ctrl-C loses at most the shard in flight, and a killed
 and resumed run stores the same records as an uninterrupted one (seeds depend on the request, not the order).
 
+A part of a job (``spec.part``, ``generate --shard I/N``) runs only its requests into its own ledger, resumable
+the same way; its job record is the whole job's (every request and seed) plus ``part``, so that ``ledger merge``
+(:func:`~mindcap_tok.store.merge_ledgers`) of all parts writes the job record and records of the single run. One
+ledger per part: the ledger's ``flock`` is not relied on across the nodes of a shared file system (NFS, Lustre
+grant it only with the right mount options), and a ledger refuses a second part.
+
 Forcing: a decode that hits its cap gets the forcing text (``\\n####``) appended and is continued greedily
 until its answer line ends (a token holding a newline) or ``forcing.max_tokens``; its output ids are the
 capped ids + forcing ids + continuation, ``forcing`` is true and the finish reason stays ``length``. With
@@ -38,11 +44,11 @@ from typing import Any, Protocol
 from .._io import atomic_write_text, regular_file
 from ..errors import BadInputError, DamagedDataError
 from ..spec import ServerOverrides
-from ..store import JOBS, KEY_COLUMNS, Ledger, ThinkMarkers, key_tuples, think_end, think_markers
+from ..store import JOBS, KEY_COLUMNS, Ledger, ThinkMarkers, job_identity, key_tuples, think_end, think_markers
 from ..tasks.answers.integer import parse_answer
 from ..tasks.datasets import TaskItem, load_items
 from .backends import Completion, GenRequest, load_backend
-from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job, spec_task
+from .jobs import JobSpec, Plan, Request, Shard, iter_shards, job_counts, load_spec, plan_job, spec_task, with_part
 from .prompts import task_prompt
 
 
@@ -126,7 +132,11 @@ def _shard_done(spec: JobSpec, shard: Shard, stored: Counter[tuple]) -> bool:
 
 
 def job_record(plan: Plan) -> dict:
-    """The spec and every request's seed, as stored in ``_jobs/<name>.json``."""
+    """The spec and every request's seed, as stored in ``_jobs/<name>.json``: the whole job's, for a part too
+    (which adds ``part``: its index and count)."""
+    part = plan.spec.part
+    if part is not None:
+        return {**job_record(plan_job(with_part(plan.spec, None))), "part": part.as_dict()}
     return {
         "spec": plan.spec.as_dict(),
         "summary": plan.summary(),
@@ -147,35 +157,38 @@ def job_record(plan: Plan) -> dict:
     }
 
 
-#: ``[server]`` keys that say how a server is reached, not what it generates: a resumed job may change them
-_CONNECTION_KEYS = ("base_url", "api_key_env", "concurrency", "timeout_s", "max_retries")
-
-
-def _identity(spec: dict) -> dict:
-    """A stored spec without its server connection settings (see ``_CONNECTION_KEYS``)."""
-    server = spec.get("server")
-    if isinstance(server, dict):
-        return {**spec, "server": {k: v for k, v in server.items() if k not in _CONNECTION_KEYS}}
-    return spec
-
-
 def _write_job(ledger: Ledger, plan: Plan) -> None:
     """Keep the spec and seeds under ``_jobs/`` (a leading ``_``: Parquet readers of the folder skip it). A
-    different spec under the same name is refused while the old spec's cells hold records; while they hold none
-    (e.g. after a failed engine start) the new spec replaces it."""
+    different spec (or another part of the job) under the same name is refused while the old spec's cells hold
+    records; while they hold none (e.g. after a failed engine start) the new spec replaces it."""
     path = ledger.root / JOBS / f"{plan.spec.name}.json"
     record = job_record(plan)
     if path.exists():
         try:
-            old = json.loads(regular_file(path, "job record").read_text("utf-8")).get("spec") or {}
+            stored = json.loads(regular_file(path, "job record").read_text("utf-8"))
+            old, old_part = stored.get("spec") or {}, stored.get("part")
         except (OSError, ValueError, AttributeError) as exc:
             raise DamagedDataError(f"{path} is unreadable ({exc}); restore it or rename the job") from exc
-        if _identity(old) == _identity(json.loads(json.dumps(record["spec"]))):
+        same = job_identity(old) == job_identity(json.loads(json.dumps(record["spec"])))
+        if same and old_part == record.get("part"):
             return
         model, arms, langs = old.get("model_name"), old.get("arms"), old.get("langs")
         if ledger.exists() and ledger.read(model, arms, lang=langs, columns=["item"]).num_rows:
+            if same:
+                held, now = (_part_name(p) for p in (old_part, record.get("part")))
+                raise BadInputError(
+                    f"{ledger.root} holds {held} of job {plan.spec.name!r}, not {now}; give each part its own "
+                    "--out-dir (join them with `mindcap-tok ledger merge`)"
+                )
             raise BadInputError(f"{path} holds a different spec under the job name {plan.spec.name!r}; rename the job")
     atomic_write_text(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+
+
+def _part_name(part: object) -> str:
+    """``part 1/3`` for a stored part, ``the whole job`` for none."""
+    if isinstance(part, dict):
+        return f"part {part.get('index')}/{part.get('count')}"
+    return "the whole job"
 
 
 def _undo(created: Sequence[os.PathLike[str]]) -> None:

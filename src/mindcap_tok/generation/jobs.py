@@ -164,6 +164,33 @@ _Premiums = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class Part:
+    """Part ``index`` of ``count`` (0-based, as ``SLURM_ARRAY_TASK_ID`` runs with ``--array=0-(count-1)``)."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def as_dict(self) -> dict[str, int]:
+        return {"index": self.index, "count": self.count}
+
+
+def parse_part(text: str, what: str = "--shard") -> Part:
+    """``"I/N"`` as a :class:`Part`: 0 <= I < N (0-based, SLURM's array index); else one line naming ``what``."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if m is None:
+        raise BadInputError(f"{what} {text!r}: expected I/N, part I (0-based) of N, e.g. 0/4")
+    index, count = int(m[1]), int(m[2])
+    if count < 1:
+        raise BadInputError(f"{what} {text}: N must be at least 1")
+    if index >= count:
+        raise BadInputError(f"{what} {text}: I must be 0..{count - 1} (0-based, as SLURM's --array=0-{count - 1})")
+    return Part(index, count)
+
+
 class JobFile(SpecModel):
     """A job spec file as written (see the module docs): each key's type and rule, and its default where the
     file's value is the job's. What depends on other keys (the design's caps, the task's items and arms, the
@@ -232,6 +259,8 @@ class JobSpec(SpecModel):
     #: where the tokenizer has no ``</think>`` token (``""``: the token)
     thinking: bool
     think_close: str
+    #: the part of the job this run generates (``generate --shard``; ``None``: all of it); not in :meth:`as_dict`
+    part: Part | None = None
 
     @property
     def records_per_key(self) -> int:
@@ -243,7 +272,7 @@ class JobSpec(SpecModel):
         ``server`` appears only when the spec has a ``[server]`` table, ``repeats`` and ``long_cap`` only in
         the determinism design, ``task`` only for a task other than MGSM, ``task_file`` only for a user's, and
         ``thinking``, ``think_close`` and ``server.reasoning_effort`` only when set."""
-        out = self.model_dump()
+        out = self.model_dump(exclude={"part"})
         if not task_key(self.task) and not self.task_file:
             del out["task"]
         if not self.task_file:
@@ -604,10 +633,37 @@ def populations(spec: JobSpec) -> Iterator[tuple[str, str, int, int | None]]:
                     yield arm, lang, cap, announced
 
 
+def part_groups(spec: JobSpec) -> set[tuple[str, str, int, int | None, int]] | None:
+    """The request groups (arm, lang, cap, announced, item) of ``spec.part`` (``None``: no part, all of them).
+
+    Every group is ranked by a SHA-256 of itself (ties, which need a hash collision, by the group) and part I of N
+    takes ranks ``[I·n/N, (I+1)·n/N)``: O(n) hashes and one sort of n keys, next to n seeds already hashed."""
+    part = spec.part
+    if part is None:
+        return None
+    groups = [(arm, lang, cap, ann, item) for arm, lang, cap, ann in populations(spec) for item in spec.items]
+    if part.count > len(groups):
+        raise BadInputError(
+            f"part {part} of job {spec.name}: the job has {len(groups)} request groups (an item's repeats stay "
+            f"together); split it into at most {len(groups)} parts"
+        )
+    groups.sort(key=lambda g: (seed_hash("part", *g, sep="|"), g))
+    n = len(groups)
+    return set(groups[part.index * n // part.count : (part.index + 1) * n // part.count])
+
+
+def with_part(spec: JobSpec, part: Part | None) -> JobSpec:
+    """``spec`` restricted to ``part`` (``None``: the whole job)."""
+    return spec.model_copy(update={"part": part})
+
+
 def iter_shards(spec: JobSpec) -> Iterator[Shard]:
-    """The shards of :func:`plan_job`, one at a time: per population the items in chunks of ``shard_size``."""
+    """The shards of :func:`plan_job`, one at a time: per population the items (of ``spec.part``'s request
+    groups) in chunks of ``shard_size``."""
     per_shard = _items_per_shard(spec)
+    keep = part_groups(spec)
     for arm, lang, cap, announced in populations(spec):
+        items = spec.items if keep is None else [i for i in spec.items if (arm, lang, cap, announced, i) in keep]
         reqs = [
             Request(
                 arm,
@@ -618,7 +674,7 @@ def iter_shards(spec: JobSpec) -> Iterator[Shard]:
                 request_seed(spec, arm, lang=lang, cap=cap, announced=announced, item=item),
                 j,
             )
-            for item in spec.items
+            for item in items
             for j in range(spec.repeats)
         ]
         tag = f"cap{cap}" + (f"-ann{announced}" if announced is not None else "")
@@ -640,7 +696,9 @@ def plan_job(spec: JobSpec) -> Plan:
 
 def job_counts(spec: JobSpec) -> dict:
     """The counts of :meth:`Plan.summary`, worked out per population: no request or record is listed, so a dry
-    run costs the same for k = 1 and k = 10,000."""
+    run costs the same for k = 1 and k = 10,000. A part (``spec.part``) is counted from its plan."""
+    if spec.part is not None:
+        return plan_job(spec).summary()
     n_items, n_shards = len(spec.items), -(-len(spec.items) // _items_per_shard(spec))
     extra = _forcing_tokens(spec)
     pops = caps = 0

@@ -16,6 +16,7 @@ from .commit import (
     utc_now,
 )
 from .ledger import JOBS, Ledger, ShardInfo, key_tuples
+from .merge import CONNECTION_KEYS, MergeResult, job_identity, merge_ledgers
 from .migrate import Migration, migrate
 from .schema import (
     ANNOUNCE_STYLES,
@@ -41,6 +42,7 @@ __all__ = [
     "CELL_COLUMNS",
     "CLOSE_TEXT",
     "COLUMNS",
+    "CONNECTION_KEYS",
     "DESIGNS",
     "JOBS",
     "KEY_COLUMNS",
@@ -50,6 +52,7 @@ __all__ = [
     "TASK_COLUMNS",
     "Encoded",
     "Ledger",
+    "MergeResult",
     "Migration",
     "RecordError",
     "ShardInfo",
@@ -63,7 +66,9 @@ __all__ = [
     "describe",
     "empty_selection",
     "encode_table",
+    "job_identity",
     "key_tuples",
+    "merge_ledgers",
     "migrate",
     "population_columns",
     "resolve_tokenizers",

@@ -444,10 +444,11 @@ class Ledger:
     def _vocab_sizes(
         self,
         table: pa.Table,
-        tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None,
+        tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer | Mapping[str, Any]] | None,
         known: dict[str, Any],
     ) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
         names = pc.unique(table.column("tokenizer")).to_pylist()
+        entry: dict[str, Any]
         if isinstance(tokenizer, ResolvedTokenizer):
             tokenizer = {n: tokenizer for n in names}
         tokenizer = dict(tokenizer or {})
@@ -461,13 +462,16 @@ class Ledger:
                     raise with_context(
                         exc, f"cannot check token ids of tokenizer {name!r}: {exc}; pass the tokenizer to append()"
                     ) from exc
-            entry: dict[str, Any] = {"sha256": tok.sha256, "vocab_size": tok.vocab_size}
+            if isinstance(tok, Mapping):  # a manifest's entry: ids already checked against it (``ledger merge``)
+                entry = {"sha256": tok["sha256"], "vocab_size": tok["vocab_size"]}
+            else:
+                entry = {"sha256": tok.sha256, "vocab_size": tok.vocab_size}
             if name in known and known[name]["sha256"] != entry["sha256"]:
                 raise BadInputError(
                     f"tokenizer {name!r} in these records has sha256 {entry['sha256'][:12]}…, but the ledger's ids "
                     f"under that name came from {known[name]['sha256'][:12]}…; use another tokenizer name"
                 )
-            sizes[name], entries[name] = tok.vocab_size, entry
+            sizes[name], entries[name] = entry["vocab_size"], entry
         return sizes, entries
 
     def _stored(self, table: pa.Table, manifest: dict[str, Any], skip_existing: bool) -> np.ndarray:
@@ -510,10 +514,17 @@ class Ledger:
             )
         return stored
 
+    def matches(self, records: pa.Table) -> np.ndarray:
+        """Which of ``records`` (:data:`~.schema.SCHEMA` columns, as :meth:`read` returns them) this ledger holds
+        identically; a stored record with the same key and other content is a :class:`RecordError`, as
+        :meth:`append` with ``skip_existing`` refuses it. Nothing is written."""
+        with self._shared_lock():
+            return self._stored(records, self._require(), True)
+
     def append(
         self,
         records: Records,
-        tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer] | None = None,
+        tokenizer: ResolvedTokenizer | Mapping[str, ResolvedTokenizer | Mapping[str, Any]] | None = None,
         *,
         skip_existing: bool = False,
         check_new: Callable[[pa.Table, np.ndarray], np.ndarray | None] | None = None,
@@ -521,8 +532,9 @@ class Ledger:
         """Validate ``records`` and add them as new shards (one per cell); return the shards written.
 
         ``tokenizer`` (one, or a mapping from the ``tokenizer`` column's names) checks the ids; by default
-        each name is resolved with :func:`load_tokenizer`. A record whose key is already stored is an error,
-        unless ``skip_existing`` (used to resume an interrupted import) and the stored record is identical
+        each name is resolved with :func:`load_tokenizer`; records copied from another ledger may map a name to
+        that ledger's manifest entry (``sha256``, ``vocab_size``) instead. A record whose key is already stored is
+        an error, unless ``skip_existing`` (used to resume an interrupted import) and the stored record is identical
         (every column but the derived ``n_tokens``): then it is dropped. Record errors are :class:`RecordError`.
         ``check_new(table, rows)`` is called, under the lock, on the validated records about to be added (``rows``:
         their positions among ``records``); it may raise, and it returns ``None`` or one flag per record marking
