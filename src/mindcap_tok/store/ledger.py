@@ -102,7 +102,7 @@ class ShardInfo:
     @property
     def model_cell(self) -> tuple[str, str, str]:
         """The cell with the model's stored name (an old ledger's shard may be filed under an alias)."""
-        return (_model_key(self.model), self.arm, self.lang)
+        return (model_key(self.model), self.arm, self.lang)
 
 
 #: the keys of a manifest shard entry and their JSON types
@@ -207,7 +207,7 @@ def key_tuples(table: pa.Table) -> list[tuple[Any, ...]]:
     return list(zip(*(table.column(c).to_pylist() for c in KEY_COLUMNS), strict=True))
 
 
-def _model_key(name: str) -> str:
+def model_key(name: str) -> str:
     """A model name as filters compare it: the registry name for a registry model, alias or Hugging Face id, else
     itself (:func:`~.schema.registry_model_name`)."""
     return registry_model_name(name) or name
@@ -609,10 +609,10 @@ class Ledger:
                 )
         langs = None if lang is None else [resolve_language(x) for x in ([lang] if isinstance(lang, str) else lang)]
         # a model matches by name or registry alias (``qwen3`` finds records stored as ``qwen3-8b``, and back)
-        models = None if model is None else {_model_key(m) for m in ([model] if isinstance(model, str) else model)}
+        models = None if model is None else {model_key(m) for m in ([model] if isinstance(model, str) else model)}
         arms = None if arm is None else ({arm} if isinstance(arm, str) else set(arm))
         wanted: list[tuple[set[str] | None, Callable[[str], str]]] = [
-            (models, _model_key),
+            (models, model_key),
             (arms, str),
             (None if langs is None else set(langs), str),
         ]

@@ -11,8 +11,7 @@ from collections.abc import Callable, Sequence
 
 from ..data.languages import resolve_language
 from ..errors import BadInputError
-from ..tokenization.registry import registry_model_name
-from .ledger import Ledger
+from .ledger import Ledger, model_key
 
 logger = logging.getLogger(__name__)
 
@@ -26,15 +25,11 @@ def _listing(values: Sequence[str]) -> str:
     return shown if len(values) <= LISTED else f"{shown} and {len(values) - LISTED} more"
 
 
-def _model_key(name: str) -> str:
-    return registry_model_name(name) or name
-
-
 def _filters(
     models: Sequence[str], arms: Sequence[str], langs: Sequence[str]
 ) -> list[tuple[str, Sequence[str], int, Callable[[str], str]]]:
     """Each filter: its flag, the values given, its place in a cell key and how a value is keyed."""
-    return [("--model", models, 0, _model_key), ("--arm", arms, 1, str), ("--lang", langs, 2, resolve_language)]
+    return [("--model", models, 0, model_key), ("--arm", arms, 1, str), ("--lang", langs, 2, resolve_language)]
 
 
 def warn_unmatched(
