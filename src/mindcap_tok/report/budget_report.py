@@ -3,6 +3,7 @@ and written as one folder (:func:`write_budget_report`)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from .._io import check_output_folder, output_folder
 from .._tables import markdown_table
 from ..audits.truncation import truncation_tables
 from ..budgets import SWEEP_BUDGETS
-from ..errors import MindcapError
+from ..errors import MindcapError, SetupError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..scoring import OUTCOMES
 from ..stats.binding import binding_regime
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from ..scoring import Scores
 
 from .budget_figures import plot_gap_curves, plot_native_curves
+from .html_report import PAGE, PageInputs, render_page
+
+logger = logging.getLogger(__name__)
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok report"
@@ -195,8 +199,12 @@ def write_budget_report(
     return write_budget_tables(built, out_dir)
 
 
-def write_budget_tables(built: BudgetTables, out_dir: str | os.PathLike[str]) -> BudgetReport:
-    """Write the report ``built`` (:func:`budget_tables`) into ``out_dir`` as :func:`write_budget_report` does."""
+def write_budget_tables(
+    built: BudgetTables, out_dir: str | os.PathLike[str], *, page: PageInputs | None = None
+) -> BudgetReport:
+    """Write the report ``built`` (:func:`budget_tables`) into ``out_dir`` as :func:`write_budget_report` does, and
+    ``report.html`` (:mod:`~mindcap_tok.report.html_report`; ``page``: its trace sample and ledger; without plotly
+    installed the page is left out with a warning naming the extra)."""
     check_output_folder(out_dir, PRODUCER)
     result, level = built.sweep, built.level
     target = Path(out_dir)
@@ -217,6 +225,11 @@ def write_budget_tables(built: BudgetTables, out_dir: str | os.PathLike[str]) ->
         markdown = _markdown(result, built.tables, files, list(built.notes), built.parser)
         (tmp / "report.md").write_text(markdown, "utf-8")
         files.append("report.md")
+        try:
+            (tmp / PAGE).write_text(render_page(built, page), "utf-8")
+            files.append(PAGE)
+        except SetupError as exc:
+            logger.warning("%s; report.html left out", exc)
     return BudgetReport(target, tuple(sorted(files)), result)
 
 
