@@ -3,9 +3,8 @@ and written as one folder (:func:`write_budget_report`)."""
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +15,7 @@ from .._io import check_output_folder, output_folder
 from .._tables import markdown_table
 from ..audits.truncation import truncation_tables
 from ..budgets import SWEEP_BUDGETS
-from ..errors import MindcapError, SetupError
+from ..errors import MindcapError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..scoring import OUTCOMES
 from ..stats.binding import binding_regime
@@ -36,9 +35,6 @@ if TYPE_CHECKING:
     from ..scoring import Scores
 
 from .budget_figures import plot_gap_curves, plot_native_curves
-from .html_report import PAGE, PageInputs, render_page
-
-logger = logging.getLogger(__name__)
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok report"
@@ -200,11 +196,10 @@ def write_budget_report(
 
 
 def write_budget_tables(
-    built: BudgetTables, out_dir: str | os.PathLike[str], *, page: PageInputs | None = None
+    built: BudgetTables, out_dir: str | os.PathLike[str], *, pages: Mapping[str, str] | None = None
 ) -> BudgetReport:
-    """Write the report ``built`` (:func:`budget_tables`) into ``out_dir`` as :func:`write_budget_report` does, and
-    ``report.html`` (:mod:`~mindcap_tok.report.html_report`; ``page``: its trace sample and ledger; without plotly
-    installed the page is left out with a warning naming the extra)."""
+    """Write the report ``built`` (:func:`budget_tables`) into ``out_dir`` as :func:`write_budget_report` does, with
+    ``pages`` (file name -> text, e.g. ``report.html``) written beside the rest."""
     check_output_folder(out_dir, PRODUCER)
     result, level = built.sweep, built.level
     target = Path(out_dir)
@@ -222,14 +217,12 @@ def write_budget_tables(
                 result.rows.dropna(subset=["gap"]), tmp / "gap_curves.png", level=level, parser=built.parser
             )
             files.append("gap_curves.png")
+        for name, text in (pages or {}).items():
+            (tmp / name).write_text(text, "utf-8")
+            files.append(name)
         markdown = _markdown(result, built.tables, files, list(built.notes), built.parser)
         (tmp / "report.md").write_text(markdown, "utf-8")
         files.append("report.md")
-        try:
-            (tmp / PAGE).write_text(render_page(built, page), "utf-8")
-            files.append(PAGE)
-        except SetupError as exc:
-            logger.warning("%s; report.html left out", exc)
     return BudgetReport(target, tuple(sorted(files)), result)
 
 

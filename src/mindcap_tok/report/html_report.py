@@ -111,7 +111,7 @@ def curve_figures(built: BudgetTables) -> list[dict[str, Any]]:
     rows, acc = built.sweep.rows, built.native_curves
     level = f"{built.level:.0%}"
     keys = [c for c in GROUP_COLUMNS if c in rows.columns]
-    figures = []
+    figures: list[dict[str, Any]] = []
     groups = sorted(
         rows.groupby(keys, dropna=False, sort=True),
         key=lambda g: "design" in g[1] and g[1]["design"].iloc[0] != "replay",
@@ -326,20 +326,22 @@ def _span(traces: list[tuple[int, Any]], col: int) -> tuple[float, float]:
     return (min([0.0, *ys]), max([0.0, *ys]))
 
 
-def _cell(value: Any, floatfmt: str) -> tuple[str, Any]:
-    """(shown text, sort key) of one table cell: integers as integers, floats in ``floatfmt``, missing as ``—``."""
+def _cell(value: Any, whole: bool) -> tuple[str, Any]:
+    """(shown text, sort key) of one table cell: in a column of whole numbers as an integer, other numbers with two
+    decimals, missing as ``—``."""
     value = _plain(value)
     if value is None:
         return "—", None
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value), str(value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value)), value
-    if isinstance(value, float):
-        return format(value, floatfmt), value
-    if isinstance(value, int):
-        return str(value), value
-    return str(value), str(value)
+    return (str(int(value)) if whole else f"{value:.2f}"), value
+
+
+def _whole(column: pd.Series) -> bool:
+    """Whether every number of ``column`` is whole (counts, budgets, caps: printed as integers)."""
+    values = [_plain(v) for v in column]
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return bool(numbers) and all(float(v).is_integer() for v in numbers)
 
 
 def page_tables(built: BudgetTables) -> list[dict[str, Any]]:
@@ -354,11 +356,15 @@ def page_tables(built: BudgetTables) -> list[dict[str, Any]]:
         if "sentence" in shown:
             shown = shown.drop(columns=["sentence"])
         shown = shown.drop(columns=[c for c in shown.columns if shown[c].map(lambda v: isinstance(v, list)).any()])
+        whole = [_whole(shown[c]) for c in shown.columns]
         out.append(
             {
                 "name": name,
                 "columns": list(map(str, shown.columns)),
-                "rows": [[_cell(v, ".2f") for v in row] for row in shown.itertuples(index=False, name=None)],
+                "rows": [
+                    [_cell(v, w) for v, w in zip(row, whole, strict=True)]
+                    for row in shown.itertuples(index=False, name=None)
+                ],
             }
         )
     return out
@@ -377,16 +383,16 @@ def _script_json(value: Any) -> str:
 
 def render_page(built: BudgetTables, page: PageInputs | None = None) -> str:
     """``report.html``'s text for the report ``built`` (:func:`~mindcap_tok.report.budget_report.budget_tables`)."""
+    from importlib.metadata import version
+
     import jinja2
     from plotly.offline import get_plotlyjs
-
-    from .. import __version__
 
     page = page or PageInputs()
     result = built.sweep
     figures = curve_figures(built)
     settings = {
-        "mindcap-tok": __version__,
+        "mindcap-tok": version("mindcap-tok"),
         "frame": result.frame,
         "bootstrap": f"{result.n_boot} item resamples, seed {result.seed}",
         "level": f"{result.level:.0%} (pointwise CIs; simultaneous max-|t| bands for Δ_L)",
@@ -415,10 +421,3 @@ def render_page(built: BudgetTables, page: PageInputs | None = None) -> str:
         has_traces=traces is not None,
         plotly_js=get_plotlyjs(),
     )
-
-
-def write_page(built: BudgetTables, path: str | os.PathLike[str], page: PageInputs | None = None) -> Path:
-    """Write :func:`render_page`'s page to ``path`` atomically."""
-    from .._io import atomic_write_text
-
-    return atomic_write_text(path, render_page(built, page))

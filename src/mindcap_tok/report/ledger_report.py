@@ -4,6 +4,7 @@ builds a report's page for ``mindcap-tok view``."""
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Sequence
@@ -12,12 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..budgets import SWEEP_BUDGETS
-from ..errors import BadInputError
+from ..errors import BadInputError, SetupError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..store import Ledger
 from .budget_report import BudgetReport, budget_tables, write_budget_tables
-from .html_report import PAGE, PageInputs, plotly_modules
+from .html_report import PAGE, PageInputs, plotly_modules, render_page
 from .traces import MAX_TRACES, sample_traces
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -63,7 +66,12 @@ def write_ledger_report(
         limit=s.max_traces,
         seed=s.resampling.seed,
     )
-    return write_budget_tables(built, out_dir, page=PageInputs(traces=traces, ledger=ledger))
+    try:
+        pages = {PAGE: render_page(built, PageInputs(traces=traces, ledger=ledger))}
+    except SetupError as exc:  # plotly missing: the rest of the report is still written
+        logger.warning("%s; report.html left out", exc)
+        pages = {}
+    return write_budget_tables(built, out_dir, pages=pages)
 
 
 def open_report(

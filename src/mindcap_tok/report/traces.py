@@ -36,7 +36,7 @@ class TraceSample:
     total: int
 
 
-def view_outcome(correct: float, emission: float, finish_reason: str | None) -> str:
+def view_outcome(correct: float, emission: float, *, finish_reason: str | None) -> str:
     """A record's outcome as the viewer filters it (:data:`VIEW_OUTCOMES`)."""
     if correct == 1:
         return "correct"
@@ -160,7 +160,9 @@ def sample_traces(
                 "finish_reason": rec["finish_reason"],
                 "gold": _plain(rec.get("gold_text")) or _num(rec.get("gold")),
                 "correct": _num(rec.get("correct")),
-                "outcome": view_outcome(rec.get("correct", 0), rec.get("emission", math.nan), rec["finish_reason"]),
+                "outcome": view_outcome(
+                    rec.get("correct", 0), rec.get("emission", math.nan), finish_reason=rec["finish_reason"]
+                ),
                 "emission": emission,
                 "think_end": think,
                 "budgets": [
