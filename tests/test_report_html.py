@@ -1,0 +1,68 @@
+"""report.html without a browser: marks' character offsets against hand-counted ones, nothing drawn beyond a
+cell's cap (a budget whose floor(r·B) passes the demo's cap of 4096 is left out and said so), a page that names
+no outside resource and says how many traces it shows, and `view`'s one-line refusal of a folder that is neither
+a ledger nor a report. (tests/test_report_page.py opens the page in headless chromium.)"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+from plotly.offline import get_plotlyjs
+
+from mindcap_tok.cli.main import cli
+from mindcap_tok.demo.ledger import build_demo
+from mindcap_tok.report import budget_tables
+from mindcap_tok.report.html_report import PageInputs, curve_figures, render_page
+from mindcap_tok.report.traces import char_offsets, sample_traces, view_outcome
+from mindcap_tok.stats.budget_sweep import sweep_inputs
+
+
+def test_a_cut_inside_a_character_falls_before_it():
+    data = "ab ก\n".encode()  # ก is 3 bytes (E0 B8 81): bytes 0..2 "ab ", 3..5 ก, 6 "\n"
+    assert char_offsets(data, [0, 2, 3, 4, 5, 6, 7]) == [0, 2, 3, 3, 3, 4, 5]
+
+
+def test_outcomes_as_the_viewer_filters_them():
+    nan = float("nan")
+    assert view_outcome(1, 40, finish_reason="length") == "correct"
+    assert view_outcome(0, 40, finish_reason="length") == "cut"
+    assert view_outcome(0, nan, finish_reason="stop") == "never answered"
+    assert view_outcome(0, 40, finish_reason="stop") == "wrong"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, qwen, config):
+    out = tmp_path_factory.mktemp("html") / "demo"
+    return build_demo(out, 5, n_items=6, k=2, tokenizer=qwen, data_dir=config.data_dir.value)
+
+
+def test_nothing_is_drawn_beyond_the_cap_and_the_page_is_self_contained(demo, config):
+    # Thai at 2.55: floor(2.55 · 2048) = 5222 > the cap 4096; German at 1.56: 3194, within it
+    inputs = sweep_inputs(
+        demo.ledger, budgets=[1024, 2048], premium_specs=["th=2.55", "de=1.56", "sw=1.94"], config=config
+    )
+    built = budget_tables(inputs.scores, inputs.premiums, budgets=inputs.budgets, arms=inputs.arms)
+    figures = curve_figures(built)
+    replay = next(f for f in figures if f["design"] == "replay")
+    delta = {t["meta"]["lang"]: t["x"] for t in replay["spec"]["data"] if t["meta"].get("metric") == "delta"}
+    assert delta["deu_Latn"] == [1024, 2048] and delta["tha_Thai"] == [1024]
+    assert any(n.startswith("tha_Thai: 1 budget(s)") for n in replay["notes"])
+    for fig in figures:
+        for trace in fig["spec"]["data"]:
+            if trace["meta"].get("metric") != "cap":
+                assert max(trace["x"]) <= 4096
+    traces = sample_traces(demo.ledger, inputs.scores, rows=built.sweep.rows, limit=20)
+    page = render_page(built, PageInputs(traces=traces, ledger=demo.ledger))
+    assert get_plotlyjs() in page  # plotly's own bundle inlined (its strings name its site: not a request)
+    page = page.replace(get_plotlyjs(), "")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # no outside script, style or link
+    assert "<script src" not in page
+    assert f"{len(traces.traces)} of {6 * 2 * 14} traces are shown" in page and len(traces.traces) == 14
+
+
+def test_view_refuses_a_folder_that_is_neither_ledger_nor_report(tmp_path):
+    res = CliRunner().invoke(cli, ["view", str(tmp_path), "--no-open"])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.strip() == f"error: {tmp_path}: neither a ledger nor a report folder"
