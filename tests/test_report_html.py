@@ -1,4 +1,5 @@
-"""report.html without a browser: marks' character offsets against hand-counted ones, nothing drawn beyond a
+"""report.html without a browser: marks' character offsets against hand-counted ones and the tokenizer's own
+decode (a thought's close after its closing token), nothing drawn beyond a
 cell's cap (a budget whose floor(r·B) passes the demo's cap of 4096 is left out and said so), a page that names
 no outside resource and says how many traces it shows, and `view`'s one-line refusal of a folder that is neither
 a ledger nor a report. (tests/test_report_page.py opens the page in headless chromium.)"""
@@ -7,16 +8,20 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from plotly.offline import get_plotlyjs
 
+from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.demo.ledger import build_demo
 from mindcap_tok.report import budget_tables
 from mindcap_tok.report.html_report import PageInputs, curve_figures, render_page
 from mindcap_tok.report.traces import char_offsets, sample_traces, view_outcome
+from mindcap_tok.scoring import score_ledger
 from mindcap_tok.stats.budget_sweep import sweep_inputs
+from mindcap_tok.store import Ledger
 
 
 def test_a_cut_inside_a_character_falls_before_it():
@@ -66,3 +71,25 @@ def test_view_refuses_a_folder_that_is_neither_ledger_nor_report(tmp_path):
     res = CliRunner().invoke(cli, ["view", str(tmp_path), "--no-open"])
     assert res.exit_code == 2 and res.stdout == ""
     assert res.stderr.strip() == f"error: {tmp_path}: neither a ledger nor a report folder"
+
+
+def test_a_thought_is_marked_after_its_closing_token(qwen, tmp_path):
+    close = qwen.tokenizer.token_to_id("</think>")
+    pieces = {0: ["<think>", "\nok\n", "</think>", "\n#### 18\n"], 1: ["<think>", "\n#### 18\nstill thinking"]}
+    recs = []
+    for item, parts in pieces.items():
+        ids = [t for p in parts for t in qwen.tokenizer.encode(p, add_special_tokens=False).ids]
+        end = ids.index(close) if close in ids else None
+        rec = make_record(qwen, "x", item=item, thinking=True, think_end=end, finish_reason="stop")
+        recs.append(rec | {"output_ids": ids, "text": qwen.tokenizer.decode(ids, skip_special_tokens=True)})
+    Ledger(tmp_path / "L").append(recs, qwen)
+    scores = score_ledger(Ledger(tmp_path / "L").read(), qwen, budgets=[2, 4])
+    rows = pd.DataFrame({"model": ["qwen3-8b"], "lang": ["tha_Thai"], "budget": [2], "scaled_budget": [4]})
+    traces = {t["item"]: t for t in sample_traces(tmp_path / "L", scores, rows=rows).traces}
+    closed, unclosed = traces[0], traces[1]
+    ids = recs[0]["output_ids"]
+    assert closed["thought_end"] == ids.index(close) + 1 and unclosed["thought_end"] is None
+    upto = qwen.tokenizer.decode(ids[: closed["thought_end"]], skip_special_tokens=True)
+    assert closed["offsets"][str(closed["thought_end"])] == len(upto)
+    assert closed["text"][: len(upto)].endswith("</think>")
+    assert closed["outcome"] == "correct" and unclosed["outcome"] == "never answered"

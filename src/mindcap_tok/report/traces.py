@@ -144,6 +144,7 @@ def sample_traces(
         key = tuple(_plain(rec[k]) for k in keys)
         pairs = marks.get((rec["model"], rec["lang"]), [])
         emission, think = _num(rec.get("emission")), _num(rec.get("think_end"))
+        think = None if think is None else think + 1  # think_end holds the closing token: the thought ends after it
         positions = sorted(
             {p for pair in pairs for p in pair if p <= n}
             | {x for x in (emission, think, _num(rec.get("cap"))) if x and x <= n}
@@ -164,7 +165,7 @@ def sample_traces(
                     rec.get("correct", 0), rec.get("emission", math.nan), finish_reason=rec["finish_reason"]
                 ),
                 "emission": emission,
-                "think_end": think,
+                "thought_end": think,
                 "budgets": [
                     {
                         "B": b,

@@ -76,11 +76,15 @@
       ["B", `B = ${p.B}`, p.B, p.score_B],
       ["rB", `floor(r·B) = ${p.rB}`, p.rB, p.score_rB],
       ["E", "first answer (E)", t.emission, t.emission === null ? null : t.correct],
-      ["think", "thought closed", t.think_end, null],
+      ["think", "thought closed", t.thought_end, null],
       ["cap", `cap = ${t.cap}`, t.cap, t.cap !== null && t.cap <= t.n_tokens ? t.correct : null],
     ].filter((m) => m[2] !== null && m[2] !== undefined);
     const facts = [["cell", t.cell], ["item · sample", `${t.item} · ${t.sample}`], ["outcome", t.outcome],
       ["finish reason", t.finish_reason], ["output tokens", t.n_tokens], ["gold", t.gold]];
+    if (t.thinking) {
+      facts.push(["thought", t.thought_end === null ? "never closed: the whole trace is thought, no answer channel"
+        : `closes after token ${t.thought_end}; answers are read after it`]);
+    }
     $("tv-facts").replaceChildren(...facts.map(([k, v]) => {
       const tr = document.createElement("tr");
       tr.append(Object.assign(document.createElement("th"), { textContent: k }),
