@@ -93,3 +93,19 @@ def test_a_thought_is_marked_after_its_closing_token(qwen, tmp_path):
     assert closed["offsets"][str(closed["thought_end"])] == len(upto)
     assert closed["text"][: len(upto)].endswith("</think>")
     assert closed["outcome"] == "correct" and unclosed["outcome"] == "never answered"
+
+
+def test_a_size_limit_keeps_the_cells_round_robin(demo, config, monkeypatch):
+    from mindcap_tok.report import traces as traces_module
+
+    inputs = sweep_inputs(demo.ledger, budgets=[128], premium_specs=["th=2.55", "de=1.56", "sw=1.94"], config=config)
+    rows = pd.DataFrame(
+        {"model": "qwen3-8b", "lang": ["deu_Latn", "tha_Thai", "swh_Latn"], "budget": 128, "scaled_budget": 199}
+    )
+    full = sample_traces(demo.ledger, inputs.scores, rows=rows, limit=28).traces
+    assert len(full) == 28 and len({t["cell"] for t in full[:14]}) == 14  # every cell once before any twice
+    one_each = sum(len(t["text"].encode()) + len(t["prompt"].encode()) for t in full[:14])
+    monkeypatch.setattr(traces_module, "MAX_TEXT_BYTES", one_each)
+    assert [t["cell"] for t in sample_traces(demo.ledger, inputs.scores, rows=rows, limit=28).traces] == [
+        t["cell"] for t in full[:14]
+    ]

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 VIEW_OUTCOMES = ("correct", "cut", "never answered", "wrong")
 #: the most traces a page embeds by default (the demo's page stays under ~10 MB with them)
 MAX_TRACES = 600
+#: the most bytes of trace and prompt text a page embeds: long traces (reasoning models) leave fewer traces shown
+MAX_TEXT_BYTES = 4_000_000
 _READ = ["prompt", "output_ids", "finish_reason", "tokenizer", "think_end", "gold", "gold_text"]
 
 
@@ -86,7 +88,13 @@ def _pick(by_record: pd.DataFrame, limit: int, seed: int) -> pd.DataFrame:
     per = max(1, limit // max(1, len(groups)))
     rng = np.random.default_rng(seed)
     picked = [g if len(g) <= per else g.iloc[np.sort(rng.choice(len(g), per, replace=False))] for _, g in groups]
-    return pd.concat(picked)[: max(limit, 0)] if picked else by_record.iloc[:0]
+    if not picked:
+        return by_record.iloc[:0]
+    # round robin over the cells (each cell's first, then each one's second...), so a size limit keeps every cell
+    rank = np.concatenate([np.arange(len(g)) for g in picked])
+    cell = np.concatenate([np.full(len(g), i) for i, g in enumerate(picked)])
+    order = np.lexsort((cell, rank))
+    return pd.concat(picked).iloc[order][: max(limit, 0)]
 
 
 def _plain(value: Any) -> Any:
@@ -108,10 +116,10 @@ def sample_traces(
     limit: int = MAX_TRACES,
     seed: int = 0,
 ) -> TraceSample:
-    """Up to ``limit`` of the scored records of ``ledger`` (spread over the cells, drawn with ``seed``) for the
-    trace viewer. ``rows``: the sweep's rows (their B and floor(r·B) are marked); ``scores``: the ledger's scores
-    at (at least) those budgets. Texts are decoded from the token ids with the records' tokenizers, so every
-    mark's character offset is that of the decoded prefix."""
+    """Up to ``limit`` of the scored records of ``ledger`` (spread over the cells, drawn with ``seed``; fewer where
+    their texts pass :data:`MAX_TEXT_BYTES`) for the trace viewer. ``rows``: the sweep's rows (their B and
+    floor(r·B) are marked); ``scores``: the ledger's scores at (at least) those budgets. Texts are decoded from the
+    token ids with the records' tokenizers, so every mark's character offset is that of the decoded prefix."""
     by_record = scores.by_record
     picked = _pick(by_record, limit, seed)
     keys = [c for c in KEY_COLUMNS if c in picked.columns]
@@ -134,11 +142,15 @@ def sample_traces(
             budget_scores[[*keys, "budget"]].itertuples(index=False, name=None), budget_scores["score"], strict=True
         )
     }
-    traces = []
+    traces: list[dict[str, Any]] = []
+    room = MAX_TEXT_BYTES
     for rec in joined.to_dict("records"):
         table_ = byte_table(toks[rec["tokenizer"]])
         ids = np.asarray(rec["output_ids"], dtype=np.int64)
         data = table_.decode(ids)
+        room -= len(data) + len(rec["prompt"].encode("utf-8"))
+        if room < 0 and traces:  # the page's size limit: the traces kept so far are shown, and counted
+            break
         ends = np.concatenate([[0], table_.token_ends(ids)]) if len(ids) else np.zeros(1, np.int64)
         n = len(ids)
         key = tuple(_plain(rec[k]) for k in keys)
