@@ -344,8 +344,22 @@ def _whole(column: pd.Series) -> bool:
     return bool(numbers) and all(float(v).is_integer() for v in numbers)
 
 
+def html_table(name: str, frame: pd.DataFrame) -> dict[str, Any]:
+    """``frame`` as a page's sortable table (every column but those holding lists): its name, columns and rows
+    of (text, sort key) cells."""
+    shown = frame.drop(columns=[c for c in frame.columns if frame[c].map(lambda v: isinstance(v, list)).any()])
+    whole = [_whole(shown[c]) for c in shown.columns]
+    return {
+        "name": name,
+        "columns": list(map(str, shown.columns)),
+        "rows": [
+            [_cell(v, w) for v, w in zip(row, whole, strict=True)] for row in shown.itertuples(index=False, name=None)
+        ],
+    }
+
+
 def page_tables(built: BudgetTables) -> list[dict[str, Any]]:
-    """The report's tables (every column, proportions in points) as rows of (text, sort key) cells."""
+    """The report's tables (every column, proportions in points) as :func:`html_table` gives them."""
     from .budget_report import marked_bounds, to_points
 
     out = []
@@ -353,21 +367,19 @@ def page_tables(built: BudgetTables) -> list[dict[str, Any]]:
         shown = to_points(frame)
         if name == "sweep":
             shown = marked_bounds(shown)
-        if "sentence" in shown:
-            shown = shown.drop(columns=["sentence"])
-        shown = shown.drop(columns=[c for c in shown.columns if shown[c].map(lambda v: isinstance(v, list)).any()])
-        whole = [_whole(shown[c]) for c in shown.columns]
-        out.append(
-            {
-                "name": name,
-                "columns": list(map(str, shown.columns)),
-                "rows": [
-                    [_cell(v, w) for v, w in zip(row, whole, strict=True)]
-                    for row in shown.itertuples(index=False, name=None)
-                ],
-            }
-        )
+        out.append(html_table(name, shown.drop(columns=["sentence"], errors="ignore")))
     return out
+
+
+def page_environment() -> Any:
+    """The jinja2 environment of the pages' templates (package data in ``mindcap_tok/resources/report``)."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("mindcap_tok", "resources/report"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        keep_trailing_newline=True,
+    )
 
 
 def ledger_signature(ledger: str | os.PathLike[str]) -> str | None:
@@ -385,7 +397,6 @@ def render_page(built: BudgetTables, page: PageInputs | None = None) -> str:
     """``report.html``'s text for the report ``built`` (:func:`~mindcap_tok.report.budget_report.budget_tables`)."""
     from importlib.metadata import version
 
-    import jinja2
     from plotly.offline import get_plotlyjs
 
     page = page or PageInputs()
@@ -403,21 +414,20 @@ def render_page(built: BudgetTables, page: PageInputs | None = None) -> str:
     }
     signature = ledger_signature(page.ledger) if page.ledger is not None else None
     traces = page.traces
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("mindcap_tok", "resources/report"),
-        autoescape=jinja2.select_autoescape(["html", "j2"]),
-        keep_trailing_newline=True,
-    )
-    return env.get_template("report.html.j2").render(
-        settings=settings,
-        signature=signature,
-        notes=list(built.notes),
-        figures=[{k: v for k, v in f.items() if k != "spec"} for f in figures],
-        figures_json=_script_json({f["id"]: f["spec"] for f in figures}),
-        tables=page_tables(built),
-        traces_json=_script_json(traces.traces if traces else []),
-        n_traces=len(traces.traces) if traces else 0,
-        n_records=traces.total if traces else 0,
-        has_traces=traces is not None,
-        plotly_js=get_plotlyjs(),
+    return (
+        page_environment()
+        .get_template("report.html.j2")
+        .render(
+            settings=settings,
+            signature=signature,
+            notes=list(built.notes),
+            figures=[{k: v for k, v in f.items() if k != "spec"} for f in figures],
+            figures_json=_script_json({f["id"]: f["spec"] for f in figures}),
+            tables=page_tables(built),
+            traces_json=_script_json(traces.traces if traces else []),
+            n_traces=len(traces.traces) if traces else 0,
+            n_records=traces.total if traces else 0,
+            has_traces=traces is not None,
+            plotly_js=get_plotlyjs(),
+        )
     )

@@ -1,33 +1,10 @@
-// Glue of report.html: draws the plotly figures, sorts tables on a header click and runs the trace viewer.
+// Glue of report.html: draws the plotly figures and runs the trace viewer (tables.js sorts the tables).
 // Hand-written because it is page-specific wiring (a few dozen lines); the plotting itself is plotly's.
 "use strict";
 (function () {
   const figures = JSON.parse(document.getElementById("figures-data").textContent);
   for (const [id, spec] of Object.entries(figures)) {
     Plotly.newPlot(id, spec.data, spec.layout, { responsive: true, displaylogo: false });
-  }
-
-  // sortable tables: numbers by their data-v, the rest as text; missing values last
-  for (const table of document.querySelectorAll("table.sortable")) {
-    const heads = table.tHead.rows[0].cells;
-    Array.from(heads).forEach((th, col) => th.addEventListener("click", () => {
-      const dir = th.dataset.dir === "asc" ? "desc" : "asc";
-      Array.from(heads).forEach((h) => delete h.dataset.dir);
-      th.dataset.dir = dir;
-      const key = (tr) => {
-        const td = tr.cells[col];
-        if (td.dataset.v !== undefined) return Number(td.dataset.v);
-        return td.textContent === "—" ? null : td.textContent;
-      };
-      const rows = Array.from(table.tBodies[0].rows);
-      rows.sort((a, b) => {
-        const x = key(a), y = key(b);
-        if (x === null || y === null) return (x === null) - (y === null);
-        const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
-        return dir === "asc" ? c : -c;
-      });
-      rows.forEach((r) => table.tBodies[0].appendChild(r));
-    }));
   }
 
   const traces = JSON.parse(document.getElementById("traces-data").textContent);
