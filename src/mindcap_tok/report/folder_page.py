@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 class FolderPage:
     """What a folder's page shows: ``settings`` (name -> text), ``notes``, ``figures`` (file name -> PNG bytes),
     ``tables`` (name -> frame), ``chains`` (a round trip's: each a dict with ``title``, ``hops`` and ``judges``)
-    and ``sections`` (each a dict with ``title`` and ``items``: (label, text) pairs, e.g. one audit's findings)."""
+    and ``sections`` (each a dict with ``title``, ``items``: (label, text) pairs, and ``tables``: name -> frame;
+    e.g. one audit's settings, headline and tables)."""
 
     title: str
     intro: str = ""
@@ -40,5 +41,8 @@ def render_folder_page(page: FolderPage) -> str:
             page=page,
             figures={name: base64.b64encode(data).decode("ascii") for name, data in page.figures.items()},
             tables=[html_table(name, frame) for name, frame in page.tables.items()],
+            sections=[
+                {**s, "tables": [html_table(n, f) for n, f in s.get("tables", {}).items()]} for s in page.sections
+            ],
         )
     )
