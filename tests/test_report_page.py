@@ -2,8 +2,8 @@
 from disk with every request that is not a file recorded and refused; no console error and no failed or outside
 request is allowed; the plotted Δ_L and gap values equal ``sweep --format json`` for the same ledger; a selected
 trace's marks sit at B, floor(r·B) (the sweep's scaled budget) and the first answer position E, which the test
-finds by decoding and parsing every prefix with the tokenizer's own library (tests/score_reference.py); the
-screenshots are not blank."""
+finds by decoding and parsing every prefix with the tokenizer's own library (tests/score_reference.py); a header click sorts its table; the screenshots are not
+blank."""
 
 from __future__ import annotations
 
@@ -110,8 +110,16 @@ def test_the_page_shows_the_sweep_and_marks_traces_where_the_ledger_says(report,
         )
         page.locator("#traces").screenshot(path=shots / "report_traces.png")
         page.locator("#tables").screenshot(path=shots / "report_tables.png")
+        page.click('table[data-table="sweep"] th:text-is("delta")')
+        sorted_delta = page.evaluate(
+            """() => { const t = document.querySelector('table[data-table="sweep"]');
+                 const col = Array.from(t.tHead.rows[0].cells).findIndex((c) => c.textContent === 'delta');
+                 return Array.from(t.tBodies[0].rows).map((r) => r.cells[col].dataset.v)
+                   .filter((v) => v !== undefined).map(Number); }"""
+        )
         browser.close()
     assert not errors and not failed and not outside, (errors, failed, outside)
+    assert len(sorted_delta) > 10 and sorted_delta == sorted(sorted_delta)  # a header click sorts its column
 
     # the plotted Δ_L and gap equal the sweep's JSON, row for row, and nothing is drawn beyond a cell's cap
     rows = [r for r in sweep["rows"] if r.get("cap_status", "within") == "within"]
