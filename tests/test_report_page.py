@@ -2,8 +2,8 @@
 from disk with every request that is not a file recorded and refused; no console error and no failed or outside
 request is allowed; the plotted Δ_L and gap values equal ``sweep --format json`` for the same ledger; a selected
 trace's marks sit at B, floor(r·B) (the sweep's scaled budget) and the first answer position E, which the test
-finds by decoding and parsing every prefix with the tokenizer's own library (tests/score_reference.py); a header click sorts its table; the screenshots are not
-blank."""
+finds by decoding and parsing every prefix with the tokenizer's own library (tests/score_reference.py); a
+header click sorts its table; the screenshots are not blank."""
 
 from __future__ import annotations
 
