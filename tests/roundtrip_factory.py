@@ -23,11 +23,13 @@ def write_run(
     judges: tuple[str, ...] = ("qwen3-8b",),
     source: dict | None = None,
     outputs: Mapping[tuple[int, str], str] | None = None,
+    issues: Mapping[tuple[str, str, str], list] | None = None,
 ) -> Path:
     """A finished ``en>de>en`` run of ``models`` over ``texts`` in ``root/run``; ``judged[(model, judge, text id)] =
     (classification, minor, major, critical)``. MQM is stored floored at 0, as runs before raw MQM stored it.
     ``source``: spec keys naming the texts instead (``texts = None``, e.g. FLORES); ``outputs[(hop, text id)]``:
-    a hop's output (default: the source text)."""
+    a hop's output (default: the source text); ``issues[(model, judge, text id)]``: the judge's issues (default
+    none)."""
     root.mkdir(parents=True, exist_ok=True)
     if texts is not None:
         path = root / "texts.jsonl"
@@ -94,7 +96,7 @@ def write_run(
             "n_major": ma,
             "n_critical": cr,
             "n_bad_severity": 0,
-            "issues": "[]",
+            "issues": json.dumps((issues or {}).get((m, j, tid), [])),
             "error": None,
             "generator": "hand",
         }

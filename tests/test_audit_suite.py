@@ -126,7 +126,7 @@ def test_cli_audit(ledger_dir, tmp_path):
     assert "parser: ok" in res.output and "normalizer: ok" in res.output
     # status goes to stderr, as in every command: stdout stays free for a product
     assert res.stdout == "" and res.stderr.splitlines()[0].startswith("parser: ok (")
-    assert res.stderr.splitlines()[-1] == f"wrote {out / 'audit.md'}, {out / 'audit.json'}"
+    assert res.stderr.splitlines()[-1] == f"wrote {out / 'audit.md'}, {out / 'audit.json'}, {out / 'audit.html'}"
     data = json.loads((out / "audit.json").read_text("utf-8"))
     assert [a["name"] for a in data["audits"]] == ["parser", "parity", "normalizer"]
     assert data["audits"][0]["summary"]["premiums"] == {"qwen3-8b:tha_Thai": 1.5}

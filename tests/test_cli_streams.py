@@ -131,6 +131,8 @@ PROTOCOL = (
 )
 #: the sweep statistics' options on the demo's Thai cells, at two budgets and few resamples
 STATS = ["--lang", "th", "--premiums", "th=2.55", "--budgets", "128,256", "--n-boot", "50"]
+#: the demo ledger's premiums and two budgets, for `view` (which builds a report with its own defaults)
+VIEW = ["--premiums", "de=1.56", "--premiums", "th=2.55", "--premiums", "sw=1.94", "--budgets", "128,256"]
 
 
 def _write(path: Path, text: str) -> Path:
@@ -245,6 +247,9 @@ CASES: dict[str, Callable[[Inputs, Path], Case]] = {
         NOTHING,
         rf"^wrote {t / 's.csv'}$",
         (t / "s.csv", CSV),
+    ),
+    "view": lambda i, t: Case(
+        ["view", i.demo / "ledger", *VIEW, "--out-dir", t / "v", "--no-open"], rf"{t / 'v' / 'report.html'}\n"
     ),
     "sweep": lambda i, t: Case(["sweep", "--ledger", i.demo / "ledger", *STATS, "--format", "json"], JSON),
     "report": lambda i, t: Case(

@@ -145,6 +145,7 @@ def test_languages_lid176_cannot_label_are_unscored():
 def test_files_strict_json_and_markdown(report):
     out = report.out_dir
     assert set(report.files) == {
+        "report.html",
         "report.md",
         "report.json",
         "metrics.csv",
@@ -301,6 +302,7 @@ def test_without_sacrebleu_the_report_skips_only_chrf(run, tmp_path, qwen, monke
     assert _metric(result, "sequence", SEQ["deu_Latn"], "pass_share") == pytest.approx(2 / 3)
     assert result.truncation.set_index("sequence").loc["all", "capped_hop_share"] == pytest.approx(1 / 12)
     assert set(result.files) == {
+        "report.html",
         "report.md",
         "report.json",
         "metrics.csv",

@@ -637,8 +637,11 @@ def render_markdown(suite: SuiteResult) -> str:
 PRODUCER = "mindcap-tok audit"
 
 
-def write_audit_report(suite: SuiteResult, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
-    """Write ``audit.md``, ``audit.json`` and (after langid) ``langid_validation.csv`` as the folder ``out_dir``.
+def write_audit_report(
+    suite: SuiteResult, out_dir: str | os.PathLike[str], *, pages: Mapping[str, str] | None = None
+) -> dict[str, Path]:
+    """Write ``audit.md``, ``audit.json``, (after langid) ``langid_validation.csv`` and ``pages`` (file name ->
+    text, e.g. ``audit.html``) as the folder ``out_dir``.
 
     Every file is rendered before anything is written, and the folder is staged and moved into place in one
     step. ``out_dir`` must be absent, empty or an earlier audit report (:func:`~mindcap_tok._io.output_folder`).
@@ -649,6 +652,7 @@ def write_audit_report(suite: SuiteResult, out_dir: str | os.PathLike[str]) -> d
     }
     if suite.validation_sample is not None:
         texts["validation"] = ("langid_validation.csv", validation_csv(suite.validation_sample))
+    texts |= {name: (name, text) for name, text in (pages or {}).items()}
     with output_folder(out_dir, PRODUCER) as tmp:
         for name, text in texts.values():
             (tmp / name).write_text(text, encoding="utf-8")

@@ -146,7 +146,9 @@ def audit_command(state, ledger, out, only, **options) -> None:
         tasks=options["tasks"],
     )
     suite = run_audits(led, names, config=config)
-    paths = write_audit_report(suite, out)
+    from ..report.audit_page import AUDIT_PAGE, audit_page
+
+    paths = write_audit_report(suite, out, pages={AUDIT_PAGE: audit_page(suite)})
     for res in suite.results:
         note = "ok" if res.status == "ok" else f"skipped: {res.reason}"
         click.echo(f"{res.name}: {note} ({res.summary.get('seconds', 0):.1f} s)", err=True)

@@ -46,6 +46,7 @@ COMMANDS = {
     "roundtrip": ("roundtrip_cmd", "roundtrip_command"),
     "render": ("render_cmd", "render_command"),
     "demo": ("demo_cmd", "demo_command"),
+    "view": ("view_cmd", "view_command"),
 }
 
 

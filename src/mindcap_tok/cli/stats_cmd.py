@@ -183,23 +183,22 @@ def sweep_command(state, fmt, out, **common) -> None:
 @out_dir_option("Report folder: absent, empty, or an earlier report (replaced atomically).")
 @click.pass_obj
 def report_command(state, out, **common) -> None:
-    """Markdown tables, CSVs and figures (NATIVE curves with peak intervals; gap curves) for a ledger."""
+    """Markdown tables, CSVs and figures (NATIVE curves with peak intervals; gap curves) for a ledger, and
+    report.html: the curves, tables and a trace viewer in one offline page (needs the html extra)."""
     from .._io import check_output_folder
-    from ..report.budget_report import PRODUCER, write_budget_report
+    from ..report.budget_report import PRODUCER
+    from ..report.ledger_report import ReportSettings, write_ledger_report
 
     check_output_folder(out, PRODUCER)  # before the scoring, not after it
     inputs = _sweep_inputs(state, common)
     footer = inputs.coverage.footer()
-    rep = write_budget_report(
-        inputs.scores,
-        inputs.premiums,
-        out_dir=out,
-        budgets=inputs.budgets,
+    settings = ReportSettings(
         resampling=_resampling(common),
         frame=common["frame"],
-        arms=inputs.arms,
         notes=[footer.strip()] if footer else [],
+        tokenizers_dir=state.config.tokenizers_dir.value,
     )
+    rep = write_ledger_report(inputs, out, ledger=common["ledger"], settings=settings)
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)
 
 

@@ -3,14 +3,17 @@ readable tables of ``sweep``, and the premium figure."""
 
 from .budget_report import BudgetReport, BudgetTables, budget_tables, write_budget_report, write_budget_tables
 from .figures import plot_premiums
+from .folder_page import FolderPage, render_folder_page
 from .sweep_tables import TitledTable, sweep_tables
 
 __all__ = [
     "BudgetReport",
     "BudgetTables",
+    "FolderPage",
     "TitledTable",
     "budget_tables",
     "plot_premiums",
+    "render_folder_page",
     "sweep_tables",
     "write_budget_report",
     "write_budget_tables",

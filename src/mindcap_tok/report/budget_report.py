@@ -4,7 +4,7 @@ and written as one folder (:func:`write_budget_report`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -195,8 +195,11 @@ def write_budget_report(
     return write_budget_tables(built, out_dir)
 
 
-def write_budget_tables(built: BudgetTables, out_dir: str | os.PathLike[str]) -> BudgetReport:
-    """Write the report ``built`` (:func:`budget_tables`) into ``out_dir`` as :func:`write_budget_report` does."""
+def write_budget_tables(
+    built: BudgetTables, out_dir: str | os.PathLike[str], *, pages: Mapping[str, str] | None = None
+) -> BudgetReport:
+    """Write the report ``built`` (:func:`budget_tables`) into ``out_dir`` as :func:`write_budget_report` does, with
+    ``pages`` (file name -> text, e.g. ``report.html``) written beside the rest."""
     check_output_folder(out_dir, PRODUCER)
     result, level = built.sweep, built.level
     target = Path(out_dir)
@@ -214,6 +217,9 @@ def write_budget_tables(built: BudgetTables, out_dir: str | os.PathLike[str]) ->
                 result.rows.dropna(subset=["gap"]), tmp / "gap_curves.png", level=level, parser=built.parser
             )
             files.append("gap_curves.png")
+        for name, text in (pages or {}).items():
+            (tmp / name).write_text(text, "utf-8")
+            files.append(name)
         markdown = _markdown(result, built.tables, files, list(built.notes), built.parser)
         (tmp / "report.md").write_text(markdown, "utf-8")
         files.append("report.md")

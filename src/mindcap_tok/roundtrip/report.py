@@ -53,6 +53,7 @@ from ..metrics.langid import MIN_LETTERS, THRESHOLD
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from .agreement import MIN_MODELS, N_PERM, judge_agreement
 from .metrics import N_BOOT, roundtrip_metrics
+from .page import PAGE, roundtrip_page
 from .plots import plot_pass_share, plot_token_cost
 from .run import ChainState, apply_hop, apply_judge, new_chains, sample_row
 from .sequences import Chain
@@ -746,7 +747,9 @@ def write_roundtrip_report(report: RoundtripReport, out_dir: str | os.PathLike[s
         if len(hop_tokens) and hop_tokens["token_ratio"].notna().any():
             plot_token_cost(hop_tokens, tmp / "token_cost.png")
             files.append("token_cost.png")
-        files += ["report.json", "report.md"]
+        figures = {name: (tmp / name).read_bytes() for name in files if name.endswith(".png")}
+        (tmp / PAGE).write_text(roundtrip_page(report, figures), "utf-8")
+        files += ["report.json", "report.md", PAGE]
         payload = {
             **summary,
             **{k: v.to_dict("records") for k, v in tables.items()},

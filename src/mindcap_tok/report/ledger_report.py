@@ -1,0 +1,105 @@
+"""A ledger's whole budget report, page included: the tables and figures of :func:`budget_tables` and ``report.html``
+with a sample of the ledger's traces (what ``mindcap-tok report`` writes), and :func:`open_report`, which finds or
+builds a report's page for ``mindcap-tok view``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..budgets import SWEEP_BUDGETS
+from ..errors import BadInputError, SetupError
+from ..resample import DEFAULT_RESAMPLING, Resampling
+from ..store import Ledger
+from .budget_report import BudgetReport, budget_tables, write_budget_tables
+from .html_report import PAGE, PageInputs, plotly_modules, render_page
+from .traces import MAX_TRACES, sample_traces
+
+logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..stats.budget_sweep import SweepInputs
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """How a ledger's report is built: the resampling, the frame, the notes printed in it, the folder of the
+    tokenizers that decode the viewer's traces and the most traces the page embeds."""
+
+    resampling: Resampling = DEFAULT_RESAMPLING
+    frame: str = "replay"
+    notes: Sequence[str] = ()
+    tokenizers_dir: str | os.PathLike[str] | None = None
+    max_traces: int = MAX_TRACES
+    #: what :func:`open_report` scores a ledger with: the premiums (default: each model's own tokenizer) and budgets
+    premium_specs: Sequence[str] = ()
+    budgets: Sequence[int] = SWEEP_BUDGETS
+
+
+def write_ledger_report(
+    inputs: SweepInputs, out_dir: str | os.PathLike[str], *, ledger: str | os.PathLike[str], settings: ReportSettings
+) -> BudgetReport:
+    """Write the budget report of ``inputs`` (the scored ``ledger``,
+    :func:`~mindcap_tok.stats.budget_sweep.sweep_inputs`) into ``out_dir``, ``report.html`` with a sample of the
+    ledger's traces (drawn with the resampling seed)."""
+    s = settings
+    built = budget_tables(
+        inputs.scores,
+        inputs.premiums,
+        budgets=inputs.budgets,
+        resampling=s.resampling,
+        frame=s.frame,
+        arms=inputs.arms,
+        notes=s.notes,
+    )
+    traces = sample_traces(
+        ledger,
+        inputs.scores,
+        rows=built.sweep.rows,
+        tokenizers_dir=s.tokenizers_dir,
+        limit=s.max_traces,
+        seed=s.resampling.seed,
+    )
+    try:
+        pages = {PAGE: render_page(built, PageInputs(traces=traces, ledger=ledger))}
+    except SetupError as exc:  # plotly missing: the rest of the report is still written
+        logger.warning("%s; report.html left out", exc)
+        pages = {}
+    return write_budget_tables(built, out_dir, pages=pages)
+
+
+def open_report(
+    path: str | os.PathLike[str],
+    *,
+    out_dir: str | os.PathLike[str] | None = None,
+    config: Config | None = None,
+    settings: ReportSettings = ReportSettings(),
+) -> Path:
+    """The ``report.html`` of ``path``: a report folder's own page, or for a ledger a report built into ``out_dir``
+    (default: a new temporary folder) with ``settings``; a one-line error when ``path`` is neither."""
+    from ..stats.budget_sweep import sweep_inputs
+
+    source = Path(path)
+    if (source / PAGE).is_file():
+        return source / PAGE
+    if not Ledger(source, verify=False).exists():
+        what = (
+            "a report folder without report.html (rerun `mindcap-tok report`)"
+            if (source / "report.md").is_file()
+            else "neither a ledger nor a report folder"
+        )
+        raise BadInputError(f"{source}: {what}")
+    plotly_modules()  # a missing extra is said before the scoring
+    target = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="mindcap-view-")) / "report"
+    if config is not None and settings.tokenizers_dir is None:
+        settings = replace(settings, tokenizers_dir=config.tokenizers_dir.value)
+    inputs = sweep_inputs(
+        source, budgets=settings.budgets, premium_specs=settings.premium_specs, frame=settings.frame, config=config
+    )
+    return write_ledger_report(inputs, target, ledger=source, settings=settings).out_dir / PAGE
