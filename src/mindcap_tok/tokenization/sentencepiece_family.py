@@ -13,6 +13,7 @@ import numpy as np
 
 from .._io import regular_file
 from ..errors import BadInputError, SetupError, first_line
+from .classes import BYTE_FALLBACK, UNKNOWN, WHOLE
 from .ids import without
 
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -98,6 +99,23 @@ class SentencePieceBackend:
             else:
                 out.append(piece.replace("▁", " ").encode("utf-8"))
         return out
+
+    def token_classes(self) -> np.ndarray:
+        """Byte fallback: the ``<0xNN>`` byte pieces (``is_byte``); unknown: the unknown piece (:mod:`.classes`)."""
+        sp = self.sp
+        kinds = [
+            BYTE_FALLBACK if sp.is_byte(i) else UNKNOWN if sp.is_unknown(i) else WHOLE
+            for i in range(sp.get_piece_size())
+        ]
+        return np.array(kinds, dtype=np.int8)
+
+    def unknown_characters(self, texts: Sequence[str]) -> np.ndarray:
+        """Characters covered by the unknown piece in each text (the surface of each unknown piece)."""
+        sp = self.sp
+        protos = sp.encode(list(texts), out_type="immutable_proto")
+        return np.array(
+            [sum(len(p.surface) for p in proto.pieces if sp.is_unknown(p.id)) for proto in protos], dtype=np.int64
+        )
 
     def id_to_piece(self, i: int) -> str:
         """The piece string of id ``i``."""
