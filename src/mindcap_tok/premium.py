@@ -550,6 +550,50 @@ def premium_study(
     return PremiumStudy(results, _fairness(results, boot), _groups(results, boot))
 
 
+@dataclass(frozen=True)
+class TokenPrice:
+    """A model's price in USD per million tokens, of input (prompt) and output (generated) tokens."""
+
+    input: float
+    output: float
+
+    def __post_init__(self) -> None:
+        if not (self.input >= 0 and self.output >= 0):  # also refuses nan
+            raise BadInputError(f"a price per million tokens must be a number >= 0, got {self.input}, {self.output}")
+
+
+def language_costs(rows: Iterable[Premium], price: TokenPrice) -> list[dict]:
+    """What the content of 1,000 English-equivalent words costs in each row's language at ``price``, and the extra
+    over English.
+
+    English-equivalent words: the whitespace-separated words of the reference side of the same sentence pairs
+    (``ref_words``), so 1,000 of them are the content 1,000 reference words carry; a language's tokens per such
+    1,000 words are 1000 · tokens(L) / ref_words. Cost = tokens · price / 10^6, for input and output tokens alike;
+    ``extra_cost_*`` is the difference to the reference language's own cost (its share: ``premium - 1``).
+    """
+    out = []
+    for r in rows:
+        if r.diagnostics is None or not r.diagnostics.ref_words:
+            raise BadInputError(f"no reference words to price {r.model} / {r.lang} by")
+        per_k = 1000 * r.tokens / r.diagnostics.ref_words
+        ref_per_k = 1000 * r.ref_tokens / r.diagnostics.ref_words
+        out.append(
+            {
+                "model": r.model,
+                "lang": r.lang,
+                "price_in_per_mtok": price.input,
+                "price_out_per_mtok": price.output,
+                "tokens_per_1k_words": per_k,
+                "ref_tokens_per_1k_words": ref_per_k,
+                "cost_in_per_1k_words": per_k * price.input / 1e6,
+                "cost_out_per_1k_words": per_k * price.output / 1e6,
+                "extra_cost_in_per_1k_words": (per_k - ref_per_k) * price.input / 1e6,
+                "extra_cost_out_per_1k_words": (per_k - ref_per_k) * price.output / 1e6,
+            }
+        )
+    return out
+
+
 def token_premium(
     tokenizer: ResolvedTokenizer,
     languages: Iterable[str] = DEFAULT_LANGS,
