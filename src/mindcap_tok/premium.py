@@ -297,7 +297,7 @@ def _sentence_stats(
     unknown_chars = np.zeros(n, dtype=np.int64)
     if unknown.any():  # offsets only for the sentences that hold an unknown token
         where = np.flatnonzero(unknown)
-        unknown_chars[where] = tokenizer.unknown_characters([lines[i] for i in where])
+        unknown_chars[where] = tokenizer.unknown_characters([lines[int(i)] for i in where])
     return _SentenceStats(
         tokens=lens,
         bytes=np.fromiter((len(t.encode("utf-8")) for t in lines), dtype=np.int64, count=n),
@@ -437,7 +437,7 @@ def _fairness(rows: Sequence[Premium], boot: _Boot) -> list[dict]:
 def _groups(rows: Sequence[Premium], boot: _Boot) -> list[dict]:
     """Mean premium and mean byte-fallback share per script and per resource class, with CIs."""
     classes = resource_classes()
-    keys = {
+    keys: dict[str, list[str | None]] = {
         "script": [script_of(r.lang) for r in rows],
         "resource": [None if r.lang not in classes else f"joshi2020-{classes[r.lang]}" for r in rows],
     }

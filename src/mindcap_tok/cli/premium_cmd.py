@@ -177,10 +177,12 @@ def _short_hash(row: dict) -> dict:
     type=click.Path(dir_okay=False),
     help="Also write the across-language statistics (Gini coefficients, script and resource groups) as JSON here.",
 )
-@multi_option(
+@click.option(
     "--price-per-mtok",
     "prices",
-    help="USD per 1M tokens, IN[,OUT] (or MODEL=IN[,OUT]); adds cost per 1,000 English-equivalent words.",
+    multiple=True,
+    help="USD per 1M tokens, IN[,OUT] for every model (or MODEL=IN[,OUT], repeated); adds the cost of 1,000 "
+    "English-equivalent words.",
 )
 @click.pass_obj
 def premium_command(

@@ -160,7 +160,7 @@ def plot_premiums(
         ax.grid(axis="x", alpha=0.3)
         if height > 8:  # the same axis again at the top (an identity secondary axis)
             mirror_x_axis(ax)
-    for ax, other in zip(share_axes, premium_axes, strict=True):
+    for ax, other in zip(share_axes, premium_axes, strict=False):  # no share axes: rows without the shares
         ax.set_ylim(other.get_ylim())
         ax.set_yticks(other.get_yticks(), [])
         ax.set_xlim(-0.05, 1.05)
