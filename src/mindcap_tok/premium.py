@@ -305,8 +305,15 @@ def _sentence_stats(
         fallback=fallback,
         unknown=unknown,
         unknown_chars=unknown_chars,
-        distinct=int(np.unique(flat).size),
+        distinct=_distinct(flat, len(classes)),
     )
+
+
+def _distinct(ids: np.ndarray, n_ids: int) -> int:
+    # marking a vocabulary-sized mask is several times faster than np.unique's hashing here
+    seen = np.zeros(n_ids, dtype=bool)
+    seen[ids] = True
+    return int(np.count_nonzero(seen))
 
 
 @dataclass(frozen=True)
@@ -340,21 +347,30 @@ def _bootstrap(ref: _SentenceStats, stats: Sequence[_SentenceStats], resampling:
     if resampling is None:
         return _Boot()
     k, n_boot = len(stats), resampling.n_boot
-    columns = [ref.tokens, ref.bytes, ref.chars]
-    for st in stats:
-        columns += [st.tokens, st.bytes, st.chars, st.fallback, st.unknown_chars]
-    sums = bootstrap_sums(np.column_stack(columns).astype(np.float64), n_boot, seed=resampling.seed)
-    per = sums[:, 3:].reshape(n_boot, k, 5)
-    tokens = per[:, :, 0]
+    per = {
+        name: np.column_stack([getattr(st, name) for st in stats])
+        for name in ("tokens", "bytes", "chars", "fallback", "unknown_chars")
+    }
+    # a column of zeros (no fallback, no unknown: most languages) resamples to zeros: left out of the product
+    used = {name: per[name].any(axis=0) for name in ("fallback", "unknown_chars")}
+    blocks = [np.column_stack([ref.tokens, ref.bytes, ref.chars]), per["tokens"], per["bytes"], per["chars"]]
+    blocks += [per[name][:, used[name]] for name in used]
+    sums = bootstrap_sums(np.hstack(blocks).astype(np.float64), n_boot, seed=resampling.seed)
+    edges = np.cumsum([0, *(b.shape[1] for b in blocks)])
+    tokens, nbytes, chars = (sums[:, edges[i] : edges[i + 1]] for i in (1, 2, 3))
+    sparse = {}
+    for name, i in (("fallback", 4), ("unknown_chars", 5)):
+        sparse[name] = np.zeros((n_boot, k))
+        sparse[name][:, used[name]] = sums[:, edges[i] : edges[i + 1]]
     with np.errstate(divide="ignore", invalid="ignore"):  # a resample without a language's tokens: nan, not a CI
         ratios = {
             "premium": tokens / sums[:, :1],
-            "tokens_per_byte": tokens / per[:, :, 1],
-            "tokens_per_char": tokens / per[:, :, 2],
+            "tokens_per_byte": tokens / nbytes,
+            "tokens_per_char": tokens / chars,
             "ref_tokens_per_byte": sums[:, :1] / sums[:, 1:2],
             "ref_tokens_per_char": sums[:, :1] / sums[:, 2:3],
-            "byte_fallback_share": per[:, :, 3] / tokens,
-            "unknown_char_share": per[:, :, 4] / per[:, :, 2],
+            "byte_fallback_share": sparse["fallback"] / tokens,
+            "unknown_char_share": sparse["unknown_chars"] / chars,
         }
     alpha = 1.0 - resampling.level
     ends = {}
