@@ -36,6 +36,31 @@ BASE_FIELDS = (
 )
 
 
+#: what md and LaTeX show with ``--diagnostics``: the premium, its CI and the diagnostics (CIs in JSON and CSV)
+DIAGNOSTIC_FIELDS = (
+    "model",
+    "lang",
+    "premium",
+    "ci_low",
+    "ci_high",
+    "tokens_per_byte",
+    "ref_tokens_per_byte",
+    "tokens_per_char",
+    "byte_fallback_share",
+    "byte_fallback_share_low",
+    "byte_fallback_share_high",
+    "unknown_char_share",
+    "distinct_tokens",
+)
+#: the cost columns ``--price-per-mtok`` adds to md and LaTeX
+COST_FIELDS = (
+    "cost_in_per_1k_words",
+    "cost_out_per_1k_words",
+    "extra_cost_in_per_1k_words",
+    "extra_cost_out_per_1k_words",
+)
+
+
 def _interval(r: dict, name: str) -> str:
     low, high = r[f"{name}_low"], r[f"{name}_high"]
     return "—" if low is None else f"[{low:.4f}, {high:.4f}]"
@@ -247,8 +272,13 @@ def premium_command(
     elif fmt == "csv":
         text = render(_csv_rows(results), fmt)
     elif fmt in ("md", "latex"):  # tables to read: the tokenizer hash abbreviated as in the plain table's notes
-        shown = results if diagnostics else [{k: v for k, v in r.items() if k in BASE_FIELDS} for r in results]
-        text = render([_short_hash(r) for r in _csv_rows(shown)], fmt)
+        if diagnostics:  # a table to read: the point values and the premium's CI, significant digits
+            keep = DIAGNOSTIC_FIELDS + (COST_FIELDS if price else ())
+            text = render([{k: r[k] for k in keep} for r in results], fmt, floatfmt=".4g")
+        else:
+            keep = BASE_FIELDS + (COST_FIELDS if price else ())
+            shown = [{k: v for k, v in r.items() if k in keep} for r in results]
+            text = render([_short_hash(r) for r in _csv_rows(shown)], fmt)
     else:
         text = render(
             _table_rows(results, budgets, diagnostics),
