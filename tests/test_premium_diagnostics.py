@@ -269,6 +269,8 @@ def test_cli_writes_diagnostics_summary_and_costs(tmp_path):
     (g,) = [f for f in summary["fairness"] if f["of"] == "premium"]
     # two values: sum |x_i - x_j| = 2 |a - b|, over 2 * 4 * mean
     assert g["value"] == pytest.approx(2 * abs(premiums[0] - premiums[1]) / (8 * np.mean(premiums)))
+    table = CliRunner().invoke(cli, ["premium", "--lang", "th", "de", "--n-boot", "50", "--diagnostics"])
+    assert table.exit_code == 0 and f"Gini of premium over 2 languages {g['value']:.4f}" in table.output
 
 
 @pytest.mark.parametrize("bad", ["x", "1,2,3", "-1", "nope=1"])

@@ -375,7 +375,16 @@ def _bootstrap(ref: _SentenceStats, stats: Sequence[_SentenceStats], resampling:
     alpha = 1.0 - resampling.level
     ends = {}
     for name, values in ratios.items():
-        low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2], axis=0)
+        # a share that is 0 in every sentence is 0 in every resample (a language with no tokens: nan throughout)
+        cols = {"byte_fallback_share": used["fallback"], "unknown_char_share": used["unknown_chars"]}.get(name)
+        if cols is not None and not cols.all():
+            whole = per["tokens" if name == "byte_fallback_share" else "chars"].any(axis=0)
+            low = np.where(whole, 0.0, np.nan)
+            high = low.copy()
+            if cols.any():
+                low[cols], high[cols] = np.quantile(values[:, cols], [alpha / 2, 1 - alpha / 2], axis=0)
+        else:
+            low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2], axis=0)
         ends[name] = (np.broadcast_to(low, (k,)), np.broadcast_to(high, (k,)))
     keep = ("premium", "tokens_per_byte", "byte_fallback_share")
     return _Boot(resampling.level, ends, {name: ratios[name] for name in keep})
