@@ -280,3 +280,26 @@ def test_a_bad_price_is_one_line(bad, tmp_path):
     assert (
         result.output.count("\n") == 1 and result.output.startswith("error: ") and "--price-per-mtok" in result.output
     )
+
+
+def test_a_sentencepiece_model_without_byte_fallback_counts_unknown_characters(tmp_path):
+    import io
+
+    from mindcap_tok.tokenization.sentencepiece_family import SentencePieceBackend, processor
+
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(["abc abd cab", "bad cab dab", "ab ba cd dc"] * 20),
+        model_writer=model,
+        vocab_size=12,
+        model_type="bpe",
+        character_coverage=1.0,
+        byte_fallback=False,
+        minloglevel=3,
+    )
+    tok = ResolvedTokenizer("sp", backend=SentencePieceBackend(processor(model.getvalue())), sha256="0")
+    files = {"eng_Latn": ["ab cd", "ba"], "deu_Latn": ["ab жж", "xyz b"]}
+    (row,) = premium_study(tok, ["de"], source=_flores(tmp_path, files), resampling=Resampling(40, 0)).rows
+    # "жж" and "xyz" are outside the training alphabet: 5 of the 10 characters stand behind unknown pieces
+    assert (row.diagnostics.unknown_chars, row.diagnostics.chars) == (5, 10)
+    assert row.diagnostics.unknown_char_share == 0.5 and row.diagnostics.byte_fallback_tokens == 0

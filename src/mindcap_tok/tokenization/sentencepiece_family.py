@@ -112,10 +112,16 @@ class SentencePieceBackend:
     def unknown_characters(self, texts: Sequence[str]) -> np.ndarray:
         """Characters covered by the unknown piece in each text (the surface of each unknown piece)."""
         sp = self.sp
-        protos = sp.encode(list(texts), out_type="immutable_proto")
-        return np.array(
-            [sum(len(p.surface) for p in proto.pieces if sp.is_unknown(p.id)) for proto in protos], dtype=np.int64
-        )
+        try:  # the surface text of each piece: sentencepiece's SentencePieceText protobuf
+            from sentencepiece import sentencepiece_pb2
+        except ImportError as exc:
+            raise SetupError(f"reading SentencePiece pieces needs protobuf (pip install 'protobuf>=4'): {exc}") from exc
+        out = []
+        for data in sp.encode(list(texts), out_type="serialized_proto"):
+            text = sentencepiece_pb2.SentencePieceText()
+            text.ParseFromString(data)
+            out.append(sum(len(p.surface) for p in text.pieces if sp.is_unknown(p.id)))
+        return np.array(out, dtype=np.int64)
 
     def id_to_piece(self, i: int) -> str:
         """The piece string of id ``i``."""
