@@ -112,13 +112,9 @@ class SentencePieceBackend:
     def unknown_characters(self, texts: Sequence[str]) -> np.ndarray:
         """Characters covered by the unknown piece in each text (the surface of each unknown piece)."""
         sp = self.sp
-        try:  # the surface text of each piece: sentencepiece's SentencePieceText protobuf
-            from sentencepiece import sentencepiece_pb2
-        except ImportError as exc:
-            raise SetupError(f"reading SentencePiece pieces needs protobuf (pip install 'protobuf>=4'): {exc}") from exc
         out = []
-        for data in sp.encode(list(texts), out_type="serialized_proto"):
-            text = sentencepiece_pb2.SentencePieceText()
+        for data in sp.encode(list(texts), out_type="serialized_proto"):  # each piece with its surface text
+            text = text_pb2().SentencePieceText()
             text.ParseFromString(data)
             out.append(sum(len(p.surface) for p in text.pieces if sp.is_unknown(p.id)))
         return np.array(out, dtype=np.int64)
@@ -175,6 +171,16 @@ def model_pb2() -> Any:
             f"reading SentencePiece model files needs protobuf (pip install 'protobuf>=4'): {exc}"
         ) from exc
     return sentencepiece_model_pb2
+
+
+def text_pb2() -> Any:
+    """``sentencepiece``'s protobuf module for encodings with their surface text (a one-line error without
+    ``protobuf``)."""
+    try:
+        from sentencepiece import sentencepiece_pb2
+    except ImportError as exc:
+        raise SetupError(f"reading SentencePiece pieces needs protobuf (pip install 'protobuf>=4'): {exc}") from exc
+    return sentencepiece_pb2
 
 
 def processor(data: bytes) -> Any:
