@@ -303,3 +303,16 @@ def test_a_sentencepiece_model_without_byte_fallback_counts_unknown_characters(t
     # "жж" and "xyz" are outside the training alphabet: 5 of the 10 characters stand behind unknown pieces
     assert (row.diagnostics.unknown_chars, row.diagnostics.chars) == (5, 10)
     assert row.diagnostics.unknown_char_share == 0.5 and row.diagnostics.byte_fallback_tokens == 0
+
+
+def test_a_tokenizer_json_with_byte_fallback_counts_its_byte_pieces(tmp_path):
+    # "é" is not in the vocabulary: BPE with byte_fallback writes it as <0xC3> <0xA9>; "a" is a piece
+    vocab = {"<unk>": 0, "a": 1} | {f"<0x{b:02X}>": 2 + b for b in range(256)}
+    tok = Tokenizer(models.BPE(vocab, [], unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    resolved = ResolvedTokenizer(name="bf", tokenizer=tok, source="test")
+    files = {"eng_Latn": ["a a", "a"], "deu_Latn": ["a é", "aa"]}
+    (row,) = premium_study(resolved, ["de"], source=_flores(tmp_path, files), resampling=Resampling(40, 0)).rows
+    # tokens: a, <0xC3>, <0xA9> | a, a -> 5 tokens, 2 of them byte pieces
+    assert (row.tokens, row.diagnostics.byte_fallback_tokens) == (5, 2)
+    assert row.diagnostics.unknown_tokens == 0 and row.diagnostics.distinct_tokens == 3
