@@ -140,7 +140,7 @@ def test_the_tall_premium_plot_has_ticks_at_both_ends_and_names_its_models(tmp_p
     figures.plot_premiums(rows, tmp_path / "p.png")
     (fig,) = caught
     ax = fig.axes[0]
-    assert "qwen3-8b" in ax.get_title() and "llama-3.1-8b" in ax.get_title()
+    assert "qwen3-8b" in fig.get_suptitle() and "llama-3.1-8b" in fig.get_suptitle()
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     axes_box = ax.get_window_extent(renderer)

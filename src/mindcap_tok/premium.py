@@ -32,6 +32,8 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
+from importlib import resources
+from itertools import chain
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -44,6 +46,7 @@ from .data.languages import resolve_language
 from .errors import BadInputError
 from .resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums, scale_budget
 from .tasks.mgsm import MGSM_CORPORA, mgsm_source, mgsm_texts
+from .tokenization.classes import BYTE_FALLBACK, UNKNOWN
 from .tokenization.hf import encode_texts
 from .tokenization.load import ResolvedTokenizer
 from .tokenization.tiktoken_engine import Counter
@@ -53,6 +56,63 @@ ENGINES = ("auto", "reference")
 #: FLORES languages): building the engine, checks included, costs what tiktoken saves on 2.8 M (Qwen3) to 7.4 M
 #: (Llama 3.1) characters (bench_premium.py, README "Performance")
 TIKTOKEN_ENGINE_MIN_CHARS = 4_000_000
+
+
+#: the diagnostics with a bootstrap CI: each is a ratio of two per-sentence sums (:class:`Diagnostics`)
+RATIO_DIAGNOSTICS = (
+    "tokens_per_byte",
+    "tokens_per_char",
+    "ref_tokens_per_byte",
+    "ref_tokens_per_char",
+    "byte_fallback_share",
+    "unknown_char_share",
+)
+#: Petrov et al.'s validated filter: a (tokenizer, language) pair with more than this share of unknown tokens is blanked
+PETROV_UNKNOWN_LIMIT = 0.1
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """What else one encode pass tells about a (model, language) premium, counted in the same pass.
+
+    ``tokens_per_byte`` / ``tokens_per_char``: tokens over the UTF-8 bytes / characters of the language's text
+    (``ref_...``: of the reference's); ``byte_fallback_share``: byte-fallback tokens over tokens (the family's
+    definition: :mod:`mindcap_tok.tokenization.classes`); ``unknown_char_share``: characters the unknown token stands
+    for over characters; ``unknown_token_share``: unknown tokens over tokens (Petrov et al.'s "unknown fraction");
+    ``distinct_tokens``: distinct ids in the language's tokens (no CI: not a ratio of sums). Each ratio has a
+    percentile CI (``_low``, ``_high``) from the premium's own resamples; ``None`` where the premium has none.
+    ``petrov_blank``: with ``protocol="petrov2023"``, whether Petrov et al.'s validated table blanks the pair.
+    """
+
+    bytes: int
+    chars: int
+    ref_bytes: int
+    ref_chars: int
+    ref_words: int
+    byte_fallback_tokens: int
+    unknown_tokens: int
+    unknown_chars: int
+    distinct_tokens: int
+    tokens_per_byte: float
+    tokens_per_byte_low: float | None
+    tokens_per_byte_high: float | None
+    tokens_per_char: float
+    tokens_per_char_low: float | None
+    tokens_per_char_high: float | None
+    ref_tokens_per_byte: float
+    ref_tokens_per_byte_low: float | None
+    ref_tokens_per_byte_high: float | None
+    ref_tokens_per_char: float
+    ref_tokens_per_char_low: float | None
+    ref_tokens_per_char_high: float | None
+    byte_fallback_share: float
+    byte_fallback_share_low: float | None
+    byte_fallback_share_high: float | None
+    unknown_char_share: float
+    unknown_char_share_low: float | None
+    unknown_char_share_high: float | None
+    unknown_token_share: float
+    petrov_blank: bool | None
 
 
 @dataclass(frozen=True)
@@ -76,15 +136,19 @@ class Premium:
     engine: str
     scaled_budgets: dict[int, int] | None = field(default=None)
     protocol: str = "per-sentence"
+    diagnostics: Diagnostics | None = field(default=None)
+
+    def as_dict(self) -> dict:
+        """Plain data (JSON-ready; budgets become string keys in JSON), ``protocol`` included for every row; the
+        :class:`Diagnostics` fields follow, flat."""
+        row = asdict(self)
+        row.update(row.pop("diagnostics") or {})
+        return row
 
     @property
     def ratio(self) -> Fraction:
         """The premium as an exact fraction of the two totals."""
         return Fraction(self.tokens, self.ref_tokens)
-
-    def as_dict(self) -> dict:
-        """Plain data (JSON-ready; budgets become string keys in JSON), ``protocol`` included for every row."""
-        return asdict(self)
 
 
 def count_tokens(tokenizer: Tokenizer | ResolvedTokenizer, lines: Sequence[str]) -> np.ndarray:
@@ -167,7 +231,258 @@ class PremiumText:
     nfc: bool | None = None
 
 
-def token_premium(
+@dataclass(frozen=True)
+class PremiumStudy:
+    """Premiums of one tokenizer with what the same resamples say across languages.
+
+    ``rows``: one :class:`Premium` per language; ``fairness``: the Gini coefficients of the premiums and of tokens per
+    byte across the languages (:func:`gini`), with CIs; ``groups``: mean premium and byte-fallback share per script
+    (the FLORES code's suffix) and per resource class (:func:`resource_classes`), with CIs. Plain dicts.
+    """
+
+    rows: list[Premium]
+    fairness: list[dict]
+    groups: list[dict]
+
+
+def gini(values: np.ndarray) -> np.ndarray:
+    """Gini coefficient of each row of ``values`` (or of a 1-D array): sum_ij |x_i - x_j| / (2 n^2 mean).
+
+    TokEval's (tokenizer-analysis-suite) Tokenizer Fairness Gini, TFG = sum_i sum_j |c_i - c_j| / (2 n^2 mu), there
+    of c = tokens per byte; computed from the sorted values as 2 sum_i i x_(i) / (n sum x) - (n + 1) / n.
+    0: every language costs the same.
+    """
+    x = np.sort(np.asarray(values, dtype=np.float64), axis=-1)
+    n = x.shape[-1]
+    ranks = np.arange(1, n + 1, dtype=np.float64)
+    return 2 * (x @ ranks) / (n * x.sum(axis=-1)) - (n + 1) / n
+
+
+def resource_classes() -> dict[str, int]:
+    """FLORES code -> resource class (0-5) of Joshi et al. (2020), for the languages their Table 1 names
+    (``resources/joshi2020_classes.tsv``)."""
+    text = resources.files("mindcap_tok.resources").joinpath("joshi2020_classes.tsv").read_text("utf-8")
+    lines = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+    return {code: int(cls) for code, cls in lines[1:]}
+
+
+def script_of(code: str) -> str:
+    """The script of a FLORES code: its suffix (``tha_Thai`` -> ``Thai``)."""
+    return code.rpartition("_")[2]
+
+
+@dataclass(frozen=True)
+class _SentenceStats:
+    """Per-sentence counts of one language's text (kept apart so that the bootstrap only re-weights sums)."""
+
+    tokens: np.ndarray
+    bytes: np.ndarray
+    chars: np.ndarray
+    fallback: np.ndarray
+    unknown: np.ndarray
+    unknown_chars: np.ndarray
+    distinct: int
+
+
+def _sentence_stats(
+    tokenizer: ResolvedTokenizer, ids: Sequence[Sequence[int]], lines: Sequence[str], classes: np.ndarray
+) -> _SentenceStats:
+    n = len(ids)
+    lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
+    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
+    kinds = classes[flat]
+    owner = np.repeat(np.arange(n), lens)
+    fallback = np.bincount(owner[kinds == BYTE_FALLBACK], minlength=n)
+    unknown = np.bincount(owner[kinds == UNKNOWN], minlength=n)
+    unknown_chars = np.zeros(n, dtype=np.int64)
+    if unknown.any():  # offsets only for the sentences that hold an unknown token
+        where = np.flatnonzero(unknown)
+        unknown_chars[where] = tokenizer.unknown_characters([lines[int(i)] for i in where])
+    return _SentenceStats(
+        tokens=lens,
+        bytes=np.fromiter((len(t.encode("utf-8")) for t in lines), dtype=np.int64, count=n),
+        chars=np.fromiter(map(len, lines), dtype=np.int64, count=n),
+        fallback=fallback,
+        unknown=unknown,
+        unknown_chars=unknown_chars,
+        distinct=_distinct(flat, len(classes)),
+    )
+
+
+def _distinct(ids: np.ndarray, n_ids: int) -> int:
+    # marking a vocabulary-sized mask is several times faster than np.unique's hashing here
+    seen = np.zeros(n_ids, dtype=bool)
+    seen[ids] = True
+    return int(np.count_nonzero(seen))
+
+
+@dataclass(frozen=True)
+class _Boot:
+    """Percentile ends per statistic and language (``None``: no resamples), and the resampled values that the
+    across-language statistics need."""
+
+    level: float = 0.95
+    ends: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    draws: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def low(self, name: str, j: int) -> float | None:
+        return _number(self.ends[name][0][j]) if self.ends else None
+
+    def high(self, name: str, j: int) -> float | None:
+        return _number(self.ends[name][1][j]) if self.ends else None
+
+    def interval(self, draws: np.ndarray) -> tuple[float | None, float | None]:
+        alpha = 1.0 - self.level
+        low, high = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
+        return _number(low), _number(high)
+
+
+def _number(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def _bootstrap(ref: _SentenceStats, stats: Sequence[_SentenceStats], resampling: Resampling | None) -> _Boot:
+    """Every ratio of sums at once from one resampling matrix: the premium's (same seed, same draws, exact integer
+    sums, so the premium's interval is the one :func:`ratio_bootstrap` gives)."""
+    if resampling is None:
+        return _Boot()
+    k, n_boot = len(stats), resampling.n_boot
+    per = {
+        name: np.column_stack([getattr(st, name) for st in stats])
+        for name in ("tokens", "bytes", "chars", "fallback", "unknown_chars")
+    }
+    # a column of zeros (no fallback, no unknown: most languages) resamples to zeros: left out of the product
+    used = {name: per[name].any(axis=0) for name in ("fallback", "unknown_chars")}
+    blocks = [np.column_stack([ref.tokens, ref.bytes, ref.chars]), per["tokens"], per["bytes"], per["chars"]]
+    blocks += [per[name][:, used[name]] for name in used]
+    sums = bootstrap_sums(np.hstack(blocks).astype(np.float64), n_boot, seed=resampling.seed)
+    edges = np.cumsum([0, *(b.shape[1] for b in blocks)])
+    tokens, nbytes, chars = (sums[:, edges[i] : edges[i + 1]] for i in (1, 2, 3))
+    sparse = {}
+    for name, i in (("fallback", 4), ("unknown_chars", 5)):
+        sparse[name] = np.zeros((n_boot, k))
+        sparse[name][:, used[name]] = sums[:, edges[i] : edges[i + 1]]
+    with np.errstate(divide="ignore", invalid="ignore"):  # a resample without a language's tokens: nan, not a CI
+        ratios = {
+            "premium": tokens / sums[:, :1],
+            "tokens_per_byte": tokens / nbytes,
+            "tokens_per_char": tokens / chars,
+            "ref_tokens_per_byte": sums[:, :1] / sums[:, 1:2],
+            "ref_tokens_per_char": sums[:, :1] / sums[:, 2:3],
+            "byte_fallback_share": sparse["fallback"] / tokens,
+            "unknown_char_share": sparse["unknown_chars"] / chars,
+        }
+    alpha = 1.0 - resampling.level
+    ends = {}
+    for name, values in ratios.items():
+        # a share that is 0 in every sentence is 0 in every resample (a language with no tokens: nan throughout)
+        cols = {"byte_fallback_share": used["fallback"], "unknown_char_share": used["unknown_chars"]}.get(name)
+        if cols is not None and not cols.all():
+            whole = per["tokens" if name == "byte_fallback_share" else "chars"].any(axis=0)
+            low = np.where(whole, 0.0, np.nan)
+            high = low.copy()
+            if cols.any():
+                low[cols], high[cols] = np.quantile(values[:, cols], [alpha / 2, 1 - alpha / 2], axis=0)
+        else:
+            low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2], axis=0)
+        ends[name] = (np.broadcast_to(low, (k,)), np.broadcast_to(high, (k,)))
+    keep = ("premium", "tokens_per_byte", "byte_fallback_share")
+    return _Boot(resampling.level, ends, {name: ratios[name] for name in keep})
+
+
+def _ratio(a: int, b: int) -> float:
+    return a / b if b else float("nan")
+
+
+def _diagnostics(
+    st: _SentenceStats, ref: _SentenceStats, boot: _Boot, *, j: int, ref_words: int, petrov: bool
+) -> Diagnostics:
+    tokens, ref_tokens = int(st.tokens.sum()), int(ref.tokens.sum())
+    chars, nbytes = int(st.chars.sum()), int(st.bytes.sum())
+    ref_chars, ref_bytes = int(ref.chars.sum()), int(ref.bytes.sum())
+    fallback, unknown, unknown_chars = int(st.fallback.sum()), int(st.unknown.sum()), int(st.unknown_chars.sum())
+    point = {
+        "tokens_per_byte": _ratio(tokens, nbytes),
+        "tokens_per_char": _ratio(tokens, chars),
+        "ref_tokens_per_byte": _ratio(ref_tokens, ref_bytes),
+        "ref_tokens_per_char": _ratio(ref_tokens, ref_chars),
+        "byte_fallback_share": _ratio(fallback, tokens),
+        "unknown_char_share": _ratio(unknown_chars, chars),
+    }
+    fields: dict = {}
+    for name in RATIO_DIAGNOSTICS:
+        fields[name] = point[name]
+        fields[f"{name}_low"], fields[f"{name}_high"] = boot.low(name, j), boot.high(name, j)
+    unknown_share = _ratio(unknown, tokens)
+    return Diagnostics(
+        bytes=nbytes,
+        chars=chars,
+        ref_bytes=ref_bytes,
+        ref_chars=ref_chars,
+        ref_words=ref_words,
+        byte_fallback_tokens=fallback,
+        unknown_tokens=unknown,
+        unknown_chars=unknown_chars,
+        distinct_tokens=st.distinct,
+        unknown_token_share=unknown_share,
+        petrov_blank=unknown_share > PETROV_UNKNOWN_LIMIT if petrov else None,
+        **fields,
+    )
+
+
+def _fairness(rows: Sequence[Premium], boot: _Boot) -> list[dict]:
+    """The Gini coefficient of the premiums and of tokens per byte across the languages, with CIs."""
+    if len(rows) < 2:
+        return []
+    first = rows[0]
+    points = {
+        "premium": np.array([r.premium for r in rows]),
+        "tokens_per_byte": np.array([r.diagnostics.tokens_per_byte for r in rows if r.diagnostics is not None]),
+    }
+    out = []
+    for name, values in points.items():
+        low, high = boot.interval(gini(boot.draws[name])) if boot.draws else (None, None)
+        out.append(
+            {
+                "model": first.model,
+                "index": "gini",
+                "of": name,
+                "value": float(gini(values)),
+                "ci_low": low,
+                "ci_high": high,
+                "ci": first.ci,
+                "n_langs": len(rows),
+                "n_boot": first.n_boot,
+                "seed": first.seed,
+            }
+        )
+    return out
+
+
+def _groups(rows: Sequence[Premium], boot: _Boot) -> list[dict]:
+    """Mean premium and mean byte-fallback share per script and per resource class, with CIs."""
+    classes = resource_classes()
+    keys: dict[str, list[str | None]] = {
+        "script": [script_of(r.lang) for r in rows],
+        "resource": [None if r.lang not in classes else f"joshi2020-{classes[r.lang]}" for r in rows],
+    }
+    shares = np.array([r.diagnostics.byte_fallback_share if r.diagnostics else np.nan for r in rows])
+    premiums = np.array([r.premium for r in rows])
+    out = []
+    for grouping, labels in keys.items():
+        for group in sorted({x for x in labels if x is not None}):
+            members = [j for j, x in enumerate(labels) if x == group]
+            row: dict = {"model": rows[0].model, "grouping": grouping, "group": group, "n_langs": len(members)}
+            row["langs"] = " ".join(rows[j].lang for j in members)
+            for name, values in (("premium", premiums), ("byte_fallback_share", shares)):
+                row[f"mean_{name}"] = _number(values[members].mean())
+                ends = boot.interval(boot.draws[name][:, members].mean(axis=1)) if boot.draws else (None, None)
+                row[f"mean_{name}_low"], row[f"mean_{name}_high"] = ends
+            out.append(row)
+    return out
+
+
+def premium_study(
     tokenizer: ResolvedTokenizer,
     languages: Iterable[str] = DEFAULT_LANGS,
     *,
@@ -177,8 +492,10 @@ def token_premium(
     budgets: Sequence[int] | None = None,
     engine: str = "auto",
     on_progress: Callable[[int, int], None] | None = None,
-) -> list[Premium]:
-    """Premium of each language against ``text.ref`` over a FLORES split in ``source``, with paired bootstrap CIs.
+) -> PremiumStudy:
+    """Premium of each language against ``text.ref`` over a FLORES split in ``source``, with paired bootstrap CIs,
+    its :class:`Diagnostics` and, across the languages, fairness and group aggregates (:class:`PremiumStudy`),
+    all from one encode pass and one resampling matrix.
 
     ``text`` says which text and how (:class:`PremiumText`). ``budgets`` adds floor(r·B) for each B.
     ``resampling`` gives the CI (its ``n_boot`` resamples at ``level``, at least
@@ -201,34 +518,35 @@ def token_premium(
         texts = {code: [s for part in parts for s in part] for code, parts in files.items()}
     n_pairs = sum(len(part) for part in files[ref_code])
     counter = counting_engine(tokenizer, engine, texts=(s for lines in texts.values() for s in lines))
-    ref_counts = counter.count_tokens(texts[ref_code])
-    if not ref_counts.sum():  # the premium divides by it
+    classes = tokenizer.token_classes
+    ref_stats = _sentence_stats(tokenizer, counter.encode_batch(texts[ref_code]), texts[ref_code], classes)
+    if not ref_stats.tokens.sum():  # the premium divides by it
         parts = split.split("+")
         where = (
             split if split in MGSM_CORPORA else " + ".join(flores_file(source, ref_code, split=part) for part in parts)
         )
         raise BadInputError(f"{where} has no tokens with {tokenizer.name}'s tokenizer")
-    columns = []
+    stats: list[_SentenceStats] = []
     # a few languages per batched call: one call per language costs each library its per-call set-up (tiktoken
     # starts a thread pool per call) 204 times over; the counts are per line, so the split is exact
     for start in range(0, len(codes), LANGS_PER_CALL):
         chunk = codes[start : start + LANGS_PER_CALL]
-        joined = counter.count_tokens([line for code in chunk for line in texts[code]])
-        columns += np.split(joined, np.cumsum([len(texts[code]) for code in chunk])[:-1])
+        ids = counter.encode_batch([line for code in chunk for line in texts[code]])
+        at = 0
+        for code in chunk:
+            n = len(texts[code])
+            stats.append(_sentence_stats(tokenizer, ids[at : at + n], texts[code], classes))
+            at += n
         if on_progress:
             on_progress(start + len(chunk), len(codes))
-    counts = np.column_stack(columns)
-    low: list[None] | np.ndarray
-    high: list[None] | np.ndarray
     if protocol == "petrov2023" or not n_boot:
-        low = high = [None] * len(codes)
         n_boot = 0
-    else:
-        low, high = ratio_bootstrap(counts, ref_counts, resampling=resampling)
-    ref_total = int(ref_counts.sum())
+    boot = _bootstrap(ref_stats, stats, resampling if n_boot else None)
+    ref_words = sum(len(s.split()) for s in texts[ref_code])
+    ref_total = int(ref_stats.tokens.sum())
     results = []
     for j, code in enumerate(codes):
-        total = int(counts[:, j].sum())
+        total = int(stats[j].tokens.sum())
         ratio = Fraction(total, ref_total)
         results.append(
             Premium(
@@ -237,8 +555,8 @@ def token_premium(
                 ref=ref_code,
                 split=split,
                 premium=total / ref_total,
-                ci_low=None if (lo := low[j]) is None else float(lo),
-                ci_high=None if (hi := high[j]) is None else float(hi),
+                ci_low=boot.low("premium", j),
+                ci_high=boot.high("premium", j),
                 ci=ci,
                 tokens=total,
                 ref_tokens=ref_total,
@@ -249,6 +567,86 @@ def token_premium(
                 engine=counter.family,
                 scaled_budgets={b: scale_budget(ratio, b) for b in budgets} if budgets else None,
                 protocol=protocol,
+                diagnostics=_diagnostics(
+                    stats[j], ref_stats, boot, j=j, ref_words=ref_words, petrov=protocol != "per-sentence"
+                ),
             )
         )
-    return results
+    return PremiumStudy(results, _fairness(results, boot), _groups(results, boot))
+
+
+@dataclass(frozen=True)
+class TokenPrice:
+    """A model's price in USD per million tokens, of input (prompt) and output (generated) tokens."""
+
+    input: float
+    output: float
+
+    def __post_init__(self) -> None:
+        if not (self.input >= 0 and self.output >= 0):  # also refuses nan
+            raise BadInputError(f"a price per million tokens must be a number >= 0, got {self.input}, {self.output}")
+
+
+def language_costs(rows: Iterable[Premium], price: TokenPrice) -> list[dict]:
+    """What the content of 1,000 English-equivalent words costs in each row's language at ``price``, and the extra
+    over English.
+
+    English-equivalent words: the whitespace-separated words of the reference side of the same sentence pairs
+    (``ref_words``), so 1,000 of them are the content 1,000 reference words carry; a language's tokens per such
+    1,000 words are 1000 · tokens(L) / ref_words. Cost = tokens · price / 10^6, for input and output tokens alike;
+    ``extra_cost_*`` is the difference to the reference language's own cost (its share: ``premium - 1``).
+    """
+    out = []
+    for r in rows:
+        if r.diagnostics is None or not r.diagnostics.ref_words:
+            raise BadInputError(f"no reference words to price {r.model} / {r.lang} by")
+        per_k = 1000 * r.tokens / r.diagnostics.ref_words
+        ref_per_k = 1000 * r.ref_tokens / r.diagnostics.ref_words
+        out.append(
+            {
+                "model": r.model,
+                "lang": r.lang,
+                "price_in_per_mtok": price.input,
+                "price_out_per_mtok": price.output,
+                "tokens_per_1k_words": per_k,
+                "ref_tokens_per_1k_words": ref_per_k,
+                "cost_in_per_1k_words": per_k * price.input / 1e6,
+                "cost_out_per_1k_words": per_k * price.output / 1e6,
+                "extra_cost_in_per_1k_words": (per_k - ref_per_k) * price.input / 1e6,
+                "extra_cost_out_per_1k_words": (per_k - ref_per_k) * price.output / 1e6,
+            }
+        )
+    return out
+
+
+def token_premium(
+    tokenizer: ResolvedTokenizer,
+    languages: Iterable[str] = DEFAULT_LANGS,
+    *,
+    source: str | None = None,
+    text: PremiumText = PremiumText(),
+    resampling: Resampling = DEFAULT_RESAMPLING,
+    budgets: Sequence[int] | None = None,
+    engine: str = "auto",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[Premium]:
+    """The rows of :func:`premium_study`: premium of each language against ``text.ref`` over a FLORES split in
+    ``source``, with paired bootstrap CIs and :class:`Diagnostics`.
+
+    ``text`` says which text and how (:class:`PremiumText`). ``budgets`` adds floor(r·B) for each B.
+    ``resampling`` gives the CI (its ``n_boot`` resamples at ``level``, at least
+    :func:`~mindcap_tok.resample.min_resamples` of it: 40 at 0.95); ``n_boot=0`` gives the premium alone
+    (``ci_low = ci_high = None``, as ``petrov2023``). ``on_progress(done, total)`` is called per language.
+    ``engine="reference"`` counts with the tokenizer family's own library even where tiktoken runs a
+    ``tokenizer.json`` exactly and faster (module docstring).
+    """
+    return premium_study(
+        tokenizer,
+        languages,
+        source=source,
+        text=text,
+        resampling=resampling,
+        budgets=budgets,
+        engine=engine,
+        on_progress=on_progress,
+    ).rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import os
 import textwrap
 from collections.abc import Sequence
@@ -95,11 +96,24 @@ def separate_labels(fig, labels: Sequence) -> None:
         placed.append(box)
 
 
-def plot_premiums(rows: Sequence[dict], path: str | os.PathLike[str]) -> None:
-    """Dot plot of premiums with CIs, one row per language sorted by premium, one colour per model.
+#: languages per column of the premium plot before it wraps into several columns
+ROWS_PER_COLUMN = 60
 
-    ``rows`` are :meth:`mindcap_tok.premium.Premium.as_dict` dicts. Tall enough for all 204 languages; a tall
-    figure repeats the x ticks and label at the top, so a reader at either end can read a premium off.
+
+def plot_premiums(
+    rows: Sequence[dict],
+    path: str | os.PathLike[str],
+    *,
+    paper: Sequence[str] = (),
+    marked: Sequence[str] = (),
+) -> None:
+    """Dot plot of premiums with CIs, one row per language sorted by premium, one colour per model, and beside each
+    premium panel the byte-fallback share of the language's tokens (when the rows carry it).
+
+    ``rows`` are :meth:`mindcap_tok.premium.Premium.as_dict` dicts. More than :data:`ROWS_PER_COLUMN` languages
+    wrap into columns of equal length (203 languages: 4), read top to bottom from the lowest premium; a tall figure
+    repeats the x ticks and label at the top, so a reader at either end can read a premium off. Languages in
+    ``paper`` are set in bold, those in ``marked`` in red (both named in the caption).
     """
     plt = pyplot()
     models = list(dict.fromkeys(r["model"] for r in rows))
@@ -107,27 +121,67 @@ def plot_premiums(rows: Sequence[dict], path: str | os.PathLike[str]) -> None:
     for r in rows:  # sort by each language's largest premium across models
         langs[r["lang"]] = max(langs.get(r["lang"], 0.0), r["premium"])
     order = sorted(langs, key=lambda lang: langs[lang])
-    ypos = {lang: i for i, lang in enumerate(order)}
-    height = max(3.0, 0.16 * len(order) + 1.2)
-    fig, ax = plt.subplots(figsize=(7.5, height))
-    offsets = {m: (k - (len(models) - 1) / 2) * 0.18 for k, m in enumerate(models)}
-    for model in models:
-        sel = [r for r in rows if r["model"] == model]
-        y = [ypos[r["lang"]] + offsets[model] for r in sel]
-        x = [r["premium"] for r in sel]
-        err = [[r["premium"] - r["ci_low"] for r in sel], [r["ci_high"] - r["premium"] for r in sel]]
-        ax.errorbar(x, y, xerr=err, fmt="o", ms=3, capsize=2, lw=0.8, label=model)
-    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_yticks(range(len(order)), order, fontsize=7 if len(order) > 40 else 9)
-    ax.set_ylim(-0.8, len(order) - 0.2)
-    first = rows[0]
-    ax.set_xlabel(
-        f"token premium r = tokens(L) / tokens({first['ref']})  "
-        f"(FLORES-200 {first['split']}, {first['ci'] * 100:.0f}% CI)"
+    n_cols = math.ceil(len(order) / ROWS_PER_COLUMN)
+    per_col = math.ceil(len(order) / n_cols)
+    shares = any(r.get("byte_fallback_share") is not None for r in rows)
+    height = max(3.0, 0.16 * per_col + 1.6)
+    widths = [3.0, 1.3] * n_cols if shares else [3.6] * n_cols
+    fig, axes = plt.subplots(
+        1, len(widths), figsize=(sum(widths) + 1.6, height), gridspec_kw={"width_ratios": widths}, squeeze=False
     )
-    if height > 8:  # the same axis again at the top (an identity secondary axis)
-        mirror_x_axis(ax)
-    ax.set_title(f"Token premium per language: {', '.join(models)}")
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    step = 2 if shares else 1
+    premium_axes = list(axes[0][::step])
+    share_axes = list(axes[0][1::2]) if shares else []
+    offsets = {m: (k - (len(models) - 1) / 2) * 0.18 for k, m in enumerate(models)}
+    colours = {m: f"C{k}" for k, m in enumerate(models)}
+    for c, ax in enumerate(premium_axes):
+        chunk = order[c * per_col : (c + 1) * per_col]
+        ypos = {lang: i for i, lang in enumerate(chunk)}
+        sel_all = [r for r in rows if r["lang"] in ypos]
+        for model in models:
+            sel = [r for r in sel_all if r["model"] == model]
+            y = [ypos[r["lang"]] + offsets[model] for r in sel]
+            x = [r["premium"] for r in sel]
+            err = [[r["premium"] - r["ci_low"] for r in sel], [r["ci_high"] - r["premium"] for r in sel]]
+            ax.errorbar(x, y, xerr=err, fmt="o", ms=3, capsize=2, lw=0.8, color=colours[model], label=model)
+            if shares:
+                share_axes[c].plot(
+                    [r.get("byte_fallback_share") or 0.0 for r in sel], y, "o", ms=3, color=colours[model]
+                )
+        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_yticks(range(len(chunk)), chunk, fontsize=7 if len(chunk) > 40 else 9)
+        for label, lang in zip(ax.get_yticklabels(), chunk, strict=True):
+            if lang in paper:
+                label.set_fontweight("bold")
+            if lang in marked:
+                label.set_color("red")
+        ax.set_ylim(per_col - 0.2, -0.8)  # lowest premium at the top, read down and on to the next column
+        ax.set_xlabel("premium r")
+        ax.grid(axis="x", alpha=0.3)
+        if height > 8:  # the same axis again at the top (an identity secondary axis)
+            mirror_x_axis(ax)
+    for ax, other in zip(share_axes, premium_axes, strict=False):  # no share axes: rows without the shares
+        ax.set_ylim(other.get_ylim())
+        ax.set_yticks(other.get_yticks(), [])
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_xlabel("byte-fallback share")
+        ax.grid(axis="x", alpha=0.3)
+        if height > 8:
+            mirror_x_axis(ax)
+    xmax = max(ax.get_xlim()[1] for ax in premium_axes)
+    for ax in premium_axes:
+        ax.set_xlim(0, xmax)
+    first = rows[0]
+    fig.suptitle(f"Token premium per language: {', '.join(models)}")
+    handles, labels = premium_axes[-1].get_legend_handles_labels()
+    legend_outside(axes[0][-1], handles=handles, labels=labels)
+    notes = [
+        f"Premium r = tokens(L) / tokens({first['ref']}), FLORES-200 {first['split']}, {first['ci'] * 100:.0f}% CI"
+        + ("; byte-fallback share: the language's tokens that are not whole characters." if shares else ".")
+    ]
+    if paper:
+        notes.append("Bold: the paper's languages.")
+    if marked:
+        notes.append(f"Red: {names(marked, most=6)}.")
+    caption(fig, " ".join(notes))
     save_figure(fig, path)

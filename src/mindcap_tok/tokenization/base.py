@@ -17,6 +17,9 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from .classes import BYTE_FALLBACK as BYTE_FALLBACK
+from .classes import UNKNOWN as UNKNOWN
+from .classes import WHOLE as WHOLE
 from .hf import MergesFamily
 from .sentencepiece_family import PiecesFamily
 from .tiktoken_family import RanksFamily
@@ -68,6 +71,13 @@ class TokenizerBackend(Protocol):
 
     def token_bytes(self) -> list[bytes]:
         """The bytes each id decodes to (index = id)."""
+
+    def token_classes(self) -> np.ndarray:
+        """int8 per id: :data:`~.classes.WHOLE`, :data:`~.classes.BYTE_FALLBACK` or :data:`~.classes.UNKNOWN`, by
+        this family's definition (:mod:`.classes`)."""
+
+    def unknown_characters(self, texts: Sequence[str]) -> np.ndarray:
+        """int64 per text: how many of its characters the unknown token stands for (0 where there is none)."""
 
     @property
     def special_ids(self) -> frozenset[int]:

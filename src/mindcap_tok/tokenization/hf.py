@@ -13,7 +13,9 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from .bytelevel import token_bytes
+from .classes import BYTE_FALLBACK, UNKNOWN, utf8_classes
 from .long_text import SAFE_CHARS, engine_guard, long_positions
+from .pipeline import pipeline
 from .pretoken_cache import PretokenEncoder
 
 T = TypeVar("T")
@@ -76,6 +78,38 @@ class HFBackend:
     def token_bytes(self) -> list[bytes]:
         """The bytes each id decodes to (index = id)."""
         return token_bytes(self.hf)
+
+    @cached_property
+    def unknown_id(self) -> int | None:
+        """The model's unknown token (``unk_token``, or a Unigram's ``unk_id``), or ``None``: it has none."""
+        model = pipeline(self.hf).model
+        if model.get("unk_id") is not None:
+            return int(model["unk_id"])
+        return None if model.get("unk_token") is None else self.hf.token_to_id(model["unk_token"])
+
+    def token_classes(self) -> np.ndarray:
+        """Byte fallback: tokens whose bytes are not whole UTF-8 characters, and, with the model's
+        ``byte_fallback``, its ``<0xNN>`` pieces; unknown: :attr:`unknown_id` (:mod:`.classes`)."""
+        classes = utf8_classes(self.token_bytes())
+        if pipeline(self.hf).model.get("byte_fallback"):
+            for b in range(256):
+                i = self.hf.token_to_id(f"<0x{b:02X}>")
+                if i is not None:
+                    classes[i] = BYTE_FALLBACK
+        if self.unknown_id is not None:
+            classes[self.unknown_id] = UNKNOWN
+        return classes
+
+    def unknown_characters(self, texts: Sequence[str]) -> np.ndarray:
+        """Characters covered by the unknown token in each text (from the encodings' character offsets)."""
+        unk = self.unknown_id
+        if unk is None:
+            return np.zeros(len(texts), dtype=np.int64)
+        encodings = self.hf.encode_batch(list(texts), add_special_tokens=False)
+        return np.array(
+            [sum(e - s for i, (s, e) in zip(enc.ids, enc.offsets, strict=True) if i == unk) for enc in encodings],
+            dtype=np.int64,
+        )
 
     def content_sha256(self) -> str:
         """SHA-256 of the ``tokenizer.json`` serialisation."""

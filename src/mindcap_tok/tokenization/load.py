@@ -165,6 +165,16 @@ class ResolvedTokenizer:
         return self.backend.token_bytes()
 
     @cached_property
+    def token_classes(self) -> np.ndarray:
+        """int8 per id: a token of whole characters, a byte-fallback token or the unknown token, each family by its
+        own definition (:mod:`.classes`)."""
+        return self.backend.token_classes()
+
+    def unknown_characters(self, texts: Sequence[str]) -> np.ndarray:
+        """int64 per text: how many of its characters the unknown token stands for."""
+        return self.backend.unknown_characters(texts)
+
+    @cached_property
     def byte_lengths(self) -> np.ndarray:
         """int32 array: number of UTF-8 bytes each token id decodes to (index = id)."""
         return np.fromiter((len(b) for b in self.token_bytes), dtype=np.int32, count=len(self.token_bytes))

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._io import regular_file
 from ..errors import BadInputError, SetupError, first_line
+from .classes import BYTE_FALLBACK, UNKNOWN, WHOLE
 from .ids import without
 
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -99,6 +100,25 @@ class SentencePieceBackend:
                 out.append(piece.replace("▁", " ").encode("utf-8"))
         return out
 
+    def token_classes(self) -> np.ndarray:
+        """Byte fallback: the ``<0xNN>`` byte pieces (``is_byte``); unknown: the unknown piece (:mod:`.classes`)."""
+        sp = self.sp
+        kinds = [
+            BYTE_FALLBACK if sp.is_byte(i) else UNKNOWN if sp.is_unknown(i) else WHOLE
+            for i in range(sp.get_piece_size())
+        ]
+        return np.array(kinds, dtype=np.int8)
+
+    def unknown_characters(self, texts: Sequence[str]) -> np.ndarray:
+        """Characters covered by the unknown piece in each text (the surface of each unknown piece)."""
+        sp = self.sp
+        out = []
+        for data in sp.encode(list(texts), out_type="serialized_proto"):  # each piece with its surface text
+            text = text_pb2().SentencePieceText()
+            text.ParseFromString(data)
+            out.append(sum(len(p.surface) for p in text.pieces if sp.is_unknown(p.id)))
+        return np.array(out, dtype=np.int64)
+
     def id_to_piece(self, i: int) -> str:
         """The piece string of id ``i``."""
         return self.sp.id_to_piece(i)
@@ -151,6 +171,16 @@ def model_pb2() -> Any:
             f"reading SentencePiece model files needs protobuf (pip install 'protobuf>=4'): {exc}"
         ) from exc
     return sentencepiece_model_pb2
+
+
+def text_pb2() -> Any:
+    """``sentencepiece``'s protobuf module for encodings with their surface text (a one-line error without
+    ``protobuf``)."""
+    try:
+        from sentencepiece import sentencepiece_pb2
+    except ImportError as exc:
+        raise SetupError(f"reading SentencePiece pieces needs protobuf (pip install 'protobuf>=4'): {exc}") from exc
+    return sentencepiece_pb2
 
 
 def processor(data: bytes) -> Any:

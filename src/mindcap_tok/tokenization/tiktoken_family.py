@@ -20,6 +20,7 @@ import numpy as np
 
 from .._io import regular_file
 from ..errors import BadInputError, SetupError, first_line
+from .classes import utf8_classes
 from .ids import without
 from .long_text import SAFE_CHARS, engine_guard, tiktoken_ordinary
 
@@ -94,6 +95,14 @@ class TiktokenBackend:
             with contextlib.suppress(KeyError):  # an id neither a rank nor a special token
                 out[i] = self.enc.decode_single_token_bytes(i)
         return out
+
+    def token_classes(self) -> np.ndarray:
+        """Byte fallback: ranks whose bytes are not whole UTF-8 characters; tiktoken has no unknown token."""
+        return utf8_classes(self.token_bytes())
+
+    def unknown_characters(self, texts: Sequence[str]) -> np.ndarray:
+        """Zeros: every byte is a rank, so no character is unknown."""
+        return np.zeros(len(texts), dtype=np.int64)
 
     def content_sha256(self) -> str:
         """:func:`tiktoken_sha256` of the ranks written as a ``.tiktoken`` file and an ``encoding.json`` of the rest."""
