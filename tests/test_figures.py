@@ -21,7 +21,8 @@ from mindcap_tok.report import budget_figures
 
 @pytest.fixture(scope="module")
 def report_figures(tmp_path_factory, config):
-    """The report's figures from a small demo ledger, caught before they are saved (and closed)."""
+    """The report's figures from a small demo ledger, caught before they are saved (and closed), and the report
+    folder."""
     from mindcap_tok.stats.inputs import load_scored_ledger, sweep_budgets
 
     root = tmp_path_factory.mktemp("figs")
@@ -55,7 +56,7 @@ def report_figures(tmp_path_factory, config):
         )
     finally:
         budget_figures.save_figure = original
-    return caught, scored
+    return caught, root / "report"
 
 
 def test_report_figures_have_no_overprinted_text(report_figures):
@@ -110,6 +111,33 @@ def test_the_gap_caption_names_the_task_where_two_share_a_language():
     assert gap_summary(gaps[gaps["task"] == "mgsm"]) == (  # one task: the language alone
         head + "de: NATIVE ahead at B = 64, no clear difference elsewhere."
     )
+
+
+def test_report_md_tables_keep_every_column_that_tells_cells_apart(report_figures):
+    """The demo's three Thai cells (replay; announced 256 and 1024) read as three in the Peaks and Sweep tables,
+    the announced budget as a whole number; the settings all rows share are said once."""
+    _, out = report_figures
+    text = (out / "report.md").read_text("utf-8")
+    peaks = text.split("## Peaks")[1].split("## Sweep")[0]
+    sweep = text.split("## Sweep")[1].split("## Binding regime")[0]
+    for table in (peaks, sweep):
+        header = next(line for line in table.splitlines() if line.startswith("| model"))
+        assert [c.strip() for c in header.strip("|").split("|")][:5] == [
+            "model",
+            "lang",
+            "design",
+            "announced",
+            "announce_style",
+        ]
+        assert "Every row: task mgsm, cap 4096, forcing False." in table
+        thai = [line for line in table.splitlines() if "| tha_Thai |" in line]
+        cells = {tuple(c.strip() for c in line.strip("|").split("|")[2:5]) for line in thai}
+        assert cells == {
+            ("replay", "—", "none"),
+            ("announcement", "256", "natural"),
+            ("announcement", "1024", "natural"),
+        }
+        assert "256.00" not in table
 
 
 def test_the_report_figures_name_every_cell_of_a_language_apart(report_figures):
