@@ -1,6 +1,7 @@
 """Checks of rendered figures a reader would make, from matplotlib's own renderer after
-``fig.canvas.draw()``: texts whose boxes overprint, and data points (line vertices, markers, error bar ends, bar
-tops, scatter points) that a legend box hides."""
+``fig.canvas.draw()``: texts whose boxes overprint, texts drawn over curves, markers or error bars, spans or
+bars that overlap one another, and data points (line vertices, markers, error bar ends, bar tops, scatter points)
+that a legend box hides."""
 
 from __future__ import annotations
 
@@ -95,3 +96,85 @@ def covered_points(fig) -> list[tuple[str, float, float]]:
             for label, points in data_points(ax):
                 out += [(label, x, y) for x, y in points if box.contains(x, y)]
     return out
+
+
+def _marker_radius(line, fig) -> float:
+    """Half a line's marker size in display pixels (0 without markers)."""
+    marker = line.get_marker()
+    if marker in (None, "", "None", " ") or line.get_markersize() == 0:
+        return 0.0
+    return line.get_markersize() * fig.dpi / 72 / 2
+
+
+def _artist_paths(ax, fig):
+    """(label, display path, marker radius in px) of the curves, markers and error bars of ``ax``: lines (their
+    segments where drawn with a line style, their vertices where drawn with markers), error bar segments and
+    scatter points. Shaded bands and spans are not included (a note may sit on a tint)."""
+    from matplotlib.path import Path
+
+    owners = _owners(ax)
+    for line in ax.get_lines():
+        label = owners.get(line, line.get_label())
+        xy = line.get_transform().transform(line.get_xydata())
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        if not len(xy):
+            continue
+        if len(xy) > 1 and line.get_linestyle() not in ("None", "", " "):
+            yield label, Path(xy), 0.0
+        yield label, Path(xy), _marker_radius(line, fig)
+    for coll in ax.collections:
+        label = owners.get(coll, coll.get_label())
+        if isinstance(coll, LineCollection):
+            for seg in coll.get_segments():
+                xy = coll.get_transform().transform(np.asarray(seg, float).reshape(-1, 2))
+                xy = xy[np.isfinite(xy).all(axis=1)]
+                if len(xy):
+                    yield label, Path(xy), 0.0
+        elif isinstance(coll, PathCollection):
+            points = coll.get_offset_transform().transform(coll.get_offsets())
+            sizes = coll.get_sizes()
+            radius = float(np.sqrt(sizes.max()) * fig.dpi / 72 / 2) if len(sizes) else 0.0
+            yield label, Path(points), radius
+
+
+def text_over_data(fig) -> list[tuple[str, str]]:
+    """(text, artist label) pairs where a drawn text's box covers a curve, a marker or an error bar of any panel,
+    inside that panel's drawing area: line segments are tested with the path's own box intersection, markers as
+    their vertices with the box grown by the marker's radius (in display pixels, after ``fig.canvas.draw()``)."""
+    from matplotlib.transforms import Bbox
+
+    shown = drawn_texts(fig)
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for ax in fig.axes:
+        area = ax.get_window_extent(renderer)
+        paths = list(_artist_paths(ax, fig))
+        for text in shown:
+            box = Bbox.intersection(text.get_window_extent(renderer), area)
+            if box is None or box.width <= 0 or box.height <= 0:
+                continue
+            for label, path, radius in paths:
+                if radius == 0.0 and len(path.vertices) > 1:
+                    hit = path.intersects_bbox(box, filled=False)
+                else:
+                    (x0, y0), (x1, y1) = box.padded(radius).get_points()
+                    xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+                    hit = bool(((xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1)).any())
+                if hit:
+                    found.append((text.get_text(), str(label)))
+                    break
+    return found
+
+
+def overlapping_spans(fig) -> list[tuple[int, int]]:
+    """Pairs (by index in the panel's patches) of patches of one panel (spans, bars) whose drawn boxes overlap by
+    more than a pixel in both directions: two tinted intervals drawn on one place read as one band."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for ax in fig.axes:
+        boxes = [p.get_window_extent(renderer) for p in ax.patches]
+        for (i, a), (j, b) in itertools.combinations(enumerate(boxes), 2):
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1:
+                found.append((i, j))
+    return found

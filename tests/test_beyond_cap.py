@@ -146,7 +146,7 @@ def test_the_report_stops_every_curve_at_the_cap_and_draws_it(tmp_path, qwen, mo
     monkeypatch.setattr(budget_figures, "save_figure", lambda fig, path, **kw: caught.setdefault(path.name, fig))
     out = tmp_path / "report"
     write_budget_report(scores, {"tha_Thai": R}, out_dir=out, budgets=[32, 40], resampling=Resampling(200, 0))
-    (ax,) = caught["native_curves.png"].axes
+    ax = caught["native_curves.png"].axes[0]  # the curve panel (a strip of peak spans may lie under it)
     drawn = [line for line in ax.get_lines() if line.get_label() == "th"]
     assert drawn and max(drawn[0].get_xdata()) <= 48
     caps = [line for line in ax.get_lines() if line.get_label() == "_cap"]

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.text import Text
 
-from figure_checks import covered_points, overprinted
+from figure_checks import covered_points, overlapping_spans, overprinted, text_over_data
 from mindcap_tok import Resampling, write_budget_report
 from mindcap_tok.demo.ledger import build_demo
 from mindcap_tok.report import budget_figures
@@ -21,7 +21,8 @@ from mindcap_tok.report import budget_figures
 
 @pytest.fixture(scope="module")
 def report_figures(tmp_path_factory, config):
-    """The report's figures from a small demo ledger, caught before they are saved (and closed)."""
+    """The report's figures from a small demo ledger, caught before they are saved (and closed), and the report
+    folder."""
     from mindcap_tok.stats.inputs import load_scored_ledger, sweep_budgets
 
     root = tmp_path_factory.mktemp("figs")
@@ -55,7 +56,7 @@ def report_figures(tmp_path_factory, config):
         )
     finally:
         budget_figures.save_figure = original
-    return caught, scored
+    return caught, root / "report"
 
 
 def test_report_figures_have_no_overprinted_text(report_figures):
@@ -63,6 +64,8 @@ def test_report_figures_have_no_overprinted_text(report_figures):
     assert {"native_curves.png", "gap_curves.png"} <= set(caught)
     for name, fig in caught.items():
         assert overprinted(fig) == [], name
+        assert text_over_data(fig) == [], name
+        assert overlapping_spans(fig) == [], name
 
 
 def test_report_legends_hide_no_data_point(report_figures):
@@ -86,41 +89,69 @@ def test_the_overlap_check_finds_overprinted_text():
     plt.close(fig)
 
 
-def test_the_gap_caption_says_what_the_estimates_show():
-    import pandas as pd
-
-    from mindcap_tok.report.budget_figures import gap_summary
-
-    rows = [("tha_Thai", 64, -0.02), ("tha_Thai", 128, 0.05), ("deu_Latn", 64, 0.0), ("deu_Latn", 128, 0.01)]
-    rows += [("swh_Latn", 64, -0.1), ("swh_Latn", 128, -0.01)]
-    gaps = pd.DataFrame([{"model": "m", "lang": lang, "budget": b, "gap": g} for lang, b, g in rows])
-    assert gap_summary(gaps) == (
-        "Estimates: th: NATIVE ahead at B = 64; de: TRANSLATE-ACT ahead or level at every budget; "
-        "sw: NATIVE ahead at every budget."
-    )
-
-
 def test_the_gap_caption_names_the_task_where_two_share_a_language():
     import pandas as pd
 
     from mindcap_tok.report.budget_figures import gap_summary
 
-    rows = [("mgsm", 64, -0.02), ("mgsm", 128, 0.05), ("plain2", 64, 0.1), ("plain2", 128, 0.2)]
-    gaps = pd.DataFrame([{"model": "m", "task": t, "lang": "deu_Latn", "budget": b, "gap": g} for t, b, g in rows])
-    assert gap_summary(gaps) == (
-        "Estimates: de (mgsm): NATIVE ahead at B = 64; de (plain2): TRANSLATE-ACT ahead or level at every budget."
+    # (task, budget, gap, CI): mgsm's first CI excludes 0 below it, plain2's CIs all exclude 0 above it
+    rows = [("mgsm", 64, -0.02, -0.04, -0.01), ("mgsm", 128, 0.05, -0.01, 0.1)]
+    rows += [("plain2", 64, 0.1, 0.05, 0.15), ("plain2", 128, 0.2, 0.1, 0.3)]
+    gaps = pd.DataFrame(
+        [
+            {"model": "m", "task": t, "lang": "deu_Latn", "budget": b, "gap": g, "gap_ci_low": lo, "gap_ci_high": hi}
+            for t, b, g, lo, hi in rows
+        ]
     )
-    assert gap_summary(gaps[gaps["task"] == "mgsm"]) == "Estimates: de: NATIVE ahead at B = 64."  # one task
+    head = "Estimates (a lead only where the CI excludes 0): "
+    assert gap_summary(gaps) == (
+        head + "de (mgsm): NATIVE ahead at B = 64, no clear difference elsewhere; "
+        "de (plain2): TRANSLATE-ACT ahead at every budget."
+    )
+    assert gap_summary(gaps[gaps["task"] == "mgsm"]) == (  # one task: the language alone
+        head + "de: NATIVE ahead at B = 64, no clear difference elsewhere."
+    )
+
+
+def test_report_md_tables_keep_every_column_that_tells_cells_apart(report_figures):
+    """The demo's three Thai cells (replay; announced 256 and 1024) read as three in the Peaks and Sweep tables,
+    the announced budget as a whole number; the settings all rows share are said once."""
+    _, out = report_figures
+    text = (out / "report.md").read_text("utf-8")
+    peaks = text.split("## Peaks")[1].split("## Sweep")[0]
+    sweep = text.split("## Sweep")[1].split("## Binding regime")[0]
+    for table in (peaks, sweep):
+        header = next(line for line in table.splitlines() if line.startswith("| model"))
+        assert [c.strip() for c in header.strip("|").split("|")][:5] == [
+            "model",
+            "lang",
+            "design",
+            "announced",
+            "announce_style",
+        ]
+        assert "Every row: task mgsm, cap 4096, forcing False." in table
+        thai = [line for line in table.splitlines() if "| tha_Thai |" in line]
+        cells = {tuple(c.strip() for c in line.strip("|").split("|")[2:5]) for line in thai}
+        assert cells == {
+            ("replay", "—", "none"),
+            ("announcement", "256", "natural"),
+            ("announcement", "1024", "natural"),
+        }
+        assert "256.00" not in table
 
 
 def test_the_report_figures_name_every_cell_of_a_language_apart(report_figures):
-    """The demo's native Thai has a replay cell and two announcement cells: three curves, never one zigzag."""
+    """The demo's native Thai has a replay cell and two announcement cells: three curves, never one zigzag, and
+    the announcement cells in a panel of their own (unlike designs are not compared by eye)."""
     caught, _ = report_figures
-    (ax,) = caught["native_curves.png"].axes
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert sorted(labels) == ["de (replay)", "sw (replay)", "th (announced 1024)", "th (announced 256)", "th (replay)"]
+    panels = {ax.get_title(): ax for ax in caught["native_curves.png"].axes if ax.get_legend() is not None}
+    labels = {title.split(":")[0]: [t.get_text() for t in ax.get_legend().get_texts()] for title, ax in panels.items()}
+    assert labels == {
+        "qwen3-8b (replay cells)": ["de", "sw", "th"],
+        "qwen3-8b (announcement cells)": ["th (announced 256)", "th (announced 1024)"],
+    }
     caption = [t.get_text() for t in caught["gap_curves.png"].texts][-1]
-    assert caption.startswith("Unnormalised gap") and "Estimates: " in caption
+    assert caption.startswith("Unnormalised gap") and "Estimates (a lead only where the CI excludes 0): " in caption
 
 
 def test_the_tall_premium_plot_has_ticks_at_both_ends_and_names_its_models(tmp_path, monkeypatch):

@@ -1,13 +1,18 @@
-"""Notebooks run offline end to end, and what they compute matches the paper's published premiums."""
+"""Notebooks run offline end to end, twice without harm, leave git status clean, print what their stored
+outputs show, and what they compute matches the paper's published premiums and counts made here."""
 
 import ast
 import math
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from notebook_outputs import machine_paths, text_outputs
 
 pytestmark = pytest.mark.notebook
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -15,9 +20,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 @pytest.mark.slow
 def test_premiums_notebook(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINDCAP_CONFIG", str(NOTEBOOKS.parent / "mindcap.toml"))  # the kernel runs in tmp_path
-    nb = nbformat.read(NOTEBOOKS / "01_premiums.ipynb", as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nb = _run("01_premiums.ipynb", tmp_path, monkeypatch)
     last = nb.cells[-1].outputs[0]["data"]["text/plain"]
     summary = ast.literal_eval(last)
     # paper §3: Qwen de 1.56 / th 2.55 / sw 1.94, Llama de 1.58 / th 2.19 / sw 1.93
@@ -39,16 +42,44 @@ def test_premiums_notebook(tmp_path, monkeypatch):
     assert "differ most on\nAmharic (`amh_Ethi`), where Llama 3.1's premium is the larger" in "".join(
         c.source for c in nb.cells if c.cell_type == "markdown"
     )
-    assert (tmp_path / "premiums.png").read_bytes()[:4] == b"\x89PNG"
+    assert (_out(tmp_path, "01_premiums") / "premiums.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def _run(name: str, tmp_path, monkeypatch):
+def _out(tmp_path, stem: str):
+    """The folder a notebook run from ``tmp_path`` writes into (its first cell makes it and moves there)."""
+    return tmp_path / "notebook-output" / stem
+
+
+def _git(folder, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=True).stdout
+
+
+def _run(name: str, tmp_path, monkeypatch, *, times: int = 1):
+    """Run a notebook ``times`` times from ``tmp_path`` as a user would from notebooks/ (there a git repository
+    holding the checkout's .gitignore); check after each run that it wrote only into its own ignored folder (git
+    status clean) and that what it printed equals the outputs stored in the repository (see notebook_outputs)."""
     monkeypatch.setenv("MINDCAP_CONFIG", str(NOTEBOOKS.parent / "mindcap.toml"))  # the kernel runs in tmp_path
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     # the kernel imports this checkout's package, whatever is installed (a relative PYTHONPATH would not reach it)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(NOTEBOOKS.parent / "src"), os.environ.get("PYTHONPATH", "")]))
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shutil.copy(NOTEBOOKS.parent / ".gitignore", tmp_path / ".gitignore")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".gitignore")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "checkout")
+    stored = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert machine_paths(stored) == []
+    stem = name.removesuffix(".ipynb")
+    for _ in range(times):
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+        client.execute()
+        assert _git(tmp_path, "status", "--porcelain", "--untracked-files=all") == ""
+        assert [p.name for p in (tmp_path / "notebook-output").iterdir()] == [stem]
+        printed = [c for c in nb.cells if c.cell_type == "code"]  # standard error (warnings) is not stored
+        for cell in printed:
+            cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+        assert machine_paths(nb) == []
+        assert text_outputs(nb) == text_outputs(stored), f"{name}: stored outputs differ from a fresh run's"
     return nb
 
 
@@ -70,7 +101,7 @@ def test_demo_pipeline_notebook(tmp_path, monkeypatch):
     assert largest == max(summary, key=lambda lang: summary[lang]["delta"]) == "tha_Thai"
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert f"largest peak: tha_Thai at B = {summary['tha_Thai']['peak_budget']}" in printed
-    assert (tmp_path / "demo-report" / "native_curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert (_out(tmp_path, "02_demo_pipeline") / "demo-report" / "native_curves.png").read_bytes()[:4] == b"\x89PNG"
     assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 
@@ -89,7 +120,7 @@ def test_protocol_notebook(tmp_path, monkeypatch):
     label = "confirmatory_support" if reject.all() else "partial_support" if reject.any() else "no_confirmatory_support"
     assert summary["outcome"] == label
     assert summary["refused"] is True  # the edited file was refused
-    assert (tmp_path / "protocol.toml.freeze.json").is_file()
+    assert (_out(tmp_path, "03_protocol") / "protocol.toml.freeze.json").is_file()
 
 
 @pytest.mark.slow
@@ -101,7 +132,8 @@ def test_pricing_notebook(tmp_path, monkeypatch):
         assert r["closure"] == pytest.approx(r["G"] - r["G3"])  # closure = G − G3 by definition
     assert rows[0]["G_max"] == rows[1]["G_max"]  # the gap at B_max does not depend on the priced cap
     assert rows[0]["nat_gain"] > rows[1]["nat_gain"]  # a tighter cap leaves more for the longer cap to recover
-    triage = "".join(o.get("text", "") for o in nb.cells[3].outputs)
+    (cell,) = [c for c in nb.cells if "pricing.triage()" in c.source]
+    triage = "".join(o.get("text", "") for o in cell.outputs)
     for r in rows:  # the sentences print the table's numbers, in points
         assert f"At cap {r['cap']}: " in triage and f"G = {100 * r['G']:+.1f}." in triage
 
@@ -117,7 +149,7 @@ def test_audits_notebook(tmp_path, monkeypatch):
     # the demo's translate-act traces hold no translation segment: the translation audit scores none and says so
     assert summary["status"] == {"comet": "skipped", "parser": "ok", "parity": "ok", "normalizer": "ok"}
     assert summary["files"] == ["audit.json", "audit.md"]
-    report = json.loads((tmp_path / "audit" / "audit.json").read_text())
+    report = json.loads((_out(tmp_path, "05_audits") / "audit" / "audit.json").read_text())
     parity = next(a for a in report["audits"] if a["name"] == "parity")
     # the demo stores each trace's text as the decoding of its ids, so a local decode agrees everywhere
     assert parity["summary"]["raw_agreement"] == 1.0 and parity["summary"]["sampled"] > 0
@@ -154,7 +186,7 @@ def test_extension_notebook(tmp_path, monkeypatch, config):
     from tokenizers import Tokenizer
     from transformers import AutoTokenizer
 
-    nb = _run("07_extension.ipynb", tmp_path, monkeypatch)
+    nb = _run("07_extension.ipynb", tmp_path, monkeypatch, times=2)  # a second run once failed: the folder existed
     s = ast.literal_eval(nb.cells[-1].outputs[0]["data"]["text/plain"])
     base_path = config.tokenizers_dir.value / "qwen3" / "tokenizer.json"  # what registry name qwen3-8b names
     base_json = json.loads(base_path.read_text(encoding="utf-8"))
@@ -172,7 +204,7 @@ def test_extension_notebook(tmp_path, monkeypatch, config):
     assert s["base_merges"] == len(base_merges) and s["merges"] == [len(base_merges) + size] * folds
     ratios = []
     for k in range(folds):
-        folder = tmp_path / "th-ext" / f"fold-{k}"
+        folder = _out(tmp_path, "07_extension") / "th-ext" / f"fold-{k}"
         data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
         merges, vocab = data["model"]["merges"], data["model"]["vocab"]
         # the base merge list is the file's prefix, in order; every base id (specials included) is unchanged
@@ -218,7 +250,7 @@ def test_extension_notebook(tmp_path, monkeypatch, config):
     assert f"median {statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f}" in s["caption"]
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert s["caption"] in printed
-    assert (tmp_path / "extension.png").read_bytes()[:4] == b"\x89PNG"
+    assert (_out(tmp_path, "07_extension") / "extension.png").read_bytes()[:4] == b"\x89PNG"
     assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 
@@ -235,7 +267,7 @@ def test_roundtrip_notebook(tmp_path, monkeypatch, config):
 
     nb = _run("08_roundtrip.ipynb", tmp_path, monkeypatch)
     s = ast.literal_eval(nb.cells[-1].outputs[0]["data"]["text/plain"])
-    run = tmp_path / "rt-run"
+    run = _out(tmp_path, "08_roundtrip") / "rt-run"
     hops = [r for f in sorted((run / "hops").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
     judged = [r for f in sorted((run / "judge").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
     # 2 sentences x 2 sequences (en>de>en, en>th>en) x 2 hops, no chain ended early; one judge reply per chain
@@ -271,8 +303,28 @@ def test_roundtrip_notebook(tmp_path, monkeypatch, config):
     assert len({ratio for *_, ratio in s["hop_tokens"]}) == 1  # the text: every hop's ratio is the same
     assert {(q, h): v for q, h, v in s["hop_chrf"]} == pytest.approx({k: sum(v) / len(v) for k, v in chrf.items()})
     # the files the report names exist; both figures are PNGs, and shown inline
-    report = tmp_path / "rt-report"
+    report = _out(tmp_path, "08_roundtrip") / "rt-report"
     assert {"pass_share.png", "token_cost.png", "hop_tokens.csv", "hop_quality.csv"} <= set(s["files"])
     assert all((report / f).is_file() for f in s["files"])
     assert all((report / f).read_bytes()[:4] == b"\x89PNG" for f in ("pass_share.png", "token_cost.png"))
     assert sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs) == 2
+
+
+def test_the_output_comparison_sees_a_changed_value_but_not_a_changed_time():
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    def notebook(printed: str, result: str, warning: str = "/tmp/x.py:1: Warning\n") -> nbformat.NotebookNode:
+        cell = new_code_cell("x")
+        cell.outputs = [
+            new_output("stream", name="stdout", text=printed),
+            new_output("stream", name="stderr", text=warning),
+            new_output("execute_result", data={"text/plain": result}, execution_count=1),
+        ]
+        return new_notebook(cells=[cell])
+
+    first = notebook("learned 2 folds in 12.3 s\n", "{'seconds': 1.459, 'delta': 0.25}")
+    again = notebook("learned 2 folds in 9.0 s\n", "{'seconds': 0.7, 'delta': 0.25}")
+    changed = notebook("learned 2 folds in 9.0 s\n", "{'seconds': 0.7, 'delta': 0.26}")
+    assert text_outputs(first) == text_outputs(again) != text_outputs(changed)
+    assert machine_paths(first) == ["/tmp/x.py:1: Warning"]  # stored notebooks keep no standard error
+    assert machine_paths(notebook("wrote report/\n", "'report'", warning="")) == []

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from figure_checks import covered_points, drawn_texts, overprinted
+from figure_checks import covered_points, drawn_texts, overprinted, text_over_data
 from mindcap_tok.report import figures
 from mindcap_tok.roundtrip import plots
 from mindcap_tok.roundtrip.sequences import presets
@@ -72,7 +72,7 @@ def hop_tokens(seed: int = 0) -> pd.DataFrame:
 def test_token_cost_has_a_panel_per_chain_naming_each_hops_language(caught, tmp_path):
     plots.plot_token_cost(hop_tokens(), tmp_path / "t.png")
     (fig,) = caught
-    assert overprinted(fig) == [] and covered_points(fig) == []
+    assert overprinted(fig) == [] and covered_points(fig) == [] and text_over_data(fig) == []
     panels = {ax.get_title(): ax for ax in fig.axes}
     assert set(panels) == {*presets(), "en>de>th>en"}  # a written-out chain shortened to its aliases
     ticks = [t.get_text() for t in panels["lit:e-asia"].get_xticklabels()]
@@ -129,7 +129,7 @@ def test_pass_share_bars_keep_their_tops_clear_of_the_legend(caught, tmp_path):
     plots.plot_pass_share(_metrics(shares), tmp_path / "p.png")
     (fig,) = caught
     (ax,) = fig.axes
-    assert overprinted(fig) == [] and covered_points(fig) == []
+    assert overprinted(fig) == [] and covered_points(fig) == [] and text_over_data(fig) == []
     assert len(ax.patches) == len(MODELS) * len(JUDGES) * 9
     assert [t.get_text() for t in ax.texts] == ["not judged"]
     assert [t.get_text() for t in ax.get_xticklabels()][-2:] == ["lit:s-america", "en>de>th>en"]
@@ -150,7 +150,7 @@ def test_a_leaderboard_lists_models_in_rank_order_with_ticks_at_both_ends(caught
     plots.plot_leaderboard(pd.DataFrame(rows), tmp_path / "l.png")
     (fig,) = caught
     ax = fig.axes[0]
-    assert overprinted(fig) == [] and covered_points(fig) == []
+    assert overprinted(fig) == [] and covered_points(fig) == [] and text_over_data(fig) == []
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     labels = sorted(ax.get_yticklabels(), key=lambda t: -t.get_window_extent(renderer).y0)
@@ -208,6 +208,7 @@ def test_the_reference_figure_names_every_point_apart_and_says_why_a_judge_is_mi
     assert first.get_title() == f"judge {JUDGES[0]}: ρ = 1.00, one-sided p = 0.0014 (6 models)"
     assert sorted(t.get_text() for t in first.texts) == sorted(ref["model"])
     assert overprinted(fig) == []  # the two close names were moved apart
+    assert [pair for pair in text_over_data(fig) if pair[0] not in set(ref["model"])] == []
     words = " ".join(t.get_text() for t in second.texts).replace("\n", " ")
     assert f"nothing to show, because only 2 model(s) judged by {JUDGES[1]} are in the reference ranking" in words
     assert "needs at least 3" in words and not second.axison

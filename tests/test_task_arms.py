@@ -177,7 +177,10 @@ def test_report_figures_tell_two_tasks_in_one_language_apart(world, tmp_path, mo
         assert dict(zip(x, y, strict=True)) == {30: pytest.approx(100 * at_b), 90: pytest.approx(100 * at_rb)}
         assert list(gap[f"de ({task})"].get_ydata()) == [pytest.approx(100 * (translate - at_b))]
     caption = caught["gap_curves.png"].texts[-1].get_text()
-    assert "de (plain2): TRANSLATE-ACT ahead or level at every budget" in caption and "de (mgsm): " in caption
+    # plain2's per-item gaps at B = 30 are 0, 0, 1, 1: a resample of the two 0 items alone has chance 1/16 > 2.5%,
+    # so the 95% CI reaches 0 and no lead is claimed; mgsm's are −1, 0, 1, 1: its CI holds 0 too
+    assert "de (plain2): no clear difference at any budget" in caption
+    assert "de (mgsm): no clear difference at any budget" in caption
     for name, fig in caught.items():
         assert overprinted(fig) == [] and covered_points(fig) == [], name
 

@@ -63,10 +63,26 @@ no_verify_option = click.option(
 _NO_LATEX = tuple(f for f in FORMATS if f != "latex")
 
 
-def format_option(*, latex: bool = False):
-    """``--format``: table (default), json, csv, md; ``latex`` adds LaTeX for commands whose product is a table."""
-    choices = FORMATS if latex else _NO_LATEX
+def _set_wide(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    ctx.meta["mindcap.wide"] = value
+
+
+def wide_option(f):
+    """``--wide``: a plain table shows every column, however wide, instead of fitting the terminal."""
     return click.option(
+        "--wide",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_wide,
+        help="Show every column of a table, past the terminal's width (a narrow terminal gets the key columns).",
+    )(f)
+
+
+def format_option(*, latex: bool = False):
+    """``--format``: table (default), json, csv, md; ``latex`` adds LaTeX for commands whose product is a table;
+    with it, :func:`wide_option`."""
+    choices = FORMATS if latex else _NO_LATEX
+    option = click.option(
         "--format",
         "fmt",
         type=click.Choice(choices),
@@ -74,6 +90,7 @@ def format_option(*, latex: bool = False):
         show_default=True,
         help="Output format: JSON holds fractions and null for missing values.",
     )
+    return lambda f: wide_option(option(f))
 
 
 def n_boot_option(default: int = 10_000):

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from ._options import level_option, out_file_option, premiums_option, task_files_option
+from ._options import level_option, out_file_option, premiums_option, task_files_option, wide_option
 from ._output import emit, render, to_json
 from ._parsing import Command
 
@@ -106,6 +106,7 @@ def _text(result, fmt: str) -> str:
     show_default=True,
     help="Output format: JSON holds fractions and null for missing values; tables show percent.",
 )
+@wide_option
 @out_file_option()
 @click.pass_obj
 def check_command(

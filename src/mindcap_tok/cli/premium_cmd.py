@@ -286,6 +286,7 @@ def premium_command(
             title=f"Token premium vs {results[0]['ref']} ({label}, {n_boot} resamples, seed {seed})"
             if protocol == "per-sentence"
             else f"Token premium vs {results[0]['ref']} ({label}, Petrov et al. 2023: one string, no CI)",
+            priority=("floor(r·B)",),  # the scaled budgets asked for come before the token counts
         )
         text += _table_notes(results) + (_summary_notes(fairness) if diagnostics else "")
     emit(text, out)

@@ -173,7 +173,7 @@ def sweep_command(state, fmt, out, **common) -> None:
     elif fmt == "csv":
         text = render(result.binding_rows.to_dict(orient="records"), "csv")
     else:  # readable width: settings shared by every row go into the title, Δ_L and the gap in two tables
-        tables = [render(t.rows, fmt, title=t.title, floatfmt=t.floatfmt) for t in sweep_tables(result)]
+        tables = [render(t.rows, fmt, t.title, t.floatfmt, t.priority) for t in sweep_tables(result)]
         text = "\n".join(tables) + result.coverage.footer()
     emit(text, out)
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -29,6 +29,7 @@ from ..stats.premiums import premium_table
 from ..stats.roles import arm_mask
 from ..stats.subcdf import compare_prediction, predict_delta
 from ..stats.timing import emission_timing, timing_contrast
+from ..store import SETTING_COLUMNS
 from ..tasks.roles import TaskArms, task_arms
 
 if TYPE_CHECKING:
@@ -226,6 +227,27 @@ def write_budget_tables(
     return BudgetReport(target, tuple(sorted(files)), result)
 
 
+def _shown(value: object) -> str:
+    """A setting's value as a title shows it: a missing one as ``—``, a whole number without ``.0``."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def drop_shared_settings(*frames: pd.DataFrame) -> tuple[Any, ...]:
+    """Drop the generation-setting columns that hold one value in every frame; return the frames and a title
+    fragment naming those values (``, design replay, cap 4096``)."""
+    shared = []
+    for col in SETTING_COLUMNS:
+        values = {_shown(v) for f in frames if col in f.columns for v in f[col].tolist()}
+        if len(values) == 1:
+            shared.append(f"{col} {values.pop()}")
+            frames = tuple(f.drop(columns=[col]) if col in f.columns else f for f in frames)
+    return (*frames, "".join(f", {s}" for s in shared))
+
+
 def marked_bounds(rows: pd.DataFrame) -> pd.DataFrame:
     """Sweep rows (in points) for a table: where some row lies beyond its cap, a ``beyond_cap`` column reads ``†``
     (no point estimate: Δ_L is only bounded) or ``‡`` (exact: no trace was cut), and ``delta_bounds`` shows the
@@ -259,16 +281,19 @@ def _markdown(
 ) -> str:
     prem = ", ".join(f"{k} r={v:.4f}" for k, v in result.premiums.items())
     bounds = "beyond_cap" in result.rows.columns and bool(result.rows["beyond_cap"].eq(True).any())
+    # every setting that tells two cells apart keeps its column (three Thai cells must not read as one); those
+    # all rows share are said once above the table
+    rows, peaks, shared = drop_shared_settings(result.rows, result.peaks)
+    settings = [c for c in SETTING_COLUMNS if c in rows.columns]
     cols = [
         c
-        for c in ("model", "lang", "budget", *DELTA_COLUMNS, "acc_translate", "gap", "native_lead_prob")
-        if c in result.rows.columns
+        for c in ("model", "lang", *settings, "budget", *DELTA_COLUMNS, "acc_translate", "gap", "native_lead_prob")
+        if c in rows.columns
     ]
-    if "task" in result.rows and result.rows["task"].nunique() > 1:  # a ledger of several tasks: say whose row
-        cols.insert(0, "task")
-    if "cap_status" in result.rows.columns:
+    if "cap_status" in rows.columns:
         cols += ["cap_status", "beyond_cap", "delta_lower", "delta_upper"]
-    sweep_rows = marked_bounds(to_points(result.rows[cols]))
+    sweep_rows = marked_bounds(to_points(rows[cols]))
+    every_row = [f"Every row: {shared.removeprefix(', ')}.", ""] if shared else []
     parts = [
         "# Budget sweep report",
         "",
@@ -286,10 +311,12 @@ def _markdown(
         "",
         "Stability: share of bootstrap replicates whose argmax budget equals the point argmax.",
         "",
-        _md(result.peaks),
+        *every_row,
+        _md(peaks),
         "",
         "## Sweep",
         "",
+        *every_row,
         *([BOUNDS_LEGEND, ""] if bounds else []),
         markdown_table(sweep_rows, ".2f") if len(sweep_rows) else "_none_",
         "",

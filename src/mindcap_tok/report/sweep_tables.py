@@ -10,11 +10,9 @@ from .._tables import FLOATFMT
 from ..stats.roles import label
 from ..store import SETTING_COLUMNS
 from ..tasks.roles import COMPARATOR_ROLE, NATIVE_ROLE
-from .budget_report import BOUNDS_LEGEND, DELTA_COLUMNS, marked_bounds, to_points
+from .budget_report import BOUNDS_LEGEND, DELTA_COLUMNS, drop_shared_settings, marked_bounds, to_points
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from ..stats.budget_sweep import BudgetSweep
 
 #: the window in which a correct answer's emission makes a budget bind
@@ -33,27 +31,8 @@ class TitledTable:
     title: str
     rows: list[dict[str, Any]]
     floatfmt: str = FLOATFMT
-
-
-def _shown(value: object) -> str:
-    """A setting's value as a title shows it: a missing one as ``—``, a whole number without ``.0``."""
-    if value is None or (isinstance(value, float) and value != value):
-        return "—"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def drop_shared_settings(*frames: pd.DataFrame) -> tuple[Any, ...]:
-    """Drop the generation-setting columns that hold one value in every frame; return the frames and a title
-    fragment naming those values (``, design replay, cap 4096``)."""
-    shared = []
-    for col in SETTING_COLUMNS:
-        values = {_shown(v) for f in frames if col in f.columns for v in f[col].tolist()}
-        if len(values) == 1:
-            shared.append(f"{col} {values.pop()}")
-            frames = tuple(f.drop(columns=[col]) if col in f.columns else f for f in frames)
-    return (*frames, "".join(f", {s}" for s in shared))
+    #: the columns a narrow terminal keeps first after the key columns
+    priority: tuple[str, ...] = ()
 
 
 def sweep_tables(result: BudgetSweep) -> list[TitledTable]:
@@ -73,15 +52,19 @@ def sweep_tables(result: BudgetSweep) -> list[TitledTable]:
     shown = marked_bounds(rows[keys + [c for c in delta if c in rows] + cap])
     if "delta_bounds" in shown:
         head = f"{head}. {BOUNDS_LEGEND}"
-    tables = [TitledTable(head, shown.to_dict(orient="records"), ".2f")]
+    tables = [TitledTable(head, shown.to_dict(orient="records"), ".2f", ("delta", "ci_low", "ci_high", "beyond_cap"))]
     gap = [c for c in GAP_COLUMNS if c in rows]
     if gap:
         title = (
             f"Gap: {label(arms.comparator, COMPARATOR_ROLE).upper()} − {label(arms.native, NATIVE_ROLE).upper()} "
             "accuracy at B (points)"
         )
-        tables.append(TitledTable(title, rows[keys + gap].to_dict(orient="records"), ".2f"))
-    tables.append(TitledTable("Peaks (argmax Δ_L)", peaks.to_dict(orient="records"), ".3f"))
+        tables.append(TitledTable(title, rows[keys + gap].to_dict(orient="records"), ".2f", ("gap", "gap_ci_low")))
+    tables.append(
+        TitledTable(
+            "Peaks (argmax Δ_L)", peaks.to_dict(orient="records"), ".3f", ("peak_budget", "scaled_budget", "delta")
+        )
+    )
     if len(cross):
         tables.append(TitledTable("Crossovers", cross.to_dict(orient="records"), ".3f"))
     if len(result.forcing):

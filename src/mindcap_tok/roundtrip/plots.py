@@ -60,11 +60,14 @@ def plot_pass_share(metrics: pd.DataFrame, path: str | os.PathLike[str]) -> None
         sub = sub.set_index("group").reindex(seqs)
         x = np.arange(len(seqs)) + (k - (len(bars) - 1) / 2) * width
         share = sub["pass_share"].astype(float).to_numpy()
-        se = sub["pass_share_se"].astype(float).fillna(0).to_numpy()
+        se = np.where(np.isnan(share), np.nan, sub["pass_share_se"].astype(float).fillna(0).to_numpy())
         label = f"{model} / judge {judge}" if len(judges) > 1 else model
         ax.bar(x, np.nan_to_num(share), width, yerr=se, capsize=2, label=label)
-        for xi in x[np.isnan(share)]:  # a bar of height 0 is a pass share of 0; an unjudged one says so
-            ax.text(xi, 0.02, "not judged", rotation=90, ha="center", va="bottom", fontsize=7)
+        # a share of 0 has no bar to see: it is named "0", and an unjudged bar says "not judged"
+        for xi in x[np.isnan(share)]:
+            ax.text(xi, 0.02, "not judged", rotation=90, ha="center", va="bottom", fontsize=7, color="grey")
+        for xi, s in zip(x[share == 0], se[share == 0], strict=True):
+            ax.text(xi, s + 0.02, "0", ha="center", va="bottom", fontsize=8, fontweight="bold")
     ax.set_xticks(range(len(seqs)), [chain_label(s) for s in seqs], rotation=30, ha="right", fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("pass share (MQM ≥ 80)")
@@ -75,39 +78,73 @@ def plot_pass_share(metrics: pd.DataFrame, path: str | os.PathLike[str]) -> None
     figures.save_figure(fig, path)
 
 
+def _no_answer(part: pd.DataFrame) -> pd.Series:
+    """The hops whose ratio is 0 because no thought closed (the answer channel is empty): a note, not a point."""
+    if "unclosed_share" not in part:
+        return pd.Series(False, index=part.index)
+    return (part["token_ratio"].astype(float) == 0) & (part["unclosed_share"].astype(float) > 0)
+
+
+def _capped(part: pd.DataFrame) -> pd.Series:
+    """The hops where at least one text hit its cap (their ratio is a lower bound)."""
+    if "cap_hit_share" not in part:
+        return pd.Series(False, index=part.index)
+    return part["cap_hit_share"].astype(float) > 0
+
+
 def _cost_panel(ax, seq: str, part: pd.DataFrame, colours: dict[str, str]) -> None:
-    """One chain's token ratios hop by hop, a line per model, FLORES premiums as hollow markers; the x ticks
-    name each hop's target language."""
+    """One chain's token ratios hop by hop, a line per model, FLORES premiums as hollow circles, hops where a text
+    hit its cap crossed (their ratio is a lower bound); a hop whose thought never closed is named on its tick
+    rather than drawn at 0. The x ticks name each hop's target language."""
     langs = dict(zip(part["hop"].astype(int), part["tgt_lang"], strict=True))
     ax.set_title(chain_label(seq), fontsize=9)
     if part["token_ratio"].astype(float).isna().all():
         nothing_to_show(ax, "no hop output of this chain was counted (no tokenizer for its models)", width=30)
         return
+    unclosed = set(part.loc[_no_answer(part), "hop"].astype(int))
     for model, g in part.groupby("model", sort=False):
         g = g.sort_values("hop")
-        ax.plot(g["hop"], g["token_ratio"].astype(float), "o-", ms=4, color=colours[model], label=model)
+        ratio = g["token_ratio"].astype(float).mask(_no_answer(g))
+        ax.plot(g["hop"], ratio, "o-", ms=4, color=colours[model], label=model)
+        capped = _capped(g) & ~_no_answer(g)
+        if capped.any():
+            ax.plot(g["hop"][capped], ratio[capped], "X", ms=9, mfc=colours[model], mec="black", mew=0.8)
         premium = g["flores_premium"].astype(float)
         if premium.notna().any():
             ax.plot(g["hop"], premium, "o", mfc="none", color=colours[model], ms=8)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_xticks(list(langs), [f"{h}\n{short_name(lang)}" for h, lang in langs.items()], fontsize=8)
+    ticks = [f"{h}\n{short_name(lang)}" + ("\nno answer" if h in unclosed else "") for h, lang in langs.items()]
+    ax.set_xticks(list(langs), ticks, fontsize=8)
     ax.set_xlim(min(langs) - 0.4, max(langs) + 0.4)
     ax.grid(alpha=0.3)
 
 
 def _cost_caption(hop_tokens: pd.DataFrame) -> str:
-    """What the token-cost panels draw, and the costliest hop, read from the table."""
+    """What the token-cost panels draw, and the costliest hop where one hop alone has the largest ratio (to the
+    two decimals printed; tied hops are not ranked), read from the table."""
     ratio = hop_tokens["token_ratio"].astype(float)
-    top = hop_tokens.loc[ratio.idxmax()]
     hollow = (
         "hollow: the FLORES premium of the hop's language with the same tokenizer"
         if hop_tokens["flores_premium"].notna().any()
         else "FLORES premiums not computed (see report.md)"
     )
-    return (
-        f"Filled: output tokens / source tokens of each hop (ratio of totals over texts); {hollow}; dashed: parity. "
-        f"Costliest hop: {top['model']} into {short_name(top['tgt_lang'])} (hop {int(top['hop'])} of "
-        f"{chain_label(top['sequence'])}), {float(top['token_ratio']):.2f}× the source tokens."
+    words = f"Filled: output tokens / source tokens of each hop (ratio of totals over texts); {hollow}; dashed: parity."
+    silent = _no_answer(hop_tokens)
+    capped = _capped(hop_tokens) & ~silent
+    if capped.any():
+        words += f" Crossed: {int(capped.sum())} hop(s) where a text hit its cap; their ratio is a lower bound."
+    if silent.any():
+        words += f" 'no answer': {int(silent.sum())} hop(s) whose thought never closed, so no answer to count."
+    rounded = ratio.round(2)
+    top = rounded[~silent].max()
+    tied = hop_tokens[(rounded == top) & ~silent]
+    if len(tied) > 1:
+        return words + f" Largest ratio {top:.2f}×, shared by {len(tied)} hops: no single costliest hop."
+    row = tied.iloc[0]
+    bound = " (it hit its cap: at least)" if capped[tied.index[0]] else ""
+    return words + (
+        f" Costliest hop: {row['model']} into {short_name(row['tgt_lang'])} (hop {int(row['hop'])} of "
+        f"{chain_label(row['sequence'])}), {float(row['token_ratio']):.2f}× the source tokens{bound}."
     )
 
 
@@ -121,7 +158,7 @@ def plot_token_cost(hop_tokens: pd.DataFrame, path: str | os.PathLike[str]) -> N
     colours = {m: cycle[i % len(cycle)] for i, m in enumerate(models)}
     ncols = min(3, len(seqs))
     nrows = math.ceil(len(seqs) / ncols)
-    width_in = 3.4 * ncols + (2.2 if len(models) > 1 else 0.4)
+    width_in = 3.4 * ncols + 2.2
     fig, axes = plt.subplots(nrows, ncols, figsize=(width_in, 2.6 * nrows + 1.6), squeeze=False, sharey=True)
     for ax, seq in zip(axes.flat, seqs, strict=False):
         _cost_panel(ax, seq, hop_tokens[hop_tokens["sequence"] == seq], colours)
@@ -131,8 +168,10 @@ def plot_token_cost(hop_tokens: pd.DataFrame, path: str | os.PathLike[str]) -> N
         ax.set_ylabel("output / source tokens")
     for ax in axes.flat[max(0, len(seqs) - ncols) : len(seqs)]:
         ax.set_xlabel("hop and its language")
-    if len(models) > 1:
-        handles = [plt.Line2D([], [], marker="o", color=colours[m], label=m) for m in models]
+    handles = [plt.Line2D([], [], marker="o", color=colours[m], label=m) for m in models] if len(models) > 1 else []
+    if (_capped(hop_tokens) & ~_no_answer(hop_tokens)).any():
+        handles.append(plt.Line2D([], [], ls="", marker="X", ms=9, mfc="grey", mec="black", label="hit cap"))
+    if handles:
         axes[0][ncols - 1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
     fig.suptitle(wrapped(f"Token cost along each chain: {names(models)}", width_in))
     caption(fig, wrapped(_cost_caption(hop_tokens), width_in, fontsize=8))
