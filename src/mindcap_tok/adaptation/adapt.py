@@ -88,7 +88,7 @@ def check_model_folder(model: str | os.PathLike[str]) -> Path:
     return path
 
 
-def check_same_base(ext: SavedExtension, model_tok: ResolvedTokenizer, model: Path) -> None:
+def check_same_base(ext: SavedExtension, model_tok: ResolvedTokenizer, *, model: Path) -> None:
     """Refuse a model whose tokenizer files do not hash as the fold's base tokenizer's."""
     want = (ext.manifest.get("base") or {}).get("sha256")
     if model_tok.sha256 != want:
@@ -182,7 +182,7 @@ def adapt_model(
     ext = extension if isinstance(extension, SavedExtension) else load_extension(extension)
     path = check_model_folder(model)
     base = load_tokenizer(str(path))
-    check_same_base(ext, base, path)
+    check_same_base(ext, base, model=path)
     first = int(ext.manifest["first_new_id"])
     pieces = new_token_pieces(ext, base)
     _, auto_model = _torch()
@@ -199,7 +199,7 @@ def adapt_model(
     tied = initialise(loaded, pieces, first_new_id=first, init=init, seed=seed)
     init_s = time.perf_counter() - start
     start = time.perf_counter()
-    record = {
+    record: dict[str, object] = {
         "format": ADAPT_FORMAT,
         "init": init,
         "seed": seed,
@@ -219,7 +219,7 @@ def adapt_model(
     with new_folder(target, PRODUCER) as tmp:
         loaded.save_pretrained(tmp)
         record["tokenizer_files"] = _copy_tokenizer(ext, path, tmp)
-        record["seconds"] = {"load": round(load_s, 3), "resize_init": round(init_s, 3)}
-        record["seconds"]["save"] = round(time.perf_counter() - start, 3)
+        save_s = time.perf_counter() - start
+        record["seconds"] = {"load": round(load_s, 3), "resize_init": round(init_s, 3), "save": round(save_s, 3)}
         (tmp / ADAPT_MANIFEST).write_text(dumps_strict(record) + "\n", encoding="utf-8")
     return record

@@ -46,7 +46,7 @@ class BpbSettings:
     limit: int | None = None
     ref: str = "eng_Latn"
     flores_source: str | None = None
-    max_batch_tokens: int = 2048
+    max_batch_tokens: int = 512
     resampling: Resampling = DEFAULT_RESAMPLING
 
 
@@ -99,7 +99,7 @@ def _batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
 
 
 def sentence_bits(
-    model: str | os.PathLike[str], texts: Sequence[str], *, max_batch_tokens: int = 2048
+    model: str | os.PathLike[str], texts: Sequence[str], *, max_batch_tokens: int = 512
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Per sentence: bits (−Σ log2 p of its tokens after the start token) and token count, and the start token id,
     under ``model`` (a checkpoint folder) and its own tokenizer."""
