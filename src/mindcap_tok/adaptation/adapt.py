@@ -7,7 +7,9 @@ Every base row is kept bit for bit; the rows of the new tokens are initialised b
   the new token's bytes encode to (the base BPE's merges applied to those bytes as one pre-token); output rows by
   the same rule over the output layer's rows;
 - ``random``: the model's own initialiser (``resize_token_embeddings(mean_resizing=False)``, which calls the
-  model's ``_init_weights`` on the new rows), seeded: the control.
+  model's ``_init_weights`` on the new rows), seeded: the control;
+- ``hewitt``: Hewitt (2021): every new row drawn from a normal around the mean of all base rows with 1e-9 times
+  their covariance (``resize_token_embeddings(mean_resizing=True)``), seeded.
 
 Only byte-level BPE ``tokenizer.json`` models are adapted (the base's back end says whether it can be, so no
 family is named here); a model whose tokenizer is not the fold's base (file hashes differ) is refused.
@@ -135,7 +137,8 @@ def initialise(model, pieces: list[list[int]], *, first_new_id: int, init: str, 
     new_size = first_new_id + len(pieces)
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
-        model.resize_token_embeddings(new_size, mean_resizing=False)  # the model's own initialiser on new rows
+        # the model's own initialiser on new rows, or (hewitt) transformers' draw around the mean of all base rows
+        model.resize_token_embeddings(new_size, mean_resizing=init == "hewitt")
         inp = model.get_input_embeddings().weight
         out_layer = model.get_output_embeddings()
         tied = out_layer is None or out_layer.weight is inp

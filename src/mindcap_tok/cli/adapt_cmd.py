@@ -39,10 +39,11 @@ from ._progress import on_progress, progress_bar
     "--init",
     default="mean",
     show_default=True,
-    help=f"New rows: {' or '.join(ADAPT_INITS)} (mean: FVT, the mean of the base rows of the new token's base "
-    "encoding; random: the model's own initialiser, seeded).",
+    help=f"New rows: {', '.join(ADAPT_INITS)} (mean: FVT, the mean of the base rows of the new token's base "
+    "encoding; random: the model's own initialiser, seeded; hewitt: drawn around the mean of all base rows, "
+    "Hewitt 2021, seeded).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random init.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random and hewitt inits.")
 @format_option()
 @click.pass_obj
 def adapt_command(state, extension, model, out, init, seed, fmt):
