@@ -220,3 +220,12 @@ def test_bits_per_byte_equal_a_plain_computation_on_the_held_out_lines(tiny, mad
     thai_base, thai_mean = rows[("base", "tha_Thai")], rows[("mean", "tha_Thai")]
     assert thai_mean["tokens_per_byte"] < thai_base["tokens_per_byte"]
     assert thai_mean["bpb_change"] == pytest.approx(thai_mean["bpb"] - thai_base["bpb"])
+
+
+def test_bpb_refuses_a_model_adapted_to_another_fold(tiny, made):
+    other = made["root"] / "mean-fold-1"
+    adapt_model(made["fold"].parent / "fold-1", tiny, out_dir=other, init="mean")
+    res = _invoke(["bpb", "--extension", made["fold"], "--model", tiny, "--model", other, "--n-boot", "40"])
+    assert res.exit_code == 2 and res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "was adapted to another extension" in lines[0], res.stderr

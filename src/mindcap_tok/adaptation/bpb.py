@@ -129,15 +129,22 @@ def sentence_bits(
     return bits, np.array([len(x) for x in ids], dtype=np.int64), start
 
 
-def _label(path: Path) -> str:
-    """A model's init (``base`` for a checkpoint ``adapt`` did not write)."""
+def model_init(path: Path, ext: SavedExtension) -> str:
+    """A model's init (``base`` for a checkpoint ``adapt`` did not write); refused when ``adapt`` wrote it for
+    another extension, whose training lines may be ``ext``'s held-out ones."""
     record = path / ADAPT_MANIFEST
     if not record.is_file():
         return "base"
     try:
-        return str(json.loads(record.read_text(encoding="utf-8")).get("init", "adapted"))
+        data = json.loads(record.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise DamagedDataError(f"{record} is not valid JSON: {exc}") from exc
+    if data.get("extension_tokenizer_sha256") != ext.tokenizer.sha256:
+        raise BadInputError(
+            f"{path} was adapted to another extension than {ext.path} (its training lines may be this fold's "
+            "held-out lines): score it with the fold it was adapted to"
+        )
+    return str(data.get("init", "adapted"))
 
 
 def _interval(values: np.ndarray, level: float) -> list[float]:
@@ -160,6 +167,7 @@ def measure_bpb(
     if not models:
         raise BadInputError("bits per byte needs at least one model")
     paths = [check_model_folder(m) for m in models]
+    inits = [model_init(p, ext) for p in paths]
     texts = held_out_texts(ext, ref=settings.ref, source=settings.flores_source)
     if settings.limit is not None:
         texts = {lang: lines[: settings.limit] for lang, lines in texts.items()}
@@ -184,7 +192,7 @@ def measure_bpb(
             bpb = float(bits.sum() / n_bytes.sum())
             row = {
                 "model": path.name,
-                "init": _label(path),
+                "init": inits[k],
                 "lang": lang,
                 "sentences": len(lines),
                 "bytes": int(n_bytes.sum()),
