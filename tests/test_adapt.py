@@ -25,6 +25,7 @@ from mindcap_tok.adaptation.adapt import base_pieces_of  # noqa: E402
 from mindcap_tok.cli.main import cli  # noqa: E402
 from mindcap_tok.data.flores import load_flores  # noqa: E402
 from mindcap_tok.errors import BadInputError  # noqa: E402
+from mindcap_tok.report.figures import plot_bpb  # noqa: E402
 from mindcap_tok.resample import Resampling  # noqa: E402
 
 BASE_VOCAB = 512
@@ -198,7 +199,7 @@ def _bits_by_hand(folder, texts):
     return out, tokens
 
 
-def test_bits_per_byte_equal_a_plain_computation_on_the_held_out_lines(tiny, made, flores_dir):
+def test_bits_per_byte_equal_a_plain_computation_on_the_held_out_lines(tiny, made, flores_dir, tmp_path):
     fold = load_extension(made["fold"])
     dev = {code: load_flores(code, "dev", source=flores_dir) for code in ("tha_Thai", "eng_Latn")}
     held = [dev_id for dev_id in fold.manifest["held_out_items"]][:3]
@@ -217,6 +218,8 @@ def test_bits_per_byte_equal_a_plain_computation_on_the_held_out_lines(tiny, mad
             assert row["bpb"] == pytest.approx(sum(bits) / n_bytes, rel=1e-6)  # batched float32 vs one by one
             assert row["tokens_per_byte"] == tokens / n_bytes
             assert row["bpb_ci"][0] <= row["bpb"] <= row["bpb_ci"][1]
+    plot_bpb(result, tmp_path / "bpb.png")
+    assert (tmp_path / "bpb.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     thai_base, thai_mean = rows[("base", "tha_Thai")], rows[("mean", "tha_Thai")]
     assert thai_mean["tokens_per_byte"] < thai_base["tokens_per_byte"]
     assert thai_mean["bpb_change"] == pytest.approx(thai_mean["bpb"] - thai_base["bpb"])

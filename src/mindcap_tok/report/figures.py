@@ -152,5 +152,5 @@ def plot_bpb(result: dict, path: str | os.PathLike[str]) -> None:
         ax.set_title(f"{lang} ({sel[0]['sentences']} held-out sentences)", fontsize=9)
         ax.set_xlabel("bits per byte" + (f" ({result['level'] * 100:.0f}% CI)" if has_ci else ""))
         ax.grid(axis="x", alpha=0.3)
-    caption(fig, f"fold {result['fold']} of {result['corpus']}: untrained new embeddings, before any training")
+    caption(fig, f"held-out lines of fold {result['fold']} of {result['corpus']}; adapted models' new rows untrained")
     save_figure(fig, path)
