@@ -81,6 +81,35 @@ def test_new_rows_are_the_mean_of_their_base_encoding(tiny, made):
     assert len(lengths) > 1  # new tokens of several base lengths were checked
 
 
+def test_an_untied_output_layer_gets_its_own_rows_by_the_same_rule(tiny, made, tmp_path):
+    from transformers import AutoConfig
+
+    untied = tmp_path / "untied"
+    shutil.copytree(tiny, untied)
+    config = AutoConfig.from_pretrained(tiny)
+    config.tie_word_embeddings = False
+    model = AutoModelForCausalLM.from_pretrained(tiny, config=config)
+    with torch.no_grad():
+        head = torch.randn(model.lm_head.weight.shape, generator=torch.Generator().manual_seed(1)) * 0.05
+        model.lm_head.weight.copy_(head)
+    model.save_pretrained(untied)
+    out = tmp_path / "untied-mean"
+    record = adapt_model(made["fold"], untied, out_dir=out, init="mean")
+    assert record["tied"] is False
+    _, emb, base_head = _weights(untied)
+    adapted, new_emb, new_head = _weights(out)
+    assert adapted.config.tie_word_embeddings is False and new_head.data_ptr() != new_emb.data_ptr()
+    assert torch.equal(base_head, head) and torch.equal(new_head[:BASE_VOCAB], head)
+    assert torch.equal(new_emb[:BASE_VOCAB], emb)
+    base_bpe = Tokenizer.from_file(str(tiny / "tokenizer.json")).model
+    extended = Tokenizer.from_file(str(made["fold"] / "tokenizer.json"))
+    for i in range(BASE_VOCAB, extended.get_vocab_size()):
+        ids = [t.id for t in base_bpe.tokenize(extended.id_to_token(i))]
+        want = head.numpy().astype(np.float64)[ids].mean(axis=0)
+        np.testing.assert_allclose(new_head[i].numpy(), want, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(new_emb[i].numpy(), emb.numpy().astype(np.float64)[ids].mean(axis=0), atol=1e-8)
+
+
 def test_hewitt_rows_are_drawn_tightly_around_the_mean_of_all_base_rows(tiny, made):
     out = made["root"] / "hewitt"
     adapt_model(made["fold"], tiny, out_dir=out, init="hewitt", seed=0)
