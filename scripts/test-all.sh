@@ -60,7 +60,8 @@ fi
 # only the files that hold vLLM tests: collecting the rest here would report their module-level skips
 MINDCAP_TEST_REQUIRES=vllm,torch,httpx VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 \
   .venv-gen/bin/python -m pytest -q -m vllm --durations=5 \
-  tests/test_generate_vllm.py tests/test_server_vllm.py tests/test_determinism_vllm.py tests/test_roundtrip_run.py
+  tests/test_generate_vllm.py tests/test_server_vllm.py tests/test_determinism_vllm.py tests/test_roundtrip_run.py \
+  tests/test_adapt_vllm.py
 lap "vLLM stage"
 
 [ -x .venv-comet/bin/python ] || "$PY" -m venv .venv-comet

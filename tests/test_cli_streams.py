@@ -72,6 +72,14 @@ class Inputs:
         return self.once("tiny", lambda p: build_tiny_model(p / "tiny-qwen3"))
 
     @property
+    def tiny_fold(self) -> Path:
+        """Fold 0 of a Thai extension of the tiny model's tokenizer, learned on FLORES dev (for adapt and bpb)."""
+        from adapt_fixture import tiny_extension
+
+        flores = self.get("flores_dir")
+        return self.once("tiny_fold", lambda p: tiny_extension(self.tiny, p, flores))
+
+    @property
     def native(self) -> Path:
         """A ledger of two short native Thai traces (what `render` translates)."""
         qwen = self.get("qwen")
@@ -216,6 +224,15 @@ CASES: dict[str, Callable[[Inputs, Path], Case]] = {
         ],
         JSON,
         rf"^wrote {t / 'ext'} in \d+ s$",
+    ),
+    "adapt": lambda i, t: Case(
+        ["adapt", "--extension", i.tiny_fold, "--model", i.tiny, "--out-dir", t / "adapted", "--format", "json"],
+        JSON,
+        rf"^wrote {t / 'adapted'} in [0-9.]+ s$",
+    ),
+    "bpb": lambda i, t: Case(
+        ["bpb", "--extension", i.tiny_fold, "--model", i.tiny, "--limit", "2", "--n-boot", "40", "--format", "csv"],
+        CSV,
     ),
     "ledger import": lambda i, t: Case(
         ["ledger", "import", _jsonl(i, t), "--out-dir", t / "L"], NOTHING, r"^imported 2 of 2 records into "

@@ -40,3 +40,5 @@ VARIANTS = {
     "thousands": "tolerate thousands separators (5,600 / 5.600 / 1 234) in the integer",
     "native-digits": "tolerate Thai, Bengali, Devanagari, Telugu, Arabic-Indic and full-width digits",
 }
+#: how ``adapt`` initialises the embedding rows of an extension's new tokens (docs/adapt.md: which published method)
+ADAPT_INITS = ("mean", "random", "hewitt")

@@ -1,5 +1,8 @@
-"""Adaptation ladder rungs: vocabulary extensions (learn, cross-fit, save, apply)."""
+"""Adaptation ladder rungs: vocabulary extensions (learn, cross-fit, save, apply) and the models adapted to them
+(resized checkpoints, bits per byte)."""
 
+from .adapt import adapt_model
+from .bpb import BpbSettings, measure_bpb
 from .corpus import Corpus, as_corpus, flores_corpus, load_corpus, mgsm_corpus, text_file_corpus
 from .crossfit import (
     CrossFitting,
@@ -18,6 +21,7 @@ from .saved import CrossFitSet, SavedExtension, apply_extension, load_crossfit, 
 from .triage import fold_rows, price_cells, price_records, triage_rows, triage_text
 
 __all__ = [
+    "BpbSettings",
     "Corpus",
     "CrossFitSet",
     "CrossFitting",
@@ -32,6 +36,7 @@ __all__ = [
     "SavedExtension",
     "SavedFolds",
     "SizeRule",
+    "adapt_model",
     "apply_extension",
     "as_corpus",
     "assign_folds",
@@ -43,6 +48,7 @@ __all__ = [
     "load_corpus",
     "load_crossfit",
     "load_extension",
+    "measure_bpb",
     "measure_effect",
     "measure_folds",
     "mgsm_corpus",

@@ -32,6 +32,8 @@ COMMANDS = {
     "premium": ("premium_cmd", "premium_command"),
     "check": ("check_cmd", "check_command"),
     "extend": ("extend_cmd", "extend_command"),
+    "adapt": ("adapt_cmd", "adapt_command"),
+    "bpb": ("adapt_cmd", "bpb_command"),
     "ledger": ("ledger_cmd", "ledger_group"),
     "score": ("score_cmd", "score_command"),
     "sweep": ("stats_cmd", "sweep_command"),

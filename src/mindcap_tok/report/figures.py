@@ -185,3 +185,26 @@ def plot_premiums(
         notes.append(f"Red: {names(marked, most=6)}.")
     caption(fig, " ".join(notes))
     save_figure(fig, path)
+
+
+def plot_bpb(result: dict, path: str | os.PathLike[str]) -> None:
+    """Bits per byte with CIs, one panel per language, one row per model (``measure_bpb``'s result)."""
+    plt = pyplot()
+    rows = result["rows"]
+    langs = list(dict.fromkeys(r["lang"] for r in rows))
+    fig, axes = plt.subplots(1, len(langs), figsize=(4.2 * len(langs), 0.5 * len(rows) / len(langs) + 1.6))
+    for ax, lang in zip([axes] if len(langs) == 1 else axes, langs, strict=True):
+        sel = [r for r in rows if r["lang"] == lang]
+        labels = [f"{r['model']} ({r['init']})" for r in sel]
+        x = [r["bpb"] for r in sel]
+        has_ci = all(r["bpb_ci"] is not None for r in sel)
+        err = [[r["bpb"] - r["bpb_ci"][0] for r in sel], [r["bpb_ci"][1] - r["bpb"] for r in sel]] if has_ci else None
+        ax.errorbar(x, range(len(sel)), xerr=err, fmt="o", ms=4, capsize=3)
+        ax.set_yticks(range(len(sel)), labels, fontsize=8)
+        ax.set_ylim(-0.6, len(sel) - 0.4)
+        ax.invert_yaxis()
+        ax.set_title(f"{lang} ({sel[0]['sentences']} held-out sentences)", fontsize=9)
+        ax.set_xlabel("bits per byte" + (f" ({result['level'] * 100:.0f}% CI)" if has_ci else ""))
+        ax.grid(axis="x", alpha=0.3)
+    caption(fig, f"held-out lines of fold {result['fold']} of {result['corpus']}; adapted models' new rows untrained")
+    save_figure(fig, path)

@@ -58,3 +58,9 @@ def token_bytes(tok: Tokenizer) -> list[bytes]:
     for i, added in added_tokens.items():
         out[i] = added.content.encode("utf-8")
     return out
+
+
+def piece_ids(tok: Tokenizer, data: bytes) -> list[int]:
+    """The ids a byte-level BPE model gives ``data`` as one pre-token: its merges alone, with no normalizer or
+    pre-tokenizer (what a new token's bytes encode to under the base vocabulary, whatever text surrounds them)."""
+    return [t.id for t in tok.model.tokenize("".join(BYTE_TO_CHAR[b] for b in data))]

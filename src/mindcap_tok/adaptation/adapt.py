@@ -1,0 +1,228 @@
+"""From an extension to a model: a ``transformers`` checkpoint whose tokenizer is a saved fold's extended tokenizer
+and whose input embeddings and output layer (tied or untied) are resized to it.
+
+Every base row is kept bit for bit; the rows of the new tokens are initialised by a stated rule (docs/adapt.md):
+
+- ``mean``: FVT (Gee et al. 2022, "Fast Vocabulary Transfer"): the mean of the base rows of the base tokens that
+  the new token's bytes encode to (the base BPE's merges applied to those bytes as one pre-token); output rows by
+  the same rule over the output layer's rows;
+- ``random``: the model's own initialiser (``resize_token_embeddings(mean_resizing=False)``, which calls the
+  model's ``_init_weights`` on the new rows), seeded: the control;
+- ``hewitt``: Hewitt (2021): every new row drawn from a normal around the mean of all base rows with 1e-9 times
+  their covariance (``resize_token_embeddings(mean_resizing=True)``), seeded.
+
+Only byte-level BPE ``tokenizer.json`` models are adapted (the base's back end says whether it can be, so no
+family is named here); a model whose tokenizer is not the fold's base (file hashes differ) is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .._io import check_new_folder, new_folder, regular_file
+from .._json import dumps_strict
+from ..choices import ADAPT_INITS
+from ..errors import BadInputError, DamagedDataError, MissingExtraError
+from ..tokenization.base import ExtensionFamilies
+from ..tokenization.bytelevel import is_byte_level, piece_ids
+from ..tokenization.hf import HFBackend
+from ..tokenization.load import ResolvedTokenizer, load_tokenizer
+from ..tokenization.sentencepiece_family import SentencePieceBackend
+from ..tokenization.tiktoken_family import TiktokenBackend
+from .saved import SavedExtension, load_extension
+
+PRODUCER = "mindcap-tok adapt"
+#: the adapted folder's record of what was done (beside config.json and the weights)
+ADAPT_MANIFEST = "adaptation.json"
+ADAPT_FORMAT = "mindcap-tok/adapted/1"
+#: a model folder holds its weights in one of these (a sharded checkpoint: its index)
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+#: the model folder's tokenizer files other than tokenizer.json, carried over (special tokens, chat template);
+#: vocab.json / merges.txt are not: they hold the base vocabulary
+TOKENIZER_SIDE_FILES = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json")
+
+BasePieces = Callable[[bytes], list[int]]
+
+
+class _PieceEncoders(ExtensionFamilies[BasePieces | None]):
+    """How a base tokenizer encodes a new token's bytes, where ``adapt`` supports its family."""
+
+    def merges(self, backend: HFBackend) -> BasePieces | None:
+        hf = backend.hf
+        return (lambda data: piece_ids(hf, data)) if is_byte_level(hf) else None
+
+    def ranks(self, backend: TiktokenBackend) -> BasePieces | None:
+        return None  # no transformers model loads a .tiktoken vocabulary as it is
+
+    def pieces(self, backend: SentencePieceBackend) -> BasePieces | None:
+        return None  # not yet: the fold's transformers/tokenizer.json would have to be the model's tokenizer
+
+
+def base_pieces_of(base: ResolvedTokenizer) -> BasePieces:
+    """The function giving a new token's base encoding, or a one-line refusal for a family ``adapt`` lacks."""
+    encoder = base.extension(_PieceEncoders())
+    if encoder is None:
+        raise BadInputError(
+            f"adapt supports byte-level BPE tokenizer.json models only; {base.name} is a {base.family} tokenizer"
+            " that is not byte-level BPE"
+        )
+    return encoder
+
+
+def check_model_folder(model: str | os.PathLike[str]) -> Path:
+    """Refuse a model folder without ``config.json`` or weights, in one line; return it."""
+    path = Path(model)
+    if not path.is_dir():
+        raise BadInputError(f"model folder {path} does not exist (give a transformers checkpoint folder)")
+    if not (path / "config.json").is_file():
+        raise BadInputError(f"model folder {path} has no config.json (not a transformers checkpoint)")
+    if not any((path / name).is_file() for name in WEIGHT_FILES):
+        raise BadInputError(f"model folder {path} has no weights ({', '.join(WEIGHT_FILES)})")
+    return path
+
+
+def check_same_base(ext: SavedExtension, model_tok: ResolvedTokenizer, *, model: Path) -> None:
+    """Refuse a model whose tokenizer files do not hash as the fold's base tokenizer's."""
+    want = (ext.manifest.get("base") or {}).get("sha256")
+    if model_tok.sha256 != want:
+        raise BadInputError(
+            f"the tokenizer of {model} (sha256 {model_tok.sha256[:12]}…) is not the base of the extension {ext.path} "
+            f"(sha256 {str(want)[:12]}…): extend this model's own tokenizer (mindcap-tok extend --model {model})"
+        )
+
+
+def new_token_pieces(ext: SavedExtension, base: ResolvedTokenizer) -> list[list[int]]:
+    """Each new token's base encoding (base ids its bytes encode to), in new-id order."""
+    encode = base_pieces_of(base)
+    first = int(ext.manifest["first_new_id"])
+    out = []
+    for i in range(first, ext.tokenizer.vocab_size):
+        ids = encode(ext.tokenizer.token_bytes[i])
+        if not ids or max(ids) >= first:
+            raise DamagedDataError(f"new token {i} of {ext.path} does not encode to base tokens ({ids})")
+        out.append(ids)
+    return out
+
+
+def _torch():
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM
+    except ImportError as exc:
+        raise MissingExtraError(exc.name or "torch", "torch", needed_by="adapt") from exc
+    return torch, AutoModelForCausalLM
+
+
+def _mean_rows(torch, weight, pieces: list[list[int]]):
+    """Rows: the mean of ``weight``'s rows over each list of ids (in float64, rounded once to the weight's dtype)."""
+    flat = torch.tensor([i for ids in pieces for i in ids], dtype=torch.long)
+    offsets = torch.tensor([0, *torch.tensor([len(p) for p in pieces]).cumsum(0)[:-1].tolist()], dtype=torch.long)
+    used = weight.detach().to(torch.float64)
+    return torch.nn.functional.embedding_bag(flat, used, offsets, mode="mean").to(weight.dtype)
+
+
+def initialise(model, pieces: list[list[int]], *, first_new_id: int, init: str, seed: int) -> bool:
+    """Resize ``model``'s embeddings (and output layer) by ``len(pieces)`` rows and set the new rows by ``init``;
+    whether input and output share one matrix (tied)."""
+    torch, _ = _torch()
+    new_size = first_new_id + len(pieces)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed)
+        # the model's own initialiser on new rows, or (hewitt) transformers' draw around the mean of all base rows
+        model.resize_token_embeddings(new_size, mean_resizing=init == "hewitt")
+        inp = model.get_input_embeddings().weight
+        out_layer = model.get_output_embeddings()
+        tied = out_layer is None or out_layer.weight is inp
+        if init == "mean" and pieces:
+            inp[first_new_id:] = _mean_rows(torch, inp[:first_new_id], pieces)
+            if not tied:
+                out_layer.weight[first_new_id:] = _mean_rows(torch, out_layer.weight[:first_new_id], pieces)
+            bias = None if out_layer is None else getattr(out_layer, "bias", None)
+            if bias is not None:
+                bias[first_new_id:] = _mean_rows(torch, bias[:first_new_id, None], pieces)[:, 0]
+    return tied
+
+
+def _copy_tokenizer(ext: SavedExtension, model: Path, folder: Path) -> list[str]:
+    """The fold's ``tokenizer.json`` and the model's other tokenizer files (the fold's where the model has none)."""
+    copied = []
+    for name in TOKENIZER_SIDE_FILES:
+        source = model / name if (model / name).is_file() else ext.path / name
+        if source.is_file():
+            shutil.copyfile(regular_file(source, "tokenizer file"), folder / name)
+            copied.append(name)
+    shutil.copyfile(regular_file(ext.path / "tokenizer.json", "tokenizer file"), folder / "tokenizer.json")
+    return ["tokenizer.json", *copied]
+
+
+def adapt_model(
+    extension: str | os.PathLike[str] | SavedExtension,
+    model: str | os.PathLike[str],
+    *,
+    out_dir: str | os.PathLike[str],
+    init: str = "mean",
+    seed: int = 0,
+) -> dict:
+    """Write a checkpoint of ``model`` adapted to the saved fold ``extension`` into the new folder ``out_dir``
+    (written beside it and renamed: a kill leaves no half-written checkpoint); return its record
+    (``adaptation.json``: sizes, init, seed, hashes, seconds).
+
+    Refused in one line, before anything is written: an unknown ``init``, an existing ``out_dir``, a model folder
+    without ``config.json`` or weights, a model whose tokenizer is not the fold's base, a family ``adapt`` lacks.
+    """
+    if init not in ADAPT_INITS:
+        raise BadInputError(f"unknown init {init!r}: use one of {', '.join(ADAPT_INITS)}")
+    target = check_new_folder(out_dir)
+    ext = extension if isinstance(extension, SavedExtension) else load_extension(extension)
+    path = check_model_folder(model)
+    base = load_tokenizer(str(path))
+    check_same_base(ext, base, model=path)
+    first = int(ext.manifest["first_new_id"])
+    pieces = new_token_pieces(ext, base)
+    _, auto_model = _torch()
+    start = time.perf_counter()
+    loaded = auto_model.from_pretrained(path)
+    rows = loaded.get_input_embeddings().weight.shape[0]
+    if rows != first:
+        raise BadInputError(
+            f"{path} has {rows} embedding rows but its tokenizer {first} ids: padded vocabularies are not supported "
+            "by adapt yet (new ids would land on unused rows)"
+        )
+    load_s = time.perf_counter() - start
+    start = time.perf_counter()
+    tied = initialise(loaded, pieces, first_new_id=first, init=init, seed=seed)
+    init_s = time.perf_counter() - start
+    start = time.perf_counter()
+    record: dict[str, object] = {
+        "format": ADAPT_FORMAT,
+        "init": init,
+        "seed": seed,
+        "base_model": str(path),
+        "base_tokenizer_sha256": base.sha256,
+        "extension": str(ext.path),
+        "extension_tokenizer_sha256": ext.tokenizer.sha256,
+        "lang": ext.manifest.get("lang"),
+        "fold": ext.manifest.get("fold"),
+        "first_new_id": first,
+        "new_tokens": len(pieces),
+        "vocab_size": first + len(pieces),
+        "tied": tied,
+        "dtype": str(loaded.get_input_embeddings().weight.dtype).removeprefix("torch."),
+        "mean_base_pieces": (sum(map(len, pieces)) / len(pieces)) if pieces else None,
+    }
+    with new_folder(target, PRODUCER) as tmp:
+        loaded.save_pretrained(tmp)
+        record["tokenizer_files"] = _copy_tokenizer(ext, path, tmp)
+        save_s = time.perf_counter() - start
+        record["seconds"] = {"load": round(load_s, 3), "resize_init": round(init_s, 3), "save": round(save_s, 3)}
+        (tmp / ADAPT_MANIFEST).write_text(dumps_strict(record) + "\n", encoding="utf-8")
+    return record
