@@ -78,7 +78,7 @@ def test_sweep_and_report_show_the_binding_regime(ledger, tmp_path):
     header, *lines = res.output.strip().splitlines()
     col = header.split(",").index("correct_in_window")
     assert [int(line.split(",")[col]) for line in lines] == [4, 0, 3, 3, 0]
-    res = CliRunner().invoke(cli, ["sweep", *_run_args(ledger)], catch_exceptions=False)
+    res = CliRunner().invoke(cli, ["sweep", *_run_args(ledger), "--wide"], catch_exceptions=False)  # any COLUMNS
     assert "Binding regime" in res.output and "[[4, 4], [30, 40]]" in res.output
     out = tmp_path / "rep"
     res = CliRunner().invoke(cli, ["report", *_run_args(ledger), "--out-dir", str(out)], catch_exceptions=False)

@@ -197,6 +197,8 @@ def report_command(state, out, **common) -> None:
         frame=common["frame"],
         notes=[footer.strip()] if footer else [],
         tokenizers_dir=state.config.tokenizers_dir.value,
+        tokenizer=common["tokenizer"],
+        allow_tokenizer_mismatch=common["allow_tokenizer_mismatch"],
     )
     rep = write_ledger_report(inputs, out, ledger=common["ledger"], settings=settings)
     click.echo(f"wrote {rep.out_dir}: {', '.join(rep.files)}", err=True)

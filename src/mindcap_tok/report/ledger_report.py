@@ -16,6 +16,7 @@ from ..budgets import SWEEP_BUDGETS
 from ..errors import BadInputError, SetupError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..store import Ledger
+from ..tokenization.load import load_tokenizer
 from .budget_report import BudgetReport, budget_tables, write_budget_tables
 from .html_report import PAGE, PageInputs, plotly_modules, render_page
 from .traces import MAX_TRACES, sample_traces
@@ -30,12 +31,15 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ReportSettings:
     """How a ledger's report is built: the resampling, the frame, the notes printed in it, the folder of the
-    tokenizers that decode the viewer's traces and the most traces the page embeds."""
+    tokenizers that decode the viewer's traces (``tokenizer``, ``allow_tokenizer_mismatch``: as the scoring's
+    :class:`~mindcap_tok.stats.inputs.LedgerSelection`) and the most traces the page embeds."""
 
     resampling: Resampling = DEFAULT_RESAMPLING
     frame: str = "replay"
     notes: Sequence[str] = ()
     tokenizers_dir: str | os.PathLike[str] | None = None
+    tokenizer: str | None = None
+    allow_tokenizer_mismatch: bool = False
     max_traces: int = MAX_TRACES
     #: what :func:`open_report` scores a ledger with: the premiums (default: each model's own tokenizer) and budgets
     premium_specs: Sequence[str] = ()
@@ -65,6 +69,8 @@ def write_ledger_report(
         tokenizers_dir=s.tokenizers_dir,
         limit=s.max_traces,
         seed=s.resampling.seed,
+        override=load_tokenizer(s.tokenizer, s.tokenizers_dir) if s.tokenizer else None,
+        allow_mismatch=s.allow_tokenizer_mismatch,
     )
     try:
         pages = {PAGE: render_page(built, PageInputs(traces=traces, ledger=ledger))}

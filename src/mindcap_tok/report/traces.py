@@ -19,6 +19,7 @@ from ..tokenization.byte_tables import byte_table
 
 if TYPE_CHECKING:
     from ..scoring import Scores
+    from ..tokenization.load import ResolvedTokenizer
 
 #: the viewer's outcome filter: correct (C = 1), cut (the cap cut it, wrong at the cap), never answered (no
 #: answer line read), wrong (answered wrong)
@@ -115,11 +116,14 @@ def sample_traces(
     tokenizers_dir: str | os.PathLike[str] | None = None,
     limit: int = MAX_TRACES,
     seed: int = 0,
+    override: ResolvedTokenizer | None = None,
+    allow_mismatch: bool = False,
 ) -> TraceSample:
     """Up to ``limit`` of the scored records of ``ledger`` (spread over the cells, drawn with ``seed``; fewer where
-    their texts pass :data:`MAX_TEXT_BYTES`) for the trace viewer. ``rows``: the sweep's rows (their B and
-    floor(r·B) are marked); ``scores``: the ledger's scores at (at least) those budgets. Texts are decoded from the
-    token ids with the records' tokenizers, so every mark's character offset is that of the decoded prefix."""
+        their texts pass :data:`MAX_TEXT_BYTES`) for the trace viewer. ``rows``: the sweep's rows (their B and
+        floor(r·B) are marked); ``scores``: the ledger's scores at (at least) those budgets. Texts are decoded from the
+        token ids with the records' tokenizers (``override``, ``allow_mismatch``: as the scoring resolved them,
+    :func:`~mindcap_tok.store.resolve_tokenizers`), so every mark's character offset is that of the decoded prefix."""
     by_record = scores.by_record
     picked = _pick(by_record, limit, seed)
     keys = [c for c in KEY_COLUMNS if c in picked.columns]
@@ -134,7 +138,13 @@ def sample_traces(
             if col in frame:
                 frame[col] = frame[col].astype("float64")
     joined = picked.merge(records, on=keys, how="left", suffixes=("", "_rec"), validate="one_to_one")
-    toks = resolve_tokenizers(joined["tokenizer"].tolist(), Ledger(ledger, verify=False), tokenizers_dir=tokenizers_dir)
+    toks = resolve_tokenizers(
+        joined["tokenizer"].tolist(),
+        Ledger(ledger, verify=False),
+        override=override,
+        tokenizers_dir=tokenizers_dir,
+        allow_mismatch=allow_mismatch,
+    )
     marks = _marks(rows)
     score_at = {
         tuple(map(_plain, k)): int(v)
