@@ -73,6 +73,23 @@ def test_view_refuses_a_folder_that_is_neither_ledger_nor_report(tmp_path):
     assert res.stderr.strip() == f"error: {tmp_path}: neither a ledger nor a report folder"
 
 
+def test_view_names_the_ledgers_of_a_folder_and_opens_a_page_file(qwen, tmp_path):
+    for name in ("b", "a"):
+        Ledger(tmp_path / "runs" / name).append([make_record(qwen, "x", item=0)], qwen)
+    res = CliRunner().invoke(cli, ["view", str(tmp_path / "runs"), "--no-open"])
+    listed = f"{tmp_path / 'runs' / 'a'}, {tmp_path / 'runs' / 'b'}"
+    assert (
+        res.exit_code == 2
+        and res.stderr.strip() == f"error: {tmp_path / 'runs'}: a folder of ledgers ({listed}): give one of them"
+    )
+    page = tmp_path / "page.html"
+    page.write_text("<html></html>")
+    res = CliRunner().invoke(cli, ["view", str(page), "--no-open"])
+    assert res.exit_code == 0 and res.stdout.strip() == str(page)
+    res = CliRunner().invoke(cli, ["view", str(tmp_path / "runs" / "a" / "_manifest.json"), "--no-open"])
+    assert res.exit_code == 2 and "a file but not a page (.html)" in res.stderr and res.stdout == ""
+
+
 def test_a_thought_is_marked_after_its_closing_token(qwen, tmp_path):
     close = qwen.tokenizer.token_to_id("</think>")
     pieces = {0: ["<think>", "\nok\n", "</think>", "\n#### 18\n"], 1: ["<think>", "\n#### 18\nstill thinking"]}

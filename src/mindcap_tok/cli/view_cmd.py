@@ -10,7 +10,7 @@ from ._parsing import Command
 
 
 @click.command("view", cls=Command)
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path", type=click.Path(exists=True))
 @click.option(
     "--out-dir",
     "out",
@@ -31,8 +31,8 @@ from ._parsing import Command
 def view_command(
     state, path: str, out: str | None, premium_specs: tuple[str, ...], budgets, frame: str, no_open: bool
 ) -> None:
-    """Print the path of PATH's report.html (PATH: a report folder, or a ledger whose report is built first, as
-    `mindcap-tok report` builds it with its defaults) and open it in the browser."""
+    """Print the path of PATH's report.html (PATH: the page, a report folder, or a ledger whose report is built
+    first, as `mindcap-tok report` builds it with its defaults) and open it in the browser."""
     from ..report.ledger_report import ReportSettings, open_report
 
     settings = ReportSettings(frame=frame, premium_specs=premium_specs, budgets=budgets or SWEEP_BUDGETS)

@@ -87,19 +87,26 @@ def open_report(
     config: Config | None = None,
     settings: ReportSettings = ReportSettings(),
 ) -> Path:
-    """The ``report.html`` of ``path``: a report folder's own page, or for a ledger a report built into ``out_dir``
-    (default: a new temporary folder) with ``settings``; a one-line error when ``path`` is neither."""
+    """The ``report.html`` of ``path``: the page itself, a report folder's own page, or for a ledger a report built
+    into ``out_dir`` (default: a new temporary folder) with ``settings``; a one-line error when ``path`` is none of
+    these (naming the ledgers of a folder that holds several)."""
     from ..stats.budget_sweep import sweep_inputs
 
     source = Path(path)
+    if source.is_file():
+        if source.suffix.lower() in (".html", ".htm"):
+            return source
+        raise BadInputError(f"{source}: a file but not a page (.html); give a report folder, its page or a ledger")
     if (source / PAGE).is_file():
         return source / PAGE
     if not Ledger(source, verify=False).exists():
-        what = (
-            "a report folder without report.html (rerun `mindcap-tok report`)"
-            if (source / "report.md").is_file()
-            else "neither a ledger nor a report folder"
-        )
+        inner = sorted(p for p in source.iterdir() if p.is_dir() and Ledger(p, verify=False).exists())
+        if (source / "report.md").is_file():
+            what = "a report folder without report.html (rerun `mindcap-tok report`)"
+        elif inner:
+            what = f"a folder of ledgers ({', '.join(str(p) for p in inner)}): give one of them"
+        else:
+            what = "neither a ledger nor a report folder"
         raise BadInputError(f"{source}: {what}")
     plotly_modules()  # a missing extra is said before the scoring
     target = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="mindcap-view-")) / "report"
