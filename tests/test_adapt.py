@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -200,6 +201,10 @@ def test_refusals_are_one_line_and_write_nothing(tiny, made, tmp_path):
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], res.stderr
         assert res.stdout == ""
+    folds = Path(made["fold"]).parent  # extend's --out-dir, not one of its folds
+    res = _invoke(["adapt", "--extension", folds, "--model", tiny, "--out-dir", tmp_path / "e"])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert f"it holds the folds {folds / 'fold-0'}, {folds / 'fold-1'}; give one" in res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "no-weights", "other-base"]
     assert [p.name for p in busy.iterdir()] == ["keep.txt"]
 

@@ -501,7 +501,9 @@ def load_extension(folder: str | os.PathLike[str]) -> SavedExtension:
     try:
         manifest = json.loads(regular_file(path / MANIFEST, "extension manifest").read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise BadInputError(f"{path} is not a saved extension (no {MANIFEST})") from exc
+        folds = sorted(str(p) for p in path.glob(f"*/{MANIFEST}")) if path.is_dir() else []
+        hint = f": it holds the folds {', '.join(str(Path(f).parent) for f in folds)}; give one" if folds else ""
+        raise BadInputError(f"{path} is not a saved extension (no {MANIFEST}){hint}") from exc
     except ValueError as exc:
         raise DamagedDataError(f"{path / MANIFEST} is not valid JSON: {exc}") from exc
     if manifest.get("format") != FORMAT:
