@@ -3,6 +3,7 @@ and written as one folder (:func:`write_budget_report`)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from .._io import check_output_folder, output_folder
 from .._tables import markdown_table
 from ..audits.truncation import truncation_tables
 from ..budgets import SWEEP_BUDGETS
-from ..errors import MindcapError
+from ..errors import MindcapError, SetupError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..scoring import OUTCOMES
 from ..stats.binding import binding_regime
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from ..scoring import Scores
 
 from .budget_figures import plot_gap_curves, plot_native_curves
+from .html_report import PAGE, render_page
+
+logger = logging.getLogger(__name__)
 
 #: the command named in the report folder's marker; only it may replace the folder's files
 PRODUCER = "mindcap-tok report"
@@ -181,7 +185,9 @@ def write_budget_report(
     arms: TaskArms | None = None,
     notes: Sequence[str] = (),
 ) -> BudgetReport:
-    """Write ``report.md``, CSV tables and ``native_curves.png`` / ``gap_curves.png`` into ``out_dir``.
+    """Write ``report.md``, CSV tables, ``native_curves.png`` / ``gap_curves.png`` and ``report.html`` (curves and
+    tables; no trace viewer, which needs the ledger's records: :func:`~.ledger_report.write_ledger_report`) into
+    ``out_dir``; without plotly (the ``html`` extra) ``report.html`` is left out with a warning.
 
     The folder is built beside ``out_dir`` and moved into place in one step, so readers never see a
     half-written report. ``out_dir`` must be absent, empty or an earlier report (see
@@ -193,7 +199,12 @@ def write_budget_report(
     """
     check_output_folder(out_dir, PRODUCER)
     built = budget_tables(scores, premiums, budgets=budgets, resampling=resampling, frame=frame, arms=arms, notes=notes)
-    return write_budget_tables(built, out_dir)
+    try:
+        pages = {PAGE: render_page(built)}
+    except SetupError as exc:  # plotly missing: the rest of the report is still written
+        logger.warning("%s; report.html left out", exc)
+        pages = {}
+    return write_budget_tables(built, out_dir, pages=pages)
 
 
 def write_budget_tables(
