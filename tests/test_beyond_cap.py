@@ -16,8 +16,7 @@ import pytest
 
 from ledger_factory import make_record
 from mindcap_tok import Resampling
-from mindcap_tok.report import budget_figures
-from mindcap_tok.report.budget_report import write_budget_report
+from mindcap_tok.report import budget_figures, write_budget_report
 from mindcap_tok.scoring import score_ledger
 from mindcap_tok.stats.cap import BOUNDS, EXACT, WITHIN, all_beyond_caps
 from mindcap_tok.stats.curves import delta_table, sweep

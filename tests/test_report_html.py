@@ -6,6 +6,7 @@ a ledger nor a report. (tests/test_report_page.py opens the page in headless chr
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
@@ -16,7 +17,7 @@ from plotly.offline import get_plotlyjs
 from ledger_factory import make_record
 from mindcap_tok.cli.main import cli
 from mindcap_tok.demo.ledger import build_demo
-from mindcap_tok.report import budget_tables
+from mindcap_tok.report import budget_tables, write_budget_report
 from mindcap_tok.report.html_report import PageInputs, curve_figures, render_page
 from mindcap_tok.report.traces import char_offsets, sample_traces, view_outcome
 from mindcap_tok.scoring import score_ledger
@@ -126,3 +127,40 @@ def test_a_size_limit_keeps_the_cells_round_robin(demo, config, monkeypatch):
     assert [t["cell"] for t in sample_traces(demo.ledger, inputs.scores, rows=rows, limit=28).traces] == [
         t["cell"] for t in full[:14]
     ]
+
+
+def test_a_report_from_scores_alone_writes_its_page_without_the_trace_viewer(demo, config, tmp_path):
+    # write_budget_report gets scores, not the ledger: the page has the curves and tables, no traces, and says
+    # what the trace viewer needs; its plotted Δ_L and gap are the report's own sweep.csv (fractions → points)
+    inputs = sweep_inputs(
+        demo.ledger, budgets=[256, 1024], premium_specs=["th=2.55", "de=1.56", "sw=1.94"], config=config
+    )
+    rep = write_budget_report(
+        inputs.scores, inputs.premiums, out_dir=tmp_path / "rep", budgets=inputs.budgets, arms=inputs.arms
+    )
+    assert "report.html" in rep.files
+    page = (tmp_path / "rep" / "report.html").read_text("utf-8")
+    traces = re.search(r'<script type="application/json" id="traces-data">(.*?)</script>', page, re.S)
+    assert traces is not None and json.loads(traces.group(1)) == []
+    assert 'id="tv-trace"' not in page  # no trace picker
+    note = re.sub(r"\s+", " ", re.search(r'<p id="tv-none">(.*?)</p>', page, re.S).group(1))
+    assert "mindcap-tok report --ledger LEDGER" in note and "mindcap-tok view LEDGER" in note
+    figures = json.loads(re.search(r'id="figures-data">(.*?)</script>', page, re.S).group(1))
+    sweep = pd.read_csv(tmp_path / "rep" / "sweep.csv")
+    replay = sweep[sweep["design"] == "replay"]
+    plotted = {
+        (t["meta"]["metric"], t["meta"]["lang"], x): y
+        for spec in figures.values()
+        for t in spec["data"]
+        if t["meta"]["design"] == "replay" and t["meta"]["metric"] in ("delta", "gap") and "band" not in t["meta"]
+        for x, y in zip(t["x"], t["y"], strict=True)
+    }
+    expected = {
+        (m, r.lang, r.budget): 100 * getattr(r, m)
+        for r in replay.itertuples()
+        for m in ("delta", "gap")
+        if not pd.isna(getattr(r, m)) and not (m == "delta" and r.beyond_cap)
+    }
+    assert plotted.keys() == expected.keys() and len(expected) >= 6
+    assert plotted == pytest.approx(expected)
+    assert any(v != 0 for v in expected.values())

@@ -19,6 +19,7 @@ from PIL import Image
 from mindcap_tok.cli.main import cli
 from mindcap_tok.demo.ledger import build_demo
 from mindcap_tok.store import Ledger
+from mindcap_tok.tasks.answers import get_parser
 from score_reference import reference_scores
 
 pytestmark = pytest.mark.slow
@@ -48,6 +49,19 @@ def _key(values: dict) -> tuple:
     cols = ("model", "lang", "task", "design", "cap", "announced", "announce_style", "forcing")
     norm = [values.get(c) for c in cols]
     return tuple(float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for v in norm)
+
+
+#: the columns that tell a record apart (the ledger's key)
+KEYS = ("model", "arm", "lang", "task", "design", "cap", "announced", "announce_style", "forcing", "item", "sample")
+
+
+def _plain(value):
+    """A key value as the page's JSON and the ledger both give it: missing as None, numbers as floats."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, bool | str):
+        return value
+    return float(value)
 
 
 def _not_blank(path: Path) -> None:
@@ -109,6 +123,22 @@ def test_the_page_shows_the_sweep_and_marks_traces_where_the_ledger_says(report,
                  return out; }"""
         )
         page.locator("#traces").screenshot(path=shots / "report_traces.png")
+        # the outcome filter "cut", every language and arm: the traces it lists in each cell, and every trace's key
+        page.uncheck("#tv-window")
+        page.select_option("#tv-lang", "(all)")
+        page.select_option("#tv-arm", "(all)")
+        page.select_option("#tv-outcome", "cut")
+        listed_cut = page.evaluate(
+            """() => { const cell = document.getElementById('tv-cell'), out = [];
+                 for (const o of Array.from(cell.options)) {
+                   cell.value = o.value; cell.dispatchEvent(new Event('change'));
+                   out.push(...Array.from(document.getElementById('tv-trace').options).map((t) => Number(t.value))); }
+                 return out; }"""
+        )
+        embedded = page.evaluate(
+            f"() => JSON.parse(document.getElementById('traces-data').textContent)"
+            f".map((t) => {json.dumps(list(KEYS))}.map((k) => t[k] === undefined ? null : t[k]))"
+        )
         page.locator("#tables").screenshot(path=shots / "report_tables.png")
         page.click('table[data-table="sweep"] th:text-is("delta")')
         sorted_delta = page.evaluate(
@@ -160,5 +190,18 @@ def test_the_page_shows_the_sweep_and_marks_traces_where_the_ledger_says(report,
         pos = by_kind[mark["kind"]]["pos"]
         assert decode(ids[:pos]).rstrip("\ufffd") == mark["before"], mark["kind"]
     assert {m["kind"] for m in drawn} >= {"B", "E"}
+    # "cut" lists exactly the shown traces whose ledger record the cap cut (finish reason length) and whose whole
+    # output, decoded with the tokenizer's library and parsed, is wrong (the answer at the cap)
+    parser = get_parser("strict")
+    records = Ledger(ledger).read().to_pandas()
+    by_key = {tuple(_plain(r[k]) for k in KEYS): r for r in records.to_dict("records")}
+    want_cut = set()
+    for i, key in enumerate(embedded):
+        r = by_key[tuple(_plain(v) for v in key)]
+        answer = parser.parse(decode(r["output_ids"]), complete=False)
+        if r["finish_reason"] == "length" and not (answer is not None and parser.correct(answer, r["gold"])):
+            want_cut.add(i)
+    assert 0 < len(want_cut) < len(embedded) and len(listed_cut) == len(set(listed_cut))
+    assert set(listed_cut) == want_cut
     for name in ("report_curves.png", "report_traces.png", "report_tables.png"):
         _not_blank(shots / name)

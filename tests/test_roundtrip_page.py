@@ -31,6 +31,7 @@ def test_the_page_shows_each_chain_beside_its_judges_issues(tmp_path, qwen):
         judges=("judge-a",),
         outputs=outputs,
         issues={("qwen3-8b", "judge-a", "t2"): ISSUES},
+        capped={(1, "t2")},
     )
     opts = ReportOptions(tokenizers={"qwen3-8b": qwen}, flores=False, lid=False, n_boot=50)
     rep = roundtrip_report(run, tmp_path / "rep", options=opts)
@@ -38,12 +39,19 @@ def test_the_page_shows_each_chain_beside_its_judges_issues(tmp_path, qwen):
     page = (tmp_path / "rep" / "report.html").read_text("utf-8")
     chains = page.split('<details class="chain"')[1:]
     assert len(chains) == 2
+    for tid, text in TEXTS.items():  # each chain starts with the text the run was given, before its first hop
+        c = next(c for c in chains if f"· {tid} ·" in c)
+        first = re.search(r"<h4>(.*?)</h4>\s*<pre class=\"hop-text[^\"]*\">(.*?)</pre>", c, re.S)
+        assert first is not None and first.groups() == ("source: eng_Latn", html.escape(text))
     t2 = next(c for c in chains if f"qwen3-8b · t2 · {html.escape(SEQ)}" in c)
-    hops = re.findall(r"<h4>hop (\d): (\w+) → (\w+) .*?</h4>\s*<pre class=\"hop-text\">(.*?)</pre>", t2, re.S)
-    assert hops == [
+    hops = re.findall(r"<h4>hop (\d): (\w+) → (\w+) (.*?)</h4>\s*<pre class=\"hop-text\">(.*?)</pre>", t2, re.S)
+    assert [h[:3] + h[4:] for h in hops] == [
         ("1", "eng_Latn", "deu_Latn", "Die Sonne ist heiß."),
         ("2", "deu_Latn", "eng_Latn", "The moon is hot."),
     ]
+    # the cap mark on exactly the hop the factory capped (hop 1 of t2), on no hop of t1
+    assert ["cut by the cap" in h[3] for h in hops] == [True, False]
+    assert "cut by the cap" not in next(c for c in chains if "· t1 ·" in c)
     items = re.findall(r"<li>(.*?)</li>", t2)
     assert items == ["major: the sun became the moon", "minor: tense"]
     assert "<th>mqm</th><td>94.0</td>" in t2  # 100 − 1 minor − 5·1 major

@@ -1,5 +1,5 @@
 """The budget report: Markdown tables, CSVs and the two figures of a Δ_L sweep, built as data (:func:`budget_tables`)
-and written as one folder (:func:`write_budget_report`)."""
+and written as one folder (:func:`write_budget_tables`; with the page: :mod:`.ledger_report`)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,8 @@ class BudgetTables:
 
 @dataclass(frozen=True)
 class BudgetReport:
-    """What :func:`write_budget_report` wrote (file names inside ``out_dir``) and the sweep behind it."""
+    """What :func:`~.ledger_report.write_budget_report` wrote (file names inside ``out_dir``) and the sweep behind
+    it."""
 
     out_dir: Path
     files: tuple[str, ...]
@@ -119,7 +120,8 @@ def budget_tables(
     arms: TaskArms | None = None,
     notes: Sequence[str] = (),
 ) -> BudgetTables:
-    """The tables of a budget report (see :func:`write_budget_report` for the arguments), written nowhere."""
+    """The tables of a budget report (see :func:`~.ledger_report.write_budget_report` for the arguments), written
+    nowhere."""
     by_budget, by_record = (scores, None) if isinstance(scores, pd.DataFrame) else (scores.by_budget, scores.by_record)
     level = resampling.level
     table = premium_table(premiums)
@@ -170,36 +172,11 @@ def budget_tables(
     return BudgetTables(result, tables, native_curves, level, tuple(notes), parser)
 
 
-def write_budget_report(
-    scores: Scores | pd.DataFrame,
-    premiums,
-    *,
-    out_dir: str | os.PathLike[str],
-    budgets: Sequence[int] = SWEEP_BUDGETS,
-    resampling: Resampling = DEFAULT_RESAMPLING,
-    frame: str = "replay",
-    arms: TaskArms | None = None,
-    notes: Sequence[str] = (),
-) -> BudgetReport:
-    """Write ``report.md``, CSV tables and ``native_curves.png`` / ``gap_curves.png`` into ``out_dir``.
-
-    The folder is built beside ``out_dir`` and moved into place in one step, so readers never see a
-    half-written report. ``out_dir`` must be absent, empty or an earlier report (see
-    :func:`~mindcap_tok._io.check_output_folder`). ``scores``: a ledger's :class:`~mindcap_tok.scoring.score.Scores`
-    (its ``by_record`` adds answer-emission timing and the sub-CDF consistency check), or a ``by_budget`` frame
-    alone. ``arms``: each task's native and comparator arm (:func:`~mindcap_tok.tasks.roles.task_arms`; default:
-    ``native`` and ``translate-act`` for every cell). ``notes`` are printed in ``report.md`` (e.g. the items a
-    comparison was restricted to). :func:`budget_tables` builds the same content without writing it.
-    """
-    check_output_folder(out_dir, PRODUCER)
-    built = budget_tables(scores, premiums, budgets=budgets, resampling=resampling, frame=frame, arms=arms, notes=notes)
-    return write_budget_tables(built, out_dir)
-
-
 def write_budget_tables(
     built: BudgetTables, out_dir: str | os.PathLike[str], *, pages: Mapping[str, str] | None = None
 ) -> BudgetReport:
-    """Write the report ``built`` (:func:`budget_tables`) into ``out_dir`` as :func:`write_budget_report` does, with
+    """Write the report ``built`` (:func:`budget_tables`) into ``out_dir`` as
+    :func:`~.ledger_report.write_budget_report` does, with
     ``pages`` (file name -> text, e.g. ``report.html``) written beside the rest."""
     check_output_folder(out_dir, PRODUCER)
     result, level = built.sweep, built.level

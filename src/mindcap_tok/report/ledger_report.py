@@ -12,20 +12,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._io import check_output_folder
 from ..budgets import SWEEP_BUDGETS
 from ..errors import BadInputError, SetupError
 from ..resample import DEFAULT_RESAMPLING, Resampling
 from ..store import Ledger
 from ..tokenization.load import load_tokenizer
-from .budget_report import BudgetReport, budget_tables, write_budget_tables
+from .budget_report import PRODUCER, BudgetReport, BudgetTables, budget_tables, write_budget_tables
 from .html_report import PAGE, PageInputs, plotly_modules, render_page
 from .traces import MAX_TRACES, sample_traces
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..config import Config
+    from ..scoring import Scores
     from ..stats.budget_sweep import SweepInputs
+    from ..tasks.roles import TaskArms
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,34 @@ class ReportSettings:
     #: what :func:`open_report` scores a ledger with: the premiums (default: each model's own tokenizer) and budgets
     premium_specs: Sequence[str] = ()
     budgets: Sequence[int] = SWEEP_BUDGETS
+
+
+def write_budget_report(
+    scores: Scores | pd.DataFrame,
+    premiums,
+    *,
+    out_dir: str | os.PathLike[str],
+    budgets: Sequence[int] = SWEEP_BUDGETS,
+    resampling: Resampling = DEFAULT_RESAMPLING,
+    frame: str = "replay",
+    arms: TaskArms | None = None,
+    notes: Sequence[str] = (),
+) -> BudgetReport:
+    """Write ``report.md``, CSV tables, ``native_curves.png`` / ``gap_curves.png`` and ``report.html`` (the curves
+    and tables; no trace viewer, which needs the ledger's records: :func:`write_ledger_report`) into ``out_dir``;
+    without plotly (the ``html`` extra) ``report.html`` is left out with a warning.
+
+    The folder is built beside ``out_dir`` and moved into place in one step, so readers never see a
+    half-written report. ``out_dir`` must be absent, empty or an earlier report (see
+    :func:`~mindcap_tok._io.check_output_folder`). ``scores``: a ledger's :class:`~mindcap_tok.scoring.score.Scores`
+    (its ``by_record`` adds answer-emission timing and the sub-CDF consistency check), or a ``by_budget`` frame
+    alone. ``arms``: each task's native and comparator arm (:func:`~mindcap_tok.tasks.roles.task_arms`; default:
+    ``native`` and ``translate-act`` for every cell). ``notes`` are printed in ``report.md`` (e.g. the items a
+    comparison was restricted to). :func:`~.budget_report.budget_tables` builds the same content without writing it.
+    """
+    check_output_folder(out_dir, PRODUCER)
+    built = budget_tables(scores, premiums, budgets=budgets, resampling=resampling, frame=frame, arms=arms, notes=notes)
+    return write_budget_tables(built, out_dir, pages=_page(built, PageInputs()))
 
 
 def write_ledger_report(
@@ -72,12 +105,17 @@ def write_ledger_report(
         override=load_tokenizer(s.tokenizer, s.tokenizers_dir) if s.tokenizer else None,
         allow_mismatch=s.allow_tokenizer_mismatch,
     )
+    return write_budget_tables(built, out_dir, pages=_page(built, PageInputs(traces=traces, ledger=ledger)))
+
+
+def _page(built: BudgetTables, inputs: PageInputs) -> dict[str, str]:
+    """``{"report.html": its text}``, or nothing (with a warning) without plotly: the rest of the report is still
+    written."""
     try:
-        pages = {PAGE: render_page(built, PageInputs(traces=traces, ledger=ledger))}
-    except SetupError as exc:  # plotly missing: the rest of the report is still written
+        return {PAGE: render_page(built, inputs)}
+    except SetupError as exc:
         logger.warning("%s; report.html left out", exc)
-        pages = {}
-    return write_budget_tables(built, out_dir, pages=pages)
+        return {}
 
 
 def open_report(

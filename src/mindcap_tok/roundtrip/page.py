@@ -30,6 +30,8 @@ class ReportContent(Protocol):
     def summary(self) -> dict: ...
     @property
     def notes(self) -> tuple[str, ...]: ...
+    @property
+    def sources(self) -> dict[str, str]: ...
 
 
 #: the page's file name in a round-trip report folder
@@ -72,10 +74,13 @@ def roundtrip_page(report: ReportContent, figures: Mapping[str, bytes]) -> str:
     issues = judge_issues(summary["run_dir"])
     chains = []
     for (model, text_id, sequence), part in hops.groupby(["model", "text_id", "sequence"], sort=True):
+        part = part.sort_values("hop")
         judged = samples[samples["model"].eq(model) & samples["text_id"].eq(text_id) & samples["sequence"].eq(sequence)]
         chains.append(
             {
                 "title": f"{model} · {text_id} · {sequence}",
+                "source_lang": part["src_lang"].iloc[0],
+                "source": report.sources.get(str(text_id)),
                 "hops": [
                     {
                         "hop": int(h["hop"]),
@@ -86,7 +91,7 @@ def roundtrip_page(report: ReportContent, figures: Mapping[str, bytes]) -> str:
                         "empty": bool(h["empty"]),
                         "text": h["text"],
                     }
-                    for h in part.sort_values("hop").to_dict("records")
+                    for h in part.to_dict("records")
                 ],
                 "judges": [
                     {

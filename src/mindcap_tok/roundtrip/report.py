@@ -93,14 +93,15 @@ class RoundtripReport:
     """A round-trip report's content before it is written: ``tables`` by CSV name (``metrics``, ``chrf``,
     ``hop_tokens``, ``truncation``, ``langid``, ``inconsistent``, ``agreement``, ``hop_quality``, and ``thinking``
     for a run with a thinking model), ``samples`` (one row per chain and judge, with chrF/COMET where scored),
-    ``hops`` (one row per hop, texts included), ``summary`` (the settings and counts of ``report.json``) and the
-    notes on what was skipped."""
+    ``hops`` (one row per hop, texts included), ``summary`` (the settings and counts of ``report.json``), the
+    notes on what was skipped and ``sources``: each text id's source text (what every chain of it starts from)."""
 
     tables: dict[str, pd.DataFrame]
     samples: pd.DataFrame
     hops: pd.DataFrame
     summary: dict
     notes: tuple[str, ...] = field(default=())
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -719,7 +720,8 @@ def build_roundtrip_report(
     }
     if thinks:  # reasoning models: thinking and instruct twins side by side (older reports keep their files)
         tables["thinking"] = twin_table(metrics, detail, models=spec["models"])
-    return RoundtripReport(tables, samples, detail, summary, tuple(notes))
+    sources = {i: t.text for i, t in data.texts.items()}
+    return RoundtripReport(tables, samples, detail, summary, tuple(notes), sources)
 
 
 def write_roundtrip_report(report: RoundtripReport, out_dir: str | os.PathLike[str]) -> ReportResult:
