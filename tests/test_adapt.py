@@ -81,7 +81,7 @@ def test_new_rows_are_the_mean_of_their_base_encoding(tiny, made):
     assert len(lengths) > 1  # new tokens of several base lengths were checked
 
 
-def test_an_untied_output_layer_gets_its_own_rows_by_the_same_rule(tiny, made, tmp_path):
+def test_an_untied_output_layer_gets_its_own_rows_by_the_same_rule(tiny, made, tmp_path, flores_dir):
     from transformers import AutoConfig
 
     untied = tmp_path / "untied"
@@ -108,6 +108,20 @@ def test_an_untied_output_layer_gets_its_own_rows_by_the_same_rule(tiny, made, t
         want = head.numpy().astype(np.float64)[ids].mean(axis=0)
         np.testing.assert_allclose(new_head[i].numpy(), want, rtol=0, atol=1e-8)
         np.testing.assert_allclose(new_emb[i].numpy(), emb.numpy().astype(np.float64)[ids].mean(axis=0), atol=1e-8)
+    # focus: the output layer's rows by the same sparsemax weights (recomputed here from the fastText vectors)
+    from mindcap_tok.adaptation.focus import auxiliary_vectors
+
+    out = tmp_path / "untied-focus"
+    adapt_model(made["fold"], untied, out_dir=out, init="focus", flores_source=flores_dir)
+    fold = load_extension(made["fold"])
+    dev = load_flores("tha_Thai", "dev", source=flores_dir)
+    vectors = auxiliary_vectors(fold.tokenizer.encode_batch([dev[i] for i in fold.manifest["training_items"]]))
+    _, new_emb, new_head = _weights(out)
+    assert torch.equal(new_head[:BASE_VOCAB], head) and torch.equal(new_emb[:BASE_VOCAB], emb)
+    for i in range(BASE_VOCAB, extended.get_vocab_size()):
+        overlap, weights = _focus_weights_by_hand(vectors, i)
+        np.testing.assert_allclose(new_head[i].numpy(), weights @ head.numpy().astype(np.float64)[overlap], atol=1e-7)
+        np.testing.assert_allclose(new_emb[i].numpy(), weights @ emb.numpy().astype(np.float64)[overlap], atol=1e-7)
 
 
 def test_hewitt_rows_are_drawn_tightly_around_the_mean_of_all_base_rows(tiny, made):
@@ -272,6 +286,16 @@ def _sparsemax_by_bisection(z):
     return np.maximum(z - (lo + hi) / 2, 0)
 
 
+def _focus_weights_by_hand(vectors, new_id):
+    """The overlapping base ids (those with a vector) and the sparsemax of their cosines to ``new_id``'s vector."""
+    overlap = sorted(i for i in vectors if i < BASE_VOCAB)
+    aux = np.stack([vectors[i] for i in overlap]).astype(np.float64)
+    aux /= np.linalg.norm(aux, axis=1, keepdims=True)
+    return overlap, _sparsemax_by_bisection(
+        aux @ (vectors[new_id].astype(np.float64) / np.linalg.norm(vectors[new_id]))
+    )
+
+
 def test_sparsemax_by_hand():
     from mindcap_tok.adaptation.focus import sparsemax
 
@@ -308,15 +332,12 @@ def test_focus_rows_are_sparsemax_weighted_sums_of_overlapping_base_rows(tiny, m
     assert torch.equal(new_emb[:BASE_VOCAB], emb)
     base_rows = emb.numpy().astype(np.float64)
     overlap = sorted(i for i in vectors if i < BASE_VOCAB)
-    aux = np.stack([vectors[i] for i in overlap]).astype(np.float64)
-    aux /= np.linalg.norm(aux, axis=1, keepdims=True)
     base_bpe = Tokenizer.from_file(str(tiny / "tokenizer.json")).model
     extended = Tokenizer.from_file(str(made["fold"] / "tokenizer.json"))
     fallback, supports = 0, []
     for i in range(BASE_VOCAB, fold.tokenizer.vocab_size):
         if i in vectors:
-            cos = aux @ (vectors[i].astype(np.float64) / np.linalg.norm(vectors[i]))
-            weights = _sparsemax_by_bisection(cos)
+            _, weights = _focus_weights_by_hand(vectors, i)
             supports.append(int((weights > 1e-12).sum()))
             want = weights @ base_rows[overlap]
         else:  # never occurs in the encoded training text: FVT's mean of its base encoding
