@@ -354,3 +354,21 @@ def test_focus_rows_are_sparsemax_weighted_sums_of_overlapping_base_rows(tiny, m
     assert (twice / "model.safetensors").read_bytes() == (out / "model.safetensors").read_bytes()
     shutil.rmtree(out)
     shutil.rmtree(twice)
+
+
+def test_focus_refuses_a_fold_not_learned_on_flores_and_names_the_lid_extra(tiny, made, tmp_path, monkeypatch):
+    import sys
+
+    from mindcap_tok.errors import MissingExtraError
+
+    other = tmp_path / "file-fold"
+    shutil.copytree(made["fold"], other)
+    manifest = json.loads((other / "manifest.json").read_text("utf-8"))
+    manifest["corpus"]["name"] = "file:notes.txt"
+    (other / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    with pytest.raises(BadInputError, match=r"learned on 'file:notes\.txt'.*learned on FLORES"):
+        adapt_model(other, tiny, out_dir=tmp_path / "x", init="focus")
+    monkeypatch.setitem(sys.modules, "fasttext", None)  # an uninstalled module
+    with pytest.raises(MissingExtraError, match=r"mindcap-tok\[lid\]"):
+        adapt_model(made["fold"], tiny, out_dir=tmp_path / "y", init="focus")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file-fold"]
