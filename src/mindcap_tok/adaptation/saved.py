@@ -43,7 +43,7 @@ from ..tokenization.hf import HFBackend, encode_texts
 from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.sentencepiece_family import SentencePieceBackend, hf_tokenizer_json, load_sentencepiece, processor
 from ..tokenization.tiktoken_family import TiktokenBackend, build_tiktoken, load_tiktoken, tiktoken_sha256
-from .corpus import ItemId
+from .corpus import Corpus, ItemId, flores_corpus
 from .extend import Extension, base_bpe, base_tiktoken
 from .extend_sp import PieceExtension, extended_model
 
@@ -493,6 +493,37 @@ class SavedExtension:
         Every base id decodes to the same bytes under the extended tokenizer, so no base tokenizer is needed.
         """
         return self.encode(self.tokenizer.decode(list(base_ids)))
+
+
+#: the corpus names of a fold learned on FLORES (``flores200/<split>/<code>``), whose lines can be read back
+FLORES_PREFIX = "flores200/"
+
+
+def fold_flores_corpus(ext: SavedExtension, *, source: str | None = None) -> Corpus:
+    """The FLORES split a fold was cut from, checked against its manifest's hash; a fold learned on another corpus
+    is refused in one line (only FLORES text can be read back by name)."""
+    corpus = ext.manifest.get("corpus") or {}
+    name = str(corpus.get("name", ""))
+    parts = name.removeprefix(FLORES_PREFIX).split("/")
+    if not name.startswith(FLORES_PREFIX) or len(parts) != 2:
+        raise BadInputError(
+            f"{ext.path} was learned on {name or 'an unnamed corpus'!r}: its lines are read back only for a fold "
+            "learned on FLORES (mindcap-tok extend --corpus flores-dev)"
+        )
+    split, code = parts
+    target = flores_corpus(code, split, source=source)
+    if target.sha256 != corpus.get("sha256"):
+        raise DamagedDataError(f"the FLORES {split} text of {code} here differs from the one {ext.path} was cut from")
+    return target
+
+
+def fold_lines(ext: SavedExtension, corpus: Corpus, *, ids: Sequence[ItemId]) -> list[str]:
+    """The texts of items ``ids`` of ``corpus``, in that order (a missing item: damaged fold)."""
+    by_id = dict(corpus.items)
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise DamagedDataError(f"{ext.path}: item {missing[0]!r} is not a line of {corpus.name}")
+    return [by_id[i] for i in ids]
 
 
 def load_extension(folder: str | os.PathLike[str]) -> SavedExtension:

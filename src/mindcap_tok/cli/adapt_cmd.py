@@ -41,9 +41,16 @@ from ._progress import on_progress, progress_bar
     show_default=True,
     help=f"New rows: {', '.join(ADAPT_INITS)} (mean: FVT, the mean of the base rows of the new token's base "
     "encoding; random: the model's own initialiser, seeded; hewitt: drawn around the mean of all base rows, "
-    "Hewitt 2021, seeded).",
+    "Hewitt 2021, seeded; focus: FOCUS, Dobler & de Melo 2023, a sparsemax-weighted sum of the base rows of "
+    "the base tokens nearest in fastText embeddings trained on the fold's training lines; needs the lid extra).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random and hewitt inits.")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the random and hewitt inits (focus is deterministic).",
+)
 @format_option()
 @click.pass_obj
 def adapt_command(state, extension, model, out, init, seed, fmt):
@@ -52,7 +59,8 @@ def adapt_command(state, extension, model, out, init, seed, fmt):
     from ..adaptation.adapt import adapt_model
 
     start = time.perf_counter()
-    record = adapt_model(extension, model, out_dir=out, init=init, seed=seed)
+    source = flores_source(state.config.data_dir.value) if init == "focus" else None
+    record = adapt_model(extension, model, out_dir=out, init=init, seed=seed, flores_source=source)
     if fmt == "json":
         text = to_json(record)
     else:
