@@ -115,7 +115,7 @@ def main() -> None:
         lo, hi = r["bpb_ci"]
         print(
             f"{r['init']:>6} {r['lang']}: bpb {r['bpb']:.3f} [{lo:.3f}, {hi:.3f}], tokens/byte "
-            f"{r['tokens_per_byte']:.3f}, {r['seconds']:.0f} s"
+            f"{r['tokens_per_byte']:.3f}"
         )
     (work / f"bpb-{'-'.join(args.inits)}.json").write_text(json.dumps(result, indent=1) + "\n", "utf-8")
 

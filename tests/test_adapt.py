@@ -271,6 +271,8 @@ def test_bits_per_byte_equal_a_plain_computation_on_the_held_out_lines(tiny, mad
     thai_base, thai_mean = rows[("base", "tha_Thai")], rows[("mean", "tha_Thai")]
     assert thai_mean["tokens_per_byte"] < thai_base["tokens_per_byte"]
     assert thai_mean["bpb_change"] == pytest.approx(thai_mean["bpb"] - thai_base["bpb"])
+    again = measure_bpb(made["fold"], [tiny, made["mean"]], settings=settings)  # same seed, same bytes
+    assert json.dumps(again, sort_keys=True) == json.dumps(result, sort_keys=True)
 
 
 def test_bpb_refuses_a_model_adapted_to_another_fold(tiny, made):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,16 +161,15 @@ def measure_bpb(
         n_bytes = np.array([len(t.encode("utf-8")) for t in lines], dtype=np.float64)
         scored = []
         for path in paths:
-            start = time.perf_counter()
             bits, tokens, start_id = sentence_bits(path, lines, max_batch_tokens=settings.max_batch_tokens)
-            scored.append((path, bits, tokens, start_id, time.perf_counter() - start))
+            scored.append((path, bits, tokens, start_id))
             done += len(lines)
             if on_progress is not None:
                 on_progress(done, total)
         sums = None
         if res.n_boot:
             sums = bootstrap_sums(np.column_stack([n_bytes, *(s[1] for s in scored)]), res.n_boot, seed=res.seed)
-        for k, (path, bits, tokens, start_id, seconds) in enumerate(scored):
+        for k, (path, bits, tokens, start_id) in enumerate(scored):
             bpb = float(bits.sum() / n_bytes.sum())
             row = {
                 "model": path.name,
@@ -189,7 +187,6 @@ def measure_bpb(
                 if sums is None
                 else _interval((sums[:, 1 + k] - sums[:, 1]) / sums[:, 0], res.level),
                 "start_token_id": start_id,
-                "seconds": round(seconds, 3),
             }
             rows.append(row)
     return {

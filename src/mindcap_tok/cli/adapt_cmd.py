@@ -138,7 +138,6 @@ def bpb_command(state, extension, models, limit, ref, n_boot, seed, level, fmt, 
                 "tokens/byte": f"{r['tokens_per_byte']:.3f}",
                 "bits/byte": f"{r['bpb']:.3f}{_ci(r['bpb_ci'])}",
                 "change": f"{r['bpb_change']:+.3f}{_ci(r['bpb_change_ci'])}",
-                "s": f"{r['seconds']:.1f}",
             }
             for r in rows
         ]
