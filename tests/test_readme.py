@@ -166,7 +166,9 @@ def _copy_of_checkout(dest: Path) -> Path:
 
 def _environment(copy: Path, bin_dir: Path) -> dict[str, str]:
     cfg = load_config(start=REPO)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MINDCAP_")}
+    # no MINDCAP_* settings and no terminal width (pytest-xdist's workers set COLUMNS): the pages show what a
+    # command prints into a pipe, every table column
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINDCAP_") and k not in ("COLUMNS", "LINES")}
     for var, entry in (("MINDCAP_DATA_DIR", cfg.data_dir), ("MINDCAP_TOKENIZERS_DIR", cfg.tokenizers_dir)):
         value = os.environ.get(var) or (str(entry.value) if entry.value is not None else None)
         assert value, f"{var} is not set and this checkout's configuration names no folder"
