@@ -9,7 +9,15 @@ import click
 
 from ..choices import ADAPT_INITS
 from ..data.flores import flores_source
-from ._options import check_n_boot, format_option, level_option, multi_option, n_boot_option, out_file_option
+from ._options import (
+    check_n_boot,
+    format_option,
+    level_option,
+    multi_option,
+    n_boot_option,
+    out_dir_option,
+    out_file_option,
+)
 from ._output import emit, render, to_json
 from ._parsing import Command
 from ._progress import on_progress, progress_bar
@@ -28,13 +36,7 @@ from ._progress import on_progress, progress_bar
     type=click.Path(file_okay=False),
     help="The base model: a transformers checkpoint folder (config.json, weights, tokenizer.json).",
 )
-@click.option(
-    "--out-dir",
-    "out",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="New folder for the adapted checkpoint (must not exist).",
-)
+@out_dir_option("New folder for the adapted checkpoint (must not exist).")
 @click.option(
     "--init",
     default="mean",
