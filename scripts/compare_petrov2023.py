@@ -13,7 +13,7 @@ import argparse
 
 from mindcap_tok.data.languages import flores_codes
 from mindcap_tok.data.petrov2023 import COLUMNS, petrov2023_lengths
-from mindcap_tok.premium import token_premium
+from mindcap_tok.premium import PremiumText, token_premium
 from mindcap_tok.tokenization.load import load_tokenizer
 
 
@@ -22,7 +22,8 @@ def compare(model: str, nfc: bool = False) -> dict:
     column = COLUMNS[model]
     theirs = petrov2023_lengths(column)
     codes = [c for c in flores_codes() if c != "eng_Latn" and c in theirs]
-    rows = token_premium(load_tokenizer(model), codes, split="dev+devtest", protocol="petrov2023", nfc=nfc)
+    text = PremiumText(split="dev+devtest", protocol="petrov2023", nfc=nfc)
+    rows = token_premium(load_tokenizer(model), codes, text=text)
     worst, worst_lang, exact = 0.0, "", 0
     for r in rows:
         ref = theirs[r.lang] / theirs["eng_Latn"]

@@ -19,6 +19,7 @@ LAYERS = {
     "data": 1,
     "tokenization": 1,
     "resample": 1,
+    "distinct": 1,
     "budgets": 1,
     "spec": 1,
     "templates": 1,

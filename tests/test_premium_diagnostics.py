@@ -195,6 +195,18 @@ def test_diagnostic_cis_come_from_the_premiums_resampling_matrix(tmp_path, qwen,
     weights = bootstrap_counts(len(text), 400, seed=5)
     low, high = np.quantile((weights @ tokens) / (weights @ nbytes), [0.025, 0.975])
     assert row.diagnostics.tokens_per_byte_low == low and row.diagnostics.tokens_per_byte_high == high
+    # distinct tokens: the union of the drawn sentences' ids, resample by resample, from the same weights; the
+    # interval is the count ± 1.96 standard deviations of those (a resample holds ~63% of the sentences, so its
+    # count lies below the full one: every resample here is below it)
+    from statistics import NormalDist, stdev
+
+    ids = [set(qwen.encode(x)) for x in text]
+    drawn = [len(set().union(*(ids[i] for i in np.flatnonzero(w)))) for w in weights]
+    d = row.diagnostics
+    assert d.distinct_tokens == len(set().union(*ids)) and max(drawn) < d.distinct_tokens
+    half = NormalDist().inv_cdf(0.975) * stdev(drawn)
+    assert d.distinct_tokens_low == pytest.approx(d.distinct_tokens - half, rel=1e-12)
+    assert d.distinct_tokens_high == pytest.approx(d.distinct_tokens + half, rel=1e-12)
 
 
 #: Petrov et al.'s column per registry tokenizer, and the languages checked against their unknown fractions
@@ -316,3 +328,15 @@ def test_a_tokenizer_json_with_byte_fallback_counts_its_byte_pieces(tmp_path):
     # tokens: a, <0xC3>, <0xA9> | a, a -> 5 tokens, 2 of them byte pieces
     assert (row.tokens, row.diagnostics.byte_fallback_tokens) == (5, 2)
     assert row.diagnostics.unknown_tokens == 0 and row.diagnostics.distinct_tokens == 3
+
+
+def test_token_premium_gives_the_studys_premiums_and_cis_without_keeping_ids(tmp_path, qwen, flores_dir):
+    from mindcap_tok.premium import token_premium
+
+    source, _ = _subset(tmp_path, flores_dir, ["eng_Latn", "tha_Thai", "deu_Latn"])
+    study = premium_study(qwen, ["th", "de"], source=source, resampling=Resampling(300, 2)).rows
+    alone = token_premium(qwen, ["th", "de"], source=source, resampling=Resampling(300, 2))
+    assert [(r.premium, r.ci_low, r.ci_high, r.tokens) for r in alone] == [
+        (r.premium, r.ci_low, r.ci_high, r.tokens) for r in study
+    ]
+    assert all(r.diagnostics is None for r in alone) and all(r.diagnostics is not None for r in study)

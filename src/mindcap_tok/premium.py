@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from importlib import resources
 from itertools import chain
+from statistics import NormalDist
+from typing import Any, NamedTuple
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -43,6 +45,7 @@ from .choices import PREMIUM_SPLITS as PREMIUM_SPLITS
 from .choices import PROTOCOLS as PROTOCOLS
 from .data.flores import flores_file, flores_source, load_parallel
 from .data.languages import resolve_language
+from .distinct import DistinctBootstrap, Occurrences, occurrences
 from .errors import BadInputError
 from .resample import DEFAULT_RESAMPLING, Resampling, bootstrap_sums, scale_budget
 from .tasks.mgsm import MGSM_CORPORA, mgsm_source, mgsm_texts
@@ -79,8 +82,10 @@ class Diagnostics:
     (``ref_...``: of the reference's); ``byte_fallback_share``: byte-fallback tokens over tokens (the family's
     definition: :mod:`mindcap_tok.tokenization.classes`); ``unknown_char_share``: characters the unknown token stands
     for over characters; ``unknown_token_share``: unknown tokens over tokens (Petrov et al.'s "unknown fraction");
-    ``distinct_tokens``: distinct ids in the language's tokens (no CI: not a ratio of sums). Each ratio has a
-    percentile CI (``_low``, ``_high``) from the premium's own resamples; ``None`` where the premium has none.
+    ``distinct_tokens``: distinct ids in the language's tokens. Each ratio has a percentile CI (``_low``, ``_high``)
+    from the premium's own resamples, the distinct count a normal bootstrap interval from them
+    (:func:`distinct_interval`; the resampled counts: :mod:`mindcap_tok.distinct`); ``None`` where the premium has
+    none.
     ``petrov_blank``: with ``protocol="petrov2023"``, whether Petrov et al.'s validated table blanks the pair.
     """
 
@@ -93,6 +98,8 @@ class Diagnostics:
     unknown_tokens: int
     unknown_chars: int
     distinct_tokens: int
+    distinct_tokens_low: float | None
+    distinct_tokens_high: float | None
     tokens_per_byte: float
     tokens_per_byte_low: float | None
     tokens_per_byte_high: float | None
@@ -166,7 +173,7 @@ def ratio_bootstrap(
     ``counts`` is (n_pairs, n_langs); returns (low, high) arrays of length n_langs.
     """
     sums = bootstrap_sums(
-        np.column_stack([ref_counts, counts]).astype(np.float64), resampling.n_boot, seed=resampling.seed
+        np.column_stack([ref_counts, counts]).astype(np.int64), resampling.n_boot, seed=resampling.seed
     )
     ratios = sums[:, 1:] / sums[:, :1]
     alpha = 1.0 - resampling.level
@@ -231,6 +238,16 @@ class PremiumText:
     nfc: bool | None = None
 
 
+class Counting(NamedTuple):
+    """What :func:`premium_study` and :func:`token_premium` count over and how, as they were given."""
+
+    source: str | None
+    text: PremiumText
+    resampling: Resampling
+    budgets: Sequence[int] | None
+    engine: str
+
+
 @dataclass(frozen=True)
 class PremiumStudy:
     """Premiums of one tokenizer with what the same resamples say across languages.
@@ -281,7 +298,7 @@ class _SentenceStats:
     fallback: np.ndarray
     unknown: np.ndarray
     unknown_chars: np.ndarray
-    distinct: int
+    occurrences: Occurrences
 
 
 def _sentence_stats(
@@ -305,15 +322,8 @@ def _sentence_stats(
         fallback=fallback,
         unknown=unknown,
         unknown_chars=unknown_chars,
-        distinct=_distinct(flat, len(classes)),
+        occurrences=occurrences(flat, owner, n_units=n),
     )
-
-
-def _distinct(ids: np.ndarray, n_ids: int) -> int:
-    # marking a vocabulary-sized mask is several times faster than np.unique's hashing here
-    seen = np.zeros(n_ids, dtype=bool)
-    seen[ids] = True
-    return int(np.count_nonzero(seen))
 
 
 @dataclass(frozen=True)
@@ -342,8 +352,8 @@ def _number(x: float) -> float | None:
 
 
 def _bootstrap(ref: _SentenceStats, stats: Sequence[_SentenceStats], resampling: Resampling | None) -> _Boot:
-    """Every ratio of sums at once from one resampling matrix: the premium's (same seed, same draws, exact integer
-    sums, so the premium's interval is the one :func:`ratio_bootstrap` gives)."""
+    """Every ratio of sums, and the distinct-token counts, at once from one resampling matrix: the premium's (same
+    seed, same draws, exact integer sums, so the premium's interval is the one :func:`ratio_bootstrap` gives)."""
     if resampling is None:
         return _Boot()
     k, n_boot = len(stats), resampling.n_boot
@@ -355,7 +365,8 @@ def _bootstrap(ref: _SentenceStats, stats: Sequence[_SentenceStats], resampling:
     used = {name: per[name].any(axis=0) for name in ("fallback", "unknown_chars")}
     blocks = [np.column_stack([ref.tokens, ref.bytes, ref.chars]), per["tokens"], per["bytes"], per["chars"]]
     blocks += [per[name][:, used[name]] for name in used]
-    sums = bootstrap_sums(np.hstack(blocks).astype(np.float64), n_boot, seed=resampling.seed)
+    distinct = DistinctBootstrap([st.occurrences for st in stats], n_boot)
+    sums = bootstrap_sums(np.hstack(blocks).astype(np.int64), n_boot, seed=resampling.seed, on_block=distinct.add_block)
     edges = np.cumsum([0, *(b.shape[1] for b in blocks)])
     tokens, nbytes, chars = (sums[:, edges[i] : edges[i + 1]] for i in (1, 2, 3))
     sparse = {}
@@ -363,7 +374,7 @@ def _bootstrap(ref: _SentenceStats, stats: Sequence[_SentenceStats], resampling:
         sparse[name] = np.zeros((n_boot, k))
         sparse[name][:, used[name]] = sums[:, edges[i] : edges[i + 1]]
     with np.errstate(divide="ignore", invalid="ignore"):  # a resample without a language's tokens: nan, not a CI
-        ratios = {
+        draws = {
             "premium": tokens / sums[:, :1],
             "tokens_per_byte": tokens / nbytes,
             "tokens_per_char": tokens / chars,
@@ -374,7 +385,7 @@ def _bootstrap(ref: _SentenceStats, stats: Sequence[_SentenceStats], resampling:
         }
     alpha = 1.0 - resampling.level
     ends = {}
-    for name, values in ratios.items():
+    for name, values in draws.items():
         # a share that is 0 in every sentence is 0 in every resample (a language with no tokens: nan throughout)
         cols = {"byte_fallback_share": used["fallback"], "unknown_char_share": used["unknown_chars"]}.get(name)
         if cols is not None and not cols.all():
@@ -386,8 +397,24 @@ def _bootstrap(ref: _SentenceStats, stats: Sequence[_SentenceStats], resampling:
         else:
             low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2], axis=0)
         ends[name] = (np.broadcast_to(low, (k,)), np.broadcast_to(high, (k,)))
+    ends["distinct_tokens"] = distinct_interval(
+        np.array([st.occurrences.n_items for st in stats]), distinct.draws(), level=resampling.level
+    )
     keep = ("premium", "tokens_per_byte", "byte_fallback_share")
-    return _Boot(resampling.level, ends, {name: ratios[name] for name in keep})
+    return _Boot(resampling.level, ends, {name: draws[name] for name in keep})
+
+
+def distinct_interval(counts: np.ndarray, draws: np.ndarray, *, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The normal bootstrap interval of each column's distinct count: ``count ± z · sd(draws)`` (Efron & Tibshirani
+    1993, §13.2), z the standard normal quantile of (1 + level) / 2.
+
+    Not the percentile interval: a resample repeats sentences and holds about 63% of the distinct ones, so its
+    distinct count lies below the full count (Thai with Llama 2: 606 distinct tokens, resamples 409–496) and a
+    percentile interval would not contain the count it is for. The resamples' spread is kept, centred on the count.
+    """
+    z = NormalDist().inv_cdf((1 + level) / 2)
+    spread = z * draws.std(axis=0, ddof=1)
+    return counts - spread, counts + spread
 
 
 def _ratio(a: int, b: int) -> float:
@@ -423,7 +450,9 @@ def _diagnostics(
         byte_fallback_tokens=fallback,
         unknown_tokens=unknown,
         unknown_chars=unknown_chars,
-        distinct_tokens=st.distinct,
+        distinct_tokens=st.occurrences.n_items,
+        distinct_tokens_low=boot.low("distinct_tokens", j),
+        distinct_tokens_high=boot.high("distinct_tokens", j),
         unknown_token_share=unknown_share,
         petrov_blank=unknown_share > PETROV_UNKNOWN_LIMIT if petrov else None,
         **fields,
@@ -495,7 +524,8 @@ def premium_study(
 ) -> PremiumStudy:
     """Premium of each language against ``text.ref`` over a FLORES split in ``source``, with paired bootstrap CIs,
     its :class:`Diagnostics` and, across the languages, fairness and group aggregates (:class:`PremiumStudy`),
-    all from one encode pass and one resampling matrix.
+    all from one encode pass and one resampling matrix (every token id is kept and resampled: slower than
+    :func:`token_premium`, which gives the same premiums and CIs alone).
 
     ``text`` says which text and how (:class:`PremiumText`). ``budgets`` adds floor(r·B) for each B.
     ``resampling`` gives the CI (its ``n_boot`` resamples at ``level``, at least
@@ -504,6 +534,25 @@ def premium_study(
     ``engine="reference"`` counts with the tokenizer family's own library even where tiktoken runs a
     ``tokenizer.json`` exactly and faster (module docstring).
     """
+    return _premiums(
+        tokenizer,
+        languages,
+        Counting(source, text, resampling, budgets, engine),
+        on_progress=on_progress,
+        diagnostics=True,
+    )
+
+
+def _premiums(
+    tokenizer: ResolvedTokenizer,
+    languages: Iterable[str],
+    how: Counting,
+    *,
+    on_progress: Callable[[int, int], None] | None,
+    diagnostics: bool,
+) -> PremiumStudy:
+    """:func:`premium_study` (``diagnostics``), or its premiums alone from token counts (no ids kept)."""
+    source, text, resampling, budgets, engine = how
     split, ref, protocol, nfc = text.split, text.ref, text.protocol, text.nfc
     n_boot, seed, ci = resampling.n_boot, resampling.seed, resampling.level
     if protocol not in PROTOCOLS:
@@ -519,34 +568,46 @@ def premium_study(
     n_pairs = sum(len(part) for part in files[ref_code])
     counter = counting_engine(tokenizer, engine, texts=(s for lines in texts.values() for s in lines))
     classes = tokenizer.token_classes
-    ref_stats = _sentence_stats(tokenizer, counter.encode_batch(texts[ref_code]), texts[ref_code], classes)
-    if not ref_stats.tokens.sum():  # the premium divides by it
+    encode = counter.encode_batch if diagnostics else counter.count_tokens
+
+    def measure(lines: list[str], out: Any) -> Any:  # token ids -> sentence stats; counts as they are
+        return _sentence_stats(tokenizer, out, lines, classes) if diagnostics else out
+
+    ref_stats = measure(texts[ref_code], encode(texts[ref_code]))
+    ref_tokens = ref_stats.tokens if diagnostics else ref_stats
+    if not ref_tokens.sum():  # the premium divides by it
         parts = split.split("+")
         where = (
             split if split in MGSM_CORPORA else " + ".join(flores_file(source, ref_code, split=part) for part in parts)
         )
         raise BadInputError(f"{where} has no tokens with {tokenizer.name}'s tokenizer")
-    stats: list[_SentenceStats] = []
+    stats: list = []
     # a few languages per batched call: one call per language costs each library its per-call set-up (tiktoken
     # starts a thread pool per call) 204 times over; the counts are per line, so the split is exact
     for start in range(0, len(codes), LANGS_PER_CALL):
         chunk = codes[start : start + LANGS_PER_CALL]
-        ids = counter.encode_batch([line for code in chunk for line in texts[code]])
+        out = encode([line for code in chunk for line in texts[code]])
         at = 0
         for code in chunk:
             n = len(texts[code])
-            stats.append(_sentence_stats(tokenizer, ids[at : at + n], texts[code], classes))
+            stats.append(measure(texts[code], out[at : at + n]))
             at += n
         if on_progress:
             on_progress(start + len(chunk), len(codes))
     if protocol == "petrov2023" or not n_boot:
         n_boot = 0
-    boot = _bootstrap(ref_stats, stats, resampling if n_boot else None)
+    tokens = [st.tokens for st in stats] if diagnostics else stats
+    if diagnostics:
+        boot = _bootstrap(ref_stats, stats, resampling if n_boot else None)
+    elif n_boot:
+        boot = _Boot(ci, {"premium": ratio_bootstrap(np.column_stack(tokens), ref_tokens, resampling=resampling)})
+    else:
+        boot = _Boot()
     ref_words = sum(len(s.split()) for s in texts[ref_code])
-    ref_total = int(ref_stats.tokens.sum())
+    ref_total = int(ref_tokens.sum())
     results = []
     for j, code in enumerate(codes):
-        total = int(stats[j].tokens.sum())
+        total = int(tokens[j].sum())
         ratio = Fraction(total, ref_total)
         results.append(
             Premium(
@@ -569,9 +630,13 @@ def premium_study(
                 protocol=protocol,
                 diagnostics=_diagnostics(
                     stats[j], ref_stats, boot, j=j, ref_words=ref_words, petrov=protocol != "per-sentence"
-                ),
+                )
+                if diagnostics
+                else None,
             )
         )
+    if not diagnostics:
+        return PremiumStudy(results, [], [])
     return PremiumStudy(results, _fairness(results, boot), _groups(results, boot))
 
 
@@ -631,7 +696,8 @@ def token_premium(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> list[Premium]:
     """The rows of :func:`premium_study`: premium of each language against ``text.ref`` over a FLORES split in
-    ``source``, with paired bootstrap CIs and :class:`Diagnostics`.
+    ``source``, with paired bootstrap CIs, counted without keeping token ids (``diagnostics`` is None: the
+    :class:`Diagnostics` come from :func:`premium_study`).
 
     ``text`` says which text and how (:class:`PremiumText`). ``budgets`` adds floor(r·B) for each B.
     ``resampling`` gives the CI (its ``n_boot`` resamples at ``level``, at least
@@ -640,13 +706,5 @@ def token_premium(
     ``engine="reference"`` counts with the tokenizer family's own library even where tiktoken runs a
     ``tokenizer.json`` exactly and faster (module docstring).
     """
-    return premium_study(
-        tokenizer,
-        languages,
-        source=source,
-        text=text,
-        resampling=resampling,
-        budgets=budgets,
-        engine=engine,
-        on_progress=on_progress,
-    ).rows
+    how = Counting(source, text, resampling, budgets, engine)
+    return _premiums(tokenizer, languages, how, on_progress=on_progress, diagnostics=False).rows

@@ -6,6 +6,7 @@ Kept apart from the stages so that importing one (``stats``) does not load anoth
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -96,25 +97,40 @@ def bootstrap_counts(n: int, n_boot: int, *, seed: int) -> np.ndarray:
     return np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n).astype(np.float64)
 
 
-#: resamples drawn per block in :func:`bootstrap_sums`
+#: resamples drawn per block in :func:`bootstrap_blocks` (a multiple of 8: blocks pack into whole bytes)
 BOOT_BLOCK = 256
+#: below this, integer sums are exact in float32 (its 24-bit significand)
+_FLOAT32_EXACT = 2**24
 
 
-def bootstrap_sums(values: np.ndarray, n_boot: int, *, seed: int) -> np.ndarray:
-    """(n_boot, k) resampled column sums of ``values`` (n, k): ``bootstrap_counts(n, n_boot, seed) @ values``.
-
-    Drawn in blocks of :data:`BOOT_BLOCK` resamples from the same generator, so the draws are those of
-    :func:`bootstrap_counts` (numpy's bounded integers continue one stream across calls),
-    without its (n_boot, n) matrices: at 10,000 x 1,012 they are ~320 MB of fresh memory, which took longer to
-    allocate here than the premium's tokenization. Integer counts keep every sum exact, in any order.
-    """
-    n = values.shape[0]
+def bootstrap_blocks(n: int, n_boot: int, *, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """The rows of :func:`bootstrap_counts` (int64 counts) in blocks of :data:`BOOT_BLOCK` resamples, as (first row,
+    block): drawn from the same generator (numpy's bounded integers continue one stream across calls), without the
+    whole (n_boot, n) matrix, which at 10,000 x 1,012 is ~80 MB of fresh memory per statistic."""
     rng = np.random.default_rng(seed)
     offsets = np.arange(BOOT_BLOCK, dtype=np.int64)[:, None] * n
-    sums = np.empty((n_boot, values.shape[1]), dtype=np.float64)
     for start in range(0, n_boot, BOOT_BLOCK):
         rows = min(BOOT_BLOCK, n_boot - start)
         idx = rng.integers(0, n, size=(rows, n))
-        weights = np.bincount((idx + offsets[:rows]).ravel(), minlength=rows * n).reshape(rows, n)
-        sums[start : start + rows] = weights.astype(np.float64) @ values
+        yield start, np.bincount((idx + offsets[:rows]).ravel(), minlength=rows * n).reshape(rows, n)
+
+
+def bootstrap_sums(
+    values: np.ndarray, n_boot: int, *, seed: int, on_block: Callable[[int, np.ndarray], None] | None = None
+) -> np.ndarray:
+    """(n_boot, k) resampled column sums of ``values`` (n, k): ``bootstrap_counts(n, n_boot, seed) @ values``.
+
+    Computed block by block (:func:`bootstrap_blocks`); ``on_block(first row, block)`` sees each block too, so that
+    a statistic that is not a sum shares the pass over the draws. Integer counts keep every sum of integers exact,
+    in any order; integer ``values`` whose sums cannot reach 2**24 (a resample's sum is at most n · max |x|) are
+    summed in float32, twice as fast and still exact.
+    """
+    n = values.shape[0]
+    exact32 = np.issubdtype(values.dtype, np.integer) and n * int(np.abs(values).max(initial=0)) < _FLOAT32_EXACT
+    matrix = values.astype(np.float32 if exact32 else np.float64)
+    sums = np.empty((n_boot, values.shape[1]), dtype=np.float64)
+    for start, weights in bootstrap_blocks(n, n_boot, seed=seed):
+        sums[start : start + len(weights)] = weights.astype(matrix.dtype) @ matrix
+        if on_block is not None:
+            on_block(start, weights)
     return sums

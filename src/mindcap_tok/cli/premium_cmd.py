@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..choices import DEFAULT_LANGS, PREMIUM_SPLITS, PROTOCOLS
@@ -105,12 +107,20 @@ def _table_rows(results: list[dict], budgets: list[int] | None, diagnostics: boo
             row["tokens/byte"] = f"{r['tokens_per_byte']:.4f} {_interval(r, 'tokens_per_byte')}"
             row["byte-fallback share"] = f"{r['byte_fallback_share']:.4f} {_interval(r, 'byte_fallback_share')}"
             row["unknown chars"] = f"{r['unknown_char_share']:.4f}"
-            row["distinct"] = r["distinct_tokens"]
+            low = r["distinct_tokens_low"]
+            row["distinct"] = f"{r['distinct_tokens']}" + ("" if low is None else f" ±{r['distinct_tokens'] - low:.0f}")
         if "cost_in_per_1k_words" in r:
             row["USD/1k words in, out"] = f"{r['cost_in_per_1k_words']:.6f}, {r['cost_out_per_1k_words']:.6f}"
             row["extra vs ref"] = f"{r['extra_cost_in_per_1k_words']:.6f}, {r['extra_cost_out_per_1k_words']:.6f}"
         rows.append(row)
     return rows
+
+
+def _premiums_alone(tok: Any, languages: list[str], **how: Any) -> Any:
+    """:func:`~mindcap_tok.premium.token_premium`'s rows as a study without diagnostics or aggregates."""
+    from ..premium import PremiumStudy, token_premium
+
+    return PremiumStudy(token_premium(tok, languages, **how), [], [])
 
 
 def _summary_notes(fairness: list[dict]) -> str:
@@ -194,8 +204,9 @@ def _short_hash(row: dict) -> dict:
 @click.option(
     "--diagnostics",
     is_flag=True,
-    help="Show tokens per byte, byte-fallback and unknown shares and distinct tokens in tables, and the Gini "
-    "coefficients under the plain table (JSON and CSV always carry them).",
+    help="Also count tokens per byte and per character, byte-fallback and unknown shares and distinct tokens, with "
+    "CIs, and the Gini coefficients (under the plain table); slower: every token id is kept and resampled. "
+    "--summary, --price-per-mtok, --plot and --protocol petrov2023 count them too.",
 )
 @click.option(
     "--summary",
@@ -238,13 +249,15 @@ def premium_command(
     else:
         split = corpus
         source, label = str(mgsm_source(state.config.data_dir.value)), f"MGSM, {MGSM_CORPORA[corpus]}"
+    # what needs the ids: costs need the reference's words, the plot a byte-fallback panel, Petrov's table unknowns
+    counted = bool(diagnostics or summary or price or plot or protocol == "petrov2023")
     results: list[dict] = []
     fairness: list[dict] = []
     groups: list[dict] = []
     for model in models:
         tok = load_tokenizer(model, state.config.tokenizers_dir.value)
         with progress_bar(f"tokenizing ({tok.name})", total=len(languages), enabled=len(languages) > 10) as advance:
-            study = premium_study(
+            study = (premium_study if counted else _premiums_alone)(
                 tok,
                 languages,
                 source=source,
