@@ -13,16 +13,20 @@ Every base row is kept bit for bit; the rows of the new tokens are initialised b
 - ``focus``: FOCUS (Dobler & de Melo 2023, :mod:`.focus`): a sparsemax-weighted sum of the base rows of the base
   tokens most similar in fastText embeddings trained on the fold's training text; FVT where a new token has none.
 
-Only byte-level BPE ``tokenizer.json`` models are adapted (the base's back end says whether it can be, so no
-family is named here); a model whose tokenizer is not the fold's base (file hashes differ) is refused.
+Byte-level BPE ``tokenizer.json`` models and SentencePiece ``.model`` ones are adapted (the back end says whether
+it can be, so no family is named here): a SentencePiece fold brings its probed ``transformers/tokenizer.json`` and
+its ``.model``, and a new piece's base encoding is the base model's segmentation of the piece's text as one unit.
+A model whose tokenizer is not the fold's base (file hashes differ) is refused.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .._io import check_new_folder, new_folder, regular_file
@@ -36,7 +40,7 @@ from ..tokenization.load import ResolvedTokenizer, load_tokenizer
 from ..tokenization.sentencepiece_family import SentencePieceBackend
 from ..tokenization.tiktoken_family import TiktokenBackend
 from .focus import FocusWeights, auxiliary_vectors, focus_weights
-from .saved import SavedExtension, fold_flores_corpus, fold_lines, load_extension
+from .saved import HF_FOLDER, HF_REMEDY, SP_MODEL, SavedExtension, fold_flores_corpus, fold_lines, load_extension
 
 PRODUCER = "mindcap-tok adapt"
 #: the adapted folder's record of what was done (beside config.json and the weights)
@@ -67,7 +71,49 @@ class _PieceEncoders(ExtensionFamilies[BasePieces | None]):
         return None  # no transformers model loads a .tiktoken vocabulary as it is
 
     def pieces(self, backend: SentencePieceBackend) -> BasePieces | None:
-        return None  # not yet: the fold's transformers/tokenizer.json would have to be the model's tokenizer
+        return backend.piece_ids
+
+
+@dataclass(frozen=True)
+class CheckpointFiles:
+    """Where a family's tokenizer lives: ``model_file`` in a model folder (what the fold's base hash is of: a
+    Llama 2 checkpoint ships ``tokenizer.json`` beside ``tokenizer.model``), ``copied`` (file in the fold, file in
+    the checkpoint), ``side_dir``, the fold's folder of ``transformers`` side files (used where the model has
+    none), and ``specials_from_model``: the fold's ``tokenizer.json`` segments only, so the checkpoint's takes the
+    model's special tokens and the way it adds them (BOS) from the model's tokenizer as ``transformers`` loads it."""
+
+    model_file: str
+    copied: tuple[tuple[str, str], ...]
+    side_dir: str
+    specials_from_model: bool = False
+
+
+class _Checkpoints(ExtensionFamilies[CheckpointFiles | None]):
+    def merges(self, backend: HFBackend) -> CheckpointFiles | None:
+        return CheckpointFiles("tokenizer.json", (("tokenizer.json", "tokenizer.json"),), "")
+
+    def ranks(self, backend: TiktokenBackend) -> CheckpointFiles | None:
+        return None
+
+    def pieces(self, backend: SentencePieceBackend) -> CheckpointFiles | None:
+        # transformers reads tokenizer.json first; the .model keeps the slow tokenizer and sentencepiece in step
+        copied = ((f"{HF_FOLDER}/tokenizer.json", "tokenizer.json"), (SP_MODEL, SP_MODEL))
+        return CheckpointFiles(SP_MODEL, copied, HF_FOLDER, specials_from_model=True)
+
+
+def checkpoint_files(ext: SavedExtension) -> CheckpointFiles:
+    """The fold's :class:`CheckpointFiles`, or a one-line refusal (a family no transformers model loads, or a
+    SentencePiece fold without a ``tokenizer.json`` that segments as its ``.model``)."""
+    files = ext.tokenizer.extension(_Checkpoints())
+    if files is None:
+        raise BadInputError(
+            f"adapt takes byte-level BPE and SentencePiece extensions; {ext.path} extends a {ext.tokenizer.family} "
+            "tokenizer, which no transformers model loads as it is"
+        )
+    for name, _ in files.copied:
+        if not (ext.path / name).is_file():
+            raise BadInputError(f"{ext.path} has no {name} for transformers: {HF_REMEDY}")
+    return files
 
 
 def base_pieces_of(base: ResolvedTokenizer) -> BasePieces:
@@ -75,8 +121,8 @@ def base_pieces_of(base: ResolvedTokenizer) -> BasePieces:
     encoder = base.extension(_PieceEncoders())
     if encoder is None:
         raise BadInputError(
-            f"adapt supports byte-level BPE tokenizer.json models only; {base.name} is a {base.family} tokenizer"
-            " that is not byte-level BPE"
+            f"adapt supports byte-level BPE tokenizer.json and SentencePiece models; {base.name} is a {base.family} "
+            "tokenizer that is neither"
         )
     return encoder
 
@@ -190,16 +236,55 @@ def fold_focus(ext: SavedExtension, *, source: str | None = None) -> tuple[Focus
     return focus_weights(vectors, first_new_id=first, vocab_size=ext.tokenizer.vocab_size), len(texts)
 
 
-def _copy_tokenizer(ext: SavedExtension, model: Path, folder: Path) -> list[str]:
-    """The fold's ``tokenizer.json`` and the model's other tokenizer files (the fold's where the model has none)."""
+def _copy_tokenizer(ext: SavedExtension, files: CheckpointFiles, model: Path, folder: Path) -> list[str]:
+    """The fold's tokenizer files and the model's other tokenizer files (the fold's where the model has none)."""
     copied = []
     for name in TOKENIZER_SIDE_FILES:
-        source = model / name if (model / name).is_file() else ext.path / name
+        source = model / name if (model / name).is_file() else ext.path / files.side_dir / name
         if source.is_file():
             shutil.copyfile(regular_file(source, "tokenizer file"), folder / name)
             copied.append(name)
-    shutil.copyfile(regular_file(ext.path / "tokenizer.json", "tokenizer file"), folder / "tokenizer.json")
-    return ["tokenizer.json", *copied]
+    for name, target in files.copied:
+        shutil.copyfile(regular_file(ext.path / name, "tokenizer file"), folder / target)
+    if files.specials_from_model:
+        _take_model_specials(model, folder / "tokenizer.json")
+        _check_segments_as_fold(ext, folder)
+    return [target for _, target in files.copied] + copied
+
+
+def _take_model_specials(model: Path, tokenizer_json: Path) -> None:
+    """Give ``tokenizer_json`` the model's post-processor and added tokens, from its tokenizer as ``transformers``
+    loads it (converted from the ``.model`` when the folder has no ``tokenizer.json``)."""
+    from transformers import AutoTokenizer
+
+    own = json.loads(AutoTokenizer.from_pretrained(model).backend_tokenizer.to_str())
+    data = json.loads(tokenizer_json.read_text("utf-8"))
+    data["post_processor"] = own.get("post_processor")
+    ids = {t["id"] for t in own.get("added_tokens") or []}
+    data["added_tokens"] = sorted(
+        [*(own.get("added_tokens") or []), *(t for t in data.get("added_tokens") or [] if t["id"] not in ids)],
+        key=lambda t: t["id"],
+    )
+    tokenizer_json.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def _check_segments_as_fold(ext: SavedExtension, folder: Path) -> None:
+    """Refuse a checkpoint whose tokenizer, as ``transformers`` loads it with the model's settings, segments the new
+    pieces and an English line otherwise than the fold's tokenizer."""
+    from transformers import AutoTokenizer
+
+    first = int(ext.manifest["first_new_id"])
+    pieces = [ext.tokenizer.token_bytes[i].decode("utf-8", "replace") for i in range(first, ext.tokenizer.vocab_size)]
+    probes = ["".join(pieces).strip(), " ".join(pieces).strip(), "The quick brown fox, 1,024 times."]
+    loaded = AutoTokenizer.from_pretrained(folder)
+    for text in probes:
+        got, want = loaded(text, add_special_tokens=False)["input_ids"], ext.tokenizer.encode(text)
+        if got != want:
+            raise BadInputError(
+                f"transformers loads the adapted tokenizer with {folder.name}'s settings so that it segments "
+                f"{text[:40]!r} otherwise than {ext.path} ({got[:8]} vs {want[:8]}): the model folder's "
+                "tokenizer_config.json changes how the tokenizer.json is read"
+            )
 
 
 def adapt_model(
@@ -223,8 +308,11 @@ def adapt_model(
         raise BadInputError(f"unknown init {init!r}: use one of {', '.join(ADAPT_INITS)}")
     target = check_new_folder(out_dir)
     ext = extension if isinstance(extension, SavedExtension) else load_extension(extension)
+    files = checkpoint_files(ext)
     path = check_model_folder(model)
-    base = load_tokenizer(str(path))
+    if not (path / files.model_file).is_file():
+        raise BadInputError(f"model folder {path} has no {files.model_file}, the kind of tokenizer {ext.path} extends")
+    base = load_tokenizer(str(path / files.model_file))
     check_same_base(ext, base, model=path)
     first = int(ext.manifest["first_new_id"])
     pieces = new_token_pieces(ext, base)
@@ -274,7 +362,7 @@ def adapt_model(
         record["focus"] = focus_record
     with new_folder(target, PRODUCER) as tmp:
         loaded.save_pretrained(tmp)
-        record["tokenizer_files"] = _copy_tokenizer(ext, path, tmp)
+        record["tokenizer_files"] = _copy_tokenizer(ext, files, path, tmp)
         save_s = time.perf_counter() - start
         seconds = {"load": round(load_s, 3), "resize_init": round(init_s, 3), "save": round(save_s, 3)}
         if init == "focus":

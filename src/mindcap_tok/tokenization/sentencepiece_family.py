@@ -133,6 +133,20 @@ class SentencePieceBackend:
         proto.ParseFromString(self.sp.serialized_model_proto())
         return proto
 
+    @cached_property
+    def _bare(self) -> Any:
+        """The same model without input normalisation: no dummy prefix, whitespace and ``▁`` kept as written."""
+        proto = self.model_proto()
+        spec = proto.normalizer_spec
+        spec.add_dummy_prefix, spec.remove_extra_whitespaces, spec.name = False, False, "identity"
+        spec.precompiled_charsmap = b""
+        return processor(proto.SerializeToString())
+
+    def piece_ids(self, data: bytes) -> list[int]:
+        """The ids this model segments a piece's text ``data`` into, as one unit (spaces as ``▁``, no dummy prefix):
+        its BPE merges, characters missing from the vocabulary as ``<0xNN>`` bytes. A new piece's base encoding."""
+        return list(self._bare.encode(data.decode("utf-8").replace(" ", "▁")))
+
     def base_symbols(self, texts: Sequence[str]) -> list[list[str]]:
         """Each text's segmentation as piece strings, byte-fallback runs folded back into their characters.
 
