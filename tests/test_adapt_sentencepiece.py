@@ -7,7 +7,6 @@ refused."""
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
@@ -16,12 +15,12 @@ import pytest
 torch = pytest.importorskip("torch", reason="adapt needs the torch extra")
 
 import sentencepiece  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM  # noqa: E402
+from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
-from mindcap_tok.adaptation import adapt_model, cross_fit, flores_corpus, load_extension, save_crossfit  # noqa: E402
+from adapt_fixture import sentencepiece_extension, tiny_llama  # noqa: E402
+from mindcap_tok.adaptation import adapt_model, load_extension  # noqa: E402
 from mindcap_tok.data.flores import load_flores  # noqa: E402
 from mindcap_tok.errors import BadInputError  # noqa: E402
-from mindcap_tok.tokenization.load import load_tokenizer  # noqa: E402
 
 BASE_VOCAB = 32000
 WS = "\u2581"
@@ -30,20 +29,9 @@ WS = "\u2581"
 @pytest.fixture(scope="module")
 def made(config, flores_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("adapt-sp")
-    model = root / "tiny-llama"
-    torch.manual_seed(0)
-    shape = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}
-    llama = LlamaConfig(vocab_size=BASE_VOCAB, num_key_value_heads=1, tie_word_embeddings=False, **shape)
-    LlamaForCausalLM(llama).save_pretrained(model)
-    shutil.copyfile(config.tokenizers_dir.value / "llama2" / "tokenizer.model", model / "tokenizer.model")
-    settings = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "add_bos_token": True}
-    (model / "tokenizer_config.json").write_text(json.dumps(settings), "utf-8")
-    AutoTokenizer.from_pretrained(model).save_pretrained(model)  # writes tokenizer.json beside tokenizer.model
-    assert (model / "tokenizer.json").is_file()
-    base = load_tokenizer(str(model / "tokenizer.model"))
-    folds = cross_fit(base, flores_corpus("th", "dev", source=flores_dir), size=30, add_missing_characters=True)
-    save_crossfit(folds, root / "ext", extra={"lang": "tha_Thai"})
-    fold = root / "ext" / "fold-0"
+    model = tiny_llama(root / "tiny-llama", config.tokenizers_dir.value / "llama2" / "tokenizer.model")
+    assert (model / "tokenizer.json").is_file() and (model / "tokenizer.model").is_file()
+    fold = sentencepiece_extension(model, root / "ext", flores_dir)
     adapt_model(fold, model, out_dir=root / "mean", init="mean")
     return {"root": root, "model": model, "fold": fold, "mean": root / "mean"}
 
