@@ -238,7 +238,7 @@ class PremiumText:
     nfc: bool | None = None
 
 
-class Counting(NamedTuple):
+class _Counting(NamedTuple):
     """What :func:`premium_study` and :func:`token_premium` count over and how, as they were given."""
 
     source: str | None
@@ -537,7 +537,7 @@ def premium_study(
     return _premiums(
         tokenizer,
         languages,
-        Counting(source, text, resampling, budgets, engine),
+        _Counting(source, text, resampling, budgets, engine),
         on_progress=on_progress,
         diagnostics=True,
     )
@@ -546,7 +546,7 @@ def premium_study(
 def _premiums(
     tokenizer: ResolvedTokenizer,
     languages: Iterable[str],
-    how: Counting,
+    how: _Counting,
     *,
     on_progress: Callable[[int, int], None] | None,
     diagnostics: bool,
@@ -567,11 +567,10 @@ def _premiums(
         texts = {code: [s for part in parts for s in part] for code, parts in files.items()}
     n_pairs = sum(len(part) for part in files[ref_code])
     counter = counting_engine(tokenizer, engine, texts=(s for lines in texts.values() for s in lines))
-    classes = tokenizer.token_classes
     encode = counter.encode_batch if diagnostics else counter.count_tokens
 
     def measure(lines: list[str], out: Any) -> Any:  # token ids -> sentence stats; counts as they are
-        return _sentence_stats(tokenizer, out, lines, classes) if diagnostics else out
+        return _sentence_stats(tokenizer, out, lines, tokenizer.token_classes) if diagnostics else out
 
     ref_stats = measure(texts[ref_code], encode(texts[ref_code]))
     ref_tokens = ref_stats.tokens if diagnostics else ref_stats
@@ -706,5 +705,5 @@ def token_premium(
     ``engine="reference"`` counts with the tokenizer family's own library even where tiktoken runs a
     ``tokenizer.json`` exactly and faster (module docstring).
     """
-    how = Counting(source, text, resampling, budgets, engine)
+    how = _Counting(source, text, resampling, budgets, engine)
     return _premiums(tokenizer, languages, how, on_progress=on_progress, diagnostics=False).rows

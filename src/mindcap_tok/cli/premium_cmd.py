@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +15,9 @@ from ._options import budgets_option, format_option, level_option, multi_option,
 from ._output import emit, render, to_json, writing
 from ._parsing import Command
 from ._progress import on_progress, progress_bar
+
+if TYPE_CHECKING:
+    from ..premium import PremiumStudy
 
 #: the row fields of ``premium`` before the diagnostics (what md and LaTeX show without ``--diagnostics``)
 BASE_FIELDS = (
@@ -116,7 +119,7 @@ def _table_rows(results: list[dict], budgets: list[int] | None, diagnostics: boo
     return rows
 
 
-def _premiums_alone(tok: Any, languages: list[str], **how: Any) -> Any:
+def _premiums_alone(tok: Any, languages: list[str], **how: Any) -> PremiumStudy:
     """:func:`~mindcap_tok.premium.token_premium`'s rows as a study without diagnostics or aggregates."""
     from ..premium import PremiumStudy, token_premium
 
