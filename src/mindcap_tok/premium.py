@@ -525,14 +525,8 @@ def premium_study(
     """Premium of each language against ``text.ref`` over a FLORES split in ``source``, with paired bootstrap CIs,
     its :class:`Diagnostics` and, across the languages, fairness and group aggregates (:class:`PremiumStudy`),
     all from one encode pass and one resampling matrix (every token id is kept and resampled: slower than
-    :func:`token_premium`, which gives the same premiums and CIs alone).
-
-    ``text`` says which text and how (:class:`PremiumText`). ``budgets`` adds floor(r·B) for each B.
-    ``resampling`` gives the CI (its ``n_boot`` resamples at ``level``, at least
-    :func:`~mindcap_tok.resample.min_resamples` of it: 40 at 0.95); ``n_boot=0`` gives the premium alone
-    (``ci_low = ci_high = None``, as ``petrov2023``). ``on_progress(done, total)`` is called per language.
-    ``engine="reference"`` counts with the tokenizer family's own library even where tiktoken runs a
-    ``tokenizer.json`` exactly and faster (module docstring).
+    :func:`token_premium`, which gives the same premiums and CIs alone). The parameters are
+    :func:`token_premium`'s.
     """
     return _premiums(
         tokenizer,
