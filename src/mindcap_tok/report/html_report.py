@@ -104,6 +104,105 @@ def _band(go: Any, x: list[Any], low: list[Any], high: list[Any], color: str, me
     ]
 
 
+def _line(go: Any, x: list[Any], y: list[Any], *, name: str, meta: dict[str, Any], color: str, data: Any, hover: str):
+    """A curve's line with markers, hover text ``hover`` over ``customdata`` ``data``."""
+    return go.Scatter(
+        x=x,
+        y=y,
+        mode="lines+markers",
+        name=name,
+        meta=meta,
+        line={"color": color},
+        customdata=data,
+        hovertemplate=hover,
+    )
+
+
+#: hover text of a point with its interval (customdata: extra fields, then the interval's ends)
+_CI_HOVER = "CI [%{{customdata[{0}]:.2f}}, %{{customdata[{1}]:.2f}}]<extra></extra>"
+
+
+def _panel_traces(go: Any, curve: pd.DataFrame, within: pd.DataFrame, meta: dict, level: str) -> list[tuple[int, Any]]:
+    """(panel, trace) of one language's row: NATIVE accuracy with its CI (panel 1), the gap with its CI where
+    there is a comparator (2), and Δ_L with its simultaneous band and pointwise CI (3)."""
+    bx = curve["budget"].astype(int).tolist()
+    traces = [
+        (1, t)
+        for t in _band(
+            go,
+            bx,
+            _points(curve["ci_low"]),
+            _points(curve["ci_high"]),
+            "rgba(31,119,180,0.2)",
+            meta["accuracy"],
+            f"{level} CI",
+        )
+    ]
+    counts = [[_plain(n)] for n in curve["n"]] if "n" in curve else None
+    hover = "B=%{x}<br>accuracy %{y:.2f} pts<br>traces %{customdata[0]}<extra></extra>"
+    traces.append(
+        (
+            1,
+            _line(
+                go,
+                bx,
+                _points(curve["accuracy"]),
+                name="NATIVE accuracy",
+                meta=meta["accuracy"],
+                color=_COLORS["acc"],
+                data=counts,
+                hover=hover,
+            ),
+        )
+    )
+    if "gap" in within and within["gap"].notna().any():
+        g = within.dropna(subset=["gap"])
+        gx, low, high = g["budget"].astype(int).tolist(), _points(g["gap_ci_low"]), _points(g["gap_ci_high"])
+        traces += [(2, t) for t in _band(go, gx, low, high, "rgba(148,103,189,0.2)", meta["gap"], f"{level} CI")]
+        hover = "B=%{x}<br>gap %{y:.2f} pts<br>" + _CI_HOVER.format(0, 1)
+        ends = list(zip(low, high, strict=True))
+        traces.append(
+            (
+                2,
+                _line(
+                    go,
+                    gx,
+                    _points(g["gap"]),
+                    name="gap",
+                    meta=meta["gap"],
+                    color=_COLORS["gap"],
+                    data=ends,
+                    hover=hover,
+                ),
+            )
+        )
+    x, low, high = within["budget"].astype(int).tolist(), _points(within["ci_low"]), _points(within["ci_high"])
+    bands = (
+        (within["band_low"], within["band_high"], "rgba(214,39,40,0.12)", "band", f"{level} simultaneous band"),
+        (within["ci_low"], within["ci_high"], "rgba(214,39,40,0.25)", "ci", f"{level} pointwise CI"),
+    )
+    for lo, hi, fill, kind, label in bands:
+        traces += [(3, t) for t in _band(go, x, _points(lo), _points(hi), fill, {**meta["delta"], "kind": kind}, label)]
+    data = [[int(s), *p] for s, *p in zip(within["scaled_budget"], low, high, strict=True)]
+    hover = "B=%{x}, floor(r·B)=%{customdata[0]}<br>Δ_L %{y:.2f} pts<br>" + _CI_HOVER.format(1, 2)
+    traces.append(
+        (
+            3,
+            _line(
+                go,
+                x,
+                _points(within["delta"]),
+                name="Δ_L",
+                meta=meta["delta"],
+                color=_COLORS["delta"],
+                data=data,
+                hover=hover,
+            ),
+        )
+    )
+    return traces
+
+
 def curve_figures(built: BudgetTables) -> list[dict[str, Any]]:
     """One plotly figure (as JSON-ready dict, with its title and notes) per curve group: a row of three panels
     (NATIVE accuracy, gap, Δ_L) per language and task, points only within the cap."""
@@ -155,113 +254,7 @@ def curve_figures(built: BudgetTables) -> list[dict[str, Any]]:
                 curve = curve[curve["budget"] <= cap]
             x_all = [*curve["budget"], *within["budget"], *([cap] if cap is not None else [])]
             meta = {m: _meta(key, lang, task, m) for m in ("accuracy", "gap", "delta", "cap")}
-            traces: list[tuple[int, Any]] = []
-            bx = curve["budget"].astype(int).tolist()
-            for t in _band(
-                go,
-                bx,
-                _points(curve["ci_low"]),
-                _points(curve["ci_high"]),
-                "rgba(31,119,180,0.2)",
-                meta["accuracy"],
-                f"{level} CI",
-            ):
-                traces.append((1, t))
-            traces.append(
-                (
-                    1,
-                    go.Scatter(
-                        x=bx,
-                        y=_points(curve["accuracy"]),
-                        mode="lines+markers",
-                        name="NATIVE accuracy",
-                        meta=meta["accuracy"],
-                        line={"color": _COLORS["acc"]},
-                        customdata=[[_plain(n)] for n in curve["n"]] if "n" in curve else None,
-                        hovertemplate="B=%{x}<br>accuracy %{y:.2f} pts<br>traces %{customdata[0]}<extra></extra>",
-                    ),
-                )
-            )
-            x = within["budget"].astype(int).tolist()
-            if "gap" in within and within["gap"].notna().any():
-                g = within.dropna(subset=["gap"])
-                gx = g["budget"].astype(int).tolist()
-                traces += [
-                    (2, t)
-                    for t in _band(
-                        go,
-                        gx,
-                        _points(g["gap_ci_low"]),
-                        _points(g["gap_ci_high"]),
-                        "rgba(148,103,189,0.2)",
-                        meta["gap"],
-                        f"{level} CI",
-                    )
-                ]
-                traces.append(
-                    (
-                        2,
-                        go.Scatter(
-                            x=gx,
-                            y=_points(g["gap"]),
-                            mode="lines+markers",
-                            name="gap",
-                            meta=meta["gap"],
-                            line={"color": _COLORS["gap"]},
-                            customdata=list(zip(_points(g["gap_ci_low"]), _points(g["gap_ci_high"]), strict=True)),
-                            hovertemplate="B=%{x}<br>gap %{y:.2f} pts<br>"
-                            "CI [%{customdata[0]:.2f}, %{customdata[1]:.2f}]<extra></extra>",
-                        ),
-                    )
-                )
-            traces += [
-                (3, t)
-                for t in _band(
-                    go,
-                    x,
-                    _points(within["band_low"]),
-                    _points(within["band_high"]),
-                    "rgba(214,39,40,0.12)",
-                    {**meta["delta"], "kind": "band"},
-                    f"{level} simultaneous band",
-                )
-            ]
-            traces += [
-                (3, t)
-                for t in _band(
-                    go,
-                    x,
-                    _points(within["ci_low"]),
-                    _points(within["ci_high"]),
-                    "rgba(214,39,40,0.25)",
-                    {**meta["delta"], "kind": "ci"},
-                    f"{level} pointwise CI",
-                )
-            ]
-            traces.append(
-                (
-                    3,
-                    go.Scatter(
-                        x=x,
-                        y=_points(within["delta"]),
-                        mode="lines+markers",
-                        name="Δ_L",
-                        meta=meta["delta"],
-                        line={"color": _COLORS["delta"]},
-                        customdata=[
-                            [int(s), *p]
-                            for s, *p in zip(
-                                within["scaled_budget"],
-                                _points(within["ci_low"]),
-                                _points(within["ci_high"]),
-                                strict=True,
-                            )
-                        ],
-                        hovertemplate="B=%{x}, floor(r·B)=%{customdata[0]}<br>Δ_L %{y:.2f} pts<br>"
-                        "CI [%{customdata[1]:.2f}, %{customdata[2]:.2f}]<extra></extra>",
-                    ),
-                )
-            )
+            traces = _panel_traces(go, curve, within, meta, level)
             for col, t in traces:
                 fig.add_trace(t, row=i, col=cols[col])
             if cap is not None:
