@@ -23,18 +23,18 @@ from ._parsing import Command
 from ._progress import on_progress, progress_bar
 
 
+def _extension_option(help: str):
+    return click.option("--extension", required=True, type=click.Path(file_okay=False), help=help)
+
+
 @click.command("adapt", cls=Command)
-@click.option(
-    "--extension",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="A saved fold (fold-<k>/ of `mindcap-tok extend`) of the model's own tokenizer.",
-)
+@_extension_option("A saved fold (fold-<k>/ of `mindcap-tok extend`) of the model's own tokenizer.")
 @click.option(
     "--model",
     required=True,
     type=click.Path(file_okay=False),
-    help="The base model: a transformers checkpoint folder (config.json, weights, tokenizer.json).",
+    help="The base model: a transformers checkpoint folder (config.json, weights, and tokenizer.json or, for a "
+    "SentencePiece fold, tokenizer.model).",
 )
 @out_dir_option("New folder for the adapted checkpoint (must not exist).")
 @click.option(
@@ -78,12 +78,7 @@ def _ci(pair: list[float] | None) -> str:
 
 
 @click.command("bpb", cls=Command)
-@click.option(
-    "--extension",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="The saved fold whose held-out FLORES lines are scored (learned with --corpus flores-dev).",
-)
+@_extension_option("The saved fold whose held-out FLORES lines are scored (learned with --corpus flores-dev).")
 @multi_option(
     "--model",
     "models",
