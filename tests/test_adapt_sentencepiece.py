@@ -124,6 +124,13 @@ def test_a_fold_without_a_transformers_tokenizer_is_refused_and_nothing_written(
     with pytest.raises(BadInputError, match=r"has no tokenizer\.model, the kind of tokenizer"):
         adapt_model(made["fold"], bare, out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+    # the folder's tokenizer.json (what transformers converted) cannot be extended: extend names the .model
+    from mindcap_tok.adaptation.extend import base_bpe
+    from mindcap_tok.tokenization.load import load_tokenizer
+
+    beside = re.escape(str(made["model"] / "tokenizer.model"))
+    with pytest.raises(BadInputError, match=rf"beside it: --model {beside}$"):
+        base_bpe(load_tokenizer(str(made["model"])))
 
 
 def test_bits_per_byte_count_the_tokens_of_each_models_own_sentencepiece_model(made, flores_dir, config):

@@ -140,12 +140,13 @@ def check_model_folder(model: str | os.PathLike[str]) -> Path:
 
 
 def check_same_base(ext: SavedExtension, model_tok: ResolvedTokenizer, *, model: Path) -> None:
-    """Refuse a model whose tokenizer files do not hash as the fold's base tokenizer's."""
+    """Refuse a model whose tokenizer file (``model``) does not hash as the fold's base tokenizer's."""
     want = (ext.manifest.get("base") or {}).get("sha256")
     if model_tok.sha256 != want:
         raise BadInputError(
-            f"the tokenizer of {model} (sha256 {model_tok.sha256[:12]}…) is not the base of the extension {ext.path} "
-            f"(sha256 {str(want)[:12]}…): extend this model's own tokenizer (mindcap-tok extend --model {model})"
+            f"the tokenizer of {model.parent} ({model.name}, sha256 {model_tok.sha256[:12]}…) is not the base of the "
+            f"extension {ext.path} (sha256 {str(want)[:12]}…): extend this model's own tokenizer (mindcap-tok extend "
+            f"--model {model})"
         )
 
 
@@ -313,7 +314,7 @@ def adapt_model(
     if not (path / files.model_file).is_file():
         raise BadInputError(f"model folder {path} has no {files.model_file}, the kind of tokenizer {ext.path} extends")
     base = load_tokenizer(str(path / files.model_file))
-    check_same_base(ext, base, model=path)
+    check_same_base(ext, base, model=path / files.model_file)
     first = int(ext.manifest["first_new_id"])
     pieces = new_token_pieces(ext, base)
     mean_pieces = (sum(map(len, pieces)) / len(pieces)) if pieces else None

@@ -205,9 +205,11 @@ def base_bpe(base: ResolvedTokenizer) -> BaseBPE:
     if kind != "BPE":
         raise BadInputError(f"{base.name}: only byte-level BPE tokenizers can be extended; its model is {kind}")
     if "ByteLevel" not in pipe.pre_tokenizer_types or not is_byte_level(hf):
+        beside = None if base.path is None else base.path.with_name("tokenizer.model")
         raise BadInputError(
-            f"{base.name}: a BPE model without a byte-level pre-tokenizer and decoder (e.g. SentencePiece BPE) "
-            "cannot be extended: only byte-level BPE (GPT-2 style) is supported"
+            f"{base.name}: a BPE tokenizer.json without a byte-level pre-tokenizer and decoder (e.g. SentencePiece "
+            "BPE converted for transformers) cannot be extended as it is"
+            + (f"; extend the SentencePiece model beside it: --model {beside}" if beside and beside.is_file() else "")
         )
     if model.get("dropout"):
         raise BadInputError(f"{base.name}: BPE dropout is on (segmentation is random); cannot extend it")
