@@ -7,6 +7,7 @@ refused."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
