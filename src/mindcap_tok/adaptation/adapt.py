@@ -28,11 +28,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .._io import check_new_folder, new_folder, regular_file
 from .._json import dumps_strict
 from ..choices import ADAPT_INITS
-from ..errors import BadInputError, DamagedDataError, MissingExtraError
+from ..errors import BadInputError, DamagedDataError, MissingExtraError, first_line
 from ..tokenization.base import ExtensionFamilies
 from ..tokenization.bytelevel import is_byte_level, piece_ids
 from ..tokenization.hf import HFBackend
@@ -253,12 +254,20 @@ def _copy_tokenizer(ext: SavedExtension, files: CheckpointFiles, model: Path, fo
     return [target for _, target in files.copied] + copied
 
 
+def _hf_tokenizer(folder: Path) -> Any:
+    """``AutoTokenizer.from_pretrained(folder)``, or a one-line error naming the folder."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(folder)
+    except Exception as exc:  # transformers raises many kinds (OSError, ValueError, ImportError, KeyError)
+        raise BadInputError(f"transformers cannot load the tokenizer in {folder}: {first_line(exc)}") from exc
+
+
 def _take_model_specials(model: Path, tokenizer_json: Path) -> None:
     """Give ``tokenizer_json`` the model's post-processor and added tokens, from its tokenizer as ``transformers``
     loads it (converted from the ``.model`` when the folder has no ``tokenizer.json``)."""
-    from transformers import AutoTokenizer
-
-    own = json.loads(AutoTokenizer.from_pretrained(model).backend_tokenizer.to_str())
+    own = json.loads(_hf_tokenizer(model).backend_tokenizer.to_str())
     data = json.loads(tokenizer_json.read_text("utf-8"))
     data["post_processor"] = own.get("post_processor")
     ids = {t["id"] for t in own.get("added_tokens") or []}
@@ -272,12 +281,10 @@ def _take_model_specials(model: Path, tokenizer_json: Path) -> None:
 def _check_segments_as_fold(ext: SavedExtension, folder: Path) -> None:
     """Refuse a checkpoint whose tokenizer, as ``transformers`` loads it with the model's settings, segments the new
     pieces and an English line otherwise than the fold's tokenizer."""
-    from transformers import AutoTokenizer
-
     first = int(ext.manifest["first_new_id"])
     pieces = [ext.tokenizer.token_bytes[i].decode("utf-8", "replace") for i in range(first, ext.tokenizer.vocab_size)]
     probes = ["".join(pieces).strip(), " ".join(pieces).strip(), "The quick brown fox, 1,024 times."]
-    loaded = AutoTokenizer.from_pretrained(folder)
+    loaded = _hf_tokenizer(folder)
     for text in probes:
         got, want = loaded(text, add_special_tokens=False)["input_ids"], ext.tokenizer.encode(text)
         if got != want:
