@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,35 +81,54 @@ def _batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     return out
 
 
-def sentence_bits(
-    model: str | os.PathLike[str], texts: Sequence[str], *, max_batch_tokens: int = 512
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per sentence: bits (−Σ log2 p of its tokens after the start token) and token count, and the start token id,
-    under ``model`` (a checkpoint folder) and its own tokenizer."""
+@dataclass(frozen=True)
+class _Scorer:
+    """A checkpoint loaded once for scoring: the model in eval mode, its own tokenizer and its start token."""
+
+    lm: Any
+    tokenizer: Any
+    start: int
+
+
+def _scorer(model: str | os.PathLike[str]) -> _Scorer:
     try:
-        import torch
+        import torch  # noqa: F401  (the model runs on it)
         from transformers import AutoModelForCausalLM
     except ImportError as exc:
         raise MissingExtraError(exc.name or "torch", "torch", needed_by="bits per byte") from exc
     path = check_model_folder(model)
-    ids = load_tokenizer(str(path)).encode_batch(list(texts))
     lm = AutoModelForCausalLM.from_pretrained(path)
     lm.eval()
-    start = start_token_id(lm.config)
+    return _Scorer(lm, load_tokenizer(str(path)), start_token_id(lm.config))
+
+
+def _bits(scorer: _Scorer, texts: Sequence[str], max_batch_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    import torch
+
+    ids = scorer.tokenizer.encode_batch(list(texts))
     bits = np.zeros(len(texts), dtype=np.float64)
     for batch in _batches([len(x) for x in ids], max_batch_tokens):
         width = max(len(ids[i]) for i in batch) + 1
-        inp = torch.full((len(batch), width), start, dtype=torch.long)
+        inp = torch.full((len(batch), width), scorer.start, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
         for row, i in enumerate(batch):
             inp[row, 1 : len(ids[i]) + 1] = torch.tensor(ids[i], dtype=torch.long)
             mask[row, : len(ids[i]) + 1] = 1
         with torch.no_grad():
-            logits = lm(input_ids=inp, attention_mask=mask).logits[:, :-1].float()
+            logits = scorer.lm(input_ids=inp, attention_mask=mask).logits[:, :-1].float()
             picked = logits.gather(-1, inp[:, 1:, None])[..., 0] - logits.logsumexp(-1)
             nats = -(picked.double() * mask[:, 1:]).sum(1)
         bits[batch] = nats.numpy() / math.log(2)
-    return bits, np.array([len(x) for x in ids], dtype=np.int64), start
+    return bits, np.array([len(x) for x in ids], dtype=np.int64)
+
+
+def sentence_bits(
+    model: str | os.PathLike[str], texts: Sequence[str], *, max_batch_tokens: int = 512
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per sentence: bits (−Σ log2 p of its tokens after the start token) and token count, and the start token id,
+    under ``model`` (a checkpoint folder) and its own tokenizer."""
+    scorer = _scorer(model)
+    return (*_bits(scorer, texts, max_batch_tokens), scorer.start)
 
 
 def model_init(path: Path, ext: SavedExtension) -> str:
@@ -156,16 +176,20 @@ def measure_bpb(
     res = settings.resampling
     total = len(paths) * sum(map(len, texts.values()))
     done = 0
-    rows = []
-    for lang, lines in texts.items():
-        n_bytes = np.array([len(t.encode("utf-8")) for t in lines], dtype=np.float64)
-        scored = []
-        for path in paths:
-            bits, tokens, start_id = sentence_bits(path, lines, max_batch_tokens=settings.max_batch_tokens)
-            scored.append((path, bits, tokens, start_id))
+    scores: dict[str, list] = {lang: [] for lang in texts}
+    for path in paths:  # each model loaded once, for both languages
+        scorer = _scorer(path)
+        for lang, lines in texts.items():
+            bits, tokens = _bits(scorer, lines, settings.max_batch_tokens)
+            scores[lang].append((path, bits, tokens, scorer.start))
             done += len(lines)
             if on_progress is not None:
                 on_progress(done, total)
+        del scorer
+    rows = []
+    for lang, lines in texts.items():
+        n_bytes = np.array([len(t.encode("utf-8")) for t in lines], dtype=np.float64)
+        scored = scores[lang]
         sums = None
         if res.n_boot:
             sums = bootstrap_sums(np.column_stack([n_bytes, *(s[1] for s in scored)]), res.n_boot, seed=res.seed)
